@@ -1,0 +1,92 @@
+"""truco_engine — a pure, deterministic Truco rules engine.
+
+No I/O, no randomness, no dependencies. The whole game is a state machine::
+
+    state = new_match(get_rules("paulista-2p"))
+    state, events = deal(state, deck_order)          # the chance step
+    seat = to_act(state)[0]
+    state, events = apply(state, seat, legal_actions(state, seat)[0])
+    view = observe(state, seat)                      # what that seat may see
+
+See ``docs/engine.md`` for the API and ``docs/rules/`` for every rule and option.
+"""
+
+from truco_engine.actions import KINDS as ACTION_KINDS
+from truco_engine.actions import Action, parse_action
+from truco_engine.cards import DECKS, describe
+from truco_engine.engine import (
+    apply,
+    deal,
+    deck_commitment,
+    is_over,
+    legal_actions,
+    needs_deal,
+    new_match,
+    to_act,
+)
+from truco_engine.errors import (
+    IllegalActionError,
+    InvalidCardError,
+    InvalidDeckError,
+    InvalidRulesError,
+    MatchOverError,
+    NotYourTurnError,
+    RecordError,
+    TrucoError,
+    UnknownPresetError,
+)
+from truco_engine.events import Event, EventKind
+from truco_engine.observe import Observation, PendingCall, TrickView, observe
+from truco_engine.record import (
+    Match,
+    MatchRecord,
+    canonical_json,
+    replay,
+    state_from_json,
+    state_to_json,
+)
+from truco_engine.rules import PRESETS, RuleSet, find_preset, get_rules, preset_names
+from truco_engine.state import MatchState
+
+__all__ = [
+    "ACTION_KINDS",
+    "DECKS",
+    "PRESETS",
+    "Action",
+    "Event",
+    "EventKind",
+    "IllegalActionError",
+    "InvalidCardError",
+    "InvalidDeckError",
+    "InvalidRulesError",
+    "Match",
+    "MatchOverError",
+    "MatchRecord",
+    "MatchState",
+    "NotYourTurnError",
+    "Observation",
+    "PendingCall",
+    "RecordError",
+    "RuleSet",
+    "TrickView",
+    "TrucoError",
+    "UnknownPresetError",
+    "apply",
+    "canonical_json",
+    "deal",
+    "deck_commitment",
+    "describe",
+    "find_preset",
+    "get_rules",
+    "is_over",
+    "legal_actions",
+    "needs_deal",
+    "new_match",
+    "observe",
+    "parse_action",
+    "preset_names",
+    "replay",
+    "state_from_json",
+    "state_to_json",
+    "to_act",
+]

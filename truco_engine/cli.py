@@ -1,0 +1,75 @@
+"""Engine commands of the ``truco`` CLI: ``truco replay`` and ``truco bench engine``.
+
+The full ``truco`` command (with ``serve`` and the clients) lives in ``truco_server.cli``;
+it registers these subcommands through :func:`register_subcommands`. ``main`` here runs the
+engine commands alone, for an install without the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from truco_engine.errors import TrucoError
+from truco_engine.record import MatchRecord, canonical_json, replay
+
+
+def _replay(args: argparse.Namespace) -> int:
+    try:
+        text = sys.stdin.read() if args.record == "-" else Path(args.record).read_text()
+        state = replay(MatchRecord.from_json(text))
+    except (OSError, TrucoError) as exc:
+        print(f"truco replay: {exc}", file=sys.stderr)
+        return 2
+    out: dict[str, Any] = {
+        "scores": state.scores,
+        "games": state.games,
+        "winner": state.winner,
+        "phase": state.phase,
+        "state": state.to_dict(),
+    }
+    print(json.dumps(out, indent=2, sort_keys=True) if args.pretty else canonical_json(out))
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    if args.target != "engine":
+        print(f"truco bench: unknown target {args.target!r}", file=sys.stderr)
+        return 2
+    from truco_engine.bench import DEFAULT_CASES, run_cases
+
+    cases = args.case or list(DEFAULT_CASES)
+    print(f"# random play, {args.seconds:g} s per case, one core; legal actions + observation each step")
+    for result in run_cases(cases, args.seconds, args.seed):
+        print(result.line(), flush=True)
+    return 0
+
+
+def register_subcommands(sub: Any) -> None:
+    """Add ``replay`` and ``bench`` to an ``argparse`` subparsers object."""
+    p = sub.add_parser("replay", help="replay a match record and print scores and final state as JSON")
+    p.add_argument("record", help="path of a record JSON file, or - for standard input")
+    p.add_argument("--pretty", action="store_true", help="indent the JSON output")
+    p.set_defaults(func=_replay)
+    b = sub.add_parser("bench", help="benchmarks: 'truco bench engine'")
+    b.add_argument("target", choices=["engine"], help="what to measure")
+    b.add_argument("--seconds", type=float, default=2.0, help="time per case (default 2)")
+    b.add_argument("--case", action="append", help="preset name, e.g. paulista-2p (repeatable)")
+    b.add_argument("--seed", type=int, default=0, help="seed of the random players")
+    b.set_defaults(func=_bench)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="truco", description="Truco rules engine commands")
+    sub = parser.add_subparsers(dest="command", required=True)
+    register_subcommands(sub)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

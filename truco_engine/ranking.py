@@ -1,0 +1,143 @@
+"""Card strength: one table per hand, computed from the rule set and the turn-up card.
+
+A strength table maps every card of the deck to an integer; higher wins a trick and equal
+strengths tie. Face-down cards are worth :data:`FACE_DOWN` (below every card).
+Each ranking is a small function registered in :data:`RANKING_FUNCS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+from truco_engine.cards import FRENCH_RANKS, FRENCH_SUITS, rank, suit
+
+if TYPE_CHECKING:
+    from truco_engine.rules import RuleSet
+
+FACE_DOWN: Final = -1
+MANILHA_BASE: Final = 100
+"""Manilhas (and the fixed top cards of the Spanish rankings) rank from here up."""
+EXTRA_BASE: Final = 200
+"""Extra manilhas of larger tables rank above every other card."""
+
+MINEIRO_MANILHAS: Final = ("4C", "7H", "AS", "7D")
+"""Fixed manilhas of mineiro and manilha velha, strongest first: zap, 7 copas, espadilha,
+7 ouros (pica-fumo)."""
+
+ARGENTINE_TOP: Final = ("1e", "1b", "7e", "7o")
+"""The four unique top cards of the Spanish rankings, strongest first."""
+_ARGENTINE_PLAIN: Final = ("4", "5", "6", "7", "10", "11", "12", "1", "2", "3")
+"""Spanish plain ranks, weakest first (false 7s sit between 6s and 10s; false aces
+between 12s and 2s)."""
+
+StrengthTable = dict[str, int]
+
+
+def _french_cycle(rules: RuleSet) -> tuple[str, ...]:
+    if rules.clean_deck:
+        return tuple(r for r in FRENCH_RANKS if r not in ("4", "5", "6", "7"))
+    return FRENCH_RANKS
+
+
+def manilha_rank(rules: RuleSet, vira: str) -> str:
+    """The rank whose four cards are manilhas for a given turn-up card (vira)."""
+    cycle = _french_cycle(rules)
+    i = cycle.index(rank(vira))
+    m = cycle[(i + 1) % len(cycle)]
+    if rules.three_never_manilha and m == "3":
+        m = cycle[(i + 2) % len(cycle)]
+    return m
+
+
+def _extra(rules: RuleSet, table: StrengthTable) -> StrengthTable:
+    n = len(rules.extra_manilhas)
+    for i, c in enumerate(rules.extra_manilhas):
+        table[c] = EXTRA_BASE + n - i
+    return table
+
+
+def _vira(rules: RuleSet, vira: str | None) -> StrengthTable:
+    assert vira is not None
+    m = manilha_rank(rules, vira)
+    table: StrengthTable = {}
+    for card in rules.deck_cards:
+        r = rank(card)
+        if r == m:
+            table[card] = MANILHA_BASE + 3 - FRENCH_SUITS.index(suit(card))
+        else:
+            table[card] = FRENCH_RANKS.index(r)
+    return _extra(rules, table)
+
+
+def _fixed_mineiro(rules: RuleSet, vira: str | None) -> StrengthTable:
+    table: StrengthTable = {}
+    for card in rules.deck_cards:
+        if card in MINEIRO_MANILHAS:
+            table[card] = MANILHA_BASE + 3 - MINEIRO_MANILHAS.index(card)
+        else:
+            table[card] = FRENCH_RANKS.index(rank(card))
+    return _extra(rules, table)
+
+
+def _argentine(rules: RuleSet, vira: str | None) -> StrengthTable:
+    table: StrengthTable = {}
+    for card in rules.deck_cards:
+        if card in ARGENTINE_TOP:
+            table[card] = MANILHA_BASE + 3 - ARGENTINE_TOP.index(card)
+        else:
+            table[card] = _ARGENTINE_PLAIN.index(rank(card))
+    return _extra(rules, table)
+
+
+RANKING_FUNCS: Final[dict[str, Callable[[RuleSet, str | None], StrengthTable]]] = {
+    "vira": _vira,
+    "fixed_mineiro": _fixed_mineiro,
+    "argentine": _argentine,
+}
+
+USES_TURN_UP: Final = {"vira"}
+"""Rankings that turn up a card after the deal (vira or muestra)."""
+
+
+def strength_table(rules: RuleSet, turn_up: str | None) -> StrengthTable:
+    """Strength of every card of the deck for one hand."""
+    return RANKING_FUNCS[rules.ranking](rules, turn_up)
+
+
+def keeps_in_clean_deck(rules: RuleSet, card: str) -> bool:
+    """Whether ``card`` stays in the deck under baralho limpo (no plain 4–7)."""
+    if rank(card) not in ("4", "5", "6", "7"):
+        return True
+    if rules.ranking == "fixed_mineiro":
+        return card in MINEIRO_MANILHAS
+    if rules.ranking == "argentine":
+        return card in ARGENTINE_TOP
+    return False
+
+
+def envido_points(cards: tuple[str, ...] | list[str]) -> int:
+    """Envido value of a Spanish hand: 20 plus the two best cards of one suit (10–12 count
+    0), or else the best single card."""
+    best = 0
+    by_suit: dict[str, list[int]] = {}
+    for c in cards:
+        r = int(c[:-1])
+        p = r if r <= 7 else 0
+        by_suit.setdefault(c[-1], []).append(p)
+        best = max(best, p)
+    for values in by_suit.values():
+        if len(values) >= 2:
+            values.sort(reverse=True)
+            best = max(best, 20 + values[0] + values[1])
+    return best
+
+
+def has_flor(cards: tuple[str, ...] | list[str]) -> bool:
+    """Three cards of one suit."""
+    return len(cards) == 3 and cards[0][-1] == cards[1][-1] == cards[2][-1]
+
+
+def flor_points(cards: tuple[str, ...] | list[str]) -> int:
+    """Flor value: 20 plus the three cards' envido values."""
+    return 20 + sum((int(c[:-1]) if int(c[:-1]) <= 7 else 0) for c in cards)

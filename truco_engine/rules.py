@@ -1,0 +1,370 @@
+"""Rule sets as data: a frozen, validated :class:`RuleSet`, named presets and overrides.
+
+A variant is a preset (a ``RuleSet`` value) plus house-rule overrides::
+
+    rules = get_rules("paulista", players=2, target_points=24)
+    rules = get_rules("mineiro-2p")
+    rules = get_rules("argentine", flor=False)
+
+Every field has a docstring; an invalid combination raises :class:`InvalidRulesError`
+naming the field and the allowed values. See ``docs/rules/`` for the sources.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Final
+
+from truco_engine.cards import DECKS
+from truco_engine.errors import InvalidRulesError, UnknownPresetError
+
+RANKINGS: Final = ("vira", "fixed_mineiro", "argentine")
+PLAY_MODES: Final = ("teams", "individual", "carancho")
+ALL_TIED: Final = ("redeal", "mano")
+LEAD_AFTER_TIE: Final = ("tied_trick_opener", "nearest_to_mano", "mano")
+FALTA_ENVIDO: Final = ("game", "half")
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """Every rule of a variant, as validated data. Build one with :func:`get_rules`."""
+
+    name: str = "paulista"
+    """Preset name this rule set was built from (informative only)."""
+
+    players: int = 4
+    """Number of seats. Teams: 2, 4, 6 (and 8, 10, 12 where the ranking allows);
+    individual and carancho: 3."""
+
+    play_mode: str = "teams"
+    """``teams``: two sides, partners sit across and alternate; ``individual``: each for
+    themselves (3 players); ``carancho``: 3 players, two against the carancho each hand."""
+
+    deck: str = "french40"
+    """``french40`` (A, 2–7, J, Q, K), ``spanish40`` (1–7, 10–12) or ``spanish22`` (Valencian)."""
+
+    clean_deck: bool = False
+    """Baralho limpo: play without the 4s, 5s, 6s and 7s that are not manilhas."""
+
+    ranking: str = "vira"
+    """How cards rank: ``vira`` (turn-up card sets rotating manilhas), ``fixed_mineiro``
+    (zap 4♣ > 7♥ > A♠ > 7♦ always), ``argentine`` (the 14 fixed tiers), ``muestra``
+    (Uruguayan muestra and piezas), ``valencian`` (the 22-card truc order)."""
+
+    three_never_manilha: bool = False
+    """With a vira: a 2 turned up makes the 4s manilhas instead of the 3s."""
+
+    extra_manilhas: tuple[str, ...] = ()
+    """Cards placed above the four manilhas, strongest first (larger tables)."""
+
+    target_points: int = 12
+    """Points that win a game."""
+
+    games_to_win: int = 1
+    """Games needed to win the match: 1 is a single game, 2 is best of three."""
+
+    halves: bool = False
+    """Split the game in two halves (malas and buenas); affects falta envido under
+    ``falta_envido="half"`` and how scores are shown."""
+
+    base_value: int = 1
+    """Value of a hand with no accepted call."""
+
+    truco_ladder: tuple[int, ...] = (3, 6, 9, 12)
+    """Value of the hand after each accepted call of the truco ladder, in order."""
+
+    truco_call_names: tuple[str, ...] = ("truco", "six", "nine", "twelve")
+    """Name of each step of the ladder (same length as ``truco_ladder``)."""
+
+    fold: bool = False
+    """A player may fold (give up the hand at its current value) on their own turn and
+    as an answer to a pending call (irse al mazo)."""
+
+    face_down_from_trick: int = 2
+    """First trick (1-based) in which a card may be played face down; 0: never."""
+
+    all_tricks_tied: str = "redeal"
+    """All three tricks tied: ``redeal`` (nobody scores) or ``mano`` (the first player's
+    side wins)."""
+
+    lead_after_tie: str = "tied_trick_opener"
+    """Who leads after a tied trick: ``tied_trick_opener``, ``nearest_to_mano`` (the tying
+    player nearest the hand's first player) or ``mano`` (the hand's first player)."""
+
+    hand_of_eleven_at: int | None = 11
+    """Score at which a side plays the hand of eleven (mão de onze; 10 in mineiro's
+    hand of ten); ``None``: no such hand."""
+
+    hand_of_eleven_value: int = 3
+    """Value of the hand of eleven when the side at that score plays it."""
+
+    hand_of_eleven_refusal: int = 1
+    """Points the other side scores when the side at eleven gives the hand up."""
+
+    iron_hand: bool = True
+    """Both sides at ``hand_of_eleven_at``: everybody plays blind and the winner takes the
+    game (mão de ferro)."""
+
+    envido: bool = False
+    """Envido, real envido and falta envido are played."""
+
+    falta_envido: str = "game"
+    """Falta envido is worth what the leader needs to win the game (``game``), or, while
+    the leader is in the first half, what it needs to close that half (``half``)."""
+
+    flor: bool = False
+    """Flor (three cards of one suit), contraflor and contraflor al resto are played."""
+
+    flor_mandatory: bool = True
+    """A player holding flor must sing it (cannot play on as if without it)."""
+
+    show_envido_cards: bool = True
+    """The winner of an envido or flor shows the cards that make the points when the hand
+    ends."""
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    # ----------------------------------------------------------------- helpers
+    @property
+    def deck_cards(self) -> tuple[str, ...]:
+        """The cards of the deck in use, in canonical order."""
+        cards = DECKS[self.deck]
+        if self.clean_deck:
+            from truco_engine.ranking import keeps_in_clean_deck
+
+            cards = tuple(c for c in cards if keeps_in_clean_deck(self, c))
+        return cards
+
+    @property
+    def sides(self) -> int:
+        """Number of score holders: 2 for teams, ``players`` otherwise."""
+        return 2 if self.play_mode == "teams" else self.players
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able mapping of every field."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RuleSet:
+        """Inverse of :meth:`to_dict`; unknown fields are refused."""
+        return _build(cls(), data)
+
+    def replace(self, **overrides: Any) -> RuleSet:
+        """A copy with some fields changed (validated)."""
+        return _build(self, overrides)
+
+
+_FIELD_NAMES: Final = {f.name for f in fields(RuleSet)}
+
+
+def _build(base: RuleSet, overrides: Mapping[str, Any]) -> RuleSet:
+    unknown = sorted(set(overrides) - _FIELD_NAMES)
+    if unknown:
+        raise InvalidRulesError(
+            unknown[0], f"unknown rule field; fields are: {', '.join(sorted(_FIELD_NAMES))}"
+        )
+    clean: dict[str, Any] = {}
+    for k, v in overrides.items():
+        default = getattr(base, k)
+        if isinstance(default, tuple) and isinstance(v, list | tuple):
+            v = tuple(v)
+        if isinstance(default, bool) and not isinstance(v, bool):
+            raise InvalidRulesError(k, f"expected true or false, got {v!r}")
+        clean[k] = v
+    return dataclasses.replace(base, **clean)
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise InvalidRulesError(name, f"{value!r} is not allowed; allowed: {', '.join(allowed)}")
+
+
+def _int(name: str, value: object, lo: int, hi: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise InvalidRulesError(name, f"{value!r} is not allowed; allowed: integers {lo}..{hi}")
+
+
+def _validate(r: RuleSet) -> None:
+    _choice("deck", r.deck, tuple(DECKS))
+    _choice("ranking", r.ranking, RANKINGS)
+    _choice("play_mode", r.play_mode, PLAY_MODES)
+    _choice("all_tricks_tied", r.all_tricks_tied, ALL_TIED)
+    _choice("lead_after_tie", r.lead_after_tie, LEAD_AFTER_TIE)
+    _choice("falta_envido", r.falta_envido, FALTA_ENVIDO)
+    if not isinstance(r.name, str) or not r.name:
+        raise InvalidRulesError("name", "must be a non-empty string")
+    french = r.deck == "french40"
+    needs_french = r.ranking in ("vira", "fixed_mineiro")
+    if french != needs_french:
+        decks = "french40" if needs_french else "spanish40, spanish22"
+        raise InvalidRulesError("deck", f"{r.deck!r} does not fit ranking {r.ranking!r}; allowed: {decks}")
+    if r.ranking == "valencian" and r.deck != "spanish22":
+        raise InvalidRulesError("deck", "ranking 'valencian' needs deck 'spanish22'; allowed: spanish22")
+    if r.deck == "spanish22" and r.ranking != "valencian":
+        raise InvalidRulesError("ranking", "deck 'spanish22' needs ranking 'valencian'; allowed: valencian")
+    allowed_players: tuple[int, ...]
+    if r.play_mode == "teams":
+        allowed_players = (2, 4, 6, 8, 10, 12) if r.deck == "french40" or r.deck == "spanish40" else (2, 4, 6)
+    else:
+        allowed_players = (3,)
+    if r.players not in allowed_players:
+        raise InvalidRulesError(
+            "players",
+            f"{r.players!r} is not allowed with play_mode {r.play_mode!r} and deck {r.deck!r}; "
+            f"allowed: {', '.join(map(str, allowed_players))}",
+        )
+    # Each player needs 3 cards (4 for the carancho), plus a turn-up card where used.
+    need = (
+        3 * r.players
+        + (1 if r.ranking in ("vira", "muestra") else 0)
+        + (1 if r.play_mode == "carancho" else 0)
+    )
+    have = len(DECKS[r.deck]) if not r.clean_deck else 24
+    if need > have:
+        raise InvalidRulesError("players", f"{r.players} players need {need} cards; the deck has {have}")
+    _int("target_points", r.target_points, 1, 1000)
+    _int("games_to_win", r.games_to_win, 1, 99)
+    _int("base_value", r.base_value, 1, 1000)
+    _int("face_down_from_trick", r.face_down_from_trick, 0, 3)
+    if r.face_down_from_trick == 1:
+        raise InvalidRulesError("face_down_from_trick", "1 is not allowed; allowed: 0 (never), 2, 3")
+    ladder = r.truco_ladder
+    if not ladder or any(not isinstance(v, int) or isinstance(v, bool) for v in ladder):
+        raise InvalidRulesError("truco_ladder", "must be a non-empty list of integers")
+    if any(b <= a for a, b in zip((r.base_value, *ladder), ladder, strict=False)):
+        raise InvalidRulesError(
+            "truco_ladder", f"values must rise above base_value {r.base_value}: {list(ladder)}"
+        )
+    if len(r.truco_call_names) != len(ladder):
+        raise InvalidRulesError("truco_call_names", f"needs {len(ladder)} names, one per ladder step")
+    if r.hand_of_eleven_at is not None:
+        _int("hand_of_eleven_at", r.hand_of_eleven_at, 1, r.target_points - 1)
+        _int("hand_of_eleven_value", r.hand_of_eleven_value, 1, 1000)
+        _int("hand_of_eleven_refusal", r.hand_of_eleven_refusal, 1, 1000)
+        if r.play_mode != "teams":
+            raise InvalidRulesError("hand_of_eleven_at", "only with play_mode 'teams'; allowed: null")
+    if r.clean_deck and r.ranking in ("muestra", "valencian"):
+        raise InvalidRulesError("clean_deck", f"not with ranking {r.ranking!r}; allowed: false")
+    if r.flor and not r.envido:
+        raise InvalidRulesError("flor", "flor needs envido; allowed: false when envido is false")
+    if r.envido and r.deck == "french40":
+        raise InvalidRulesError("envido", "envido is played with a Spanish deck; allowed: false")
+    seen: set[str] = set()
+    for c in r.extra_manilhas:
+        if c not in DECKS[r.deck] or c in seen:
+            raise InvalidRulesError("extra_manilhas", f"{c!r} is not a distinct card of deck {r.deck!r}")
+        seen.add(c)
+
+
+# ---------------------------------------------------------------------- presets
+_PAULISTA = RuleSet()
+_MINEIRO = RuleSet(
+    name="mineiro",
+    ranking="fixed_mineiro",
+    base_value=2,
+    truco_ladder=(4, 6, 10, 12),
+    truco_call_names=("truco", "six", "ten", "twelve"),
+    hand_of_eleven_at=10,
+    hand_of_eleven_value=4,
+    hand_of_eleven_refusal=2,
+)
+_ARGENTINE = RuleSet(
+    name="argentine",
+    players=2,
+    deck="spanish40",
+    ranking="argentine",
+    target_points=15,
+    truco_ladder=(2, 3, 4),
+    truco_call_names=("truco", "retruco", "vale_cuatro"),
+    fold=True,
+    face_down_from_trick=0,
+    all_tricks_tied="mano",
+    lead_after_tie="nearest_to_mano",
+    hand_of_eleven_at=None,
+    iron_hand=False,
+    envido=True,
+    flor=True,
+)
+
+PRESETS: Final[dict[str, RuleSet]] = {
+    "paulista": _PAULISTA,
+    "mineiro": _MINEIRO,
+    "manilha-velha": dataclasses.replace(_PAULISTA, name="manilha-velha", ranking="fixed_mineiro"),
+    "argentine": _ARGENTINE,
+    "argentine-30": dataclasses.replace(_ARGENTINE, name="argentine-30", target_points=30, halves=True),
+}
+"""Registered presets by canonical name. Player-count forms are ``NAME-Np``."""
+
+ALIASES: Final[dict[str, str]] = {
+    "truco-paulista": "paulista",
+    "truco-mineiro": "mineiro",
+    "manilha_velha": "manilha-velha",
+    "manilhavelha": "manilha-velha",
+    "velha": "manilha-velha",
+    "argentino": "argentine",
+    "truco-argentino": "argentine",
+}
+"""Other names accepted for presets."""
+
+_DEFAULT_PLAYERS: Final = {"paulista": 4, "mineiro": 4, "manilha-velha": 4}
+
+
+def register_preset(name: str, rules: RuleSet, *aliases: str) -> None:
+    """Add a preset (and its aliases) to the registry."""
+    PRESETS[name] = rules
+    for a in aliases:
+        ALIASES[a] = name
+
+
+def preset_names() -> list[str]:
+    """Canonical preset names, sorted."""
+    return sorted(PRESETS)
+
+
+def find_preset(name: str) -> tuple[str, int | None]:
+    """Resolve a preset name or alias, with an optional ``-Np`` player-count suffix.
+
+    Returns the canonical name and the player count the suffix asked for (or ``None``).
+    """
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    players: int | None = None
+    head, sep, tail = key.rpartition("-")
+    if sep and tail.endswith("p") and tail[:-1].isdigit():
+        key, players = head, int(tail[:-1])
+    key = ALIASES.get(key, key)
+    if key not in PRESETS:
+        raise UnknownPresetError(name, preset_names())
+    return key, players
+
+
+def get_rules(name: str = "paulista", /, **overrides: Any) -> RuleSet:
+    """The rule set of a preset (name, alias or ``NAME-Np``) with house-rule overrides."""
+    key, players = find_preset(name)
+    base = PRESETS[key]
+    extra: dict[str, Any] = {}
+    if players is not None:
+        extra["players"] = players
+        if players == 3 and base.play_mode == "teams":
+            extra["play_mode"] = "individual"
+    extra.update(overrides)
+    if extra.get("players") == 3 and base.play_mode == "teams" and "play_mode" not in extra:
+        extra["play_mode"] = "individual"
+    return _build(base, extra) if extra else base
+
+
+__all__ = [
+    "ALIASES",
+    "PRESETS",
+    "RuleSet",
+    "find_preset",
+    "get_rules",
+    "preset_names",
+    "register_preset",
+]

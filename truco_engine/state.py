@@ -1,0 +1,315 @@
+"""Match and hand state: plain, slotted containers with cheap copies and canonical JSON.
+
+The state holds hidden information (every hand's cards); it is the server's, never a
+player's. Players get :func:`truco_engine.observe`. Derived data (the strength table) is not
+serialized and is rebuilt on load.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from truco_engine.errors import RecordError
+from truco_engine.ranking import StrengthTable, strength_table
+from truco_engine.rules import RuleSet
+
+Play = tuple[int, str, bool]
+"""(seat, card, face_down) of one card played to a trick."""
+
+
+class Trick:
+    """One trick: who led, the cards played in order, and its outcome once complete."""
+
+    __slots__ = ("leader", "plays", "side", "tied", "winner")
+
+    def __init__(
+        self,
+        leader: int,
+        plays: list[Play] | None = None,
+        winner: int | None = None,
+        side: int | None = None,
+        tied: bool = False,
+    ) -> None:
+        self.leader = leader
+        self.plays: list[Play] = plays if plays is not None else []
+        self.winner = winner
+        self.side = side
+        self.tied = tied
+
+    def copy(self) -> Trick:
+        return Trick(self.leader, list(self.plays), self.winner, self.side, self.tied)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "leader": self.leader,
+            "plays": [[s, c, d] for s, c, d in self.plays],
+            "winner": self.winner,
+            "side": self.side,
+            "tied": self.tied,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Trick:
+        return cls(d["leader"], [(p[0], p[1], p[2]) for p in d["plays"]], d["winner"], d["side"], d["tied"])
+
+
+class Call:
+    """A pending call awaiting an answer.
+
+    ``family`` is ``truco``, ``envido`` or ``flor``; ``chain`` lists the calls made so far in
+    this family's chain (``["envido", "real_envido"]``); for the truco ladder ``level`` is the
+    index of the proposed step.
+    """
+
+    __slots__ = ("caller", "chain", "family", "level", "responder")
+
+    def __init__(self, family: str, caller: int, responder: int, chain: list[str], level: int = 0) -> None:
+        self.family = family
+        self.caller = caller
+        self.responder = responder
+        self.chain = chain
+        self.level = level
+
+    def copy(self) -> Call:
+        return Call(self.family, self.caller, self.responder, list(self.chain), self.level)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "family": self.family,
+            "caller": self.caller,
+            "responder": self.responder,
+            "chain": list(self.chain),
+            "level": self.level,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> Call | None:
+        if d is None:
+            return None
+        return cls(d["family"], d["caller"], d["responder"], list(d["chain"]), d["level"])
+
+
+class HandState:
+    """Everything about the hand in progress (or the one just finished)."""
+
+    __slots__ = (
+        "bet",
+        "blind",
+        "cards",
+        "commitment",
+        "dealer",
+        "dealt",
+        "eleven_decider",
+        "eleven_side",
+        "envido_open",
+        "flor_sung",
+        "mano",
+        "number",
+        "order",
+        "over",
+        "raise_side",
+        "shows",
+        "side_of",
+        "special",
+        "strength",
+        "tricks",
+        "truco",
+        "truco_level",
+        "turn",
+        "turn_up",
+        "value",
+    )
+
+    number: int
+    dealer: int
+    mano: int
+    order: tuple[int, ...]
+    side_of: tuple[int, ...]
+    cards: list[list[str]]
+    dealt: list[tuple[str, ...]]
+    turn_up: str | None
+    commitment: str
+    strength: StrengthTable
+    tricks: list[Trick]
+    turn: int
+    value: int
+    truco_level: int
+    raise_side: int | None
+    truco: Call | None
+    bet: Call | None
+    envido_open: bool
+    flor_sung: list[int]
+    special: str
+    eleven_side: int | None
+    eleven_decider: int | None
+    blind: bool
+    shows: list[tuple[int, str]]
+    over: bool
+
+    def copy(self) -> HandState:
+        h = HandState.__new__(HandState)
+        h.number = self.number
+        h.dealer = self.dealer
+        h.mano = self.mano
+        h.order = self.order
+        h.side_of = self.side_of
+        h.cards = [list(c) for c in self.cards]
+        h.dealt = self.dealt
+        h.turn_up = self.turn_up
+        h.commitment = self.commitment
+        h.strength = self.strength
+        h.tricks = [t.copy() for t in self.tricks]
+        h.turn = self.turn
+        h.value = self.value
+        h.truco_level = self.truco_level
+        h.raise_side = self.raise_side
+        h.truco = self.truco.copy() if self.truco else None
+        h.bet = self.bet.copy() if self.bet else None
+        h.envido_open = self.envido_open
+        h.flor_sung = list(self.flor_sung)
+        h.special = self.special
+        h.eleven_side = self.eleven_side
+        h.eleven_decider = self.eleven_decider
+        h.blind = self.blind
+        h.shows = list(self.shows)
+        h.over = self.over
+        return h
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "dealer": self.dealer,
+            "mano": self.mano,
+            "order": list(self.order),
+            "side_of": list(self.side_of),
+            "cards": [list(c) for c in self.cards],
+            "dealt": [list(c) for c in self.dealt],
+            "turn_up": self.turn_up,
+            "commitment": self.commitment,
+            "tricks": [t.to_dict() for t in self.tricks],
+            "turn": self.turn,
+            "value": self.value,
+            "truco_level": self.truco_level,
+            "raise_side": self.raise_side,
+            "truco": self.truco.to_dict() if self.truco else None,
+            "bet": self.bet.to_dict() if self.bet else None,
+            "envido_open": self.envido_open,
+            "flor_sung": list(self.flor_sung),
+            "special": self.special,
+            "eleven_side": self.eleven_side,
+            "eleven_decider": self.eleven_decider,
+            "blind": self.blind,
+            "shows": [[s, f] for s, f in self.shows],
+            "over": self.over,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], rules: RuleSet) -> HandState:
+        h = cls.__new__(cls)
+        h.number = d["number"]
+        h.dealer = d["dealer"]
+        h.mano = d["mano"]
+        h.order = tuple(d["order"])
+        h.side_of = tuple(d["side_of"])
+        h.cards = [list(c) for c in d["cards"]]
+        h.dealt = [tuple(c) for c in d["dealt"]]
+        h.turn_up = d["turn_up"]
+        h.commitment = d["commitment"]
+        h.strength = strength_table(rules, h.turn_up)
+        h.tricks = [Trick.from_dict(t) for t in d["tricks"]]
+        h.turn = d["turn"]
+        h.value = d["value"]
+        h.truco_level = d["truco_level"]
+        h.raise_side = d["raise_side"]
+        h.truco = Call.from_dict(d["truco"])
+        h.bet = Call.from_dict(d["bet"])
+        h.envido_open = d["envido_open"]
+        h.flor_sung = list(d["flor_sung"])
+        h.special = d["special"]
+        h.eleven_side = d["eleven_side"]
+        h.eleven_decider = d["eleven_decider"]
+        h.blind = d["blind"]
+        h.shows = [(s[0], s[1]) for s in d["shows"]]
+        h.over = d["over"]
+        return h
+
+
+class MatchState:
+    """The whole match: rules, scores, games, whose deal, and the current hand.
+
+    ``phase`` is ``deal`` (a deck order is awaited: the chance step), ``play`` or ``over``.
+    ``actions`` counts the actions applied so far; it identifies each decision point (the
+    server hangs turn deadlines on it).
+    """
+
+    __slots__ = ("actions", "dealer", "game", "games", "hand", "hands", "phase", "rules", "scores", "winner")
+
+    rules: RuleSet
+    scores: list[int]
+    games: list[int]
+    game: int
+    hands: int
+    dealer: int
+    hand: HandState | None
+    phase: str
+    winner: int | None
+    actions: int
+
+    def copy(self) -> MatchState:
+        s = MatchState.__new__(MatchState)
+        s.rules = self.rules
+        s.scores = list(self.scores)
+        s.games = list(self.games)
+        s.game = self.game
+        s.hands = self.hands
+        s.dealer = self.dealer
+        s.hand = self.hand.copy() if self.hand is not None else None
+        s.phase = self.phase
+        s.winner = self.winner
+        s.actions = self.actions
+        return s
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able mapping of the whole state (hidden information included)."""
+        return {
+            "format": STATE_FORMAT,
+            "rules": self.rules.to_dict(),
+            "scores": list(self.scores),
+            "games": list(self.games),
+            "game": self.game,
+            "hands": self.hands,
+            "dealer": self.dealer,
+            "hand": self.hand.to_dict() if self.hand is not None else None,
+            "phase": self.phase,
+            "winner": self.winner,
+            "actions": self.actions,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MatchState:
+        """Inverse of :meth:`to_dict`."""
+        if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
+            raise RecordError(f"not a match state of format {STATE_FORMAT!r}")
+        try:
+            s = cls.__new__(cls)
+            s.rules = RuleSet.from_dict(d["rules"])
+            s.scores = list(d["scores"])
+            s.games = list(d["games"])
+            s.game = d["game"]
+            s.hands = d["hands"]
+            s.dealer = d["dealer"]
+            s.hand = HandState.from_dict(d["hand"], s.rules) if d["hand"] is not None else None
+            s.phase = d["phase"]
+            s.winner = d["winner"]
+            s.actions = d["actions"]
+        except (KeyError, TypeError, IndexError) as exc:
+            raise RecordError(f"malformed match state: {exc!r}") from exc
+        return s
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MatchState) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+STATE_FORMAT = "truco-state/1"
