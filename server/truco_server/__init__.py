@@ -1,0 +1,1 @@
+"""Truco match service: transport adapters, service layer and storage."""

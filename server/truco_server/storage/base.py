@@ -1,0 +1,325 @@
+"""The storage port: types, errors and the :class:`MatchStore` protocol.
+
+The storage layer knows nothing about Truco. A match is stored as three opaque byte
+strings chosen by the service layer:
+
+* ``meta``  -- written once at creation (rule set, seats, owner data ...),
+* ``state`` -- replaced on every commit (the serialized engine state),
+* events    -- an append-only log; every event gets a contiguous integer *version*.
+
+Version 0 means "before the first event". A match created with ``n`` initial events is
+at version ``n``; a commit of ``k`` events moves it from ``expected_version`` to
+``expected_version + k`` and the events get versions ``expected_version + 1 ..
+expected_version + k``.
+
+Both implementations (:mod:`.memory_store` and :mod:`.redis_store`) follow the same
+contract, checked by one test suite (``tests/storage/test_store_contract.py``):
+
+* :meth:`MatchStore.commit` is atomic: version check, state write, event append,
+  idempotency record and status/retention update happen all together or not at all.
+* A commit that carries a ``request_id`` already recorded for the match writes nothing and
+  returns the first reply (``CommitResult.duplicate``) -- this is checked *before* the
+  version, so a client retry after a lost reply gets its original answer even though the
+  version has moved on.
+* The event log keeps at most ``StoreSettings.max_events`` events; reading from a version
+  that is no longer held returns :data:`LOG_TRIMMED` so the caller sends a full snapshot.
+* When a commit sets a terminal status (``StoreSettings.terminal_statuses``) every key of
+  the match gets a time to live of ``StoreSettings.retention_seconds``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Final, Protocol, runtime_checkable
+
+__all__ = [
+    "LOG_TRIMMED",
+    "CommitResult",
+    "Event",
+    "InvalidPageToken",
+    "LogTrimmed",
+    "MatchExists",
+    "MatchIndexEntry",
+    "MatchNotFound",
+    "MatchStore",
+    "Snapshot",
+    "StorageError",
+    "StoreSettings",
+    "VersionConflict",
+]
+
+Event = tuple[int, bytes]
+"""One logged event: ``(version, payload)``."""
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class StorageError(Exception):
+    """Base class of every error raised by a :class:`MatchStore`."""
+
+
+class MatchNotFound(StorageError, KeyError):
+    """The match does not exist (never created, or expired after its retention time)."""
+
+    def __init__(self, match_id: str) -> None:
+        super().__init__(f"match {match_id!r} not found")
+        self.match_id = match_id
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class MatchExists(StorageError):
+    """:meth:`MatchStore.create` was called with an id that is already taken."""
+
+    def __init__(self, match_id: str) -> None:
+        super().__init__(f"match {match_id!r} already exists")
+        self.match_id = match_id
+
+
+class VersionConflict(StorageError):
+    """The match moved on: ``expected_version`` differs from the stored version.
+
+    Nothing was written. ``current_version`` is the version found in the store.
+    """
+
+    def __init__(self, match_id: str, expected_version: int, current_version: int) -> None:
+        super().__init__(
+            f"match {match_id!r} is at version {current_version}, commit expected version {expected_version}"
+        )
+        self.match_id = match_id
+        self.expected_version = expected_version
+        self.current_version = current_version
+
+
+class InvalidPageToken(StorageError, ValueError):
+    """A ``page_token`` that this store did not hand out (or for another owner)."""
+
+
+# --------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True, slots=True)
+class LogTrimmed:
+    """Marker returned instead of events when the log no longer holds the wanted version.
+
+    The caller must fall back to a full snapshot (:meth:`MatchStore.load`).
+    ``first_version`` is the oldest version still held (0 if unknown).
+    """
+
+    first_version: int = 0
+
+
+LOG_TRIMMED: Final = LogTrimmed()
+"""A ready-made :class:`LogTrimmed` (compare with ``isinstance``, not identity)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What :meth:`MatchStore.load` returns: the latest state and its version."""
+
+    version: int
+    state: bytes
+    meta: bytes
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    """Outcome of :meth:`MatchStore.commit`.
+
+    ``version`` is the match version after the commit; for a duplicate it is the version
+    right after the *first* commit with that ``request_id``, and ``reply`` is the reply
+    recorded then.
+    """
+
+    version: int
+    reply: bytes
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MatchIndexEntry:
+    """One row of the per-owner match listing.
+
+    ``owner`` is whoever may list the match (an API key, a tenant); ``created_at`` is a
+    Unix time in seconds and orders the listing (newest first, ties by ``match_id``);
+    ``summary`` is opaque bytes the service wants to show in a listing without loading
+    the state (variant, seat names ...).
+    """
+
+    match_id: str
+    owner: str
+    status: str
+    created_at: float
+    summary: bytes = b""
+
+    @property
+    def sort_key(self) -> str:
+        """Key that orders the listing: zero-padded creation time in ms, then the id."""
+        return f"{round(self.created_at * 1000):015d}:{self.match_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """Tunables shared by both implementations."""
+
+    max_events: int = 10_000
+    """Keep at most this many events per match (older ones are trimmed)."""
+    retention_seconds: int = 7 * 24 * 3600
+    """Time to live of every key of a match once it reaches a terminal status."""
+    request_ttl_seconds: int = 24 * 3600
+    """How long a ``request_id`` and its reply are remembered for idempotent retries."""
+    terminal_statuses: frozenset[str] = field(default_factory=lambda: frozenset({"finished", "cancelled"}))
+    """Statuses that start the retention countdown."""
+
+    def __post_init__(self) -> None:
+        if self.max_events < 1:
+            raise ValueError("max_events must be at least 1")
+        if self.retention_seconds < 1 or self.request_ttl_seconds < 1:
+            raise ValueError("retention_seconds and request_ttl_seconds must be positive")
+
+
+# --------------------------------------------------------------------------- page tokens
+
+
+def encode_page_token(owner: str, sort_key: str) -> str:
+    """Opaque token: the sort key of the last row returned, bound to the owner."""
+    raw = f"{owner}\n{sort_key}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_page_token(owner: str, token: str) -> str:
+    """Return the sort key inside ``token``; raise :class:`InvalidPageToken` if malformed."""
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        raw = base64.urlsafe_b64decode(padded.encode()).decode()
+    except (binascii.Error, UnicodeError, ValueError) as exc:
+        raise InvalidPageToken("malformed page_token") from exc
+    token_owner, sep, sort_key = raw.partition("\n")
+    if not sep or token_owner != owner or not sort_key:
+        raise InvalidPageToken("page_token does not belong to this listing")
+    return sort_key
+
+
+def check_page_size(page_size: int) -> None:
+    if page_size < 1:
+        raise ValueError("page_size must be at least 1")
+
+
+# --------------------------------------------------------------------------- the port
+
+
+@runtime_checkable
+class Subscription(Protocol):
+    """A live, resumable feed of one match's events (see :mod:`.fanout`).
+
+    Iterating yields batches of contiguous events, or a :class:`LogTrimmed` marker when
+    events were lost (log trimmed); after a marker call :meth:`resume_from` with the
+    version of the snapshot the caller sent, or stop.
+    """
+
+    @property
+    def last_version(self) -> int: ...
+
+    def resume_from(self, version: int) -> None: ...
+
+    def __aiter__(self) -> AsyncIterator[list[Event] | LogTrimmed]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class MatchStore(Protocol):
+    """Async storage of matches as opaque bytes. See the module docstring for semantics."""
+
+    settings: StoreSettings
+
+    async def create(
+        self,
+        match_id: str,
+        meta: bytes,
+        state: bytes,
+        events: list[bytes],
+        index: MatchIndexEntry,
+    ) -> int:
+        """Create a match; return its version (``len(events)``).
+
+        Raises :class:`MatchExists` if the id is taken. ``index.match_id`` must equal
+        ``match_id``; ``index.status`` is the initial status.
+        """
+        ...
+
+    async def load(self, match_id: str) -> Snapshot | None:
+        """Latest snapshot, or ``None`` if the match does not exist."""
+        ...
+
+    async def commit(
+        self,
+        match_id: str,
+        *,
+        expected_version: int,
+        state: bytes,
+        events: list[bytes],
+        request_id: str | None,
+        reply: bytes,
+        status: str | None = None,
+    ) -> CommitResult:
+        """Atomically apply one action's outcome.
+
+        1. ``request_id`` already recorded -> ``CommitResult(duplicate=True)`` with the
+           first reply; nothing written.
+        2. stored version != ``expected_version`` -> :class:`VersionConflict`; nothing
+           written.
+        3. otherwise write ``state``, append ``events``, remember ``request_id -> reply``
+           for ``settings.request_ttl_seconds``, set ``status`` if given (a terminal status
+           starts the retention TTL on all keys of the match).
+
+        Raises :class:`MatchNotFound` if the match does not exist.
+        """
+        ...
+
+    async def read_events(self, match_id: str, after_version: int, limit: int) -> list[Event] | LogTrimmed:
+        """Up to ``limit`` events with version > ``after_version``, oldest first.
+
+        Returns :class:`LogTrimmed` when version ``after_version + 1`` exists but is no
+        longer held. Raises :class:`MatchNotFound` if the match does not exist.
+        """
+        ...
+
+    async def wait_events(
+        self, match_id: str, after_version: int, timeout: float, limit: int = 1000
+    ) -> list[Event] | LogTrimmed:
+        """Like :meth:`read_events`, but block up to ``timeout`` seconds until at least
+        one event after ``after_version`` exists; ``[]`` on timeout.
+
+        On Redis each waiting call holds a connection (``XREAD BLOCK``): a worker that
+        serves many streams should use :meth:`subscribe` instead, which multiplexes all
+        subscriptions on one reader task.
+        """
+        ...
+
+    def subscribe(self, match_id: str, after_version: int, *, queue_size: int = 256) -> Subscription:
+        """Live feed of events after ``after_version`` (see :mod:`.fanout`)."""
+        ...
+
+    async def list_matches(
+        self,
+        owner: str,
+        status: str | None,
+        page_size: int,
+        page_token: str | None,
+    ) -> tuple[list[MatchIndexEntry], str | None]:
+        """One page of the owner's matches, newest first, optionally filtered by status.
+
+        Returns ``(entries, next_page_token)``; the token is ``None`` on the last page.
+        Raises :class:`InvalidPageToken` for a token not handed out for this owner.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release connections and background tasks."""
+        ...

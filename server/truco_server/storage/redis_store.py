@@ -1,0 +1,421 @@
+"""Redis :class:`~.base.MatchStore` (production): one Lua script per commit.
+
+Key layout -- every key of a match shares the hash tag ``{<match_id>}`` so a script may
+touch them all on Redis Cluster::
+
+    truco:{<match_id>}:match            hash    version, state, meta, status, owner,
+                                                created_at, sort_key, summary
+    truco:{<match_id>}:events           stream  entry id "<version>-0", field "e" = event
+    truco:{<match_id>}:req:<request_id> string  "<version after commit>:<reply bytes>",
+                                                EX settings.request_ttl_seconds
+    truco:owner:{<owner>}:matches       zset    all scores 0, members "<sort_key>"
+                                                (= zero-padded created ms ":" match_id)
+
+Because stream ids are derived from versions, ``XRANGE <v>-0 +`` reads exactly from
+version ``v`` and ``XREAD`` resumes from any version.
+
+Atomicity: :meth:`RedisMatchStore.commit` is one ``EVALSHA`` of :data:`COMMIT_LUA` (a
+script runs without interleaving on the server). In order it: fails if the match hash is
+missing; returns the recorded reply if the request key exists (writes nothing); fails with
+the current version if it differs from the expected one (writes nothing); then ``XADD``\\ s
+each event with ``MAXLEN = settings.max_events``, writes version/state/status into the
+hash, records the request key with its TTL, and -- when the new status is terminal --
+``EXPIRE``\\ s the hash and the stream with ``settings.retention_seconds``. The script is
+registered with ``register_script``; redis-py falls back to ``EVAL``/``SCRIPT LOAD`` after
+a ``NOSCRIPT`` (restart, failover), which costs one extra round trip once.
+
+Creation is a ``ZADD NX`` on the owner index followed by :data:`CREATE_LUA`. The index
+lives in another slot (per owner), so it is not in the script; it is written *first* so a
+created match is always listed, and :meth:`list_matches` skips (and lazily removes)
+members whose match hash is missing or belongs to another creation.
+
+Round trips per operation (counted in :attr:`RedisMatchStore.stats`): commit 1, load 1,
+read_events 1 (pipelined ``EXISTS`` + ``XRANGE``), create 2, wait_events 1 when events are
+waiting, else 1 + one ``XREAD BLOCK`` per 2 s slice, list_matches 1 + 1 per scanned batch.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.commands.core import AsyncScript
+
+from .base import (
+    CommitResult,
+    Event,
+    LogTrimmed,
+    MatchExists,
+    MatchIndexEntry,
+    MatchNotFound,
+    Snapshot,
+    StoreSettings,
+    VersionConflict,
+    check_page_size,
+    decode_page_token,
+    encode_page_token,
+)
+from .fanout import EventSubscription, RedisStreamHub, _parse_xread, version_of
+
+__all__ = ["COMMIT_LUA", "CREATE_LUA", "MatchKeys", "RedisMatchStore", "RedisStats"]
+
+EVENT_FIELD = b"e"
+
+CREATE_LUA = """
+-- KEYS: match hash, events stream
+-- ARGV: meta, state, status, owner, created_at, sort_key, summary, maxlen,
+--       retention_ttl (0 = none), n_events, events...
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+redis.call('DEL', KEYS[2])
+local n = tonumber(ARGV[10])
+for i = 1, n do
+  redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[8], i .. '-0', 'e', ARGV[10 + i])
+end
+redis.call('HSET', KEYS[1], 'version', n, 'state', ARGV[2], 'meta', ARGV[1],
+           'status', ARGV[3], 'owner', ARGV[4], 'created_at', ARGV[5],
+           'sort_key', ARGV[6], 'summary', ARGV[7])
+local ttl = tonumber(ARGV[9])
+if ttl > 0 then
+  redis.call('EXPIRE', KEYS[1], ttl)
+  if n > 0 then redis.call('EXPIRE', KEYS[2], ttl) end
+end
+return n
+"""
+
+COMMIT_LUA = """
+-- KEYS: match hash, events stream, request key (placeholder when no request id)
+-- ARGV: expected_version, state, has_request ('1'/'0'), reply, request_ttl, maxlen,
+--       status ('' = unchanged), retention_ttl (0 = status not terminal), n_events, events...
+-- Returns {0, new_version} | {1, recorded "<version>:<reply>"} | {2, current_version}
+--       | {3} when the match does not exist.
+if redis.call('EXISTS', KEYS[1]) == 0 then return {3} end
+if ARGV[3] == '1' then
+  local prev = redis.call('GET', KEYS[3])
+  if prev then return {1, prev} end
+end
+local cur = tonumber(redis.call('HGET', KEYS[1], 'version'))
+if cur ~= tonumber(ARGV[1]) then return {2, cur} end
+local n = tonumber(ARGV[9])
+for i = 1, n do
+  redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[6], (cur + i) .. '-0', 'e', ARGV[9 + i])
+end
+local newv = cur + n
+redis.call('HSET', KEYS[1], 'version', newv, 'state', ARGV[2])
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'status', ARGV[7]) end
+if ARGV[3] == '1' then
+  redis.call('SET', KEYS[3], newv .. ':' .. ARGV[4], 'EX', ARGV[5])
+end
+local ttl = tonumber(ARGV[8])
+if ttl > 0 then
+  redis.call('EXPIRE', KEYS[1], ttl)
+  redis.call('EXPIRE', KEYS[2], ttl)
+end
+return {0, newv}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class MatchKeys:
+    """Names of the Redis keys of one match (all in slot ``{match_id}``)."""
+
+    match: str
+    events: str
+
+    def request(self, request_id: str) -> str:
+        return f"{self.match.rsplit(':', 1)[0]}:req:{request_id}"
+
+
+@dataclass(slots=True)
+class RedisStats:
+    """What this store sent to Redis: ``round_trips`` (network waits) and ``commands``."""
+
+    round_trips: int = 0
+    commands: int = 0
+
+    def add(self, round_trips: int, commands: int) -> None:
+        self.round_trips += round_trips
+        self.commands += commands
+
+
+_INDEX_GRACE_MS = 60_000
+"""An index member without its match hash is removed only when older than this."""
+
+
+def _created_ms(member: bytes | str) -> int:
+    head = _s(member).split(":", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+def _b(value: bytes | str | None) -> bytes:
+    if value is None:
+        return b""
+    return value.encode() if isinstance(value, str) else value
+
+
+def _s(value: bytes | str | None) -> str:
+    if value is None:
+        return ""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class RedisMatchStore:
+    """A :class:`~.base.MatchStore` on Redis (see the module docstring).
+
+    Build it with :meth:`from_url` (a ``BlockingConnectionPool``: callers wait for a free
+    connection instead of failing with "Too many connections") or pass a client created
+    with ``decode_responses=False``.
+    """
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        settings: StoreSettings | None = None,
+        *,
+        prefix: str = "truco",
+        hub_block_ms: int = 1000,
+    ) -> None:
+        self.settings = settings or StoreSettings()
+        self.stats = RedisStats()
+        self._r = client
+        self._prefix = prefix
+        self._hub_block_ms = hub_block_ms
+        self._hub: RedisStreamHub | None = None
+        self._create: AsyncScript = client.register_script(CREATE_LUA)
+        self._commit: AsyncScript = client.register_script(COMMIT_LUA)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        settings: StoreSettings | None = None,
+        *,
+        max_connections: int = 64,
+        pool_timeout: float = 20.0,
+        **kwargs: Any,
+    ) -> RedisMatchStore:
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url, max_connections=max_connections, timeout=pool_timeout, decode_responses=False
+        )
+        return cls(aioredis.Redis(connection_pool=pool), settings, **kwargs)
+
+    @property
+    def client(self) -> aioredis.Redis:
+        return self._r
+
+    def keys_for(self, match_id: str) -> MatchKeys:
+        base = f"{self._prefix}:{{{match_id}}}"
+        return MatchKeys(match=f"{base}:match", events=f"{base}:events")
+
+    def owner_key(self, owner: str) -> str:
+        return f"{self._prefix}:owner:{{{owner}}}:matches"
+
+    # -- MatchStore ---------------------------------------------------------------
+
+    async def create(
+        self,
+        match_id: str,
+        meta: bytes,
+        state: bytes,
+        events: list[bytes],
+        index: MatchIndexEntry,
+    ) -> int:
+        if index.match_id != match_id:
+            raise ValueError("index.match_id must equal match_id")
+        keys = self.keys_for(match_id)
+        retention = self.settings.retention_seconds if index.status in self.settings.terminal_statuses else 0
+        self.stats.add(1, 1)
+        await self._r.zadd(self.owner_key(index.owner), {index.sort_key: 0}, nx=True)
+        args: list[Any] = [
+            meta,
+            state,
+            index.status,
+            index.owner,
+            repr(index.created_at),
+            index.sort_key,
+            index.summary,
+            self.settings.max_events,
+            retention,
+            len(events),
+            *events,
+        ]
+        self.stats.add(1, 1)
+        version = int(await self._create(keys=[keys.match, keys.events], args=args))
+        if version < 0:
+            raise MatchExists(match_id)
+        return version
+
+    async def load(self, match_id: str) -> Snapshot | None:
+        keys = self.keys_for(match_id)
+        self.stats.add(1, 1)
+        version, state, meta, status = await self._r.hmget(keys.match, ["version", "state", "meta", "status"])
+        if version is None:
+            return None
+        return Snapshot(version=int(version), state=_b(state), meta=_b(meta), status=_s(status))
+
+    async def commit(
+        self,
+        match_id: str,
+        *,
+        expected_version: int,
+        state: bytes,
+        events: list[bytes],
+        request_id: str | None,
+        reply: bytes,
+        status: str | None = None,
+    ) -> CommitResult:
+        keys = self.keys_for(match_id)
+        retention = (
+            self.settings.retention_seconds
+            if status is not None and status in self.settings.terminal_statuses
+            else 0
+        )
+        args: list[Any] = [
+            expected_version,
+            state,
+            "1" if request_id is not None else "0",
+            reply,
+            self.settings.request_ttl_seconds,
+            self.settings.max_events,
+            status or "",
+            retention,
+            len(events),
+            *events,
+        ]
+        self.stats.add(1, 1)
+        res = await self._commit(keys=[keys.match, keys.events, keys.request(request_id or "")], args=args)
+        code = int(res[0])
+        if code == 0:
+            return CommitResult(version=int(res[1]), reply=reply)
+        if code == 1:
+            version, _, first_reply = bytes(res[1]).partition(b":")
+            return CommitResult(version=int(version), reply=first_reply, duplicate=True)
+        if code == 2:
+            raise VersionConflict(match_id, expected_version, int(res[1]))
+        raise MatchNotFound(match_id)
+
+    async def read_events(self, match_id: str, after_version: int, limit: int) -> list[Event] | LogTrimmed:
+        if after_version < 0 or limit < 1:
+            raise ValueError("after_version must be >= 0 and limit >= 1")
+        keys = self.keys_for(match_id)
+        pipe = self._r.pipeline(transaction=False)
+        pipe.exists(keys.match)
+        pipe.xrange(keys.events, min=f"{after_version + 1}-0", max="+", count=limit)
+        self.stats.add(1, 2)
+        exists, entries = await pipe.execute()
+        if not exists:
+            raise MatchNotFound(match_id)
+        return self._to_events(entries, after_version)
+
+    @staticmethod
+    def _to_events(entries: Any, after_version: int) -> list[Event] | LogTrimmed:
+        events = [(version_of(eid), fields[EVENT_FIELD]) for eid, fields in entries]
+        if events and events[0][0] != after_version + 1:
+            return LogTrimmed(first_version=events[0][0])
+        return events
+
+    async def wait_events(
+        self, match_id: str, after_version: int, timeout: float, limit: int = 1000
+    ) -> list[Event] | LogTrimmed:
+        got = await self.read_events(match_id, after_version, limit)
+        if got or isinstance(got, LogTrimmed):
+            return got
+        keys = self.keys_for(match_id)
+        remaining = timeout
+        # XREAD BLOCK in slices so a configured socket_timeout never cuts a wait short
+        while remaining > 0:
+            block = min(remaining, 2.0)
+            self.stats.add(1, 1)
+            resp = await self._r.xread(
+                {keys.events: f"{after_version}-0"},
+                count=limit,
+                block=max(1, math.ceil(block * 1000)),
+            )
+            for _key, entries in _parse_xread(resp):
+                if entries:
+                    return self._to_events(entries, after_version)
+            remaining -= block
+        return []
+
+    def subscribe(self, match_id: str, after_version: int, *, queue_size: int = 256) -> EventSubscription:
+        if self._hub is None:
+            pool = self._r.connection_pool
+            reader = aioredis.Redis(
+                connection_pool=aioredis.ConnectionPool(
+                    connection_class=pool.connection_class,
+                    **{**pool.connection_kwargs, "socket_timeout": None},
+                ),
+                single_connection_client=True,
+            )
+            self._hub = RedisStreamHub(
+                reader,
+                self._r,
+                lambda mid: self.keys_for(mid).events,
+                field=EVENT_FIELD,
+                block_ms=self._hub_block_ms,
+                on_round_trip=lambda n: self.stats.add(n, n),
+            )
+        return EventSubscription(self, self._hub, match_id, after_version, queue_size=queue_size)
+
+    async def list_matches(
+        self,
+        owner: str,
+        status: str | None,
+        page_size: int,
+        page_token: str | None,
+    ) -> tuple[list[MatchIndexEntry], str | None]:
+        check_page_size(page_size)
+        idx = self.owner_key(owner)
+        upper = "+" if not page_token else "(" + decode_page_token(owner, page_token)
+        found: list[MatchIndexEntry] = []
+        now_ms = time.time() * 1000
+        batch = page_size + 1 if status is None else max(page_size + 1, 50)
+        while len(found) <= page_size:
+            self.stats.add(1, 1)
+            members = await self._r.zrevrangebylex(idx, upper, "-", start=0, num=batch)
+            if not members:
+                break
+            pipe = self._r.pipeline(transaction=False)
+            for member in members:
+                match_id = _s(member).split(":", 1)[1]
+                pipe.hmget(
+                    self.keys_for(match_id).match,
+                    ["sort_key", "status", "owner", "created_at", "summary"],
+                )
+            self.stats.add(1, len(members))
+            rows = await pipe.execute()
+            stale: list[bytes | str] = []
+            for member, (sort_key, st, own, created, summary) in zip(members, rows, strict=True):
+                if _s(sort_key) != _s(member):
+                    if sort_key is not None or _created_ms(member) < now_ms - _INDEX_GRACE_MS:
+                        stale.append(member)  # expired, or a failed duplicate create
+                    continue  # else maybe a create between its ZADD and its script
+                entry = MatchIndexEntry(
+                    match_id=_s(member).split(":", 1)[1],
+                    owner=_s(own),
+                    status=_s(st),
+                    created_at=float(_s(created)),
+                    summary=_b(summary),
+                )
+                if status is None or entry.status == status:
+                    found.append(entry)
+                    if len(found) > page_size:
+                        break
+            if stale:
+                self.stats.add(1, 1)
+                await self._r.zrem(idx, *stale)
+            if len(members) < batch:
+                break
+            upper = "(" + _s(members[-1])
+        if len(found) > page_size:
+            page = found[:page_size]
+            return page, encode_page_token(owner, page[-1].sort_key)
+        return found, None
+
+    async def close(self) -> None:
+        if self._hub is not None:
+            await self._hub.close()
+            self._hub = None
+        await self._r.aclose()

@@ -1,0 +1,1 @@
+"""Reusable test helpers (real processes, ports)."""
