@@ -143,6 +143,16 @@ async def test_idempotent_retry_returns_first_reply_and_writes_nothing(store: Ma
     assert b"XX" not in [e for _, e in events]
 
 
+async def test_lookup_request_returns_recorded_reply_only(store: MatchStore) -> None:
+    await new_match(store)
+    assert await store.lookup_request("m1", "r1") is None
+    await store.commit("m1", expected_version=2, state=b"s3", events=[b"e3"], request_id="r1", reply=b"first")
+    await play(store, "m1", 3, 2)
+    found = await store.lookup_request("m1", "r1")
+    assert found == CommitResult(version=3, reply=b"first", duplicate=True)
+    assert await store.lookup_request("m1", "other") is None
+
+
 async def test_request_ids_are_per_match(store: MatchStore) -> None:
     await new_match(store, "m1")
     await new_match(store, "m2")

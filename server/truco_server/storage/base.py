@@ -282,6 +282,15 @@ class MatchStore(Protocol):
         """
         ...
 
+    async def lookup_request(self, match_id: str, request_id: str) -> CommitResult | None:
+        """The recorded outcome of an earlier commit with ``request_id`` (``duplicate=True``),
+        or ``None``. Lets the service answer a retry whose action is no longer legal (it
+        was applied the first time) without putting a read on the happy path.
+
+        Raises :class:`MatchNotFound` if the match does not exist.
+        """
+        ...
+
     async def read_events(self, match_id: str, after_version: int, limit: int) -> list[Event] | LogTrimmed:
         """Up to ``limit`` events with version > ``after_version``, oldest first.
 

@@ -165,6 +165,13 @@ class MemoryMatchStore:
         await self._notify()
         return CommitResult(version=m.version, reply=reply)
 
+    async def lookup_request(self, match_id: str, request_id: str) -> CommitResult | None:
+        m = self._require(match_id)
+        prev = m.requests.get(request_id)
+        if prev is None or prev[0] <= self._clock():
+            return None
+        return CommitResult(version=prev[1], reply=prev[2], duplicate=True)
+
     async def read_events(self, match_id: str, after_version: int, limit: int) -> list[Event] | LogTrimmed:
         if after_version < 0 or limit < 1:
             raise ValueError("after_version must be >= 0 and limit >= 1")

@@ -296,6 +296,15 @@ class RedisMatchStore:
             raise VersionConflict(match_id, expected_version, int(res[1]))
         raise MatchNotFound(match_id)
 
+    async def lookup_request(self, match_id: str, request_id: str) -> CommitResult | None:
+        keys = self.keys_for(match_id)
+        self.stats.add(1, 1)
+        raw = await self._r.get(keys.request(request_id))
+        if raw is None:
+            return None
+        version, _, first_reply = bytes(raw).partition(b":")
+        return CommitResult(version=int(version), reply=first_reply, duplicate=True)
+
     async def read_events(self, match_id: str, after_version: int, limit: int) -> list[Event] | LogTrimmed:
         if after_version < 0 or limit < 1:
             raise ValueError("after_version must be >= 0 and limit >= 1")
