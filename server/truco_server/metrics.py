@@ -1,0 +1,114 @@
+"""Every Prometheus metric of the worker, in one place.
+
+Conventions: `truco_` prefix for application metrics, base units (`_seconds`), `_total`
+for counters, and no match, seat or request labels (unbounded cardinality). The gRPC
+server metrics use the go-grpc-prometheus names so existing dashboards work; they are
+recorded by `truco_server.grpc_interceptors.MetricsInterceptor`.
+
+Metrics live in the default registry (`prometheus_client.REGISTRY`), which the
+`/metrics` endpoint (`start_metrics_server`) serves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from threading import Thread
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import start_http_server as _start_http_server
+
+# --- gRPC server (go-grpc-prometheus names) ------------------------------------------------
+
+_GRPC_LABELS = ("grpc_type", "grpc_service", "grpc_method")
+
+GRPC_SERVER_STARTED = Counter(
+    "grpc_server_started_total",
+    "Total number of RPCs started on the server.",
+    _GRPC_LABELS,
+)
+GRPC_SERVER_HANDLED = Counter(
+    "grpc_server_handled_total",
+    "Total number of RPCs completed on the server, regardless of success or failure.",
+    (*_GRPC_LABELS, "grpc_code"),
+)
+GRPC_SERVER_MSG_RECEIVED = Counter(
+    "grpc_server_msg_received_total",
+    "Total number of RPC stream messages received on the server.",
+    _GRPC_LABELS,
+)
+GRPC_SERVER_MSG_SENT = Counter(
+    "grpc_server_msg_sent_total",
+    "Total number of gRPC stream messages sent by the server.",
+    _GRPC_LABELS,
+)
+GRPC_SERVER_HANDLING_SECONDS = Histogram(
+    "grpc_server_handling_seconds",
+    "Histogram of response latency (seconds) of gRPC that had been application-level "
+    "handled by the server.",
+    _GRPC_LABELS,
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+             30, 60, 300, 1800),
+)
+
+# --- application ----------------------------------------------------------------------------
+
+MATCHES_CREATED = Counter(
+    "truco_matches_created_total",
+    "Matches created (idempotent retries not counted).",
+)
+ACTIONS = Counter(
+    "truco_actions_total",
+    "Actions submitted, by result: accepted, replayed (idempotent retry), illegal, "
+    "stale (expected_version mismatch), invalid (malformed), error.",
+    ("result",),
+)
+STREAM_SUBSCRIBERS = Gauge(
+    "truco_stream_subscribers",
+    "Observation streams currently open on this worker.",
+)
+COMMIT_CONFLICTS = Counter(
+    "truco_commit_conflicts_total",
+    "Atomic commits rejected because another writer changed the match first.",
+)
+REDIS_SECONDS = Histogram(
+    "truco_redis_seconds",
+    "Latency of Redis operations issued by the store, by operation.",
+    ("operation",),
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+             1, 2.5),
+)
+MATCHES_LIVE = Gauge(
+    "truco_matches_live",
+    "Active matches this worker currently holds state or subscriptions for.",
+)
+
+#: Allowed values of the `result` label of `truco_actions_total`.
+ACTION_RESULTS = ("accepted", "replayed", "illegal", "stale", "invalid", "error")
+
+
+@dataclass
+class MetricsServer:
+    """A running `/metrics` HTTP endpoint (a daemon thread); `close()` stops it."""
+
+    server: WSGIServer
+    thread: Thread
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_port)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+def start_metrics_server(
+    port: int, host: str = "127.0.0.1", registry: CollectorRegistry = REGISTRY
+) -> MetricsServer | None:
+    """Serve `/metrics` on `host:port` in a thread; None (nothing started) when port is 0."""
+    if port <= 0:
+        return None
+    server, thread = _start_http_server(port, addr=host, registry=registry)
+    return MetricsServer(server, thread)
