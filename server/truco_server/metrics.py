@@ -44,11 +44,28 @@ GRPC_SERVER_MSG_SENT = Counter(
 )
 GRPC_SERVER_HANDLING_SECONDS = Histogram(
     "grpc_server_handling_seconds",
-    "Histogram of response latency (seconds) of gRPC that had been application-level "
-    "handled by the server.",
+    "Histogram of response latency (seconds) of gRPC that had been application-level handled by the server.",
     _GRPC_LABELS,
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-             30, 60, 300, 1800),
+    buckets=(
+        0.0005,
+        0.001,
+        0.0025,
+        0.005,
+        0.01,
+        0.025,
+        0.05,
+        0.1,
+        0.25,
+        0.5,
+        1,
+        2.5,
+        5,
+        10,
+        30,
+        60,
+        300,
+        1800,
+    ),
 )
 
 # --- application ----------------------------------------------------------------------------
@@ -75,8 +92,7 @@ REDIS_SECONDS = Histogram(
     "truco_redis_seconds",
     "Latency of Redis operations issued by the store, by operation.",
     ("operation",),
-    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-             1, 2.5),
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
 )
 MATCHES_LIVE = Gauge(
     "truco_matches_live",

@@ -1,0 +1,358 @@
+"""Worker configuration: one frozen `Settings`, from flags, then environment, then defaults.
+
+Every option is declared once in `OPTIONS` (flag, environment variable, type, default,
+help); the argparse flags, the environment lookup and the table in `docs/operations.md`
+(`settings_markdown_table()`) all come from that declaration.
+
+Precedence: a flag given on the command line wins over the environment variable, which wins
+over the default. Secrets (API keys) come from the environment only, never from flags (flags
+show up in `ps`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+class ConfigError(ValueError):
+    """An option has an invalid value; the message names the flag and variable."""
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An operator API key. `name` identifies the operator in logs and as match creator."""
+
+    name: str
+    secret: str = field(repr=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """Short, non-reversible id of the secret (safe to log and store)."""
+        return hashlib.sha256(self.secret.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a worker needs to know. Build it with `load_settings()`."""
+
+    redis_url: str | None = field(default=None, repr=False)
+    """Redis URL (`redis://`, `rediss://`, `unix://`). Unset: the in-memory store (one
+    process, nothing survives a restart)."""
+    host: str = "127.0.0.1"
+    """Interface the gRPC, REST and metrics listeners bind. Loopback by default so a
+    development run is never exposed; containers set `0.0.0.0`."""
+    grpc_port: int = 50051
+    """gRPC port; 0 picks a free port (tests)."""
+    http_port: int = 8080
+    """REST/JSON + SSE port (used by the REST adapter); 0 disables it."""
+    metrics_port: int = 9100
+    """Prometheus `/metrics` port; 0 disables the endpoint."""
+    api_keys: tuple[ApiKey, ...] = ()
+    """Operator API keys (create, list, cancel matches): comma-separated `name=secret`
+    entries (a bare `secret` is named `key-<sha256 prefix>`). Without keys no match can be
+    created."""
+    log_level: str = "info"
+    """Minimum log level."""
+    shutdown_grace_seconds: float = 10.0
+    """On SIGTERM: time in-flight unary RPCs get to finish before they are cancelled."""
+    shutdown_drain_seconds: float = 0.0
+    """On SIGTERM: time between reporting NOT_SERVING and refusing new RPCs, so load
+    balancers and Kubernetes stop routing here first."""
+    heartbeat_interval_seconds: float = 5.0
+    """A stream that has had nothing to send for this long sends a heartbeat."""
+    max_concurrent_rpcs: int = 4096
+    """Concurrent RPCs (open streams included) before new ones get RESOURCE_EXHAUSTED;
+    0: unlimited."""
+    subscriber_queue_size: int = 256
+    """Updates buffered per stream subscriber; a subscriber that falls further behind is
+    sent a fresh snapshot instead."""
+    event_log_max_len: int = 5000
+    """Events kept per match log; a resume from further back gets a snapshot."""
+    finished_match_ttl_seconds: int = 86400
+    """How long a finished or cancelled match stays readable."""
+    max_connection_age_seconds: float = 300.0
+    """Connections are closed (GOAWAY) after this long so long-lived streams rebalance
+    across workers; clients reconnect and resume. 0: never."""
+
+    @property
+    def store_description(self) -> str:
+        """'in-memory' or the Redis URL with any password hidden (safe to print)."""
+        return "in-memory" if self.redis_url is None else redact_url(self.redis_url)
+
+    def api_key_for(self, secret: str) -> ApiKey | None:
+        """The configured API key with this secret, if any (constant time per key)."""
+        import hmac
+
+        found: ApiKey | None = None
+        for key in self.api_keys:
+            if hmac.compare_digest(key.secret.encode(), secret.encode()):
+                found = key
+        return found
+
+
+def redact_url(url: str) -> str:
+    """Replace the password (and a lone username-as-password) in a URL with '***'."""
+    parts = urlsplit(url)
+    if parts.password is None and parts.username is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    user = parts.username or ""
+    userinfo = f"{user}:***" if parts.password is not None else "***"
+    return urlunsplit((parts.scheme, f"{userinfo}@{host}", parts.path, parts.query, ""))
+
+
+def parse_api_keys(text: str) -> tuple[ApiKey, ...]:
+    """Parse `TRUCO_API_KEYS`: comma-separated `name=secret` or bare `secret` entries.
+
+    A bare secret is named `key-<fingerprint>`. Whitespace around entries is ignored.
+    """
+    keys: list[ApiKey] = []
+    for raw in text.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        name, sep, secret = entry.partition("=")
+        if not sep:
+            name, secret = "", entry
+        name, secret = name.strip(), secret.strip()
+        if not secret:
+            raise ConfigError(f"TRUCO_API_KEYS: entry {name!r} has an empty secret")
+        key = ApiKey(name=name, secret=secret)
+        if not name:
+            key = ApiKey(name=f"key-{key.fingerprint}", secret=secret)
+        keys.append(key)
+    names = [k.name for k in keys]
+    if len(set(names)) != len(names):
+        raise ConfigError("TRUCO_API_KEYS: operator names must be unique")
+    return tuple(keys)
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise ValueError("a port is 0..65535")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise ValueError("must be > 0")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise ValueError("must be > 0")
+    return value
+
+
+def _log_level(text: str) -> str:
+    value = text.strip().lower()
+    if value not in LOG_LEVELS:
+        raise ValueError("one of " + ", ".join(LOG_LEVELS))
+    return value
+
+
+def _redis_url(text: str) -> str | None:
+    value = text.strip()
+    if not value:
+        return None
+    if urlsplit(value).scheme not in ("redis", "rediss", "unix"):
+        raise ValueError("expected redis://, rediss:// or unix://")
+    return value
+
+
+@dataclass(frozen=True)
+class Option:
+    """Declaration of one setting: where it comes from and how it is parsed."""
+
+    name: str
+    """`Settings` field name."""
+    env: str
+    """Environment variable."""
+    flag: str | None
+    """Command-line flag; None for secrets (environment only)."""
+    parse: Callable[[str], Any]
+    """Parser from text; raises ValueError with a short explanation."""
+    metavar: str = "VALUE"
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("redis_url", "REDIS_URL", "--redis", _redis_url, "URL"),
+    Option("host", "TRUCO_HOST", "--host", str.strip, "ADDR"),
+    Option("grpc_port", "TRUCO_GRPC_PORT", "--grpc-port", _port, "PORT"),
+    Option("http_port", "TRUCO_HTTP_PORT", "--http-port", _port, "PORT"),
+    Option("metrics_port", "TRUCO_METRICS_PORT", "--metrics-port", _port, "PORT"),
+    Option("api_keys", "TRUCO_API_KEYS", None, parse_api_keys),
+    Option("log_level", "TRUCO_LOG_LEVEL", "--log-level", _log_level, "LEVEL"),
+    Option(
+        "shutdown_grace_seconds",
+        "TRUCO_SHUTDOWN_GRACE_SECONDS",
+        "--shutdown-grace",
+        _non_negative_float,
+        "SECONDS",
+    ),
+    Option(
+        "shutdown_drain_seconds",
+        "TRUCO_SHUTDOWN_DRAIN_SECONDS",
+        "--shutdown-drain",
+        _non_negative_float,
+        "SECONDS",
+    ),
+    Option(
+        "heartbeat_interval_seconds",
+        "TRUCO_HEARTBEAT_INTERVAL_SECONDS",
+        "--heartbeat-interval",
+        _positive_float,
+        "SECONDS",
+    ),
+    Option(
+        "max_concurrent_rpcs", "TRUCO_MAX_CONCURRENT_RPCS", "--max-concurrent-rpcs", _non_negative_int, "N"
+    ),
+    Option(
+        "subscriber_queue_size", "TRUCO_SUBSCRIBER_QUEUE_SIZE", "--subscriber-queue-size", _positive_int, "N"
+    ),
+    Option("event_log_max_len", "TRUCO_EVENT_LOG_MAX_LEN", "--event-log-max-len", _positive_int, "N"),
+    Option(
+        "finished_match_ttl_seconds",
+        "TRUCO_FINISHED_MATCH_TTL_SECONDS",
+        "--finished-match-ttl",
+        _positive_int,
+        "SECONDS",
+    ),
+    Option(
+        "max_connection_age_seconds",
+        "TRUCO_MAX_CONNECTION_AGE_SECONDS",
+        "--max-connection-age",
+        _non_negative_float,
+        "SECONDS",
+    ),
+)
+
+
+def _field_docs() -> dict[str, str]:
+    """Field docstrings of `Settings` (the string literal after each field)."""
+    import ast
+    import inspect
+
+    try:
+        tree = ast.parse(inspect.getsource(Settings))
+    except (OSError, TypeError):  # no source shipped: help texts without descriptions
+        return {}
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, nxt in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one flag per option to `parser`. Defaults are None so absence is detectable."""
+    docs = _field_docs()
+    defaults = Settings()
+    for opt in OPTIONS:
+        if opt.flag is None:
+            continue
+        default = getattr(defaults, opt.name)
+        parser.add_argument(
+            opt.flag,
+            dest=opt.name,
+            default=None,
+            metavar=opt.metavar,
+            help=f"{docs.get(opt.name, '')} [env {opt.env}; default {_show(default)}]",
+        )
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, tuple):
+        return "none" if not value else ",".join(map(str, value))
+    return str(value)
+
+
+def load_settings(
+    args: argparse.Namespace | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Resolve every option: flag (from `args`) > environment (`env`) > default."""
+    environ = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for opt in OPTIONS:
+        raw: str | None = None
+        source = ""
+        flag_value = getattr(args, opt.name, None) if args is not None else None
+        if opt.flag is not None and flag_value is not None:
+            raw, source = str(flag_value), opt.flag
+        elif environ.get(opt.env) not in (None, ""):
+            raw, source = environ[opt.env], opt.env
+        if raw is None:
+            continue
+        try:
+            values[opt.name] = opt.parse(raw)
+        except ConfigError:
+            raise
+        except ValueError as exc:
+            shown = "<redacted>" if opt.name in ("api_keys", "redis_url") else repr(raw)
+            raise ConfigError(f"{source}: invalid value {shown}: {exc}") from None
+    return Settings(**values)
+
+
+def parse_settings(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Settings:
+    """Parse `argv` (flags only) and the environment into `Settings`."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return load_settings(parser.parse_args(list(argv)), env)
+
+
+def settings_markdown_table() -> str:
+    """The configuration table for docs/operations.md, generated from `OPTIONS`."""
+    docs = _field_docs()
+    defaults = Settings()
+    lines = [
+        "| environment variable | flag | default | meaning |",
+        "|---|---|---|---|",
+    ]
+    for opt in OPTIONS:
+        default = _show(getattr(defaults, opt.name))
+        flag = f"`{opt.flag}`" if opt.flag else "(environment only)"
+        lines.append(f"| `{opt.env}` | {flag} | `{default}` | {docs.get(opt.name, '')} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m truco_server.config  -> the docs table
+    print(settings_markdown_table())
