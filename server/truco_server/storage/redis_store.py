@@ -302,7 +302,7 @@ class RedisMatchStore:
         raw = await self._r.get(keys.request(request_id))
         if raw is None:
             return None
-        version, _, first_reply = bytes(raw).partition(b":")
+        version, _, first_reply = _b(raw).partition(b":")
         return CommitResult(version=int(version), reply=first_reply, duplicate=True)
 
     async def read_events(self, match_id: str, after_version: int, limit: int) -> list[Event] | LogTrimmed:
