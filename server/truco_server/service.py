@@ -211,8 +211,10 @@ class MatchService:
         cache_size: int = 4096,
         heartbeat_seconds: float = 5.0,
         stopping: asyncio.Event | None = None,
+        queue_size: int = 256,
     ) -> None:
         self.store = store
+        self.queue_size = queue_size
         self.heartbeat_seconds = heartbeat_seconds
         self.stopping = stopping or asyncio.Event()
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
@@ -400,6 +402,14 @@ class MatchService:
         seat = self.viewer(loaded, token, operator)
         return self._info(loaded), self._observe(loaded, seat)
 
+    async def info(self, match_id: str) -> MatchInfo:
+        """Public description of a match (no credential check: callers list their own)."""
+        return self._info(await self._load(match_id, fresh=True))
+
+    async def rules_of(self, match_id: str) -> dict[str, Any]:
+        """The effective rule set of a match (public)."""
+        return (await self._load(match_id)).meta.rules
+
     def _observe(self, loaded: Loaded, seat: int) -> dict[str, Any]:
         obs = te.observe(loaded.state, None if seat == SPECTATOR else seat).to_dict()
         obs["version"] = loaded.version
@@ -439,7 +449,7 @@ class MatchService:
                 raise E.MatchNotActive(f"match is {loaded.status}", current_version=loaded.version)
             events = [
                 canonical({"kind": "match_cancelled", "reason": reason[:200]}),
-                self._reveal(loaded.meta),
+                self._reveal(loaded.meta, loaded.state),
             ]
             try:
                 res = await self.store.commit(
@@ -463,8 +473,20 @@ class MatchService:
         )
 
     @staticmethod
-    def _reveal(meta: Meta) -> bytes:
-        return canonical({"kind": "match_revealed", "seed": meta.seed, "deck_orders": meta.deck_orders})
+    def _reveal(meta: Meta, state: te.MatchState) -> bytes:
+        """The ``match_revealed`` event: the seed and every deal of the match, so anyone can
+        check the commitments published when each hand started (docs/fairness.md)."""
+        seed = bytes.fromhex(meta.seed)
+        deals = []
+        for k in range(1, state.hands + 1):
+            deck = (
+                meta.deck_orders[k - 1]
+                if k <= len(meta.deck_orders)
+                else deck_for_hand(seed, k, state.rules.deck_cards)
+            )
+            salt = salt_for_hand(seed, k)
+            deals.append({"cards": deck, "salt": salt, "commitment": te.deck_commitment(deck, salt)})
+        return canonical({"kind": "match_revealed", "seed": meta.seed, "deals": deals})
 
     # ------------------------------------------------------------------------ action
     async def submit_action(
@@ -516,7 +538,7 @@ class MatchService:
             status = None
             if te.is_over(state):
                 status = STATUS_FINISHED
-                blobs.append(self._reveal(loaded.meta))
+                blobs.append(self._reveal(loaded.meta, state))
             new_version = loaded.version + len(blobs)
             mine = [redact(b, seat) for b in blobs]
             reply = canonical({"seat": seat, "fp": fingerprint, "events": mine})
@@ -587,8 +609,6 @@ class MatchService:
         token: str | None,
         operator: Operator | None = None,
         from_version: int | None = None,
-        *,
-        queue_size: int = 256,
     ) -> AsyncIterator[Update]:
         """Observation feed of one seat (or a spectator), resumable from any version.
 
@@ -637,7 +657,7 @@ class MatchService:
                     loaded = cur
             if loaded.status != STATUS_ACTIVE:
                 return
-            async for upd in self._follow(match_id, who, seat, last, queue_size):
+            async for upd in self._follow(match_id, who, seat, last, self.queue_size):
                 yield upd
                 if upd.status != STATUS_ACTIVE:
                     return

@@ -166,23 +166,31 @@ class PlayCard(_message.Message):
 
     CARD_FIELD_NUMBER: _builtins.int
     FACE_DOWN_FIELD_NUMBER: _builtins.int
+    SLOT_FIELD_NUMBER: _builtins.int
     card: _builtins.str
     """Card code, e.g. "7H" or "1e"."""
     face_down: _builtins.bool
     """Play the card face down (worth nothing; only where the rule set allows
     it). Legal actions list face-down plays as separate entries.
     """
+    slot: _builtins.int
+    """In the iron hand (mão de ferro) players may not look at their own cards:
+    they play by position in hand (0-based) and leave `card` empty.
+    """
     def __init__(
         self,
         *,
         card: _builtins.str = ...,
         face_down: _builtins.bool = ...,
+        slot: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "slot", b"slot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["card", b"card", "face_down", b"face_down"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_slot", b"_slot", "card", b"card", "face_down", b"face_down", "slot", b"slot"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__slot: _TypeAlias = _typing.Literal["slot"]  # noqa: Y015
+    _WhichOneofArgType__slot: _TypeAlias = _typing.Literal["_slot", b"_slot"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__slot) -> _WhichOneofReturnType__slot | None: ...
 
 Global___PlayCard: _TypeAlias = PlayCard  # noqa: Y015
 

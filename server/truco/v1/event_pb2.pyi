@@ -6,6 +6,7 @@ isort:skip_file
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -83,6 +84,7 @@ class Event(_message.Message):
     KIND_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     TIME_FIELD_NUMBER: _builtins.int
+    DETAILS_FIELD_NUMBER: _builtins.int
     HAND_STARTED_FIELD_NUMBER: _builtins.int
     CARDS_DEALT_FIELD_NUMBER: _builtins.int
     CARD_PLAYED_FIELD_NUMBER: _builtins.int
@@ -103,11 +105,11 @@ class Event(_message.Message):
     MATCH_CANCELLED_FIELD_NUMBER: _builtins.int
     POINTS_DECLARED_FIELD_NUMBER: _builtins.int
     version: _builtins.int
-    """Version of the commit that produced the event. One accepted action is
-    one commit; all events of a commit share its version.
+    """Version of the event: every event of a match has its own contiguous
+    version, from 1. A client that saw version V resumes a stream from V.
     """
     index: _builtins.int
-    """Position of the event within its commit, from 0."""
+    """Position of the event within the message that carries it, from 0."""
     kind: _builtins.str
     """Name of the payload field that is set, e.g. "card_played". Stable, and
     readable by clients older than the payload.
@@ -119,6 +121,13 @@ class Event(_message.Message):
     @_builtins.property
     def time(self) -> _timestamp_pb2.Timestamp:
         """Commit time."""
+
+    @_builtins.property
+    def details(self) -> _struct_pb2.Struct:
+        """The engine's payload as a JSON object (the same fields as the typed
+        payload, named as in docs/events.md), already redacted. Lets a client
+        read an event kind its generated code does not know yet.
+        """
 
     @_builtins.property
     def hand_started(self) -> Global___HandStarted:
@@ -204,6 +213,7 @@ class Event(_message.Message):
         kind: _builtins.str = ...,
         seat: _builtins.int | None = ...,
         time: _timestamp_pb2.Timestamp | None = ...,
+        details: _struct_pb2.Struct | None = ...,
         hand_started: Global___HandStarted | None = ...,
         cards_dealt: Global___CardsDealt | None = ...,
         card_played: Global___CardPlayed | None = ...,
@@ -224,9 +234,9 @@ class Event(_message.Message):
         match_cancelled: Global___MatchCancelled | None = ...,
         points_declared: Global___PointsDeclared | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "envido_resolved", b"envido_resolved", "flor_resolved", b"flor_resolved", "folded", b"folded", "game_ended", b"game_ended", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "match_cancelled", b"match_cancelled", "match_ended", b"match_ended", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "seat", b"seat", "time", b"time", "trick_ended", b"trick_ended", "turn_timed_out", b"turn_timed_out"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "details", b"details", "envido_resolved", b"envido_resolved", "flor_resolved", b"flor_resolved", "folded", b"folded", "game_ended", b"game_ended", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "match_cancelled", b"match_cancelled", "match_ended", b"match_ended", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "seat", b"seat", "time", b"time", "trick_ended", b"trick_ended", "turn_timed_out", b"turn_timed_out"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "envido_resolved", b"envido_resolved", "flor_resolved", b"flor_resolved", "folded", b"folded", "game_ended", b"game_ended", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "index", b"index", "kind", b"kind", "match_cancelled", b"match_cancelled", "match_ended", b"match_ended", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "seat", b"seat", "time", b"time", "trick_ended", b"trick_ended", "turn_timed_out", b"turn_timed_out", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "details", b"details", "envido_resolved", b"envido_resolved", "flor_resolved", b"flor_resolved", "folded", b"folded", "game_ended", b"game_ended", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "index", b"index", "kind", b"kind", "match_cancelled", b"match_cancelled", "match_ended", b"match_ended", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "seat", b"seat", "time", b"time", "trick_ended", b"trick_ended", "turn_timed_out", b"turn_timed_out", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015

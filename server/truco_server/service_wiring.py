@@ -1,0 +1,31 @@
+"""Builds the worker's MatchService servicer: store from settings, service, gRPC adapter.
+
+``truco serve`` (``truco_server.cli``) loads :func:`servicer_factory` by name.
+"""
+
+from __future__ import annotations
+
+from truco_server.grpc_server import WorkerContext
+from truco_server.grpc_service import GrpcMatchService
+from truco_server.service import MatchService
+from truco_server.storage import StoreSettings, open_store
+
+
+def build_service(ctx: WorkerContext) -> MatchService:
+    """The transport-neutral service of a worker (shared by the gRPC and REST faces)."""
+    s = ctx.settings
+    store = open_store(
+        s.redis_url,
+        StoreSettings(max_events=s.event_log_max_len, retention_seconds=s.finished_match_ttl_seconds),
+    )
+    ctx.add_cleanup(store.close)
+    return MatchService(
+        store,
+        heartbeat_seconds=s.heartbeat_interval_seconds,
+        stopping=ctx.streams.shutdown_event,
+        queue_size=s.subscriber_queue_size,
+    )
+
+
+def servicer_factory(ctx: WorkerContext) -> GrpcMatchService:
+    return GrpcMatchService(build_service(ctx), ctx.settings)
