@@ -11,6 +11,8 @@ No I/O, no randomness, no dependencies. The whole game is a state machine::
 See ``docs/engine.md`` for the API and ``docs/rules/`` for every rule and option.
 """
 
+from truco_engine import presets_brazil as _presets_brazil  # noqa: F401  (registers presets)
+from truco_engine import presets_riverplate as _presets_riverplate  # noqa: F401  (registers presets)
 from truco_engine.actions import KINDS as ACTION_KINDS
 from truco_engine.actions import Action, parse_action
 from truco_engine.cards import DECKS, describe

@@ -18,6 +18,8 @@ import hashlib
 from collections.abc import Sequence
 
 from truco_engine import actions as A
+from truco_engine import flor as F
+from truco_engine import variants as V
 from truco_engine.actions import Action
 from truco_engine.errors import (
     IllegalActionError,
@@ -26,7 +28,7 @@ from truco_engine.errors import (
     NotYourTurnError,
 )
 from truco_engine.events import Event, EventKind
-from truco_engine.ranking import FACE_DOWN, USES_TURN_UP, envido_points, strength_table
+from truco_engine.ranking import FACE_DOWN, USES_TURN_UP, envido_points_for, strength_table
 from truco_engine.rules import RuleSet
 from truco_engine.state import Call, HandState, MatchState, Trick
 
@@ -95,6 +97,13 @@ def legal_actions(state: MatchState, seat: int) -> list[Action]:
     side = h.side_of[seat]
     call = h.bet if h.bet is not None else h.truco
     if call is not None:
+        flor_now = (
+            r.flor
+            and (call.family == "envido" or (call.family == "truco" and call.level == 0))
+            and F.can_sing(state, h, seat, answering=True)
+        )
+        if flor_now and r.flor_mandatory:
+            return [A.FLOR]
         out.append(A.ACCEPT)
         out.append(A.DECLINE)
         if call.family == "truco":
@@ -102,13 +111,22 @@ def legal_actions(state: MatchState, seat: int) -> list[Action]:
                 out.append(A.TRUCO)
             if call.level == 0 and _envido_window(state, h, seat, answering_truco=True):
                 out.extend(_envido_starts(h))
-        else:
+        elif call.family == "flor":
+            out.extend(F.raises(call))
+        elif not (r.flor and F.envido_barred(state, h, seat)):
             out.extend(_envido_raises(call))
+        if flor_now:
+            out.append(A.FLOR)
         if r.fold and r.play_mode != "individual":
             out.append(A.FOLD)
         return out
     # Own turn, nothing pending.
     hand = h.cards[seat]
+    if len(hand) > 3:  # the carancho's extra card: discard first
+        return [Action("discard", c) for c in hand]
+    flor_now = r.flor and F.can_sing(state, h, seat, answering=False)
+    if flor_now and r.flor_mandatory:
+        return [A.FLOR]
     if h.blind:
         out.extend(Action("play", slot=i) for i in range(len(hand)))
     else:
@@ -124,6 +142,8 @@ def legal_actions(state: MatchState, seat: int) -> list[Action]:
         out.append(A.TRUCO)
     if _envido_window(state, h, seat, answering_truco=False):
         out.extend(_envido_starts(h))
+    if flor_now:
+        out.append(A.FLOR)
     if r.fold and r.play_mode != "individual":
         out.append(A.FOLD)
     return out
@@ -133,6 +153,8 @@ def _envido_window(state: MatchState, h: HandState, seat: int, *, answering_truc
     """Envido may be called in the first trick by a seat that has not played its card yet
     (or that is answering the first truco call), once per hand, before a truco is accepted."""
     if not state.rules.envido or not h.envido_open or len(h.tricks) != 1 or h.special:
+        return False
+    if state.rules.flor and F.envido_barred(state, h, seat):
         return False
     if answering_truco:
         return True
@@ -170,7 +192,11 @@ def deal(state: MatchState, deck: Sequence[str], salt: str = "") -> tuple[MatchS
         raise InvalidDeckError("no deal is awaited now: the hand in progress has not ended")
     r = state.rules
     deck = list(deck)
-    if len(deck) != len(r.deck_cards) or set(deck) != set(r.deck_cards):
+    if (
+        len(deck) != len(r.deck_cards)
+        or not all(isinstance(c, str) for c in deck)
+        or set(deck) != set(r.deck_cards)
+    ):
         raise InvalidDeckError(
             f"the deck order must be a permutation of the {len(r.deck_cards)} cards of "
             f"deck {r.deck!r}{' (clean)' if r.clean_deck else ''}"
@@ -190,14 +216,20 @@ def _start_hand(s: MatchState, deck: list[str], salt: str, ev: list[Event]) -> N
     for k in range(3):
         for i, seat in enumerate(order):
             cards[seat].append(deck[k * n + i])
-    turn_up = deck[3 * n] if r.ranking in USES_TURN_UP else None
+    carancho = r.play_mode == "carancho"
+    if carancho:  # the carancho (the mano) receives one extra card after the deal
+        cards[mano].append(deck[3 * n])
+    turn_up = deck[3 * n + carancho] if r.ranking in USES_TURN_UP else None
     h = HandState.__new__(HandState)
     s.hands += 1
     h.number = s.hands
     h.dealer = s.dealer
     h.mano = mano
     h.order = order
-    h.side_of = tuple(seat % 2 for seat in range(n)) if r.play_mode == "teams" else tuple(range(n))
+    if r.play_mode == "teams":
+        h.side_of = tuple(seat % 2 for seat in range(n))
+    else:
+        h.side_of = V.carancho_sides(mano, n) if carancho else tuple(range(n))
     h.cards = cards
     h.dealt = [tuple(c) for c in cards]
     h.turn_up = turn_up
@@ -253,6 +285,8 @@ def _start_hand(s: MatchState, deck: list[str], salt: str, ev: list[Event]) -> N
                 ("cards",),
             )
         )
+    if r.pica_pica and V.is_pica_round(s, h.number):
+        V.start_sub_hand(s, h, 0, ev)
     if h.special == "eleven":
         team = [x for x in order if h.side_of[x] == h.eleven_side]
         if len(team) > 1:
@@ -296,6 +330,10 @@ def apply(state: MatchState, seat: int, action: Action) -> tuple[MatchState, lis
         _call_truco(s, h, seat, ev)
     elif kind in ENVIDO_ORDER:
         _call_envido(s, h, seat, kind, ev)
+    elif kind in F.FLOR_CALLS:
+        F.sing(s, h, seat, kind, ev)
+    elif kind == "discard":
+        _discard(h, seat, action, ev)
     elif kind == "accept":
         _accept(s, h, seat, ev)
     elif kind == "decline":
@@ -304,6 +342,8 @@ def apply(state: MatchState, seat: int, action: Action) -> tuple[MatchState, lis
         _fold(s, h, seat, ev)
     else:  # pragma: no cover - legal_actions never offers anything else
         raise IllegalActionError(f"{kind} is not implemented", legal)
+    if s.rules.play_mode == "carancho":
+        ev = V.with_pair_sides(h, ev)
     return s, ev
 
 
@@ -315,6 +355,8 @@ def _why_illegal(state: MatchState, seat: int, action: Action) -> str:
             return "a call must be answered before any card is played"
         if h.blind and action.slot is None:
             return "in the iron hand cards are played blind, by slot"
+        if [a.kind for a in legal_actions(state, seat)] == ["flor"]:
+            return "a player holding flor must sing it first (flor_mandatory)"
         if action.card is not None and action.card not in h.cards[seat]:
             return f"{action.card} is not in seat {seat}'s hand"
         if action.face_down:
@@ -323,7 +365,8 @@ def _why_illegal(state: MatchState, seat: int, action: Action) -> str:
     if action.kind == "truco":
         if h.special:
             return f"nobody calls truco in the {'iron hand' if h.special == 'iron' else 'hand of eleven'}"
-        if h.truco_level + 1 >= len(state.rules.truco_ladder):
+        level = h.truco.level if h.truco is not None else h.truco_level
+        if level + 1 >= len(state.rules.truco_ladder):
             return "the truco ladder is at its top"
         return "only the side that accepted the last call may raise"
     if action.kind in ("accept", "decline"):
@@ -334,6 +377,16 @@ def _why_illegal(state: MatchState, seat: int, action: Action) -> str:
         return "envido is only possible in the first trick, before your card, once per hand"
     if action.kind == "fold":
         return "folding is not allowed here" if state.rules.fold else "these rules have no folding"
+    if action.kind in F.FLOR_CALLS:
+        if not state.rules.flor:
+            return "these rules have no flor"
+        if action.kind == "flor":
+            return "flor is sung by a player holding one, in the first trick, before his card, once per hand"
+        return "contraflor answers a flor, by a player holding flor"
+    if action.kind == "discard":
+        return "only the carancho discards, once, before anything else"
+    if len(h.cards[seat]) > 3:
+        return "the carancho must discard first"
     return f"{action.kind} is not allowed now"
 
 
@@ -355,6 +408,16 @@ def _decide_eleven(s: MatchState, h: HandState, seat: int, play: bool, ev: list[
     if not play:
         other = 1 - side
         _end_hand(s, h, other, s.rules.hand_of_eleven_refusal, "eleven_refused", ev)
+
+
+def _discard(h: HandState, seat: int, action: Action, ev: list[Event]) -> None:
+    """The carancho keeps three of his four cards; the discard is seen by nobody else."""
+    card = action.card
+    assert card is not None
+    h.cards[seat].remove(card)
+    h.dealt = list(h.dealt)  # shared with the previous state: copy before changing
+    h.dealt[seat] = tuple(h.cards[seat])
+    ev.append(Event(EventKind.CARD_DISCARDED, {"seat": seat, "card": card}, frozenset((seat,)), ("card",)))
 
 
 def _play(s: MatchState, h: HandState, seat: int, action: Action, ev: list[Event]) -> None:
@@ -474,6 +537,8 @@ def _call_truco(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None
         level, responder = old.level + 1, old.caller
     else:
         level, responder = h.truco_level + 1, _next_opponent(h, seat)
+        if r.flor and level == 0:
+            responder = F.flor_responder(s, h, seat, responder)
     if r.envido and old is not None:
         h.envido_open = False
     h.truco = Call("truco", seat, responder, [r.truco_call_names[level]], level)
@@ -524,6 +589,8 @@ def _call_envido(s: MatchState, h: HandState, seat: int, name: str, ev: list[Eve
     else:
         chain = [name]
         responder = h.truco.caller if h.truco is not None else _next_opponent(h, seat)
+        if s.rules.flor and h.truco is None:
+            responder = F.flor_responder(s, h, seat, responder)
     h.bet = Call("envido", seat, responder, chain)
     ev.append(
         Event(
@@ -542,6 +609,9 @@ def _call_envido(s: MatchState, h: HandState, seat: int, name: str, ev: list[Eve
 
 def _accept(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     r = s.rules
+    if h.bet is not None and h.bet.family == "flor":
+        F.accept(s, h, seat, ev)
+        return
     if h.bet is not None:
         bet = h.bet
         h.bet = None
@@ -568,6 +638,9 @@ def _accept(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
 
 
 def _decline(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
+    if h.bet is not None and h.bet.family == "flor":
+        F.decline(s, h, seat, ev)
+        return
     if h.bet is not None:
         bet = h.bet
         h.bet = None
@@ -600,12 +673,18 @@ def _decline(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
 
 def _fold(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     side = h.side_of[seat]
-    other = 1 - side
+    other = h.side_of[_next_opponent(h, seat)]
     ev.append(Event(EventKind.FOLDED, {"seat": seat, "side": side}))
+    if h.bet is None and s.rules.fold_concedes_envido and h.envido_open and not h.flor_sung:
+        # Going to the mazo with the envido still open: the other side's envido point.
+        ev.append(Event(EventKind.BET_WON, {"family": "envido", "seat": None, "side": other, "points": 1}))
+        if _add_points(s, other, 1, ev):
+            h.over = True
+            return
     if h.bet is not None:
         bet = h.bet
         h.bet = None
-        value = envido_declined_value(s, bet.chain)
+        value = F.bet_values(s, bet)[1]
         ev.append(
             Event(
                 EventKind.BET_WON, {"family": bet.family, "seat": bet.caller, "side": other, "points": value}
@@ -624,7 +703,7 @@ def _resolve_envido(s: MatchState, h: HandState, value: int, ev: list[Event]) ->
     best_seat = -1
     best = -1
     for x in h.order:
-        p = envido_points(h.dealt[x])
+        p = envido_points_for(s.rules, h.turn_up, h.dealt[x])
         if p > best:
             best, best_seat = p, x
             ev.append(Event(EventKind.POINTS_DECLARED, {"seat": x, "family": "envido", "points": p}))
@@ -643,13 +722,23 @@ def _resolve_envido(s: MatchState, h: HandState, value: int, ev: list[Event]) ->
 def _add_points(s: MatchState, side: int, points: int, ev: list[Event]) -> bool:
     """Score points; returns True if that ended the game (the hand stops there)."""
     r = s.rules
-    s.scores[side] += points
-    ev.append(Event(EventKind.SCORE, {"scores": list(s.scores), "games": list(s.games)}))
-    if s.scores[side] < r.target_points:
-        return False
+    h = s.hand
+    if r.play_mode == "carancho" and h is not None:  # the pair's points go to both partners
+        holders = [x for x in h.order if h.side_of[x] == side]
+        for x in holders:
+            s.scores[x] += points
+        ev.append(Event(EventKind.SCORE, {"scores": list(s.scores), "games": list(s.games)}))
+        reached = [x for x in holders if s.scores[x] >= r.target_points]
+        if not reached:
+            return False
+        side = max(reached, key=lambda x: s.scores[x])  # equal: the one nearer the mano
+    else:
+        s.scores[side] += points
+        ev.append(Event(EventKind.SCORE, {"scores": list(s.scores), "games": list(s.games)}))
+        if s.scores[side] < r.target_points:
+            return False
     s.games[side] += 1
     ev.append(Event(EventKind.GAME_ENDED, {"side": side, "game": s.game, "games": list(s.games)}))
-    h = s.hand
     if h is not None:
         _reveal_shows(h, ev)
     if s.games[side] >= r.games_to_win:
@@ -683,5 +772,10 @@ def _end_hand(
     if side is not None and points > 0 and _add_points(s, side, points, ev):
         return
     _reveal_shows(h, ev)
+    if V.is_sub_hand(s, h):  # pica-pica: the next pair plays its sub-hand
+        k = V.next_sub_hand(s, h)
+        if k is not None:
+            V.start_sub_hand(s, h, k, ev)
+            return
     s.phase = "deal"
     s.dealer = (s.dealer + 1) % s.rules.players

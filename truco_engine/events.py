@@ -30,6 +30,8 @@ class EventKind(StrEnum):
     """seat, card (hidden from others when face down), face_down, trick."""
     CARD_DISCARDED = "card_discarded"
     """seat, card (private) — the carancho's discard."""
+    HEAD_TO_HEAD_STARTED = "head_to_head_started"
+    """pair (two seats), mano, index — a head-to-head sub-hand of a pica-pica round starts."""
     TRICK_ENDED = "trick_ended"
     """trick (1-based), winner (seat or null), side (or null), tied."""
     CALLED = "called"

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from truco_engine.actions import Action
-from truco_engine.engine import envido_declined_value, envido_value, legal_actions, to_act
+from truco_engine.engine import legal_actions, to_act
+from truco_engine.flor import bet_values
 from truco_engine.state import MatchState
 
 PlayView = tuple[int, str | None, bool]
@@ -206,14 +207,8 @@ def observe(state: MatchState, seat: int | None) -> Observation:
             )
         elif h.bet is not None:
             b = h.bet
-            pending = PendingCall(
-                b.family,
-                b.chain[-1],
-                b.caller,
-                b.responder,
-                envido_value(state, b.chain),
-                envido_declined_value(state, b.chain),
-            )
+            accepted, declined = bet_values(state, b)
+            pending = PendingCall(b.family, b.chain[-1], b.caller, b.responder, accepted, declined)
         elif h.truco is not None:
             c = h.truco
             pending = PendingCall(
@@ -221,6 +216,12 @@ def observe(state: MatchState, seat: int | None) -> Observation:
             )
     acting = to_act(state)
     legal = tuple(legal_actions(state, seat)) if seat is not None and seat in acting else ()
+    extra: dict[str, Any] = {}
+    if r.play_mode == "carancho":
+        extra["carancho"] = h.mano
+        extra["sides"] = list(h.side_of)
+    elif len(h.order) == 2 and r.players > 2:
+        extra["head_to_head"] = list(h.order)
     return Observation(
         seat,
         side,
@@ -246,4 +247,5 @@ def observe(state: MatchState, seat: int | None) -> Observation:
         legal,
         state.actions,
         state.winner,
+        extra,
     )

@@ -11,6 +11,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from truco_engine.cards import FRENCH_RANKS, FRENCH_SUITS, rank, suit
+from truco_engine.ranking_spanish import (
+    muestra_envido,
+    muestra_flor_points,
+    muestra_has_flor,
+    muestra_strengths,
+)
 
 if TYPE_CHECKING:
     from truco_engine.rules import RuleSet
@@ -90,13 +96,22 @@ def _argentine(rules: RuleSet, vira: str | None) -> StrengthTable:
     return _extra(rules, table)
 
 
+def _muestra(rules: RuleSet, vira: str | None) -> StrengthTable:
+    assert vira is not None
+    return _extra(rules, muestra_strengths(rules.deck_cards, vira, ARGENTINE_TOP, _ARGENTINE_PLAIN))
+
+
 RANKING_FUNCS: Final[dict[str, Callable[[RuleSet, str | None], StrengthTable]]] = {
     "vira": _vira,
     "fixed_mineiro": _fixed_mineiro,
     "argentine": _argentine,
+    "muestra": _muestra,
+    # Valencian truc: the Argentine order restricted to the 22-card deck
+    # (1e > 1b > 7e > 7o > 3s > 7b/7c > 6s > 5s > 4s); see docs/rules/river-plate.md.
+    "valencian": _argentine,
 }
 
-USES_TURN_UP: Final = {"vira"}
+USES_TURN_UP: Final = {"vira", "muestra"}
 """Rankings that turn up a card after the deal (vira or muestra)."""
 
 
@@ -107,11 +122,11 @@ def strength_table(rules: RuleSet, turn_up: str | None) -> StrengthTable:
 
 def keeps_in_clean_deck(rules: RuleSet, card: str) -> bool:
     """Whether ``card`` stays in the deck under baralho limpo (no plain 4–7)."""
-    if rank(card) not in ("4", "5", "6", "7"):
+    if rank(card) not in ("4", "5", "6", "7") or card in rules.extra_manilhas:
         return True
     if rules.ranking == "fixed_mineiro":
         return card in MINEIRO_MANILHAS
-    if rules.ranking == "argentine":
+    if rules.ranking in ("argentine", "valencian"):
         return card in ARGENTINE_TOP
     return False
 
@@ -141,3 +156,25 @@ def has_flor(cards: tuple[str, ...] | list[str]) -> bool:
 def flor_points(cards: tuple[str, ...] | list[str]) -> int:
     """Flor value: 20 plus the three cards' envido values."""
     return 20 + sum((int(c[:-1]) if int(c[:-1]) <= 7 else 0) for c in cards)
+
+
+def envido_points_for(rules: RuleSet, turn_up: str | None, cards: tuple[str, ...] | list[str]) -> int:
+    """Envido points of a hand under the rule set's ranking (the muestra's piezas count
+    their value; every other ranking uses :func:`envido_points`)."""
+    if rules.ranking == "muestra":
+        return muestra_envido(cards, turn_up)
+    return envido_points(cards)
+
+
+def has_flor_for(rules: RuleSet, turn_up: str | None, cards: tuple[str, ...] | list[str]) -> bool:
+    """Whether a hand holds flor under the rule set's ranking (piezas are wild)."""
+    if rules.ranking == "muestra":
+        return muestra_has_flor(cards, turn_up)
+    return has_flor(cards)
+
+
+def flor_points_for(rules: RuleSet, turn_up: str | None, cards: tuple[str, ...] | list[str]) -> int:
+    """Flor value of a hand under the rule set's ranking."""
+    if rules.ranking == "muestra":
+        return muestra_flor_points(cards, turn_up)
+    return flor_points(cards)

@@ -20,7 +20,7 @@ from typing import Any, Final
 from truco_engine.cards import DECKS
 from truco_engine.errors import InvalidRulesError, UnknownPresetError
 
-RANKINGS: Final = ("vira", "fixed_mineiro", "argentine")
+RANKINGS: Final = ("vira", "fixed_mineiro", "argentine", "muestra", "valencian")
 PLAY_MODES: Final = ("teams", "individual", "carancho")
 ALL_TIED: Final = ("redeal", "mano")
 LEAD_AFTER_TIE: Final = ("tied_trick_opener", "nearest_to_mano", "mano")
@@ -123,6 +123,21 @@ class RuleSet:
     show_envido_cards: bool = True
     """The winner of an envido or flor shows the cards that make the points when the hand
     ends."""
+
+    envido_with_flor: bool = False
+    """A player holding flor may still call or raise envido (only with ``flor``). Off: a
+    player with flor cannot call envido (he sings flor instead); he may still answer one."""
+
+    fold_concedes_envido: bool = False
+    """Going to the mazo while envido could still be called (first trick, no envido or flor
+    played yet, no truco accepted) gives the other side one extra point, as a declined envido
+    would (only with ``envido`` and ``fold``)."""
+
+    pica_pica: bool = False
+    """Teams of 3 or 5 (6 or 10 players): every second hand is played head-to-head ('pica-pica',
+    'de punta'): each player plays a one-against-one sub-hand with the opponent facing him,
+    one pair after the other, each sub-hand's points going to the team. No head-to-head hands
+    once a side is within 5 points of the target."""
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -254,6 +269,18 @@ def _validate(r: RuleSet) -> None:
         raise InvalidRulesError("clean_deck", f"not with ranking {r.ranking!r}; allowed: false")
     if r.flor and not r.envido:
         raise InvalidRulesError("flor", "flor needs envido; allowed: false when envido is false")
+    if r.envido_with_flor and not r.flor:
+        raise InvalidRulesError("envido_with_flor", "only with flor; allowed: false when flor is false")
+    if r.fold_concedes_envido and not (r.envido and r.fold):
+        raise InvalidRulesError(
+            "fold_concedes_envido", "only with envido and fold; allowed: false when either is false"
+        )
+    if r.pica_pica and (r.play_mode != "teams" or r.players not in (6, 10)):
+        raise InvalidRulesError(
+            "pica_pica",
+            "head-to-head hands need teams of 3 or 5 (facing seats are opponents only then); "
+            "allowed: true with play_mode 'teams' and players 6 or 10, else false",
+        )
     if r.envido and r.deck == "french40":
         raise InvalidRulesError("envido", "envido is played with a Spanish deck; allowed: false")
     seen: set[str] = set()
@@ -356,6 +383,16 @@ def get_rules(name: str = "paulista", /, **overrides: Any) -> RuleSet:
     extra.update(overrides)
     if extra.get("players") == 3 and base.play_mode == "teams" and "play_mode" not in extra:
         extra["play_mode"] = "individual"
+    # The hand of eleven is "one hand from the end": a new target moves it along
+    # (paulista to 24 plays it at 23), unless the override sets it explicitly.
+    target = extra.get("target_points")
+    if (
+        isinstance(target, int)
+        and "hand_of_eleven_at" not in extra
+        and base.hand_of_eleven_at is not None
+    ):
+        at = base.hand_of_eleven_at + target - base.target_points
+        extra["hand_of_eleven_at"] = at if at >= 1 else None
     return _build(base, extra) if extra else base
 
 
