@@ -694,7 +694,7 @@ def _fold(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
             h.over = True
             return
     h.truco = None
-    _end_hand(s, h, other, h.value, "folded", ev)
+    _end_hand(s, h, other, _hand_points(s, h, other), "folded", ev)
 
 
 def _resolve_envido(s: MatchState, h: HandState, value: int, ev: list[Event]) -> None:

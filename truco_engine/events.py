@@ -54,7 +54,8 @@ class EventKind(StrEnum):
     GAME_ENDED = "game_ended"
     """side, games."""
     MATCH_ENDED = "match_ended"
-    """side, deals (every deck order and salt of the match, for verification)."""
+    """side, games. The server follows it with `match_revealed` (seed and every deal) so
+    anyone can verify the deals (docs/fairness.md)."""
 
 
 @dataclass(frozen=True, slots=True)

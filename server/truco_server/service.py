@@ -196,7 +196,10 @@ def redact(raw: bytes, seat: int | None) -> dict[str, Any]:
     """Decode one stored event and redact it for ``seat`` (``None``: spectator)."""
     d: dict[str, Any] = json.loads(raw)
     if d.get("kind") in _ENGINE_KINDS:
-        return te.Event.from_dict(d).redact(seat).to_dict()
+        out = te.Event.from_dict(d).redact(seat).to_dict()
+        out.pop("private_to", None)  # visibility markers are the server's business
+        out.pop("hidden", None)
+        return out
     return d  # service events (match_created, match_cancelled, match_revealed) are public
 
 
@@ -505,6 +508,13 @@ class MatchService:
             seat = self._seat_of(loaded.meta, token)
             if seat == SPECTATOR:
                 raise E.PermissionDenied("a spectator credential cannot act")
+            if action.card is not None and action.card not in loaded.rules.deck_cards:
+                where = "action.discard.card" if action.kind == "discard" else "action.play_card.card"
+                metrics.ACTIONS.labels("invalid").inc()
+                raise E.InvalidArgument(
+                    f"{action.card!r} is not a card of this match's deck",
+                    field_violations=[E.FieldViolation(where, "unknown card code")],
+                )
             if loaded.status != STATUS_ACTIVE or (
                 expected_version is not None and expected_version != loaded.version
             ):

@@ -1,0 +1,171 @@
+"""Generate the golden playthroughs of the Brazilian presets: ``tests/golden/<case>-<n>.json``.
+
+Each file holds one full match played by a seeded ``random.Random`` driver (randomness lives
+here, never in the engine):
+
+* ``record`` — the match record (rules, first dealer, every deal and action), replayable with
+  ``python -m truco_engine.cli replay FILE`` after extracting it (or ``truco replay``);
+* ``transcript`` — for every step, the events it caused as every viewer receives them:
+  ``public`` is the spectator's copy, ``private`` maps each seat whose copy differs to its
+  copy (its own dealt cards, its face-down cards, partners' cards at the hand of eleven);
+* ``final`` — the final match state (``MatchState.to_dict()``).
+
+``tests/engine/test_golden.py`` replays every record and compares the transcript and the final
+state exactly. A failure means the engine's behaviour changed. Regenerate only on purpose,
+after checking that the change is intended (and say so in the commit)::
+
+    .venv/bin/python tests/golden/make_golden.py          # rewrite every file
+    .venv/bin/python tests/golden/make_golden.py --check  # compare only, exit 1 on a difference
+
+Then review ``git diff tests/golden``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))
+
+from truco_engine import (  # noqa: E402
+    Event,
+    Match,
+    MatchRecord,
+    MatchState,
+    apply,
+    deal,
+    get_rules,
+    legal_actions,
+    new_match,
+    to_act,
+)
+from truco_engine.actions import Action  # noqa: E402
+
+CASES: dict[str, int] = {
+    "paulista-2p": 2,
+    "paulista-4p": 2,
+    "paulista-6p": 1,
+    "mineiro-2p": 2,
+    "mineiro-4p": 1,
+    "manilha-velha-4p": 1,
+}
+"""Case (preset with player count) and how many matches to record for it."""
+
+MAX_STEPS = 3000
+
+
+def seed_of(case: str, n: int) -> int:
+    return zlib.crc32(f"{case}/{n}".encode())
+
+
+def play_match(case: str, n: int) -> MatchRecord:
+    """One match of ``case`` played by the seeded random driver: a call is answered with
+    accept (60 %), decline (25 %) or a raise (15 %); on its turn a seat calls truco 8 % of
+    the time, else plays a random card (face down included where legal)."""
+    rng = random.Random(seed_of(case, n))
+    rules = get_rules(case)
+    m = Match(rules)
+    deck = list(rules.deck_cards)
+    hands = 0
+    for _ in range(MAX_STEPS):
+        if m.state.phase == "over":
+            return m.record
+        if m.state.phase == "deal":
+            hands += 1
+            rng.shuffle(deck)
+            m.deal(deck, salt=f"golden-{case}-{n}-{hands}")
+            continue
+        seat = to_act(m.state)[0]
+        legal = {a.kind: a for a in legal_actions(m.state, seat)}
+        plays = [a for a in legal_actions(m.state, seat) if a.kind == "play"]
+        x = rng.random()
+        if "accept" in legal:
+            kind = "accept" if x < 0.6 or len(legal) == 1 else "decline" if x < 0.85 else "truco"
+            action = legal.get(kind, legal["accept"])
+        elif "truco" in legal and x < 0.08:
+            action = legal["truco"]
+        else:
+            action = plays[rng.randrange(len(plays))]
+        m.act(seat, action)
+    raise AssertionError(f"{case}-{n}: the match did not end")
+
+
+def views(e: Event, players: int) -> dict[str, Any]:
+    public = e.redact(None).to_dict()
+    private = {}
+    for seat in range(players):
+        mine = e.redact(seat).to_dict()
+        if mine != public:
+            private[str(seat)] = mine
+    out: dict[str, Any] = {"public": public}
+    if private:
+        out["private"] = private
+    return out
+
+
+def transcript(record: MatchRecord) -> tuple[list[dict[str, Any]], MatchState]:
+    """Replay ``record`` step by step; return the per-viewer transcript and the final state."""
+    state = new_match(record.rules, record.first_dealer)
+    out: list[dict[str, Any]] = []
+    for step in record.steps:
+        if "deal" in step:
+            state, events = deal(state, step["deal"], step.get("salt", ""))
+            label = "deal"
+        else:
+            action = Action.from_dict(step["action"])
+            state, events = apply(state, int(step["seat"]), action)
+            label = f"{step['seat']}: {action.text()}"
+        out.append({"step": label, "events": [views(e, record.rules.players) for e in events]})
+    return out, state
+
+
+def golden(case: str, n: int) -> dict[str, Any]:
+    record = play_match(case, n)
+    trans, final = transcript(record)
+    return {"case": case, "record": record.to_dict(), "transcript": trans, "final": final.to_dict()}
+
+
+def dump(data: dict[str, Any]) -> str:
+    # One step per line keeps the files small and their diffs readable.
+    lines = ["{", f' "case": {json.dumps(data["case"])},']
+    lines.append(f' "record": {json.dumps(data["record"], sort_keys=True, ensure_ascii=False)},')
+    lines.append(' "transcript": [')
+    steps = [json.dumps(s, sort_keys=True, ensure_ascii=False) for s in data["transcript"]]
+    lines.append(",\n".join("  " + s for s in steps))
+    lines.append(" ],")
+    lines.append(f' "final": {json.dumps(data["final"], sort_keys=True, ensure_ascii=False)}')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def files() -> list[tuple[str, int, Path]]:
+    return [
+        (case, n, HERE / f"{case}-{n}.json") for case, count in CASES.items() for n in range(1, count + 1)
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="compare with the files, write nothing")
+    args = p.parse_args(argv)
+    bad = 0
+    for case, n, path in files():
+        text = dump(golden(case, n))
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                print(f"differs: {path.name}")
+                bad += 1
+        else:
+            path.write_text(text)
+            print(f"wrote {path.name} ({len(text) // 1024} KiB)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
