@@ -16,18 +16,21 @@ from truco_engine.engine import apply, deal, is_over, legal_actions, needs_deal,
 from truco_engine.observe import observe
 from truco_engine.rules import RuleSet, get_rules
 
-DEFAULT_CASES: tuple[str, ...] = (
-    "paulista-2p",
-    "paulista-4p",
-    "paulista-6p",
-    "mineiro-2p",
-    "mineiro-4p",
-    "manilha-velha-2p",
-    "manilha-velha-4p",
-    "argentine-2p",
-    "argentine-4p",
-    "argentine-30-2p",
-)
+
+def default_cases() -> list[str]:
+    """Every registered preset at every player count it allows (``NAME-Np``)."""
+    from truco_engine.errors import InvalidRulesError
+    from truco_engine.rules import preset_names
+
+    cases = []
+    for name in preset_names():
+        for players in range(2, 13):
+            try:
+                get_rules(f"{name}-{players}p")
+            except InvalidRulesError:
+                continue
+            cases.append(f"{name}-{players}p")
+    return cases
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,6 @@ def run_cases(cases: Iterable[str], seconds: float, seed: int = 0) -> list[Bench
     out = []
     for case in cases:
         rules = get_rules(case)
-        label = f"{rules.name} {rules.players}p" + ("" if case.startswith(rules.name) else f" ({case})")
+        label = f"{rules.name} {rules.players}p"
         out.append(run_random(rules, seconds=seconds, seed=seed, case=label))
     return out

@@ -40,9 +40,9 @@ def _bench(args: argparse.Namespace) -> int:
     if args.target != "engine":
         print(f"truco bench: unknown target {args.target!r}", file=sys.stderr)
         return 2
-    from truco_engine.bench import DEFAULT_CASES, run_cases
+    from truco_engine.bench import default_cases, run_cases
 
-    cases = args.case or list(DEFAULT_CASES)
+    cases = args.case or default_cases()
     print(f"# random play, {args.seconds:g} s per case, one core; legal actions + observation each step")
     for result in run_cases(cases, args.seconds, args.seed):
         print(result.line(), flush=True)
@@ -57,7 +57,7 @@ def register_subcommands(sub: Any) -> None:
     p.set_defaults(func=_replay)
     b = sub.add_parser("bench", help="benchmarks: 'truco bench engine'")
     b.add_argument("target", choices=["engine"], help="what to measure")
-    b.add_argument("--seconds", type=float, default=2.0, help="time per case (default 2)")
+    b.add_argument("--seconds", type=float, default=1.0, help="time per case (default 1)")
     b.add_argument("--case", action="append", help="preset name, e.g. paulista-2p (repeatable)")
     b.add_argument("--seed", type=int, default=0, help="seed of the random players")
     b.set_defaults(func=_bench)
