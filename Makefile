@@ -31,11 +31,12 @@ redis-server:
 test: setup redis-server
 	$(BIN)/python -m pytest -q
 
-## lint: ruff, then mypy (strict on the engine, per pyproject.toml)
+## lint: ruff, mypy (strict on the engine), generated code fresh and buf STANDARD lint
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy truco_engine
 	$(BIN)/mypy server/truco_server
+	scripts/check_proto.sh
 
 ## serve: run the server (embedded in-memory store unless REDIS_URL is set)
 serve: setup
