@@ -1,7 +1,8 @@
 """The `truco` command.
 
     truco serve [--grpc-port 50051 ...]   run a worker (this module)
-    truco replay ... / truco bench ...    provided by truco_engine.cli
+    truco replay ... / truco bench engine provided by truco_engine.cli
+    truco bench service                   truco_server.bench_service (added here)
 
 Other packages add subcommands through `SUBCOMMAND_PROVIDERS`: each provider module has
 `register_subcommands(subparsers)` that adds its parsers and sets `func` on each one with
@@ -23,7 +24,10 @@ from typing import Any
 from truco_server.config import ConfigError, Settings, add_arguments, load_settings
 
 #: (module, subcommands it is expected to provide). Imported lazily, in this order.
-SUBCOMMAND_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (("truco_engine.cli", ("replay", "bench")),)
+SUBCOMMAND_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("truco_engine.cli", ("replay", "bench")),
+    ("truco_client.cli", ("play", "watch", "demo", "bot", "bots")),
+)
 
 #: Hook for the lead's match service: `servicer_factory(ctx)` as in `grpc_server.Worker`.
 #: None serves `UnimplementedMatchService` (every RPC answers UNIMPLEMENTED).
@@ -65,6 +69,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _print_listening(settings: Settings, worker: Any, *, wired: bool) -> None:
     lines = [f"gRPC listening on {worker.grpc_address}"]
+    http_port = getattr(worker, "http_port", None)
+    if http_port:
+        host = settings.host if ":" not in settings.host else f"[{settings.host}]"
+        lines.append(
+            f"REST/JSON listening on http://{host}:{http_port} (OpenAPI /openapi.json, reference page /play)"
+        )
     metrics_port = worker.metrics_port
     lines.append(f"metrics on :{metrics_port}" if metrics_port else "metrics disabled")
     lines.append(f"store: {settings.store_description}")
@@ -110,7 +120,52 @@ def build_parser() -> argparse.ArgumentParser:
                 sub.set_defaults(func=_unavailable(module_name, exc))
             continue
         register(subparsers)
+    _add_bench_service(subparsers)
     return parser
+
+
+def _add_bench_service(subparsers: Any) -> None:
+    """Add the ``service`` target to ``truco bench`` (``engine`` stays the engine's).
+
+    The engine provider owns the ``bench`` parser; the server adds its target and options
+    and dispatches: ``truco bench engine`` runs the engine's handler unchanged, ``truco
+    bench service`` runs :mod:`truco_server.bench_service`.
+    """
+    bench = subparsers.choices.get("bench")
+    engine_handler = None
+    if bench is None:
+        bench = subparsers.add_parser("bench", help="benchmarks: 'truco bench service'")
+        bench.add_argument("target", choices=["service"], help="what to measure")
+    elif _has_dest(bench, "rest"):
+        return  # the engine provider could not be imported: its placeholder explains why
+    else:
+        engine_handler = bench.get_default("func")
+        for action in bench._actions:
+            if action.dest == "target" and action.choices is not None and "service" not in action.choices:
+                action.choices = [*action.choices, "service"]
+                action.help = "what to measure: engine or service"
+            elif action.dest == "seconds":
+                action.help = "engine: time per case (default 2); service: measured time (default 10)"
+    from truco_server import bench_service
+
+    bench_service.add_arguments(bench)
+    bench.set_defaults(seconds=None)  # engine: 2 per case; service: 10
+
+    def dispatch(args: argparse.Namespace) -> int:
+        if args.target == "service":
+            return bench_service.bench_command(args)
+        if engine_handler is None:
+            print(f"truco bench: unknown target {args.target!r}", file=sys.stderr)
+            return 2
+        if getattr(args, "seconds", None) is None:
+            args.seconds = 2.0  # the engine's default per case
+        return int(engine_handler(args) or 0)
+
+    bench.set_defaults(func=dispatch)
+
+
+def _has_dest(parser: argparse.ArgumentParser, dest: str) -> bool:
+    return any(action.dest == dest for action in parser._actions)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

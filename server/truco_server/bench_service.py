@@ -1,0 +1,467 @@
+"""``truco bench service``: the match service under load, over real gRPC, on loopback.
+
+What runs (all started here, all stopped here by pid, nothing leaves 127.0.0.1):
+
+* a ``redis-server`` on a free loopback port (no persistence);
+* one worker: ``truco serve`` as a **subprocess** (its own interpreter and event loop,
+  as in production), bound to a free port, on that Redis;
+* a bare gRPC unary echo server, also a subprocess, for the baseline;
+* the load generator in this process: ``--matches`` concurrent matches of random bots.
+  Each seat of each match has its own observation stream and acts when its stream says it
+  is its turn (a random legal action with ``expected_version`` and a ``request_id``); a
+  finished match is replaced by a new one, so the number of live matches stays constant.
+
+Figures (one ``name: value`` line each): actions/s; SubmitAction latency p50/p99;
+action-to-observation delivery p50/p99 (SubmitAction sent -> the new version arrives on
+another seat's stream); Redis commands per action (``INFO commandstats`` delta over the
+measured window, all commands, streams included) and EVALSHA per action (the write path:
+one script call per action is one round trip); Redis memory per live match (``MEMORY
+USAGE`` of every key of a sample of live matches); the echo rate at the same concurrency
+and the ratio actions/s / echo rpc/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import redis
+from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
+
+from truco_server.redis_proc import RedisProcess, free_port, start_redis
+
+HOST = "127.0.0.1"
+ECHO_METHOD = "/truco.bench.Echo/Echo"
+MAX_SECONDS = 600.0
+
+
+# ------------------------------------------------------------------------------- options
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``truco bench service`` (skips flags the parser already has)."""
+    have = set(parser._option_string_actions)  # shared with ``truco bench engine``
+    options: list[tuple[str, dict[str, Any]]] = [
+        ("--matches", {"type": int, "default": 200, "help": "service: concurrent matches (default 200)"}),
+        (
+            "--seconds",
+            {
+                "type": float,
+                "default": None,
+                "help": "measured time (engine: per case, default 2; service: 10)",
+            },
+        ),
+        (
+            "--warmup",
+            {"type": float, "default": 2.0, "help": "service: seconds before measuring (default 2)"},
+        ),
+        ("--preset", {"default": "paulista", "help": "service: preset of the matches (default paulista)"}),
+        ("--players", {"type": int, "default": 2, "help": "service: players per match (default 2)"}),
+        ("--seed", {"type": int, "default": 0, "help": "seed of the random players"}),
+        (
+            "--event-log-max-len",
+            {"type": int, "default": None, "help": "service: worker's TRUCO_EVENT_LOG_MAX_LEN"},
+        ),
+        (
+            "--channels",
+            {"type": int, "default": 0, "help": "service: client connections (default: one per 25 matches)"},
+        ),
+        ("--quiet", {"action": "store_true", "help": "service: no progress lines"}),
+    ]
+    for flag, kwargs in options:
+        if flag not in have:
+            parser.add_argument(flag, **kwargs)
+
+
+# ------------------------------------------------------------------------------ processes
+@contextlib.contextmanager
+def _child(cmd: list[str], ready: str, timeout: float = 30.0) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``cmd``; wait until its output contains ``ready``; SIGTERM (then SIGKILL) it by pid."""
+    with tempfile.TemporaryDirectory(prefix="truco-bench-") as tmp:
+        log_path = Path(tmp) / "out.log"
+        with log_path.open("wb") as log:
+            env = {k: v for k, v in os.environ.items() if k != "TRUCO_API_KEYS"}
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+            try:
+                deadline = time.monotonic() + timeout
+                while ready not in log_path.read_text(errors="replace"):
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"{cmd[2:5]} did not start:\n{log_path.read_text()[-2000:]}")
+                    time.sleep(0.05)
+                yield proc
+            finally:
+                if proc.poll() is None:
+                    os.kill(proc.pid, signal.SIGTERM)
+                    try:
+                        proc.wait(15)
+                    except subprocess.TimeoutExpired:
+                        os.kill(proc.pid, signal.SIGKILL)
+                        proc.wait(5)
+
+
+def _worker_cmd(redis_url: str, port: int, args: argparse.Namespace) -> list[str]:
+    cmd = [
+        sys.executable, "-m", "truco_server.cli", "serve",
+        "--redis", redis_url, "--host", HOST, "--grpc-port", str(port),
+        "--metrics-port", "0", "--http-port", "0", "--log-level", "warning",
+        "--max-concurrent-rpcs", "0",
+    ]  # fmt: skip
+    if args.event_log_max_len:
+        cmd += ["--event-log-max-len", str(args.event_log_max_len)]
+    return cmd
+
+
+def _echo_cmd(port: int) -> list[str]:
+    return [sys.executable, "-m", "truco_server.bench_service", "--echo-server", str(port)]
+
+
+async def _echo_server(port: int) -> None:
+    """A trivial unary echo servicer (bytes in, same bytes out) until SIGTERM."""
+
+    async def echo(request: bytes, context: Any) -> bytes:
+        return request
+
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    handler = grpc.method_handlers_generic_handler(
+        "truco.bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)}
+    )
+    server.add_generic_rpc_handlers((handler,))
+    server.add_insecure_port(f"{HOST}:{port}")
+    await server.start()
+    print(f"echo listening on {HOST}:{port}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await server.stop(1)
+
+
+# ---------------------------------------------------------------------------------- load
+@dataclass
+class Figures:
+    actions: int = 0
+    errors: int = 0
+    matches_finished: int = 0
+    submit_ms: list[float] = field(default_factory=list)
+    delivery_ms: list[float] = field(default_factory=list)
+    measuring: bool = False
+
+    def reset(self) -> None:
+        self.actions = self.errors = self.matches_finished = 0
+        self.submit_ms.clear()
+        self.delivery_ms.clear()
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def _channel(address: str, index: int) -> grpc.aio.Channel:
+    """A channel with its own TCP connection (a local subchannel pool), so the streams and
+    calls of many matches spread over several HTTP/2 connections as many clients would."""
+    return grpc.aio.insecure_channel(
+        address, options=[("grpc.use_local_subchannel_pool", 1), ("truco.bench.channel", index)]
+    )
+
+
+class Bots:
+    """Random bots playing ``matches`` concurrent matches until ``stop`` is set."""
+
+    def __init__(
+        self, stubs: list[Any], args: argparse.Namespace, figures: Figures, stop: asyncio.Event
+    ) -> None:
+        self.stubs = stubs
+        self.args = args
+        self.fig = figures
+        self.stop = stop
+        self.live: set[str] = set()
+
+    async def run_slot(self, slot: int) -> None:
+        rng = random.Random(f"{self.args.seed}:{slot}")
+        stub = self.stubs[slot % len(self.stubs)]
+        while not self.stop.is_set():
+            try:
+                await self._one_match(stub, rng)
+            except grpc.aio.AioRpcError:
+                if self.stop.is_set():
+                    return
+                self.fig.errors += 1
+                await asyncio.sleep(0.05)
+
+    async def _one_match(self, stub: Any, rng: random.Random) -> None:
+        created = await stub.CreateMatch(
+            match_service_pb2.CreateMatchRequest(
+                rules=match_pb2.RuleSet(preset=self.args.preset), players=self.args.players
+            ),
+            timeout=30,
+        )
+        mid = created.match.match_id
+        tokens = [c.token for c in sorted(created.seat_credentials, key=lambda c: c.seat)]
+        sent: dict[int, tuple[float, int]] = {}  # version before the action -> (send time, seat)
+        self.live.add(mid)
+        over = asyncio.Event()
+        try:
+            seats = [
+                asyncio.ensure_future(self._seat(stub, mid, tokens, s, rng, sent, over))
+                for s in range(len(tokens))
+            ]
+            done, pending = await asyncio.wait(seats, return_when=asyncio.FIRST_EXCEPTION)
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            for t in done:
+                if t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
+            if over.is_set():
+                self.fig.matches_finished += 1
+        finally:
+            self.live.discard(mid)
+
+    async def _seat(
+        self,
+        stub: Any,
+        mid: str,
+        tokens: list[str],
+        seat: int,
+        rng: random.Random,
+        sent: dict[int, tuple[float, int]],
+        over: asyncio.Event,
+    ) -> None:
+        md = (("authorization", f"Bearer {tokens[seat]}"),)
+        call = stub.StreamObservations(match_service_pb2.StreamObservationsRequest(match_id=mid), metadata=md)
+        n = 0
+        try:
+            async for msg in call:
+                if self.stop.is_set():
+                    return
+                if not msg.HasField("update"):
+                    continue
+                upd = msg.update
+                now = time.perf_counter()
+                if upd.events:
+                    base = upd.events[0].version - 1
+                    got = sent.get(base)
+                    if got is not None and got[1] != seat and self.fig.measuring:
+                        self.fig.delivery_ms.append((now - got[0]) * 1000)
+                obs = upd.observation
+                if obs.phase == 6:
+                    over.set()
+                    return
+                if not obs.acting_seats or obs.acting_seats[0] != seat or not obs.legal_actions:
+                    continue
+                action = rng.choice(obs.legal_actions)
+                t0 = time.perf_counter()
+                sent[obs.version] = (t0, seat)
+                try:
+                    await stub.SubmitAction(
+                        match_service_pb2.SubmitActionRequest(
+                            match_id=mid,
+                            request_id=f"{seat}-{n}",
+                            expected_version=obs.version,
+                            action=action,
+                        ),
+                        metadata=md,
+                        timeout=30,
+                    )
+                except grpc.aio.AioRpcError as exc:
+                    if exc.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
+                        self.fig.errors += 1  # a stale view; the stream brings the new one
+                        continue
+                    raise
+                n += 1
+                if self.fig.measuring:
+                    self.fig.actions += 1
+                    self.fig.submit_ms.append((time.perf_counter() - t0) * 1000)
+        finally:
+            call.cancel()
+
+
+async def _echo_load(address: str, concurrency: int, seconds: float) -> float:
+    async with grpc.aio.insecure_channel(address) as ch:
+        echo: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = ch.unary_unary(ECHO_METHOD)
+        payload = b"x" * 64
+        count = 0
+        end = time.perf_counter() + seconds
+
+        async def loop() -> None:
+            nonlocal count
+            while time.perf_counter() < end:
+                await echo(payload, timeout=30)
+                count += 1
+
+        for _ in range(50):  # warm the channel
+            await echo(payload)
+        t0 = time.perf_counter()
+        await asyncio.gather(*(loop() for _ in range(concurrency)))
+        return count / (time.perf_counter() - t0)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """user + system CPU time of a process (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _commandstats(r: redis.Redis) -> dict[str, int]:
+    info: dict[str, Any] = r.info("commandstats")
+    return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in info.items()}
+
+
+def _match_memory(r: redis.Redis, match_ids: list[str]) -> list[int]:
+    sizes = []
+    for mid in match_ids:
+        total = 0
+        for key in r.scan_iter(match=f"truco:{{{mid}}}:*", count=1000):
+            total += int(r.memory_usage(key, samples=0) or 0)
+        sizes.append(total)
+    return sizes
+
+
+async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> dict[str, float]:
+    """Run the whole benchmark; print progress and the figures; return the figures."""
+    seconds = min(float(args.seconds or 10.0), MAX_SECONDS)
+    warmup = min(float(args.warmup), 60.0)
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            out(f"# {line}")
+
+    rp: RedisProcess = start_redis(host=HOST)
+    results: dict[str, float] = {}
+    try:
+        r = rp.client()
+        worker_port, echo_port = free_port(HOST), free_port(HOST)
+        with (
+            _child(_worker_cmd(rp.url, worker_port, args), "gRPC listening") as worker,
+            _child(_echo_cmd(echo_port), "echo listening"),
+        ):
+            progress(
+                f"redis {rp.url} (pid {rp.pid}), worker `truco serve` pid {worker.pid} "
+                f"on {HOST}:{worker_port}, "
+                f"{args.matches} matches of {args.preset} {args.players}p, {warmup:g}s warmup + {seconds:g}s"
+            )
+            fig = Figures()
+            stop = asyncio.Event()
+            pids = {"worker": worker.pid, "redis": rp.pid, "client": os.getpid()}
+            n_channels = args.channels or max(1, -(-args.matches // 25))
+            channels = [_channel(f"{HOST}:{worker_port}", i) for i in range(n_channels)]
+            try:
+                stubs = [match_service_pb2_grpc.MatchServiceStub(ch) for ch in channels]
+                bots = Bots(stubs, args, fig, stop)
+                slots = [asyncio.ensure_future(bots.run_slot(i)) for i in range(args.matches)]
+                await asyncio.sleep(warmup)
+                fig.reset()
+                fig.measuring = True
+                before = _commandstats(r)
+                cpu0 = {who: _cpu_seconds(pid) for who, pid in pids.items()}
+                t0 = time.perf_counter()
+                tick = t0
+                while (now := time.perf_counter()) - t0 < seconds:
+                    await asyncio.sleep(min(1.0, seconds - (now - t0)))
+                    if time.perf_counter() - tick >= 1.0:
+                        tick = time.perf_counter()
+                        el = tick - t0
+                        progress(
+                            f"{el:5.1f}s  {fig.actions} actions ({fig.actions / el:.0f}/s), "
+                            f"p99 {_pct(fig.submit_ms, 99):.1f} ms, {fig.matches_finished} finished, "
+                            f"{len(bots.live)} live, {fig.errors} retries"
+                        )
+                elapsed = time.perf_counter() - t0
+                fig.measuring = False
+                cpu = {who: _cpu_seconds(pid) - cpu0[who] for who, pid in pids.items()}
+                after = _commandstats(r)
+                live = sorted(bots.live)
+                sample = live[:: max(1, len(live) // 50)][:50]
+                sizes = _match_memory(r, sample)
+                stop.set()
+                for s in slots:
+                    s.cancel()
+                await asyncio.gather(*slots, return_exceptions=True)
+            finally:
+                for ch in channels:
+                    await ch.close()
+            progress("measuring the bare gRPC echo at the same concurrency")
+            echo_rate = await _echo_load(f"{HOST}:{echo_port}", args.matches, min(seconds, 5.0))
+        calls = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        total_cmds = sum(calls.values())
+        actions = max(fig.actions, 1)
+        results = {
+            "actions_per_s": fig.actions / elapsed,
+            "submit_p50_ms": _pct(fig.submit_ms, 50),
+            "submit_p99_ms": _pct(fig.submit_ms, 99),
+            "delivery_p50_ms": _pct(fig.delivery_ms, 50),
+            "delivery_p99_ms": _pct(fig.delivery_ms, 99),
+            "redis_commands_per_action": total_cmds / actions,
+            "redis_evalsha_per_action": (calls.get("evalsha", 0) + calls.get("eval", 0)) / actions,
+            "redis_bytes_per_live_match": statistics.mean(sizes) if sizes else float("nan"),
+            "echo_rpc_per_s": echo_rate,
+            "actions_to_echo_ratio": (fig.actions / elapsed) / echo_rate if echo_rate else float("nan"),
+            **{f"{who}_cpu_ms_per_action": 1000 * t / actions for who, t in cpu.items()},
+            **{f"{who}_cpu_share": t / elapsed for who, t in cpu.items()},
+            "matches_finished": fig.matches_finished,
+            "errors": fig.errors,
+        }
+        top = sorted(((v, k) for k, v in calls.items() if v), reverse=True)[:6]
+        progress("redis commands in the window: " + ", ".join(f"{k}={v}" for v, k in top))
+        out(f"matches (concurrent): {args.matches}")
+        out(f"actions/s: {results['actions_per_s']:.0f}")
+        out(f"SubmitAction p50 (ms): {results['submit_p50_ms']:.2f}")
+        out(f"SubmitAction p99 (ms): {results['submit_p99_ms']:.2f}")
+        out(f"delivery p50 (ms): {results['delivery_p50_ms']:.2f}")
+        out(f"delivery p99 (ms): {results['delivery_p99_ms']:.2f}")
+        out(f"redis commands per action: {results['redis_commands_per_action']:.2f}")
+        out(f"redis write round trips (EVALSHA) per action: {results['redis_evalsha_per_action']:.2f}")
+        out(f"redis bytes per live match: {results['redis_bytes_per_live_match']:.0f}")
+        out(f"echo rpc/s (same concurrency): {results['echo_rpc_per_s']:.0f}")
+        out(f"actions/s / echo rpc/s: {results['actions_to_echo_ratio']:.2f}")
+        for who in ("worker", "redis", "client"):
+            out(
+                f"{who} CPU per action (ms): {results[f'{who}_cpu_ms_per_action']:.3f} "
+                f"({100 * results[f'{who}_cpu_share']:.0f}% of a core)"
+            )
+        out(f"machine load average (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+        out(f"matches finished: {fig.matches_finished}")
+        out(f"rejected actions (stale view, retried): {fig.errors}")
+    finally:
+        rp.stop()
+    return results
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    asyncio.run(run(args))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m truco_server.bench_service")
+    parser.add_argument("--echo-server", type=int, metavar="PORT", help="run only the echo server")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.echo_server:
+        asyncio.run(_echo_server(args.echo_server))
+        return 0
+    return bench_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
