@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +36,35 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench(args: argparse.Namespace) -> int:
-    if args.target != "engine":
-        print(f"truco bench: unknown target {args.target!r}", file=sys.stderr)
-        return 2
+def _bench_engine(args: argparse.Namespace) -> int:
     from truco_engine.bench import default_cases, run_cases
 
+    seconds = 1.0 if args.seconds is None else args.seconds
     cases = args.case or default_cases()
-    print(f"# random play, {args.seconds:g} s per case, one core; legal actions + observation each step")
-    for result in run_cases(cases, args.seconds, args.seed):
+    print(f"# random play, {seconds:g} s per case, one core; legal actions + observation each step")
+    for result in run_cases(cases, seconds, args.seed):
         print(result.line(), flush=True)
     return 0
+
+
+BenchHandler = Callable[[argparse.Namespace], int]
+BENCH_TARGETS: dict[str, tuple[BenchHandler, Callable[[argparse.ArgumentParser], None] | None]] = {
+    "engine": (_bench_engine, None)
+}
+"""``truco bench TARGET``: handler and extra options per target. Other packages add theirs
+with :func:`register_bench_target` before the parser is built (the server adds
+``service``)."""
+
+
+def register_bench_target(
+    name: str, handler: BenchHandler, add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+) -> None:
+    """Make ``truco bench NAME`` run ``handler``; ``add_arguments`` adds its options."""
+    BENCH_TARGETS[name] = (handler, add_arguments)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    return BENCH_TARGETS[args.target][0](args)
 
 
 def register_subcommands(sub: Any) -> None:
@@ -55,11 +73,15 @@ def register_subcommands(sub: Any) -> None:
     p.add_argument("record", help="path of a record JSON file, or - for standard input")
     p.add_argument("--pretty", action="store_true", help="indent the JSON output")
     p.set_defaults(func=_replay)
-    b = sub.add_parser("bench", help="benchmarks: 'truco bench engine'")
-    b.add_argument("target", choices=["engine"], help="what to measure")
-    b.add_argument("--seconds", type=float, default=1.0, help="time per case (default 1)")
-    b.add_argument("--case", action="append", help="preset name, e.g. paulista-2p (repeatable)")
+    targets = sorted(BENCH_TARGETS)
+    b = sub.add_parser("bench", help=f"benchmarks: truco bench {{{','.join(targets)}}}")
+    b.add_argument("target", choices=targets, help="what to measure")
+    b.add_argument("--seconds", type=float, default=None, help="measured time (engine: per case, default 1)")
+    b.add_argument("--case", action="append", help="engine: preset name, e.g. paulista-2p (repeatable)")
     b.add_argument("--seed", type=int, default=0, help="seed of the random players")
+    for _, add_arguments in BENCH_TARGETS.values():
+        if add_arguments is not None:
+            add_arguments(b)
     b.set_defaults(func=_bench)
 
 

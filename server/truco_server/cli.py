@@ -95,6 +95,17 @@ def _unavailable(module: str, error: BaseException) -> Callable[[argparse.Namesp
     return handler
 
 
+def _register_bench_service() -> None:
+    """``truco bench service`` (the engine's CLI owns ``truco bench`` and its targets)."""
+    try:
+        from truco_engine.cli import register_bench_target
+    except ImportError:  # pragma: no cover - the engine ships with the server
+        return
+    from truco_server import bench_service
+
+    register_bench_target("service", bench_service.bench_command, bench_service.add_arguments)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="truco", description="Truco as a service.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -107,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(serve)
     serve.set_defaults(func=_serve)
 
+    _register_bench_service()
     for module_name, expected in SUBCOMMAND_PROVIDERS:
         try:
             module = importlib.import_module(module_name)
@@ -120,52 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                 sub.set_defaults(func=_unavailable(module_name, exc))
             continue
         register(subparsers)
-    _add_bench_service(subparsers)
     return parser
-
-
-def _add_bench_service(subparsers: Any) -> None:
-    """Add the ``service`` target to ``truco bench`` (``engine`` stays the engine's).
-
-    The engine provider owns the ``bench`` parser; the server adds its target and options
-    and dispatches: ``truco bench engine`` runs the engine's handler unchanged, ``truco
-    bench service`` runs :mod:`truco_server.bench_service`.
-    """
-    bench = subparsers.choices.get("bench")
-    engine_handler = None
-    if bench is None:
-        bench = subparsers.add_parser("bench", help="benchmarks: 'truco bench service'")
-        bench.add_argument("target", choices=["service"], help="what to measure")
-    elif _has_dest(bench, "rest"):
-        return  # the engine provider could not be imported: its placeholder explains why
-    else:
-        engine_handler = bench.get_default("func")
-        for action in bench._actions:
-            if action.dest == "target" and action.choices is not None and "service" not in action.choices:
-                action.choices = [*action.choices, "service"]
-                action.help = "what to measure: engine or service"
-            elif action.dest == "seconds":
-                action.help = "engine: time per case (default 2); service: measured time (default 10)"
-    from truco_server import bench_service
-
-    bench_service.add_arguments(bench)
-    bench.set_defaults(seconds=None)  # engine: 2 per case; service: 10
-
-    def dispatch(args: argparse.Namespace) -> int:
-        if args.target == "service":
-            return bench_service.bench_command(args)
-        if engine_handler is None:
-            print(f"truco bench: unknown target {args.target!r}", file=sys.stderr)
-            return 2
-        if getattr(args, "seconds", None) is None:
-            args.seconds = 2.0  # the engine's default per case
-        return int(engine_handler(args) or 0)
-
-    bench.set_defaults(func=dispatch)
-
-
-def _has_dest(parser: argparse.ArgumentParser, dest: str) -> bool:
-    return any(action.dest == dest for action in parser._actions)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
