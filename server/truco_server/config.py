@@ -53,7 +53,7 @@ class Settings:
     grpc_port: int = 50051
     """gRPC port; 0 picks a free port (tests)."""
     http_port: int = 8080
-    """REST/JSON + SSE port (used by the REST adapter); 0 disables it."""
+    """REST/JSON + SSE port (same worker, same MatchService); 0 picks a free port (tests)."""
     metrics_port: int = 9100
     """Prometheus `/metrics` port; 0 disables the endpoint."""
     api_keys: tuple[ApiKey, ...] = ()

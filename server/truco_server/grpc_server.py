@@ -156,7 +156,15 @@ class WorkerContext:
 
     settings: Settings
     streams: StreamRegistry
+    http_port: int | None = None
+    """The bound REST/JSON port, set by the REST face's startup hook (None: no REST face)."""
     _cleanups: list[Cleanup] = field(default_factory=list)
+    _startups: list[Cleanup] = field(default_factory=list)
+
+    def add_startup(self, callback: Cleanup) -> None:
+        """Run `callback` (sync or async) when the worker starts, right after the gRPC
+        server started (e.g. bind another listener). An error stops the worker's start."""
+        self._startups.append(callback)
 
     def add_cleanup(self, callback: Cleanup) -> None:
         """Run `callback` (sync or async) when the worker stops, after the server stopped.
@@ -264,6 +272,12 @@ class Worker:
         return _bind_address(self.settings.host, self.grpc_port)
 
     @property
+    def http_port(self) -> int | None:
+        """The REST/JSON port (the real one when settings.http_port is 0), or None when the
+        servicer factory attached no REST face."""
+        return self.context.http_port
+
+    @property
     def metrics_port(self) -> int | None:
         """The `/metrics` port, or None when disabled."""
         return None if self._metrics is None else self._metrics.port
@@ -296,12 +310,23 @@ class Worker:
             raise RuntimeError(f"could not bind gRPC on {settings.host}:{settings.grpc_port}")
         self._server, self._grpc_port = server, port
         await server.start()
+        try:
+            for callback in self.context._startups:
+                result = callback()
+                if isinstance(result, Awaitable):
+                    await result
+        except BaseException:
+            await server.stop(0)
+            self._server = None
+            await self._run_cleanups()
+            raise
         self._metrics = metrics.start_metrics_server(settings.metrics_port, settings.host)
         await self.health.set(MATCH_SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         _log.info(
             "worker started",
             grpc=self.grpc_address,
+            http_port=self.http_port,
             metrics_port=self.metrics_port,
             store=settings.store_description,
         )
@@ -329,17 +354,21 @@ class Worker:
         if self._server is not None:
             await self.streams.wait_idle(timeout=min(grace, 5.0))
             await self._server.stop(grace)
-        for callback in reversed(self.context._cleanups):
+        await self._run_cleanups()
+        if self._metrics is not None:
+            await asyncio.to_thread(self._metrics.close)
+            self._metrics = None
+        _log.info("worker stopped")
+
+    async def _run_cleanups(self) -> None:
+        callbacks, self.context._cleanups = list(self.context._cleanups), []
+        for callback in reversed(callbacks):
             try:
                 result = callback()
                 if isinstance(result, Awaitable):
                     await result
             except Exception:
                 _log.exception("cleanup failed")
-        if self._metrics is not None:
-            await asyncio.to_thread(self._metrics.close)
-            self._metrics = None
-        _log.info("worker stopped")
 
     async def wait_for_termination(self) -> None:
         """Return when the server has stopped. Cancelling the caller is safe."""

@@ -28,4 +28,9 @@ def build_service(ctx: WorkerContext) -> MatchService:
 
 
 def servicer_factory(ctx: WorkerContext) -> GrpcMatchService:
-    return GrpcMatchService(build_service(ctx), ctx.settings)
+    """The gRPC servicer; the same object also serves REST/JSON on `settings.http_port`."""
+    from truco_server import rest
+
+    servicer = GrpcMatchService(build_service(ctx), ctx.settings)
+    rest.attach(ctx, servicer)
+    return servicer

@@ -1,0 +1,476 @@
+"""The REST/JSON face of a worker: aiohttp app, handlers, streaming, lifecycle.
+
+Every RPC route is generated from the proto (``routes.routes_of``) and served by calling the
+*same* ``truco.v1.MatchService`` servicer object the gRPC server uses, through a
+:class:`~truco_server.rest.context.RestServicerContext`. So auth, idempotency, conversions
+and the error model exist once; this module only moves bytes:
+
+- unary RPCs: JSON in, JSON out (protobuf JSON mapping); errors are the ``google.rpc.Status``
+  gRPC would send, as JSON, with the HTTP status mapped from its code;
+- server-streaming RPCs: NDJSON (``application/x-ndjson``, one message per line) or, when the
+  client asks with ``Accept: text/event-stream``, Server-Sent Events whose ``id`` is the
+  version, so a browser's automatic reconnect (``Last-Event-ID``) resumes exactly;
+- ``/openapi.json`` (generated), ``/play`` (the reference page).
+
+Credentials: ``Authorization: Bearer <token>`` or ``X-Api-Key: <key>`` headers, as over
+gRPC. Streaming routes also take ``?access_token=<token>`` because a browser's EventSource
+cannot send headers (see docs/rest.md for the tradeoff). Query strings are never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib import resources
+from typing import Any, cast
+
+import structlog
+from aiohttp import web
+from google.protobuf.message import Message
+from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
+from prometheus_client import Counter, Histogram
+from truco.v1 import match_service_pb2, observation_pb2
+
+from truco_server import errors as E
+from truco_server.convert import encode_legal
+from truco_server.grpc_errors import to_rpc_status
+from truco_server.rest.context import RestAbort, RestServicerContext, http_status
+from truco_server.rest.openapi import build_openapi
+from truco_server.rest.routes import (
+    TRANSPORT_QUERY_PARAMS,
+    Route,
+    decode_request,
+    encode_response,
+    message_to_json,
+    routes_of,
+)
+
+_log = structlog.get_logger("truco_server.rest")
+
+SERVICE = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
+
+#: Request field a Server-Sent Events ``Last-Event-ID`` header resumes from.
+RESUME_FIELD = "from_version"
+#: Browser reconnect delay announced to SSE clients (``retry:``), milliseconds.
+SSE_RETRY_MS = 1000
+MAX_BODY_BYTES = 256 * 1024
+
+NDJSON = "application/x-ndjson"
+EVENT_STREAM = "text/event-stream"
+
+HTTP_REQUESTS = Counter(
+    "truco_http_requests_total",
+    "HTTP requests answered by the REST face, by route (RPC name) and status.",
+    ("route", "method", "code"),
+)
+HTTP_SECONDS = Histogram(
+    "truco_http_request_duration_seconds",
+    "Time to answer an HTTP request (streams: until the stream ends).",
+    ("route",),
+)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def status_json(status: status_pb2.Status) -> dict[str, Any]:
+    """The JSON error body (protobuf JSON mapping of ``google.rpc.Status``)."""
+    return message_to_json(status)
+
+
+def error_response(status: status_pb2.Status) -> web.Response:
+    code = http_status(status.code)
+    headers = {"Cache-Control": "no-store"}
+    if code == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="truco"'
+    elif code == 503:
+        headers["Retry-After"] = "1"
+    return web.json_response(status_json(status), status=code, headers=headers, dumps=_dumps)
+
+
+def _transport_status(code: int, message: str) -> status_pb2.Status:
+    """A Status for errors found before any RPC ran (unknown path, wrong verb...)."""
+    return status_pb2.Status(code=code, message=message)
+
+
+_HTTP_TO_CODE = {
+    400: code_pb2.INVALID_ARGUMENT,
+    401: code_pb2.UNAUTHENTICATED,
+    403: code_pb2.PERMISSION_DENIED,
+    404: code_pb2.NOT_FOUND,
+    405: code_pb2.UNIMPLEMENTED,
+    406: code_pb2.INVALID_ARGUMENT,
+    409: code_pb2.ABORTED,
+    413: code_pb2.RESOURCE_EXHAUSTED,
+    415: code_pb2.INVALID_ARGUMENT,
+    429: code_pb2.RESOURCE_EXHAUSTED,
+    503: code_pb2.UNAVAILABLE,
+}
+
+
+def _metadata(request: web.Request, route: Route) -> list[tuple[str, str]]:
+    """gRPC-style metadata from the HTTP request (lower-case keys, as HTTP/2 sends them)."""
+    md: list[tuple[str, str]] = []
+    auth = request.headers.get("Authorization")
+    if auth:
+        md.append(("authorization", auth))
+    api_key = request.headers.get("X-Api-Key")
+    if api_key:
+        md.append(("x-api-key", api_key))
+    token = request.query.get("access_token")
+    if token is not None:
+        if not route.server_streaming:
+            raise E.InvalidArgument(
+                "access_token is only accepted on streaming routes: send 'Authorization: Bearer <token>'",
+                field_violations=[E.FieldViolation("access_token", "only for streaming routes")],
+            )
+        if not auth and token:
+            md.append(("authorization", f"Bearer {token}"))
+    return md
+
+
+def _bind_log_context(route: Route, message: Message | None) -> None:
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(http_route=route.method_name)
+    if message is not None:
+        values = {
+            name: getattr(message, name)
+            for name in ("request_id", "match_id")
+            if name in message.DESCRIPTOR.fields_by_name and getattr(message, name)
+        }
+        if values:
+            structlog.contextvars.bind_contextvars(**values)
+
+
+def _wants_sse(request: web.Request) -> bool:
+    return EVENT_STREAM in request.headers.get("Accept", "").lower()
+
+
+class RestFace:
+    """The HTTP/JSON face of one worker, over a ``truco.v1.MatchService`` servicer.
+
+    ``streams`` (the worker's ``StreamRegistry``) lets shutdown refuse new streams and wait
+    for open ones; the service layer ends open streams with UNAVAILABLE on shutdown.
+    """
+
+    def __init__(self, servicer: Any, *, streams: Any | None = None, version: str = "v1") -> None:
+        self.servicer = servicer
+        self.streams = streams
+        self.routes = routes_of(SERVICE)
+        self.openapi = build_openapi(self.routes, title="Truco MatchService", version=version)
+        self._openapi_body = _dumps(self.openapi)
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+
+    # ------------------------------------------------------------------------ the app
+    def build_app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._middleware])
+        for route in self.routes:
+            handler = self._stream_handler(route) if route.server_streaming else self._unary_handler(route)
+            app.router.add_route(route.http_method, route.aiohttp_path, handler, name=route.method_name)
+        app.router.add_get("/openapi.json", self._openapi, name="openapi")
+        app.router.add_get("/", self._root, name="root")
+        app.router.add_get("/play", self._play, name="play")
+        return app
+
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        start = time.perf_counter()
+        match_info = request.match_info
+        route_name = match_info.route.name if match_info.route is not None else None
+        label = route_name or "unmatched"
+        code = 500
+        try:
+            response = await handler(request)
+            code = response.status
+            return response
+        except asyncio.CancelledError:
+            code = 499  # the client went away (nginx's "client closed request")
+            raise
+        except web.HTTPException as exc:
+            # Router-level errors (unknown path, wrong verb, body too large): JSON Status too.
+            code = exc.status
+            if exc.status < 400:
+                raise
+            grpc_code = _HTTP_TO_CODE.get(exc.status, code_pb2.UNKNOWN)
+            message = f"{exc.reason}: {request.method} {request.path}"
+            resp = web.json_response(
+                status_json(_transport_status(grpc_code, message)), status=exc.status, dumps=_dumps
+            )
+            if exc.status == 405:
+                resp.headers["Allow"] = exc.headers.get("Allow", "")
+            return resp
+        finally:
+            elapsed = time.perf_counter() - start
+            HTTP_REQUESTS.labels(label, request.method, str(code)).inc()
+            HTTP_SECONDS.labels(label).observe(elapsed)
+            level = "debug" if code < 500 else "info"
+            # The path only, never the query string (it may carry access_token).
+            getattr(_log, level)(
+                "http request",
+                method=request.method,
+                path=request.path,
+                status=code,
+                duration_s=round(elapsed, 6),
+            )
+            structlog.contextvars.clear_contextvars()
+
+    async def _openapi(self, request: web.Request) -> web.Response:
+        return web.Response(text=self._openapi_body, content_type="application/json")
+
+    async def _root(self, request: web.Request) -> web.Response:
+        raise web.HTTPFound("/play")
+
+    async def _play(self, request: web.Request) -> web.Response:
+        return web.Response(
+            text=reference_page(),
+            content_type="text/html",
+            headers={
+                "Cache-Control": "no-cache",
+                "Content-Security-Policy": (
+                    "default-src 'self'; script-src 'self' 'unsafe-inline'; "
+                    "style-src 'self' 'unsafe-inline'; img-src 'self' data:"
+                ),
+            },
+        )
+
+    # ---------------------------------------------------------------------- one RPC
+    async def _prepare(
+        self, request: web.Request, route: Route
+    ) -> tuple[Message, RestServicerContext] | web.Response:
+        """Decode the request and its metadata; an error response when malformed."""
+        try:
+            metadata = _metadata(request, route)
+            body = await request.read() if route.body else b""
+            message = decode_request(route, request.match_info, list(request.query.items()), body)
+        except E.ServiceError as exc:
+            _bind_log_context(route, None)
+            return error_response(to_rpc_status(exc, encode_legal))
+        _bind_log_context(route, message)
+        peer = request.remote or ""
+        return message, RestServicerContext(metadata, peer=f"http:{peer}")
+
+    def _unary_handler(self, route: Route) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            prepared = await self._prepare(request, route)
+            if isinstance(prepared, web.Response):
+                return prepared
+            message, context = prepared
+            method = getattr(self.servicer, route.method_name)
+            try:
+                response = await method(message, cast(Any, context))
+            except RestAbort as abort:
+                return error_response(abort.status)
+            except E.ServiceError as exc:  # a servicer without map_service_errors
+                return error_response(to_rpc_status(exc, encode_legal))
+            except Exception:
+                _log.exception("unexpected error in REST handler")
+                return error_response(_transport_status(code_pb2.INTERNAL, "internal error"))
+            if context.unset_error():
+                return error_response(context.status_from_code())
+            body = encode_response(route, response)
+            return web.json_response(body, dumps=_dumps, headers={"Cache-Control": "no-store"})
+
+        return handle
+
+    # ---------------------------------------------------------------------- streams
+    def _stream_handler(self, route: Route) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            prepared = await self._prepare(request, route)
+            if isinstance(prepared, web.Response):
+                return prepared
+            message, context = prepared
+            sse = _wants_sse(request)
+            resumed = False
+            if RESUME_FIELD in route.input.fields_by_name:
+                resumed = message.HasField(RESUME_FIELD)
+                last_event_id = request.headers.get("Last-Event-ID", "").strip()
+                if not resumed and last_event_id:
+                    if not last_event_id.isdigit():
+                        return error_response(
+                            to_rpc_status(
+                                E.InvalidArgument(
+                                    "Last-Event-ID must be a version number",
+                                    field_violations=[E.FieldViolation("Last-Event-ID", "not a number")],
+                                )
+                            )
+                        )
+                    setattr(message, RESUME_FIELD, int(last_event_id))
+                    resumed = True
+            if self.streams is not None:
+                try:
+                    async with self.streams.track():
+                        return await self._stream(request, route, message, context, sse=sse, resumed=resumed)
+                except E.ServiceError as exc:  # refused: the worker is shutting down
+                    return error_response(to_rpc_status(exc, encode_legal))
+            return await self._stream(request, route, message, context, sse=sse, resumed=resumed)
+
+        return handle
+
+    async def _stream(
+        self,
+        request: web.Request,
+        route: Route,
+        message: Message,
+        context: RestServicerContext,
+        *,
+        sse: bool,
+        resumed: bool,
+    ) -> web.StreamResponse:
+        method = getattr(self.servicer, route.method_name)
+        messages: AsyncIterator[Message] = method(message, cast(Any, context))
+        try:
+            # Nothing is sent before the first message, so call errors (auth, unknown match,
+            # bad from_version) get a real HTTP status.
+            try:
+                first: Message | None = await anext(messages)
+            except StopAsyncIteration:
+                first = None
+            except RestAbort as abort:
+                return error_response(abort.status)
+            except Exception:
+                _log.exception("unexpected error in REST stream")
+                return error_response(_transport_status(code_pb2.INTERNAL, "internal error"))
+            if sse and resumed and first is not None and _over_and_nothing_new(first):
+                # The match is over and the client has everything: 204 tells a browser's
+                # EventSource to stop reconnecting.
+                return web.Response(status=204, headers={"Cache-Control": "no-store"})
+            response = web.StreamResponse(
+                headers={
+                    "Content-Type": (EVENT_STREAM + "; charset=utf-8") if sse else NDJSON,
+                    "Cache-Control": "no-store",
+                    "X-Accel-Buffering": "no",  # proxies: do not buffer the stream
+                }
+            )
+            await response.prepare(request)
+            writer = _SseWriter(response) if sse else _NdjsonWriter(response)
+            await writer.start()
+            try:
+                if first is not None:
+                    await writer.message(first)
+                async for item in messages:
+                    await writer.message(item)
+            except RestAbort as abort:
+                await writer.error(abort.status)
+            except (ConnectionResetError, asyncio.CancelledError):
+                raise
+            except Exception:
+                _log.exception("unexpected error in REST stream")
+                await writer.error(_transport_status(code_pb2.INTERNAL, "internal error"))
+            else:
+                await writer.end()
+            await response.write_eof()
+            return response
+        finally:
+            aclose = getattr(messages, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    # --------------------------------------------------------------------- lifecycle
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("REST face not started")
+        return self._port
+
+    async def start(self, host: str, port: int, *, shutdown_timeout: float = 10.0) -> int:
+        """Bind and serve; returns the bound port (``port`` 0 picks a free one)."""
+        if self._runner is not None:
+            raise RuntimeError("REST face already started")
+        runner = web.AppRunner(
+            self.build_app(),
+            handle_signals=False,
+            access_log=None,  # our middleware logs, without query strings
+            handler_cancellation=True,  # a client that goes away ends its stream at once
+            shutdown_timeout=shutdown_timeout,
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, reuse_port=False)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        bound = runner.addresses[0]
+        self._port = int(bound[1])
+        _log.info("REST face started", host=host, http_port=self._port)
+        return self._port
+
+    async def stop(self) -> None:
+        """Stop listening, let in-flight requests finish (up to shutdown_timeout), close."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+            _log.info("REST face stopped")
+
+
+def _over_and_nothing_new(message: Message) -> bool:
+    if message.WhichOneof("message") != "update":
+        return False
+    update = cast(match_service_pb2.ObservationUpdate, cast(Any, message).update)
+    return not update.events and update.observation.phase == observation_pb2.PHASE_MATCH_OVER
+
+
+class _NdjsonWriter:
+    """One JSON message per line; a server-side error ends with ``{"error": Status}``."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self.response = response
+
+    async def start(self) -> None:
+        return None
+
+    async def message(self, message: Message) -> None:
+        await self.response.write((_dumps(message_to_json(message)) + "\n").encode())
+
+    async def error(self, status: status_pb2.Status) -> None:
+        await self.response.write((_dumps({"error": status_json(status)}) + "\n").encode())
+
+    async def end(self) -> None:
+        return None
+
+
+class _SseWriter:
+    """Server-Sent Events: ``update`` (id = version), ``heartbeat``, ``rpc_error``, ``end``."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self.response = response
+
+    async def _event(self, event: str, data: Any, event_id: str | None = None) -> None:
+        head = f"id: {event_id}\n" if event_id is not None else ""
+        await self.response.write(f"{head}event: {event}\ndata: {_dumps(data)}\n\n".encode())
+
+    async def start(self) -> None:
+        await self.response.write(f"retry: {SSE_RETRY_MS}\n: truco stream\n\n".encode())
+
+    async def message(self, message: Message) -> None:
+        kind = message.WhichOneof("message") or "message"
+        payload = message_to_json(message)
+        if kind == "update":
+            # id = version: EventSource sends it back as Last-Event-ID when it reconnects.
+            await self._event("update", payload, str(cast(Any, message).update.version))
+        else:
+            await self._event(kind, payload)
+
+    async def error(self, status: status_pb2.Status) -> None:
+        await self._event("rpc_error", status_json(status))
+
+    async def end(self) -> None:
+        await self._event("end", {})
+
+
+def reference_page() -> str:
+    """The reference browser client (``web/play.html``) with the preset names filled in."""
+    import truco_engine as te
+
+    html = resources.files("truco_server.web").joinpath("play.html").read_text(encoding="utf-8")
+    return html.replace("/*PRESETS*/[]", _dumps(list(te.preset_names())))
+
+
+__all__ = ["EVENT_STREAM", "NDJSON", "TRANSPORT_QUERY_PARAMS", "RestFace", "error_response", "status_json"]

@@ -1,0 +1,1 @@
+"""Static files of the reference browser client (served at /play by the REST face)."""
