@@ -448,6 +448,8 @@ class MatchService:
             loaded = await self._load(match_id, fresh=True)
             if loaded.meta.owner != operator.name:
                 raise E.PermissionDenied("only the operator that created a match may cancel it")
+            if loaded.status == STATUS_CANCELLED:
+                return self._info(loaded)  # idempotent
             if loaded.status != STATUS_ACTIVE:
                 raise E.MatchNotActive(f"match is {loaded.status}", current_version=loaded.version)
             events = [

@@ -298,8 +298,6 @@ async def test_every_error_case_matches_grpc(rest_worker: RestWorker) -> None:
          "ListMatches", {}, 401, 16, "INVALID_CREDENTIAL"),
         ("cancel: other operator", "POST", f"/v1/matches/{mid}:cancel", {}, {"X-Api-Key": OTHER_KEY},
          "CancelMatch", {"matchId": mid}, 403, 7, "PERMISSION_DENIED"),
-        ("cancel: not active", "POST", f"/v1/matches/{cancelled}:cancel", {}, key,
-         "CancelMatch", {"matchId": cancelled}, 400, 9, "MATCH_NOT_ACTIVE"),
         ("cancel: seat credential", "POST", f"/v1/matches/{mid}:cancel", {}, seat,
          "CancelMatch", {"matchId": mid}, 401, 16, "INVALID_CREDENTIAL"),
         ("stream: unknown match", "GET", "/v1/matches/m0000:streamObservations", None, seat,

@@ -170,3 +170,17 @@ async def test_bad_rules_are_invalid_argument(service: MatchService, operator: O
     assert "players" in str(exc.value)
     with pytest.raises(E.InvalidArgument):
         await service.create_match(operator, CreateMatchRequest(preset="no-such-game"))
+
+
+async def test_cancel_is_idempotent_but_a_finished_match_stays_finished(
+    service: MatchService, operator: Operator
+) -> None:
+    created = await service.create_match(operator, CreateMatchRequest(preset="paulista-2p"))
+    mid = created.match.match_id
+    first = await service.cancel_match(operator, mid)
+    again = await service.cancel_match(operator, mid)
+    assert first.status == again.status == "cancelled" and again.version == first.version
+    done = await service.create_match(operator, CreateMatchRequest(preset="paulista-2p"))
+    await play_out(service, done.match.match_id, done.seat_tokens, random.Random(5))
+    with pytest.raises(E.MatchNotActive):
+        await service.cancel_match(operator, done.match.match_id)

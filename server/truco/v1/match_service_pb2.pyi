@@ -367,8 +367,8 @@ class GetMatchResponse(_message.Message):
 
     @_builtins.property
     def observation(self) -> _observation_pb2.Observation:
-        """The caller's observation (seat or spectator credentials); unset for
-        operator API keys.
+        """The caller's observation: its seat's view for a seat credential, the
+        public (spectator) view for a spectator credential or the owner's API key.
         """
 
     def __init__(
