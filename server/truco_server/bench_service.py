@@ -78,6 +78,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "--channels",
             {"type": int, "default": 0, "help": "service: client connections (default: one per 25 matches)"},
         ),
+        (
+            "--think-ms",
+            {
+                "type": float,
+                "default": 0.0,
+                "help": "service: mean pause of a bot before it acts (exponential; default 0 = "
+                "as fast as possible, which saturates the worker and so measures queueing)",
+            },
+        ),
         ("--quiet", {"action": "store_true", "help": "service: no progress lines"}),
     ]
     for flag, kwargs in options:
@@ -245,6 +254,7 @@ class Bots:
         over: asyncio.Event,
     ) -> None:
         md = (("authorization", f"Bearer {tokens[seat]}"),)
+        think = self.args.think_ms / 1000
         call = stub.StreamObservations(match_service_pb2.StreamObservationsRequest(match_id=mid), metadata=md)
         n = 0
         try:
@@ -267,6 +277,8 @@ class Bots:
                 if not obs.acting_seats or obs.acting_seats[0] != seat or not obs.legal_actions:
                     continue
                 action = rng.choice(obs.legal_actions)
+                if think > 0:
+                    await asyncio.sleep(rng.expovariate(1.0 / think))
                 t0 = time.perf_counter()
                 sent[obs.version] = (t0, seat)
                 try:
@@ -421,7 +433,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             "matches_finished": fig.matches_finished,
             "errors": fig.errors,
         }
-        top = sorted(((v, k) for k, v in calls.items() if v), reverse=True)[:6]
+        top = sorted(((v, k) for k, v in calls.items() if v), reverse=True)[:10]
         progress("redis commands in the window: " + ", ".join(f"{k}={v}" for v, k in top))
         out(f"matches (concurrent): {args.matches}")
         out(f"actions/s: {results['actions_per_s']:.0f}")

@@ -75,8 +75,10 @@ class Settings:
     subscriber_queue_size: int = 256
     """Updates buffered per stream subscriber; a subscriber that falls further behind is
     sent a fresh snapshot instead."""
-    event_log_max_len: int = 5000
-    """Events kept per match log; a resume from further back gets a snapshot."""
+    event_log_max_len: int = 64
+    """Events kept per match log (the last 25-30 actions); a resume from further back gets
+    a snapshot. Redis memory per live match grows by about 70 bytes per event kept
+    (docs/storage.md)."""
     finished_match_ttl_seconds: int = 86400
     """How long a finished or cancelled match stays readable."""
     max_connection_age_seconds: float = 300.0

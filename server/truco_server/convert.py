@@ -111,7 +111,7 @@ def action_from_proto(msg: action_pb2.Action) -> te.Action:
                 raise _bad("action.play_card.slot", "slot must not be negative")
             return te.Action("play", slot=pc.slot)
         if not pc.card:
-            raise _bad("action.play_card.card", "card is required (a code such as '4C' or '1e')")
+            raise _bad("action.play_card.card", "card is required (a card of this match's deck, or a slot)")
         return te.Action("play", pc.card, face_down=pc.face_down)
     if which == "discard":
         if not msg.discard.card:
@@ -301,7 +301,9 @@ def event_to_proto(d: Mapping[str, Any], version: int, index: int) -> event_pb2.
     elif kind == "points_declared":
         ev.points_declared.CopyFrom(
             event_pb2.PointsDeclared(
-                seat=d["seat"], family=_FAMILY.get(d["family"], game_pb2.CALL_KIND_UNSPECIFIED), points=_opt(d.get("points"))
+                seat=d["seat"],
+                family=_FAMILY.get(d["family"], game_pb2.CALL_KIND_UNSPECIFIED),
+                points=_opt(d.get("points")),
             )
         )
     elif kind == "bet_won":

@@ -5,7 +5,6 @@ read-only looks at what the server holds in Redis (state, stored events) for lea
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from truco.v1 import (
     observation_pb2,
 )
 from truco.v1 import error_details_pb2 as truco_error_details_pb2
-from truco_server.service import decode_state
+from truco_server.service import decode_state, unpack_event
 
 import truco_engine as te
 
@@ -211,7 +210,7 @@ async def server_state(r: aioredis.Redis, match_id: str) -> tuple[int, te.MatchS
 
 async def stored_events(r: aioredis.Redis, match_id: str) -> dict[int, dict[str, Any]]:
     entries = await r.xrange(f"truco:{{{match_id}}}:events")
-    return {int(eid.split(b"-")[0]): json.loads(fields[b"e"]) for eid, fields in entries}
+    return {int(eid.split(b"-")[0]): unpack_event(fields[b"e"]) for eid, fields in entries}
 
 
 def hidden_cards(state: te.MatchState, viewer: int | None) -> set[str]:

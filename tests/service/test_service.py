@@ -7,10 +7,10 @@ import asyncio
 import random
 
 import pytest
+from truco_server import errors as E
+from truco_server.service import CreateMatchRequest, MatchService, Operator, Update, unpack_event
 
 import truco_engine as te
-from truco_server import errors as E
-from truco_server.service import CreateMatchRequest, MatchService, Operator, Update
 
 
 async def play_out(svc: MatchService, match_id: str, tokens: list[str], rng: random.Random, limit: int = 5000) -> int:
@@ -116,7 +116,7 @@ async def test_stream_resume_receives_exactly_the_missing_events(service: MatchS
     assert len(first.events) == info.version - 2
     all_events = await service.store.read_events(mid, 0, 1000)
     assert isinstance(all_events, list)
-    assert [e["kind"] for e in first.events] == [__import__("json").loads(b)["kind"] for _, b in all_events[2:]]
+    assert [e["kind"] for e in first.events] == [unpack_event(b)["kind"] for _, b in all_events[2:]]
 
 
 async def test_stream_delivers_new_commits_and_heartbeats(service: MatchService, operator: Operator) -> None:

@@ -168,8 +168,10 @@ class MatchIndexEntry:
 class StoreSettings:
     """Tunables shared by both implementations."""
 
-    max_events: int = 10_000
-    """Keep at most this many events per match (older ones are trimmed)."""
+    max_events: int = 64
+    """Keep at most this many events per match (older ones are trimmed; a resume from
+    further back gets a snapshot). 64 events are the last 25-30 actions, several hands;
+    see docs/storage.md for the memory/resume tradeoff."""
     retention_seconds: int = 7 * 24 * 3600
     """Time to live of every key of a match once it reaches a terminal status."""
     request_ttl_seconds: int = 24 * 3600

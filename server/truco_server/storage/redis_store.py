@@ -6,21 +6,28 @@ touch them all on Redis Cluster::
     truco:{<match_id>}:match            hash    version, state, meta, status, owner,
                                                 created_at, sort_key, summary
     truco:{<match_id>}:events           stream  entry id "<version>-0", field "e" = event
-    truco:{<match_id>}:req:<request_id> string  "<version after commit>:<reply bytes>",
-                                                EX settings.request_ttl_seconds
+    truco:{<match_id>}:req              hash    request_id -> "<version after commit>:<reply>";
+                                                EXPIRE settings.request_ttl_seconds after
+                                                each record (retention once terminal)
     truco:owner:{<owner>}:matches       zset    all scores 0, members "<sort_key>"
                                                 (= zero-padded created ms ":" match_id)
 
 Because stream ids are derived from versions, ``XRANGE <v>-0 +`` reads exactly from
 version ``v`` and ``XREAD`` resumes from any version.
 
+Idempotency records of a match share one small hash (Redis keeps it as a compact
+listpack: about 35 bytes per record with short request ids, against about 120 for a
+string key per request); its TTL is renewed by every record, so a record lives at least
+``request_ttl_seconds`` (longer while the match keeps being played).
+
 Atomicity: :meth:`RedisMatchStore.commit` is one ``EVALSHA`` of :data:`COMMIT_LUA` (a
 script runs without interleaving on the server). In order it: fails if the match hash is
-missing; returns the recorded reply if the request key exists (writes nothing); fails with
-the current version if it differs from the expected one (writes nothing); then ``XADD``\\ s
-each event with ``MAXLEN = settings.max_events``, writes version/state/status into the
-hash, records the request key with its TTL, and -- when the new status is terminal --
-``EXPIRE``\\ s the hash and the stream with ``settings.retention_seconds``. The script is
+missing; returns the recorded reply if the request id is recorded (writes nothing); fails
+with the current version if it differs from the expected one (writes nothing); then
+``XADD``\\ s each event with ``MAXLEN = settings.max_events``, writes version/state/status
+into the hash, records the request id and renews the record hash's TTL, and -- when the
+new status is terminal -- ``EXPIRE``\\ s the hash, the stream and the records with
+``settings.retention_seconds``. The script is
 registered with ``register_script``; redis-py falls back to ``EVAL``/``SCRIPT LOAD`` after
 a ``NOSCRIPT`` (restart, failover), which costs one extra round trip once.
 
@@ -86,14 +93,14 @@ return n
 """
 
 COMMIT_LUA = """
--- KEYS: match hash, events stream, request key (placeholder when no request id)
--- ARGV: expected_version, state, has_request ('1'/'0'), reply, request_ttl, maxlen,
+-- KEYS: match hash, events stream, request records hash
+-- ARGV: expected_version, state, request_id ('' = none), reply, request_ttl, maxlen,
 --       status ('' = unchanged), retention_ttl (0 = status not terminal), n_events, events...
 -- Returns {0, new_version} | {1, recorded "<version>:<reply>"} | {2, current_version}
 --       | {3} when the match does not exist.
 if redis.call('EXISTS', KEYS[1]) == 0 then return {3} end
-if ARGV[3] == '1' then
-  local prev = redis.call('GET', KEYS[3])
+if ARGV[3] ~= '' then
+  local prev = redis.call('HGET', KEYS[3], ARGV[3])
   if prev then return {1, prev} end
 end
 local cur = tonumber(redis.call('HGET', KEYS[1], 'version'))
@@ -105,13 +112,15 @@ end
 local newv = cur + n
 redis.call('HSET', KEYS[1], 'version', newv, 'state', ARGV[2])
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'status', ARGV[7]) end
-if ARGV[3] == '1' then
-  redis.call('SET', KEYS[3], newv .. ':' .. ARGV[4], 'EX', ARGV[5])
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[3], newv .. ':' .. ARGV[4])
+  redis.call('EXPIRE', KEYS[3], ARGV[5])
 end
 local ttl = tonumber(ARGV[8])
 if ttl > 0 then
   redis.call('EXPIRE', KEYS[1], ttl)
   redis.call('EXPIRE', KEYS[2], ttl)
+  redis.call('EXPIRE', KEYS[3], ttl)
 end
 return {0, newv}
 """
@@ -123,9 +132,12 @@ class MatchKeys:
 
     match: str
     events: str
+    requests: str
+    """The hash of the match's idempotency records (field = request id)."""
 
     def request(self, request_id: str) -> str:
-        return f"{self.match.rsplit(':', 1)[0]}:req:{request_id}"
+        """The key holding the record of ``request_id``: the match's records hash."""
+        return self.requests
 
 
 @dataclass(slots=True)
@@ -207,7 +219,7 @@ class RedisMatchStore:
 
     def keys_for(self, match_id: str) -> MatchKeys:
         base = f"{self._prefix}:{{{match_id}}}"
-        return MatchKeys(match=f"{base}:match", events=f"{base}:events")
+        return MatchKeys(match=f"{base}:match", events=f"{base}:events", requests=f"{base}:req")
 
     def owner_key(self, owner: str) -> str:
         return f"{self._prefix}:owner:{{{owner}}}:matches"
@@ -275,7 +287,7 @@ class RedisMatchStore:
         args: list[Any] = [
             expected_version,
             state,
-            "1" if request_id is not None else "0",
+            request_id or "",
             reply,
             self.settings.request_ttl_seconds,
             self.settings.max_events,
@@ -285,21 +297,32 @@ class RedisMatchStore:
             *events,
         ]
         self.stats.add(1, 1)
-        res = await self._commit(keys=[keys.match, keys.events, keys.request(request_id or "")], args=args)
+        hub = self._hub
+        if hub is not None:
+            hub.begin_commit(match_id)
+        try:
+            res = await self._commit(keys=[keys.match, keys.events, keys.requests], args=args)
+        finally:
+            if hub is not None:
+                hub.end_commit(match_id)
         code = int(res[0])
         if code == 0:
+            if hub is not None:
+                hub.committed(match_id, expected_version, events)  # local fan-out
             return CommitResult(version=int(res[1]), reply=reply)
         if code == 1:
             version, _, first_reply = bytes(res[1]).partition(b":")
             return CommitResult(version=int(version), reply=first_reply, duplicate=True)
         if code == 2:
+            if hub is not None:
+                hub.conflicted(match_id)
             raise VersionConflict(match_id, expected_version, int(res[1]))
         raise MatchNotFound(match_id)
 
     async def lookup_request(self, match_id: str, request_id: str) -> CommitResult | None:
         keys = self.keys_for(match_id)
         self.stats.add(1, 1)
-        raw = await self._r.get(keys.request(request_id))
+        raw = await self._r.hget(keys.requests, request_id)
         if raw is None:
             return None
         version, _, first_reply = _b(raw).partition(b":")
