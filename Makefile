@@ -36,6 +36,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy truco_engine
 	$(BIN)/mypy server/truco_server
+	$(BIN)/mypy clients
 	scripts/check_proto.sh
 
 ## serve: run the server (embedded in-memory store unless REDIS_URL is set)

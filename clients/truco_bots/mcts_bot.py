@@ -1,0 +1,370 @@
+"""``mcts``: information-set Monte Carlo search over determinized deals.
+
+Per decision the bot samples *worlds*: complete deals consistent with its observation (its
+own cards, the vira, every card seen on the table or shown, opponents' declared envido points
+and sung flors), with the cards it has not seen dealt at random to the other seats. It
+rebuilds each world with the local engine by dealing that deck and replaying the hand's
+public actions (taken from the observation's ``hand_events``), checks the world matches what
+it sees (same seat to act, same legal actions), then tries every legal action in it and plays
+the rest of the hand out with the ``rules`` bot (or a faster built-in heuristic) deciding
+for every seat from that seat's own view of the world. The action with the best
+average point difference (game wins weighted heavily) over all worlds is played; all actions
+share the same worlds and rollout seeds, so they are compared on equal terms.
+
+The budget per decision is ``iterations`` rollouts or ``time_limit`` seconds, whichever comes
+first. When the history of the hand is unknown (resumed from a snapshot), in the iron hand,
+or in variants where the replay does not apply (carancho, pica-pica), it falls back to the
+``rules`` bot. It never looks at hidden state: only ``Observation`` fields are read.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from truco_client.actions import Action
+from truco_client.bot import Bot
+from truco_client.observation import Event, Observation
+
+import truco_engine as te
+from truco_bots.heuristics import hand_power, percentiles
+from truco_bots.rules_bot import RulesBot
+from truco_engine.ranking import envido_points_for, has_flor_for
+
+_ENGINE_KINDS = frozenset(k.value for k in te.EventKind)
+_ACCEPT = Action("accept")
+_DECLINE = Action("decline")
+_TRUCO = Action("truco")
+_FLOR = Action("flor")
+
+
+class MctsBot(Bot):
+    """Determinized Monte Carlo search; see the module docstring."""
+
+    name = "mcts"
+
+    def __init__(
+        self,
+        seed: int | None = None,
+        iterations: int = 300,
+        time_limit: float = 1.0,
+        max_sample_tries: int = 30,
+        rollout_policy: str = "rules",
+    ) -> None:
+        super().__init__(seed)
+        self.iterations = int(iterations)
+        self.time_limit = float(time_limit)
+        self.max_sample_tries = max_sample_tries
+        self.fallback = RulesBot(seed)
+        if rollout_policy not in ("rules", "fast"):
+            raise ValueError("rollout_policy is 'rules' or 'fast'")
+        self.rollout_policy = rollout_policy
+        self._model = RulesBot(None if seed is None else seed + 1)
+        self.searches = 0
+        self.fallbacks = 0
+
+    # ------------------------------------------------------------------ choose
+    def choose(self, observation: Observation) -> Action:
+        o = observation
+        legal = list(o.legal_actions)
+        if len(legal) == 1:
+            return legal[0]
+        if not _searchable(o):
+            self.fallbacks += 1
+            return self.fallback.choose(o)
+        assert o.rules is not None and o.seat is not None
+        deadline = time.perf_counter() + self.time_limit
+        totals = [0.0] * len(legal)
+        worlds = 0
+        used = 0
+        failures = 0
+        while used + len(legal) <= max(self.iterations, len(legal)) and time.perf_counter() < deadline:
+            world = sample_world(o, self.rng, self.max_sample_tries)
+            if world is None:
+                failures += 1
+                if failures >= 3 and worlds == 0:
+                    break
+                continue
+            worlds += 1
+            before = _utility(world, o.team or 0)
+            roll_seed = self.rng.getrandbits(32)
+            for i, a in enumerate(legal):
+                s, _ = te.apply(world, o.seat, a)
+                if self.rollout_policy == "rules":
+                    self._model.rng.seed(roll_seed)
+                    s = rollout_with_bot(s, self._model)
+                else:
+                    s = rollout(s, random.Random(roll_seed))
+                totals[i] += _utility(s, o.team or 0) - before
+                used += 1
+        if worlds == 0:
+            self.fallbacks += 1
+            return self.fallback.choose(o)
+        self.searches += 1
+        best = max(range(len(legal)), key=lambda i: (totals[i], -i))
+        return legal[best]
+
+
+# ---------------------------------------------------------------- utilities
+def _searchable(o: Observation) -> bool:
+    r = o.rules
+    return (
+        r is not None
+        and o.seat is not None
+        and o.hand_events is not None
+        and bool(o.hand_events)
+        and r.play_mode == "teams"
+        and not r.pica_pica
+        and not o.hidden_count
+        and o.phase in ("playing", "hand_of_eleven")
+    )
+
+
+def _utility(s: te.MatchState, side: int) -> float:
+    """Games count as a whole target of points; then the point difference of this game."""
+    weight = 2 * s.rules.target_points
+    other = 1 - side
+    return weight * (s.games[side] - s.games[other]) + (s.scores[side] - s.scores[other])
+
+
+# ---------------------------------------------------------- determinization
+def sample_world(o: Observation, rng: random.Random, tries: int = 30) -> te.MatchState | None:
+    """One engine state consistent with the observation, or ``None`` if it cannot be built."""
+    r = o.rules
+    events = [e for e in (o.hand_events or ()) if e.kind in _ENGINE_KINDS]
+    if r is None or o.seat is None or not events or events[0].kind != "hand_started":
+        return None
+    n = r.players
+    me = o.seat
+    start = events[0].data
+    turn_up = start.get("turn_up")
+    dealt: list[list[str] | None] = [None] * n
+    seen: list[list[str]] = [[] for _ in range(n)]
+    hidden_plays = [0] * n
+    declared: dict[int, int] = {}
+    flor_singers: set[int] = set()
+    for e in events:
+        d = e.data
+        seat = e.seat
+        if e.kind in ("cards_dealt", "cards_shown") and isinstance(d.get("cards"), list) and seat is not None:
+            dealt[seat] = [str(c) for c in d["cards"]]
+        elif e.kind == "card_played" and seat is not None:
+            card = d.get("card")
+            if isinstance(card, str):
+                seen[seat].append(card)
+            else:
+                hidden_plays[seat] += 1
+        elif e.kind == "points_declared" and seat is not None and d.get("family") == "envido":
+            pts = d.get("points")
+            if isinstance(pts, int):
+                declared[seat] = pts
+        elif (
+            e.kind == "called" and seat is not None and d.get("family") == "flor" and d.get("call") == "flor"
+        ):
+            flor_singers.add(seat)
+    if dealt[me] is None:
+        return None
+    known: set[str] = set()
+    for x in range(n):
+        known.update(dealt[x] or seen[x])
+    if isinstance(turn_up, str):
+        known.add(turn_up)
+    pool = [c for c in r.deck_cards if c not in known]
+    need = {x: 3 - len(seen[x]) for x in range(n) if dealt[x] is None}
+    if sum(need.values()) > len(pool) or any(v < 0 for v in need.values()):
+        return None
+    hands: dict[int, list[str]] = {}
+    for _ in range(max(1, tries)):
+        rng.shuffle(pool)
+        k = 0
+        hands = {}
+        for x, m in need.items():
+            hands[x] = seen[x] + pool[k : k + m]
+            k += m
+        if _consistent(r, turn_up, hands, declared, flor_singers):
+            break
+    full = [dealt[x] if dealt[x] is not None else hands[x] for x in range(n)]
+    used = {c for h in full for c in (h or [])}
+    rest = [c for c in r.deck_cards if c not in used and c != turn_up]
+    rng.shuffle(rest)
+    mano = int(start["mano"])
+    order = [(mano + i) % n for i in range(n)]
+    deck: list[str] = []
+    for k in range(3):
+        for x in order:
+            h = full[x]
+            assert h is not None
+            deck.append(h[k])
+    if isinstance(turn_up, str):
+        deck.append(turn_up)
+    deck.extend(rest)
+    # Hidden (face-down) plays of other seats: the sampled cards that were not seen.
+    hidden_cards = {x: [c for c in (full[x] or []) if c not in seen[x]] for x in range(n)}
+    try:
+        return _replay(o, r, start, deck, events, hidden_cards)
+    except (te.TrucoError, KeyError, ValueError, AssertionError, TypeError):
+        return None
+
+
+def _consistent(
+    r: te.RuleSet, turn_up: object, hands: dict[int, list[str]], declared: dict[int, int], flor: set[int]
+) -> bool:
+    vira = turn_up if isinstance(turn_up, str) else None
+    for x, pts in declared.items():
+        if x in hands and envido_points_for(r, vira, hands[x]) != pts:
+            return False
+    for x in flor:
+        if x in hands and not has_flor_for(r, vira, hands[x]):
+            return False
+    if r.flor:  # a player holding flor could not have stayed silent in most cases
+        for x, h in hands.items():
+            if x not in flor and len(h) == 3 and has_flor_for(r, vira, h) and r.flor_mandatory:
+                return False
+    return True
+
+
+def _replay(
+    o: Observation,
+    r: te.RuleSet,
+    start: Mapping[str, Any],
+    deck: list[str],
+    events: Sequence[Event],
+    hidden_cards: dict[int, list[str]],
+) -> te.MatchState | None:
+    s = te.new_match(r)
+    scores = list(o.scores)
+    for e in events:
+        if e.kind == "bet_won":
+            side, pts = e.data.get("side"), e.data.get("points")
+            if isinstance(side, int) and isinstance(pts, int):
+                scores[side] -= pts
+    s.scores = scores
+    s.games = list(o.games_won)
+    s.game = int(start["game"])
+    s.hands = int(start["hand"]) - 1
+    s.dealer = int(start["dealer"])
+    s, ev = te.deal(s, deck)
+    i = len(ev)
+    if [e.kind.value for e in ev] != [e.kind for e in events[:i]]:
+        return None
+    while i < len(events):
+        e = events[i]
+        action = _action_of(e, hidden_cards)
+        if action is None or e.seat is None:
+            return None
+        s, ev = te.apply(s, e.seat, action)
+        if [x.kind.value for x in ev] != [x.kind for x in events[i : i + len(ev)]]:
+            return None
+        i += len(ev)
+    if te.to_act(s) != o.acting_seats or o.seat is None:
+        return None
+    if set(te.legal_actions(s, o.seat)) != set(o.legal_actions):
+        return None
+    return s
+
+
+def _action_of(e: Event, hidden_cards: dict[int, list[str]]) -> Action | None:
+    d = e.data
+    if e.kind == "card_played":
+        card = d.get("card")
+        down = bool(d.get("face_down"))
+        if not isinstance(card, str):
+            if e.seat is None or not hidden_cards.get(e.seat):
+                return None
+            card = hidden_cards[e.seat].pop()
+        elif e.seat is not None and card in hidden_cards.get(e.seat, []):
+            hidden_cards[e.seat].remove(card)
+        return Action("play", card, face_down=down)
+    if e.kind == "called":
+        family = d.get("family")
+        if family == "truco":
+            return _TRUCO
+        call = d.get("call")
+        return Action(str(call)) if isinstance(call, str) and call in te.ACTION_KINDS else None
+    if e.kind == "answered":
+        return _ACCEPT if d.get("answer") == "accept" else _DECLINE
+    if e.kind == "eleven_decided":
+        return _ACCEPT if d.get("play") else _DECLINE
+    if e.kind == "folded":
+        return Action("fold")
+    if e.kind == "card_discarded":
+        card = d.get("card")
+        return Action("discard", card) if isinstance(card, str) else None
+    return None
+
+
+# ------------------------------------------------------------------ rollouts
+def rollout_with_bot(s: te.MatchState, bot: Bot, max_steps: int = 200) -> te.MatchState:
+    """Play the rest of the hand with ``bot`` deciding for every seat from that seat's own
+    observation of the world (the opponent model)."""
+    steps = 0
+    r = s.rules
+    while s.phase == "play" and steps < max_steps:
+        seat = te.to_act(s)[0]
+        acts = te.legal_actions(s, seat)
+        single = len(acts) == 1
+        a = acts[0] if single else bot.choose(Observation.from_engine(te.observe(s, seat), r))
+        s, _ = te.apply(s, seat, a)
+        steps += 1
+    return s
+
+
+def rollout(s: te.MatchState, rng: random.Random, max_steps: int = 200) -> te.MatchState:
+    """Play the rest of the hand with :func:`rollout_policy` for every seat."""
+    steps = 0
+    while s.phase == "play" and steps < max_steps:
+        seat = te.to_act(s)[0]
+        acts = te.legal_actions(s, seat)
+        s, _ = te.apply(s, seat, rollout_policy(s, seat, acts, rng))
+        steps += 1
+    return s
+
+
+def rollout_policy(s: te.MatchState, seat: int, acts: list[Action], rng: random.Random) -> Action:
+    """A fast heuristic for a seat that knows its own cards (used inside a world)."""
+    if len(acts) == 1:
+        return acts[0]
+    h = s.hand
+    assert h is not None
+    r = s.rules
+    pct = percentiles(r, h.turn_up)
+    kinds = {a.kind for a in acts}
+    if "flor" in kinds:
+        return _FLOR
+    side = h.side_of[seat]
+    cards = h.cards[seat]
+    won = sum(1 for t in h.tricks if t.side == side)
+    lost = sum(1 for t in h.tricks if t.side is not None and t.side != side)
+    power = hand_power([pct[c] for c in cards]) + 0.25 * won - 0.3 * lost
+    if h.eleven_decider is not None:
+        return _ACCEPT if power >= 0.5 else _DECLINE
+    call = h.bet if h.bet is not None else h.truco
+    if call is not None:
+        if call.family == "truco":
+            return _ACCEPT if power >= 0.6 + 0.1 * rng.random() else _DECLINE
+        if call.family == "envido":
+            pts = envido_points_for(r, h.turn_up, h.dealt[seat])
+            return _ACCEPT if pts >= 27 else _DECLINE
+        return _ACCEPT
+    if "truco" in kinds and power >= 0.85:
+        return _TRUCO
+    plays = [a for a in acts if a.kind == "play" and not a.face_down and a.card is not None]
+    if not plays:
+        others = [a for a in acts if a.kind != "fold"]
+        return others[0] if others else acts[0]
+    if rng.random() < 0.1:
+        return rng.choice(plays)
+    plays.sort(key=lambda a: pct[a.card or ""])
+    trick = h.tricks[-1]
+    table = [(x, c) for x, c, down in trick.plays if not down]
+    if not table:
+        return plays[len(plays) // 2] if len(h.tricks) == 1 else plays[-1]
+    bx, bc = max(table, key=lambda p: pct[p[1]])
+    if h.side_of[bx] == side:
+        return plays[0]
+    for a in plays:
+        if pct[a.card or ""] > pct[bc]:
+            return a
+    return plays[0]

@@ -1,0 +1,62 @@
+"""Python SDK and bot kit for the Truco match service.
+
+* :class:`TrucoClient` / :class:`AsyncTrucoClient` — every ``truco.v1.MatchService`` RPC,
+  typed results, retries with stable request ids, streams that resume by themselves.
+* :mod:`truco_client.actions` — action builders: ``play("4C")``, ``truco()``, ``accept()``…
+* :class:`Observation` — what a seat sees, with helpers (``is_my_turn``, ``legal_actions``,
+  ``my_cards``, ``strength()``, ``envido_points()``…), the same over gRPC and in-process.
+* :class:`Bot` — subclass it, implement ``choose(observation)``; run it with
+  ``truco bot MODULE:Class`` or :func:`run_local`.
+"""
+
+from truco_client import actions
+from truco_client._core import ActionResult, CreatedMatch, MatchView, RetryPolicy, Update
+from truco_client.actions import Action
+from truco_client.aio import AsyncTrucoClient
+from truco_client.bot import Bot
+from truco_client.client import TrucoClient
+from truco_client.errors import (
+    IllegalAction,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    RequestIdReused,
+    StaleVersion,
+    TrucoApiError,
+    TrucoClientError,
+    Unauthenticated,
+    Unavailable,
+)
+from truco_client.local import LocalResults, run_local
+from truco_client.observation import Event, HandTracker, Observation, Pending, Play, Trick
+
+__all__ = [
+    "Action",
+    "ActionResult",
+    "AsyncTrucoClient",
+    "Bot",
+    "CreatedMatch",
+    "Event",
+    "HandTracker",
+    "IllegalAction",
+    "InvalidArgument",
+    "LocalResults",
+    "MatchView",
+    "NotFound",
+    "Observation",
+    "Pending",
+    "PermissionDenied",
+    "Play",
+    "RequestIdReused",
+    "RetryPolicy",
+    "StaleVersion",
+    "Trick",
+    "TrucoApiError",
+    "TrucoClient",
+    "TrucoClientError",
+    "Unauthenticated",
+    "Unavailable",
+    "Update",
+    "actions",
+    "run_local",
+]

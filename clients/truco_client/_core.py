@@ -1,0 +1,230 @@
+"""Pieces shared by the sync and asyncio clients: requests, results, retries, resume."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from google.protobuf import duration_pb2, struct_pb2
+from truco.v1 import match_pb2, match_service_pb2
+
+import truco_engine as te
+from truco_client.actions import Action, to_proto
+from truco_client.observation import Event, HandTracker, Observation, rules_from_match
+
+CHANNEL_OPTIONS: list[tuple[str, Any]] = [
+    # Detect a dead connection under a silent stream (the server allows pings every 10 s).
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.enable_retries", 0),  # the SDK retries itself, with the same request id
+]
+
+MATCH_STATES = {
+    "active": match_pb2.MATCH_STATE_ACTIVE,
+    "finished": match_pb2.MATCH_STATE_FINISHED,
+    "cancelled": match_pb2.MATCH_STATE_CANCELLED,
+}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retries of calls that failed with UNAVAILABLE or DEADLINE_EXCEEDED (and stream
+    reconnects): exponential backoff with full jitter."""
+
+    attempts: int = 8
+    """Tries per call (1 = no retry). Streams reconnect up to this many times in a row."""
+    initial_backoff: float = 0.1
+    max_backoff: float = 3.0
+    multiplier: float = 2.0
+
+    def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
+        """Delay before retry number ``attempt`` (1-based)."""
+        cap = min(self.max_backoff, self.initial_backoff * self.multiplier ** max(0, attempt - 1))
+        return (rng or random).uniform(cap / 2, cap)
+
+
+def new_request_id() -> str:
+    return str(uuid.uuid4())
+
+
+Metadata = tuple[tuple[str, str | bytes], ...]
+
+
+def metadata(token: str | None) -> Metadata:
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+def state_filter(state: str | None) -> match_pb2.MatchState.ValueType:
+    """``active`` / ``finished`` / ``cancelled`` (or ``None``: any) as the proto enum."""
+    if state is None:
+        return match_pb2.MATCH_STATE_UNSPECIFIED
+    try:
+        return MATCH_STATES[state]
+    except KeyError:
+        raise ValueError(f"unknown match state {state!r}; states are: {', '.join(MATCH_STATES)}") from None
+
+
+@dataclass(frozen=True)
+class CreatedMatch:
+    """Result of ``create_match``."""
+
+    match_id: str
+    match: match_pb2.Match
+    seat_tokens: tuple[str, ...]
+    """One credential per seat, in seat order."""
+    spectator_token: str
+    rules: te.RuleSet | None
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """Result of ``submit_action``."""
+
+    version: int
+    events: tuple[Event, ...]
+    observation: Observation
+    request_id: str
+
+
+@dataclass(frozen=True)
+class MatchView:
+    """Result of ``get_match``."""
+
+    match: match_pb2.Match
+    observation: Observation | None
+    rules: te.RuleSet | None
+
+
+@dataclass(frozen=True)
+class Update:
+    """One stream update (after de-duplication)."""
+
+    version: int
+    events: tuple[Event, ...]
+    """New events since the previous update, each exactly once."""
+    observation: Observation
+    snapshot: bool
+    """Events between the previous update and this one were not delivered (trimmed log,
+    first message without a resume point): rebuild from ``observation``."""
+
+
+def create_request(
+    preset: str,
+    players: int | None,
+    overrides: Mapping[str, Any] | None,
+    seats: Sequence[str | tuple[str, str]] | None,
+    seed: bytes | None,
+    deck_orders: Sequence[Sequence[str]] | None,
+    turn_timeout: float | timedelta | None,
+    labels: Mapping[str, str] | None,
+    request_id: str,
+) -> match_service_pb2.CreateMatchRequest:
+    rules = match_pb2.RuleSet(preset=preset)
+    if overrides:
+        st = struct_pb2.Struct()
+        st.update(dict(overrides))
+        rules.overrides.CopyFrom(st)
+    req = match_service_pb2.CreateMatchRequest(rules=rules, players=players or 0, request_id=request_id)
+    for s in seats or ():
+        name, kind = (s, "human") if isinstance(s, str) else s
+        req.seats.add(
+            display_name=name, kind=match_pb2.SEAT_KIND_BOT if kind == "bot" else match_pb2.SEAT_KIND_HUMAN
+        )
+    if seed:
+        req.seed = seed
+    for d in deck_orders or ():
+        req.deck_orders.add(cards=list(d))
+    if turn_timeout:
+        seconds = turn_timeout.total_seconds() if isinstance(turn_timeout, timedelta) else float(turn_timeout)
+        req.settings.turn_timeout.CopyFrom(
+            duration_pb2.Duration(seconds=int(seconds), nanos=int((seconds % 1) * 1e9))
+        )
+    for k, v in (labels or {}).items():
+        req.settings.labels[k] = v
+    return req
+
+
+def submit_request(
+    match_id: str, action: Action, request_id: str, expected_version: int | None
+) -> match_service_pb2.SubmitActionRequest:
+    req = match_service_pb2.SubmitActionRequest(
+        match_id=match_id, request_id=request_id, action=to_proto(action)
+    )
+    if expected_version is not None:
+        req.expected_version = expected_version
+    return req
+
+
+def created(resp: match_service_pb2.CreateMatchResponse) -> CreatedMatch:
+    return CreatedMatch(
+        resp.match.match_id,
+        resp.match,
+        tuple(c.token for c in sorted(resp.seat_credentials, key=lambda c: c.seat)),
+        resp.spectator_token,
+        rules_from_match(resp.match),
+    )
+
+
+def action_result(
+    resp: match_service_pb2.SubmitActionResponse, rules: te.RuleSet | None, request_id: str
+) -> ActionResult:
+    return ActionResult(
+        resp.version,
+        tuple(Event.from_proto(e) for e in resp.events),
+        Observation.from_proto(resp.observation, rules),
+        request_id,
+    )
+
+
+def match_view(resp: match_service_pb2.GetMatchResponse) -> MatchView:
+    rules = rules_from_match(resp.match)
+    obs = Observation.from_proto(resp.observation, rules) if resp.HasField("observation") else None
+    return MatchView(resp.match, obs, rules)
+
+
+@dataclass
+class StreamState:
+    """Resume point and de-duplication of one logical stream across reconnects."""
+
+    match_id: str
+    last_version: int | None
+    rules: te.RuleSet | None = None
+    tracker: HandTracker = field(default_factory=HandTracker)
+    reconnects: int = 0
+    duplicates_dropped: int = 0
+
+    def request(self) -> match_service_pb2.StreamObservationsRequest:
+        req = match_service_pb2.StreamObservationsRequest(match_id=self.match_id)
+        if self.last_version is not None:
+            req.from_version = self.last_version
+        return req
+
+    def accept(self, msg: match_service_pb2.StreamObservationsResponse) -> Update | None:
+        """The update to hand to the caller, or ``None`` (heartbeat, duplicate)."""
+        if msg.WhichOneof("message") != "update":
+            return None
+        u = msg.update
+        last = self.last_version
+        if u.snapshot:
+            if last is not None and u.version <= last:
+                self.duplicates_dropped += 1
+                return None
+            self.tracker.lost()
+            events: list[Event] = []
+        else:
+            if last is not None and u.version <= last:
+                self.duplicates_dropped += 1
+                return None
+            events = [Event.from_proto(e) for e in u.events if last is None or e.version > last]
+            self.duplicates_dropped += len(u.events) - len(events)
+            if last is not None and events and events[0].version != last + 1:
+                self.tracker.lost()  # a gap (should not happen): history unknown until next hand
+            self.tracker.add(events)
+        self.last_version = u.version
+        obs = Observation.from_proto(u.observation, self.rules, self.tracker.events)
+        return Update(u.version, tuple(events), obs, u.snapshot)

@@ -1,0 +1,284 @@
+"""asyncio client of ``truco.v1.MatchService``: the same API as
+:class:`truco_client.TrucoClient`, with ``await`` and ``async for``.
+
+    async with AsyncTrucoClient("127.0.0.1:50051", api_key="secret") as client:
+        m = await client.create_match("argentine")
+        seat = client.with_token(m.seat_tokens[0])
+        async for update in seat.stream(m.match_id):
+            ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import grpc
+from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
+
+import truco_engine as te
+from truco_client._core import (
+    CHANNEL_OPTIONS,
+    ActionResult,
+    CreatedMatch,
+    MatchView,
+    Metadata,
+    RetryPolicy,
+    StreamState,
+    Update,
+    action_result,
+    create_request,
+    created,
+    match_view,
+    metadata,
+    new_request_id,
+    state_filter,
+    submit_request,
+)
+from truco_client.actions import Action
+from truco_client.errors import RETRYABLE, Unavailable, from_rpc_error
+
+T = TypeVar("T")
+
+
+class _AioChannels:
+    def __init__(self, targets: Sequence[str], credentials: grpc.ChannelCredentials | None) -> None:
+        if not targets:
+            raise ValueError("give at least one target, e.g. '127.0.0.1:50051'")
+        self.targets = list(targets)
+        self.credentials = credentials
+        self.index = 0
+        self._channel: grpc.aio.Channel | None = None
+        self._stub: match_service_pb2_grpc.MatchServiceStub | None = None
+
+    def stub(self) -> Any:
+        if self._stub is None:
+            target = self.targets[self.index]
+            if self.credentials is not None:
+                self._channel = grpc.aio.secure_channel(target, self.credentials, options=CHANNEL_OPTIONS)
+            else:
+                self._channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+            self._stub = match_service_pb2_grpc.MatchServiceStub(self._channel)
+        return self._stub
+
+    async def rotate(self) -> None:
+        if len(self.targets) > 1:
+            self.index = (self.index + 1) % len(self.targets)
+            await self.close()
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            await self._channel.close()
+        self._channel = None
+        self._stub = None
+
+
+class AsyncTrucoClient:
+    """asyncio client; see the module docstring and :class:`truco_client.TrucoClient`."""
+
+    def __init__(
+        self,
+        target: str | Sequence[str] = "127.0.0.1:50051",
+        *,
+        token: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        retry: RetryPolicy | None = None,
+        heartbeat_timeout: float = 30.0,
+        credentials: grpc.ChannelCredentials | None = None,
+        _channels: _AioChannels | None = None,
+    ) -> None:
+        self._channels = _channels or _AioChannels(
+            [target] if isinstance(target, str) else target, credentials
+        )
+        self.token = token
+        self.api_key = api_key
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self.heartbeat_timeout = heartbeat_timeout
+        self._rules: dict[str, te.RuleSet | None] = {}
+        self._rng = random.Random()
+
+    def with_token(self, token: str) -> AsyncTrucoClient:
+        c = AsyncTrucoClient(
+            token=token,
+            api_key=self.api_key,
+            timeout=self.timeout,
+            retry=self.retry,
+            heartbeat_timeout=self.heartbeat_timeout,
+            _channels=self._channels,
+        )
+        c._rules = self._rules
+        return c
+
+    async def close(self) -> None:
+        await self._channels.close()
+
+    async def __aenter__(self) -> AsyncTrucoClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _call(self, fn: Callable[[Any], Awaitable[T]]) -> T:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await fn(self._channels.stub())
+            except grpc.RpcError as err:
+                code = err.code() if hasattr(err, "code") else None
+                if code not in RETRYABLE or attempt >= self.retry.attempts:
+                    raise from_rpc_error(err) from None
+            await self._channels.rotate()
+            await asyncio.sleep(self.retry.backoff(attempt, self._rng))
+
+    def _token(self, token: str | None) -> str | None:
+        return token if token is not None else self.token
+
+    def _op(self, api_key: str | None) -> Metadata:
+        return metadata(api_key if api_key is not None else (self.api_key or self.token))
+
+    async def rules_of(self, match_id: str, token: str | None = None) -> te.RuleSet | None:
+        if match_id not in self._rules:
+            self._rules[match_id] = (await self.get_match(match_id, token=token)).rules
+        return self._rules[match_id]
+
+    async def create_match(
+        self,
+        preset: str = "paulista",
+        *,
+        players: int | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        seats: Sequence[str | tuple[str, str]] | None = None,
+        seed: bytes | None = None,
+        deck_orders: Sequence[Sequence[str]] | None = None,
+        turn_timeout: float | timedelta | None = None,
+        labels: Mapping[str, str] | None = None,
+        request_id: str | None = None,
+        api_key: str | None = None,
+    ) -> CreatedMatch:
+        req = create_request(
+            preset,
+            players,
+            overrides,
+            seats,
+            seed,
+            deck_orders,
+            turn_timeout,
+            labels,
+            request_id or new_request_id(),
+        )
+        md = self._op(api_key)
+        out = created(await self._call(lambda s: s.CreateMatch(req, metadata=md, timeout=self.timeout)))
+        self._rules[out.match_id] = out.rules
+        return out
+
+    async def submit_action(
+        self,
+        match_id: str,
+        action: Action,
+        *,
+        token: str | None = None,
+        request_id: str | None = None,
+        expected_version: int | None = None,
+    ) -> ActionResult:
+        rid = request_id or new_request_id()
+        req = submit_request(match_id, action, rid, expected_version)
+        md = metadata(self._token(token))
+        resp = await self._call(lambda s: s.SubmitAction(req, metadata=md, timeout=self.timeout))
+        return action_result(resp, self._rules.get(match_id), rid)
+
+    async def get_match(self, match_id: str, *, token: str | None = None) -> MatchView:
+        req = match_service_pb2.GetMatchRequest(match_id=match_id)
+        md = metadata(self._token(token) or self.api_key)
+        view = match_view(await self._call(lambda s: s.GetMatch(req, metadata=md, timeout=self.timeout)))
+        self._rules.setdefault(match_id, view.rules)
+        return view
+
+    async def list_matches(
+        self,
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        state: str | None = None,
+        api_key: str | None = None,
+    ) -> tuple[list[match_pb2.Match], str]:
+        req = match_service_pb2.ListMatchesRequest(
+            page_size=page_size, page_token=page_token, state=state_filter(state)
+        )
+        md = self._op(api_key)
+        resp = await self._call(lambda s: s.ListMatches(req, metadata=md, timeout=self.timeout))
+        return list(resp.matches), resp.next_page_token
+
+    async def iter_matches(
+        self, *, state: str | None = None, api_key: str | None = None
+    ) -> AsyncIterator[match_pb2.Match]:
+        token = ""
+        while True:
+            page, token = await self.list_matches(page_token=token, state=state, api_key=api_key)
+            for m in page:
+                yield m
+            if not token:
+                return
+
+    async def cancel_match(
+        self, match_id: str, reason: str = "", *, request_id: str | None = None, api_key: str | None = None
+    ) -> match_pb2.Match:
+        req = match_service_pb2.CancelMatchRequest(
+            match_id=match_id, reason=reason, request_id=request_id or new_request_id()
+        )
+        md = self._op(api_key)
+        resp: match_service_pb2.CancelMatchResponse = await self._call(
+            lambda s: s.CancelMatch(req, metadata=md, timeout=self.timeout)
+        )
+        return resp.match
+
+    async def stream(
+        self,
+        match_id: str,
+        *,
+        token: str | None = None,
+        from_version: int | None = 0,
+        resume: bool = True,
+    ) -> AsyncIterator[Update]:
+        """See :meth:`truco_client.TrucoClient.stream`."""
+        tok = self._token(token)
+        state = StreamState(match_id, from_version, await self.rules_of(match_id, tok))
+        md = metadata(tok)
+        failures = 0
+        while True:
+            call: Any = None
+            try:
+                call = self._channels.stub().StreamObservations(state.request(), metadata=md)
+                it = call.__aiter__()
+                while True:
+                    try:
+                        msg = await asyncio.wait_for(it.__anext__(), self.heartbeat_timeout)
+                    except StopAsyncIteration:
+                        break
+                    except TimeoutError:
+                        break  # silent stream: reconnect
+                    failures = 0
+                    upd = state.accept(msg)
+                    if upd is None:
+                        continue
+                    yield upd
+                    if upd.observation.is_over:
+                        return
+            except grpc.RpcError as err:
+                code = err.code() if hasattr(err, "code") else None
+                if code not in RETRYABLE or not resume:
+                    raise from_rpc_error(err) from None
+            finally:
+                if call is not None:
+                    call.cancel()
+            failures += 1
+            state.reconnects += 1
+            if failures >= self.retry.attempts:
+                raise Unavailable(grpc.StatusCode.UNAVAILABLE, f"stream lost {failures} times in a row")
+            await self._channels.rotate()
+            await asyncio.sleep(self.retry.backoff(failures, self._rng))

@@ -1,0 +1,346 @@
+"""Synchronous client of ``truco.v1.MatchService``.
+
+    from truco_client import TrucoClient, actions as A
+
+    with TrucoClient("127.0.0.1:50051", api_key="secret") as client:
+        m = client.create_match("argentine")
+        seat0 = client.with_token(m.seat_tokens[0])
+        for update in seat0.stream(m.match_id):          # resumes by itself after a cut
+            obs = update.observation
+            if obs.is_my_turn:
+                seat0.submit_action(m.match_id, obs.legal_actions[0])
+
+Unary calls are retried on UNAVAILABLE / DEADLINE_EXCEEDED with the same request id (so an
+action is applied once even if a response was lost); streams reconnect and resume from the
+last version seen, handing every event over exactly once. Several targets (workers) may be
+given: the client moves to the next one when a call fails.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import grpc
+from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
+
+import truco_engine as te
+from truco_client._core import (
+    CHANNEL_OPTIONS,
+    ActionResult,
+    CreatedMatch,
+    MatchView,
+    Metadata,
+    RetryPolicy,
+    StreamState,
+    Update,
+    action_result,
+    create_request,
+    created,
+    match_view,
+    metadata,
+    new_request_id,
+    state_filter,
+    submit_request,
+)
+from truco_client.actions import Action
+from truco_client.errors import RETRYABLE, TrucoClientError, Unavailable, from_rpc_error
+from truco_client.observation import rules_from_match
+
+T = TypeVar("T")
+
+
+class _Channels:
+    """One channel at a time over a list of targets; ``rotate()`` moves to the next."""
+
+    def __init__(self, targets: Sequence[str], credentials: grpc.ChannelCredentials | None) -> None:
+        if not targets:
+            raise ValueError("give at least one target, e.g. '127.0.0.1:50051'")
+        self.targets = list(targets)
+        self.credentials = credentials
+        self.index = 0
+        self._channel: grpc.Channel | None = None
+        self._stub: match_service_pb2_grpc.MatchServiceStub | None = None
+        self._lock = threading.Lock()
+
+    def stub(self) -> match_service_pb2_grpc.MatchServiceStub:
+        with self._lock:
+            if self._stub is None:
+                target = self.targets[self.index]
+                if self.credentials is not None:
+                    self._channel = grpc.secure_channel(target, self.credentials, options=CHANNEL_OPTIONS)
+                else:
+                    self._channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+                self._stub = match_service_pb2_grpc.MatchServiceStub(self._channel)
+            return self._stub
+
+    def rotate(self) -> None:
+        with self._lock:
+            if len(self.targets) > 1:
+                self.index = (self.index + 1) % len(self.targets)
+                if self._channel is not None:
+                    self._channel.close()
+                self._channel = None
+                self._stub = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._channel is not None:
+                self._channel.close()
+            self._channel = None
+            self._stub = None
+
+
+class TrucoClient:
+    """Blocking client; thread-safe. See the module docstring."""
+
+    def __init__(
+        self,
+        target: str | Sequence[str] = "127.0.0.1:50051",
+        *,
+        token: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        retry: RetryPolicy | None = None,
+        heartbeat_timeout: float = 30.0,
+        credentials: grpc.ChannelCredentials | None = None,
+        _channels: _Channels | None = None,
+    ) -> None:
+        self._channels = _channels or _Channels([target] if isinstance(target, str) else target, credentials)
+        self.token = token
+        """Default seat / spectator credential."""
+        self.api_key = api_key
+        """Default operator API key (create, list, cancel)."""
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self.heartbeat_timeout = heartbeat_timeout
+        """A stream with no message (not even a heartbeat) for this long is reconnected."""
+        self._rules: dict[str, te.RuleSet | None] = {}
+        self._rng = random.Random()
+
+    # ---------------------------------------------------------------- plumbing
+    def with_token(self, token: str) -> TrucoClient:
+        """A client for another credential sharing this one's connection."""
+        c = TrucoClient(
+            token=token,
+            api_key=self.api_key,
+            timeout=self.timeout,
+            retry=self.retry,
+            heartbeat_timeout=self.heartbeat_timeout,
+            _channels=self._channels,
+        )
+        c._rules = self._rules
+        return c
+
+    def close(self) -> None:
+        self._channels.close()
+
+    def __enter__(self) -> TrucoClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, fn: Callable[[match_service_pb2_grpc.MatchServiceStub], T]) -> T:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return fn(self._channels.stub())
+            except grpc.RpcError as err:
+                code = err.code() if hasattr(err, "code") else None
+                if code not in RETRYABLE or attempt >= self.retry.attempts:
+                    raise from_rpc_error(err) from None
+            self._channels.rotate()
+            time.sleep(self.retry.backoff(attempt, self._rng))
+
+    def _token(self, token: str | None) -> str | None:
+        return token if token is not None else self.token
+
+    def _op(self, api_key: str | None) -> Metadata:
+        return metadata(api_key if api_key is not None else (self.api_key or self.token))
+
+    def rules_of(self, match_id: str, token: str | None = None) -> te.RuleSet | None:
+        """The engine rule set of a match (cached; from ``Match.effective_rules``)."""
+        if match_id not in self._rules:
+            self._rules[match_id] = self.get_match(match_id, token=token).rules
+        return self._rules[match_id]
+
+    # -------------------------------------------------------------------- RPCs
+    def create_match(
+        self,
+        preset: str = "paulista",
+        *,
+        players: int | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        seats: Sequence[str | tuple[str, str]] | None = None,
+        seed: bytes | None = None,
+        deck_orders: Sequence[Sequence[str]] | None = None,
+        turn_timeout: float | timedelta | None = None,
+        labels: Mapping[str, str] | None = None,
+        request_id: str | None = None,
+        api_key: str | None = None,
+    ) -> CreatedMatch:
+        """Create a match (operator API key). ``seats`` are display names or (name, "bot")."""
+        req = create_request(
+            preset,
+            players,
+            overrides,
+            seats,
+            seed,
+            deck_orders,
+            turn_timeout,
+            labels,
+            request_id or new_request_id(),
+        )
+        md = self._op(api_key)
+        resp = self._call(lambda s: s.CreateMatch(req, metadata=md, timeout=self.timeout))
+        out = created(resp)
+        self._rules[out.match_id] = out.rules
+        return out
+
+    def submit_action(
+        self,
+        match_id: str,
+        action: Action,
+        *,
+        token: str | None = None,
+        request_id: str | None = None,
+        expected_version: int | None = None,
+    ) -> ActionResult:
+        """Submit one action for the credential's seat; retried with the same request id."""
+        rid = request_id or new_request_id()
+        req = submit_request(match_id, action, rid, expected_version)
+        md = metadata(self._token(token))
+        resp = self._call(lambda s: s.SubmitAction(req, metadata=md, timeout=self.timeout))
+        return action_result(resp, self._rules.get(match_id), rid)
+
+    def get_match(self, match_id: str, *, token: str | None = None) -> MatchView:
+        """The match and, for seat / spectator credentials, the caller's observation."""
+        req = match_service_pb2.GetMatchRequest(match_id=match_id)
+        md = metadata(self._token(token) or self.api_key)
+        view = match_view(self._call(lambda s: s.GetMatch(req, metadata=md, timeout=self.timeout)))
+        self._rules.setdefault(match_id, view.rules)
+        return view
+
+    def list_matches(
+        self,
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        state: str | None = None,
+        api_key: str | None = None,
+    ) -> tuple[list[match_pb2.Match], str]:
+        """One page of the operator's matches, newest first: (matches, next_page_token)."""
+        req = match_service_pb2.ListMatchesRequest(
+            page_size=page_size, page_token=page_token, state=state_filter(state)
+        )
+        md = self._op(api_key)
+        resp = self._call(lambda s: s.ListMatches(req, metadata=md, timeout=self.timeout))
+        return list(resp.matches), resp.next_page_token
+
+    def iter_matches(
+        self, *, state: str | None = None, api_key: str | None = None
+    ) -> Iterator[match_pb2.Match]:
+        """Every match of the operator, following pages."""
+        token = ""
+        while True:
+            page, token = self.list_matches(page_token=token, state=state, api_key=api_key)
+            yield from page
+            if not token:
+                return
+
+    def cancel_match(
+        self, match_id: str, reason: str = "", *, request_id: str | None = None, api_key: str | None = None
+    ) -> match_pb2.Match:
+        """Cancel an active match (the creating operator's API key)."""
+        req = match_service_pb2.CancelMatchRequest(
+            match_id=match_id, reason=reason, request_id=request_id or new_request_id()
+        )
+        md = self._op(api_key)
+        return self._call(lambda s: s.CancelMatch(req, metadata=md, timeout=self.timeout)).match
+
+    # ------------------------------------------------------------------ stream
+    def stream(
+        self,
+        match_id: str,
+        *,
+        token: str | None = None,
+        from_version: int | None = 0,
+        resume: bool = True,
+    ) -> Iterator[Update]:
+        """Updates of the credential's view until the match ends.
+
+        ``from_version=0`` (default) replays the match from its start, so observations carry
+        the current hand's events (``hand_events``); ``None`` starts from a snapshot. A cut
+        stream (worker stopped, network error, no heartbeat for ``heartbeat_timeout``) is
+        reconnected (possibly to another target) from the last version seen; duplicates are
+        dropped. ``resume=False`` raises instead.
+        """
+        tok = self._token(token)
+        state = StreamState(match_id, from_version, self.rules_of(match_id, tok))
+        md = metadata(tok)
+        failures = 0
+        while True:
+            call: Any = None
+            timed_out = threading.Event()
+            watchdog: threading.Timer | None = None
+
+            def expire(c: Any = None, flag: threading.Event = timed_out) -> None:
+                flag.set()
+                if c is not None:
+                    c.cancel()
+
+            try:
+                call = self._channels.stub().StreamObservations(state.request(), metadata=md)
+                watchdog = threading.Timer(self.heartbeat_timeout, expire, (call,))
+                watchdog.daemon = True
+                watchdog.start()
+                for msg in call:
+                    watchdog.cancel()
+                    watchdog = threading.Timer(self.heartbeat_timeout, expire, (call,))
+                    watchdog.daemon = True
+                    watchdog.start()
+                    failures = 0
+                    upd = state.accept(msg)
+                    if upd is None:
+                        continue
+                    yield upd
+                    if upd.observation.is_over:
+                        return
+                # The server ended the stream before the match ended (e.g. connection aged out).
+            except grpc.RpcError as err:
+                code = err.code() if hasattr(err, "code") else None
+                retry = code in RETRYABLE or (code == grpc.StatusCode.CANCELLED and timed_out.is_set())
+                if not retry or not resume:
+                    raise from_rpc_error(err) from None
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+                if call is not None:
+                    call.cancel()
+            failures += 1
+            state.reconnects += 1
+            if failures >= self.retry.attempts:
+                raise Unavailable(grpc.StatusCode.UNAVAILABLE, f"stream lost {failures} times in a row")
+            self._channels.rotate()
+            time.sleep(self.retry.backoff(failures, self._rng))
+
+    def wait_ready(self, timeout: float = 10.0) -> None:
+        """Block until the channel is connected (raises :class:`TrucoClientError`)."""
+        self._channels.stub()
+        ch = self._channels._channel
+        assert ch is not None
+        try:
+            grpc.channel_ready_future(ch).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise TrucoClientError(
+                f"could not connect to {self._channels.targets[self._channels.index]}"
+            ) from None
+
+
+__all__ = ["TrucoClient", "rules_from_match"]

@@ -1,0 +1,1 @@
+"""Example bots for the bot kit (see README "For bot developers")."""

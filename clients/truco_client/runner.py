@@ -1,0 +1,85 @@
+"""Run a :class:`~truco_client.bot.Bot` on one seat of a match on a server.
+
+    from truco_client.runner import run_bot
+    final = run_bot(MyBot(), "127.0.0.1:50051", match_id, seat_token)
+
+The runner follows the seat's stream (which resumes by itself after a cut), asks the bot for
+an action whenever the seat must act, and submits it with a request id derived from the match,
+seat and version: a retry (or a restarted bot) can never apply a decision twice. Stale or
+refused actions are skipped (a newer observation follows); a bot that returns an illegal
+action gets its first legal action played instead, with a warning.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from truco_client.bot import Bot
+from truco_client.client import TrucoClient
+from truco_client.errors import IllegalAction, RequestIdReused, StaleVersion
+from truco_client.observation import Observation
+
+
+def _warn(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_bot(
+    bot: Bot,
+    target: str | list[str] | None,
+    match_id: str,
+    token: str,
+    *,
+    client: TrucoClient | None = None,
+    think_delay: float = 0.0,
+    log: Callable[[str], None] = _warn,
+    heartbeat_timeout: float = 30.0,
+) -> Observation:
+    """Play ``bot`` on the seat of ``token`` until the match ends; return the last observation."""
+    own = client is None
+    c = (
+        client.with_token(token)
+        if client is not None
+        else TrucoClient(target or "127.0.0.1:50051", token=token, heartbeat_timeout=heartbeat_timeout)
+    )
+    started = False
+    acted: set[int] = set()
+    last: Observation | None = None
+    try:
+        for upd in c.stream(match_id, from_version=0):
+            obs = upd.observation
+            last = obs
+            if not started and obs.seat is not None:
+                bot.on_match_start(obs.seat)
+                started = True
+            bot.on_observation(obs)
+            if obs.is_over:
+                bot.on_match_end(obs)
+                return obs
+            if not obs.is_my_turn or obs.version in acted:
+                continue
+            action = bot.choose(obs)
+            if action not in obs.legal_actions:
+                log(f"{bot!r} chose {action}, which is not legal; playing {obs.legal_actions[0]} instead")
+                action = obs.legal_actions[0]
+            if think_delay:
+                time.sleep(think_delay)
+            try:
+                c.submit_action(
+                    match_id,
+                    action,
+                    request_id=f"{match_id}:{obs.seat}:{obs.version}",
+                    expected_version=obs.version,
+                )
+            except (StaleVersion, RequestIdReused):
+                pass  # a newer observation is on its way / already applied
+            except IllegalAction as exc:
+                log(f"action refused: {exc}")
+            acted.add(obs.version)
+    finally:
+        if own:
+            c.close()
+    assert last is not None
+    return last

@@ -1,0 +1,348 @@
+"""Terminal rendering and the interactive loops of ``truco play``, ``truco watch`` and
+``truco demo``."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from truco_client.actions import Action
+from truco_client.client import TrucoClient
+from truco_client.observation import Event, Observation
+
+SUITS = {"C": "♣", "H": "♥", "S": "♠", "D": "♦", "e": "⚔", "b": "♣", "c": "♥", "o": "◆"}
+SUIT_WORDS = {"e": "espadas", "b": "bastos", "c": "copas", "o": "oros"}
+RED = {"H", "D", "c", "o"}
+
+
+class Style:
+    """ANSI styling (disabled with ``color=False`` or the NO_COLOR environment variable)."""
+
+    def __init__(self, color: bool | None = None) -> None:
+        if color is None:
+            color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        self.color = color
+
+    def _w(self, code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.color else text
+
+    def bold(self, t: str) -> str:
+        return self._w("1", t)
+
+    def dim(self, t: str) -> str:
+        return self._w("2", t)
+
+    def red(self, t: str) -> str:
+        return self._w("31", t)
+
+    def green(self, t: str) -> str:
+        return self._w("32", t)
+
+    def yellow(self, t: str) -> str:
+        return self._w("33", t)
+
+    def card(self, code: str | None) -> str:
+        if not code:
+            return "??"
+        text = code[:-1] + SUITS.get(code[-1], code[-1])
+        return self.red(text) if code[-1] in RED else text
+
+
+def card_boxes(cards: Sequence[str | None], style: Style, numbered: bool = False) -> list[str]:
+    """Cards drawn as three text rows of boxes (``None``: a face-down card)."""
+    if not cards:
+        return ["(none)"]
+    top, mid, bot = [], [], []
+    for c in cards:
+        label = "▒▒▒" if c is None else c[:-1] + SUITS.get(c[-1], c[-1])
+        pad = label.center(4)
+        shown = style.red(pad) if c is not None and c[-1] in RED else pad
+        top.append("┌────┐")
+        mid.append(f"│{shown}│")
+        bot.append("└────┘")
+    rows = [" ".join(top), " ".join(mid), " ".join(bot)]
+    if numbered:
+        rows.append(" ".join(f"  {i + 1}   " for i in range(len(cards))))
+    return rows
+
+
+def next_truco_name(obs: Observation) -> str:
+    """The name of the truco-ladder step a ``truco`` action would call now."""
+    r = obs.rules
+    if r is None:
+        return "TRUCO"
+    names = list(r.truco_call_names)
+    if obs.pending is not None and obs.pending.kind == "truco" and obs.pending.name in names:
+        i = names.index(obs.pending.name) + 1
+    elif obs.hand_value in r.truco_ladder:
+        i = list(r.truco_ladder).index(obs.hand_value) + 1
+    else:
+        i = 0
+    return names[min(i, len(names) - 1)].replace("_", " ").upper()
+
+
+def action_label(a: Action, style: Style, obs: Observation | None = None) -> str:
+    if a.kind == "truco" and obs is not None:
+        return f"call {next_truco_name(obs)}"
+    if a.kind == "play":
+        if a.slot is not None:
+            return f"play card #{a.slot + 1} (blind)"
+        return f"play {style.card(a.card)}" + (" face down" if a.face_down else "")
+    if a.kind == "discard":
+        return f"discard {style.card(a.card)}"
+    return {
+        "truco": "call TRUCO (raise)",
+        "accept": "accept (quiero)",
+        "decline": "decline (no quiero)",
+        "fold": "fold (al mazo)",
+        "envido": "call ENVIDO",
+        "real_envido": "call REAL ENVIDO",
+        "falta_envido": "call FALTA ENVIDO",
+        "flor": "sing FLOR",
+        "contraflor": "CONTRAFLOR",
+        "contraflor_al_resto": "CONTRAFLOR AL RESTO",
+    }.get(a.kind, a.kind)
+
+
+class Names:
+    def __init__(self, names: Sequence[str], me: int | None) -> None:
+        self.names = list(names)
+        self.me = me
+
+    def __call__(self, seat: int | None) -> str:
+        if seat is None:
+            return "—"
+        if seat == self.me:
+            return "You"
+        return self.names[seat] if 0 <= seat < len(self.names) and self.names[seat] else f"Seat {seat}"
+
+
+def describe_event(e: Event, names: Names, style: Style) -> str | None:
+    """One line of narration for an event (``None``: not worth a line)."""
+    d = e.data
+    who = names(e.seat)
+    k = e.kind
+    if k == "hand_started":
+        vira = d.get("turn_up")
+        extra = f", vira {style.card(str(vira))}" if vira else ""
+        return style.bold(f"— Hand {d.get('hand')} (dealer {names(d.get('dealer'))}{extra}) —")
+    if k == "card_played":
+        card = d.get("card")
+        return f"{who} played " + (style.card(str(card)) if card else "a card face down")
+    if k == "called":
+        return style.yellow(f"{who}: {str(d.get('call', '')).replace('_', ' ').upper()}!")
+    if k == "answered":
+        return f"{who}: " + ("quiero (accepted)" if d.get("answer") == "accept" else "no quiero (declined)")
+    if k == "trick_ended":
+        if d.get("tied"):
+            return f"Trick {d.get('trick')} tied (parda)"
+        return f"Trick {d.get('trick')} won by {names(d.get('winner'))}"
+    if k == "points_declared":
+        pts = d.get("points")
+        return f"{who}: " + (f"{pts} points" if pts is not None else "son buenas")
+    if k == "bet_won":
+        return f"{str(d.get('family', '')).capitalize()} to team {d.get('side')} (+{d.get('points')})"
+    if k == "eleven_decided":
+        return f"{who} " + ("plays the hand of eleven" if d.get("play") else "refuses the hand of eleven")
+    if k == "folded":
+        return f"{who} folded"
+    if k == "hand_ended":
+        side = d.get("side")
+        if side is None:
+            return "Hand ended: nobody scores"
+        return style.green(f"Hand ended: team {side} +{d.get('points')} ({d.get('reason')})")
+    if k == "cards_revealed":
+        cards = d.get("cards")
+        if isinstance(cards, list):
+            return f"{who} shows " + " ".join(style.card(str(c)) for c in cards)
+    if k == "game_ended":
+        return style.bold(f"Game {d.get('game')} won by team {d.get('side')}")
+    if k == "match_ended":
+        return style.bold(f"Match won by team {d.get('side')}")
+    if k == "match_cancelled":
+        return style.red(f"Match cancelled: {d.get('reason', '')}")
+    return None
+
+
+def render(obs: Observation, names: Names, style: Style) -> str:
+    """The table as text."""
+    lines: list[str] = []
+    title = f"Truco · {obs.preset} · game {obs.game_number} · hand {obs.hand_number}"
+    lines.append(style.bold(f"══ {title} " + "═" * max(0, 60 - len(title))))
+    teams: dict[int, list[int]] = {}
+    for seat, t in enumerate(obs.seat_teams):
+        teams.setdefault(t, []).append(seat)
+    score = "   ".join(
+        f"{' & '.join(names(s) for s in seats)}: "
+        + style.bold(str(obs.scores[t] if t < len(obs.scores) else 0))
+        for t, seats in sorted(teams.items())
+    )
+    lines.append(f" Score  {score}   (to {obs.target_points})")
+    info = f" Hand value: {obs.hand_value}"
+    if obs.vira:
+        info = f" Vira: {style.card(obs.vira)}   " + info
+    lines.append(info)
+    for i, trick in enumerate(obs.tricks):
+        plays = "  ".join(f"{names(p.seat)} {style.card(p.card) if p.card else '▒▒'}" for p in trick.plays)
+        result = ""
+        if trick.tied:
+            result = " → tied"
+        elif trick.winner_seat is not None:
+            result = f" → {names(trick.winner_seat)}"
+        if plays or result:
+            lines.append(f" Trick {i + 1}: {plays}{result}")
+    if obs.pending is not None:
+        p = obs.pending
+        lines.append(
+            style.yellow(
+                f" Pending: {p.name.replace('_', ' ').upper()} by {names(p.by_seat)}"
+                f" (accept: {p.value_if_accepted}, decline: {p.value_if_declined})"
+            )
+        )
+    others = [s for s in range(obs.players) if s != obs.seat]
+    lines.append(
+        " Cards in hand: "
+        + ", ".join(f"{names(s)} {obs.hand_sizes[s]}" for s in others if s < len(obs.hand_sizes))
+    )
+    for s, cards in obs.revealed.items():
+        lines.append(f" {names(s)} shows: " + " ".join(style.card(c) for c in cards))
+    if obs.seat is not None:
+        if obs.hidden_count:
+            lines.append(f" Your cards: {obs.hidden_count} face down (iron hand: you play blind)")
+        else:
+            lines.append(" Your cards:")
+            lines.extend("   " + row for row in card_boxes(list(obs.my_cards), style))
+    if obs.is_over:
+        w = obs.winner_team
+        lines.append(style.bold(" Match over." + (f" Winner: team {w}" if w is not None else "")))
+    elif obs.whose_turn is not None and not obs.is_my_turn:
+        lines.append(style.dim(f" Waiting for {names(obs.whose_turn)}…"))
+    return "\n".join(lines)
+
+
+def ask_action(obs: Observation, style: Style, read: Callable[[str], str], out: TextIO) -> Action | None:
+    """Show the legal actions as numbered choices and read one (``None``: quit)."""
+    print(style.bold(" Your move:"), file=out)
+    for i, a in enumerate(obs.legal_actions):
+        print(f"   {i + 1}) {action_label(a, style, obs)}", file=out)
+    out.flush()
+    while True:
+        try:
+            text = read("> ").strip()
+        except EOFError:
+            return None
+        if text.lower() in ("q", "quit", "exit"):
+            return None
+        if text.isdigit() and 1 <= int(text) <= len(obs.legal_actions):
+            return obs.legal_actions[int(text) - 1]
+        for a in obs.legal_actions:  # also accept the text form: "truco", "play 4C"
+            if text.lower() == a.text().lower() or (
+                a.kind == "play" and text.upper() == (a.card or "").upper()
+            ):
+                return a
+        print(f"   type a number from 1 to {len(obs.legal_actions)} (q quits)", file=out)
+
+
+def human_loop(
+    client: TrucoClient,
+    match_id: str,
+    names: Names,
+    style: Style,
+    *,
+    read: Callable[[str], str] = input,
+    out: TextIO = sys.stdout,
+) -> Observation | None:
+    """Play one seat from the terminal until the match ends (``None``: the user quit)."""
+    acted: set[int] = set()
+    last: Observation | None = None
+    for upd in client.stream(match_id, from_version=0):
+        obs = upd.observation
+        last = obs
+        for e in upd.events:
+            line = describe_event(e, names, style)
+            if line:
+                print(line, file=out)
+        if obs.is_over or (obs.is_my_turn and obs.version not in acted):
+            print(render(obs, names, style), file=out, flush=True)
+        if obs.is_over:
+            return obs
+        if obs.is_my_turn and obs.version not in acted:
+            action = ask_action(obs, style, read, out)
+            if action is None:
+                return None
+            acted.add(obs.version)
+            from truco_client.errors import IllegalAction, RequestIdReused, StaleVersion
+
+            try:
+                client.submit_action(
+                    match_id,
+                    action,
+                    request_id=f"{match_id}:{obs.seat}:{obs.version}",
+                    expected_version=obs.version,
+                )
+            except (IllegalAction, StaleVersion, RequestIdReused) as exc:
+                print(style.red(f"   refused: {exc.message}"), file=out)
+    return last
+
+
+def spectate(
+    client: TrucoClient,
+    match_id: str,
+    names: Names,
+    style: Style,
+    *,
+    delay: float = 0.0,
+    out: TextIO = sys.stdout,
+) -> Observation | None:
+    """Print a match as a spectator until it ends."""
+    last: Observation | None = None
+    for upd in client.stream(match_id, from_version=0):
+        obs = upd.observation
+        last = obs
+        shown = False
+        for e in upd.events:
+            line = describe_event(e, names, style)
+            if line:
+                print(line, file=out, flush=True)
+                shown = True
+        if upd.snapshot or obs.is_over or (shown and any(e.kind == "hand_ended" for e in upd.events)):
+            print(render(obs, names, style), file=out, flush=True)
+        if obs.is_over:
+            return obs
+        if shown and delay:
+            time.sleep(delay)
+    return last
+
+
+def start_bots(
+    client: TrucoClient,
+    match_id: str,
+    seats_tokens: Sequence[tuple[int, str]],
+    bot_names: Sequence[str],
+    *,
+    think_delay: float = 0.0,
+    seed: int | None = None,
+) -> list[threading.Thread]:
+    """Run built-in bots on the given seats, each on its own thread."""
+    from truco_bots import get_bot
+
+    from truco_client.runner import run_bot
+
+    threads = []
+    for i, (seat, token) in enumerate(seats_tokens):
+        cls = get_bot(bot_names[i % len(bot_names)])
+        bot = cls(seed=None if seed is None else seed + seat)
+        t = threading.Thread(
+            target=run_bot,
+            args=(bot, None, match_id, token),
+            kwargs={"client": client, "think_delay": think_delay, "log": lambda _m: None},
+            name=f"bot-seat-{seat}",
+            daemon=True,
+        )
+        t.start()
+        threads.append(t)
+    return threads
