@@ -106,18 +106,20 @@ def parse(text: str) -> Action:
     return parse_action(text)
 
 
-_ENVIDO = {
+# One place for the mapping between engine action kinds and ``truco.v1``: the server's
+# ``truco_server.convert`` imports these too.
+ENVIDO_KINDS = {
     "envido": action_pb2.ENVIDO_KIND_ENVIDO,
     "real_envido": action_pb2.ENVIDO_KIND_REAL_ENVIDO,
     "falta_envido": action_pb2.ENVIDO_KIND_FALTA_ENVIDO,
 }
-_FLOR = {
+FLOR_KINDS = {
     "flor": action_pb2.FLOR_KIND_FLOR,
     "contraflor": action_pb2.FLOR_KIND_CONTRAFLOR,
     "contraflor_al_resto": action_pb2.FLOR_KIND_CONTRAFLOR_AL_RESTO,
 }
-_ENVIDO_BACK = {v: k for k, v in _ENVIDO.items()}
-_FLOR_BACK = {v: k for k, v in _FLOR.items()}
+ENVIDO_NAMES = {v: k for k, v in ENVIDO_KINDS.items()}
+FLOR_NAMES = {v: k for k, v in FLOR_KINDS.items()}
 
 
 def to_proto(action: Action) -> action_pb2.Action:
@@ -137,10 +139,10 @@ def to_proto(action: Action) -> action_pb2.Action:
         return action_pb2.Action(decline=action_pb2.Decline())
     if k == "fold":
         return action_pb2.Action(fold=action_pb2.Fold())
-    if k in _ENVIDO:
-        return action_pb2.Action(call_envido=action_pb2.CallEnvido(kind=_ENVIDO[k]))
-    if k in _FLOR:
-        return action_pb2.Action(call_flor=action_pb2.CallFlor(kind=_FLOR[k]))
+    if k in ENVIDO_KINDS:
+        return action_pb2.Action(call_envido=action_pb2.CallEnvido(kind=ENVIDO_KINDS[k]))
+    if k in FLOR_KINDS:
+        return action_pb2.Action(call_flor=action_pb2.CallFlor(kind=FLOR_KINDS[k]))
     if k == "discard":
         return action_pb2.Action(discard=action_pb2.Discard(card=action.card or ""))
     raise ValueError(f"unknown action kind {k!r}")
@@ -157,9 +159,9 @@ def from_proto(msg: action_pb2.Action) -> Action:
     if which == "discard":
         return Action("discard", msg.discard.card)
     if which == "call_envido":
-        return Action(_ENVIDO_BACK.get(msg.call_envido.kind, "envido"))
+        return Action(ENVIDO_NAMES.get(msg.call_envido.kind, "envido"))
     if which == "call_flor":
-        return Action(_FLOR_BACK.get(msg.call_flor.kind, "flor"))
+        return Action(FLOR_NAMES.get(msg.call_flor.kind, "flor"))
     simple = {"call_truco": "truco", "accept": "accept", "decline": "decline", "fold": "fold"}
     if which in simple:
         return Action(simple[which])

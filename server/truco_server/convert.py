@@ -20,23 +20,12 @@ from truco.v1 import (
     match_service_pb2,
     observation_pb2,
 )
+from truco_client.actions import ENVIDO_KINDS, ENVIDO_NAMES, FLOR_KINDS, FLOR_NAMES, to_proto
 
 import truco_engine as te
 from truco_server import errors as E
 from truco_server.service import MatchInfo, Update
 
-_ENVIDO = {
-    "envido": action_pb2.ENVIDO_KIND_ENVIDO,
-    "real_envido": action_pb2.ENVIDO_KIND_REAL_ENVIDO,
-    "falta_envido": action_pb2.ENVIDO_KIND_FALTA_ENVIDO,
-}
-_FLOR = {
-    "flor": action_pb2.FLOR_KIND_FLOR,
-    "contraflor": action_pb2.FLOR_KIND_CONTRAFLOR,
-    "contraflor_al_resto": action_pb2.FLOR_KIND_CONTRAFLOR_AL_RESTO,
-}
-_ENVIDO_BACK = {v: k for k, v in _ENVIDO.items()}
-_FLOR_BACK = {v: k for k, v in _FLOR.items()}
 _FAMILY = {
     "truco": game_pb2.CALL_KIND_TRUCO,
     "envido": game_pb2.CALL_KIND_ENVIDO,
@@ -61,27 +50,8 @@ _REASON = {
 
 # ---------------------------------------------------------------------------- actions
 def action_to_proto(a: te.Action) -> action_pb2.Action:
-    """Engine action -> ``truco.v1.Action``."""
-    k = a.kind
-    if k == "play":
-        return action_pb2.Action(
-            play_card=action_pb2.PlayCard(card=a.card or "", face_down=a.face_down, slot=a.slot)
-        )
-    if k == "truco":
-        return action_pb2.Action(call_truco=action_pb2.CallTruco())
-    if k == "accept":
-        return action_pb2.Action(accept=action_pb2.Accept())
-    if k == "decline":
-        return action_pb2.Action(decline=action_pb2.Decline())
-    if k == "fold":
-        return action_pb2.Action(fold=action_pb2.Fold())
-    if k in _ENVIDO:
-        return action_pb2.Action(call_envido=action_pb2.CallEnvido(kind=_ENVIDO[k]))
-    if k in _FLOR:
-        return action_pb2.Action(call_flor=action_pb2.CallFlor(kind=_FLOR[k]))
-    if k == "discard":
-        return action_pb2.Action(discard=action_pb2.Discard(card=a.card or ""))
-    raise TypeError(f"no proto form for action kind {k!r}")  # pragma: no cover
+    """Engine action -> ``truco.v1.Action`` (the SDK's mapping: one place for both sides)."""
+    return to_proto(a)
 
 
 def encode_legal(a: object) -> action_pb2.Action:
@@ -118,12 +88,12 @@ def action_from_proto(msg: action_pb2.Action) -> te.Action:
             raise _bad("action.discard.card", "card is required")
         return te.Action("discard", msg.discard.card)
     if which == "call_envido":
-        kind = _ENVIDO_BACK.get(msg.call_envido.kind)
+        kind = ENVIDO_NAMES.get(msg.call_envido.kind)
         if kind is None:
             raise _bad("action.call_envido.kind", "kind is required: ENVIDO, REAL_ENVIDO or FALTA_ENVIDO")
         return te.Action(kind)
     if which == "call_flor":
-        kind = _FLOR_BACK.get(msg.call_flor.kind)
+        kind = FLOR_NAMES.get(msg.call_flor.kind)
         if kind is None:
             raise _bad("action.call_flor.kind", "kind is required: FLOR, CONTRAFLOR or CONTRAFLOR_AL_RESTO")
         return te.Action(kind)
@@ -203,10 +173,10 @@ def observation_to_proto(obs: Mapping[str, Any], rules: Mapping[str, Any]) -> ob
         pc.by_team = -1 if caller is None else (int(caller) % 2 if teams else int(caller))
         pc.value_if_accepted = int(pending["value_if_accepted"])
         pc.value_if_declined = int(pending["value_if_declined"])
-        if pending["call"] in _ENVIDO:
-            pc.envido_chain.append(_ENVIDO[pending["call"]])
-        if pending["call"] in _FLOR:
-            pc.flor_chain.append(_FLOR[pending["call"]])
+        if pending["call"] in ENVIDO_KINDS:
+            pc.envido_chain.append(ENVIDO_KINDS[pending["call"]])
+        if pending["call"] in FLOR_KINDS:
+            pc.flor_chain.append(FLOR_KINDS[pending["call"]])
     return msg
 
 
@@ -280,10 +250,10 @@ def event_to_proto(d: Mapping[str, Any], version: int, index: int) -> event_pb2.
             value_if_declined=d["value_if_declined"],
             responder=_opt(d.get("responder")),
         )
-        if d["call"] in _ENVIDO:
-            cm.envido_kind = _ENVIDO[d["call"]]
-        if d["call"] in _FLOR:
-            cm.flor_kind = _FLOR[d["call"]]
+        if d["call"] in ENVIDO_KINDS:
+            cm.envido_kind = ENVIDO_KINDS[d["call"]]
+        if d["call"] in FLOR_KINDS:
+            cm.flor_kind = FLOR_KINDS[d["call"]]
         ev.call_made.CopyFrom(cm)
     elif kind == "answered":
         ev.call_answered.CopyFrom(
