@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test lint serve redis-server clean
+.PHONY: setup test lint serve system-deps clean
 
 ## setup: create .venv (if absent) and install the project with its dev extras
 setup: $(STAMP)
@@ -14,21 +14,25 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -e '.[dev]'
 	touch $(STAMP)
 
-## redis-server: make sure the binary is installed (the tests start their own server)
-redis-server:
-	@if command -v redis-server >/dev/null 2>&1; then \
+## system-deps: make sure redis-server (integration tests start their own) and chromium
+## (the reference page's browser test) are installed; installs them with apt as root
+system-deps:
+	@missing=""; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	if [ -z "$$missing" ]; then \
 		true; \
 	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "redis-server missing: installing it with apt-get"; \
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server; \
+		echo "installing with apt-get:$$missing"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
 	else \
-		echo "ERROR: redis-server is not installed and this is not root." >&2; \
-		echo "Install it (Debian/Ubuntu: sudo apt-get install -y redis-server), then re-run." >&2; \
+		echo "ERROR: missing system packages:$$missing (and this is not root with apt)." >&2; \
+		echo "Install them (Debian/Ubuntu: sudo apt-get install -y$$missing), then re-run." >&2; \
 		exit 1; \
 	fi
 
 ## test: the full test suite (starts its own redis-server on a free loopback port)
-test: setup redis-server
+test: setup system-deps
 	$(BIN)/python -m pytest -q
 
 ## lint: ruff, mypy (strict on the engine), generated code fresh and buf STANDARD lint

@@ -58,8 +58,8 @@ class Settings:
     """Prometheus `/metrics` port; 0 disables the endpoint."""
     api_keys: tuple[ApiKey, ...] = ()
     """Operator API keys (create, list, cancel matches): comma-separated `name=secret`
-    entries (a bare `secret` is named `key-<sha256 prefix>`). Without keys no match can be
-    created."""
+    entries (a bare `secret` is named `key-<sha256 prefix>`). Without keys the worker runs
+    open: every caller is the operator `public` (for development; set keys in production)."""
     log_level: str = "info"
     """Minimum log level."""
     shutdown_grace_seconds: float = 10.0

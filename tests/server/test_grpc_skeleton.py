@@ -483,10 +483,11 @@ def test_every_setting_has_an_option_and_a_documented_row() -> None:
     from pathlib import Path
 
     assert {o.name for o in config.OPTIONS} == {f.name for f in dataclasses.fields(Settings)}
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
-    assert config.settings_markdown_table() in doc, (
-        "docs/operations.md is stale: paste truco_server.config.settings_markdown_table()"
-    )
+    root = Path(__file__).resolve().parents[2]
+    for name in ("docs/operations.md", "README.md"):
+        assert config.settings_markdown_table() in (root / name).read_text(), (
+            f"{name} is stale: paste truco_server.config.settings_markdown_table()"
+        )
 
 
 # --- logging --------------------------------------------------------------------------
