@@ -109,7 +109,13 @@ def test_submit_is_idempotent_on_request_id(client: TrucoClient) -> None:
     assert mine is not None
     first = client.submit_action(m.match_id, mine.legal_actions[0], token=tok, request_id="same-id")
     again = client.submit_action(m.match_id, mine.legal_actions[0], token=tok, request_id="same-id")
-    assert again.version == first.version == mine.version + 1
+    # One action may produce several events (a flor resolves at once, a hand may end and the
+    # next be dealt); the retry must answer with the first result and write nothing.
+    assert first.version == mine.version + len(first.events)
+    assert again.version == first.version
+    assert [e.version for e in again.events] == [e.version for e in first.events]
+    after = client.get_match(m.match_id, token=tok).observation
+    assert after is not None and after.version == first.version
 
 
 class _Flaky:
