@@ -13,7 +13,9 @@ from truco_server.service import CreateMatchRequest, MatchService, Operator, Upd
 import truco_engine as te
 
 
-async def play_out(svc: MatchService, match_id: str, tokens: list[str], rng: random.Random, limit: int = 5000) -> int:
+async def play_out(
+    svc: MatchService, match_id: str, tokens: list[str], rng: random.Random, limit: int = 5000
+) -> int:
     """Drive a match to its end through the service only; return the number of actions."""
     n = 0
     token = tokens[0]
@@ -22,13 +24,17 @@ async def play_out(svc: MatchService, match_id: str, tokens: list[str], rng: ran
         seat = obs["to_act"][0]
         _, obs = await svc.get_match(match_id, tokens[seat], None)
         action = te.Action.from_dict(rng.choice(obs["legal_actions"]))
-        res = await svc.submit_action(match_id, tokens[seat], action, request_id=f"r{n}", expected_version=obs["version"])
+        res = await svc.submit_action(
+            match_id, tokens[seat], action, request_id=f"r{n}", expected_version=obs["version"]
+        )
         obs = res.observation
         n += 1
     return n
 
 
-@pytest.mark.parametrize("preset", ["paulista-2p", "paulista-4p", "mineiro-2p", "argentine-2p", "argentine-4p"])
+@pytest.mark.parametrize(
+    "preset", ["paulista-2p", "paulista-4p", "mineiro-2p", "argentine-2p", "argentine-4p"]
+)
 async def test_full_match_through_service(service: MatchService, operator: Operator, preset: str) -> None:
     created = await service.create_match(operator, CreateMatchRequest(preset=preset))
     mid = created.match.match_id
@@ -95,7 +101,9 @@ async def test_observations_show_only_own_cards(service: MatchService, operator:
     assert spect["hand"] == []
 
 
-async def test_stream_resume_receives_exactly_the_missing_events(service: MatchService, operator: Operator) -> None:
+async def test_stream_resume_receives_exactly_the_missing_events(
+    service: MatchService, operator: Operator
+) -> None:
     created = await service.create_match(operator, CreateMatchRequest(preset="paulista-2p"))
     mid, tokens = created.match.match_id, created.seat_tokens
     rng = random.Random(3)
@@ -106,7 +114,9 @@ async def test_stream_resume_receives_exactly_the_missing_events(service: MatchS
         _, obs = await service.get_match(mid, tokens[seat], None)
         if obs["status"] != "active":
             break
-        res = await service.submit_action(mid, tokens[seat], te.Action.from_dict(rng.choice(obs["legal_actions"])), request_id=f"a{i}")
+        res = await service.submit_action(
+            mid, tokens[seat], te.Action.from_dict(rng.choice(obs["legal_actions"])), request_id=f"a{i}"
+        )
         versions.append(res.version)
     info, _ = await service.get_match(mid, tokens[0], None)
     stream = service.stream(mid, tokens[0], None, from_version=2)
