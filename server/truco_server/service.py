@@ -649,10 +649,9 @@ class MatchService:
                     status=status,
                 )
             except VersionConflict:
+                # Another writer got there first (or this worker's cache was stale): reload
+                # and decide again; with expected_version the next round answers STALE_VERSION.
                 metrics.COMMIT_CONFLICTS.inc()
-                if expected_version is not None:
-                    fresh = True
-                    continue
                 fresh = True
                 continue
             except StoreMatchNotFound as exc:
