@@ -1,4 +1,4 @@
-"""Generate the golden playthroughs of the Brazilian presets: ``tests/golden/<case>-<n>.json``.
+"""Generate the golden playthroughs of the presets: ``tests/golden/<case>-<n>.json``.
 
 Each file holds one full match played by a seeded ``random.Random`` driver (randomness lives
 here, never in the engine):
@@ -54,6 +54,15 @@ CASES: dict[str, int] = {
     "mineiro-2p": 2,
     "mineiro-4p": 1,
     "manilha-velha-4p": 1,
+    "argentine-2p": 2,
+    "argentine-4p": 1,
+    "argentine-30-2p": 1,
+    "uruguayan-2p": 1,
+    "gaucho-4p": 1,
+    "valencian-4p": 1,
+    "argentine-3p": 1,
+    "carancho-3p": 1,
+    "pica-pica-6p": 1,
 }
 """Case (preset with player count) and how many matches to record for it."""
 
@@ -67,7 +76,8 @@ def seed_of(case: str, n: int) -> int:
 def play_match(case: str, n: int) -> MatchRecord:
     """One match of ``case`` played by the seeded random driver: a call is answered with
     accept (60 %), decline (25 %) or a raise (15 %); on its turn a seat calls truco 8 % of
-    the time, else plays a random card (face down included where legal)."""
+    the time, envido 8 % where it is legal, else plays a random card (face down included
+    where legal), or any legal action when no card may be played (flor, discard)."""
     rng = random.Random(seed_of(case, n))
     rules = get_rules(case)
     m = Match(rules)
@@ -90,8 +100,13 @@ def play_match(case: str, n: int) -> MatchRecord:
             action = legal.get(kind, legal["accept"])
         elif "truco" in legal and x < 0.08:
             action = legal["truco"]
-        else:
+        elif "envido" in legal and x < 0.16:
+            action = legal["envido"]
+        elif plays:
             action = plays[rng.randrange(len(plays))]
+        else:  # must sing flor, discard (carancho), …: any legal action
+            options = legal_actions(m.state, seat)
+            action = options[rng.randrange(len(options))]
         m.act(seat, action)
     raise AssertionError(f"{case}-{n}: the match did not end")
 
