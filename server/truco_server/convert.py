@@ -106,6 +106,51 @@ def _opt(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+_LEGAL: dict[tuple[Any, ...], action_pb2.Action] = {}
+
+
+def _legal_proto(a: Mapping[str, Any]) -> action_pb2.Action:
+    """A legal action (dict) as a proto; a match only ever offers a few hundred distinct
+    actions (the cards of its deck times a few flags, plus the calls), so they are cached."""
+    key = tuple(a.items())
+    try:
+        hit = _LEGAL.get(key)
+    except TypeError:  # an unhashable value: not cacheable
+        return action_to_proto(te.Action.from_dict(dict(a)))
+    if hit is None:
+        hit = action_to_proto(te.Action.from_dict(dict(a)))
+        if len(_LEGAL) < 4096:
+            _LEGAL[key] = hit
+    return hit
+
+
+_SUMMARIES: dict[int, tuple[Mapping[str, Any], str, int, observation_pb2.RulesSummary]] = {}
+
+
+def _rules_summary(preset: str, players: int, rules: Mapping[str, Any]) -> observation_pb2.RulesSummary:
+    """The ``RulesSummary`` of a match, built once per rules mapping (the mapping is the
+    match's, shared by every observation of it; the entry keeps it alive, so its id is not
+    reused while cached)."""
+    hit = _SUMMARIES.get(id(rules))
+    if hit is not None and hit[0] is rules and hit[1] == preset and hit[2] == players:
+        return hit[3]
+    summary = observation_pb2.RulesSummary(
+        preset=preset,
+        players=players,
+        target_points=int(rules.get("target_points", 0)),
+        games_to_win=int(rules.get("games_to_win", 1)),
+        deck_style=observation_pb2.DECK_STYLE_FRENCH
+        if rules.get("deck") == "french40"
+        else observation_pb2.DECK_STYLE_SPANISH,
+        envido=bool(rules.get("envido")),
+        flor=bool(rules.get("flor")),
+    )
+    if len(_SUMMARIES) >= 1024:
+        _SUMMARIES.clear()
+    _SUMMARIES[id(rules)] = (rules, preset, players, summary)
+    return summary
+
+
 def observation_to_proto(obs: Mapping[str, Any], rules: Mapping[str, Any]) -> observation_pb2.Observation:
     """Observation dict (``MatchService._observe``) -> ``truco.v1.Observation``."""
     players = int(obs["players"])
@@ -139,18 +184,8 @@ def observation_to_proto(obs: Mapping[str, Any], rules: Mapping[str, Any]) -> ob
         games_won=list(obs["games"]),
         hand_value=int(obs["hand_value"]),
         acting_seats=list(obs["to_act"]),
-        legal_actions=[action_to_proto(te.Action.from_dict(a)) for a in obs["legal_actions"]],
-        rules=observation_pb2.RulesSummary(
-            preset=str(obs["preset"]),
-            players=players,
-            target_points=int(rules.get("target_points", 0)),
-            games_to_win=int(rules.get("games_to_win", 1)),
-            deck_style=observation_pb2.DECK_STYLE_FRENCH
-            if rules.get("deck") == "french40"
-            else observation_pb2.DECK_STYLE_SPANISH,
-            envido=bool(rules.get("envido")),
-            flor=bool(rules.get("flor")),
-        ),
+        legal_actions=[_legal_proto(a) for a in obs["legal_actions"]],
+        rules=_rules_summary(str(obs["preset"]), players, rules),
     )
     for seat, cards in obs.get("revealed", {}).items():
         msg.revealed_cards[int(seat)].cards.extend(cards)

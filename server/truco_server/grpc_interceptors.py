@@ -60,48 +60,80 @@ def _failure_code(exc: BaseException, context: grpc.aio.ServicerContext[Any, Any
     return code if code is not grpc.StatusCode.OK else grpc.StatusCode.UNKNOWN
 
 
+class _MethodMetrics:
+    """The labelled metric children of one (grpc_type, service, method), looked up once:
+    ``labels()`` takes a lock and hashes the label tuple on every call."""
+
+    __slots__ = ("grpc_method", "handled", "labels", "received", "seconds", "sent", "started")
+
+    def __init__(self, grpc_type: str, service: str, method: str) -> None:
+        self.labels = (grpc_type, service, method)
+        self.grpc_method = f"{service}/{method}"
+        self.started = metrics.GRPC_SERVER_STARTED.labels(*self.labels)
+        self.received = metrics.GRPC_SERVER_MSG_RECEIVED.labels(*self.labels)
+        self.sent = metrics.GRPC_SERVER_MSG_SENT.labels(*self.labels)
+        self.seconds = metrics.GRPC_SERVER_HANDLING_SECONDS.labels(*self.labels)
+        self.handled: dict[grpc.StatusCode, Any] = {}
+
+    def handled_child(self, code: grpc.StatusCode) -> Any:
+        child = self.handled.get(code)
+        if child is None:
+            child = self.handled[code] = metrics.GRPC_SERVER_HANDLED.labels(*self.labels, code.name)
+        return child
+
+
 class _Call:
     """Metrics and log context of one RPC."""
 
-    __slots__ = ("_labels", "_start", "_tokens")
+    __slots__ = ("_m", "_start")
 
-    def __init__(self, grpc_type: str, service: str, method: str) -> None:
-        self._labels = (grpc_type, service, method)
+    def __init__(self, m: _MethodMetrics) -> None:
+        self._m = m
         self._start = time.perf_counter()
-        self._tokens: Any = None
-        metrics.GRPC_SERVER_STARTED.labels(*self._labels).inc()
+        m.started.inc()
 
     def received(self, request: Any) -> None:
-        metrics.GRPC_SERVER_MSG_RECEIVED.labels(*self._labels).inc()
+        self._m.received.inc()
         self.bind_request(request)
 
     def sent(self) -> None:
-        metrics.GRPC_SERVER_MSG_SENT.labels(*self._labels).inc()
+        self._m.sent.inc()
 
     def bind(self) -> None:
         structlog.contextvars.clear_contextvars()
-        structlog.contextvars.bind_contextvars(grpc_method=f"{self._labels[1]}/{self._labels[2]}")
+        structlog.contextvars.bind_contextvars(grpc_method=self._m.grpc_method)
 
     @staticmethod
     def bind_request(request: Any) -> None:
-        descriptor = getattr(request, "DESCRIPTOR", None)
-        if descriptor is None:
+        fields = _context_fields(request)
+        if not fields:
             return
-        values = {
-            name: getattr(request, name)
-            for name in _CONTEXT_FIELDS
-            if name in descriptor.fields_by_name and getattr(request, name)
-        }
+        values = {name: value for name in fields if (value := getattr(request, name))}
         if values:
             structlog.contextvars.bind_contextvars(**values)
 
     def finish(self, code: grpc.StatusCode) -> None:
         elapsed = time.perf_counter() - self._start
-        metrics.GRPC_SERVER_HANDLED.labels(*self._labels, code.name).inc()
-        metrics.GRPC_SERVER_HANDLING_SECONDS.labels(*self._labels).observe(elapsed)
+        m = self._m
+        m.handled_child(code).inc()
+        m.seconds.observe(elapsed)
         level = "debug" if code in (grpc.StatusCode.OK, grpc.StatusCode.CANCELLED) else "info"
         getattr(_log, level)("rpc finished", grpc_code=code.name, duration_s=round(elapsed, 6))
         structlog.contextvars.clear_contextvars()
+
+
+_FIELDS_BY_TYPE: dict[type, tuple[str, ...]] = {}
+
+
+def _context_fields(request: Any) -> tuple[str, ...]:
+    """The names of `_CONTEXT_FIELDS` a request message type has (cached per type)."""
+    kind = type(request)
+    fields = _FIELDS_BY_TYPE.get(kind)
+    if fields is None:
+        descriptor = getattr(request, "DESCRIPTOR", None)
+        by_name = getattr(descriptor, "fields_by_name", None) or {}
+        fields = _FIELDS_BY_TYPE[kind] = tuple(n for n in _CONTEXT_FIELDS if n in by_name)
+    return fields
 
 
 async def _settle(call: _Call, context: grpc.aio.ServicerContext[Any, Any], body: Awaitable[Any]) -> Any:
@@ -207,6 +239,11 @@ async def _maybe_await(value: Any) -> Any:
 class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
     """Records gRPC server metrics and binds the per-call log context for every RPC."""
 
+    def __init__(self) -> None:
+        # method -> (the handler it wrapped, the wrapped handler): handlers are built once
+        # per method by the servicer registration, so each is wrapped once, not per call
+        self._wrapped: dict[str, tuple[Any, grpc.RpcMethodHandler[Any, Any]]] = {}
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
@@ -215,15 +252,23 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None:  # unknown method: grpc answers UNIMPLEMENTED itself
             return handler
-        service, method = _split_method(handler_call_details.method)
-        return _wrap_handler(handler, service, method)
+        full = handler_call_details.method
+        hit = self._wrapped.get(full)
+        if hit is not None and hit[0] is handler:
+            return hit[1]
+        service, method = _split_method(full)
+        wrapped = _wrap_handler(handler, service, method)
+        if len(self._wrapped) < 1024:  # method names come from clients: bound the cache
+            self._wrapped[full] = (handler, wrapped)
+        return wrapped
 
 
 def _wrap_handler(
     handler: grpc.RpcMethodHandler[Any, Any], service: str, method: str
 ) -> grpc.RpcMethodHandler[Any, Any]:
     def factory(grpc_type: str) -> Callable[[], _Call]:
-        return lambda: _Call(grpc_type, service, method)
+        m = _MethodMetrics(grpc_type, service, method)
+        return lambda: _Call(m)
 
     deserializer = handler.request_deserializer
     serializer = handler.response_serializer
