@@ -88,6 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             },
         ),
         ("--quiet", {"action": "store_true", "help": "service: no progress lines"}),
+        ("--no-rest", {"action": "store_true", "help": "service: skip the REST/JSON measurement"}),
     ]
     for flag, kwargs in options:
         if flag not in have:
@@ -120,11 +121,11 @@ def _child(cmd: list[str], ready: str, timeout: float = 30.0) -> Iterator[subpro
                         proc.wait(5)
 
 
-def _worker_cmd(redis_url: str, port: int, args: argparse.Namespace) -> list[str]:
+def _worker_cmd(redis_url: str, port: int, http_port: int, args: argparse.Namespace) -> list[str]:
     cmd = [
         sys.executable, "-m", "truco_server.cli", "serve",
         "--redis", redis_url, "--host", HOST, "--grpc-port", str(port),
-        "--metrics-port", "0", "--http-port", "0", "--log-level", "warning",
+        "--metrics-port", "0", "--http-port", str(http_port), "--log-level", "warning",
         "--max-concurrent-rpcs", "0",
     ]  # fmt: skip
     if args.event_log_max_len:
@@ -362,9 +363,9 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
     results: dict[str, float] = {}
     try:
         r = rp.client()
-        worker_port, echo_port = free_port(HOST), free_port(HOST)
+        worker_port, echo_port, http_port = free_port(HOST), free_port(HOST), free_port(HOST)
         with (
-            _child(_worker_cmd(rp.url, worker_port, args), "gRPC listening") as worker,
+            _child(_worker_cmd(rp.url, worker_port, http_port, args), "gRPC listening") as worker,
             _child(_echo_cmd(echo_port), "echo listening"),
         ):
             progress(
@@ -412,6 +413,10 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             finally:
                 for ch in channels:
                     await ch.close()
+            rest: dict[str, float] = {}
+            if not args.no_rest:
+                progress(f"the same load over REST/JSON (NDJSON streams) on port {http_port}")
+                rest = await _rest_phase(f"http://{HOST}:{http_port}", args, warmup, seconds, worker.pid)
             progress("measuring the bare gRPC echo at the same concurrency")
             echo_rate = await _echo_load(f"{HOST}:{echo_port}", args.matches, min(seconds, 5.0))
         calls = {k: after.get(k, 0) - before.get(k, 0) for k in after}
@@ -451,12 +456,61 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 f"{who} CPU per action (ms): {results[f'{who}_cpu_ms_per_action']:.3f} "
                 f"({100 * results[f'{who}_cpu_share']:.0f}% of a core)"
             )
+        if rest:
+            results.update({f"rest_{k}": v for k, v in rest.items()})
+            out(f"REST actions/s: {rest['actions_per_s']:.0f}")
+            out(f"REST SubmitAction p50 (ms): {rest['submit_p50_ms']:.2f}")
+            out(f"REST SubmitAction p99 (ms): {rest['submit_p99_ms']:.2f}")
+            out(f"REST delivery p50 (ms): {rest['delivery_p50_ms']:.2f}")
+            out(f"REST delivery p99 (ms): {rest['delivery_p99_ms']:.2f}")
+            out(f"REST worker CPU per action (ms): {rest['worker_cpu_ms_per_action']:.3f}")
+            out(f"REST actions/s / gRPC actions/s: {rest['actions_per_s'] / results['actions_per_s']:.2f}")
         out(f"machine load average (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
         out(f"matches finished: {fig.matches_finished}")
         out(f"rejected actions (stale view, retried): {fig.errors}")
     finally:
         rp.stop()
     return results
+
+
+async def _rest_phase(
+    base: str, args: argparse.Namespace, warmup: float, seconds: float, worker_pid: int
+) -> dict[str, float]:
+    """The same bots over REST/JSON against the same worker; figures of the measured window."""
+    import aiohttp
+
+    from truco_server.bench_rest import RestBots
+
+    fig = Figures()
+    stop = asyncio.Event()
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(base_url=None, connector=connector) as session:
+        bots = RestBots(session, base, args.preset, args.players, args.seed, args.think_ms, fig, stop)
+        slots = [asyncio.ensure_future(bots.run_slot(i)) for i in range(args.matches)]
+        try:
+            await asyncio.sleep(warmup)
+            fig.reset()
+            fig.measuring = True
+            cpu0 = _cpu_seconds(worker_pid)
+            t0 = time.perf_counter()
+            await asyncio.sleep(seconds)
+            elapsed = time.perf_counter() - t0
+            fig.measuring = False
+            cpu = _cpu_seconds(worker_pid) - cpu0
+        finally:
+            stop.set()
+            for slot in slots:
+                slot.cancel()
+            await asyncio.gather(*slots, return_exceptions=True)
+    return {
+        "actions_per_s": fig.actions / elapsed,
+        "submit_p50_ms": _pct(fig.submit_ms, 50),
+        "submit_p99_ms": _pct(fig.submit_ms, 99),
+        "delivery_p50_ms": _pct(fig.delivery_ms, 50),
+        "delivery_p99_ms": _pct(fig.delivery_ms, 99),
+        "worker_cpu_ms_per_action": 1000 * cpu / max(fig.actions, 1),
+        "errors": fig.errors,
+    }
 
 
 def bench_command(args: argparse.Namespace) -> int:

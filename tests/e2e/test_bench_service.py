@@ -1,0 +1,34 @@
+"""`truco bench service` runs end to end (tiny and bounded) and reports every figure, for
+gRPC and REST, from real traffic."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from truco_server import bench_service
+
+pytestmark = pytest.mark.timeout(120)
+
+
+async def test_bench_service_reports_every_figure() -> None:
+    parser = argparse.ArgumentParser()
+    bench_service.add_arguments(parser)
+    args = parser.parse_args(["--matches", "4", "--seconds", "1.5", "--warmup", "0.5", "--quiet"])
+    lines: list[str] = []
+    results = await bench_service.run(args, out=lines.append)
+    names = {line.split(":")[0] for line in lines}
+    for name in (
+        "actions/s",
+        "SubmitAction p99 (ms)",
+        "delivery p99 (ms)",
+        "redis write round trips (EVALSHA) per action",
+        "redis bytes per live match",
+        "echo rpc/s (same concurrency)",
+        "actions/s / echo rpc/s",
+        "REST actions/s",
+        "REST SubmitAction p99 (ms)",
+    ):
+        assert name in names, name
+    assert results["actions_per_s"] > 0 and results["rest_actions_per_s"] > 0
+    assert 0.9 <= results["redis_evalsha_per_action"] <= 1.2  # one round trip on the write path
