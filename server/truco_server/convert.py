@@ -378,6 +378,7 @@ def match_to_proto(info: MatchInfo) -> match_pb2.Match:
             display_name=s.get("name", ""),
             kind=match_pb2.SEAT_KIND_BOT if s.get("kind") == "bot" else match_pb2.SEAT_KIND_HUMAN,
         )
+    m.settings.labels.update(info.labels)
     m.result.team_scores.extend(info.scores)
     m.result.games_won.extend(info.games)
     m.result.winner_team = -1 if info.winner is None else info.winner

@@ -108,6 +108,13 @@ class GrpcMatchService(match_service_pb2_grpc.MatchServiceServicer):
                     overrides[k] = [int(x) if isinstance(x, float) and x.is_integer() else x for x in v]
         preset = request.rules.preset if request.HasField("rules") and request.rules.preset else "paulista"
         seats = [SeatSpec(name=s.display_name, kind="bot" if s.kind == 2 else "human") for s in request.seats]
+        if request.HasField("settings") and (
+            request.settings.turn_timeout.seconds or request.settings.turn_timeout.nanos
+        ):
+            raise E.InvalidArgument(
+                "turn clocks are not implemented yet: leave settings.turn_timeout unset",
+                field_violations=[E.FieldViolation("settings.turn_timeout", "not supported yet")],
+            )
         created = await self.service.create_match(
             operator,
             CreateMatchRequest(
@@ -118,6 +125,7 @@ class GrpcMatchService(match_service_pb2_grpc.MatchServiceServicer):
                 seed=request.seed or None,
                 deck_orders=[list(d.cards) for d in request.deck_orders],
                 request_id=request.request_id or None,
+                labels=dict(request.settings.labels),
             ),
         )
         resp = match_service_pb2.CreateMatchResponse(

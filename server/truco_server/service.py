@@ -87,6 +87,8 @@ class CreateMatchRequest:
     deck_orders: Sequence[Sequence[str]] = ()
     first_dealer: int | None = None
     request_id: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Free-form labels of the creator (a tournament or table id); returned, not interpreted."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ class MatchInfo:
     scores: list[int]
     games: list[int]
     winner: int | None
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,7 @@ class Meta:
     cred_key: str
     deck_orders: list[list[str]]
     first_dealer: int | None
+    labels: dict[str, str] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
         """zlib-compressed canonical JSON (about half the size: it is kept in Redis for the
@@ -388,6 +392,11 @@ class MatchService:
             raise E.InvalidArgument(
                 "seed must be 16 to 64 bytes", field_violations=[E.FieldViolation("seed", "16 to 64 bytes")]
             )
+        if len(req.labels) > 32 or any(len(k) > 64 or len(v) > 256 for k, v in req.labels.items()):
+            raise E.InvalidArgument(
+                "at most 32 labels, keys up to 64 and values up to 256 characters",
+                field_violations=[E.FieldViolation("settings.labels", "too many or too long")],
+            )
         if req.request_id:
             digest = hashlib.sha256(f"{operator.name}\n{req.request_id}".encode()).hexdigest()
             match_id = "m" + digest[:20]
@@ -411,6 +420,7 @@ class MatchService:
             cred_key=secrets.token_hex(32),
             deck_orders=decks,
             first_dealer=req.first_dealer,
+            labels=dict(req.labels),
         )
         state = te.new_match(rules, req.first_dealer)
         events: list[dict[str, Any]] = [
@@ -462,6 +472,7 @@ class MatchService:
             scores=list(loaded.state.scores),
             games=list(loaded.state.games),
             winner=loaded.state.winner,
+            labels=dict(m.labels),
         )
 
     def _deal_pending(self, meta: Meta, state: te.MatchState) -> tuple[te.MatchState, list[te.Event]]:

@@ -573,3 +573,36 @@ async def test_unauthenticated_create_in_open_mode_is_allowed(make_worker: Worke
         m = await create(stub, "paulista", 2)
         listed = await stub.ListMatches(MS.ListMatchesRequest())
         assert [x.match_id for x in listed.matches] == [m.match_id]
+
+
+async def test_labels_are_returned_and_turn_clocks_are_refused(make_worker: WorkerFactory) -> None:
+    """Labels round-trip through Match.settings; a turn clock (not implemented yet) is refused
+    with INVALID_ARGUMENT instead of being silently ignored."""
+    from google.protobuf import duration_pb2
+
+    async with make_worker() as w, grpc.aio.insecure_channel(w.grpc_address) as ch:
+        stub = Stub(ch)
+        made = await stub.CreateMatch(
+            MS.CreateMatchRequest(
+                rules=match_pb2.RuleSet(preset="paulista"),
+                players=2,
+                settings=match_pb2.MatchSettings(labels={"table": "7", "league": "north"}),
+            )
+        )
+        assert dict(made.match.settings.labels) == {"table": "7", "league": "north"}
+        got = await stub.GetMatch(
+            MS.GetMatchRequest(match_id=made.match.match_id), metadata=bearer(made.spectator_token)
+        )
+        assert dict(got.match.settings.labels) == {"table": "7", "league": "north"}
+        with pytest.raises(grpc.aio.AioRpcError) as exc:
+            await stub.CreateMatch(
+                MS.CreateMatchRequest(
+                    rules=match_pb2.RuleSet(preset="paulista"),
+                    players=2,
+                    settings=match_pb2.MatchSettings(turn_timeout=duration_pb2.Duration(seconds=30)),
+                )
+            )
+        e = rich(exc.value)
+        assert e.code == grpc.StatusCode.INVALID_ARGUMENT and "settings.turn_timeout" in e.fields
+        listed = await stub.ListMatches(MS.ListMatchesRequest())
+        assert [x.match_id for x in listed.matches] == [made.match.match_id]

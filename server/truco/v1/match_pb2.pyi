@@ -224,7 +224,10 @@ class MatchSettings(_message.Message):
     LABELS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def turn_timeout(self) -> _duration_pb2.Duration:
-        """Time a seat has to act once it is its turn. Unset or zero: no clock."""
+        """Time a seat has to act once it is its turn. Unset or zero: no clock.
+        Turn clocks are not implemented yet: a non-zero value is refused with
+        INVALID_ARGUMENT rather than silently ignored.
+        """
 
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
