@@ -12,9 +12,25 @@ import asyncio
 import json
 import random
 import time
+from collections.abc import Coroutine
 from typing import Any, Protocol
 
 import aiohttp
+
+
+async def play_seats(seats: list[Coroutine[Any, Any, None]]) -> None:
+    """Run one match's seat loops together until they end; the first failure cancels the
+    others and is raised. Cancelling the caller cancels every seat (none is left behind)."""
+    tasks = [asyncio.ensure_future(seat) for seat in seats]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for t in tasks:
+            t.cancel()
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    first = next((o for o in outcomes if isinstance(o, Exception)), None)
+    if first is not None:
+        raise first
 
 
 class LoadFigures(Protocol):
@@ -74,18 +90,7 @@ class RestBots:
         over = asyncio.Event()
         self.live.add(mid)
         try:
-            seats = [
-                asyncio.ensure_future(self._seat(mid, tokens, s, rng, sent, over)) for s in range(len(tokens))
-            ]
-            try:
-                await asyncio.wait(seats, return_when=asyncio.FIRST_EXCEPTION)
-            finally:  # also when this slot is cancelled: never leave a seat task behind
-                for t in seats:
-                    t.cancel()
-                outcomes = await asyncio.gather(*seats, return_exceptions=True)
-            first = next((o for o in outcomes if isinstance(o, Exception)), None)
-            if first is not None:
-                raise first
+            await play_seats([self._seat(mid, tokens, s, rng, sent, over) for s in range(len(tokens))])
             if over.is_set():
                 self.fig.matches_finished += 1
         finally:

@@ -42,6 +42,7 @@ import grpc
 import redis
 from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
 
+from truco_server.bench_rest import play_seats
 from truco_server.redis_proc import RedisProcess, free_port, start_redis
 
 HOST = "127.0.0.1"
@@ -228,17 +229,7 @@ class Bots:
         self.live.add(mid)
         over = asyncio.Event()
         try:
-            seats = [
-                asyncio.ensure_future(self._seat(stub, mid, tokens, s, rng, sent, over))
-                for s in range(len(tokens))
-            ]
-            done, pending = await asyncio.wait(seats, return_when=asyncio.FIRST_EXCEPTION)
-            for t in pending:
-                t.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-            for t in done:
-                if t.exception() is not None:
-                    raise t.exception()  # type: ignore[misc]
+            await play_seats([self._seat(stub, mid, tokens, s, rng, sent, over) for s in range(len(tokens))])
             if over.is_set():
                 self.fig.matches_finished += 1
         finally:
