@@ -609,33 +609,28 @@ class MatchService:
                     f"{action.card!r} is not a card of this match's deck",
                     field_violations=[E.FieldViolation(where, "unknown card code")],
                 )
-            if loaded.status != STATUS_ACTIVE or (
-                expected_version is not None and expected_version != loaded.version
-            ):
-                if not fresh:
-                    fresh = True
-                    continue
-                replay = await self._replayed(loaded, seat, request_id, fingerprint)
-                if replay is not None:
-                    return replay
-                if loaded.status != STATUS_ACTIVE:
-                    metrics.ACTIONS.labels("illegal").inc()
-                    raise E.MatchNotActive(f"match is {loaded.status}", current_version=loaded.version)
-                metrics.ACTIONS.labels("stale").inc()
-                raise E.StaleVersion(
+            refusal: E.ServiceError | None = None
+            if loaded.status != STATUS_ACTIVE:
+                refusal = E.MatchNotActive(f"match is {loaded.status}", current_version=loaded.version)
+            elif expected_version is not None and expected_version != loaded.version:
+                refusal = E.StaleVersion(
                     f"expected_version {expected_version} but the match is at version {loaded.version}",
                     current_version=loaded.version,
                 )
-            try:
-                state, events = te.apply(loaded.state, seat, action)
-            except te.TrucoError as exc:
-                if not fresh:
+            else:
+                try:
+                    state, events = te.apply(loaded.state, seat, action)
+                except te.TrucoError as exc:
+                    refusal = self._illegal(exc, loaded)
+            if refusal is not None:
+                if not fresh:  # this worker's copy may be stale: decide again on fresh state
                     fresh = True
                     continue
                 replay = await self._replayed(loaded, seat, request_id, fingerprint)
-                if replay is not None:
+                if replay is not None:  # a retry of an action that was applied the first time
                     return replay
-                raise self._illegal(exc, loaded) from exc
+                metrics.ACTIONS.labels("stale" if isinstance(refusal, E.StaleVersion) else "illegal").inc()
+                raise refusal
             state, dealt = self._deal_pending(loaded.meta, state)
             events.extend(dealt)
             decoded: list[StoredEvent] = list(events)
@@ -722,7 +717,6 @@ class MatchService:
         )
 
     def _illegal(self, exc: te.TrucoError, loaded: Loaded) -> E.ServiceError:
-        metrics.ACTIONS.labels("illegal").inc()
         if isinstance(exc, te.NotYourTurnError):
             return E.NotYourTurn(str(exc), legal_actions=[], current_version=loaded.version)
         if isinstance(exc, te.IllegalActionError):
