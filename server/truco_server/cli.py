@@ -29,27 +29,10 @@ SUBCOMMAND_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("truco_client.cli", ("play", "watch", "demo", "bot", "bots")),
 )
 
-#: Hook for the lead's match service: `servicer_factory(ctx)` as in `grpc_server.Worker`.
-#: None serves `UnimplementedMatchService` (every RPC answers UNIMPLEMENTED).
-SERVICER_FACTORY_PATH = "truco_server.service_wiring:servicer_factory"
-
-
-def _load_servicer_factory() -> Any:
-    """The servicer factory named by `SERVICER_FACTORY_PATH`, or None when it does not
-    exist yet (then `truco serve` answers UNIMPLEMENTED and says so)."""
-    module_name, _, attribute = SERVICER_FACTORY_PATH.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise
-        return None
-    return getattr(module, attribute)
-
-
 def _serve(args: argparse.Namespace) -> int:
     from truco_server.grpc_server import Worker, serve
     from truco_server.logging import configure_logging
+    from truco_server.service_wiring import servicer_factory
 
     try:
         settings = load_settings(args)
@@ -57,17 +40,16 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"truco serve: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
-    factory = _load_servicer_factory()
 
     def announce(worker: Worker) -> None:
-        _print_listening(settings, worker, wired=factory is not None)
+        _print_listening(settings, worker)
 
     with contextlib.suppress(KeyboardInterrupt):  # signal handlers normally catch it
-        asyncio.run(serve(settings, factory, on_started=announce))
+        asyncio.run(serve(settings, servicer_factory, on_started=announce))
     return 0
 
 
-def _print_listening(settings: Settings, worker: Any, *, wired: bool) -> None:
+def _print_listening(settings: Settings, worker: Any) -> None:
     lines = [f"gRPC listening on {worker.grpc_address}"]
     http_port = getattr(worker, "http_port", None)
     if http_port:
@@ -78,8 +60,6 @@ def _print_listening(settings: Settings, worker: Any, *, wired: bool) -> None:
     metrics_port = worker.metrics_port
     lines.append(f"metrics on :{metrics_port}" if metrics_port else "metrics disabled")
     lines.append(f"store: {settings.store_description}")
-    if not wired:
-        lines.append("match service: not wired in (every MatchService RPC is UNIMPLEMENTED)")
     print("\n".join(lines), flush=True)
 
 

@@ -10,7 +10,8 @@ Embedding (tests, `truco serve`)::
 `servicer_factory(ctx: WorkerContext)` returns the `truco.v1.MatchService` servicer (or an
 awaitable of it). It gets the settings, the `StreamRegistry` that streaming handlers use to
 end promptly on shutdown, and `add_cleanup()` to close what it opened (e.g. the store) when
-the worker stops. Without a factory the worker serves `UnimplementedMatchService`.
+the worker stops. Without a factory (tests of the worker itself) it serves
+`UnimplementedMatchService`; `truco serve` uses `truco_server.service_wiring`.
 
 Streaming handlers follow this pattern so shutdown ends them with UNAVAILABLE
 (reason SHUTTING_DOWN) and clients resume elsewhere::

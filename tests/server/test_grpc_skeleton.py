@@ -540,7 +540,7 @@ def test_cli_announces_where_it_listens(capsys: pytest.CaptureFixture[str]) -> N
         grpc_address = "127.0.0.1:50051"
         metrics_port = 9100
 
-    cli._print_listening(Settings(redis_url="redis://:pw@r:6379/0"), FakeWorker(), wired=False)
+    cli._print_listening(Settings(redis_url="redis://:pw@r:6379/0"), FakeWorker())
     out = capsys.readouterr().out
     assert "gRPC listening on 127.0.0.1:50051" in out
     assert "metrics on :9100" in out
