@@ -235,21 +235,11 @@ def _start_hand(s: MatchState, deck: list[str], salt: str, ev: list[Event]) -> N
     h.turn_up = turn_up
     h.commitment = deck_commitment(deck, salt)
     h.strength = strength_table(r, turn_up)
-    h.tricks = [Trick(mano)]
-    h.turn = mano
-    h.value = r.base_value
-    h.truco_level = -1
-    h.raise_side = None
-    h.truco = None
-    h.bet = None
-    h.envido_open = r.envido
-    h.flor_sung = []
+    h.start_play(mano, r)
     h.special = ""
     h.eleven_side = None
     h.eleven_decider = None
     h.blind = False
-    h.shows = []
-    h.over = False
     s.hand = h
     s.phase = "play"
     at = r.hand_of_eleven_at

@@ -16,6 +16,7 @@ from truco_engine.ranking_spanish import (
     muestra_flor_points,
     muestra_has_flor,
     muestra_strengths,
+    standard_envido,
 )
 
 if TYPE_CHECKING:
@@ -134,18 +135,7 @@ def keeps_in_clean_deck(rules: RuleSet, card: str) -> bool:
 def envido_points(cards: tuple[str, ...] | list[str]) -> int:
     """Envido value of a Spanish hand: 20 plus the two best cards of one suit (10–12 count
     0), or else the best single card."""
-    best = 0
-    by_suit: dict[str, list[int]] = {}
-    for c in cards:
-        r = int(c[:-1])
-        p = r if r <= 7 else 0
-        by_suit.setdefault(c[-1], []).append(p)
-        best = max(best, p)
-    for values in by_suit.values():
-        if len(values) >= 2:
-            values.sort(reverse=True)
-            best = max(best, 20 + values[0] + values[1])
-    return best
+    return standard_envido(cards)
 
 
 def has_flor(cards: tuple[str, ...] | list[str]) -> bool:

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from truco_engine.cards import pips
+
 PIEZA_RANKS: Final = ("2", "4", "5", "11", "10")
 """Pieza ranks of the muestra's suit, strongest first."""
 PIEZA_ENVIDO: Final = {"2": 30, "4": 29, "5": 28, "11": 27, "10": 27}
@@ -61,11 +63,6 @@ def muestra_strengths(
     return table
 
 
-def _pips(card: str) -> int:
-    r = int(card[:-1])
-    return r if r <= 7 else 0
-
-
 def muestra_envido(cards: Sequence[str], muestra: str | None) -> int:
     """Envido points under a muestra.
 
@@ -75,7 +72,7 @@ def muestra_envido(cards: Sequence[str], muestra: str | None) -> int:
     pz = piezas(muestra) if muestra else {}
     values = sorted((PIEZA_ENVIDO[pz[c]] for c in cards if c in pz), reverse=True)
     if values:
-        others = [v % 10 for v in values[1:]] + [_pips(c) for c in cards if c not in pz]
+        others = [v % 10 for v in values[1:]] + [pips(c) for c in cards if c not in pz]
         return values[0] + max(others, default=0)
     return standard_envido(cards)
 
@@ -85,7 +82,7 @@ def standard_envido(cards: Sequence[str]) -> int:
     best = 0
     by_suit: dict[str, list[int]] = {}
     for c in cards:
-        p = _pips(c)
+        p = pips(c)
         by_suit.setdefault(c[-1], []).append(p)
         best = max(best, p)
     for values in by_suit.values():
@@ -110,7 +107,7 @@ def muestra_flor_points(cards: Sequence[str], muestra: str | None) -> int:
     plus the other cards' pips; without a pieza 20 plus the three cards' pips."""
     pz = piezas(muestra) if muestra else {}
     values = sorted((PIEZA_ENVIDO[pz[c]] for c in cards if c in pz), reverse=True)
-    rest = sum(_pips(c) for c in cards if c not in pz)
+    rest = sum(pips(c) for c in cards if c not in pz)
     if values:
         return values[0] + sum(v % 10 for v in values[1:]) + rest
     return 20 + rest

@@ -386,11 +386,7 @@ def get_rules(name: str = "paulista", /, **overrides: Any) -> RuleSet:
     # The hand of eleven is "one hand from the end": a new target moves it along
     # (paulista to 24 plays it at 23), unless the override sets it explicitly.
     target = extra.get("target_points")
-    if (
-        isinstance(target, int)
-        and "hand_of_eleven_at" not in extra
-        and base.hand_of_eleven_at is not None
-    ):
+    if isinstance(target, int) and "hand_of_eleven_at" not in extra and base.hand_of_eleven_at is not None:
         at = base.hand_of_eleven_at + target - base.target_points
         extra["hand_of_eleven_at"] = at if at >= 1 else None
     return _build(base, extra) if extra else base

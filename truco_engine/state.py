@@ -146,6 +146,21 @@ class HandState:
     shows: list[tuple[int, str]]
     over: bool
 
+    def start_play(self, leader: int, rules: RuleSet) -> None:
+        """Open the play of a (sub-)hand led by ``leader``: first trick, base value, no call
+        made or pending, envido not yet played, nothing to show."""
+        self.tricks = [Trick(leader)]
+        self.turn = leader
+        self.value = rules.base_value
+        self.truco_level = -1
+        self.raise_side = None
+        self.truco = None
+        self.bet = None
+        self.envido_open = rules.envido
+        self.flor_sung = []
+        self.shows = []
+        self.over = False
+
     def copy(self) -> HandState:
         h = HandState.__new__(HandState)
         h.number = self.number

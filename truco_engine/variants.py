@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Final
 
 from truco_engine.events import Event, EventKind
-from truco_engine.state import HandState, MatchState, Trick
+from truco_engine.state import HandState, MatchState
 
 PICA_PICA_STOP: Final = 5
 """Head-to-head rounds stop when a side needs this many points or fewer ("hasta faltar 5
@@ -70,17 +70,7 @@ def start_sub_hand(s: MatchState, h: HandState, k: int, ev: list[Event]) -> None
     order = pair_order(s, h, k)
     h.order = order
     h.mano = order[0]
-    h.tricks = [Trick(order[0])]
-    h.turn = order[0]
-    h.value = r.base_value
-    h.truco_level = -1
-    h.raise_side = None
-    h.truco = None
-    h.bet = None
-    h.envido_open = r.envido
-    h.flor_sung = []
-    h.shows = []
-    h.over = False
+    h.start_play(order[0], r)
     ev.append(Event(EventKind.HEAD_TO_HEAD_STARTED, {"pair": list(order), "mano": order[0], "index": k}))
 
 
