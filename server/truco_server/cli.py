@@ -29,6 +29,7 @@ SUBCOMMAND_PROVIDERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("truco_client.cli", ("play", "watch", "demo", "bot", "bots")),
 )
 
+
 def _serve(args: argparse.Namespace) -> int:
     from truco_server.grpc_server import Worker, serve
     from truco_server.logging import configure_logging

@@ -36,13 +36,13 @@ from typing import Any, Final, NoReturn, TypeVar
 import grpc
 import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 from truco.v1 import match_service_pb2, match_service_pb2_grpc
 
 from truco_server import metrics
 from truco_server.config import Settings
 from truco_server.errors import ShuttingDown
-from truco_server.grpc_interceptors import ObservabilityInterceptor
+from truco_server.grpc_instrumentation import InstrumentedRegistry
 
 _log = structlog.get_logger("truco_server.worker")
 
@@ -292,19 +292,22 @@ class Worker:
         if isinstance(servicer, Awaitable):
             servicer = await servicer
         server = grpc.aio.server(
-            interceptors=[ObservabilityInterceptor()],
             options=server_options(settings),
             maximum_concurrent_rpcs=settings.max_concurrent_rpcs or None,
         )
-        match_service_pb2_grpc.add_MatchServiceServicer_to_server(servicer, server)
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
-        reflection.enable_server_reflection(
-            (
-                MATCH_SERVICE_NAME,
-                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-                reflection.SERVICE_NAME,
+        # metrics and log context for every method (duck-typed where generated code wants a server)
+        registry: Any = InstrumentedRegistry(server)
+        match_service_pb2_grpc.add_MatchServiceServicer_to_server(servicer, registry)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, registry)
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(  # type: ignore[no-untyped-call]
+            reflection.aio.ReflectionServicer(
+                (
+                    MATCH_SERVICE_NAME,
+                    health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                    reflection.SERVICE_NAME,
+                )
             ),
-            server,
+            registry,
         )
         port = server.add_insecure_port(_bind_address(settings.host, settings.grpc_port))
         if port == 0:

@@ -1,6 +1,6 @@
-"""grpc.aio server interceptor: Prometheus metrics and per-call log context.
+"""gRPC server instrumentation: Prometheus metrics and per-call log context.
 
-`ObservabilityInterceptor` wraps every RPC handler (unary and streaming) to
+`InstrumentedRegistry` wraps every RPC handler (unary and streaming) at registration to
 
 - record the go-grpc-prometheus metrics defined in `truco_server.metrics`
   (`grpc_server_started_total`, `grpc_server_handled_total{grpc_code}`,
@@ -136,10 +136,11 @@ def _context_fields(request: Any) -> tuple[str, ...]:
     return fields
 
 
-async def _settle(call: _Call, context: grpc.aio.ServicerContext[Any, Any], body: Awaitable[Any]) -> Any:
-    """Await `body`, then record the outcome. Exceptions are re-raised unchanged."""
+async def _unary_response(call: _Call, context: grpc.aio.ServicerContext[Any, Any], produced: Any) -> Any:
+    """Await a handler's single response (if it is awaitable), then record the outcome.
+    Exceptions are re-raised unchanged."""
     try:
-        result = await body
+        result = await produced if inspect.isawaitable(produced) else produced
     except grpc.aio.AbortError:
         call.finish(_code_of(context))
         raise
@@ -147,6 +148,8 @@ async def _settle(call: _Call, context: grpc.aio.ServicerContext[Any, Any], body
         call.finish(_failure_code(exc, context))
         raise
     call.finish(_code_of(context))
+    if result is not None:
+        call.sent()
     return result
 
 
@@ -157,10 +160,12 @@ def _wrap_unary_unary(
         call = call_factory()
         call.bind()
         call.received(request)
-        result = await _settle(call, context, _maybe_await(behavior(request, context)))
-        if result is not None:
-            call.sent()
-        return result
+        try:
+            produced = behavior(request, context)
+        except BaseException as exc:
+            call.finish(_failure_code(exc, context))
+            raise
+        return await _unary_response(call, context, produced)
 
     return wrapper
 
@@ -173,12 +178,12 @@ def _wrap_stream_unary(
     ) -> Any:
         call = call_factory()
         call.bind()
-        result = await _settle(
-            call, context, _maybe_await(behavior(_count_requests(call, request_iterator), context))
-        )
-        if result is not None:
-            call.sent()
-        return result
+        try:
+            produced = behavior(_count_requests(call, request_iterator), context)
+        except BaseException as exc:
+            call.finish(_failure_code(exc, context))
+            raise
+        return await _unary_response(call, context, produced)
 
     return wrapper
 
@@ -230,37 +235,54 @@ async def _count_requests(call: _Call, iterator: Any) -> AsyncIterator[Any]:
             yield request
 
 
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
+class _InstrumentedGenericHandler(grpc.GenericRpcHandler):
+    """A generic handler whose method handlers come back wrapped (each wrapped once)."""
 
-
-class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
-    """Records gRPC server metrics and binds the per-call log context for every RPC."""
-
-    def __init__(self) -> None:
-        # method -> (the handler it wrapped, the wrapped handler): handlers are built once
-        # per method by the servicer registration, so each is wrapped once, not per call
+    def __init__(self, inner: grpc.GenericRpcHandler) -> None:
+        self._inner = inner
+        # method -> (the handler it wrapped, the wrapped handler)
         self._wrapped: dict[str, tuple[Any, grpc.RpcMethodHandler[Any, Any]]] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
-        handler_call_details: grpc.HandlerCallDetails,
+    def service(
+        self, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
-        handler = await continuation(handler_call_details)
-        if handler is None:  # unknown method: grpc answers UNIMPLEMENTED itself
-            return handler
+        handler = self._inner.service(handler_call_details)
+        if handler is None:  # not ours: the next handler, or grpc answers UNIMPLEMENTED
+            return None
         full = handler_call_details.method
         hit = self._wrapped.get(full)
         if hit is not None and hit[0] is handler:
             return hit[1]
-        service, method = _split_method(full)
-        wrapped = _wrap_handler(handler, service, method)
+        wrapped = _wrap_handler(handler, *_split_method(full))
         if len(self._wrapped) < 1024:  # method names come from clients: bound the cache
             self._wrapped[full] = (handler, wrapped)
         return wrapped
+
+
+class InstrumentedRegistry:
+    """Registers servicers on a ``grpc.aio`` server with every method handler wrapped
+    once, at registration, to record metrics and bind the log context.
+
+    Pass it where generated code expects the server
+    (``add_FooServicer_to_server(servicer, InstrumentedRegistry(server))``). Unlike a
+    ``grpc.aio.ServerInterceptor``, which grpc awaits once per call before finding the
+    handler, this costs nothing per call beyond the wrapper itself.
+    """
+
+    def __init__(self, server: grpc.aio.Server) -> None:
+        self.server = server
+
+    def add_generic_rpc_handlers(self, generic_rpc_handlers: Any) -> None:
+        self.server.add_generic_rpc_handlers(
+            tuple(_InstrumentedGenericHandler(h) for h in generic_rpc_handlers)
+        )
+
+    def add_registered_method_handlers(
+        self, service_name: str, method_handlers: dict[str, grpc.RpcMethodHandler[Any, Any]]
+    ) -> None:
+        self.server.add_registered_method_handlers(
+            service_name, {name: _wrap_handler(h, service_name, name) for name, h in method_handlers.items()}
+        )
 
 
 def _wrap_handler(
@@ -299,4 +321,4 @@ def _wrap_handler(
     return handler
 
 
-__all__ = ["ObservabilityInterceptor"]
+__all__ = ["InstrumentedRegistry"]
