@@ -24,6 +24,7 @@ from truco_client.actions import ENVIDO_KINDS, ENVIDO_NAMES, FLOR_KINDS, FLOR_NA
 
 import truco_engine as te
 from truco_server import errors as E
+from truco_server.lru import Lru
 from truco_server.service import MatchInfo, Update
 
 _FAMILY = {
@@ -385,7 +386,41 @@ def match_to_proto(info: MatchInfo) -> match_pb2.Match:
     return m
 
 
-def update_to_proto(upd: Update, rules: Mapping[str, Any]) -> match_service_pb2.StreamObservationsResponse:
+class ViewProtos:
+    """Recently built ``(events, observation)`` protos of one viewer, by match and versions.
+
+    The reply to a SubmitAction and the next message of the actor's own stream carry the
+    same events (redacted for the same seat) and the same observation, so building them
+    once serves both. A view is fully determined by the match, the viewer, the versions
+    of its events and the version of its observation (a match's state at a version never
+    changes), so a hit can never be stale. Bounded: least recently used entries go first.
+    """
+
+    def __init__(self, size: int = 2048) -> None:
+        self._views: Lru[tuple[Any, ...], tuple[list[event_pb2.Event], observation_pb2.Observation]] = Lru(
+            size
+        )
+
+    def get(
+        self,
+        match_id: str,
+        events: list[dict[str, Any]],
+        last_version: int,
+        observation: Mapping[str, Any],
+        rules: Mapping[str, Any],
+    ) -> tuple[list[event_pb2.Event], observation_pb2.Observation]:
+        key = (match_id, observation.get("seat"), last_version, len(events), observation.get("version"))
+        hit = self._views.get(key)
+        if hit is not None:
+            return hit
+        return self._views.put(
+            key, (events_to_proto(events, last_version), observation_to_proto(observation, rules))
+        )
+
+
+def update_to_proto(
+    upd: Update, rules: Mapping[str, Any], views: ViewProtos | None = None, match_id: str = ""
+) -> match_service_pb2.StreamObservationsResponse:
     if upd.heartbeat:
         now = timestamp_pb2.Timestamp()
         now.GetCurrentTime()
@@ -393,11 +428,13 @@ def update_to_proto(upd: Update, rules: Mapping[str, Any]) -> match_service_pb2.
             heartbeat=match_service_pb2.Heartbeat(server_time=now, version=upd.version)
         )
     assert upd.observation is not None
+    if views is not None:
+        events, observation = views.get(match_id, upd.events, upd.version, upd.observation, rules)
+    else:
+        events = events_to_proto(upd.events, upd.version)
+        observation = observation_to_proto(upd.observation, rules)
     return match_service_pb2.StreamObservationsResponse(
         update=match_service_pb2.ObservationUpdate(
-            version=upd.version,
-            events=events_to_proto(upd.events, upd.version),
-            observation=observation_to_proto(upd.observation, rules),
-            snapshot=upd.snapshot,
+            version=upd.version, events=events, observation=observation, snapshot=upd.snapshot
         )
     )

@@ -20,9 +20,9 @@ from truco_server import errors as E
 from truco_server.config import Settings
 from truco_server.convert import (
     STATE_NAMES,
+    ViewProtos,
     action_from_proto,
     encode_legal,
-    events_to_proto,
     match_to_proto,
     observation_to_proto,
     update_to_proto,
@@ -88,6 +88,7 @@ class GrpcMatchService(match_service_pb2_grpc.MatchServiceServicer):
     def __init__(self, service: MatchService, settings: Settings) -> None:
         self.service = service
         self.auth = Authenticator(settings)
+        self.views = ViewProtos()
 
     @mapped
     async def CreateMatch(
@@ -148,10 +149,11 @@ class GrpcMatchService(match_service_pb2_grpc.MatchServiceServicer):
         )
         structlog.contextvars.bind_contextvars(seat=result.seat)
         rules = await self.service.rules_of(match_id)
+        events, observation = self.views.get(
+            match_id, result.events, result.version, result.observation, rules
+        )
         return match_service_pb2.SubmitActionResponse(
-            version=result.version,
-            events=events_to_proto(result.events, result.version),
-            observation=observation_to_proto(result.observation, rules),
+            version=result.version, events=events, observation=observation
         )
 
     @mapped
@@ -168,7 +170,7 @@ class GrpcMatchService(match_service_pb2_grpc.MatchServiceServicer):
         rules = await self.service.rules_of(match_id)
         from_version = request.from_version if request.HasField("from_version") else None
         async for upd in self.service.stream(match_id, token, operator, from_version):
-            yield update_to_proto(upd, rules)
+            yield update_to_proto(upd, rules, self.views, match_id)
 
     @mapped
     async def GetMatch(

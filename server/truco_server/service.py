@@ -28,7 +28,6 @@ import json
 import secrets
 import time
 import zlib
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +38,7 @@ import truco_engine as te
 from truco_server import errors as E
 from truco_server import event_codec, metrics
 from truco_server.dealing import deck_for_hand, new_seed, salt_for_hand
+from truco_server.lru import Lru
 from truco_server.storage import InvalidPageToken as StoreInvalidPageToken
 from truco_server.storage import (
     LogTrimmed,
@@ -281,43 +281,47 @@ class MatchService:
         self.queue_size = queue_size
         self.heartbeat_seconds = heartbeat_seconds
         self.stopping = stopping or asyncio.Event()
-        self._cache: OrderedDict[str, Loaded] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache: Lru[str, Loaded] = Lru(cache_size)
         # decoded stored events by (match, version): each blob is decoded once per worker,
         # not once per subscriber (and not at all for this worker's own commits)
-        self._events: OrderedDict[tuple[str, int], StoredEvent] = OrderedDict()
-        self._events_size = max(1024, 4 * cache_size)
+        self._events: Lru[tuple[str, int], StoredEvent] = Lru(max(1024, 4 * cache_size))
+        # what a viewer sees, by (match, version, viewer): the reply to an action and the
+        # actor's own stream message show the same events and the same observation
+        self._redacted: Lru[tuple[str, int, int | None], dict[str, Any]] = Lru(max(1024, 4 * cache_size))
+        self._views: Lru[tuple[str, int, int], dict[str, Any]] = Lru(max(1024, cache_size))
 
     # ------------------------------------------------------------------------ events
     def _decoded(self, match_id: str, version: int, raw: bytes) -> StoredEvent:
         key = (match_id, version)
         ev = self._events.get(key)
         if ev is None:
-            ev = decode_event(raw)
-            self._remember_event(key, ev)
+            ev = self._events.put(key, decode_event(raw))
         return ev
 
-    def _remember_event(self, key: tuple[str, int], ev: StoredEvent) -> None:
-        events = self._events
-        events[key] = ev
-        if len(events) > self._events_size:
-            events.popitem(last=False)
+    def _redacted_event(
+        self, match_id: str, version: int, ev: StoredEvent, seat: int | None
+    ) -> dict[str, Any]:
+        """``ev`` (version ``version`` of the match) as ``seat`` sees it; shared, read-only."""
+        key = (match_id, version, seat)
+        out = self._redacted.get(key)
+        if out is None:
+            out = self._redacted.put(key, redact_event(ev, seat))
+        return out
 
     def _redact_all(
         self, match_id: str, batch: Sequence[tuple[int, bytes]], seat: int | None
     ) -> list[dict[str, Any]]:
-        return [redact_event(self._decoded(match_id, v, raw), seat) for v, raw in batch]
+        return [self._redacted_event(match_id, v, self._decoded(match_id, v, raw), seat) for v, raw in batch]
 
     # ------------------------------------------------------------------------- cache
     async def _load(self, match_id: str, *, fresh: bool = False) -> Loaded:
         if not fresh:
             hit = self._cache.get(match_id)
             if hit is not None:
-                self._cache.move_to_end(match_id)
                 return hit
         snap = await self.store.load(match_id)
         if snap is None:
-            self._cache.pop(match_id, None)
+            self._cache.pop(match_id)
             raise E.MatchNotFound(f"no match {match_id!r}")
         meta = Meta.from_bytes(snap.meta)
         state = decode_state(snap.state)
@@ -326,10 +330,7 @@ class MatchService:
         return loaded
 
     def _remember(self, match_id: str, loaded: Loaded) -> None:
-        self._cache[match_id] = loaded
-        self._cache.move_to_end(match_id)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        self._cache.put(match_id, loaded)
 
     # -------------------------------------------------------------------------- auth
     def _seat_of(self, meta: Meta, token: str | None) -> int:
@@ -506,13 +507,19 @@ class MatchService:
         return (await self._load(match_id)).meta.rules
 
     def _observe(self, loaded: Loaded, seat: int) -> dict[str, Any]:
+        """What ``seat`` (or SPECTATOR) sees of the match at ``loaded.version``; shared and
+        read-only (a match at a given version always looks the same to the same viewer)."""
+        key = (loaded.meta.match_id, loaded.version, seat)
+        obs = self._views.get(key)
+        if obs is not None:
+            return obs
         obs = te.observe(loaded.state, None if seat == SPECTATOR else seat).to_dict()
         obs["version"] = loaded.version
         obs["status"] = loaded.status
         if loaded.status != STATUS_ACTIVE:
             obs["legal_actions"] = []
             obs["to_act"] = []
-        return obs
+        return self._views.put(key, obs)
 
     async def list_matches(
         self, operator: Operator, status: str | None, page_size: int, page_token: str | None
@@ -642,7 +649,6 @@ class MatchService:
                 blobs.append(pack_event(reveal))
                 decoded.append(reveal)
             new_version = loaded.version + len(blobs)
-            mine = [redact_event(e, seat) for e in decoded]
             reply = compact_reply(seat, fingerprint, len(blobs))
             try:
                 res = await self.store.commit(
@@ -666,7 +672,11 @@ class MatchService:
                 loaded = await self._load(match_id, fresh=True)
                 return await self._from_reply(loaded, seat, res.version, res.reply, fingerprint)
             for i, ev in enumerate(decoded, loaded.version + 1):
-                self._remember_event((match_id, i), ev)
+                self._events.put((match_id, i), ev)
+            mine = [
+                self._redacted_event(match_id, i, ev, seat)
+                for i, ev in enumerate(decoded, loaded.version + 1)
+            ]
             done = Loaded(loaded.meta, loaded.rules, state, new_version, status or STATUS_ACTIVE)
             self._remember(match_id, done)
             metrics.ACTIONS.labels("accepted").inc()
