@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import structlog
 
 import truco_engine as te
@@ -56,11 +57,17 @@ STATUS_FINISHED = "finished"
 STATUS_CANCELLED = "cancelled"
 STATUSES = (STATUS_ACTIVE, STATUS_FINISHED, STATUS_CANCELLED)
 SPECTATOR = -1
+EVERYONE = -2
+"""Cache key of what every viewer sees alike (a public event)."""
 MAX_PAGE_SIZE = 100
 
 
 def canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    """Sorted keys, no whitespace, UTF-8: the same bytes as ``json.dumps(obj,
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` for the str/int/bool/None
+    trees the service writes (action fingerprints are compared across workers and
+    versions, so the bytes must not depend on the encoder)."""
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
 
 
 # ----------------------------------------------------------------------------- requests
@@ -171,7 +178,7 @@ class Meta:
     @classmethod
     def from_bytes(cls, raw: bytes) -> Meta:
         text = raw if raw[:1] == b"{" else zlib.decompress(raw)  # plain JSON: older matches
-        return cls(**json.loads(text))
+        return cls(**orjson.loads(text))
 
     def token(self, seat: int) -> str:
         label = "spectator" if seat == SPECTATOR else f"seat:{seat}"
@@ -193,12 +200,11 @@ def encode_state(state: te.MatchState) -> bytes:
     """JSON (keys in the engine's order: the blob is never compared, only decoded) and zlib
     level 1: written on every action, so it is on the hot path; level 6 and sorted keys
     cost twice the CPU for 3 % fewer bytes."""
-    text = json.dumps(state.to_dict(), separators=(",", ":"), ensure_ascii=False)
-    return zlib.compress(text.encode(), 1)
+    return zlib.compress(orjson.dumps(state.to_dict()), 1)
 
 
 def decode_state(raw: bytes) -> te.MatchState:
-    return te.state_from_json(zlib.decompress(raw))
+    return te.MatchState.from_dict(orjson.loads(zlib.decompress(raw)))
 
 
 def token_match_id(token: str) -> str | None:
@@ -221,7 +227,7 @@ def pack_event(event: Mapping[str, Any]) -> bytes:
 
 def unpack_event(raw: bytes) -> dict[str, Any]:
     """The event dict of a stored blob, exactly as stored (visibility markers included)."""
-    d: dict[str, Any] = json.loads(event_codec.unpack(raw))
+    d: dict[str, Any] = orjson.loads(event_codec.unpack(raw))
     return d
 
 
@@ -286,7 +292,8 @@ class MatchService:
         # not once per subscriber (and not at all for this worker's own commits)
         self._events: Lru[tuple[str, int], StoredEvent] = Lru(max(1024, 4 * cache_size))
         # what a viewer sees, by (match, version, viewer): the reply to an action and the
-        # actor's own stream message show the same events and the same observation
+        # actor's own stream message show the same events and the same observation; a
+        # public event is one dict for every viewer (EVERYONE)
         self._redacted: Lru[tuple[str, int, int | None], dict[str, Any]] = Lru(max(1024, 4 * cache_size))
         self._views: Lru[tuple[str, int, int], dict[str, Any]] = Lru(max(1024, cache_size))
 
@@ -301,8 +308,10 @@ class MatchService:
     def _redacted_event(
         self, match_id: str, version: int, ev: StoredEvent, seat: int | None
     ) -> dict[str, Any]:
-        """``ev`` (version ``version`` of the match) as ``seat`` sees it; shared, read-only."""
-        key = (match_id, version, seat)
+        """``ev`` (version ``version`` of the match) as ``seat`` sees it; shared, read-only
+        (the same dict for every viewer when the event has no private part)."""
+        private = isinstance(ev, te.Event) and ev.private_to is not None
+        key = (match_id, version, seat if private else EVERYONE)
         out = self._redacted.get(key)
         if out is None:
             out = self._redacted.put(key, redact_event(ev, seat))
