@@ -346,10 +346,37 @@ def event_to_proto(d: Mapping[str, Any], version: int, index: int) -> event_pb2.
     return ev
 
 
-def events_to_proto(events: list[dict[str, Any]], last_version: int) -> list[event_pb2.Event]:
+class EventProtos:
+    """Built event protos by the identity of the event dict they were built from.
+
+    The service hands every viewer the *same* dict for a public event (and one per seat
+    for a private one), so a public event is converted once and copied (in C) for the
+    other viewers, with its position in their message. An entry keeps its dict alive, so
+    an identity can never be reused while it is cached."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._built: Lru[int, tuple[Mapping[str, Any], event_pb2.Event]] = Lru(size)
+
+    def get(self, d: Mapping[str, Any], version: int, index: int) -> event_pb2.Event:
+        hit = self._built.get(id(d))
+        if hit is not None and hit[0] is d and hit[1].version == version:
+            ev = event_pb2.Event()
+            ev.CopyFrom(hit[1])
+            ev.index = index
+            return ev
+        ev = event_to_proto(d, version, index)
+        self._built.put(id(d), (d, ev))
+        return ev
+
+
+def events_to_proto(
+    events: list[dict[str, Any]], last_version: int, built: EventProtos | None = None
+) -> list[event_pb2.Event]:
     """A contiguous run of events ending at ``last_version``."""
     first = last_version - len(events) + 1
-    return [event_to_proto(e, first + i, i) for i, e in enumerate(events)]
+    if built is None:
+        return [event_to_proto(e, first + i, i) for i, e in enumerate(events)]
+    return [built.get(e, first + i, i) for i, e in enumerate(events)]
 
 
 # ------------------------------------------------------------------------------ matches
@@ -400,6 +427,7 @@ class ViewProtos:
         self._views: Lru[tuple[Any, ...], tuple[list[event_pb2.Event], observation_pb2.Observation]] = Lru(
             size
         )
+        self._events = EventProtos(2 * size)
 
     def get(
         self,

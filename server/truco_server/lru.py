@@ -32,8 +32,9 @@ class Lru(Generic[K, V]):
 
     def put(self, key: K, value: V) -> V:
         data = self._data
-        data[key] = value
-        data.move_to_end(key)
+        if key in data:
+            data.move_to_end(key)
+        data[key] = value  # a new key goes to the end
         if len(data) > self.size:
             data.popitem(last=False)
         return value

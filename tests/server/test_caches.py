@@ -44,3 +44,17 @@ def test_view_protos_are_shared_for_the_same_view_only() -> None:
     assert other_seat is not first and other_match is not first and later is not first
     assert first[1].seat == 0 and other_seat[1].seat == 1
     assert [e.version for e in first[0]] == [5]
+
+
+def test_event_protos_copy_a_shared_event_with_each_message_position() -> None:
+    from truco_server.convert import EventProtos, event_to_proto
+
+    built = EventProtos(size=8)
+    public = {"kind": "card_played", "seat": 0, "card": "4C", "face_down": False, "trick": 1}
+    first = built.get(public, 7, 0)
+    second = built.get(public, 7, 2)  # the same event, third in another viewer's message
+    assert second is not first and second.index == 2 and first.index == 0
+    expected = event_to_proto(public, 7, 2)
+    assert second == expected
+    lookalike = dict(public, card="5C")  # another dict is never mistaken for the first
+    assert built.get(lookalike, 7, 0).card_played.card == "5C"
