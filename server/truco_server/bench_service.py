@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,17 +138,59 @@ def _echo_cmd(port: int) -> list[str]:
     return [sys.executable, "-m", "truco_server.bench_service", "--echo-server", str(port)]
 
 
+PATTERN_SERVICE = "truco.bench.Pattern"
+PATTERN_MESSAGE_BYTES = 1024
+"""Size of each reply and stream message of the pattern load (a typical observation
+update of a two-player match is 0.5 to 2 KB)."""
+
+
 async def _echo_server(port: int) -> None:
-    """A trivial unary echo servicer (bytes in, same bytes out) until SIGTERM."""
+    """The baselines' server until SIGTERM, doing no work at all:
+
+    * ``Echo`` -- a unary echo (bytes in, same bytes out): the transport's ceiling;
+    * ``Act`` / ``Stream`` -- the match service's RPC pattern: each seat holds a server
+      stream, and a unary ``Act`` answers and pushes one message to every seat's stream
+      of its match, the next seat's flagged as "your turn". The same calls and messages
+      per action as the real service, with no game, no storage and no proto building.
+    """
+    streams: dict[bytes, list[asyncio.Queue[bytes]]] = {}
+    body = b"x" * PATTERN_MESSAGE_BYTES
 
     async def echo(request: bytes, context: Any) -> bytes:
         return request
 
+    async def act(request: bytes, context: Any) -> bytes:
+        match, seat = request[:-1], request[-1]
+        queues = streams.get(match, [])
+        for i, q in enumerate(queues):
+            q.put_nowait((b"\x01" if i == (seat + 1) % len(queues) else b"\x00") + body)
+        return body
+
+    async def stream(request: bytes, context: Any) -> AsyncIterator[bytes]:
+        match, seat, players = request[:-2], request[-2], request[-1]
+        queues = streams.setdefault(match, [asyncio.Queue() for _ in range(players)])
+        try:
+            yield (b"\x01" if seat == 0 else b"\x00") + body
+            while True:
+                yield await queues[seat].get()
+        finally:
+            streams.pop(match, None)
+
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    handler = grpc.method_handlers_generic_handler(
-        "truco.bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)}
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                "truco.bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)}
+            ),
+            grpc.method_handlers_generic_handler(
+                PATTERN_SERVICE,
+                {
+                    "Act": grpc.unary_unary_rpc_method_handler(act),
+                    "Stream": grpc.unary_stream_rpc_method_handler(stream),
+                },
+            ),
+        )
     )
-    server.add_generic_rpc_handlers((handler,))
     server.add_insecure_port(f"{HOST}:{port}")
     await server.start()
     print(f"echo listening on {HOST}:{port}", flush=True)
@@ -317,6 +359,52 @@ async def _echo_load(address: str, concurrency: int, seconds: float) -> float:
         return count / (time.perf_counter() - t0)
 
 
+async def _pattern_load(address: str, matches: int, players: int, seconds: float) -> float:
+    """Actions/s of the match service's RPC pattern against the no-work server: ``matches``
+    concurrent "matches", each seat a stream, the flagged seat answering with ``Act``."""
+    n_channels = max(1, -(-matches // 25))
+    channels = [_channel(address, i) for i in range(n_channels)]
+    count = 0
+    measuring = False
+    try:
+
+        async def match(index: int) -> None:
+            nonlocal count
+            ch = channels[index % n_channels]
+            act: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = ch.unary_unary(f"/{PATTERN_SERVICE}/Act")
+            stream: grpc.aio.UnaryStreamMultiCallable[bytes, bytes] = ch.unary_stream(
+                f"/{PATTERN_SERVICE}/Stream"
+            )
+            name = b"m%d" % index
+
+            async def seat(s: int) -> None:
+                nonlocal count
+                async for message in stream(name + bytes([s, players])):
+                    if message[:1] == b"\x01":
+                        await act(name + bytes([s]), timeout=30)
+                        if measuring:
+                            count += 1
+
+            await asyncio.gather(*(seat(s) for s in range(players)))
+
+        tasks = [asyncio.ensure_future(match(i)) for i in range(matches)]
+        try:
+            await asyncio.sleep(1.0)  # warm up
+            measuring = True
+            t0 = time.perf_counter()
+            await asyncio.sleep(seconds)
+            measuring = False
+            elapsed = time.perf_counter() - t0
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return count / elapsed
+    finally:
+        for ch in channels:
+            await ch.close()
+
+
 def _cpu_seconds(pid: int) -> float:
     """user + system CPU time of a process (Linux ``/proc``; 0 elsewhere)."""
     try:
@@ -410,6 +498,10 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 rest = await _rest_phase(f"http://{HOST}:{http_port}", args, warmup, seconds, worker.pid)
             progress("measuring the bare gRPC echo at the same concurrency")
             echo_rate = await _echo_load(f"{HOST}:{echo_port}", args.matches, min(seconds, 5.0))
+            progress("measuring the service's RPC pattern on a server that does no work")
+            pattern_rate = await _pattern_load(
+                f"{HOST}:{echo_port}", args.matches, args.players, min(seconds, 5.0)
+            )
         calls = {k: after.get(k, 0) - before.get(k, 0) for k in after}
         total_cmds = sum(calls.values())
         actions = max(fig.actions, 1)
@@ -424,6 +516,11 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             "redis_bytes_per_live_match": statistics.mean(sizes) if sizes else float("nan"),
             "echo_rpc_per_s": echo_rate,
             "actions_to_echo_ratio": (fig.actions / elapsed) / echo_rate if echo_rate else float("nan"),
+            "pattern_actions_per_s": pattern_rate,
+            "pattern_to_echo_ratio": pattern_rate / echo_rate if echo_rate else float("nan"),
+            "actions_to_pattern_ratio": (fig.actions / elapsed) / pattern_rate
+            if pattern_rate
+            else float("nan"),
             **{f"{who}_cpu_ms_per_action": 1000 * t / actions for who, t in cpu.items()},
             **{f"{who}_cpu_share": t / elapsed for who, t in cpu.items()},
             "matches_finished": fig.matches_finished,
@@ -442,6 +539,9 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         out(f"redis bytes per live match: {results['redis_bytes_per_live_match']:.0f}")
         out(f"echo rpc/s (same concurrency): {results['echo_rpc_per_s']:.0f}")
         out(f"actions/s / echo rpc/s: {results['actions_to_echo_ratio']:.2f}")
+        out(f"no-work server, same RPC pattern, actions/s: {results['pattern_actions_per_s']:.0f}")
+        out(f"no-work pattern / echo rpc/s: {results['pattern_to_echo_ratio']:.2f}")
+        out(f"actions/s / no-work pattern actions/s: {results['actions_to_pattern_ratio']:.2f}")
         for who in ("worker", "redis", "client"):
             out(
                 f"{who} CPU per action (ms): {results[f'{who}_cpu_ms_per_action']:.3f} "

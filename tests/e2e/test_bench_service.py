@@ -26,9 +26,12 @@ async def test_bench_service_reports_every_figure() -> None:
         "redis bytes per live match",
         "echo rpc/s (same concurrency)",
         "actions/s / echo rpc/s",
+        "no-work server, same RPC pattern, actions/s",
+        "actions/s / no-work pattern actions/s",
         "REST actions/s",
         "REST SubmitAction p99 (ms)",
     ):
         assert name in names, name
     assert results["actions_per_s"] > 0 and results["rest_actions_per_s"] > 0
+    assert results["pattern_actions_per_s"] > 0 and results["echo_rpc_per_s"] > 0
     assert 0.9 <= results["redis_evalsha_per_action"] <= 1.2  # one round trip on the write path

@@ -1,0 +1,176 @@
+"""CPU per action of the service's own Python path, without the gRPC transport.
+
+`truco bench service` measures the whole system (client, gRPC, worker, Redis) and moves by
+10-15 % between runs on a shared 2-core machine, which hides changes of a few percent in
+the worker's own code. This harness drives the same gRPC servicer object (`GrpcMatchService`:
+request parsing, the transport-neutral service, the Redis store, proto building) directly,
+one action at a time in a fixed order with fixed seeds, against a real `redis-server` on a
+free loopback port, and reports the process CPU time per action. Every action is what a
+worker does for one SubmitAction: the reply, then the next message of *both* seats'
+observation streams (each serialized, as gRPC would).
+
+    python benchmarks/service_path.py                   # 100 matches, 4 x 6000 actions
+    python benchmarks/service_path.py --against ../old-checkout
+
+``--against DIR`` runs the same harness on another checkout of the repository (its
+``server/``, ``clients/`` and root on ``PYTHONPATH``) alternately with this one, so a
+change can be compared with its parent in one run. The first round of each run is a
+warm-up and is not counted; the median and range of the other rounds are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Context:
+    """The part of ``grpc.aio.ServicerContext`` the servicer uses."""
+
+    def __init__(self, metadata: tuple[tuple[str, str], ...] = ()) -> None:
+        self._metadata = metadata
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self._metadata
+
+    def set_trailing_metadata(self, *args: Any) -> None:
+        pass
+
+    async def abort(self, code: Any, details: str = "", trailing_metadata: Any = ()) -> None:
+        raise RuntimeError(f"{code}: {details}")
+
+
+async def _measure(matches: int, actions: int, rounds: int, preset: str) -> list[float]:
+    from truco.v1 import match_pb2, match_service_pb2
+    from truco_server.config import Settings
+    from truco_server.grpc_service import GrpcMatchService
+    from truco_server.logging import configure_logging
+    from truco_server.redis_proc import start_redis
+    from truco_server.service import MatchService
+    from truco_server.storage import StoreSettings, open_store
+
+    configure_logging("warning")
+    redis = start_redis(host="127.0.0.1")
+    try:
+        store = open_store(redis.url, StoreSettings())
+        servicer = GrpcMatchService(MatchService(store), Settings())
+        rng = random.Random(7)
+
+        async def new_match() -> dict[str, Any]:
+            created = await servicer.CreateMatch(
+                match_service_pb2.CreateMatchRequest(rules=match_pb2.RuleSet(preset=preset), players=2),
+                _Context(),  # type: ignore[arg-type]
+            )
+            match_id = created.match.match_id
+            tokens = [c.token for c in sorted(created.seat_credentials, key=lambda c: c.seat)]
+            metadata = [(("authorization", f"Bearer {t}"),) for t in tokens]
+            streams = [
+                servicer.StreamObservations(
+                    match_service_pb2.StreamObservationsRequest(match_id=match_id),
+                    _Context(md),  # type: ignore[arg-type]
+                )
+                for md in metadata
+            ]
+            last = [await s.__anext__() for s in streams]
+            return {"id": match_id, "md": metadata, "streams": streams, "last": last, "n": 0}
+
+        live = [await new_match() for _ in range(matches)]
+        per_action: list[float] = []
+        for round_no in range(rounds + 1):
+            done = 0
+            cpu0 = time.process_time()
+            while done < actions:
+                for i, m in enumerate(live):
+                    obs = m["last"][0].update.observation
+                    if obs.phase == 6 or not obs.acting_seats:  # over: replace it
+                        live[i] = await new_match()
+                        continue
+                    seat = obs.acting_seats[0]
+                    action = rng.choice(m["last"][seat].update.observation.legal_actions)
+                    reply = await servicer.SubmitAction(
+                        match_service_pb2.SubmitActionRequest(
+                            match_id=m["id"],
+                            request_id=f"{seat}-{m['n']}",
+                            expected_version=obs.version,
+                            action=action,
+                        ),
+                        _Context(m["md"][seat]),  # type: ignore[arg-type]
+                    )
+                    reply.SerializeToString()
+                    m["n"] += 1
+                    done += 1
+                    for k, stream in enumerate(m["streams"]):
+                        msg = await stream.__anext__()
+                        while not msg.HasField("update"):  # heartbeats
+                            msg = await stream.__anext__()
+                        msg.SerializeToString()
+                        m["last"][k] = msg
+            if round_no:  # round 0 warms caches and the allocator
+                per_action.append(1e6 * (time.process_time() - cpu0) / done)
+        await store.close()
+        return per_action
+    finally:
+        redis.stop()
+
+
+def _summary(label: str, values: list[float]) -> str:
+    return (
+        f"{label}: CPU per action {statistics.median(values):.0f} us "
+        f"(range {min(values):.0f}-{max(values):.0f}, {len(values)} rounds)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--matches", type=int, default=100, help="live matches (default 100)")
+    parser.add_argument("--actions", type=int, default=6000, help="actions per round (default 6000)")
+    parser.add_argument("--rounds", type=int, default=3, help="measured rounds (default 3)")
+    parser.add_argument("--preset", default="paulista", help="two-player preset (default paulista)")
+    parser.add_argument("--against", type=Path, help="another checkout to compare with, alternately")
+    parser.add_argument("--pairs", type=int, default=3, help="with --against: alternations (default 3)")
+    parser.add_argument("--raw", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.raw:  # one measurement, values on one line (used by --against)
+        values = asyncio.run(_measure(args.matches, args.actions, args.rounds, args.preset))
+        print(" ".join(f"{v:.1f}" for v in values))
+        return 0
+    if args.against is None:
+        values = asyncio.run(_measure(args.matches, args.actions, args.rounds, args.preset))
+        print(_summary("this checkout", values))
+        return 0
+    other = args.against.resolve()
+    if not (other / "server" / "truco_server").is_dir():
+        parser.error(f"{other} is not a checkout of this repository (no server/truco_server)")
+    command = [sys.executable, str(Path(__file__).resolve()), "--raw"]
+    command += ["--matches", str(args.matches), "--actions", str(args.actions), "--rounds", str(args.rounds)]
+    command += ["--preset", args.preset]
+    results: dict[str, list[float]] = {"this checkout": [], str(other): []}
+    for pair in range(args.pairs):
+        for label, root in (("this checkout", ROOT), (str(other), other)):
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(str(root / p) for p in ("server", "clients", "."))
+            out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=True)
+            values = [float(v) for v in out.stdout.split()]
+            results[label].extend(values)
+            print(f"# pair {pair + 1}/{args.pairs}, {label}: {statistics.median(values):.0f} us", flush=True)
+    for label, values in results.items():
+        print(_summary(label, values))
+    a, b = (statistics.median(v) for v in results.values())
+    print(f"ratio this / other: {a / b:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
