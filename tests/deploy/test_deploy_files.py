@@ -1,0 +1,616 @@
+"""The deployment files (deploy/, helm/truco/) checked against the worker's real
+configuration, and an end-to-end run of ``deploy/local_cluster.py`` on real processes.
+
+Needs neither docker nor helm: the Dockerfile and the chart templates are checked as text,
+values.yaml, Chart.yaml and docker-compose.yml as YAML. Every environment variable they set
+must be a setting declared in ``truco_server.config.OPTIONS`` (a typo there would be
+silently ignored by the worker).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib.util
+import json
+import os
+import queue
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import grpc
+import pytest
+import yaml
+from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
+from truco_server.config import OPTIONS, Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+CHART = ROOT / "helm" / "truco"
+TEMPLATES = CHART / "templates"
+DOCKERFILE = DEPLOY / "Dockerfile"
+COMPOSE = DEPLOY / "docker-compose.yml"
+EXAMPLE_ENV = DEPLOY / "example.env"
+
+SETTINGS_ENV = frozenset(opt.env for opt in OPTIONS)
+DEFAULTS = Settings()
+#: Variables the Dockerfile may set that are not worker settings (Python / pip runtime).
+RUNTIME_ENV = frozenset(
+    {
+        "PATH",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONUNBUFFERED",
+        "PIP_NO_CACHE_DIR",
+        "PIP_DISABLE_PIP_VERSION_CHECK",
+    }
+)
+#: Settings the chart must set itself (the rest may come through extraEnv).
+CHART_ENV = frozenset(
+    {
+        "REDIS_URL",
+        "TRUCO_API_KEYS",
+        "TRUCO_HOST",
+        "TRUCO_GRPC_PORT",
+        "TRUCO_HTTP_PORT",
+        "TRUCO_METRICS_PORT",
+        "TRUCO_LOG_LEVEL",
+        "TRUCO_SHUTDOWN_GRACE_SECONDS",
+        "TRUCO_SHUTDOWN_DRAIN_SECONDS",
+    }
+)
+ENV_ENTRY = re.compile(r"^\s*-\s*name:\s*([A-Z][A-Z0-9_]*)\s*$", re.MULTILINE)
+ENV_NAME_ANYWHERE = re.compile(r"\bname:\s*([A-Z][A-Z0-9_]*)\b")
+VALUES_REF = re.compile(r"\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
+
+
+# ------------------------------------------------------------------------------ readers
+def load_yaml(path: Path) -> Any:
+    with path.open(encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def values() -> dict[str, Any]:
+    data = load_yaml(CHART / "values.yaml")
+    assert isinstance(data, dict)
+    return data
+
+
+def compose() -> dict[str, Any]:
+    data = load_yaml(COMPOSE)
+    assert isinstance(data, dict)
+    return data
+
+
+def template_files() -> list[Path]:
+    return sorted(p for p in TEMPLATES.iterdir() if p.suffix in (".yaml", ".tpl", ".txt"))
+
+
+def template_text(name: str) -> str:
+    return (TEMPLATES / name).read_text(encoding="utf-8")
+
+
+def env_file_names(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines of an env file (comments and blank lines skipped)."""
+    entries: dict[str, str] = {}
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        assert sep, f"{path.name}: not KEY=VALUE: {raw!r}"
+        entries[key.strip()] = value.strip()
+    return entries
+
+
+def env_entry_body(text: str, name: str) -> str:
+    """The lines of the container env entry `- name: <name>` (those indented past its dash)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() == f"- name: {name}"), None)
+    assert start is not None, f"no env entry {name}"
+    dash = lines[start].index("-")
+    body: list[str] = []
+    for line in lines[start + 1 :]:
+        if line.strip() and len(line) - len(line.lstrip()) <= dash:
+            break
+        body.append(line)
+    return "\n".join(body)
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    instructions: list[tuple[str, str]] = []
+    pending = ""
+    for raw in DOCKERFILE.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        full = pending + line
+        pending = ""
+        keyword, _, rest = full.partition(" ")
+        instructions.append((keyword.upper(), rest.strip()))
+    return instructions
+
+
+def dockerfile_env_names() -> set[str]:
+    names: set[str] = set()
+    for keyword, args in dockerfile_instructions():
+        if keyword == "ENV":
+            for token in shlex.split(args):
+                name, sep, _ = token.partition("=")
+                assert sep, f"Dockerfile: use ENV KEY=VALUE, got {token!r}"
+                names.add(name)
+    return names
+
+
+def compose_workers() -> dict[str, dict[str, Any]]:
+    services = compose()["services"]
+    return {name: svc for name, svc in services.items() if "build" in svc or "truco" in str(svc.get("image"))}
+
+
+def compose_env(service: dict[str, Any]) -> dict[str, str]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        return dict(str(item).split("=", 1) for item in env)
+    return {str(k): str(v) for k, v in env.items()}
+
+
+def compose_env_files(service: dict[str, Any]) -> list[tuple[Path, bool]]:
+    """(path, required) of each env_file entry of a compose service."""
+    entries = service.get("env_file") or []
+    if isinstance(entries, str | dict):
+        entries = [entries]
+    files: list[tuple[Path, bool]] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            files.append((COMPOSE.parent / entry, True))
+        else:
+            files.append((COMPOSE.parent / entry["path"], bool(entry.get("required", True))))
+    return files
+
+
+def lookup(data: dict[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.strip(".").split("."):
+        assert isinstance(node, dict) and part in node, f".Values{dotted}: no such key in values.yaml"
+        node = node[part]
+    return node
+
+
+def seconds(text: str) -> float:
+    """Compose durations such as '20s', '1m30s'."""
+    match = re.fullmatch(r"(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?", str(text).strip())
+    assert match and any(match.groups()), f"not a duration: {text!r}"
+    minutes, secs = match.groups()
+    return int(minutes or 0) * 60 + float(secs or 0)
+
+
+def load_local_cluster() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("truco_local_cluster", DEPLOY / "local_cluster.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------------------------ env names
+def test_config_exposes_the_settings_this_test_relies_on() -> None:
+    assert {"REDIS_URL", "TRUCO_API_KEYS", "TRUCO_GRPC_PORT"} <= SETTINGS_ENV
+    api_keys = next(opt for opt in OPTIONS if opt.env == "TRUCO_API_KEYS")
+    assert api_keys.flag is None  # environment only: the chart must pass it as env
+
+
+def test_chart_templates_set_only_real_settings() -> None:
+    found: dict[str, set[str]] = {}
+    for path in template_files():
+        for name in ENV_ENTRY.findall(path.read_text(encoding="utf-8")):
+            found.setdefault(name, set()).add(path.name)
+    unknown = {name: files for name, files in found.items() if name not in SETTINGS_ENV}
+    assert not unknown, f"env vars in the chart that are not settings of truco_server.config: {unknown}"
+    assert set(found) >= CHART_ENV, f"the chart does not set {sorted(CHART_ENV - set(found))}"
+
+
+def test_chart_reserved_env_list_matches_what_the_deployment_sets() -> None:
+    helpers = template_text("_helpers.tpl")
+    match = re.search(r'define "truco.reservedEnv" -\}\}\s*(.*?)\s*\{\{-? end', helpers, re.DOTALL)
+    assert match, "_helpers.tpl: truco.reservedEnv not found"
+    reserved = set(match.group(1).split())
+    assert reserved == set(ENV_ENTRY.findall(template_text("deployment.yaml")))
+    assert reserved <= SETTINGS_ENV
+
+
+def test_values_yaml_env_names_are_real_settings() -> None:
+    text = (CHART / "values.yaml").read_text(encoding="utf-8")
+    in_text = set(ENV_NAME_ANYWHERE.findall(text))  # commented extraEnv examples included
+    in_values = {entry["name"] for entry in values()["extraEnv"]}
+    names = in_text | in_values
+    assert names, "values.yaml shows no extraEnv example"
+    assert names <= SETTINGS_ENV, f"not settings: {sorted(names - SETTINGS_ENV)}"
+    assert not names & CHART_ENV, "extraEnv examples must not repeat what the chart sets"
+
+
+def test_compose_and_env_files_set_only_real_settings() -> None:
+    workers = compose_workers()
+    assert workers
+    for name, service in workers.items():
+        names = set(compose_env(service))
+        for path, required in compose_env_files(service):
+            if path.exists():
+                names |= set(env_file_names(path))
+            else:
+                assert not required, f"{name}: env_file {path.name} is required but missing"
+        assert names <= SETTINGS_ENV, f"{name}: not settings: {sorted(names - SETTINGS_ENV)}"
+    example = set(env_file_names(EXAMPLE_ENV))
+    assert "TRUCO_API_KEYS" in example
+    assert example <= SETTINGS_ENV
+
+
+def test_dockerfile_sets_only_real_settings_or_runtime_variables() -> None:
+    names = dockerfile_env_names()
+    assert "PATH" in names  # the parser found the ENV lines
+    assert names <= SETTINGS_ENV | RUNTIME_ENV, f"unknown: {sorted(names - SETTINGS_ENV - RUNTIME_ENV)}"
+    assert "TRUCO_API_KEYS" not in names and "REDIS_URL" not in names
+
+
+# ------------------------------------------------------------------------------ secrets
+def test_api_keys_come_only_from_a_secret() -> None:
+    body = env_entry_body(template_text("deployment.yaml"), "TRUCO_API_KEYS")
+    assert "valueFrom:" in body and "secretKeyRef:" in body and ".Values.apiKeys.existingSecret" in body
+    assert not re.search(r"^\s*value:", body, re.MULTILINE)
+    for path in template_files():
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"^kind:\s*ConfigMap", text, re.MULTILINE), f"{path.name} makes a ConfigMap"
+    for name, service in compose_workers().items():
+        assert "TRUCO_API_KEYS" not in compose_env(service), f"{name}: API keys inline in compose"
+    assert not [args for _, args in dockerfile_instructions() if "TRUCO_API_KEYS" in args]
+
+
+def test_example_env_secrets_are_marked_as_placeholders() -> None:
+    text = EXAMPLE_ENV.read_text(encoding="utf-8")
+    assert "EXAMPLE" in text and "PLACEHOLDER" in text
+    for entry in env_file_names(EXAMPLE_ENV)["TRUCO_API_KEYS"].split(","):
+        assert "example" in entry.partition("=")[2], f"{entry!r} does not look like a placeholder"
+
+
+# ------------------------------------------------------------------------------ YAML and chart
+def test_yaml_files_parse() -> None:
+    chart = load_yaml(CHART / "Chart.yaml")
+    assert chart["apiVersion"] == "v2" and chart["name"] == "truco"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert str(chart["appVersion"]) == project["version"]
+    assert values()["replicaCount"] == 2
+    assert {"redis", "worker-1", "worker-2"} <= set(compose()["services"])
+
+
+def test_every_values_reference_in_templates_exists() -> None:
+    data = values()
+    for path in template_files():
+        for dotted in VALUES_REF.findall(path.read_text(encoding="utf-8")):
+            lookup(data, dotted)
+
+
+@pytest.mark.parametrize("path", template_files(), ids=lambda p: p.name)
+def test_template_blocks_are_balanced(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count("{{") == text.count("}}"), f"{path.name}: unbalanced braces"
+    opened = len(re.findall(r"\{\{-?\s*(?:if|range|with|define|block)\b", text))
+    closed = len(re.findall(r"\{\{-?\s*end\b", text))
+    assert opened == closed, f"{path.name}: {opened} blocks opened, {closed} closed"
+
+
+def test_probes_use_the_grpc_port() -> None:
+    deployment = template_text("deployment.yaml")
+    ref = r"\{\{\s*(\.Values[\w.]+)[^}]*\}\}"
+    container = re.search(r"- name: grpc\n\s+containerPort: " + ref, deployment)
+    env = re.search(r"- name: TRUCO_GRPC_PORT\n\s+value: " + ref, deployment)
+    assert container and env
+    grpc_port_path = container.group(1)
+    assert env.group(1) == grpc_port_path
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        match = re.search(probe + r":\n\s+grpc:\n\s+port: " + ref + r'\n\s+service: ""', deployment)
+        assert match, f'{probe}: no native gRPC probe for service ""'
+        assert match.group(1) == grpc_port_path, f"{probe} checks {match.group(1)}, not {grpc_port_path}"
+    service = template_text("service.yaml")
+    assert re.search(r"- name: grpc\n\s+port: \{\{\s*" + re.escape(grpc_port_path), service)
+    assert re.search(r"- name: grpc\n(?:\s+.*\n)*?\s+targetPort: grpc\n", service)
+    port = lookup(values(), grpc_port_path.removeprefix(".Values"))
+    assert port == DEFAULTS.grpc_port
+    assert lookup(values(), ".service.ports.http") == DEFAULTS.http_port
+    assert lookup(values(), ".metrics.port") == DEFAULTS.metrics_port
+
+
+def test_termination_grace_exceeds_shutdown_grace_plus_drain() -> None:
+    default_shutdown = DEFAULTS.shutdown_grace_seconds + DEFAULTS.shutdown_drain_seconds
+    v = values()
+    chart_shutdown = v["shutdown"]["graceSeconds"] + v["shutdown"]["drainSeconds"]
+    assert v["terminationGracePeriodSeconds"] > max(default_shutdown, chart_shutdown)
+    example = env_file_names(EXAMPLE_ENV)
+    compose_shutdown = float(example.get("TRUCO_SHUTDOWN_GRACE_SECONDS", DEFAULTS.shutdown_grace_seconds))
+    compose_shutdown += float(example.get("TRUCO_SHUTDOWN_DRAIN_SECONDS", DEFAULTS.shutdown_drain_seconds))
+    for name, service in compose_workers().items():
+        assert seconds(service["stop_grace_period"]) > max(default_shutdown, compose_shutdown), name
+    cluster_args = load_local_cluster().build_parser().parse_args([])
+    assert cluster_args.stop_timeout > default_shutdown
+
+
+def test_chart_security_and_resources() -> None:
+    v = values()
+    pod, container = v["podSecurityContext"], v["securityContext"]
+    assert pod["runAsNonRoot"] is True and container["readOnlyRootFilesystem"] is True
+    assert container["allowPrivilegeEscalation"] is False
+    user = next(args for keyword, args in dockerfile_instructions() if keyword == "USER")
+    assert user.split(":")[0] == str(pod["runAsUser"])
+    for kind in ("requests", "limits"):
+        assert {"cpu", "memory"} <= set(v["resources"][kind])
+    assert v["metrics"]["serviceMonitor"]["enabled"] is False
+    assert v["autoscaling"]["enabled"] is False
+    assert v["podDisruptionBudget"]["enabled"] is True
+
+
+# ------------------------------------------------------------------------------ Dockerfile
+def test_dockerfile() -> None:
+    instructions = dockerfile_instructions()
+    by_keyword: dict[str, list[str]] = {}
+    for keyword, args in instructions:
+        by_keyword.setdefault(keyword, []).append(args)
+    assert all(args.split()[0] == "python:3.11-slim" for args in by_keyword["FROM"])
+    final_stage = instructions[max(i for i, (k, _) in enumerate(instructions) if k == "FROM") :]
+    users = [args for keyword, args in final_stage if keyword == "USER"]
+    assert users and users[-1].split(":")[0] not in ("0", "root")
+    exposed = {int(p.split("/")[0]) for args in by_keyword["EXPOSE"] for p in args.split()}
+    assert exposed == {DEFAULTS.grpc_port, DEFAULTS.http_port, DEFAULTS.metrics_port}
+    assert json.loads(by_keyword["ENTRYPOINT"][-1]) == ["truco", "serve", "--host", "0.0.0.0"]
+    assert by_keyword["STOPSIGNAL"] == ["SIGTERM"]
+    installs = [args for args in by_keyword["RUN"] if "pip install" in args]
+    assert installs and not any("[dev]" in args or " -e " in args for args in installs)
+    assert "docker build -f deploy/Dockerfile -t truco-service ." in DOCKERFILE.read_text(encoding="utf-8")
+
+
+def test_dockerfile_copies_exist_and_are_in_the_build_context() -> None:
+    ignored = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    for required in (".git", ".venv", "**/node_modules", "tests/rest/browser/node_modules"):
+        assert required in ignored
+    sources = []
+    for keyword, args in dockerfile_instructions():
+        if keyword == "COPY" and "--from=" not in args:
+            sources += args.split()[:-1]
+    assert "pyproject.toml" in sources
+    for source in sources:
+        assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
+        for pattern in ignored:
+            assert not fnmatch.fnmatch(source, pattern.removeprefix("**/")), f"{source} ignored by {pattern}"
+
+
+def test_compose_runs_two_workers_on_one_redis() -> None:
+    services = compose()["services"]
+    assert str(services["redis"]["image"]).startswith("redis:")
+    workers = compose_workers()
+    assert len(workers) == 2
+    urls = {compose_env(s)["REDIS_URL"] for s in workers.values()}
+    assert urls == {"redis://redis:6379/0"}
+    host_ports: list[str] = []
+    for service in workers.values():
+        assert (COMPOSE.parent / service["build"]["context"]).resolve() == ROOT
+        assert service["build"]["dockerfile"] == "deploy/Dockerfile"
+        container_ports = set()
+        for mapping in service["ports"]:
+            *host, container = str(mapping).split(":")
+            host_ports.append(":".join(host))
+            container_ports.add(int(container))
+        assert container_ports == {DEFAULTS.grpc_port, DEFAULTS.http_port, DEFAULTS.metrics_port}
+    assert len(host_ports) == len(set(host_ports)), f"host ports collide: {host_ports}"
+
+
+# ------------------------------------------------------------------------------ local cluster
+CLUSTER_DURATION = 8.0
+WORKER_LINE = re.compile(r"^worker (\d+) grpc=(\S+) rest=(\S+) metrics=(\S+) pid=(\d+)")
+REDIS_LINE = re.compile(r"^redis url=(\S+) pid=(\d+)")
+
+
+@dataclass
+class ClusterWorker:
+    index: int
+    grpc_address: str
+    rest_url: str
+    pid: int
+
+
+class LineReader:
+    """Collects a child's stdout lines on a thread so every wait has a timeout."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._pump, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def wait_for(self, predicate: Callable[[str], bool], timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"timed out after {timeout}s; output so far:\n{self.text}")
+            try:
+                line = self._queue.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise AssertionError(f"local_cluster.py ended early; output:\n{self.text}")
+            self.lines.append(line)
+            if predicate(line):
+                return line
+
+    def rest(self, timeout: float) -> None:
+        """Read until the end of the output."""
+        self._thread.join(timeout)
+        while True:
+            try:
+                line = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if line is not None:
+                self.lines.append(line)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def process_running(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie."""
+    stat = Path(f"/proc/{pid}/stat")
+    if Path("/proc/self").exists():
+        try:
+            state = stat.read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state != "Z"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def child_pids(parent: int) -> set[int] | None:
+    """Live children of `parent` (None where /proc is not available)."""
+    if not Path("/proc/self").exists():
+        return None
+    children: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == parent and fields[0] != "Z":
+            children.add(int(entry.name))
+    return children
+
+
+def wait_gone(pids: set[int], timeout: float) -> set[int]:
+    deadline = time.monotonic() + timeout
+    alive = {pid for pid in pids if process_running(pid)}
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = {pid for pid in alive if process_running(pid)}
+    return alive
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], LineReader]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
+    cmd = [
+        sys.executable, str(DEPLOY / "local_cluster.py"),
+        "--workers", "2", "--duration", str(CLUSTER_DURATION),
+        "--grpc-port", "0", "--http-port", "0", "--metrics-port", "0",
+        "--log-dir", str(tmp_path / "logs"), "--start-timeout", "20", "--stop-timeout", "10",
+        "--", "--log-level", "warning", "--shutdown-grace", "1",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    reader = LineReader(proc)
+    try:
+        yield proc, reader
+    finally:
+        if proc.poll() is None:  # the test failed early: let the script stop its children
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@pytest.mark.timeout(60)
+def test_local_cluster_workers_share_one_redis(
+    cluster: tuple[subprocess.Popen[str], LineReader],
+) -> None:
+    proc, reader = cluster
+    reader.wait_for(lambda line: line.startswith("ready:"), timeout=25)
+    redis_match = next(m for m in map(REDIS_LINE.match, reader.lines) if m)
+    workers = [
+        ClusterWorker(int(m.group(1)), m.group(2), m.group(3), int(m.group(5)))
+        for m in map(WORKER_LINE.match, reader.lines)
+        if m
+    ]
+    assert [w.index for w in workers] == [1, 2]
+    assert workers[0].grpc_address != workers[1].grpc_address
+    started = {int(redis_match.group(2)), *(w.pid for w in workers)}
+    children = child_pids(proc.pid)
+    if children is not None:
+        assert children == started, "the script started processes it does not report"
+
+    # Create on worker 1, read on worker 2 with the seat credential: one shared Redis.
+    w1, w2 = workers
+    direct = [("grpc.enable_http_proxy", 0)]  # loopback: never through a proxy from the environment
+    with (
+        grpc.insecure_channel(w1.grpc_address, options=direct) as c1,
+        grpc.insecure_channel(w2.grpc_address, options=direct) as c2,
+    ):
+        created = match_service_pb2_grpc.MatchServiceStub(c1).CreateMatch(
+            match_service_pb2.CreateMatchRequest(rules=match_pb2.RuleSet(preset="paulista")), timeout=10
+        )
+        seat = sorted(created.seat_credentials, key=lambda c: c.seat)[0]
+        got = match_service_pb2_grpc.MatchServiceStub(c2).GetMatch(
+            match_service_pb2.GetMatchRequest(match_id=created.match.match_id),
+            metadata=(("authorization", f"Bearer {seat.token}"),),
+            timeout=10,
+        )
+    assert got.match.match_id == created.match.match_id
+    assert got.match.version == created.match.version
+    assert got.observation.HasField("seat") and got.observation.seat == seat.seat
+
+    # Same match over worker 2's REST face, and the container healthcheck on worker 2.
+    request = urllib.request.Request(
+        f"{w2.rest_url}/v1/matches/{created.match.match_id}",
+        headers={"Authorization": f"Bearer {seat.token}"},
+    )
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(request, timeout=10) as response:
+        assert json.load(response)["match"]["matchId"] == created.match.match_id
+    health = subprocess.run(
+        [sys.executable, str(DEPLOY / "grpc_health_check.py"), w2.grpc_address],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert health.returncode == 0, health.stderr
+    assert "SERVING" in health.stdout
+
+    # --duration: the script stops by itself, cleanly, and leaves nothing running.
+    assert proc.wait(timeout=CLUSTER_DURATION + 20) == 0
+    reader.rest(timeout=5)
+    assert "cluster stopped" in reader.text
+    assert not [line for line in reader.lines if line.startswith("error")], reader.text
+    assert not wait_gone(started, timeout=5), f"left running: {started}\n{reader.text}"
