@@ -476,7 +476,8 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                         tick = time.perf_counter()
                         # memory of a few live matches every second: matches of every age
                         live = sorted(bots.live)
-                        sizes += _match_memory(r, sampler.sample(live, min(10, len(live))))
+                        sample = sampler.sample(live, min(10, len(live)))
+                        sizes += await asyncio.to_thread(_match_memory, r, sample)  # off the bots' loop
                         el = tick - t0
                         progress(
                             f"{el:5.1f}s  {fig.actions} actions ({fig.actions / el:.0f}/s), "

@@ -423,7 +423,7 @@ class ViewProtos:
     changes), so a hit can never be stale. Bounded: least recently used entries go first.
     """
 
-    def __init__(self, size: int = 2048) -> None:
+    def __init__(self, size: int = 512) -> None:
         self._views: Lru[tuple[Any, ...], tuple[list[event_pb2.Event], observation_pb2.Observation]] = Lru(
             size
         )

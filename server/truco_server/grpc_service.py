@@ -28,7 +28,14 @@ from truco_server.convert import (
     update_to_proto,
 )
 from truco_server.grpc_errors import map_service_errors
-from truco_server.service import CreateMatchRequest, MatchService, Operator, SeatSpec, token_match_id
+from truco_server.service import (
+    VIEW_CACHE_SIZE,
+    CreateMatchRequest,
+    MatchService,
+    Operator,
+    SeatSpec,
+    token_match_id,
+)
 from truco_server.storage import MatchIndexEntry
 
 PUBLIC_OPERATOR = Operator("public")
@@ -88,7 +95,7 @@ class GrpcMatchService(match_service_pb2_grpc.MatchServiceServicer):
     def __init__(self, service: MatchService, settings: Settings) -> None:
         self.service = service
         self.auth = Authenticator(settings)
-        self.views = ViewProtos()
+        self.views = ViewProtos(VIEW_CACHE_SIZE)
 
     @mapped
     async def CreateMatch(

@@ -59,6 +59,8 @@ STATUSES = (STATUS_ACTIVE, STATUS_FINISHED, STATUS_CANCELLED)
 SPECTATOR = -1
 EVERYONE = -2
 """Cache key of what every viewer sees alike (a public event)."""
+VIEW_CACHE_SIZE = 512
+"""Views (observations, and their protos) kept per worker; see ``MatchService.__init__``."""
 MAX_PAGE_SIZE = 100
 
 
@@ -289,13 +291,17 @@ class MatchService:
         self.stopping = stopping or asyncio.Event()
         self._cache: Lru[str, Loaded] = Lru(cache_size)
         # decoded stored events by (match, version): each blob is decoded once per worker,
-        # not once per subscriber (and not at all for this worker's own commits)
-        self._events: Lru[tuple[str, int], StoredEvent] = Lru(max(1024, 4 * cache_size))
+        # not once per subscriber (and not at all for this worker's own commits); used
+        # right after a commit, so short-lived too (see the views below)
+        self._events: Lru[tuple[str, int], StoredEvent] = Lru(VIEW_CACHE_SIZE * 4)
         # what a viewer sees, by (match, version, viewer): the reply to an action and the
         # actor's own stream message show the same events and the same observation; a
-        # public event is one dict for every viewer (EVERYONE)
-        self._redacted: Lru[tuple[str, int, int | None], dict[str, Any]] = Lru(max(1024, 4 * cache_size))
-        self._views: Lru[tuple[str, int, int], dict[str, Any]] = Lru(max(1024, cache_size))
+        # public event is one dict for every viewer (EVERYONE). Short-lived on purpose: an
+        # entry is used within the same action, and thousands of cached dicts lengthen
+        # the interpreter's full garbage collections (4,096 views: paced p99 60-100 ms in
+        # `truco bench service --think-ms 1000`; 512: 8-22 ms).
+        self._redacted: Lru[tuple[str, int, int | None], dict[str, Any]] = Lru(VIEW_CACHE_SIZE * 2)
+        self._views: Lru[tuple[str, int, int], dict[str, Any]] = Lru(VIEW_CACHE_SIZE)
 
     # ------------------------------------------------------------------------ events
     def _decoded(self, match_id: str, version: int, raw: bytes) -> StoredEvent:
