@@ -90,6 +90,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ),
         ("--quiet", {"action": "store_true", "help": "service: no progress lines"}),
         ("--no-rest", {"action": "store_true", "help": "service: skip the REST/JSON measurement"}),
+        (
+            "--no-paced",
+            {
+                "action": "store_true",
+                "help": "service: skip the paced run (latency at 30%% of the measured throughput)",
+            },
+        ),
     ]
     for flag, kwargs in options:
         if flag not in have:
@@ -497,6 +504,13 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             finally:
                 for ch in channels:
                     await ch.close()
+            paced: dict[str, float] = {}
+            saturated = fig.actions / elapsed
+            if not args.no_paced and args.think_ms == 0 and saturated > 0:
+                # each match then offers one action per think time: PACED_LOAD of saturation
+                think_ms = min(60_000.0, 1000.0 * args.matches / (PACED_LOAD * saturated))
+                progress(f"the same bots paced (mean think {think_ms:.0f} ms): latency below saturation")
+                paced = await _paced_phase(f"{HOST}:{worker_port}", args, think_ms, warmup, seconds)
             rest: dict[str, float] = {}
             if not args.no_rest:
                 progress(f"the same load over REST/JSON (NDJSON streams) on port {http_port}")
@@ -553,6 +567,15 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 f"{who} CPU per action (ms): {results[f'{who}_cpu_ms_per_action']:.3f} "
                 f"({100 * results[f'{who}_cpu_share']:.0f}% of a core)"
             )
+        if paced:
+            results.update({f"paced_{k}": v for k, v in paced.items()})
+            share = paced["actions_per_s"] / results["actions_per_s"]
+            out(f"paced think time (ms): {paced['think_ms']:.0f}")
+            out(f"paced actions/s: {paced['actions_per_s']:.0f} ({share:.2f} of the closed loop)")
+            out(f"paced SubmitAction p50 (ms): {paced['submit_p50_ms']:.2f}")
+            out(f"paced SubmitAction p99 (ms): {paced['submit_p99_ms']:.2f}")
+            out(f"paced delivery p50 (ms): {paced['delivery_p50_ms']:.2f}")
+            out(f"paced delivery p99 (ms): {paced['delivery_p99_ms']:.2f}")
         if rest:
             results.update({f"rest_{k}": v for k, v in rest.items()})
             out(f"REST actions/s: {rest['actions_per_s']:.0f}")
@@ -568,6 +591,49 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
     finally:
         rp.stop()
     return results
+
+
+PACED_LOAD = 0.3
+"""The paced run offers this fraction of the closed loop's throughput."""
+
+
+async def _paced_phase(
+    address: str, args: argparse.Namespace, think_ms: float, warmup: float, seconds: float
+) -> dict[str, float]:
+    """The same gRPC bots with a mean pause of ``think_ms`` before each action: latency
+    below saturation, with every match still live and streaming."""
+    paced = argparse.Namespace(**{**vars(args), "think_ms": think_ms})
+    fig = Figures()
+    stop = asyncio.Event()
+    n_channels = args.channels or max(1, -(-args.matches // 25))
+    channels = [_channel(address, i) for i in range(n_channels)]
+    try:
+        bots = Bots([match_service_pb2_grpc.MatchServiceStub(ch) for ch in channels], paced, fig, stop)
+        slots = [asyncio.ensure_future(bots.run_slot(i)) for i in range(args.matches)]
+        try:
+            await asyncio.sleep(warmup)
+            fig.reset()
+            fig.measuring = True
+            t0 = time.perf_counter()
+            await asyncio.sleep(seconds)
+            elapsed = time.perf_counter() - t0
+            fig.measuring = False
+        finally:
+            stop.set()
+            for slot in slots:
+                slot.cancel()
+            await asyncio.gather(*slots, return_exceptions=True)
+    finally:
+        for ch in channels:
+            await ch.close()
+    return {
+        "think_ms": think_ms,
+        "actions_per_s": fig.actions / elapsed,
+        "submit_p50_ms": _pct(fig.submit_ms, 50),
+        "submit_p99_ms": _pct(fig.submit_ms, 99),
+        "delivery_p50_ms": _pct(fig.delivery_ms, 50),
+        "delivery_p99_ms": _pct(fig.delivery_ms, 99),
+    }
 
 
 async def _rest_phase(

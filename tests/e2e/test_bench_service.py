@@ -28,10 +28,16 @@ async def test_bench_service_reports_every_figure() -> None:
         "actions/s / echo rpc/s",
         "no-work server, same RPC pattern, actions/s",
         "actions/s / no-work pattern actions/s",
+        "paced actions/s",
+        "paced SubmitAction p99 (ms)",
+        "paced delivery p99 (ms)",
         "REST actions/s",
         "REST SubmitAction p99 (ms)",
     ):
         assert name in names, name
     assert results["actions_per_s"] > 0 and results["rest_actions_per_s"] > 0
     assert results["pattern_actions_per_s"] > 0 and results["echo_rpc_per_s"] > 0
+    # the paced run offers 30 % of the closed loop's rate: each match waits between actions
+    assert results["paced_think_ms"] > 0
+    assert 0 < results["paced_actions_per_s"] < results["actions_per_s"]
     assert 0.9 <= results["redis_evalsha_per_action"] <= 1.2  # one round trip on the write path
