@@ -580,7 +580,7 @@ def _call_envido(s: MatchState, h: HandState, seat: int, name: str, ev: list[Eve
         chain = [name]
         responder = h.truco.caller if h.truco is not None else _next_opponent(h, seat)
         if s.rules.flor and h.truco is None:
-            responder = F.flor_responder(s, h, seat, responder)
+            responder = F.flor_responder(s, h, seat, responder, partners=True)
     h.bet = Call("envido", seat, responder, chain)
     ev.append(
         Event(

@@ -79,14 +79,19 @@ def envido_barred(s: MatchState, h: HandState, seat: int) -> bool:
     return r.flor and not r.envido_with_flor and holds_flor(r, h, seat)
 
 
-def flor_responder(s: MatchState, h: HandState, seat: int, default: int) -> int:
-    """With mandatory flor, the first opponent of ``seat`` (in play order) holding an unsung
-    flor answers a first call instead of ``default``."""
+def flor_responder(s: MatchState, h: HandState, seat: int, default: int, *, partners: bool = False) -> int:
+    """With mandatory flor, the first player after ``seat`` (in play order) holding an
+    unsung flor answers a first call instead of ``default``: an opponent (he sings it as
+    his answer), or -- with ``partners``, for an envido -- the caller's own partner ("la
+    flor está primero": the partner's flor is sung and the envido is void)."""
     r = s.rules
     if not (r.flor and r.flor_mandatory and h.envido_open and not h.flor_sung and len(h.tricks) == 1):
         return default
+    side = h.side_of[seat]
     for x in _after(h, seat):
-        if h.side_of[x] != h.side_of[seat] and holds_flor(r, h, x) and not _played(h, x):
+        if h.side_of[x] == side and (not partners or h.special):
+            continue
+        if holds_flor(r, h, x) and not _played(h, x):
             return x
     return default
 

@@ -198,3 +198,28 @@ def test_observations_never_show_the_opponents_flor_before_the_hand_ends():
         text = str(o)
         for c in FLOR_HI:
             assert c not in text
+
+
+def test_four_players_the_callers_partner_sings_his_flor_before_the_envido_is_answered():
+    """La flor está primero: the envido caller's partner holding flor must sing it (his only
+    action) before the opponents answer; the flor scores and the envido is void."""
+    t = Table("argentine-4p").deal({0: ENVIDO_33, 1: PLAIN, 2: FLOR_LO, 3: ["4o", "5c", "11e"]})
+    t.play("0 envido")
+    assert t.turn() == 2 and t.legal(2) == ["flor"]
+    t.play("2 flor")
+    assert t.scores == [3, 0]
+    assert t.of(EventKind.CALLED)[-1]["cancels"] == "envido"
+    assert [e["family"] for e in t.of(EventKind.BET_WON)] == ["flor"]
+    assert t.turn() == 0 and not any("envido" in a for a in t.legal(0))  # the caller plays on
+
+
+def test_four_players_partners_flor_then_an_opponents_flor_answers_it():
+    """The partner sings first (he comes before the opponent with flor), the opponent's flor
+    answers it, and both flors are declared when it is accepted."""
+    t = Table("argentine-4p").deal({0: ENVIDO_33, 1: PLAIN, 2: FLOR_LO, 3: FLOR_HI})
+    t.play("0 envido")
+    assert t.turn() == 2
+    t.play("2 flor")
+    assert t.turn() == 3 and "accept" in t.legal(3)
+    t.play("3 accept")
+    assert t.scores == [0, 4]  # con flor quiero: the best flor (38 against 26) takes 4
