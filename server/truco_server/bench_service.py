@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -223,6 +223,16 @@ class Figures:
         self.actions = self.errors = self.matches_finished = 0
         self.submit_ms.clear()
         self.delivery_ms.clear()
+
+    def summary(self, elapsed: float) -> dict[str, float]:
+        """Rate and latency percentiles of a measured window of ``elapsed`` seconds."""
+        return {
+            "actions_per_s": self.actions / elapsed,
+            "submit_p50_ms": _pct(self.submit_ms, 50),
+            "submit_p99_ms": _pct(self.submit_ms, 99),
+            "delivery_p50_ms": _pct(self.delivery_ms, 50),
+            "delivery_p99_ms": _pct(self.delivery_ms, 99),
+        }
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -526,11 +536,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         total_cmds = sum(calls.values())
         actions = max(fig.actions, 1)
         results = {
-            "actions_per_s": fig.actions / elapsed,
-            "submit_p50_ms": _pct(fig.submit_ms, 50),
-            "submit_p99_ms": _pct(fig.submit_ms, 99),
-            "delivery_p50_ms": _pct(fig.delivery_ms, 50),
-            "delivery_p99_ms": _pct(fig.delivery_ms, 99),
+            **fig.summary(elapsed),
             "redis_commands_per_action": total_cmds / actions,
             "redis_evalsha_per_action": (calls.get("evalsha", 0) + calls.get("eval", 0)) / actions,
             "redis_bytes_per_live_match": statistics.mean(sizes) if sizes else float("nan"),
@@ -597,6 +603,36 @@ PACED_LOAD = 0.3
 """The paced run offers this fraction of the closed loop's throughput."""
 
 
+async def _window(
+    run_slot: Callable[[int], Awaitable[None]],
+    matches: int,
+    fig: Figures,
+    stop: asyncio.Event,
+    warmup: float,
+    seconds: float,
+    cpu_pid: int | None = None,
+) -> tuple[float, float]:
+    """Run ``matches`` bot slots: warm up, measure ``seconds``, stop them all. Returns the
+    window's length and the CPU seconds ``cpu_pid`` used in it (0 without a pid)."""
+    slots = [asyncio.ensure_future(run_slot(i)) for i in range(matches)]
+    try:
+        await asyncio.sleep(warmup)
+        fig.reset()
+        fig.measuring = True
+        cpu0 = _cpu_seconds(cpu_pid) if cpu_pid else 0.0
+        t0 = time.perf_counter()
+        await asyncio.sleep(seconds)
+        elapsed = time.perf_counter() - t0
+        fig.measuring = False
+        cpu = _cpu_seconds(cpu_pid) - cpu0 if cpu_pid else 0.0
+    finally:
+        stop.set()
+        for slot in slots:
+            slot.cancel()
+        await asyncio.gather(*slots, return_exceptions=True)
+    return elapsed, cpu
+
+
 async def _paced_phase(
     address: str, args: argparse.Namespace, think_ms: float, warmup: float, seconds: float
 ) -> dict[str, float]:
@@ -609,31 +645,11 @@ async def _paced_phase(
     channels = [_channel(address, i) for i in range(n_channels)]
     try:
         bots = Bots([match_service_pb2_grpc.MatchServiceStub(ch) for ch in channels], paced, fig, stop)
-        slots = [asyncio.ensure_future(bots.run_slot(i)) for i in range(args.matches)]
-        try:
-            await asyncio.sleep(warmup)
-            fig.reset()
-            fig.measuring = True
-            t0 = time.perf_counter()
-            await asyncio.sleep(seconds)
-            elapsed = time.perf_counter() - t0
-            fig.measuring = False
-        finally:
-            stop.set()
-            for slot in slots:
-                slot.cancel()
-            await asyncio.gather(*slots, return_exceptions=True)
+        elapsed, _ = await _window(bots.run_slot, args.matches, fig, stop, warmup, seconds)
     finally:
         for ch in channels:
             await ch.close()
-    return {
-        "think_ms": think_ms,
-        "actions_per_s": fig.actions / elapsed,
-        "submit_p50_ms": _pct(fig.submit_ms, 50),
-        "submit_p99_ms": _pct(fig.submit_ms, 99),
-        "delivery_p50_ms": _pct(fig.delivery_ms, 50),
-        "delivery_p99_ms": _pct(fig.delivery_ms, 99),
-    }
+    return {"think_ms": think_ms, **fig.summary(elapsed)}
 
 
 async def _rest_phase(
@@ -649,28 +665,9 @@ async def _rest_phase(
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(base_url=None, connector=connector) as session:
         bots = RestBots(session, base, args.preset, args.players, args.seed, args.think_ms, fig, stop)
-        slots = [asyncio.ensure_future(bots.run_slot(i)) for i in range(args.matches)]
-        try:
-            await asyncio.sleep(warmup)
-            fig.reset()
-            fig.measuring = True
-            cpu0 = _cpu_seconds(worker_pid)
-            t0 = time.perf_counter()
-            await asyncio.sleep(seconds)
-            elapsed = time.perf_counter() - t0
-            fig.measuring = False
-            cpu = _cpu_seconds(worker_pid) - cpu0
-        finally:
-            stop.set()
-            for slot in slots:
-                slot.cancel()
-            await asyncio.gather(*slots, return_exceptions=True)
+        elapsed, cpu = await _window(bots.run_slot, args.matches, fig, stop, warmup, seconds, worker_pid)
     return {
-        "actions_per_s": fig.actions / elapsed,
-        "submit_p50_ms": _pct(fig.submit_ms, 50),
-        "submit_p99_ms": _pct(fig.submit_ms, 99),
-        "delivery_p50_ms": _pct(fig.delivery_ms, 50),
-        "delivery_p99_ms": _pct(fig.delivery_ms, 99),
+        **fig.summary(elapsed),
         "worker_cpu_ms_per_action": 1000 * cpu / max(fig.actions, 1),
         "errors": fig.errors,
     }
