@@ -41,6 +41,7 @@ lint: setup
 	$(BIN)/mypy truco_engine
 	$(BIN)/mypy server/truco_server
 	$(BIN)/mypy clients
+	$(BIN)/mypy cli tools
 	scripts/check_proto.sh
 
 ## serve: run the server (embedded in-memory store unless REDIS_URL is set)

@@ -55,9 +55,9 @@ async def _measure(matches: int, actions: int, rounds: int, preset: str) -> list
     from truco_server.config import Settings
     from truco_server.grpc_service import GrpcMatchService
     from truco_server.logging import configure_logging
-    from truco_server.redis_proc import start_redis
     from truco_server.service import MatchService
     from truco_server.storage import StoreSettings, open_store
+    from truco_tools.redis_proc import start_redis
 
     configure_logging("warning")
     redis = start_redis(host="127.0.0.1")

@@ -11,7 +11,7 @@ Without ``--redis`` it starts its own ``redis-server`` (no persistence) on a fre
 port. Worker ``i`` (1-based) listens on ``--grpc-port + i - 1`` (same for ``--http-port``
 and ``--metrics-port``); a base port of 0 lets every worker pick a free port (and, for
 metrics, disables the endpoint). Each worker is ``truco serve`` in its own process
-(``python -m truco_server.cli serve``); its output goes to ``<log dir>/worker-<i>.log``.
+(``python -m truco_cli.main serve``); its output goes to ``<log dir>/worker-<i>.log``.
 Other settings (``TRUCO_API_KEYS``, ``TRUCO_LOG_LEVEL``, ...) are inherited from the
 environment; flags after ``--`` are passed to every worker.
 
@@ -45,14 +45,14 @@ from types import FrameType
 
 try:
     from truco_server.config import redact_url
-    from truco_server.redis_proc import RedisProcess, RedisServerMissing, start_redis
+    from truco_tools.redis_proc import RedisProcess, RedisServerMissing, start_redis
 except ImportError as exc:  # pragma: no cover - depends on the caller's environment
     sys.exit(
         f"local_cluster.py needs the project installed ({exc}): run `make setup`, then "
         "`source .venv/bin/activate`, from the repository root."
     )
 
-#: Lines `truco serve` prints once it listens (truco_server.cli); "store:" comes last.
+#: Lines `truco serve` prints once it listens (truco_cli.main); "store:" comes last.
 GRPC_LINE = re.compile(r"^gRPC listening on (\S+)", re.MULTILINE)
 REST_LINE = re.compile(r"^REST/JSON listening on (\S+)", re.MULTILINE)
 METRICS_LINE = re.compile(r"^metrics on :(\d+)", re.MULTILINE)
@@ -164,7 +164,7 @@ def describe_ports(spec: WorkerSpec) -> str:
 def worker_command(spec: WorkerSpec, host: str, extra_args: Sequence[str]) -> list[str]:
     """`truco serve` for one worker, run by this interpreter (the active virtualenv)."""
     return [
-        sys.executable, "-m", "truco_server.cli", "serve",
+        sys.executable, "-m", "truco_cli.main", "serve",
         "--host", host,
         "--grpc-port", str(spec.grpc_port),
         "--http-port", str(spec.http_port),

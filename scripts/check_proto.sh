@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fail when server/truco/v1 is stale or proto/ breaks buf STANDARD lint.
+# Fail when contract/truco/v1 is stale or proto/ breaks buf STANDARD lint.
 #   1. regenerate into a temp dir and diff against the checked-in tree;
 #   2. build a protoc image (google/api protos from googleapis-common-protos,
 #      no BSR access needed) and run `buf lint` on the truco/ files in it.

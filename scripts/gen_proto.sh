@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate server/truco/v1 (Python, .pyi stubs, gRPC stubs) from proto/truco/v1.
+# Regenerate contract/truco/v1 (Python, .pyi stubs, gRPC stubs) from proto/truco/v1.
 # The one command for generated protobuf code; see scripts/gen_proto.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."

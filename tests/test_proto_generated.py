@@ -1,4 +1,4 @@
-"""The checked-in generated protobuf code (server/truco/) matches proto/truco/v1.
+"""The checked-in generated protobuf code (contract/truco/) matches proto/truco/v1.
 
 Fails when someone edits a .proto without running ``scripts/gen_proto.sh``, or edits the
 generated files by hand. buf lint runs in ``scripts/check_proto.sh`` (it needs npx).
@@ -55,6 +55,7 @@ def test_generated_package_imports_from_proto_package_path() -> None:
 
 def test_every_rpc_has_an_http_annotation() -> None:
     from google.api import annotations_pb2
+
     from truco.v1 import match_service_pb2
 
     service = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]

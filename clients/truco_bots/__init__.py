@@ -6,10 +6,9 @@ bot_class = get_bot("rules")
 
 from __future__ import annotations
 
-from truco_client.bot import Bot
-
 from truco_bots.random_bot import RandomBot
 from truco_bots.rules_bot import RulesBot
+from truco_client.bot import Bot
 
 BOTS: dict[str, type[Bot]] = {"random": RandomBot, "rules": RulesBot}
 

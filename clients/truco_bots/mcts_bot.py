@@ -24,13 +24,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from truco_client.actions import Action
-from truco_client.bot import Bot
-from truco_client.observation import Event, Observation
-
 import truco_engine as te
 from truco_bots.heuristics import hand_power, percentiles
 from truco_bots.rules_bot import RulesBot
+from truco_client.actions import Action
+from truco_client.bot import Bot
+from truco_client.observation import Event, Observation
 from truco_engine.ranking import envido_points_for, has_flor_for
 
 _ENGINE_KINDS = frozenset(k.value for k in te.EventKind)

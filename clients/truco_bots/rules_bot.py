@@ -14,12 +14,11 @@
 
 from __future__ import annotations
 
+from truco_bots.heuristics import hand_power, percentiles
 from truco_client import actions as A
 from truco_client.actions import Action
 from truco_client.bot import Bot
 from truco_client.observation import Observation
-
-from truco_bots.heuristics import hand_power, percentiles
 
 ENVIDO_NEED = {"envido": 27, "real_envido": 29, "falta_envido": 31}
 

@@ -10,9 +10,9 @@ from datetime import timedelta
 from typing import Any
 
 from google.protobuf import duration_pb2, struct_pb2
-from truco.v1 import match_pb2, match_service_pb2
 
 import truco_engine as te
+from truco.v1 import match_pb2, match_service_pb2
 from truco_client.actions import Action, to_proto
 from truco_client.observation import Event, HandTracker, Observation, rules_from_match
 

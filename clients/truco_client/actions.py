@@ -12,7 +12,6 @@ Every action listed in ``Observation.legal_actions`` can be submitted back uncha
 from __future__ import annotations
 
 from truco.v1 import action_pb2
-
 from truco_engine import Action, parse_action
 
 __all__ = [

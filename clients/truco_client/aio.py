@@ -17,9 +17,9 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 import grpc
-from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
 
 import truco_engine as te
+from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
 from truco_client._core import (
     CHANNEL_OPTIONS,
     ActionResult,

@@ -10,8 +10,8 @@ from typing import Any
 
 import grpc
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
-from truco.v1 import error_details_pb2 as truco_error_details_pb2
 
+from truco.v1 import error_details_pb2 as truco_error_details_pb2
 from truco_client.actions import Action
 from truco_client.actions import from_proto as action_from_proto
 

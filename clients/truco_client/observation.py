@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
-from truco.v1 import event_pb2, game_pb2, match_pb2, observation_pb2
 
 import truco_engine as te
+from truco.v1 import event_pb2, game_pb2, match_pb2, observation_pb2
 from truco_client.actions import Action
 from truco_client.actions import from_proto as action_from_proto
 from truco_engine.ranking import envido_points_for, has_flor_for, strength_table

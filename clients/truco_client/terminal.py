@@ -329,7 +329,6 @@ def start_bots(
 ) -> list[threading.Thread]:
     """Run built-in bots on the given seats, each on its own thread."""
     from truco_bots import get_bot
-
     from truco_client.runner import run_bot
 
     threads = []

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf import struct_pb2, timestamp_pb2
+
+import truco_engine as te
 from truco.v1 import (
     action_pb2,
     event_pb2,
@@ -21,8 +23,6 @@ from truco.v1 import (
     observation_pb2,
 )
 from truco_client.actions import ENVIDO_KINDS, ENVIDO_NAMES, FLOR_KINDS, FLOR_NAMES, to_proto
-
-import truco_engine as te
 from truco_server import errors as E
 from truco_server.lru import Lru
 from truco_server.service import MatchInfo, Update

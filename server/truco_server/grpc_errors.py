@@ -24,9 +24,9 @@ from google.protobuf import any_pb2
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 from grpc_status import rpc_status
+
 from truco.v1 import action_pb2
 from truco.v1 import error_details_pb2 as truco_error_details_pb2
-
 from truco_server.errors import ERROR_DOMAIN, Code, ServiceError
 
 ActionEncoder = Callable[[object], action_pb2.Action]

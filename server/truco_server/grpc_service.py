@@ -14,8 +14,8 @@ from typing import Any
 
 import grpc
 import structlog
-from truco.v1 import match_service_pb2, match_service_pb2_grpc
 
+from truco.v1 import match_service_pb2, match_service_pb2_grpc
 from truco_server import errors as E
 from truco_server.config import Settings
 from truco_server.convert import (

@@ -1,6 +1,7 @@
 """Builds the worker's MatchService servicer: store from settings, service, gRPC adapter.
 
-``truco serve`` (``truco_server.cli``) loads :func:`servicer_factory` by name.
+``truco serve`` (``truco_cli.serve``) and the embedded server build the worker with
+:func:`servicer_factory`.
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from truco_client import TrucoClient
-from truco_client.embedded import EmbeddedServer
+from truco_server.embedded import EmbeddedServer
 
 
 @pytest.fixture

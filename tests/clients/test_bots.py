@@ -6,16 +6,16 @@ import random
 import threading
 
 import pytest
+
+import truco_engine as te
 from truco_bots import RandomBot, RulesBot, get_bot
 from truco_bots.eval import evaluate, wilson
 from truco_bots.mcts_bot import MctsBot, sample_world
 from truco_client import Bot, Observation, TrucoClient
-from truco_client.embedded import EmbeddedServer
 from truco_client.examples.high_card import HighCardBot
 from truco_client.local import play_local_match, run_local
 from truco_client.runner import run_bot
-
-import truco_engine as te
+from truco_server.embedded import EmbeddedServer
 
 pytestmark = pytest.mark.timeout(300)
 

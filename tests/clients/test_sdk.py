@@ -9,6 +9,7 @@ from typing import Any
 
 import grpc
 import pytest
+
 from truco_client import (
     AsyncTrucoClient,
     IllegalAction,
@@ -19,7 +20,7 @@ from truco_client import (
     Update,
 )
 from truco_client import actions as A
-from truco_client.embedded import EmbeddedServer
+from truco_server.embedded import EmbeddedServer
 
 pytestmark = pytest.mark.timeout(120)
 

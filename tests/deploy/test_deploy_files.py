@@ -32,6 +32,7 @@ from typing import Any
 import grpc
 import pytest
 import yaml
+
 from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
 from truco_server.config import OPTIONS, Settings
 

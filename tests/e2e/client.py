@@ -15,6 +15,8 @@ import redis.asyncio as aioredis
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
+
+import truco_engine as te
 from truco.v1 import (
     action_pb2,
     match_pb2,
@@ -24,8 +26,6 @@ from truco.v1 import (
 )
 from truco.v1 import error_details_pb2 as truco_error_details_pb2
 from truco_server.service import decode_state, unpack_event
-
-import truco_engine as te
 
 MS = match_service_pb2
 Stub = match_service_pb2_grpc.MatchServiceStub

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+
 from truco_server.config import Settings
 from truco_server.grpc_server import Worker
 from truco_server.service_wiring import servicer_factory

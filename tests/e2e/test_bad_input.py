@@ -16,12 +16,12 @@ import grpc
 import pytest
 import pytest_asyncio
 from google.protobuf import struct_pb2
-from truco.v1 import action_pb2, match_pb2
-from truco.v1 import match_service_pb2 as MS
-from truco_server.config import ApiKey
 
 from tests.e2e.client import Created, Player, RichError, Stub, act, bearer, create, rich
 from tests.e2e.conftest import WorkerFactory
+from truco.v1 import action_pb2, match_pb2
+from truco.v1 import match_service_pb2 as MS
+from truco_server.config import ApiKey
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(20)]
 

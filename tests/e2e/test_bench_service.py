@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from truco_server import bench_service
+
+from truco_tools import bench_service
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -16,8 +16,6 @@ from pathlib import Path
 import grpc
 import pytest
 import redis.asyncio as aioredis
-from truco.v1 import action_pb2, match_pb2
-from truco_server.grpc_server import Worker
 
 from tests.e2e.client import (
     MATCH_OVER,
@@ -39,6 +37,8 @@ from tests.e2e.client import (
 )
 from tests.e2e.conftest import WorkerFactory
 from tests.helpers.redis_proc import free_port
+from truco.v1 import action_pb2, match_pb2
+from truco_server.grpc_server import Worker
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
@@ -143,7 +143,7 @@ def serve_subprocess(clean_redis_url: str, tmp_path: Path) -> Iterator[tuple[sub
     log = (tmp_path / "serve.log").open("wb")
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
     cmd = [
-        sys.executable, "-m", "truco_server.cli", "serve",
+        sys.executable, "-m", "truco_cli.main", "serve",
         "--redis", clean_redis_url, "--grpc-port", str(port), "--metrics-port", "0",
         "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning",
     ]  # fmt: skip

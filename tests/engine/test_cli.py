@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from truco_cli.main import main
 from truco_engine import MatchRecord, replay
-from truco_engine.cli import main
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
@@ -43,7 +43,7 @@ def test_bench_engine_prints_one_line_per_case() -> None:
         [
             sys.executable,
             "-m",
-            "truco_engine.cli",
+            "truco_cli.main",
             "bench",
             "engine",
             "--case",

@@ -4,7 +4,7 @@ Each file holds one full match played by a seeded ``random.Random`` driver (rand
 here, never in the engine):
 
 * ``record`` — the match record (rules, first dealer, every deal and action), replayable with
-  ``python -m truco_engine.cli replay FILE`` after extracting it (or ``truco replay``);
+  ``truco replay FILE`` after extracting it (or ``truco replay``);
 * ``transcript`` — for every step, the events it caused as every viewer receives them:
   ``public`` is the spectator's copy, ``private`` maps each seat whose copy differs to its
   copy (its own dealt cards, its face-down cards, partners' cards at the hand of eleven);

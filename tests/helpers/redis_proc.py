@@ -1,12 +1,12 @@
 """Start and stop a real ``redis-server`` on a free loopback port (for the tests).
 
-The implementation lives in :mod:`truco_server.redis_proc` (``truco bench service`` needs
+The implementation lives in :mod:`truco_tools.redis_proc` (``truco bench service`` needs
 it too, and production code never imports from ``tests``); this module re-exports it.
 """
 
 from __future__ import annotations
 
-from truco_server.redis_proc import (
+from truco_tools.redis_proc import (
     MISSING_MESSAGE,
     RedisProcess,
     RedisServerMissing,

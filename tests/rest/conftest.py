@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
+
 from truco.v1 import match_service_pb2_grpc
 from truco_server.config import ApiKey, Settings
 from truco_server.grpc_server import Worker
@@ -101,7 +102,7 @@ def served(clean_redis_url: str) -> Iterator[Served]:
         [
             sys.executable,
             "-m",
-            "truco_server.cli",
+            "truco_cli.main",
             "serve",
             "--grpc-port",
             "0",

@@ -18,11 +18,11 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import checks
+
+from tests.rest.conftest import ACME_KEY, Served
 from truco.v1 import match_service_pb2
 from truco_server.rest.openapi import build_openapi
 from truco_server.rest.routes import routes_of
-
-from tests.rest.conftest import ACME_KEY, Served
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -17,11 +17,11 @@ import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
 from grpc_status import rpc_status
-from truco.v1 import match_service_pb2
-from truco_server.rest.routes import message_to_json
 
 from tests.rest.conftest import ACME_KEY, OTHER_KEY, RestWorker
 from tests.rest.helpers import act_once, bearer, call, create_match, ndjson_lines
+from truco.v1 import match_service_pb2
+from truco_server.rest.routes import message_to_json
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 from google.rpc import code_pb2
+
 from truco.v1 import match_service_pb2
 from truco_server import errors as E
 from truco_server.convert import encode_legal
@@ -114,10 +115,9 @@ async def test_body_size_limit_is_a_json_413(face: str) -> None:
 async def test_worker_start_fails_cleanly_when_the_http_port_is_taken(clean_redis_url: str) -> None:
     import socket
 
+    from tests.rest.conftest import worker_settings
     from truco_server.grpc_server import Worker
     from truco_server.service_wiring import servicer_factory
-
-    from tests.rest.conftest import worker_settings
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -14,11 +14,11 @@ from typing import Any
 
 import aiohttp
 import pytest
-from truco.v1 import match_service_pb2
-from truco_server.rest.routes import message_to_json
 
 from tests.rest.conftest import ACME_KEY, RestWorker
 from tests.rest.helpers import act_once, bearer, create_match, ndjson_lines, sse_events
+from truco.v1 import match_service_pb2
+from truco_server.rest.routes import message_to_json
 
 pytestmark = pytest.mark.timeout(90)
 

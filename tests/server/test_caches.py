@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from truco_server.convert import ViewProtos
-from truco_server.lru import Lru
 
 import truco_engine as te
+from truco_server.convert import ViewProtos
+from truco_server.lru import Lru
 
 
 def test_lru_evicts_the_least_recently_used() -> None:

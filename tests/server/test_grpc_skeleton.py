@@ -20,13 +20,14 @@ import pytest_asyncio
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
 from truco.v1 import (
     action_pb2,
     match_service_pb2,
     match_service_pb2_grpc,
 )
 from truco.v1 import error_details_pb2 as truco_error_details_pb2
-from truco_server import cli, config
+from truco_server import config
 from truco_server.config import ApiKey, ConfigError, Settings, load_settings, parse_settings
 from truco_server.errors import (
     Code,
@@ -495,6 +496,7 @@ def test_every_setting_has_an_option_and_a_documented_row() -> None:
 
 def test_log_lines_are_json_with_bound_context_and_no_secrets() -> None:
     import structlog
+
     from truco_server.logging import bind_seat, configure_logging
 
     out = io.StringIO()
@@ -512,37 +514,3 @@ def test_log_lines_are_json_with_bound_context_and_no_secrets() -> None:
     assert line["seat"] == 2
     assert line["authorization"] == "***"
     assert line["timestamp"].endswith("Z")
-
-
-# --- CLI ------------------------------------------------------------------------------
-
-
-def test_cli_reports_a_missing_subcommand_provider(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(cli, "SUBCOMMAND_PROVIDERS", (("truco_nonexistent.cli", ("replay",)),))
-    assert cli.main(["replay", "x.json"]) == 2
-    err = capsys.readouterr().err
-    assert "truco_nonexistent.cli" in err
-    assert "could not be imported" in err
-
-
-def test_cli_has_serve_and_engine_subcommands() -> None:
-    parser = cli.build_parser()
-    args = parser.parse_args(["serve", "--grpc-port", "0", "--metrics-port", "0"])
-    assert args.func is not None
-    s = load_settings(args, {})
-    assert (s.grpc_port, s.metrics_port) == (0, 0)
-
-
-def test_cli_announces_where_it_listens(capsys: pytest.CaptureFixture[str]) -> None:
-    class FakeWorker:
-        grpc_address = "127.0.0.1:50051"
-        metrics_port = 9100
-
-    cli._print_listening(Settings(redis_url="redis://:pw@r:6379/0"), FakeWorker())
-    out = capsys.readouterr().out
-    assert "gRPC listening on 127.0.0.1:50051" in out
-    assert "metrics on :9100" in out
-    assert "store: redis://:***@r:6379/0" in out
-    assert "pw" not in out.replace("***", "")

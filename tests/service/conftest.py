@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+
 from truco_server.service import MatchService, Operator
 from truco_server.storage import MemoryMatchStore, RedisMatchStore
 

@@ -7,10 +7,10 @@ import asyncio
 import random
 
 import pytest
-from truco_server import errors as E
-from truco_server.service import CreateMatchRequest, MatchService, Operator, Update, unpack_event
 
 import truco_engine as te
+from truco_server import errors as E
+from truco_server.service import CreateMatchRequest, MatchService, Operator, Update, unpack_event
 
 
 async def play_out(

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 import pytest_asyncio
-from truco_server.storage import MatchStore, MemoryMatchStore, RedisMatchStore, StoreSettings
 
 from tests.helpers.clock import FakeClock
+from truco_server.storage import MatchStore, MemoryMatchStore, RedisMatchStore, StoreSettings
 
 StoreFactory = Callable[..., Awaitable[MatchStore]]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import redis.asyncio as aioredis
 from redis.asyncio.connection import Connection
-from truco_server.storage import RedisMatchStore
-from truco_server.storage.redis_store import pack_command
 
 from tests.storage.test_store_contract import new_match, play
+from truco_server.storage import RedisMatchStore
+from truco_server.storage.redis_store import pack_command
 
 
 def test_pack_command_matches_redis_py() -> None:

@@ -7,6 +7,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 import redis.asyncio as aioredis
+
+from tests.helpers.clock import FakeClock
 from truco_server.storage import (
     CommitResult,
     EventSubscription,
@@ -20,8 +22,6 @@ from truco_server.storage import (
     StoreSettings,
     VersionConflict,
 )
-
-from tests.helpers.clock import FakeClock
 
 StoreFactory = Callable[..., Awaitable[MatchStore]]
 """The ``make_store`` fixture (tests/storage/conftest.py)."""

@@ -31,8 +31,8 @@ from aiohttp import web
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
 from prometheus_client import Counter, Histogram
-from truco.v1 import match_service_pb2, observation_pb2
 
+from truco.v1 import match_service_pb2, observation_pb2
 from truco_server import errors as E
 from truco_server.convert import encode_legal
 from truco_server.grpc_errors import to_rpc_status

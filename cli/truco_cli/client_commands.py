@@ -1,5 +1,7 @@
-"""Subcommands of ``truco`` provided by the SDK: ``play``, ``watch``, ``demo``, ``bot``,
-``bots eval``. Registered by ``truco_server.cli`` through :func:`register_subcommands`."""
+"""Client subcommands of ``truco``: ``play``, ``watch``, ``demo``, ``bot``, ``bots eval``.
+
+They speak to a server only through the SDK. ``play`` and ``demo`` start an in-process server
+(:mod:`truco_server.embedded`) when no ``--server`` is given and the server is installed."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import sys
 from typing import Any
 
+from truco_cli import optional
 from truco_client.bot import Bot
 
 
@@ -62,10 +65,9 @@ def _cmd_bot(args: argparse.Namespace) -> int:
 
 def _cmd_play(args: argparse.Namespace) -> int:
     from truco_client.client import TrucoClient
-    from truco_client.embedded import EmbeddedServer
     from truco_client.terminal import Names, Style, human_loop, start_bots
 
-    server = None if args.server else EmbeddedServer().start()
+    server = None if args.server else _embedded("play").start()
     target = args.server or (server.address if server else "")
     style = Style(False if args.no_color else None)
     try:
@@ -111,13 +113,12 @@ def _cmd_watch(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from truco_client.client import TrucoClient
-    from truco_client.embedded import EmbeddedServer
     from truco_client.terminal import Names, Style, spectate, start_bots
 
     delay = 0.0 if args.fast else args.delay
     style = Style(False if args.no_color else None)
     bots = args.bots.split(",")
-    with EmbeddedServer() as server, TrucoClient(server.address) as client:
+    with _embedded("demo") as server, TrucoClient(server.address) as client:
         rules_players = args.players
         m = client.create_match(
             args.preset,
@@ -144,6 +145,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 f"winner team {final.winner_team}"
             )
     return 0
+
+
+def _embedded(command: str) -> Any:
+    """An in-process server (not started yet), or a one-line error when the server is not
+    installed."""
+    if optional.embedded is None:
+        raise SystemExit(
+            f"truco {command}: no --server given and no server here to start "
+            f"({optional.SERVER_MISSING}; {optional.SERVER_HINT})"
+        )
+    return optional.embedded.EmbeddedServer()
 
 
 def _seed(text: str | None) -> bytes | None:
@@ -182,7 +194,7 @@ def _cmd_bots_eval(args: argparse.Namespace) -> int:
     return run(args)
 
 
-def register_subcommands(sub: Any) -> None:
+def register(sub: Any) -> None:
     """Add ``play``, ``watch``, ``demo``, ``bot`` and ``bots`` to the ``truco`` parser."""
     p = sub.add_parser("play", help="play against built-in bots in the terminal")
     p.add_argument("--preset", default="argentine", help="rule preset (default argentine)")

@@ -40,10 +40,10 @@ from typing import Any
 
 import grpc
 import redis
-from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
 
-from truco_server.bench_rest import play_seats
-from truco_server.redis_proc import RedisProcess, free_port, start_redis
+from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
+from truco_tools.bench_rest import play_seats
+from truco_tools.redis_proc import RedisProcess, free_port, start_redis
 
 HOST = "127.0.0.1"
 ECHO_METHOD = "/truco.bench.Echo/Echo"
@@ -131,7 +131,7 @@ def _child(cmd: list[str], ready: str, timeout: float = 30.0) -> Iterator[subpro
 
 def _worker_cmd(redis_url: str, port: int, http_port: int, args: argparse.Namespace) -> list[str]:
     cmd = [
-        sys.executable, "-m", "truco_server.cli", "serve",
+        sys.executable, "-m", "truco_cli.main", "serve",
         "--redis", redis_url, "--host", HOST, "--grpc-port", str(port),
         "--metrics-port", "0", "--http-port", str(http_port), "--log-level", "warning",
         "--max-concurrent-rpcs", "0",
@@ -142,7 +142,7 @@ def _worker_cmd(redis_url: str, port: int, http_port: int, args: argparse.Namesp
 
 
 def _echo_cmd(port: int) -> list[str]:
-    return [sys.executable, "-m", "truco_server.bench_service", "--echo-server", str(port)]
+    return [sys.executable, "-m", "truco_tools.bench_service", "--echo-server", str(port)]
 
 
 PATTERN_SERVICE = "truco.bench.Pattern"
@@ -658,7 +658,7 @@ async def _rest_phase(
     """The same bots over REST/JSON against the same worker; figures of the measured window."""
     import aiohttp
 
-    from truco_server.bench_rest import RestBots
+    from truco_tools.bench_rest import RestBots
 
     fig = Figures()
     stop = asyncio.Event()
@@ -679,7 +679,7 @@ def bench_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m truco_server.bench_service")
+    parser = argparse.ArgumentParser(prog="python -m truco_tools.bench_service")
     parser.add_argument("--echo-server", type=int, metavar="PORT", help="run only the echo server")
     add_arguments(parser)
     args = parser.parse_args(argv)

@@ -1,5 +1,5 @@
-"""An in-process, in-memory match server on a free loopback port (for ``truco play`` and
-``truco demo``, examples and tests).
+"""An in-process match server on a free loopback port, on a background thread (for ``truco
+play`` and ``truco demo``, examples and tests); in-memory store unless given a Redis URL.
 
     with EmbeddedServer() as server:
         client = TrucoClient(server.address)
@@ -8,10 +8,14 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import sys
 import threading
 from typing import Any
+
+from truco_server.config import Settings
+from truco_server.grpc_server import Worker
+from truco_server.logging import configure_logging
+from truco_server.service_wiring import servicer_factory
 
 
 class EmbeddedServer:
@@ -33,12 +37,8 @@ class EmbeddedServer:
         self.address = ""
 
     def start(self) -> EmbeddedServer:
-        # Imported by name: the server is an optional runtime dependency of the SDK.
-        Settings = importlib.import_module("truco_server.config").Settings
-        Worker = importlib.import_module("truco_server.grpc_server").Worker
-        servicer_factory = importlib.import_module("truco_server.service_wiring").servicer_factory
         if self.quiet:
-            importlib.import_module("truco_server.logging").configure_logging("error", stream=sys.stderr)
+            configure_logging("error", stream=sys.stderr)
 
         ready = threading.Event()
         errors: list[BaseException] = []

@@ -1,0 +1,53 @@
+"""``truco serve``: run a worker (gRPC, REST/JSON and metrics) until SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+
+from truco_server.config import ConfigError, Settings, add_arguments, load_settings
+from truco_server.grpc_server import Worker, serve
+from truco_server.logging import configure_logging
+from truco_server.service_wiring import servicer_factory
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "serve",
+        help="run a worker (gRPC, REST/JSON, metrics)",
+        description="Run a worker. Flags override environment variables (see docs/operations.md).",
+    )
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings(args)
+    except ConfigError as exc:
+        print(f"truco serve: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level)
+
+    def announce(worker: Worker) -> None:
+        _print_listening(settings, worker)
+
+    with contextlib.suppress(KeyboardInterrupt):  # signal handlers normally catch it
+        asyncio.run(serve(settings, servicer_factory, on_started=announce))
+    return 0
+
+
+def _print_listening(settings: Settings, worker: Worker) -> None:
+    lines = [f"gRPC listening on {worker.grpc_address}"]
+    http_port = worker.http_port
+    if http_port:
+        host = settings.host if ":" not in settings.host else f"[{settings.host}]"
+        lines.append(
+            f"REST/JSON listening on http://{host}:{http_port} (OpenAPI /openapi.json, reference page /play)"
+        )
+    metrics_port = worker.metrics_port
+    lines.append(f"metrics on :{metrics_port}" if metrics_port else "metrics disabled")
+    lines.append(f"store: {settings.store_description}")
+    print("\n".join(lines), flush=True)

@@ -1,0 +1,44 @@
+"""The `truco` command's parser: one owner, the server's subcommands, the client-only path."""
+
+from __future__ import annotations
+
+import pytest
+
+from truco_cli import main as cli
+from truco_cli import optional, serve
+from truco_server.config import Settings, load_settings
+
+
+def test_cli_has_serve_replay_bench_and_client_subcommands() -> None:
+    parser = cli.build_parser()
+    args = parser.parse_args(["serve", "--grpc-port", "0", "--metrics-port", "0"])
+    assert args.func is serve.run
+    s = load_settings(args, {})
+    assert (s.grpc_port, s.metrics_port) == (0, 0)
+    evaluation = ["bots", "eval", "--pair", "rules:random", "--preset", "argentine"]
+    for argv in (["replay", "x.json"], ["bench", "engine"], ["play"], evaluation):
+        assert parser.parse_args(argv).func is not None
+
+
+def test_without_the_server_install_serve_says_how_to_get_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(optional, "serve", None)
+    monkeypatch.setattr(optional, "SERVER_MISSING", "redis: not installed")
+    assert cli.main(["serve", "--grpc-port", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["truco serve: redis: not installed; " + optional.SERVER_HINT]
+
+
+def test_cli_announces_where_it_listens(capsys: pytest.CaptureFixture[str]) -> None:
+    class FakeWorker:
+        grpc_address = "127.0.0.1:50051"
+        http_port = None
+        metrics_port = 9100
+
+    serve._print_listening(Settings(redis_url="redis://:pw@r:6379/0"), FakeWorker())  # type: ignore[arg-type]
+    out = capsys.readouterr().out
+    assert "gRPC listening on 127.0.0.1:50051" in out
+    assert "metrics on :9100" in out
+    assert "store: redis://:***@r:6379/0" in out
+    assert "pw" not in out.replace("***", "")
