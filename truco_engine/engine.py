@@ -18,6 +18,7 @@ import hashlib
 from collections.abc import Sequence
 
 from truco_engine import actions as A
+from truco_engine import events as E
 from truco_engine import flor as F
 from truco_engine import variants as V
 from truco_engine.actions import Action
@@ -27,7 +28,7 @@ from truco_engine.errors import (
     MatchOverError,
     NotYourTurnError,
 )
-from truco_engine.events import Event, EventKind
+from truco_engine.events import CallFamily, Event, HandEndReason, Special, private
 from truco_engine.ranking import FACE_DOWN, USES_TURN_UP, envido_points_for, strength_table
 from truco_engine.rules import RuleSet
 from truco_engine.state import Call, HandState, MatchState, Trick
@@ -72,6 +73,14 @@ def to_act(state: MatchState) -> tuple[int, ...]:
     if state.phase != "play" or h is None:
         return ()
     return (_actor(h),)
+
+
+def seat_teams(state: MatchState) -> tuple[int, ...]:
+    """The team (score holder) of every seat, index = seat: for the hand in progress (or the
+    last one), else for the next hand. The one place a seat's team comes from."""
+    if state.hand is not None:
+        return state.hand.side_of
+    return V.table_sides(state.rules, (state.dealer + 1) % state.rules.players)
 
 
 def _actor(h: HandState) -> int:
@@ -226,10 +235,7 @@ def _start_hand(s: MatchState, deck: list[str], salt: str, ev: list[Event]) -> N
     h.dealer = s.dealer
     h.mano = mano
     h.order = order
-    if r.play_mode == "teams":
-        h.side_of = tuple(seat % 2 for seat in range(n))
-    else:
-        h.side_of = V.carancho_sides(mano, n) if carancho else tuple(range(n))
+    h.side_of = V.table_sides(r, mano)
     h.cards = cards
     h.dealt = [tuple(c) for c in cards]
     h.turn_up = turn_up
@@ -254,41 +260,30 @@ def _start_hand(s: MatchState, deck: list[str], salt: str, ev: list[Event]) -> N
         h.value = r.hand_of_eleven_value
     ev.append(
         Event(
-            EventKind.HAND_STARTED,
-            {
-                "game": s.game,
-                "hand": h.number,
-                "dealer": h.dealer,
-                "mano": mano,
-                "turn_up": turn_up,
-                "commitment": h.commitment,
-                "special": h.special or None,
-            },
+            E.HandStarted(
+                game_number=s.game,
+                hand_number=h.number,
+                dealer=h.dealer,
+                mano=mano,
+                turn_up=turn_up,
+                deck_commitment=h.commitment,
+                special=Special(h.special) if h.special else None,
+            )
         )
     )
     for seat in order:
-        ev.append(
-            Event(
-                EventKind.CARDS_DEALT,
-                {"seat": seat, "cards": list(cards[seat])},
-                frozenset() if h.blind else frozenset((seat,)),
-                ("cards",),
-            )
-        )
+        dealt = E.CardsDealt(seat=seat, cards=tuple(cards[seat]), count=len(cards[seat]))
+        ev.append(private(dealt, () if h.blind else (seat,), "cards"))
     if r.pica_pica and V.is_pica_round(s, h.number):
         V.start_sub_hand(s, h, 0, ev)
     if h.special == "eleven":
         team = [x for x in order if h.side_of[x] == h.eleven_side]
         if len(team) > 1:
             for x in team:
-                ev.append(
-                    Event(
-                        EventKind.CARDS_SHOWN,
-                        {"seat": x, "cards": list(cards[x]), "reason": "hand_of_eleven"},
-                        frozenset(team),
-                        ("cards",),
-                    )
+                shown = E.CardsRevealed(
+                    seat=x, cards=tuple(cards[x]), count=len(cards[x]), reason="hand_of_eleven", public=False
                 )
+                ev.append(private(shown, team, "cards"))
 
 
 # -------------------------------------------------------------------------- apply
@@ -332,8 +327,6 @@ def apply(state: MatchState, seat: int, action: Action) -> tuple[MatchState, lis
         _fold(s, h, seat, ev)
     else:  # pragma: no cover - legal_actions never offers anything else
         raise IllegalActionError(f"{kind} is not implemented", legal)
-    if s.rules.play_mode == "carancho":
-        ev = V.with_pair_sides(h, ev)
     return s, ev
 
 
@@ -394,10 +387,10 @@ def _next_opponent(h: HandState, seat: int) -> int:
 def _decide_eleven(s: MatchState, h: HandState, seat: int, play: bool, ev: list[Event]) -> None:
     side = h.side_of[seat]
     h.eleven_decider = None
-    ev.append(Event(EventKind.ELEVEN_DECIDED, {"seat": seat, "side": side, "play": play}))
+    ev.append(Event(E.HandOfElevenDecision(seat=seat, team=side, play=play)))
     if not play:
         other = 1 - side
-        _end_hand(s, h, other, s.rules.hand_of_eleven_refusal, "eleven_refused", ev)
+        _end_hand(s, h, other, s.rules.hand_of_eleven_refusal, HandEndReason.ELEVEN_REFUSED, ev)
 
 
 def _discard(h: HandState, seat: int, action: Action, ev: list[Event]) -> None:
@@ -407,7 +400,7 @@ def _discard(h: HandState, seat: int, action: Action, ev: list[Event]) -> None:
     h.cards[seat].remove(card)
     h.dealt = list(h.dealt)  # shared with the previous state: copy before changing
     h.dealt[seat] = tuple(h.cards[seat])
-    ev.append(Event(EventKind.CARD_DISCARDED, {"seat": seat, "card": card}, frozenset((seat,)), ("card",)))
+    ev.append(private(E.CardDiscarded(seat=seat, card=card), (seat,), "card"))
 
 
 def _play(s: MatchState, h: HandState, seat: int, action: Action, ev: list[Event]) -> None:
@@ -419,14 +412,8 @@ def _play(s: MatchState, h: HandState, seat: int, action: Action, ev: list[Event
     assert card is not None
     trick = h.tricks[-1]
     trick.plays.append((seat, card, action.face_down))
-    ev.append(
-        Event(
-            EventKind.CARD_PLAYED,
-            {"seat": seat, "card": card, "face_down": action.face_down, "trick": len(h.tricks)},
-            frozenset((seat,)) if action.face_down else None,
-            ("card",) if action.face_down else (),
-        )
-    )
+    played = E.CardPlayed(seat=seat, card=card, face_down=action.face_down, trick_index=len(h.tricks) - 1)
+    ev.append(private(played, (seat,), "card") if action.face_down else Event(played))
     n = len(h.order)
     if len(trick.plays) < n:
         h.turn = h.order[(h.order.index(seat) + 1) % n]
@@ -459,8 +446,12 @@ def _finish_trick(s: MatchState, h: HandState, trick: Trick, ev: list[Event]) ->
         leader = top[0]
     ev.append(
         Event(
-            EventKind.TRICK_ENDED,
-            {"trick": len(h.tricks), "winner": trick.winner, "side": trick.side, "tied": trick.tied},
+            E.TrickEnded(
+                trick_index=len(h.tricks) - 1,
+                winner_seat=trick.winner,
+                winner_team=trick.side,
+                tied=trick.tied,
+            )
         )
     )
     if len(h.tricks) == 1 and h.envido_open:
@@ -472,13 +463,12 @@ def _finish_trick(s: MatchState, h: HandState, trick: Trick, ev: list[Event]) ->
         return
     if winner is None:
         if s.rules.all_tricks_tied == "mano":
-            _end_hand(
-                s, h, h.side_of[h.order[0]], _hand_points(s, h, h.side_of[h.order[0]]), "all_tied_mano", ev
-            )
+            side = h.side_of[h.order[0]]
+            _end_hand(s, h, side, _hand_points(s, h, side), HandEndReason.ALL_TIED_MANO, ev)
         else:
-            _end_hand(s, h, None, 0, "all_tied_redeal", ev)
+            _end_hand(s, h, None, 0, HandEndReason.ALL_TIED_REDEAL, ev)
         return
-    _end_hand(s, h, winner, _hand_points(s, h, winner), "tricks", ev)
+    _end_hand(s, h, winner, _hand_points(s, h, winner), HandEndReason.TRICKS, ev)
 
 
 def _hand_result(tricks: list[Trick]) -> tuple[bool, int | None]:
@@ -534,15 +524,14 @@ def _call_truco(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None
     h.truco = Call("truco", seat, responder, [r.truco_call_names[level]], level)
     ev.append(
         Event(
-            EventKind.CALLED,
-            {
-                "seat": seat,
-                "family": "truco",
-                "call": r.truco_call_names[level],
-                "value_if_accepted": r.truco_ladder[level],
-                "value_if_declined": h.value,
-                "responder": responder,
-            },
+            E.CallMade(
+                seat=seat,
+                family=CallFamily.TRUCO,
+                name=r.truco_call_names[level],
+                value_if_accepted=r.truco_ladder[level],
+                value_if_declined=h.value,
+                responder=responder,
+            )
         )
     )
 
@@ -584,15 +573,14 @@ def _call_envido(s: MatchState, h: HandState, seat: int, name: str, ev: list[Eve
     h.bet = Call("envido", seat, responder, chain)
     ev.append(
         Event(
-            EventKind.CALLED,
-            {
-                "seat": seat,
-                "family": "envido",
-                "call": name,
-                "value_if_accepted": envido_value(s, chain),
-                "value_if_declined": envido_declined_value(s, chain),
-                "responder": responder,
-            },
+            E.CallMade(
+                seat=seat,
+                family=CallFamily.ENVIDO,
+                name=name,
+                value_if_accepted=envido_value(s, chain),
+                value_if_declined=envido_declined_value(s, chain),
+                responder=responder,
+            )
         )
     )
 
@@ -607,11 +595,7 @@ def _accept(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
         h.bet = None
         h.envido_open = False
         value = envido_value(s, bet.chain)
-        ev.append(
-            Event(
-                EventKind.ANSWERED, {"seat": seat, "family": bet.family, "answer": "accept", "value": value}
-            )
-        )
+        ev.append(Event(E.CallAnswered(seat=seat, family=CallFamily(bet.family), accepted=True, value=value)))
         _resolve_envido(s, h, value, ev)
         return
     call = h.truco
@@ -622,9 +606,7 @@ def _accept(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     h.raise_side = h.side_of[seat]
     if r.envido:
         h.envido_open = False
-    ev.append(
-        Event(EventKind.ANSWERED, {"seat": seat, "family": "truco", "answer": "accept", "value": h.value})
-    )
+    ev.append(Event(E.CallAnswered(seat=seat, family=CallFamily.TRUCO, accepted=True, value=h.value)))
 
 
 def _decline(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
@@ -637,14 +619,14 @@ def _decline(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
         h.envido_open = False
         value = envido_declined_value(s, bet.chain)
         ev.append(
-            Event(
-                EventKind.ANSWERED, {"seat": seat, "family": bet.family, "answer": "decline", "value": value}
-            )
+            Event(E.CallAnswered(seat=seat, family=CallFamily(bet.family), accepted=False, value=value))
         )
         side = h.side_of[bet.caller]
         ev.append(
             Event(
-                EventKind.BET_WON, {"family": bet.family, "seat": bet.caller, "side": side, "points": value}
+                E.BetWon(
+                    family=CallFamily(bet.family), winner_seat=bet.caller, winner_team=side, points=value
+                )
             )
         )
         _add_points(s, side, value, ev)
@@ -655,19 +637,17 @@ def _decline(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     call = h.truco
     assert call is not None
     h.truco = None
-    ev.append(
-        Event(EventKind.ANSWERED, {"seat": seat, "family": "truco", "answer": "decline", "value": h.value})
-    )
-    _end_hand(s, h, h.side_of[call.caller], h.value, "declined", ev)
+    ev.append(Event(E.CallAnswered(seat=seat, family=CallFamily.TRUCO, accepted=False, value=h.value)))
+    _end_hand(s, h, h.side_of[call.caller], h.value, HandEndReason.DECLINED, ev)
 
 
 def _fold(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     side = h.side_of[seat]
     other = h.side_of[_next_opponent(h, seat)]
-    ev.append(Event(EventKind.FOLDED, {"seat": seat, "side": side}))
+    ev.append(Event(E.Folded(seat=seat, team=side)))
     if h.bet is None and s.rules.fold_concedes_envido and h.envido_open and not h.flor_sung:
         # Going to the mazo with the envido still open: the other side's envido point.
-        ev.append(Event(EventKind.BET_WON, {"family": "envido", "seat": None, "side": other, "points": 1}))
+        ev.append(Event(E.BetWon(family=CallFamily.ENVIDO, winner_seat=None, winner_team=other, points=1)))
         if _add_points(s, other, 1, ev):
             h.over = True
             return
@@ -677,14 +657,16 @@ def _fold(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
         value = F.bet_values(s, bet)[1]
         ev.append(
             Event(
-                EventKind.BET_WON, {"family": bet.family, "seat": bet.caller, "side": other, "points": value}
+                E.BetWon(
+                    family=CallFamily(bet.family), winner_seat=bet.caller, winner_team=other, points=value
+                )
             )
         )
         if _add_points(s, other, value, ev):
             h.over = True
             return
     h.truco = None
-    _end_hand(s, h, other, _hand_points(s, h, other), "folded", ev)
+    _end_hand(s, h, other, _hand_points(s, h, other), HandEndReason.FOLDED, ev)
 
 
 def _resolve_envido(s: MatchState, h: HandState, value: int, ev: list[Event]) -> None:
@@ -696,14 +678,14 @@ def _resolve_envido(s: MatchState, h: HandState, value: int, ev: list[Event]) ->
         p = envido_points_for(s.rules, h.turn_up, h.dealt[x])
         if p > best:
             best, best_seat = p, x
-            ev.append(Event(EventKind.POINTS_DECLARED, {"seat": x, "family": "envido", "points": p}))
+            ev.append(Event(E.PointsDeclared(seat=x, family=CallFamily.ENVIDO, points=p)))
         elif h.side_of[x] != h.side_of[best_seat]:
-            ev.append(Event(EventKind.POINTS_DECLARED, {"seat": x, "family": "envido", "points": None}))
+            ev.append(Event(E.PointsDeclared(seat=x, family=CallFamily.ENVIDO, points=None)))
     side = h.side_of[best_seat]
     if s.rules.show_envido_cards:
         h.shows.append((best_seat, "envido"))
     ev.append(
-        Event(EventKind.BET_WON, {"family": "envido", "seat": best_seat, "side": side, "points": value})
+        Event(E.BetWon(family=CallFamily.ENVIDO, winner_seat=best_seat, winner_team=side, points=value))
     )
     if _add_points(s, side, value, ev):
         h.over = True
@@ -717,24 +699,24 @@ def _add_points(s: MatchState, side: int, points: int, ev: list[Event]) -> bool:
         holders = [x for x in h.order if h.side_of[x] == side]
         for x in holders:
             s.scores[x] += points
-        ev.append(Event(EventKind.SCORE, {"scores": list(s.scores), "games": list(s.games)}))
+        ev.append(Event(E.ScoreChanged(scores=tuple(s.scores), games_won=tuple(s.games))))
         reached = [x for x in holders if s.scores[x] >= r.target_points]
         if not reached:
             return False
         side = max(reached, key=lambda x: s.scores[x])  # equal: the one nearer the mano
     else:
         s.scores[side] += points
-        ev.append(Event(EventKind.SCORE, {"scores": list(s.scores), "games": list(s.games)}))
+        ev.append(Event(E.ScoreChanged(scores=tuple(s.scores), games_won=tuple(s.games))))
         if s.scores[side] < r.target_points:
             return False
     s.games[side] += 1
-    ev.append(Event(EventKind.GAME_ENDED, {"side": side, "game": s.game, "games": list(s.games)}))
+    ev.append(Event(E.GameEnded(game_number=s.game, winner_team=side, games_won=tuple(s.games))))
     if h is not None:
         _reveal_shows(h, ev)
     if s.games[side] >= r.games_to_win:
         s.phase = "over"
         s.winner = side
-        ev.append(Event(EventKind.MATCH_ENDED, {"side": side, "games": list(s.games)}))
+        ev.append(Event(E.MatchEnded(winner_team=side, games_won=tuple(s.games))))
     else:
         s.game += 1
         s.scores = [0] * r.sides
@@ -745,20 +727,21 @@ def _add_points(s: MatchState, side: int, points: int, ev: list[Event]) -> bool:
 
 def _reveal_shows(h: HandState, ev: list[Event]) -> None:
     for seat, family in h.shows:
+        cards = tuple(h.dealt[seat])
         ev.append(
-            Event(EventKind.CARDS_REVEALED, {"seat": seat, "cards": list(h.dealt[seat]), "reason": family})
+            Event(E.CardsRevealed(seat=seat, cards=cards, count=len(cards), reason=family, public=True))
         )
     h.shows = []
 
 
 def _end_hand(
-    s: MatchState, h: HandState, side: int | None, points: int, reason: str, ev: list[Event]
+    s: MatchState, h: HandState, side: int | None, points: int, reason: HandEndReason, ev: list[Event]
 ) -> None:
     h.over = True
     h.truco = None
     h.bet = None
     h.eleven_decider = None
-    ev.append(Event(EventKind.HAND_ENDED, {"side": side, "points": points, "reason": reason}))
+    ev.append(Event(E.HandEnded(winner_team=side, points=points, reason=reason)))
     if side is not None and points > 0 and _add_points(s, side, points, ev):
         return
     _reveal_shows(h, ev)

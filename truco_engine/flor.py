@@ -40,8 +40,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from truco_engine import actions as A
+from truco_engine import events as E
 from truco_engine.actions import Action
-from truco_engine.events import Event, EventKind
+from truco_engine.events import CallFamily, Event
 from truco_engine.ranking import flor_points_for, has_flor_for
 from truco_engine.state import Call, HandState, MatchState
 
@@ -164,7 +165,7 @@ def sing(s: MatchState, h: HandState, seat: int, name: str, ev: list[Event]) -> 
         h.envido_open = False
         if r.show_envido_cards:
             h.shows.extend((x, "flor") for x in own)
-        ev.append(Event(EventKind.BET_WON, {"family": "flor", "seat": seat, "side": side, "points": points}))
+        ev.append(Event(E.BetWon(family=CallFamily.FLOR, winner_seat=seat, winner_team=side, points=points)))
         if _add_points(s, side, points, ev):
             h.over = True
         return
@@ -184,7 +185,7 @@ def accept(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     if seat not in h.flor_sung:
         h.flor_sung.append(seat)
     value = flor_value(s, bet.chain)
-    ev.append(Event(EventKind.ANSWERED, {"seat": seat, "family": "flor", "answer": "accept", "value": value}))
+    ev.append(Event(E.CallAnswered(seat=seat, family=CallFamily.FLOR, accepted=True, value=value)))
     best_seat, best = -1, -1
     for x in h.order:
         if not holds_flor(r, h, x):
@@ -192,13 +193,13 @@ def accept(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
         p = flor_points_for(r, h.turn_up, h.dealt[x])
         if p > best:
             best, best_seat = p, x
-            ev.append(Event(EventKind.POINTS_DECLARED, {"seat": x, "family": "flor", "points": p}))
+            ev.append(Event(E.PointsDeclared(seat=x, family=CallFamily.FLOR, points=p)))
         elif h.side_of[x] != h.side_of[best_seat]:
-            ev.append(Event(EventKind.POINTS_DECLARED, {"seat": x, "family": "flor", "points": None}))
+            ev.append(Event(E.PointsDeclared(seat=x, family=CallFamily.FLOR, points=None)))
     side = h.side_of[best_seat]
     if r.show_envido_cards:
         h.shows.append((best_seat, "flor"))
-    ev.append(Event(EventKind.BET_WON, {"family": "flor", "seat": best_seat, "side": side, "points": value}))
+    ev.append(Event(E.BetWon(family=CallFamily.FLOR, winner_seat=best_seat, winner_team=side, points=value)))
     if _add_points(s, side, value, ev):
         h.over = True
 
@@ -212,12 +213,11 @@ def decline(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     h.bet = None
     h.envido_open = False
     value = flor_declined_value(s, bet.chain)
-    answer = {"seat": seat, "family": "flor", "answer": "decline", "value": value}
-    ev.append(Event(EventKind.ANSWERED, answer))
+    ev.append(Event(E.CallAnswered(seat=seat, family=CallFamily.FLOR, accepted=False, value=value)))
     side = h.side_of[bet.caller]
     if s.rules.show_envido_cards:
         h.shows.append((bet.caller, "flor"))
-    ev.append(Event(EventKind.BET_WON, {"family": "flor", "seat": bet.caller, "side": side, "points": value}))
+    ev.append(Event(E.BetWon(family=CallFamily.FLOR, winner_seat=bet.caller, winner_team=side, points=value)))
     if _add_points(s, side, value, ev):
         h.over = True
 
@@ -236,14 +236,14 @@ def _played(h: HandState, seat: int) -> bool:
 def _called(
     seat: int, call: str, value: int, declined: int, responder: int | None, cancels: str | None = None
 ) -> Event:
-    data: dict[str, object] = {
-        "seat": seat,
-        "family": "flor",
-        "call": call,
-        "value_if_accepted": value,
-        "value_if_declined": declined,
-        "responder": responder,
-    }
-    if cancels:
-        data["cancels"] = cancels
-    return Event(EventKind.CALLED, data)
+    return Event(
+        E.CallMade(
+            seat=seat,
+            family=CallFamily.FLOR,
+            name=call,
+            value_if_accepted=value,
+            value_if_declined=declined,
+            responder=responder,
+            cancels=CallFamily(cancels) if cancels else None,
+        )
+    )

@@ -8,99 +8,115 @@ of eleven). ``seat=None`` is a spectator: public information only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from truco_engine.actions import Action
-from truco_engine.engine import legal_actions, to_act
+from truco_engine.engine import legal_actions, seat_teams, to_act
+from truco_engine.events import CallFamily, Special
 from truco_engine.flor import bet_values
 from truco_engine.state import MatchState
 
-PlayView = tuple[int, str | None, bool]
-"""(seat, card or None when face down and not yours, face_down)."""
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlayView:
+    """One card of a trick as a seat sees it."""
+
+    seat: int
+    card: str | None
+    """``None`` when played face down and not by the viewer."""
+    face_down: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TrickView:
     """One trick as a seat sees it."""
 
     leader: int
     plays: tuple[PlayView, ...]
-    winner: int | None
-    side: int | None
+    winner_seat: int | None
+    winner_team: int | None
     tied: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PendingCall:
-    """The call awaiting an answer."""
+    """The call (or decision) awaiting an answer."""
 
-    family: str
-    """``truco``, ``envido``, ``flor`` or ``hand_of_eleven``."""
-    call: str
-    """Last call made (``truco``, ``six``, ``real_envido``, …)."""
+    family: CallFamily
+    name: str
+    """Last call made (``truco``, ``six``, ``real_envido``, ...; ``hand_of_eleven``)."""
     caller: int | None
     responder: int
     value_if_accepted: int
     value_if_declined: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Observation:
-    """What one seat sees at one moment."""
+    """What one seat (or a spectator) sees at one moment."""
 
     seat: int | None
     """The observing seat; ``None`` for a spectator."""
-    side: int | None
-    """The observing seat's side (team); ``None`` for a spectator."""
+    team: int | None
+    """The observing seat's team (score holder) this hand; ``None`` for a spectator."""
     preset: str
     players: int
     phase: str
     """``deal`` (between hands), ``play`` or ``over``."""
-    game: int
+    game_number: int
     hand_number: int
+    """0 before the first hand."""
     dealer: int
     mano: int | None
     turn_up: str | None
     """The vira (or muestra) of the hand, if the rules turn one up."""
-    special: str | None
-    """``eleven`` (hand of eleven), ``iron`` (iron hand) or ``None``."""
+    special: Special | None
     hand: tuple[str, ...]
     """The seat's own cards (empty for spectators and in the iron hand)."""
     hidden_hand: int
     """Own cards the seat holds but may not look at (iron hand)."""
     hand_sizes: tuple[int, ...]
-    revealed: dict[int, tuple[str, ...]]
+    revealed: Mapping[int, tuple[str, ...]]
     """Other seats' cards the rules let this seat see (partners at the hand of eleven)."""
     tricks: tuple[TrickView, ...]
+    seat_teams: tuple[int, ...]
+    """The team of every seat this hand (:func:`truco_engine.seat_teams`)."""
     scores: tuple[int, ...]
-    games: tuple[int, ...]
+    """Points in the current game, index = team."""
+    games_won: tuple[int, ...]
     hand_value: int
     """What the hand is worth now (accepted calls only)."""
     pending: PendingCall | None
-    to_act: tuple[int, ...]
+    awaited: tuple[int, ...]
+    """Seats whose decision the game is waiting for (what a turn clock times)."""
     legal_actions: tuple[Action, ...]
+    """What the observing seat may do now (empty for spectators)."""
     decision: int
-    """Identifies the decision point (the server's deadline slot); grows with each action."""
-    winner: int | None
-    """Winning side once the match is over."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    """Identifies the decision point (actions applied so far); grows with each action."""
+    winner_team: int | None
+    """Winning team once the match is over."""
+    carancho: int | None = None
+    """Carancho: the seat playing alone against the pair this hand."""
+    head_to_head: tuple[int, ...] | None = None
+    """Pica-pica: the two seats playing the head-to-head sub-hand in progress."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able mapping."""
+        """JSON-able mapping (for logs and debugging; the wire form is ``truco.v1``)."""
         pending = self.pending
         return {
             "seat": self.seat,
-            "side": self.side,
+            "team": self.team,
             "preset": self.preset,
             "players": self.players,
             "phase": self.phase,
-            "game": self.game,
+            "game_number": self.game_number,
             "hand_number": self.hand_number,
             "dealer": self.dealer,
             "mano": self.mano,
             "turn_up": self.turn_up,
-            "special": self.special,
+            "special": None if self.special is None else self.special.value,
             "hand": list(self.hand),
             "hidden_hand": self.hidden_hand,
             "hand_sizes": list(self.hand_sizes),
@@ -108,31 +124,33 @@ class Observation:
             "tricks": [
                 {
                     "leader": t.leader,
-                    "plays": [{"seat": p[0], "card": p[1], "face_down": p[2]} for p in t.plays],
-                    "winner": t.winner,
-                    "side": t.side,
+                    "plays": [{"seat": p.seat, "card": p.card, "face_down": p.face_down} for p in t.plays],
+                    "winner_seat": t.winner_seat,
+                    "winner_team": t.winner_team,
                     "tied": t.tied,
                 }
                 for t in self.tricks
             ],
+            "seat_teams": list(self.seat_teams),
             "scores": list(self.scores),
-            "games": list(self.games),
+            "games_won": list(self.games_won),
             "hand_value": self.hand_value,
             "pending": None
             if pending is None
             else {
-                "family": pending.family,
-                "call": pending.call,
+                "family": pending.family.value,
+                "name": pending.name,
                 "caller": pending.caller,
                 "responder": pending.responder,
                 "value_if_accepted": pending.value_if_accepted,
                 "value_if_declined": pending.value_if_declined,
             },
-            "to_act": list(self.to_act),
+            "awaited": list(self.awaited),
             "legal_actions": [a.to_dict() for a in self.legal_actions],
             "decision": self.decision,
-            "winner": self.winner,
-            **({"extra": self.extra} if self.extra else {}),
+            "winner_team": self.winner_team,
+            "carancho": self.carancho,
+            "head_to_head": None if self.head_to_head is None else list(self.head_to_head),
         }
 
 
@@ -140,37 +158,37 @@ def observe(state: MatchState, seat: int | None) -> Observation:
     """The observation of ``seat`` (``None``: a spectator)."""
     r = state.rules
     h = state.hand
-    side = None
-    if seat is not None:
-        if not 0 <= seat < r.players:
-            raise ValueError(f"seat {seat} does not exist; seats are 0..{r.players - 1}")
-        side = seat % 2 if r.play_mode == "teams" else seat
+    teams = seat_teams(state)
+    if seat is not None and not 0 <= seat < r.players:
+        raise ValueError(f"seat {seat} does not exist; seats are 0..{r.players - 1}")
+    team = None if seat is None else teams[seat]
     if h is None:
         return Observation(
-            seat,
-            side,
-            r.name,
-            r.players,
-            state.phase,
-            state.game,
-            0,
-            state.dealer,
-            None,
-            None,
-            None,
-            (),
-            0,
-            (0,) * r.players,
-            {},
-            (),
-            tuple(state.scores),
-            tuple(state.games),
-            r.base_value,
-            None,
-            (),
-            (),
-            state.actions,
-            state.winner,
+            seat=seat,
+            team=team,
+            preset=r.name,
+            players=r.players,
+            phase=state.phase,
+            game_number=state.game,
+            hand_number=0,
+            dealer=state.dealer,
+            mano=None,
+            turn_up=None,
+            special=None,
+            hand=(),
+            hidden_hand=0,
+            hand_sizes=(0,) * r.players,
+            revealed={},
+            tricks=(),
+            seat_teams=teams,
+            scores=tuple(state.scores),
+            games_won=tuple(state.games),
+            hand_value=r.base_value,
+            pending=None,
+            awaited=(),
+            legal_actions=(),
+            decision=state.actions,
+            winner_team=state.winner,
         )
     own: tuple[str, ...] = ()
     hidden = 0
@@ -180,17 +198,19 @@ def observe(state: MatchState, seat: int | None) -> Observation:
         else:
             own = tuple(h.cards[seat])
     revealed: dict[int, tuple[str, ...]] = {}
-    if h.special == "eleven" and side == h.eleven_side and not h.over:
+    if h.special == "eleven" and team == h.eleven_side and not h.over:
         for x in h.order:
-            if x != seat and h.side_of[x] == side:
+            if x != seat and h.side_of[x] == team:
                 revealed[x] = tuple(h.cards[x])
     tricks = tuple(
         TrickView(
-            t.leader,
-            tuple((x, c if (not d or x == seat) else None, d) for x, c, d in t.plays),
-            t.winner,
-            t.side,
-            t.tied,
+            leader=t.leader,
+            plays=tuple(
+                PlayView(seat=x, card=c if (not d or x == seat) else None, face_down=d) for x, c, d in t.plays
+            ),
+            winner_seat=t.winner,
+            winner_team=t.side,
+            tied=t.tied,
         )
         for t in h.tricks
     )
@@ -198,54 +218,62 @@ def observe(state: MatchState, seat: int | None) -> Observation:
     if state.phase == "play":
         if h.eleven_decider is not None:
             pending = PendingCall(
-                "hand_of_eleven",
-                "hand_of_eleven",
-                None,
-                h.eleven_decider,
-                r.hand_of_eleven_value,
-                r.hand_of_eleven_refusal,
+                family=CallFamily.HAND_OF_ELEVEN,
+                name="hand_of_eleven",
+                caller=None,
+                responder=h.eleven_decider,
+                value_if_accepted=r.hand_of_eleven_value,
+                value_if_declined=r.hand_of_eleven_refusal,
             )
         elif h.bet is not None:
             b = h.bet
             accepted, declined = bet_values(state, b)
-            pending = PendingCall(b.family, b.chain[-1], b.caller, b.responder, accepted, declined)
+            pending = PendingCall(
+                family=CallFamily(b.family),
+                name=b.chain[-1],
+                caller=b.caller,
+                responder=b.responder,
+                value_if_accepted=accepted,
+                value_if_declined=declined,
+            )
         elif h.truco is not None:
             c = h.truco
             pending = PendingCall(
-                "truco", c.chain[-1], c.caller, c.responder, r.truco_ladder[c.level], h.value
+                family=CallFamily.TRUCO,
+                name=c.chain[-1],
+                caller=c.caller,
+                responder=c.responder,
+                value_if_accepted=r.truco_ladder[c.level],
+                value_if_declined=h.value,
             )
-    acting = to_act(state)
-    legal = tuple(legal_actions(state, seat)) if seat is not None and seat in acting else ()
-    extra: dict[str, Any] = {}
-    if r.play_mode == "carancho":
-        extra["carancho"] = h.mano
-        extra["sides"] = list(h.side_of)
-    elif len(h.order) == 2 and r.players > 2:
-        extra["head_to_head"] = list(h.order)
+    awaited = to_act(state)
+    legal = tuple(legal_actions(state, seat)) if seat is not None and seat in awaited else ()
     return Observation(
-        seat,
-        side,
-        r.name,
-        r.players,
-        state.phase,
-        state.game,
-        h.number,
-        h.dealer,
-        h.mano,
-        h.turn_up,
-        h.special or None,
-        own,
-        hidden,
-        tuple(len(c) for c in h.cards),
-        revealed,
-        tricks,
-        tuple(state.scores),
-        tuple(state.games),
-        h.value,
-        pending,
-        acting,
-        legal,
-        state.actions,
-        state.winner,
-        extra,
+        seat=seat,
+        team=team,
+        preset=r.name,
+        players=r.players,
+        phase=state.phase,
+        game_number=state.game,
+        hand_number=h.number,
+        dealer=h.dealer,
+        mano=h.mano,
+        turn_up=h.turn_up,
+        special=Special(h.special) if h.special else None,
+        hand=own,
+        hidden_hand=hidden,
+        hand_sizes=tuple(len(c) for c in h.cards),
+        revealed=revealed,
+        tricks=tricks,
+        seat_teams=teams,
+        scores=tuple(state.scores),
+        games_won=tuple(state.games),
+        hand_value=h.value,
+        pending=pending,
+        awaited=awaited,
+        legal_actions=legal,
+        decision=state.actions,
+        winner_team=state.winner,
+        carancho=h.mano if r.play_mode == "carancho" else None,
+        head_to_head=tuple(h.order) if len(h.order) == 2 and r.players > 2 else None,
     )

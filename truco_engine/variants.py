@@ -30,12 +30,24 @@ from __future__ import annotations
 
 from typing import Final
 
-from truco_engine.events import Event, EventKind
+from truco_engine.events import Event, HeadToHeadStarted
+from truco_engine.rules import RuleSet
 from truco_engine.state import HandState, MatchState
 
 PICA_PICA_STOP: Final = 5
 """Head-to-head rounds stop when a side needs this many points or fewer ("hasta faltar 5
 tantos para la terminación del partido")."""
+
+
+def table_sides(rules: RuleSet, mano: int) -> tuple[int, ...]:
+    """The side (team) of every seat for a hand whose mano is ``mano``: partners alternate in
+    teams; each seat is its own side in individual play; the carancho alone against the pair."""
+    n = rules.players
+    if rules.play_mode == "teams":
+        return tuple(seat % 2 for seat in range(n))
+    if rules.play_mode == "carancho":
+        return carancho_sides(mano, n)
+    return tuple(range(n))
 
 
 def carancho_sides(mano: int, players: int) -> tuple[int, ...]:
@@ -71,7 +83,7 @@ def start_sub_hand(s: MatchState, h: HandState, k: int, ev: list[Event]) -> None
     h.order = order
     h.mano = order[0]
     h.start_play(order[0], r)
-    ev.append(Event(EventKind.HEAD_TO_HEAD_STARTED, {"pair": list(order), "mano": order[0], "index": k}))
+    ev.append(Event(HeadToHeadStarted(seats=order, mano=order[0], index=k)))
 
 
 def next_sub_hand(s: MatchState, h: HandState) -> int | None:
@@ -79,16 +91,3 @@ def next_sub_hand(s: MatchState, h: HandState) -> int | None:
     n = s.rules.players
     k = (h.order[0] - (h.dealer + 1)) % n
     return k + 1 if k + 1 < n // 2 else None
-
-
-def with_pair_sides(h: HandState, ev: list[Event]) -> list[Event]:
-    """Carancho: add ``sides`` (every score holder credited) to ``hand_ended`` and
-    ``bet_won`` events, so that the pair's joint points can be read from the events alone."""
-    out = []
-    for e in ev:
-        side = e.data.get("side")
-        if e.kind in (EventKind.HAND_ENDED, EventKind.BET_WON) and side is not None:
-            holders = [x for x in sorted(h.order) if h.side_of[x] == side]
-            e = Event(e.kind, {**e.data, "sides": holders}, e.private_to, e.hidden)
-        out.append(e)
-    return out

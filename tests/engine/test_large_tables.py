@@ -23,7 +23,7 @@ EXPECTED = {
 
 @pytest.mark.parametrize("preset", sorted(EXPECTED))
 def test_extra_manilhas_rank_above_the_fixed_four_in_order(preset):
-    """"Manilha: 4 de espadas (Irra) Rei de ouros (Douradão) Dama de ouros (Dourada) Valete
+    """ "Manilha: 4 de espadas (Irra) Rei de ouros (Douradão) Dama de ouros (Dourada) Valete
     de paus (Caculo) 5 De espadas (Ferrão) 4 de paus (Zap) 7 de copas (7 copas) Ás de
     espadas (Espadilha) 7 de ouro (7 ouros)" (Irra Dourada); the other columns alike."""
     players, extra = EXPECTED[preset]
@@ -39,7 +39,7 @@ def test_extra_manilhas_rank_above_the_fixed_four_in_order(preset):
 
 @pytest.mark.parametrize("preset", sorted(EXPECTED))
 def test_other_cards_of_extra_manilha_ranks_stay_plain(preset):
-    """"Letras (ou figuras): Reis (todos menos o de ouros) Valetes (todos menos o de paus)
+    """ "Letras (ou figuras): Reis (todos menos o de ouros) Valetes (todos menos o de paus)
     Damas (todos menos a de ouros)" — only the named cards leave the plain ranks."""
     rules = get_rules(preset)
     t = strength_table(rules, None)
@@ -52,8 +52,16 @@ def test_other_cards_of_extra_manilha_ranks_stay_plain(preset):
 def test_mineiro_trio_six_players_teams_of_three():
     """Truco mineiro 6 pessoas (trio): two teams of three, alternating; Dourada beats zap."""
     t = Table("mineiro-trio")
-    t.deal({0: ["4C", "5C", "6C"], 1: ["QD", "5H", "6H"], 2: ["7H", "5D", "6D"], 3: ["5S", "4H", "6S"],
-            4: ["AS", "4D", "7S"], 5: ["JC", "KC", "KH"]})
+    t.deal(
+        {
+            0: ["4C", "5C", "6C"],
+            1: ["QD", "5H", "6H"],
+            2: ["7H", "5D", "6D"],
+            3: ["5S", "4H", "6S"],
+            4: ["AS", "4D", "7S"],
+            5: ["JC", "KC", "KH"],
+        }
+    )
     assert t.hand.side_of == (0, 1, 0, 1, 0, 1) and t.hand.turn_up is None
     t.play("0 play 4C", "1 play QD", "2 play 7H", "3 play 5S", "4 play AS", "5 play JC")
     assert (t.hand.tricks[0].winner, t.hand.tricks[0].side) == (1, 1)
@@ -81,10 +89,12 @@ def test_douradona_ten_or_twelve_players_deals_all_but_a_few_cards(players):
     assert t.hand.tricks[0].winner == players - 1
 
 
-@pytest.mark.parametrize(("preset", "players"), [("paulista", 8), ("paulista", 10), ("paulista", 12),
-                                                  ("mineiro", 12), ("manilha-velha", 10)])
+@pytest.mark.parametrize(
+    ("preset", "players"),
+    [("paulista", 8), ("paulista", 10), ("paulista", 12), ("mineiro", 12), ("manilha-velha", 10)],
+)
 def test_teams_of_four_five_six_are_allowed_with_enough_cards(preset, players):
-    """"Pode-se jogar com 2, 4, 6, 8, 10 ou 12 pessoas" — 12 players with a vira need
+    """ "Pode-se jogar com 2, 4, 6, 8, 10 ou 12 pessoas" — 12 players with a vira need
     3 × 12 + 1 = 37 ≤ 40 cards."""
     rules = get_rules(preset, players=players)
     t = Table(rules)
@@ -105,10 +115,16 @@ def test_clean_deck_keeps_extra_manilhas():
     assert "5S" in rules.deck_cards and "5C" not in rules.deck_cards and "4C" in rules.deck_cards
 
 
-@pytest.mark.parametrize(("alias", "name"), [("irra", "irra-dourada"), ("quadra", "irra-dourada"),
-                                              ("truco-douradona", "douradona"),
-                                              ("truco-mineiro-trio", "mineiro-trio"),
-                                              ("douradona-10p", "douradona")])
+@pytest.mark.parametrize(
+    ("alias", "name"),
+    [
+        ("irra", "irra-dourada"),
+        ("quadra", "irra-dourada"),
+        ("truco-douradona", "douradona"),
+        ("truco-mineiro-trio", "mineiro-trio"),
+        ("douradona-10p", "douradona"),
+    ],
+)
 def test_large_table_aliases(alias, name):
     assert get_rules(alias).name == name
 

@@ -30,7 +30,7 @@ def finish_hand(t: Table) -> None:
 
 @pytest.mark.parametrize("preset", ["mineiro", "manilha-velha"])
 def test_fixed_manilhas_zap_7H_AS_7D(preset):
-    """"The manilhas are always the same, in this order of strength: 4 of clubs (zap), 7 of
+    """ "The manilhas are always the same, in this order of strength: 4 of clubs (zap), 7 of
     hearts, ace of spades (espadilha) and 7 of diamonds.\""""
     t = strength_table(get_rules(preset), None)
     assert t["4C"] > t["7H"] > t["AS"] > t["7D"]
@@ -52,7 +52,7 @@ def test_fixed_manilhas_other_cards_of_those_ranks_stay_plain(preset):
 
 @pytest.mark.parametrize("preset", ["mineiro", "manilha-velha"])
 def test_no_turn_up_card(preset):
-    """"There is no turn-up card." The deal turns nothing up and the zap beats everything
+    """ "There is no turn-up card." The deal turns nothing up and the zap beats everything
     whatever the deck order."""
     t = Table(f"{preset}-2p")
     ev = t.deal({0: ["7D", "5C", "6C"], 1: ["4C", "3C", "3H"]})
@@ -60,7 +60,7 @@ def test_no_turn_up_card(preset):
     assert t.of(EventKind.HAND_STARTED, ev)[0]["turn_up"] is None
     assert t.obs(0).turn_up is None
     t.play("0 play 7D", "1 play 4C", "1 play 3C", "0 play 5C")
-    assert t.hand_end()["side"] == 1
+    assert t.hand_end()["winner_team"] == 1
 
 
 def test_mineiro_in_play_zap_beats_7_of_hearts_beats_espadilha():
@@ -72,17 +72,17 @@ def test_mineiro_in_play_zap_beats_7_of_hearts_beats_espadilha():
 
 
 def test_mineiro_plain_hand_is_worth_2():
-    """"In many rule sets, a plain hand is worth 2 points [...]\""""
+    """ "In many rule sets, a plain hand is worth 2 points [...]\""""
     t = Table("mineiro-2p")
     t.deal({0: ["4C", "7H", "AS"], 1: ["5C", "5H", "5S"]})
     assert t.obs(0).hand_value == 2
     finish_hand(t)
-    assert t.hand_end() == {"side": 0, "points": 2, "reason": "tricks"}
+    assert t.hand_end() == {"winner_team": 0, "points": 2, "reason": "tricks"}
 
 
 @pytest.mark.parametrize(("raises", "value"), [(1, 4), (2, 6), (3, 10), (4, 12)])
 def test_mineiro_truco_is_worth_4_and_the_ladder(raises, value):
-    """"[...] and truco is worth 4." The next raises (six, ten, twelve) follow miniTruco's
+    """ "[...] and truco is worth 4." The next raises (six, ten, twelve) follow miniTruco's
     ladder 4 → 6 → 10 → 12 (research notes); "The value of the next raises changes from one
     rule set to another" — override ``truco_ladder``."""
     t = Table("mineiro-2p", target_points=30)
@@ -91,7 +91,7 @@ def test_mineiro_truco_is_worth_4_and_the_ladder(raises, value):
     for _ in range(raises):
         t.act(seat, "truco")
         seat = 1 - seat
-    names = [c["call"] for c in t.of(EventKind.CALLED)]
+    names = [c["name"] for c in t.of(EventKind.CALL_MADE)]
     assert names == ["truco", "six", "ten", "twelve"][:raises]
     t.act(seat, "accept")
     finish_hand(t)
@@ -109,11 +109,11 @@ def test_mineiro_decline_gives_up_the_value_before_the_raise(raises, points):
         t.act(seat, "truco")
         seat = 1 - seat
     t.act(seat, "decline")
-    assert t.hand_end() == {"side": 1 - seat, "points": points, "reason": "declined"}
+    assert t.hand_end() == {"winner_team": 1 - seat, "points": points, "reason": "declined"}
 
 
 def test_mineiro_hand_of_ten_worth_4():
-    """"With that count, a team on 10 points plays the hand of ten, worth 4.\""""
+    """ "With that count, a team on 10 points plays the hand of ten, worth 4.\""""
     t = Table("mineiro-4p").set(scores=[4, 10])
     t.deal({1: ["4C", "7H", "AS"]})
     assert t.hand.special == "eleven" and t.turn() == 1
@@ -131,7 +131,7 @@ def test_mineiro_hand_of_ten_refused_gives_2():
     t = Table("mineiro-2p").set(scores=[10, 6])
     t.deal()
     t.act(0, "decline")
-    assert t.hand_end() == {"side": 1, "points": 2, "reason": "eleven_refused"}
+    assert t.hand_end() == {"winner_team": 1, "points": 2, "reason": "eleven_refused"}
     assert t.state.scores == [10, 8]
 
 
@@ -166,13 +166,15 @@ def test_mineiro_reaches_ten_by_legal_play():
 
 
 def test_mineiro_can_count_like_paulista():
-    """"[...] some tables count 1 and 3, as in paulista. Agree first." — overrides."""
+    """ "[...] some tables count 1 and 3, as in paulista. Agree first." — overrides."""
     rules = get_rules(
         "mineiro-2p",
         base_value=1,
         truco_ladder=[3, 6, 9, 12],
         truco_call_names=["truco", "six", "nine", "twelve"],
-        hand_of_eleven_at=11, hand_of_eleven_value=3, hand_of_eleven_refusal=1,
+        hand_of_eleven_at=11,
+        hand_of_eleven_value=3,
+        hand_of_eleven_refusal=1,
     )
     t = Table(rules)
     t.deal({0: ["4C", "7H", "AS"], 1: ["5C", "5H", "5S"]})

@@ -12,7 +12,8 @@ import itertools
 import pytest
 
 from tests.engine.helpers import Table
-from truco_engine import EventKind, IllegalActionError, get_rules
+from tests.helpers.events import data
+from truco_engine import EventKind, IllegalActionError, PlayView, get_rules
 from truco_engine.cards import FRENCH_RANKS, FRENCH_SUITS
 from truco_engine.ranking import manilha_rank, strength_table
 
@@ -36,7 +37,7 @@ def finish_hand(t: Table) -> None:
 
 # --------------------------------------------------------------------- setup and deal
 def test_setup_deck_is_40_cards_without_8_9_10():
-    """"Remove the 8s, 9s, 10s and jokers from the deck. Truco paulista uses the 40 cards
+    """ "Remove the 8s, 9s, 10s and jokers from the deck. Truco paulista uses the 40 cards
     that remain.\""""
     deck = get_rules("paulista").deck_cards
     assert len(deck) == 40 and len(set(deck)) == 40
@@ -45,7 +46,7 @@ def test_setup_deck_is_40_cards_without_8_9_10():
 
 
 def test_setup_four_players_partners_sit_across():
-    """"With four players, partners sit across from each other. This way the teams take
+    """ "With four players, partners sit across from each other. This way the teams take
     turns around the table.\""""
     t = Table("paulista-4p")
     t.deal()
@@ -54,7 +55,7 @@ def test_setup_four_players_partners_sit_across():
 
 
 def test_setup_six_players_two_teams_of_three_alternating():
-    """"Six-player truco: two teams of three, seated in alternating order. The rules of the
+    """ "Six-player truco: two teams of three, seated in alternating order. The rules of the
     hand are the same.\""""
     t = Table("paulista-6p")
     t.deal({0: ["4C", "4H", "4S"]}, vira="3D")
@@ -65,12 +66,12 @@ def test_setup_six_players_two_teams_of_three_alternating():
     assert t.turn() == 1
     t.act(1, "accept")
     finish_hand(t)
-    assert t.hand_end()["side"] == 0 and t.state.scores == [3, 0]
+    assert t.hand_end()["winner_team"] == 0 and t.state.scores == [3, 0]
 
 
 @pytest.mark.parametrize("players", [2, 4, 6])
 def test_setup_deal_three_cards_each_then_the_vira(players):
-    """"One player shuffles and deals three cards to each player. [...] The dealer then
+    """ "One player shuffles and deals three cards to each player. [...] The dealer then
     turns one card face up in the middle of the table. This is the turn-up card, called the
     vira." Dealing is one card at a time from the mano in play order."""
     t = Table(get_rules("paulista", players=players))
@@ -83,11 +84,11 @@ def test_setup_deal_three_cards_each_then_the_vira(players):
         assert t.hand.cards[seat] == [deck[seat], deck[n + seat], deck[2 * n + seat]]
     assert t.hand.turn_up == deck[3 * n]
     started = next(e for e in events if e.kind == EventKind.HAND_STARTED)
-    assert started.data["turn_up"] == deck[3 * n]
+    assert data(started)["turn_up"] == deck[3 * n]
 
 
 def test_setup_first_mano_is_seat_0_and_mano_is_the_dealers_right():
-    """"The deal passes to the next player after each hand. [...] the player to the dealer's
+    """ "The deal passes to the next player after each hand. [...] the player to the dealer's
     right leads first." Seats are numbered in play order, so the dealer's right is the next
     seat; the first dealer is the last seat, making seat 0 the first mano."""
     t = Table("paulista-4p")
@@ -112,8 +113,18 @@ def test_setup_first_dealer_can_be_chosen():
 # ---------------------------------------------------------------------- the rules 1-14
 @pytest.mark.parametrize(
     ("vira", "manilha"),
-    [("7D", "Q"), ("3D", "4"), ("5H", "6"), ("KS", "A"), ("4C", "5"), ("QH", "J"), ("JC", "K"),
-     ("AD", "2"), ("2S", "3"), ("6D", "7")],
+    [
+        ("7D", "Q"),
+        ("3D", "4"),
+        ("5H", "6"),
+        ("KS", "A"),
+        ("4C", "5"),
+        ("QH", "J"),
+        ("JC", "K"),
+        ("AD", "2"),
+        ("2S", "3"),
+        ("6D", "7"),
+    ],
 )
 def test_rule_01_manilha_is_the_rank_after_the_vira(vira, manilha):
     """1. "The manilha is the rank that comes right after the turn-up card in truco order. If
@@ -150,8 +161,10 @@ def test_rule_03_strongest_card_wins_and_the_trick_belongs_to_the_team():
     """3. "The strongest card wins the trick. With teams, the trick belongs to that player's
     team.\""""
     t = Table("paulista-4p")
-    t.deal({0: ["5C", "5H", "6C"], 1: ["6H", "6S", "7C"], 2: ["3C", "7H", "7S"], 3: ["2C", "QD", "QS"]},
-           vira="7D")
+    t.deal(
+        {0: ["5C", "5H", "6C"], 1: ["6H", "6S", "7C"], 2: ["3C", "7H", "7S"], 3: ["2C", "QD", "QS"]},
+        vira="7D",
+    )
     t.play("0 play 5C", "1 play 6H", "2 play 3C", "3 play 2C")
     trick = t.hand.tricks[0]
     assert (trick.winner, trick.side, trick.tied) == (2, 0, False)
@@ -160,8 +173,10 @@ def test_rule_03_strongest_card_wins_and_the_trick_belongs_to_the_team():
 def test_rule_04_winner_of_a_trick_leads_the_next():
     """4. "The winner of a trick leads the next one.\""""
     t = Table("paulista-4p")
-    t.deal({0: ["5C", "5H", "6C"], 1: ["3C", "6S", "7C"], 2: ["6H", "7H", "7S"], 3: ["2C", "QD", "QS"]},
-           vira="7D")
+    t.deal(
+        {0: ["5C", "5H", "6C"], 1: ["3C", "6S", "7C"], 2: ["6H", "7H", "7S"], 3: ["2C", "QD", "QS"]},
+        vira="7D",
+    )
     t.play("0 play 5C", "1 play 3C", "2 play 6H", "3 play 2C")
     assert t.hand.tricks[1].leader == 1 and t.turn() == 1
 
@@ -173,7 +188,7 @@ def test_rule_05_two_tricks_win_and_the_third_is_not_played():
     t.deal({0: ["3C", "2C", "5C"], 1: ["4H", "5H", "6H"]}, vira="7D")
     t.play("0 play 3C", "1 play 4H", "0 play 2C", "1 play 5H")
     assert len(t.hand.tricks) == 2
-    assert t.hand_end() == {"side": 0, "points": 1, "reason": "tricks"}
+    assert t.hand_end() == {"winner_team": 0, "points": 1, "reason": "tricks"}
     assert t.state.scores == [1, 0] and t.state.phase == "deal"
 
 
@@ -184,7 +199,7 @@ def test_rule_05_two_of_three_tricks_win():
     t.deal({0: ["3C", "4C", "2C"], 1: ["2H", "3H", "5H"]}, vira="7D")
     t.play("0 play 3C", "1 play 2H", "0 play 4C", "1 play 3H", "1 play 5H", "0 play 2C")
     assert t.trick_results() == [(0, False), (1, False), (0, False)]
-    assert t.hand_end()["side"] == 0 and t.state.scores == [1, 0]
+    assert t.hand_end()["winner_team"] == 0 and t.state.scores == [1, 0]
 
 
 def test_rule_06_plain_cards_of_the_same_rank_tie():
@@ -202,8 +217,10 @@ def test_rule_06_tie_between_partners_is_won_by_their_team():
     tied." — when they belong to the same team the team wins; the partner who played the
     card first wins the trick (and leads the next)."""
     t = Table("paulista-4p")
-    t.deal({0: ["3C", "5C", "6C"], 1: ["2H", "5H", "6H"], 2: ["3H", "5S", "6S"], 3: ["2S", "5D", "6D"]},
-           vira="7D")
+    t.deal(
+        {0: ["3C", "5C", "6C"], 1: ["2H", "5H", "6H"], 2: ["3H", "5S", "6S"], 3: ["2S", "5D", "6D"]},
+        vira="7D",
+    )
     t.play("0 play 3C", "1 play 2H", "2 play 3H", "3 play 2S")
     trick = t.hand.tricks[0]
     assert (trick.winner, trick.side, trick.tied) == (0, 0, False)
@@ -214,8 +231,10 @@ def test_rule_06_tie_with_a_weaker_opponent_card_is_not_a_tie():
     """6. Only the strongest cards matter: a pair of equal cards below the best does not
     tie the trick."""
     t = Table("paulista-4p")
-    t.deal({0: ["3C", "5C", "6C"], 1: ["2H", "5H", "6H"], 2: ["2C", "5S", "6S"], 3: ["4S", "5D", "6D"]},
-           vira="7D")
+    t.deal(
+        {0: ["3C", "5C", "6C"], 1: ["2H", "5H", "6H"], 2: ["2C", "5S", "6S"], 3: ["4S", "5D", "6D"]},
+        vira="7D",
+    )
     t.play("0 play 3C", "1 play 2H", "2 play 2C", "3 play 4S")
     assert t.trick_results() == [(0, False)]
 
@@ -229,36 +248,46 @@ def _two_player_hand(vira: str, p0: list[str], p1: list[str], plays: list[str], 
 
 def test_rule_07_tie_in_first_trick_second_trick_decides():
     """7. "A tie in the first trick: whoever wins the second trick wins the hand.\""""
-    t = _two_player_hand("7D", ["3C", "5C", "6C"], ["3H", "2H", "6H"],
-                         ["0 play 3C", "1 play 3H", "0 play 5C", "1 play 2H"])
+    t = _two_player_hand(
+        "7D", ["3C", "5C", "6C"], ["3H", "2H", "6H"], ["0 play 3C", "1 play 3H", "0 play 5C", "1 play 2H"]
+    )
     assert t.trick_results() == [(None, True), (1, False)]
-    assert t.hand_end()["side"] == 1 and t.state.scores == [0, 1]
+    assert t.hand_end()["winner_team"] == 1 and t.state.scores == [0, 1]
     assert len(t.hand.tricks) == 2
 
 
 def test_rule_07_tie_in_second_trick_first_trick_winner_wins():
     """7. "A tie in the second or third trick: whoever won the first trick wins the hand.\""""
-    t = _two_player_hand("7D", ["3C", "2C", "6C"], ["4H", "2H", "6H"],
-                         ["0 play 3C", "1 play 4H", "0 play 2C", "1 play 2H"])
+    t = _two_player_hand(
+        "7D", ["3C", "2C", "6C"], ["4H", "2H", "6H"], ["0 play 3C", "1 play 4H", "0 play 2C", "1 play 2H"]
+    )
     assert t.trick_results() == [(0, False), (None, True)]
-    assert t.hand_end()["side"] == 0 and len(t.hand.tricks) == 2
+    assert t.hand_end()["winner_team"] == 0 and len(t.hand.tricks) == 2
 
 
 def test_rule_07_tie_in_third_trick_first_trick_winner_wins():
     """7. "A tie in the second or third trick: whoever won the first trick wins the hand.\""""
-    t = _two_player_hand("7D", ["5C", "2C", "6C"], ["4H", "3H", "6H"],
-                         ["0 play 5C", "1 play 4H", "0 play 2C", "1 play 3H", "1 play 6H", "0 play 6C"])
+    t = _two_player_hand(
+        "7D",
+        ["5C", "2C", "6C"],
+        ["4H", "3H", "6H"],
+        ["0 play 5C", "1 play 4H", "0 play 2C", "1 play 3H", "1 play 6H", "0 play 6C"],
+    )
     assert t.trick_results() == [(0, False), (1, False), (None, True)]
-    assert t.hand_end()["side"] == 0
+    assert t.hand_end()["winner_team"] == 0
 
 
 def test_rule_07_tie_in_third_trick_first_trick_winner_wins_other_side():
     """7. "A tie in the second or third trick: whoever won the first trick wins the hand." —
     the same with the other side winning the first trick."""
-    t = _two_player_hand("7D", ["4C", "3C", "6C"], ["5H", "2H", "6H"],
-                         ["0 play 4C", "1 play 5H", "1 play 2H", "0 play 3C", "0 play 6C", "1 play 6H"])
+    t = _two_player_hand(
+        "7D",
+        ["4C", "3C", "6C"],
+        ["5H", "2H", "6H"],
+        ["0 play 4C", "1 play 5H", "1 play 2H", "0 play 3C", "0 play 6C", "1 play 6H"],
+    )
     assert t.trick_results() == [(1, False), (0, False), (None, True)]
-    assert t.hand_end()["side"] == 1
+    assert t.hand_end()["winner_team"] == 1
 
 
 @pytest.mark.parametrize("winner", [0, 1])
@@ -267,10 +296,14 @@ def test_rule_07_first_two_tied_third_decides(winner):
     p0, p1 = ["3C", "2C", "KC"], ["3H", "2H", "5H"]
     if winner == 1:
         p0, p1 = ["3C", "2C", "5C"], ["3H", "2H", "KH"]
-    t = _two_player_hand("7D", p0, p1, ["0 play 3C", "1 play 3H", "0 play 2C", "1 play 2H",
-                                        f"0 play {p0[2]}", f"1 play {p1[2]}"])
+    t = _two_player_hand(
+        "7D",
+        p0,
+        p1,
+        ["0 play 3C", "1 play 3H", "0 play 2C", "1 play 2H", f"0 play {p0[2]}", f"1 play {p1[2]}"],
+    )
     assert t.trick_results() == [(None, True), (None, True), (winner, False)]
-    assert t.hand_end()["side"] == winner
+    assert t.hand_end()["winner_team"] == winner
 
 
 ALL_TIED = ["0 play 3C", "1 play 3H", "0 play 2C", "1 play 2H", "0 play KC", "1 play KH"]
@@ -281,7 +314,7 @@ def test_variation_three_tied_tricks_redeal_nobody_scores():
     dealt again." (``all_tricks_tied="redeal"``, the default.) The deal passes on."""
     t = _two_player_hand("7D", ["3C", "2C", "KC"], ["3H", "2H", "KH"], ALL_TIED)
     assert t.trick_results() == [(None, True)] * 3
-    assert t.hand_end() == {"side": None, "points": 0, "reason": "all_tied_redeal"}
+    assert t.hand_end() == {"winner_team": None, "points": 0, "reason": "all_tied_redeal"}
     assert t.state.scores == [0, 0] and t.state.phase == "deal"
     assert t.state.dealer == 0  # the deal passed to the next seat, as after any hand
 
@@ -297,7 +330,7 @@ def test_variation_three_tied_tricks_go_to_the_first_leaders_team(first_dealer):
     for trick in range(3):
         t.act(mano, f"play {hands[mano][trick]}")
         t.act(1 - mano, f"play {hands[1 - mano][trick]}")
-    assert t.hand_end() == {"side": mano, "points": 1, "reason": "all_tied_mano"}
+    assert t.hand_end() == {"winner_team": mano, "points": 1, "reason": "all_tied_mano"}
     assert t.state.scores[mano] == 1
 
 
@@ -313,9 +346,7 @@ def test_rule_07_all_tied_with_truco_accepted_is_worth_the_hand_value():
 TIE_HANDS = {0: ["5C", "5H", "KC"], 1: ["3H", "6D", "KH"], 2: ["3S", "7D", "KS"], 3: ["4S", "6S", "KD"]}
 
 
-@pytest.mark.parametrize(
-    ("rule", "leader"), [("tied_trick_opener", 0), ("mano", 0), ("nearest_to_mano", 1)]
-)
+@pytest.mark.parametrize(("rule", "leader"), [("tied_trick_opener", 0), ("mano", 0), ("nearest_to_mano", 1)])
 def test_variation_who_leads_after_a_tied_trick(rule, leader):
     """Common variations: "Who leads after a tied trick also changes from table to table.
     The simplest rule: the player who led the tied trick leads again." Options:
@@ -328,14 +359,14 @@ def test_variation_who_leads_after_a_tied_trick(rule, leader):
     assert t.hand.tricks[1].leader == leader and t.turn() == leader
 
 
-@pytest.mark.parametrize(
-    ("rule", "leader"), [("tied_trick_opener", 2), ("mano", 2), ("nearest_to_mano", 3)]
-)
+@pytest.mark.parametrize(("rule", "leader"), [("tied_trick_opener", 2), ("mano", 2), ("nearest_to_mano", 3)])
 def test_variation_who_leads_after_a_tie_with_another_mano(rule, leader):
     """The same with seat 2 as mano (first dealer 1): seats 3 and 0 tie the first trick."""
     t = Table("paulista-4p", first_dealer=1, lead_after_tie=rule)
-    t.deal({2: ["5C", "5H", "KC"], 3: ["3H", "6D", "KH"], 0: ["3S", "7D", "KS"], 1: ["4S", "6S", "KD"]},
-           vira="7C")
+    t.deal(
+        {2: ["5C", "5H", "KC"], 3: ["3H", "6D", "KH"], 0: ["3S", "7D", "KS"], 1: ["4S", "6S", "KD"]},
+        vira="7C",
+    )
     t.play("2 play 5C", "3 play 3H", "0 play 3S", "1 play 4S")
     assert t.hand.tricks[1].leader == leader
 
@@ -345,8 +376,13 @@ def test_variation_lead_after_tie_opener_and_mano_coincide_in_a_three_trick_hand
     first; in both the opener is the mano (under ``tied_trick_opener``), so the options
     ``tied_trick_opener`` and ``mano`` differ only in name for the Brazilian hand."""
     for rule in ("tied_trick_opener", "mano"):
-        t = _two_player_hand("7D", ["3C", "2C", "KC"], ["3H", "2H", "5H"],
-                             ["0 play 3C", "1 play 3H", "0 play 2C", "1 play 2H"], lead_after_tie=rule)
+        t = _two_player_hand(
+            "7D",
+            ["3C", "2C", "KC"],
+            ["3H", "2H", "5H"],
+            ["0 play 3C", "1 play 3H", "0 play 2C", "1 play 2H"],
+            lead_after_tie=rule,
+        )
         assert t.hand.tricks[2].leader == 0
 
 
@@ -380,24 +416,26 @@ def test_rule_08_two_face_down_cards_tie():
     t.deal({0: ["3C", "QC", "KC"], 1: ["4H", "3H", "KH"]}, vira="7D")
     t.play("0 play 3C", "1 play 4H", "0 play QC down", "1 play 3H down")
     assert t.trick_results() == [(0, False), (None, True)]
-    assert t.hand_end()["side"] == 0
+    assert t.hand_end()["winner_team"] == 0
 
 
 def test_rule_08_face_down_card_is_hidden_from_everybody_else():
     """8. "[...] helps you hide your hand." — only the player sees its face-down card, in
     the observation and in the events."""
     t = Table("paulista-4p")
-    t.deal({0: ["3C", "QC", "KC"], 1: ["4H", "3H", "KH"], 2: ["5C", "5H", "5S"], 3: ["6C", "6H", "6S"]},
-           vira="7D")
+    t.deal(
+        {0: ["3C", "QC", "KC"], 1: ["4H", "3H", "KH"], 2: ["5C", "5H", "5S"], 3: ["6C", "6H", "6S"]},
+        vira="7D",
+    )
     t.play("0 play 3C", "1 play 4H", "2 play 5C", "3 play 6C")
     ev = t.act(0, "play QC down")
     played = next(e for e in ev if e.kind == EventKind.CARD_PLAYED)
-    assert played.redact(0).data["card"] == "QC"
+    assert data(played.redact(0))["card"] == "QC"
     for viewer in (1, 2, 3, None):
-        assert played.redact(viewer).data["card"] is None
-        assert played.redact(viewer).data["face_down"] is True
-        assert t.obs(viewer).tricks[1].plays[0] == (0, None, True)
-    assert t.obs(0).tricks[1].plays[0] == (0, "QC", True)
+        assert data(played.redact(viewer))["card"] is None
+        assert data(played.redact(viewer))["face_down"] is True
+        assert t.obs(viewer).tricks[1].plays[0] == PlayView(seat=0, card=None, face_down=True)
+    assert t.obs(0).tricks[1].plays[0] == PlayView(seat=0, card="QC", face_down=True)
 
 
 # --------------------------------------------------------------------------- truco
@@ -409,13 +447,20 @@ def test_rule_09_truco_raises_the_hand_from_1_to_3():
     t.deal({0: ["3C", "2C", "KC"], 1: ["4H", "5H", "6H"]}, vira="7D")
     assert "truco" in t.legal(0)
     ev = t.act(0, "truco")
-    called = t.of(EventKind.CALLED, ev)[0]
-    assert called == {"seat": 0, "family": "truco", "call": "truco", "value_if_accepted": 3,
-                      "value_if_declined": 1, "responder": 1}
+    called = t.of(EventKind.CALL_MADE, ev)[0]
+    assert called == {
+        "seat": 0,
+        "family": "truco",
+        "name": "truco",
+        "value_if_accepted": 3,
+        "value_if_declined": 1,
+        "responder": 1,
+        "cancels": None,
+    }
     t.act(1, "accept")
     assert t.hand.value == 3 and t.obs(0).hand_value == 3
     t.play("0 play 3C", "1 play 4H", "0 play 2C", "1 play 5H")
-    assert t.hand_end() == {"side": 0, "points": 3, "reason": "tricks"}
+    assert t.hand_end() == {"winner_team": 0, "points": 3, "reason": "tricks"}
 
 
 def test_rule_09_truco_in_a_later_trick_and_not_after_playing():
@@ -438,7 +483,7 @@ def test_rule_10_accept_continues_at_three():
     assert t.turn() == 1 and t.legal() == ["accept", "decline", "truco"]
     t.act(1, "accept")
     assert t.hand.value == 3 and t.turn() == 0
-    assert t.of(EventKind.ANSWERED)[-1] == {"seat": 1, "family": "truco", "answer": "accept", "value": 3}
+    assert t.of(EventKind.CALL_ANSWERED)[-1] == {"seat": 1, "family": "truco", "accepted": True, "value": 3}
 
 
 def test_rule_10_decline_gives_the_calling_team_1():
@@ -448,7 +493,7 @@ def test_rule_10_decline_gives_the_calling_team_1():
     t.play("0 play 4C", "1 truco")
     assert t.turn() == 2  # the next opponent after the caller answers
     t.act(2, "decline")
-    assert t.hand_end() == {"side": 1, "points": 1, "reason": "declined"}
+    assert t.hand_end() == {"winner_team": 1, "points": 1, "reason": "declined"}
     assert t.state.scores == [0, 1] and t.state.phase == "deal"
 
 
@@ -459,8 +504,8 @@ def test_rule_10_raise_to_six_the_first_team_must_answer():
     t.deal(vira="7D")
     t.play("0 truco", "1 truco")
     assert t.turn() == 0
-    called = t.of(EventKind.CALLED)[-1]
-    assert (called["call"], called["value_if_accepted"], called["value_if_declined"]) == ("six", 6, 3)
+    called = t.of(EventKind.CALL_MADE)[-1]
+    assert (called["name"], called["value_if_accepted"], called["value_if_declined"]) == ("six", 6, 3)
     t.act(0, "accept")
     assert t.hand.value == 6
 
@@ -470,7 +515,7 @@ def test_rule_11_the_ladder_is_3_6_9_12():
     t = Table("paulista-2p")
     t.deal(vira="7D")
     t.play("0 truco", "1 truco", "0 truco", "1 truco")
-    calls = [(c["call"], c["value_if_accepted"]) for c in t.of(EventKind.CALLED)]
+    calls = [(c["name"], c["value_if_accepted"]) for c in t.of(EventKind.CALL_MADE)]
     assert calls == [("truco", 3), ("six", 6), ("nine", 9), ("twelve", 12)]
     assert t.legal(0) == ["accept", "decline"]  # twelve is the top
     t.act(0, "accept")
@@ -481,8 +526,10 @@ def test_rule_11_only_the_team_that_accepted_may_raise():
     """11. "A team cannot raise twice in a row: only the team that accepted the last call
     may make the next one.\""""
     t = Table("paulista-4p")
-    t.deal({0: ["5C", "5H", "5S"], 1: ["6C", "6H", "6S"], 2: ["KC", "KH", "KS"], 3: ["JC", "JH", "JS"]},
-           vira="7D")
+    t.deal(
+        {0: ["5C", "5H", "5S"], 1: ["6C", "6H", "6S"], 2: ["KC", "KH", "KS"], 3: ["JC", "JH", "JS"]},
+        vira="7D",
+    )
     t.play("0 truco", "1 accept", "0 play 5C")
     assert "truco" in t.legal(1)  # the accepting team may raise
     t.act(1, "play 6C")
@@ -515,7 +562,7 @@ def test_rule_11_decline_gives_up_the_value_before_the_raise(calls, payer_side, 
         t.act(seat, "truco")
         seat = 1 - seat
     t.act(seat, "decline")
-    assert t.hand_end() == {"side": 1 - seat, "points": points, "reason": "declined"}
+    assert t.hand_end() == {"winner_team": 1 - seat, "points": points, "reason": "declined"}
     assert seat == payer_side
     assert t.state.scores[1 - seat] == points
 
@@ -526,7 +573,7 @@ def test_rule_11_decline_after_accepted_raises_on_own_turn():
     t = Table("paulista-2p")
     t.deal({0: ["5C", "5H", "5S"], 1: ["6C", "6H", "6S"]}, vira="7D")
     t.play("0 truco", "1 accept", "0 play 5C", "1 truco", "0 decline")
-    assert t.hand_end() == {"side": 1, "points": 3, "reason": "declined"}
+    assert t.hand_end() == {"winner_team": 1, "points": 3, "reason": "declined"}
 
 
 def test_option_fold_gives_up_the_current_value():
@@ -537,13 +584,13 @@ def test_option_fold_gives_up_the_current_value():
     t.deal(vira="7D")
     assert "fold" in t.legal(0)
     t.act(0, "fold")
-    assert t.hand_end() == {"side": 1, "points": 1, "reason": "folded"}
+    assert t.hand_end() == {"winner_team": 1, "points": 1, "reason": "folded"}
     t.deal(vira="7D")  # seat 1 is mano now
     t.play("1 truco", "0 accept", "1 play " + t.hand.cards[1][0], "0 fold")
-    assert t.hand_end() == {"side": 1, "points": 3, "reason": "folded"}
+    assert t.hand_end() == {"winner_team": 1, "points": 3, "reason": "folded"}
     t.deal(vira="7D")
     t.play("0 truco", "1 truco", "0 fold")
-    assert t.hand_end() == {"side": 1, "points": 3, "reason": "folded"}
+    assert t.hand_end() == {"winner_team": 1, "points": 3, "reason": "folded"}
     assert t.state.scores == [0, 7]
 
 
@@ -563,7 +610,7 @@ def test_rule_12_new_hand_new_vira_winner_scores():
     t.deal({0: ["3C", "2C", "5C"], 1: ["4H", "5H", "6H"]}, vira="7D")
     t.play("0 play 3C", "1 play 4H", "0 play 2C", "1 play 5H")
     assert t.state.scores == [1, 0]
-    assert t.of(EventKind.SCORE)[-1] == {"scores": [1, 0], "games": [0, 0]}
+    assert t.of(EventKind.SCORE_CHANGED)[-1] == {"scores": [1, 0], "games_won": [0, 0]}
     t.deal({1: ["4C", "4H", "4S"]}, vira="3D")
     assert t.hand.turn_up == "3D" and t.hand.number == 2 and t.hand.mano == 1
 
@@ -588,18 +635,19 @@ def test_rule_13_hand_of_eleven_partners_see_each_others_cards():
     assert t.obs(0).revealed == {2: cards[2]}
     assert t.obs(2).revealed == {0: cards[0]}
     assert t.obs(1).revealed == {} and t.obs(3).revealed == {} and t.obs(None).revealed == {}
-    shown = [e for e in t.events if e.kind == EventKind.CARDS_SHOWN]
-    assert sorted(e.data["seat"] for e in shown) == [0, 2]
+    shown = [e for e in t.events if e.kind == EventKind.CARDS_REVEALED]
+    assert sorted(data(e)["seat"] for e in shown) == [0, 2]
+    assert not any(data(e)["public"] for e in shown) and all(data(e)["count"] == 3 for e in shown)
     for e in shown:
         for viewer in (0, 2):
-            assert e.redact(viewer).data["cards"] == list(cards[e.data["seat"]])
+            assert data(e.redact(viewer))["cards"] == list(cards[data(e)["seat"]])
         for viewer in (1, 3, None):
-            assert e.redact(viewer).data["cards"] == 3
+            assert data(e.redact(viewer))["cards"] == []
     dealt = [e for e in t.events if e.kind == EventKind.CARDS_DEALT]
     for e in dealt:
         for viewer in (0, 1, 2, 3, None):
-            expect = list(cards[e.data["seat"]]) if viewer == e.data["seat"] else 3
-            assert e.redact(viewer).data["cards"] == expect
+            expect = list(cards[data(e)["seat"]]) if viewer == data(e)["seat"] else []
+            assert data(e.redact(viewer))["cards"] == expect
 
 
 def test_rule_13_the_side_at_eleven_decides_first_seat_nearest_the_mano():
@@ -629,7 +677,7 @@ def test_rule_13_hand_of_eleven_lost_gives_3_to_the_other_side():
     t.deal({0: ["5C", "6C", "7C"], 1: ["4C", "4H", "KC"]}, vira="3D")
     t.act(0, "accept")
     t.play("0 play 5C", "1 play 4C", "1 play 4H", "0 play 6C")
-    assert t.hand_end() == {"side": 1, "points": 3, "reason": "tricks"}
+    assert t.hand_end() == {"winner_team": 1, "points": 3, "reason": "tricks"}
     assert t.state.scores == [11, 5]
 
 
@@ -637,9 +685,9 @@ def test_rule_13_hand_of_eleven_given_up_gives_1():
     """13. "If they give up, the other team scores 1 point.\""""
     t = _eleven_table([11, 5])
     t.act(0, "decline")
-    assert t.hand_end() == {"side": 1, "points": 1, "reason": "eleven_refused"}
+    assert t.hand_end() == {"winner_team": 1, "points": 1, "reason": "eleven_refused"}
     assert t.state.scores == [11, 6]
-    assert t.of(EventKind.ELEVEN_DECIDED) == [{"seat": 0, "side": 0, "play": False}]
+    assert t.of(EventKind.HAND_OF_ELEVEN_DECISION) == [{"seat": 0, "team": 0, "play": False}]
 
 
 def test_rule_13_nobody_calls_truco_in_the_hand_of_eleven():
@@ -658,7 +706,7 @@ def test_rule_13_hand_of_eleven_two_players_no_partner_to_show():
     """13. With two players there is no partner: no cards are shown to anybody."""
     t = _eleven_table([11, 5], players=2)
     assert t.hand.special == "eleven" and t.obs(0).revealed == {} and t.obs(1).revealed == {}
-    assert not [e for e in t.events if e.kind == EventKind.CARDS_SHOWN]
+    assert not [e for e in t.events if e.kind == EventKind.CARDS_REVEALED]
 
 
 def test_rule_13_hand_of_eleven_six_players_the_three_partners_see():
@@ -688,8 +736,10 @@ def test_rule_14_iron_hand_everybody_plays_blind():
     """14. "Iron hand: when both teams have 11 points, everybody plays with cards face down,
     without looking. Nobody calls truco, and the team that wins the hand wins the game.\""""
     t = Table("paulista-4p").set(scores=[11, 11])
-    t.deal({0: ["4C", "4H", "KC"], 1: ["5C", "5H", "5S"], 2: ["6C", "6H", "6S"], 3: ["7C", "7H", "7S"]},
-           vira="3D")
+    t.deal(
+        {0: ["4C", "4H", "KC"], 1: ["5C", "5H", "5S"], 2: ["6C", "6H", "6S"], 3: ["7C", "7H", "7S"]},
+        vira="3D",
+    )
     assert t.hand.special == "iron" and t.turn() == 0
     for seat in (0, 1, 2, 3):
         o = t.obs(seat)
@@ -697,8 +747,8 @@ def test_rule_14_iron_hand_everybody_plays_blind():
     for e in t.events:
         if e.kind == EventKind.CARDS_DEALT:
             for viewer in (0, 1, 2, 3, None):
-                assert e.redact(viewer).data["cards"] == 3
-        assert e.kind != EventKind.CARDS_SHOWN
+                assert data(e.redact(viewer))["cards"] == [] and data(e)["count"] == 3
+        assert e.kind != EventKind.CARDS_REVEALED
     assert t.legal(0) == ["play #0", "play #1", "play #2"]
     with pytest.raises(IllegalActionError, match="by slot"):
         t.act(0, "play 4C")
@@ -708,7 +758,7 @@ def test_rule_14_iron_hand_everybody_plays_blind():
     assert t.of(EventKind.CARD_PLAYED, ev)[0]["card"] == "4C"  # turned up when played
     assert t.obs(0).hidden_hand == 2
     t.play("1 play #0", "2 play #0", "3 play #0", "0 play #0", "1 play #0", "2 play #0", "3 play #0")
-    assert t.hand_end()["side"] == 0
+    assert t.hand_end()["winner_team"] == 0
     assert t.state.phase == "over" and t.state.winner == 0 and t.state.scores[0] >= 12
 
 
@@ -718,14 +768,14 @@ def test_rule_14_iron_hand_winner_takes_the_game_in_best_of_three():
     t = Table("paulista-2p", games_to_win=2).set(scores=[11, 11])
     t.deal({0: ["5C", "5H", "5S"], 1: ["4C", "4H", "KC"]}, vira="3D")
     t.play("0 play #0", "1 play #0", "1 play #0", "0 play #0")
-    assert t.hand_end() == {"side": 1, "points": 1, "reason": "tricks"}
+    assert t.hand_end() == {"winner_team": 1, "points": 1, "reason": "tricks"}
     assert t.state.games == [0, 1] and t.state.scores == [0, 0] and t.state.phase == "deal"
-    assert t.of(EventKind.GAME_ENDED)[-1]["side"] == 1
+    assert t.of(EventKind.GAME_ENDED)[-1]["winner_team"] == 1
 
 
 # ------------------------------------------------------------------ card ranking
 def test_ranking_plain_cards_order_3_2_A_K_J_Q_7_6_5_4():
-    """"Plain cards, from strongest to weakest: 3, 2, ace, king, jack, queen, 7, 6, 5 and
+    """ "Plain cards, from strongest to weakest: 3, 2, ace, king, jack, queen, 7, 6, 5 and
     4.\""""
     order = ["3", "2", "A", "K", "J", "Q", "7", "6", "5", "4"]
     # A vira whose manilha is not among the ranks compared two at a time.
@@ -735,13 +785,13 @@ def test_ranking_plain_cards_order_3_2_A_K_J_Q_7_6_5_4():
 
 
 def test_ranking_jack_beats_queen():
-    """"Note that the jack beats the queen.\""""
+    """ "Note that the jack beats the queen.\""""
     t = _two_player_hand("4D", ["QC", "5H", "6H"], ["JD", "6C", "7C"], ["0 play QC", "1 play JD"])
     assert t.trick_results() == [(1, False)]
 
 
 def test_ranking_manilha_cycle_from_the_bottom_up():
-    """"The manilha is the rank right after the turn-up card in the same order, read from
+    """ "The manilha is the rank right after the turn-up card in the same order, read from
     the bottom up: 4, 5, 6, 7, queen, jack, king, ace, 2, 3. If the turn-up card is a 3,
     the manilha is the 4.\""""
     cycle = ["4", "5", "6", "7", "Q", "J", "K", "A", "2", "3"]
@@ -751,7 +801,7 @@ def test_ranking_manilha_cycle_from_the_bottom_up():
 
 
 def test_ranking_manilhas_beat_every_plain_card_clubs_hearts_spades_diamonds():
-    """"The four manilhas beat every plain card. Among them, the suit decides: clubs is the
+    """ "The four manilhas beat every plain card. Among them, the suit decides: clubs is the
     strongest, then hearts, then spades, and diamonds is the weakest.\""""
     for vira in ("7D", "3S", "KC", "4H"):
         m = manilha_rank(get_rules("paulista"), vira)
@@ -761,14 +811,14 @@ def test_ranking_manilhas_beat_every_plain_card_clubs_hearts_spades_diamonds():
 
 
 def test_ranking_zap_and_pica_fumo_in_play():
-    """"The manilha of clubs is called the zap. The manilha of diamonds is called the
+    """ "The manilha of clubs is called the zap. The manilha of diamonds is called the
     pica-fumo." The zap beats the pica-fumo in a trick."""
     t = _two_player_hand("7D", ["QD", "5H", "6H"], ["QC", "6C", "7C"], ["0 play QD", "1 play QC"])
     assert t.trick_results() == [(1, False)]
 
 
 def test_ranking_manilhas_never_tie_plain_cards_always_tie():
-    """"Manilhas never tie. Plain cards of the same rank always tie.\""""
+    """ "Manilhas never tie. Plain cards of the same rank always tie.\""""
     for vira in ("7D", "3S"):
         rules = get_rules("paulista")
         m = manilha_rank(rules, vira)
@@ -780,8 +830,10 @@ def test_ranking_manilhas_never_tie_plain_cards_always_tie():
                 assert len({t[r + s] for s in FRENCH_SUITS}) == 1
 
 
-@pytest.mark.parametrize(("vira", "option", "manilha"), [("2D", True, "4"), ("2D", False, "3"),
-                                                         ("AD", True, "2"), ("3D", True, "4")])
+@pytest.mark.parametrize(
+    ("vira", "option", "manilha"),
+    [("2D", True, "4"), ("2D", False, "3"), ("AD", True, "2"), ("3D", True, "4")],
+)
 def test_option_three_never_manilha(vira, option, manilha):
     """Seed 001: "É comum em alguns jogos os participantes optarem por evitar o 3 como
     manilha [...] nesse caso quando tomba-se um 2, que acarretaria no 3 como manilha, o 4
@@ -800,7 +852,7 @@ def test_option_three_never_manilha_in_play():
 # --------------------------------------------------------------- hand values, end
 @pytest.mark.parametrize(("raises", "value"), [(0, 1), (1, 3), (2, 6), (3, 9), (4, 12)])
 def test_hand_values_1_3_6_9_12(raises, value):
-    """"Hand with no call: 1 point. Truco: 3 points. Six: 6 points. Nine: 9 points. Twelve:
+    """ "Hand with no call: 1 point. Truco: 3 points. Six: 6 points. Nine: 9 points. Twelve:
     12 points.\""""
     t = Table("paulista-2p", target_points=30)
     t.deal({0: ["4C", "4H", "4S"], 1: ["5C", "5H", "5S"]}, vira="3D")
@@ -815,18 +867,18 @@ def test_hand_values_1_3_6_9_12(raises, value):
 
 
 def test_end_game_to_12_points():
-    """"The game ends when a team reaches 12 points. That team wins.\""""
+    """ "The game ends when a team reaches 12 points. That team wins.\""""
     t = Table("paulista-2p").set(scores=[9, 10])
     t.deal({0: ["4C", "4H", "4S"], 1: ["5C", "5H", "5S"]}, vira="3D")
     t.play("0 truco", "1 accept")
     finish_hand(t)
     assert t.state.scores == [12, 10] and t.state.phase == "over" and t.state.winner == 0
-    assert t.of(EventKind.GAME_ENDED)[-1] == {"side": 0, "game": 1, "games": [1, 0]}
-    assert t.of(EventKind.MATCH_ENDED)[-1] == {"side": 0, "games": [1, 0]}
+    assert t.of(EventKind.GAME_ENDED)[-1] == {"winner_team": 0, "game_number": 1, "games_won": [1, 0]}
+    assert t.of(EventKind.MATCH_ENDED)[-1] == {"winner_team": 0, "games_won": [1, 0]}
 
 
 def test_end_best_of_three_games():
-    """"Many groups play best of three games. Each game won is marked separately, and the
+    """ "Many groups play best of three games. Each game won is marked separately, and the
     team that wins two takes the match." (``games_to_win=2``.)"""
     t = Table("paulista-2p", games_to_win=2)
     for game in (1, 2, 3):

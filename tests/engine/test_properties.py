@@ -29,6 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.events import data
 from truco_engine import (
     Event,
     EventKind,
@@ -44,6 +45,7 @@ from truco_engine import (
     observe,
     preset_names,
     replay,
+    seat_teams,
     state_from_json,
     state_to_json,
     to_act,
@@ -128,6 +130,13 @@ class ValueTracker:
         self.special: str | None = None
         self.open = False
 
+    def holders(self, team: int, teams: tuple[int, ...]) -> list[int]:
+        """The score indexes a team's points go to: the team's, or (carancho) each
+        partner's."""
+        if self.r.play_mode != "carancho":
+            return [team]
+        return [x for x, t in enumerate(teams) if t == team]
+
     def close(self) -> None:
         if not self.open:
             return
@@ -135,13 +144,15 @@ class ValueTracker:
         assert delta == self.expected, (delta, self.expected)
         self.open = False
 
-    def feed(self, e: Event) -> None:
-        d = e.data
+    def feed(self, e: Event, teams: tuple[int, ...]) -> None:
+        """``teams``: every seat's team this hand (carancho: both partners hold the pair's
+        score)."""
+        d = data(e)
         r = self.r
         if e.kind == EventKind.HAND_STARTED:
             self.close()
-            if d["game"] != self.game:
-                self.game = d["game"]
+            if d["game_number"] != self.game:
+                self.game = d["game_number"]
                 self.scores = [0] * r.sides
             self.start = list(self.scores)
             self.expected = [0] * r.sides
@@ -152,20 +163,20 @@ class ValueTracker:
         elif e.kind == EventKind.HEAD_TO_HEAD_STARTED:  # pica-pica: a two-player sub-hand
             self.value = r.base_value
             self.pending = None
-        elif e.kind == EventKind.CALLED and d["family"] == "truco":
+        elif e.kind == EventKind.CALL_MADE and d["family"] == "truco":
             assert self.special is None, "no truco in the hand of eleven or the iron hand"
             if self.pending is not None:  # a raise accepts the raised call
                 self.value = self.pending
             assert d["value_if_declined"] == self.value
             assert d["value_if_accepted"] in r.truco_ladder and d["value_if_accepted"] > self.value
             self.pending = d["value_if_accepted"]
-        elif e.kind == EventKind.ANSWERED and d["family"] == "truco":
-            if d["answer"] == "accept":
+        elif e.kind == EventKind.CALL_ANSWERED and d["family"] == "truco":
+            if d["accepted"]:
                 assert self.pending is not None
                 self.value = self.pending
             self.pending = None
         elif e.kind == EventKind.HAND_ENDED:
-            reason, side, points = d["reason"], d["side"], d["points"]
+            reason, side, points = d["reason"], d["winner_team"], d["points"]
             if reason == "all_tied_redeal":
                 assert side is None and points == 0
             elif reason == "eleven_refused":
@@ -175,12 +186,12 @@ class ValueTracker:
             else:
                 assert points == self.value, (reason, points, self.value)
             if side is not None:
-                for x in d.get("sides", [side]):  # carancho: both partners score
+                for x in self.holders(side, teams):
                     self.expected[x] += points
         elif e.kind == EventKind.BET_WON:
-            for x in d.get("sides", [d["side"]]):
+            for x in self.holders(d["winner_team"], teams):
                 self.expected[x] += d["points"]
-        elif e.kind == EventKind.SCORE:
+        elif e.kind == EventKind.SCORE_CHANGED:
             self.scores = list(d["scores"])
         elif e.kind == EventKind.MATCH_ENDED:
             self.close()
@@ -225,7 +236,7 @@ class Knowledge:
         return self.side_of[seat]
 
     def learn(self, e: Event) -> None:
-        d = e.data
+        d = data(e)
         k = e.kind
         if k == EventKind.HAND_STARTED:
             self.special = d.get("special")
@@ -246,8 +257,8 @@ class Knowledge:
                 for v in self.viewers:
                     self.known[v].add(d["card"])
         elif k == EventKind.BET_WON:
-            self.bet_winners.add((d["side"], d["family"]))
-        elif k == EventKind.CARDS_REVEALED:
+            self.bet_winners.add((d["winner_team"], d["family"]))
+        elif k == EventKind.CARDS_REVEALED and d["public"]:
             # the winning side shows the cards that made its points
             assert (self.side(d["seat"]), d["reason"]) in self.bet_winners, d
             for v in self.viewers:
@@ -256,7 +267,7 @@ class Knowledge:
 
 def _observation_cards(o: Any) -> list[str]:
     out = list(o.hand) + [c for cs in o.revealed.values() for c in cs]
-    out += [c for t in o.tricks for _, c, _ in t.plays if c is not None]
+    out += [p.card for t in o.tricks for p in t.plays if p.card is not None]
     if o.turn_up:
         out.append(o.turn_up)
     out += [a.card for a in o.legal_actions if a.card is not None]
@@ -276,12 +287,12 @@ def check_match(rules: RuleSet, seed: int, start: MatchState | None) -> MatchSta
         last = after
         assert events and before != after
         for e in events:
-            values.feed(e)
+            values.feed(e, seat_teams(after))
             if e.kind == EventKind.HAND_STARTED:
                 kn.new_hand(after)
             kn.learn(e)
             for v in kn.viewers:
-                seen = set(_cards_in(e.redact(v).data, deck))
+                seen = set(_cards_in(data(e.redact(v)), deck))
                 assert seen <= kn.known[v], ("leak in event", v, e.to_dict(), seen - kn.known[v])
             assert Event.from_dict(e.to_dict()) == e
         full = rng.random() < 0.1

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tests.helpers.events import data
 from truco_engine import (
     Event,
     EventKind,
@@ -99,7 +100,7 @@ class Table:
         return observe(self.state, seat)
 
     def of(self, kind: EventKind) -> list[dict[str, Any]]:
-        return [dict(e.data) for e in self.events if e.kind == kind]
+        return [dict(data(e)) for e in self.events if e.kind == kind]
 
     def ended(self) -> dict[str, Any]:
         ends = self.of(EventKind.HAND_ENDED)

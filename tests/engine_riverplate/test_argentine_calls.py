@@ -54,7 +54,7 @@ def test_no_quiero_gives_the_caller_the_value_before_the_call(calls, winner, poi
     """003: "the caller collects whatever the round was worth a moment before — 1 point if no
     Truco call had been accepted yet this round, or the value of the last accepted level"."""
     t = table().play(*calls)
-    assert t.ended() == {"side": winner, "points": points, "reason": "declined"}
+    assert t.ended() == {"winner_team": winner, "points": points, "reason": "declined"}
 
 
 def test_raise_as_answer_accepts_the_previous_call():
@@ -62,7 +62,7 @@ def test_raise_as_answer_accepts_the_previous_call():
     further in the same move"."""
     t = table().play("0 truco", "1 truco")
     assert t.hand.value == 2
-    assert t.obs(0).pending.call == "retruco" and t.obs(0).pending.value_if_accepted == 3
+    assert t.obs(0).pending.name == "retruco" and t.obs(0).pending.value_if_accepted == 3
 
 
 def test_only_the_side_that_accepted_may_raise():
@@ -106,20 +106,20 @@ def test_truco_call_names():
 def test_fold_on_own_turn_gives_the_current_value():
     """002 rule 8: "fold and give the other side the hand at its current value"."""
     t = table().play("0 fold")
-    assert t.ended() == {"side": 1, "points": 1, "reason": "folded"}
+    assert t.ended() == {"winner_team": 1, "points": 1, "reason": "folded"}
 
 
 def test_fold_after_accepted_truco_gives_the_escalated_value():
     """003: "or the escalated value (2, 3, or 4) if one has"."""
     t = table().play("0 truco", "1 truco", "0 accept", "0 play 1e", "1 fold")
-    assert t.ended() == {"side": 0, "points": 3, "reason": "folded"}
+    assert t.ended() == {"winner_team": 0, "points": 3, "reason": "folded"}
 
 
 def test_fold_as_answer_to_pending_truco():
     """003: "use it as your answer to a pending Truco or Envido call"; the pending call was
     not accepted, so the hand is worth what it was."""
     t = table().play("0 truco", "1 fold")
-    assert t.ended() == {"side": 0, "points": 1, "reason": "folded"}
+    assert t.ended() == {"winner_team": 0, "points": 1, "reason": "folded"}
 
 
 def test_fold_as_answer_to_pending_envido_pays_the_refusal_too():
@@ -207,7 +207,7 @@ def test_envido_chain_accepted_value(chain, accepted, declined):
     assert t.obs(1 - last).pending.value_if_accepted == accepted
     t.play(f"{1 - last} accept")
     won = t.of(EventKind.BET_WON)[-1]
-    assert won == {"family": "envido", "seat": 0, "side": 0, "points": accepted}
+    assert won == {"family": "envido", "winner_seat": 0, "winner_team": 0, "points": accepted}
     assert t.scores == [accepted, 0]
 
 
@@ -315,7 +315,12 @@ def test_envido_interrupts_a_pending_truco_then_the_truco_is_answered():
     t.play("0 truco", "1 envido")
     assert t.turn() == 0 and t.obs(0).pending.family == "envido"
     t.play("0 accept")
-    assert t.of(EventKind.BET_WON)[-1] == {"family": "envido", "seat": 1, "side": 1, "points": 2}
+    assert t.of(EventKind.BET_WON)[-1] == {
+        "family": "envido",
+        "winner_seat": 1,
+        "winner_team": 1,
+        "points": 2,
+    }
     assert t.turn() == 1 and t.obs(1).pending.family == "truco"
     assert "envido" not in t.legal(1)
     t.play("1 accept")
@@ -369,7 +374,7 @@ def test_envido_tie_goes_to_the_mano():
     """002 rule 2: the mano "win[s] any tie for the hand or the envido"."""
     t = Table("argentine", first_dealer=0).deal({1: ["7o", "6o", "1e"], 0: ["7e", "6e", "1b"]})
     t.play("1 envido", "0 accept")
-    assert t.of(EventKind.BET_WON)[-1]["seat"] == 1
+    assert t.of(EventKind.BET_WON)[-1]["winner_seat"] == 1
 
 
 def test_envido_tie_goes_to_seat_nearest_the_mano_four_players():
@@ -378,7 +383,7 @@ def test_envido_tie_goes_to_seat_nearest_the_mano_four_players():
     )
     t.play("0 envido", "1 accept")
     won = t.of(EventKind.BET_WON)[-1]
-    assert won["seat"] == 1 and won["side"] == 1
+    assert won["winner_seat"] == 1 and won["winner_team"] == 1
 
 
 def test_winning_envido_cards_shown_at_hand_end_only():
@@ -386,7 +391,7 @@ def test_winning_envido_cards_shown_at_hand_end_only():
     assert not t.of(EventKind.CARDS_REVEALED)
     t.play("0 fold")
     revealed = t.of(EventKind.CARDS_REVEALED)
-    assert revealed == [{"seat": 0, "cards": STRONG, "reason": "envido"}]
+    assert revealed == [{"seat": 0, "cards": STRONG, "count": 3, "reason": "envido", "public": True}]
 
 
 def test_three_players_each_for_themselves_scores_per_player():

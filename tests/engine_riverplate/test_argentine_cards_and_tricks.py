@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.engine_riverplate.helpers import Table
-from truco_engine import EventKind, IllegalActionError, deal, get_rules, new_match
+from truco_engine import EventKind, HandStarted, IllegalActionError, deal, get_rules, new_match
 from truco_engine.cards import SPANISH_40
 from truco_engine.ranking import strength_table
 
@@ -69,7 +69,7 @@ def test_first_dealer_is_last_seat_and_mano_is_next():
         assert s.dealer == n - 1
         s, ev = deal(s, list(s.rules.deck_cards))
         assert s.hand is not None and s.hand.mano == 0 and s.hand.turn == 0
-        assert ev[0].data["mano"] == 0
+        assert isinstance(ev[0].payload, HandStarted) and ev[0].payload.mano == 0
 
 
 def test_deal_one_card_at_a_time_from_the_mano():
@@ -113,7 +113,7 @@ def test_two_tricks_win_the_hand_third_not_played():
     round is over immediately — the third trick is never played"."""
     t = Table("argentine").deal({0: ["1e", "1b", "4o"], 1: ["4e", "5b", "6c"]})
     t.play("0 play 1e", "1 play 4e", "0 play 1b", "1 play 5b")
-    assert t.ended() == {"side": 0, "points": 1, "reason": "tricks"}
+    assert t.ended() == {"winner_team": 0, "points": 1, "reason": "tricks"}
     assert len(t.hand.tricks) == 2
     assert t.scores == [1, 0]
 
@@ -148,7 +148,7 @@ def test_parda_win_one_then_tie_the_other_wins():
     outright" — won first, tied second."""
     t = Table("argentine").deal({0: ["1e", "3b", "4o"], 1: ["4e", "3c", "5b"]})
     t.play("0 play 1e", "1 play 4e", "0 play 3b", "1 play 3c")
-    assert t.ended()["side"] == 0 and len(t.hand.tricks) == 2
+    assert t.ended()["winner_team"] == 0 and len(t.hand.tricks) == 2
 
 
 @pytest.mark.parametrize(("second", "winner"), [("4c", 0), ("1e", 1)])
@@ -159,7 +159,7 @@ def test_parda_tie_first_then_the_second_decides(second, winner):
     t.play("0 play 3e", "1 play 3b")
     assert t.turn() == 0  # lead after a tie: the tying seat nearest the mano
     t.play("0 play 1b", f"1 play {second}")
-    assert t.ended()["side"] == winner and len(t.hand.tricks) == 2
+    assert t.ended()["winner_team"] == winner and len(t.hand.tricks) == 2
 
 
 @pytest.mark.parametrize(("third0", "third1", "winner"), [("2o", "3c", 1), ("3o", "2c", 0)])
@@ -167,7 +167,7 @@ def test_parda_split_one_one_third_decides(third0, third1, winner):
     """003: "Split the first two tricks 1–1 and the third trick decides the round"."""
     t = Table("argentine").deal({0: ["1e", "4b", third0], 1: ["5e", "1b", third1]})
     t.play("0 play 1e", "1 play 5e", "0 play 4b", "1 play 1b", f"1 play {third1}", f"0 play {third0}")
-    assert t.ended()["side"] == winner and len(t.hand.tricks) == 3
+    assert t.ended()["winner_team"] == winner and len(t.hand.tricks) == 3
 
 
 @pytest.mark.parametrize("first_winner", [0, 1])
@@ -180,7 +180,7 @@ def test_parda_split_then_third_tied_goes_to_first_trick_winner(first_winner):
     else:
         t = Table("argentine").deal({0: ["5e", "1b", "2o"], 1: ["1e", "4b", "2c"]})
         t.play("0 play 5e", "1 play 1e", "1 play 4b", "0 play 1b", "0 play 2o", "1 play 2c")
-    assert t.ended()["side"] == first_winner
+    assert t.ended()["winner_team"] == first_winner
 
 
 @pytest.mark.parametrize(("last0", "last1", "winner"), [("1e", "4o", 0), ("4o", "1e", 1)])
@@ -188,7 +188,7 @@ def test_parda_first_two_tied_third_decides(last0, last1, winner):
     """003: "Tie both of the first two tricks and the third trick decides the round"."""
     t = Table("argentine").deal({0: ["3e", "2b", last0], 1: ["3b", "2c", last1]})
     t.play("0 play 3e", "1 play 3b", "0 play 2b", "1 play 2c", f"0 play {last0}", f"1 play {last1}")
-    assert t.ended() == {"side": winner, "points": 1, "reason": "tricks"}
+    assert t.ended() == {"winner_team": winner, "points": 1, "reason": "tricks"}
 
 
 @pytest.mark.parametrize("first_dealer", [1, 0])
@@ -202,7 +202,7 @@ def test_parda_all_three_tied_mano_wins(first_dealer):
     a, b = ("3e", "2b", "6o"), ("3b", "2c", "6c")
     for x, y in zip(a, b, strict=True):
         t.play(f"{mano} play {x}", f"{other} play {y}")
-    assert t.ended() == {"side": mano, "points": 1, "reason": "all_tied_mano"}
+    assert t.ended() == {"winner_team": mano, "points": 1, "reason": "all_tied_mano"}
 
 
 def test_rules_defaults_for_parda():

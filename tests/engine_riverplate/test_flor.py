@@ -37,7 +37,7 @@ def test_mandatory_flor_must_be_sung_first():
 def test_unopposed_flor_scores_three_at_once():
     t = flor_table(FLOR_HI, PLAIN).play("0 flor")
     assert t.scores == [3, 0]
-    assert t.of(EventKind.BET_WON) == [{"family": "flor", "seat": 0, "side": 0, "points": 3}]
+    assert t.of(EventKind.BET_WON) == [{"family": "flor", "winner_seat": 0, "winner_team": 0, "points": 3}]
     legal = t.legal(0)
     assert "play 7o" in legal and "truco" in legal
     assert not any("envido" in a or "flor" in a for a in legal)
@@ -48,7 +48,9 @@ def test_flor_shown_at_hand_end_only():
     assert not t.of(EventKind.CARDS_REVEALED)
     assert t.obs(1).revealed == {}
     t.play("0 play 7o", "1 play 4e", "0 play 6o", "1 play 5b")
-    assert t.of(EventKind.CARDS_REVEALED) == [{"seat": 0, "cards": FLOR_HI, "reason": "flor"}]
+    assert t.of(EventKind.CARDS_REVEALED) == [
+        {"seat": 0, "cards": FLOR_HI, "count": 3, "reason": "flor", "public": True}
+    ]
 
 
 def test_flor_cancels_a_pending_envido():
@@ -58,7 +60,7 @@ def test_flor_cancels_a_pending_envido():
     t.play("1 flor")
     assert t.scores == [0, 3]
     assert [e["family"] for e in t.of(EventKind.BET_WON)] == ["flor"]
-    assert t.of(EventKind.CALLED)[-1]["cancels"] == "envido"
+    assert t.of(EventKind.CALL_MADE)[-1]["cancels"] == "envido"
     assert not any("envido" in a for a in t.legal(0))
 
 
@@ -132,7 +134,9 @@ def test_flor_tie_goes_to_the_mano():
 def test_flor_can_end_the_match_mid_hand():
     t = Table("argentine").set_scores(13, 0).deal({0: FLOR_HI, 1: PLAIN}).play("0 flor")
     assert t.state.phase == "over" and t.state.winner == 0
-    assert t.of(EventKind.CARDS_REVEALED) == [{"seat": 0, "cards": FLOR_HI, "reason": "flor"}]
+    assert t.of(EventKind.CARDS_REVEALED) == [
+        {"seat": 0, "cards": FLOR_HI, "count": 3, "reason": "flor", "public": True}
+    ]
 
 
 def test_fold_to_a_pending_flor_pays_the_refusal_and_the_hand():
@@ -208,7 +212,7 @@ def test_four_players_the_callers_partner_sings_his_flor_before_the_envido_is_an
     assert t.turn() == 2 and t.legal(2) == ["flor"]
     t.play("2 flor")
     assert t.scores == [3, 0]
-    assert t.of(EventKind.CALLED)[-1]["cancels"] == "envido"
+    assert t.of(EventKind.CALL_MADE)[-1]["cancels"] == "envido"
     assert [e["family"] for e in t.of(EventKind.BET_WON)] == ["flor"]
     assert t.turn() == 0 and not any("envido" in a for a in t.legal(0))  # the caller plays on
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.engine_riverplate.helpers import Table
+from tests.helpers.events import data
 from truco_engine import EventKind, InvalidRulesError, get_rules
 from truco_engine.cards import SPANISH_22
 from truco_engine.ranking import strength_table
@@ -65,7 +66,7 @@ def test_valencian_calls_and_envit():
     t = Table("valencian-2p").deal({0: ["7o", "6o", "1e"], 1: ["4e", "5b", "3c"]})
     assert "envido" in t.legal(0) and "flor" not in t.legal(0)
     t.play("0 truco")
-    assert t.of(EventKind.CALLED)[-1]["call"] == "truc"
+    assert t.of(EventKind.CALL_MADE)[-1]["name"] == "truc"
 
 
 # ----------------------------------------------------------- three, individual
@@ -76,7 +77,7 @@ def test_three_players_each_for_themselves():
     t.play("0 envido")
     assert t.turn() == 1  # the next player answers for the table
     t.play("1 accept")
-    assert t.of(EventKind.BET_WON)[-1]["side"] == 2  # 6 beats 5 and 5: seat 2 scores alone
+    assert t.of(EventKind.BET_WON)[-1]["winner_team"] == 2  # 6 beats 5 and 5: seat 2 scores alone
     assert t.scores == [0, 0, 2]
 
 
@@ -93,14 +94,15 @@ def test_carancho_gets_the_first_and_an_extra_card_and_discards():
     t.play("0 discard 4c")
     assert t.hand.cards[0] == ["1e", "1b", "7e"]
     ev = next(e for e in t.events if e.kind == EventKind.CARD_DISCARDED)
-    assert ev.redact(1).data["card"] is None and ev.redact(None).data["card"] is None
-    assert ev.redact(0).data["card"] == "4c"
+    assert data(ev.redact(1))["card"] is None and data(ev.redact(None))["card"] is None
+    assert data(ev.redact(0))["card"] == "4c"
 
 
 def test_carancho_pair_scores_jointly_per_player():
     """001: "os pontos são contados individualmente (mas a dupla ganha os pontos em conjunto)"."""
     t = Table("carancho").deal(CAR).play("0 discard 4c")
-    assert t.obs(1).extra == {"carancho": 0, "sides": [0, 1, 1]}
+    obs = t.obs(1)
+    assert (obs.carancho, obs.seat_teams, obs.team) == (0, (0, 1, 1), 1)
     t.play(
         "0 truco", "1 accept", "0 play 1e", "1 play 4e", "2 play 6o", "0 play 1b", "1 play 5b", "2 play 6b"
     )
@@ -109,7 +111,7 @@ def test_carancho_pair_scores_jointly_per_player():
     assert t.hand.mano == 1  # the role rotates with the deal
     t.play("1 discard 4c", "1 fold")
     assert t.scores == [3, 0, 1]  # the pair 0 and 2 both score
-    assert t.ended()["sides"] == [0, 2]
+    assert t.ended()["winner_team"] == 0 and t.obs(None).seat_teams == (0, 1, 0)
 
 
 def test_carancho_needs_three_players():
@@ -137,9 +139,9 @@ def test_pica_pica_alternates_team_and_head_to_head_hands():
     assert len(t.hand.order) == 6  # hand 1: teams
     t.play("0 fold")
     t.deal()
-    assert t.of(EventKind.HEAD_TO_HEAD_STARTED)[-1] == {"pair": [1, 4], "mano": 1, "index": 0}
+    assert t.of(EventKind.HEAD_TO_HEAD_STARTED)[-1] == {"seats": [1, 4], "mano": 1, "index": 0}
     assert t.hand.order == (1, 4) and t.turn() == 1
-    assert t.obs(1).extra == {"head_to_head": [1, 4]}
+    assert t.obs(1).head_to_head == (1, 4)
     t.play("1 fold")  # side 0 (seat 4's team) scores 1
     assert t.hand.order == (2, 5)
     t.play("2 truco", "5 decline")

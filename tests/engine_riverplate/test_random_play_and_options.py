@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.events import data
 from truco_engine import (
     EventKind,
     InvalidRulesError,
@@ -88,7 +89,7 @@ def test_random_play_ends_replays_and_leaks_nothing(label, rules):
                 assert legal
                 events = m.act(seat, rng.choice(legal))
             for e in events:
-                d = e.data
+                d = data(e)
                 if e.kind == EventKind.HAND_STARTED and d["turn_up"]:
                     for v in viewers:
                         known[v].add(d["turn_up"])
