@@ -39,6 +39,7 @@ test: setup system-deps
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy truco_engine
+	$(BIN)/mypy --strict contract/truco_contract
 	$(BIN)/mypy server/truco_server
 	$(BIN)/mypy clients
 	$(BIN)/mypy cli tools

@@ -2,8 +2,9 @@
 
 `truco bench service` measures the whole system (client, gRPC, worker, Redis) and moves by
 10-15 % between runs on a shared 2-core machine, which hides changes of a few percent in
-the worker's own code. This harness drives the same gRPC servicer object (`GrpcMatchService`:
-request parsing, the transport-neutral service, the Redis store, proto building) directly,
+the worker's own code. This harness drives the API layer both transports call
+(`truco_server.api.wire.MatchApi`: request decoding, auth, the service, the Redis store, the
+codec building the replies and stream messages) directly,
 one action at a time in a fixed order with fixed seeds, against a real `redis-server` on a
 free loopback port, and reports the process CPU time per action. Every action is what a
 worker does for one SubmitAction: the reply, then the next message of *both* seats'
@@ -12,9 +13,9 @@ observation streams (each serialized, as gRPC would).
     python benchmarks/service_path.py                   # 100 matches, 4 x 6000 actions
     python benchmarks/service_path.py --against ../old-checkout
 
-``--against DIR`` runs the same harness on another checkout of the repository (its
-``server/``, ``clients/`` and root on ``PYTHONPATH``) alternately with this one, so a
-change can be compared with its parent in one run. The first round of each run is a
+``--against DIR`` runs the harness of another checkout of the repository (its own
+``benchmarks/service_path.py``, with its source folders on ``PYTHONPATH``) alternately with
+this one, so a change can be compared with its parent in one run. The first round of each run is a
 warm-up and is not counted; the median and range of the other rounds are printed.
 """
 
@@ -34,26 +35,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class _Context:
-    """The part of ``grpc.aio.ServicerContext`` the servicer uses."""
-
-    def __init__(self, metadata: tuple[tuple[str, str], ...] = ()) -> None:
-        self._metadata = metadata
-
-    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
-        return self._metadata
-
-    def set_trailing_metadata(self, *args: Any) -> None:
-        pass
-
-    async def abort(self, code: Any, details: str = "", trailing_metadata: Any = ()) -> None:
-        raise RuntimeError(f"{code}: {details}")
-
-
 async def _measure(matches: int, actions: int, rounds: int, preset: str) -> list[float]:
-    from truco.v1 import match_pb2, match_service_pb2
+    from truco_contract.pb import match_pb2, match_service_pb2
+    from truco_server.api.auth import Authenticator, Credentials
+    from truco_server.api.wire import MatchApi
     from truco_server.config import Settings
-    from truco_server.grpc_service import GrpcMatchService
     from truco_server.logging import configure_logging
     from truco_server.service import MatchService
     from truco_server.storage import StoreSettings, open_store
@@ -63,22 +49,19 @@ async def _measure(matches: int, actions: int, rounds: int, preset: str) -> list
     redis = start_redis(host="127.0.0.1")
     try:
         store = open_store(redis.url, StoreSettings())
-        servicer = GrpcMatchService(MatchService(store), Settings())
+        api = MatchApi(MatchService(store), Authenticator(Settings()))
         rng = random.Random(7)
 
         async def new_match() -> dict[str, Any]:
-            created = await servicer.CreateMatch(
+            created = await api.CreateMatch(
+                Credentials(),
                 match_service_pb2.CreateMatchRequest(rules=match_pb2.RuleSet(preset=preset), players=2),
-                _Context(),  # type: ignore[arg-type]
             )
             match_id = created.match.match_id
             tokens = [c.token for c in sorted(created.seat_credentials, key=lambda c: c.seat)]
-            metadata = [(("authorization", f"Bearer {t}"),) for t in tokens]
+            metadata = [Credentials.from_pairs((("authorization", f"Bearer {t}"),)) for t in tokens]
             streams = [
-                servicer.StreamObservations(
-                    match_service_pb2.StreamObservationsRequest(match_id=match_id),
-                    _Context(md),  # type: ignore[arg-type]
-                )
+                api.StreamObservations(md, match_service_pb2.StreamObservationsRequest(match_id=match_id))
                 for md in metadata
             ]
             last = [await s.__anext__() for s in streams]
@@ -92,19 +75,19 @@ async def _measure(matches: int, actions: int, rounds: int, preset: str) -> list
             while done < actions:
                 for i, m in enumerate(live):
                     obs = m["last"][0].update.observation
-                    if obs.phase == 6 or not obs.acting_seats:  # over: replace it
+                    if obs.match_state != match_pb2.MATCH_STATE_ACTIVE or not obs.awaited:  # over
                         live[i] = await new_match()
                         continue
-                    seat = obs.acting_seats[0]
+                    seat = obs.awaited[0]
                     action = rng.choice(m["last"][seat].update.observation.legal_actions)
-                    reply = await servicer.SubmitAction(
+                    reply = await api.SubmitAction(
+                        m["md"][seat],
                         match_service_pb2.SubmitActionRequest(
                             match_id=m["id"],
                             request_id=f"{seat}-{m['n']}",
                             expected_version=obs.version,
                             action=action,
                         ),
-                        _Context(m["md"][seat]),  # type: ignore[arg-type]
                     )
                     reply.SerializeToString()
                     m["n"] += 1
@@ -153,14 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     other = args.against.resolve()
     if not (other / "server" / "truco_server").is_dir():
         parser.error(f"{other} is not a checkout of this repository (no server/truco_server)")
-    command = [sys.executable, str(Path(__file__).resolve()), "--raw"]
-    command += ["--matches", str(args.matches), "--actions", str(args.actions), "--rounds", str(args.rounds)]
-    command += ["--preset", args.preset]
+    options = ["--raw", "--matches", str(args.matches), "--actions", str(args.actions)]
+    options += ["--rounds", str(args.rounds), "--preset", args.preset]
     results: dict[str, list[float]] = {"this checkout": [], str(other): []}
     for pair in range(args.pairs):
         for label, root in (("this checkout", ROOT), (str(other), other)):
             env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join(str(root / p) for p in ("server", "clients", "."))
+            folders = ("contract", "server", "clients", "tools", "cli", ".")
+            env["PYTHONPATH"] = os.pathsep.join(str(root / p) for p in folders if (root / p).is_dir())
+            command = [sys.executable, str(root / "benchmarks" / "service_path.py"), *options]
             out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=True)
             values = [float(v) for v in out.stdout.split()]
             results[label].extend(values)

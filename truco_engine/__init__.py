@@ -63,6 +63,8 @@ from truco_engine.events import (
     ScoreChanged,
     Special,
     TrickEnded,
+    payload_from_dict,
+    payload_to_dict,
 )
 from truco_engine.observe import Observation, PendingCall, PlayView, TrickView, observe
 from truco_engine.record import (
@@ -135,6 +137,8 @@ __all__ = [
     "new_match",
     "observe",
     "parse_action",
+    "payload_from_dict",
+    "payload_to_dict",
     "preset_names",
     "replay",
     "seat_teams",

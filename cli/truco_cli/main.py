@@ -1,9 +1,9 @@
 """The ``truco`` command.
 
-    truco serve                 run a worker (truco_cli.serve; server install)
-    truco replay FILE           replay a match record (truco_cli.engine_commands)
-    truco bench engine|service  benchmarks (truco_cli.bench_commands)
-    truco play / watch / demo / bot / bots eval   clients (truco_cli.client_commands)
+truco serve                 run a worker (truco_cli.serve; server install)
+truco replay FILE           replay a match record (truco_cli.engine_commands)
+truco bench engine|service  benchmarks (truco_cli.bench_commands)
+truco play / watch / demo / bot / bots eval   clients (truco_cli.client_commands)
 """
 
 from __future__ import annotations

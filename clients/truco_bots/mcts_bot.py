@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import truco_engine as te
 from truco_bots.heuristics import hand_power, percentiles
@@ -133,36 +132,31 @@ def sample_world(o: Observation, rng: random.Random, tries: int = 30) -> te.Matc
     """One engine state consistent with the observation, or ``None`` if it cannot be built."""
     r = o.rules
     events = [e for e in (o.hand_events or ()) if e.kind in _ENGINE_KINDS]
-    if r is None or o.seat is None or not events or events[0].kind != "hand_started":
+    if o.seat is None or not events or not isinstance(events[0].payload, te.HandStarted):
         return None
     n = r.players
     me = o.seat
-    start = events[0].data
-    turn_up = start.get("turn_up")
+    start = events[0].payload
+    turn_up = start.turn_up
     dealt: list[list[str] | None] = [None] * n
     seen: list[list[str]] = [[] for _ in range(n)]
     hidden_plays = [0] * n
     declared: dict[int, int] = {}
     flor_singers: set[int] = set()
     for e in events:
-        d = e.data
-        seat = e.seat
-        if e.kind in ("cards_dealt", "cards_shown") and isinstance(d.get("cards"), list) and seat is not None:
-            dealt[seat] = [str(c) for c in d["cards"]]
-        elif e.kind == "card_played" and seat is not None:
-            card = d.get("card")
-            if isinstance(card, str):
-                seen[seat].append(card)
+        p = e.payload
+        if isinstance(p, te.CardsDealt | te.CardsRevealed) and p.cards:
+            dealt[p.seat] = list(p.cards)
+        elif isinstance(p, te.CardPlayed):
+            if p.card is not None:
+                seen[p.seat].append(p.card)
             else:
-                hidden_plays[seat] += 1
-        elif e.kind == "points_declared" and seat is not None and d.get("family") == "envido":
-            pts = d.get("points")
-            if isinstance(pts, int):
-                declared[seat] = pts
-        elif (
-            e.kind == "called" and seat is not None and d.get("family") == "flor" and d.get("call") == "flor"
-        ):
-            flor_singers.add(seat)
+                hidden_plays[p.seat] += 1
+        elif isinstance(p, te.PointsDeclared) and p.family is te.CallFamily.ENVIDO:
+            if p.points is not None:
+                declared[p.seat] = p.points
+        elif isinstance(p, te.CallMade) and p.family is te.CallFamily.FLOR and p.name == "flor":
+            flor_singers.add(p.seat)
     if dealt[me] is None:
         return None
     known: set[str] = set()
@@ -188,7 +182,7 @@ def sample_world(o: Observation, rng: random.Random, tries: int = 30) -> te.Matc
     used = {c for h in full for c in (h or [])}
     rest = [c for c in r.deck_cards if c not in used and c != turn_up]
     rng.shuffle(rest)
-    mano = int(start["mano"])
+    mano = start.mano
     order = [(mano + i) % n for i in range(n)]
     deck: list[str] = []
     for k in range(3):
@@ -227,7 +221,7 @@ def _consistent(
 def _replay(
     o: Observation,
     r: te.RuleSet,
-    start: Mapping[str, Any],
+    start: te.HandStarted,
     deck: list[str],
     events: Sequence[Event],
     hidden_cards: dict[int, list[str]],
@@ -235,15 +229,13 @@ def _replay(
     s = te.new_match(r)
     scores = list(o.scores)
     for e in events:
-        if e.kind == "bet_won":
-            side, pts = e.data.get("side"), e.data.get("points")
-            if isinstance(side, int) and isinstance(pts, int):
-                scores[side] -= pts
+        if isinstance(e.payload, te.BetWon):
+            scores[e.payload.winner_team] -= e.payload.points
     s.scores = scores
     s.games = list(o.games_won)
-    s.game = int(start["game"])
-    s.hands = int(start["hand"]) - 1
-    s.dealer = int(start["dealer"])
+    s.game = start.game_number
+    s.hands = start.hand_number - 1
+    s.dealer = start.dealer
     s, ev = te.deal(s, deck)
     i = len(ev)
     if [e.kind.value for e in ev] != [e.kind for e in events[:i]]:
@@ -257,7 +249,7 @@ def _replay(
         if [x.kind.value for x in ev] != [x.kind for x in events[i : i + len(ev)]]:
             return None
         i += len(ev)
-    if te.to_act(s) != o.acting_seats or o.seat is None:
+    if te.to_act(s) != o.awaited or o.seat is None:
         return None
     if set(te.legal_actions(s, o.seat)) != set(o.legal_actions):
         return None
@@ -265,32 +257,28 @@ def _replay(
 
 
 def _action_of(e: Event, hidden_cards: dict[int, list[str]]) -> Action | None:
-    d = e.data
-    if e.kind == "card_played":
-        card = d.get("card")
-        down = bool(d.get("face_down"))
-        if not isinstance(card, str):
-            if e.seat is None or not hidden_cards.get(e.seat):
+    p = e.payload
+    if isinstance(p, te.CardPlayed):
+        card = p.card
+        if card is None:
+            if not hidden_cards.get(p.seat):
                 return None
-            card = hidden_cards[e.seat].pop()
-        elif e.seat is not None and card in hidden_cards.get(e.seat, []):
-            hidden_cards[e.seat].remove(card)
-        return Action("play", card, face_down=down)
-    if e.kind == "called":
-        family = d.get("family")
-        if family == "truco":
+            card = hidden_cards[p.seat].pop()
+        elif card in hidden_cards.get(p.seat, []):
+            hidden_cards[p.seat].remove(card)
+        return Action("play", card, face_down=p.face_down)
+    if isinstance(p, te.CallMade):
+        if p.family is te.CallFamily.TRUCO:
             return _TRUCO
-        call = d.get("call")
-        return Action(str(call)) if isinstance(call, str) and call in te.ACTION_KINDS else None
-    if e.kind == "answered":
-        return _ACCEPT if d.get("answer") == "accept" else _DECLINE
-    if e.kind == "eleven_decided":
-        return _ACCEPT if d.get("play") else _DECLINE
-    if e.kind == "folded":
+        return Action(p.name) if p.name in te.ACTION_KINDS else None
+    if isinstance(p, te.CallAnswered):
+        return _ACCEPT if p.accepted else _DECLINE
+    if isinstance(p, te.HandOfElevenDecision):
+        return _ACCEPT if p.play else _DECLINE
+    if isinstance(p, te.Folded):
         return Action("fold")
-    if e.kind == "card_discarded":
-        card = d.get("card")
-        return Action("discard", card) if isinstance(card, str) else None
+    if isinstance(p, te.CardDiscarded):
+        return Action("discard", p.card) if p.card is not None else None
     return None
 
 

@@ -36,7 +36,7 @@ class RulesBot(Bot):
             return legal[0]
         if o.rules is None:  # no rule set: play the first legal card, accept calls
             return o.legal("play")[0] if o.can("play") else legal[0]
-        pct = percentiles(o.rules, o.vira)
+        pct = percentiles(o.rules, o.turn_up)
         kinds = o.legal_kinds
         if o.hidden_count:  # iron hand: blind play
             plays = o.legal("play")
@@ -72,7 +72,7 @@ class RulesBot(Bot):
         base = hand_power(mine)
         if o.partners and o.revealed:
             assert o.rules is not None
-            table = percentiles(o.rules, o.vira)
+            table = percentiles(o.rules, o.turn_up)
             partner = [table[c] for s in o.partners for c in o.revealed.get(s, ())]
             base = max(base, hand_power(partner))
         # Tricks already decided weigh in.
@@ -114,7 +114,7 @@ class RulesBot(Bot):
         trick = o.current_trick
         if trick is not None and trick.plays and o.my_cards and o.rules is not None:
             # Following: a sure win of this trick with a strong hand.
-            pct = percentiles(o.rules, o.vira)
+            pct = percentiles(o.rules, o.turn_up)
             best_table = max(
                 (pct[p.card] for p in trick.plays if p.card and o.seat_teams[p.seat] != o.team), default=0
             )
@@ -125,7 +125,7 @@ class RulesBot(Bot):
     # ----------------------------------------------------------------- cards
     def _play(self, o: Observation) -> Action:
         assert o.rules is not None
-        pct = percentiles(o.rules, o.vira)
+        pct = percentiles(o.rules, o.turn_up)
         plays = [a for a in o.legal("play") if not a.face_down and a.card]
         if not plays:
             return o.legal("play")[0]

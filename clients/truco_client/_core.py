@@ -12,9 +12,11 @@ from typing import Any
 from google.protobuf import duration_pb2, struct_pb2
 
 import truco_engine as te
-from truco.v1 import match_pb2, match_service_pb2
-from truco_client.actions import Action, to_proto
-from truco_client.observation import Event, HandTracker, Observation, rules_from_match
+from truco_client.actions import Action
+from truco_client.observation import Event, HandTracker, Observation
+from truco_contract import codec
+from truco_contract.matches import MatchInfo
+from truco_contract.pb import match_pb2, match_service_pb2
 
 CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     # Detect a dead connection under a silent stream (the server allows pings every 10 s).
@@ -24,11 +26,12 @@ CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.enable_retries", 0),  # the SDK retries itself, with the same request id
 ]
 
-MATCH_STATES = {
+MATCH_STATES: dict[str, match_pb2.MatchState.ValueType] = {
     "active": match_pb2.MATCH_STATE_ACTIVE,
     "finished": match_pb2.MATCH_STATE_FINISHED,
     "cancelled": match_pb2.MATCH_STATE_CANCELLED,
 }
+"""The states ``iter_matches``/``list_matches`` filter by: the same names as ``Match.state``."""
 
 
 @dataclass(frozen=True)
@@ -74,11 +77,14 @@ class CreatedMatch:
     """Result of ``create_match``."""
 
     match_id: str
-    match: match_pb2.Match
+    match: MatchInfo
     seat_tokens: tuple[str, ...]
     """One credential per seat, in seat order."""
     spectator_token: str
-    rules: te.RuleSet | None
+
+    @property
+    def rules(self) -> te.RuleSet:
+        return self.match.rules
 
 
 @dataclass(frozen=True)
@@ -95,9 +101,12 @@ class ActionResult:
 class MatchView:
     """Result of ``get_match``."""
 
-    match: match_pb2.Match
-    observation: Observation | None
-    rules: te.RuleSet | None
+    match: MatchInfo
+    observation: Observation
+
+    @property
+    def rules(self) -> te.RuleSet:
+        return self.match.rules
 
 
 @dataclass(frozen=True)
@@ -153,7 +162,7 @@ def submit_request(
     match_id: str, action: Action, request_id: str, expected_version: int | None
 ) -> match_service_pb2.SubmitActionRequest:
     req = match_service_pb2.SubmitActionRequest(
-        match_id=match_id, request_id=request_id, action=to_proto(action)
+        match_id=match_id, request_id=request_id, action=codec.action_to_proto(action)
     )
     if expected_version is not None:
         req.expected_version = expected_version
@@ -163,28 +172,26 @@ def submit_request(
 def created(resp: match_service_pb2.CreateMatchResponse) -> CreatedMatch:
     return CreatedMatch(
         resp.match.match_id,
-        resp.match,
+        codec.match_from_proto(resp.match),
         tuple(c.token for c in sorted(resp.seat_credentials, key=lambda c: c.seat)),
         resp.spectator_token,
-        rules_from_match(resp.match),
     )
 
 
 def action_result(
-    resp: match_service_pb2.SubmitActionResponse, rules: te.RuleSet | None, request_id: str
+    resp: match_service_pb2.SubmitActionResponse, rules: te.RuleSet, request_id: str
 ) -> ActionResult:
     return ActionResult(
         resp.version,
-        tuple(Event.from_proto(e) for e in resp.events),
-        Observation.from_proto(resp.observation, rules),
+        tuple(codec.event_from_proto(e) for e in resp.events),
+        Observation.from_view(codec.observation_from_proto(resp.observation), rules),
         request_id,
     )
 
 
 def match_view(resp: match_service_pb2.GetMatchResponse) -> MatchView:
-    rules = rules_from_match(resp.match)
-    obs = Observation.from_proto(resp.observation, rules) if resp.HasField("observation") else None
-    return MatchView(resp.match, obs, rules)
+    info = codec.match_from_proto(resp.match)
+    return MatchView(info, Observation.from_view(codec.observation_from_proto(resp.observation), info.rules))
 
 
 @dataclass
@@ -193,7 +200,7 @@ class StreamState:
 
     match_id: str
     last_version: int | None
-    rules: te.RuleSet | None = None
+    rules: te.RuleSet
     tracker: HandTracker = field(default_factory=HandTracker)
     reconnects: int = 0
     duplicates_dropped: int = 0
@@ -220,11 +227,13 @@ class StreamState:
             if last is not None and u.version <= last:
                 self.duplicates_dropped += 1
                 return None
-            events = [Event.from_proto(e) for e in u.events if last is None or e.version > last]
+            events = [codec.event_from_proto(e) for e in u.events if last is None or e.version > last]
             self.duplicates_dropped += len(u.events) - len(events)
             if last is not None and events and events[0].version != last + 1:
                 self.tracker.lost()  # a gap (should not happen): history unknown until next hand
             self.tracker.add(events)
         self.last_version = u.version
-        obs = Observation.from_proto(u.observation, self.rules, self.tracker.events)
+        obs = Observation.from_view(
+            codec.observation_from_proto(u.observation), self.rules, self.tracker.events
+        )
         return Update(u.version, tuple(events), obs, u.snapshot)

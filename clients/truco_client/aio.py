@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 import grpc
 
 import truco_engine as te
-from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
 from truco_client._core import (
     CHANNEL_OPTIONS,
     ActionResult,
@@ -40,6 +39,9 @@ from truco_client._core import (
 )
 from truco_client.actions import Action
 from truco_client.errors import RETRYABLE, Unavailable, from_rpc_error
+from truco_contract import codec
+from truco_contract.matches import MatchInfo
+from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
 
 T = TypeVar("T")
 
@@ -99,7 +101,7 @@ class AsyncTrucoClient:
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.heartbeat_timeout = heartbeat_timeout
-        self._rules: dict[str, te.RuleSet | None] = {}
+        self._rules: dict[str, te.RuleSet] = {}
         self._rng = random.Random()
 
     def with_token(self, token: str) -> AsyncTrucoClient:
@@ -142,7 +144,7 @@ class AsyncTrucoClient:
     def _op(self, api_key: str | None) -> Metadata:
         return metadata(api_key if api_key is not None else (self.api_key or self.token))
 
-    async def rules_of(self, match_id: str, token: str | None = None) -> te.RuleSet | None:
+    async def rules_of(self, match_id: str, token: str | None = None) -> te.RuleSet:
         if match_id not in self._rules:
             self._rules[match_id] = (await self.get_match(match_id, token=token)).rules
         return self._rules[match_id]
@@ -190,13 +192,13 @@ class AsyncTrucoClient:
         req = submit_request(match_id, action, rid, expected_version)
         md = metadata(self._token(token))
         resp = await self._call(lambda s: s.SubmitAction(req, metadata=md, timeout=self.timeout))
-        return action_result(resp, self._rules.get(match_id), rid)
+        return action_result(resp, await self.rules_of(match_id, self._token(token)), rid)
 
     async def get_match(self, match_id: str, *, token: str | None = None) -> MatchView:
         req = match_service_pb2.GetMatchRequest(match_id=match_id)
         md = metadata(self._token(token) or self.api_key)
         view = match_view(await self._call(lambda s: s.GetMatch(req, metadata=md, timeout=self.timeout)))
-        self._rules.setdefault(match_id, view.rules)
+        self._rules[match_id] = view.rules
         return view
 
     async def list_matches(
@@ -206,17 +208,17 @@ class AsyncTrucoClient:
         page_token: str = "",
         state: str | None = None,
         api_key: str | None = None,
-    ) -> tuple[list[match_pb2.Match], str]:
+    ) -> tuple[list[MatchInfo], str]:
         req = match_service_pb2.ListMatchesRequest(
             page_size=page_size, page_token=page_token, state=state_filter(state)
         )
         md = self._op(api_key)
         resp = await self._call(lambda s: s.ListMatches(req, metadata=md, timeout=self.timeout))
-        return list(resp.matches), resp.next_page_token
+        return [codec.match_from_proto(m) for m in resp.matches], resp.next_page_token
 
     async def iter_matches(
         self, *, state: str | None = None, api_key: str | None = None
-    ) -> AsyncIterator[match_pb2.Match]:
+    ) -> AsyncIterator[MatchInfo]:
         token = ""
         while True:
             page, token = await self.list_matches(page_token=token, state=state, api_key=api_key)
@@ -227,7 +229,7 @@ class AsyncTrucoClient:
 
     async def cancel_match(
         self, match_id: str, reason: str = "", *, request_id: str | None = None, api_key: str | None = None
-    ) -> match_pb2.Match:
+    ) -> MatchInfo:
         req = match_service_pb2.CancelMatchRequest(
             match_id=match_id, reason=reason, request_id=request_id or new_request_id()
         )
@@ -235,7 +237,7 @@ class AsyncTrucoClient:
         resp: match_service_pb2.CancelMatchResponse = await self._call(
             lambda s: s.CancelMatch(req, metadata=md, timeout=self.timeout)
         )
-        return resp.match
+        return codec.match_from_proto(resp.match)
 
     async def stream(
         self,

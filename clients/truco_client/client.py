@@ -28,7 +28,6 @@ from typing import Any, TypeVar
 import grpc
 
 import truco_engine as te
-from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
 from truco_client._core import (
     CHANNEL_OPTIONS,
     ActionResult,
@@ -49,7 +48,9 @@ from truco_client._core import (
 )
 from truco_client.actions import Action
 from truco_client.errors import RETRYABLE, TrucoClientError, Unavailable, from_rpc_error
-from truco_client.observation import rules_from_match
+from truco_contract import codec
+from truco_contract.matches import MatchInfo
+from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
 
 T = TypeVar("T")
 
@@ -119,7 +120,7 @@ class TrucoClient:
         self.retry = retry or RetryPolicy()
         self.heartbeat_timeout = heartbeat_timeout
         """A stream with no message (not even a heartbeat) for this long is reconnected."""
-        self._rules: dict[str, te.RuleSet | None] = {}
+        self._rules: dict[str, te.RuleSet] = {}
         self._rng = random.Random()
 
     # ---------------------------------------------------------------- plumbing
@@ -164,7 +165,7 @@ class TrucoClient:
     def _op(self, api_key: str | None) -> Metadata:
         return metadata(api_key if api_key is not None else (self.api_key or self.token))
 
-    def rules_of(self, match_id: str, token: str | None = None) -> te.RuleSet | None:
+    def rules_of(self, match_id: str, token: str | None = None) -> te.RuleSet:
         """The engine rule set of a match (cached; from ``Match.effective_rules``)."""
         if match_id not in self._rules:
             self._rules[match_id] = self.get_match(match_id, token=token).rules
@@ -217,14 +218,14 @@ class TrucoClient:
         req = submit_request(match_id, action, rid, expected_version)
         md = metadata(self._token(token))
         resp = self._call(lambda s: s.SubmitAction(req, metadata=md, timeout=self.timeout))
-        return action_result(resp, self._rules.get(match_id), rid)
+        return action_result(resp, self.rules_of(match_id, self._token(token)), rid)
 
     def get_match(self, match_id: str, *, token: str | None = None) -> MatchView:
         """The match and, for seat / spectator credentials, the caller's observation."""
         req = match_service_pb2.GetMatchRequest(match_id=match_id)
         md = metadata(self._token(token) or self.api_key)
         view = match_view(self._call(lambda s: s.GetMatch(req, metadata=md, timeout=self.timeout)))
-        self._rules.setdefault(match_id, view.rules)
+        self._rules[match_id] = view.rules
         return view
 
     def list_matches(
@@ -234,18 +235,16 @@ class TrucoClient:
         page_token: str = "",
         state: str | None = None,
         api_key: str | None = None,
-    ) -> tuple[list[match_pb2.Match], str]:
+    ) -> tuple[list[MatchInfo], str]:
         """One page of the operator's matches, newest first: (matches, next_page_token)."""
         req = match_service_pb2.ListMatchesRequest(
             page_size=page_size, page_token=page_token, state=state_filter(state)
         )
         md = self._op(api_key)
         resp = self._call(lambda s: s.ListMatches(req, metadata=md, timeout=self.timeout))
-        return list(resp.matches), resp.next_page_token
+        return [codec.match_from_proto(m) for m in resp.matches], resp.next_page_token
 
-    def iter_matches(
-        self, *, state: str | None = None, api_key: str | None = None
-    ) -> Iterator[match_pb2.Match]:
+    def iter_matches(self, *, state: str | None = None, api_key: str | None = None) -> Iterator[MatchInfo]:
         """Every match of the operator, following pages."""
         token = ""
         while True:
@@ -256,13 +255,15 @@ class TrucoClient:
 
     def cancel_match(
         self, match_id: str, reason: str = "", *, request_id: str | None = None, api_key: str | None = None
-    ) -> match_pb2.Match:
+    ) -> MatchInfo:
         """Cancel an active match (the creating operator's API key)."""
         req = match_service_pb2.CancelMatchRequest(
             match_id=match_id, reason=reason, request_id=request_id or new_request_id()
         )
         md = self._op(api_key)
-        return self._call(lambda s: s.CancelMatch(req, metadata=md, timeout=self.timeout)).match
+        return codec.match_from_proto(
+            self._call(lambda s: s.CancelMatch(req, metadata=md, timeout=self.timeout)).match
+        )
 
     # ------------------------------------------------------------------ stream
     def stream(
@@ -343,4 +344,4 @@ class TrucoClient:
             ) from None
 
 
-__all__ = ["TrucoClient", "rules_from_match"]
+__all__ = ["TrucoClient"]

@@ -11,9 +11,9 @@ from typing import Any
 import grpc
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
-from truco.v1 import error_details_pb2 as truco_error_details_pb2
 from truco_client.actions import Action
-from truco_client.actions import from_proto as action_from_proto
+from truco_contract import codec
+from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
 
 
 class TrucoClientError(Exception):
@@ -119,7 +119,7 @@ def from_rpc_error(err: grpc.RpcError) -> TrucoApiError:
             elif detail.Is(truco_error_details_pb2.IllegalActionDetail.DESCRIPTOR):
                 ill = truco_error_details_pb2.IllegalActionDetail()
                 detail.Unpack(ill)
-                legal = tuple(action_from_proto(a) for a in ill.legal_actions)
+                legal = tuple(codec.action_from_proto(a) for a in ill.legal_actions)
                 version = ill.current_version
             elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
                 bad = error_details_pb2.BadRequest()

@@ -22,6 +22,9 @@ from typing import Any
 import truco_engine as te
 from truco_client.bot import Bot
 from truco_client.observation import Event, HandTracker, Observation
+from truco_contract import table
+from truco_contract.events import EventView, LogEntry, MatchStatus, SeatKind, redact
+from truco_contract.views import view
 
 BotFactory = Callable[[], Bot] | type[Bot]
 
@@ -84,41 +87,54 @@ def play_local_match(
     rules: te.RuleSet,
     deck_rng: random.Random,
     *,
-    on_step: Callable[[te.MatchState, list[te.Event]], None] | None = None,
+    seats: Sequence[tuple[str, SeatKind]] = (),
+    on_update: Callable[[int, Observation, tuple[Event, ...]], None] | None = None,
     max_actions: int = 20_000,
     strict: bool = True,
 ) -> tuple[te.MatchState, int]:
-    """Play one match between ``bots`` (one per seat). Returns the final state and the number
-    of illegal actions (with ``strict`` the first illegal action raises
-    :class:`IllegalBotAction`; otherwise the first legal action is played instead)."""
+    """Play one match between ``bots`` (one per seat), exactly as a server would run it: the
+    same log (``match_created``, every event, the deals from a seed drawn from ``deck_rng``,
+    ``match_revealed``), the same versions, and the same observations and events for every
+    seat (:mod:`truco_contract.table`). Returns the final state and the number of illegal
+    actions (with ``strict`` the first illegal action raises :class:`IllegalBotAction`;
+    otherwise the first legal action is played instead).
+
+    ``on_update(seat, observation, events)`` is called for every seat after every commit with
+    what that seat's stream would carry."""
     n = rules.players
     if len(bots) != n:
         raise ValueError(f"{n} seats need {n} bots, got {len(bots)}")
-    state = te.new_match(rules)
+    dealing = table.Dealing(seed=deck_rng.randbytes(32))
+    state, entries = table.start(rules, table.seats_of(rules, seats), dealing)
     trackers = [HandTracker() for _ in range(n)]
     for seat, bot in enumerate(bots):
         bot.on_match_start(seat)
     illegal = 0
+    version = 0
+    observations: list[Observation] = []
 
-    def feed(events: list[te.Event]) -> None:
+    def commit(entries: Sequence[LogEntry]) -> None:
+        nonlocal version
+        first = version + 1
+        version += len(entries)
+        status = MatchStatus.FINISHED if te.is_over(state) else MatchStatus.ACTIVE
+        observations.clear()
         for seat in range(n):
-            trackers[seat].add(Event.from_engine(e, seat, state.actions) for e in events)
+            events = tuple(EventView(v, redact(e, seat)) for v, e in enumerate(entries, first))
+            trackers[seat].add(events)
+            obs = Observation.from_view(view(state, seat, version, status), rules, trackers[seat].events)
+            observations.append(obs)
+            if on_update is not None:
+                on_update(seat, obs, events)
 
+    commit(entries)
     steps = 0
     while not te.is_over(state):
-        if te.needs_deal(state):
-            deck = list(rules.deck_cards)
-            deck_rng.shuffle(deck)
-            state, events = te.deal(state, deck)
-            feed(events)
-            if on_step is not None:
-                on_step(state, events)
-            continue
         steps += 1
         if steps > max_actions:
             raise RuntimeError(f"match did not end within {max_actions} actions")
-        seat = te.to_act(state)[0]
-        obs = Observation.from_engine(te.observe(state, seat), rules, state.actions, trackers[seat].events)
+        seat = next(x for x in range(n) if observations[x].is_my_turn)
+        obs = observations[seat]
         action = bots[seat].choose(obs)
         if action not in obs.legal_actions:
             illegal += 1
@@ -128,12 +144,10 @@ def play_local_match(
                     + ", ".join(a.text() for a in obs.legal_actions)
                 )
             action = obs.legal_actions[0]
-        state, events = te.apply(state, seat, action)
-        feed(events)
-        if on_step is not None:
-            on_step(state, events)
+        state, entries = table.act(state, seat, action, dealing)
+        commit(entries)
     for seat, bot in enumerate(bots):
-        bot.on_match_end(Observation.from_engine(te.observe(state, seat), rules, state.actions))
+        bot.on_match_end(observations[seat])
     return state, illegal
 
 
@@ -173,8 +187,9 @@ def run_local(
         pair, turn = divmod(k, len(classes))
         deck_rng = random.Random(seed * 1_000_003 + pair)
         team_bot = tuple((t + turn) % len(classes) for t in range(sides))
-        probe = te.new_match(rules)
-        side_of = _side_of(probe, rules)
+        # A bot per score holder: a team, or each seat where each plays for himself (the
+        # carancho's pairs change every hand, so each seat keeps its own bot there too).
+        side_of = te.seat_teams(te.new_match(rules)) if rules.play_mode == "teams" else range(rules.players)
         bots = [
             _make(classes[team_bot[side_of[seat]]], seed * 7919 + k * 31 + seat)
             for seat in range(rules.players)
@@ -204,9 +219,3 @@ def _bot_name(factory: BotFactory) -> str:
     if isinstance(name, str) and name != Bot.name:
         return name
     return str(getattr(factory, "__name__", "bot"))
-
-
-def _side_of(state: te.MatchState, rules: te.RuleSet) -> list[int]:
-    if rules.play_mode == "teams":
-        return [s % 2 for s in range(rules.players)]
-    return list(range(rules.players))

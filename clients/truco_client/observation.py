@@ -1,5 +1,10 @@
-"""The observation type bots and apps read, built from a ``truco.v1.Observation`` (network)
-or from the engine's :class:`truco_engine.Observation` (in-process), with the same fields.
+"""The observation type bots and apps read: one seat's (or a spectator's) view of a match at
+one version, with helpers.
+
+It is built in one place (:meth:`Observation.from_view`) from the contract's
+:class:`~truco_contract.views.SeatView`, whether that came over the network (decoded by the
+contract's codec) or from the local rules engine (:mod:`truco_client.local`), so a bot sees
+exactly the same object in both.
 
 Phase names: ``playing``, ``hand_of_eleven``, ``discard``, ``hand_over``, ``match_over``.
 Pending-call kinds: ``truco``, ``envido``, ``flor``, ``hand_of_eleven``.
@@ -11,84 +16,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from google.protobuf import json_format, struct_pb2
-
 import truco_engine as te
-from truco.v1 import event_pb2, game_pb2, match_pb2, observation_pb2
 from truco_client.actions import Action
-from truco_client.actions import from_proto as action_from_proto
+from truco_contract.events import EventView, MatchStatus
+from truco_contract.views import SeatView
 from truco_engine.ranking import envido_points_for, has_flor_for, strength_table
 
-_PHASES = {
-    observation_pb2.PHASE_DEALING: "dealing",
-    observation_pb2.PHASE_PLAYING: "playing",
-    observation_pb2.PHASE_HAND_OF_ELEVEN_DECISION: "hand_of_eleven",
-    observation_pb2.PHASE_DISCARD: "discard",
-    observation_pb2.PHASE_HAND_OVER: "hand_over",
-    observation_pb2.PHASE_MATCH_OVER: "match_over",
-}
-_CALL_KINDS = {
-    game_pb2.CALL_KIND_TRUCO: "truco",
-    game_pb2.CALL_KIND_ENVIDO: "envido",
-    game_pb2.CALL_KIND_FLOR: "flor",
-    game_pb2.CALL_KIND_HAND_OF_ELEVEN: "hand_of_eleven",
-}
-
-
-def plain(value: Any) -> Any:
-    """JSON value from a protobuf Struct with integral floats made ``int`` again."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    return value
-
-
-def struct_to_dict(s: struct_pb2.Struct) -> dict[str, Any]:
-    """A ``google.protobuf.Struct`` as a plain dict (integers stay integers)."""
-    return dict(plain(json_format.MessageToDict(s)))
-
-
-def rules_from_match(match: match_pb2.Match) -> te.RuleSet | None:
-    """The engine rule set of a match (from ``Match.effective_rules``), if it can be built."""
-    if not match.HasField("effective_rules"):
-        return None
-    try:
-        return te.RuleSet.from_dict(struct_to_dict(match.effective_rules))
-    except (te.TrucoError, TypeError, ValueError):
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One event as the viewer saw it (already redacted by the server or engine)."""
-
-    version: int
-    """Match version of the event (0 for in-process events that have none)."""
-    kind: str
-    """Engine event kind: ``hand_started``, ``card_played``, ``called``, ``answered``…"""
-    seat: int | None
-    """Seat that caused it, when one did."""
-    data: Mapping[str, Any]
-    """The payload (fields as in ``truco_engine.EventKind``)."""
-
-    @classmethod
-    def from_proto(cls, msg: event_pb2.Event) -> Event:
-        data = struct_to_dict(msg.details)
-        seat = msg.seat if msg.HasField("seat") else data.get("seat")
-        return cls(msg.version, msg.kind, seat if isinstance(seat, int) else None, data)
-
-    @classmethod
-    def from_engine(cls, event: te.Event, seat: int | None, version: int = 0) -> Event:
-        """An engine event, redacted for ``seat`` (``None``: spectator)."""
-        d = event.redact(seat).to_dict()
-        kind = d.pop("kind")
-        d.pop("private_to", None)
-        d.pop("hidden", None)
-        who = d.get("seat")
-        return cls(version, kind, who if isinstance(who, int) else None, d)
+Event = EventView
+"""One event as the viewer received it: ``version``, ``payload`` (typed, already redacted),
+``kind``, ``seat`` and ``data`` (the payload as a dict)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,11 +64,14 @@ class Pending:
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """What one seat (or a spectator) sees at one version. Same shape over gRPC and locally."""
+    """What one seat (or a spectator) sees at one version. Same object over gRPC, REST and
+    locally."""
 
     version: int
     seat: int | None
     """Viewing seat; ``None`` for a spectator."""
+    match_state: str
+    """``active``, ``finished`` or ``cancelled``."""
     phase: str
     preset: str
     players: int
@@ -146,8 +85,10 @@ class Observation:
     game_number: int
     dealer: int
     mano: int | None
-    vira: str | None
+    turn_up: str | None
     """The turned-up card (vira / muestra), if the rule set uses one."""
+    special: str | None
+    """``eleven`` (hand of eleven) or ``iron`` (iron hand); ``None`` for an ordinary hand."""
     my_cards: tuple[str, ...]
     hidden_count: int
     """Cards held but unseen (iron hand): play them with ``play_slot``."""
@@ -155,81 +96,97 @@ class Observation:
     revealed: Mapping[int, tuple[str, ...]]
     tricks: tuple[Trick, ...]
     seat_teams: tuple[int, ...]
+    """Team of every seat this hand (carancho: the pair shares a team number)."""
     scores: tuple[int, ...]
     games_won: tuple[int, ...]
     hand_value: int
     pending: Pending | None
-    acting_seats: tuple[int, ...]
+    awaited: tuple[int, ...]
+    """Seats whose decision the game is waiting for (what a turn clock times)."""
     legal_actions: tuple[Action, ...]
-    rules: te.RuleSet | None = None
-    """The full engine rule set when known (always locally; over gRPC the SDK fills it in from
-    ``Match.effective_rules``)."""
+    """What this viewer may do now."""
+    winner_team: int | None
+    """The team that won the match, once it is over with a result."""
+    carancho: int | None
+    """Carancho: the seat playing alone against the pair this hand."""
+    head_to_head: tuple[int, ...] | None
+    """Pica-pica: the two seats of the head-to-head sub-hand in progress."""
+    rules: te.RuleSet
+    """The match's full rule set."""
     hand_events: tuple[Event, ...] | None = None
     """Events of the current hand so far as this viewer saw them, oldest first; ``None`` when
     unknown (the client joined or resumed from a snapshot mid-hand)."""
     raw: Any = field(default=None, compare=False, repr=False)
-    """The object this was built from (``truco.v1.Observation`` or engine observation)."""
+    """The :class:`SeatView` this was built from."""
 
     # ------------------------------------------------------------------ builders
     @classmethod
-    def from_proto(
-        cls,
-        msg: observation_pb2.Observation,
-        rules: te.RuleSet | None = None,
-        hand_events: Sequence[Event] | None = None,
+    def from_view(
+        cls, view: SeatView, rules: te.RuleSet, hand_events: Sequence[Event] | None = None
     ) -> Observation:
-        pending = None
-        if msg.HasField("pending_call"):
-            pc = msg.pending_call
-            pending = Pending(
-                _CALL_KINDS.get(pc.kind, "truco"),
-                pc.name,
-                pc.by_seat if pc.by_seat >= 0 else None,
-                pc.value_if_accepted,
-                pc.value_if_declined,
-            )
-        tricks = tuple(
-            Trick(
-                t.leader,
-                tuple(Play(p.seat, p.card or None, p.face_down) for p in t.plays),
-                t.winner_seat if t.HasField("winner_seat") else None,
-                t.winner_team if t.HasField("winner_team") else None,
-                t.tied,
-            )
-            for t in msg.tricks
+        """The observation of a :class:`SeatView` (the one builder, for every path)."""
+        o = view.observation
+        p = o.pending
+        pending = (
+            None
+            if p is None
+            else Pending(str(p.family), p.name, p.caller, p.value_if_accepted, p.value_if_declined)
         )
-        s = msg.rules
+        if view.match_state is not MatchStatus.ACTIVE or o.phase == "over":
+            phase = "match_over"
+        elif o.phase == "deal":
+            phase = "hand_over"
+        elif p is not None and p.family is te.CallFamily.HAND_OF_ELEVEN:
+            phase = "hand_of_eleven"
+        elif any(a.kind == "discard" for a in o.legal_actions):
+            phase = "discard"
+        else:
+            phase = "playing"
         return cls(
-            version=msg.version,
-            seat=msg.seat if msg.HasField("seat") else None,
-            phase=_PHASES.get(msg.phase, "playing"),
-            preset=s.preset,
-            players=s.players,
-            target_points=s.target_points,
-            games_to_win=s.games_to_win or 1,
-            deck_style="french" if s.deck_style == observation_pb2.DECK_STYLE_FRENCH else "spanish",
-            envido_enabled=s.envido,
-            flor_enabled=s.flor,
-            hand_number=msg.hand_number,
-            game_number=msg.game_number,
-            dealer=msg.dealer,
-            mano=msg.mano if msg.mano >= 0 else None,
-            vira=msg.vira or None,
-            my_cards=tuple(msg.my_hand),
-            hidden_count=msg.my_hand_hidden_count,
-            hand_sizes=tuple(msg.hand_sizes),
-            revealed={int(k): tuple(v.cards) for k, v in msg.revealed_cards.items()},
-            tricks=tricks,
-            seat_teams=tuple(msg.seat_teams),
-            scores=tuple(msg.team_scores),
-            games_won=tuple(msg.games_won),
-            hand_value=msg.hand_value,
+            version=view.version,
+            seat=o.seat,
+            match_state=str(view.match_state),
+            phase=phase,
+            preset=o.preset,
+            players=o.players,
+            target_points=rules.target_points,
+            games_to_win=rules.games_to_win,
+            deck_style="french" if rules.deck == "french40" else "spanish",
+            envido_enabled=rules.envido,
+            flor_enabled=rules.flor,
+            hand_number=o.hand_number,
+            game_number=o.game_number,
+            dealer=o.dealer,
+            mano=o.mano,
+            turn_up=o.turn_up,
+            special=None if o.special is None else str(o.special),
+            my_cards=o.hand,
+            hidden_count=o.hidden_hand,
+            hand_sizes=o.hand_sizes,
+            revealed=dict(o.revealed),
+            tricks=tuple(
+                Trick(
+                    t.leader,
+                    tuple(Play(pl.seat, pl.card, pl.face_down) for pl in t.plays),
+                    t.winner_seat,
+                    t.winner_team,
+                    t.tied,
+                )
+                for t in o.tricks
+            ),
+            seat_teams=o.seat_teams,
+            scores=o.scores,
+            games_won=o.games_won,
+            hand_value=o.hand_value,
             pending=pending,
-            acting_seats=tuple(msg.acting_seats),
-            legal_actions=tuple(action_from_proto(a) for a in msg.legal_actions),
+            awaited=o.awaited,
+            legal_actions=o.legal_actions,
+            winner_team=o.winner_team,
+            carancho=o.carancho,
+            head_to_head=o.head_to_head,
             rules=rules,
             hand_events=None if hand_events is None else tuple(hand_events),
-            raw=msg,
+            raw=view,
         )
 
     @classmethod
@@ -240,64 +197,10 @@ class Observation:
         version: int = 0,
         hand_events: Sequence[Event] | None = None,
     ) -> Observation:
-        teams = rules.play_mode == "teams"
-        p = obs.pending
-        pending = (
-            None
-            if p is None
-            else Pending(p.family, p.call, p.caller, p.value_if_accepted, p.value_if_declined)
-        )
-        if obs.phase == "over":
-            phase = "match_over"
-        elif obs.phase == "deal":
-            phase = "hand_over"
-        elif p is not None and p.family == "hand_of_eleven":
-            phase = "hand_of_eleven"
-        elif any(a.kind == "discard" for a in obs.legal_actions):
-            phase = "discard"
-        else:
-            phase = "playing"
-        sides = obs.extra.get("sides")
-        seat_teams = (
-            tuple(sides)
-            if isinstance(sides, list)
-            else tuple((x % 2 if teams else x) for x in range(obs.players))
-        )
-        return cls(
-            version=version,
-            seat=obs.seat,
-            phase=phase,
-            preset=obs.preset,
-            players=obs.players,
-            target_points=rules.target_points,
-            games_to_win=rules.games_to_win,
-            deck_style="french" if rules.deck == "french40" else "spanish",
-            envido_enabled=rules.envido,
-            flor_enabled=rules.flor,
-            hand_number=obs.hand_number,
-            game_number=obs.game,
-            dealer=obs.dealer,
-            mano=obs.mano,
-            vira=obs.turn_up,
-            my_cards=obs.hand,
-            hidden_count=obs.hidden_hand,
-            hand_sizes=obs.hand_sizes,
-            revealed=dict(obs.revealed),
-            tricks=tuple(
-                Trick(t.leader, tuple(Play(*pl) for pl in t.plays), t.winner, t.side, t.tied)
-                for t in obs.tricks
-            ),
-            seat_teams=seat_teams,
-            scores=obs.scores,
-            games_won=obs.games,
-            hand_value=obs.hand_value,
-            pending=pending,
-            acting_seats=obs.to_act,
-            legal_actions=obs.legal_actions,
-            rules=rules,
-            hand_events=None if hand_events is None else tuple(hand_events),
-            raw=obs,
-        )
+        """An engine observation as a bot sees it (simulations inside a bot; a finished
+        engine state reads as a finished match)."""
+        status = MatchStatus.FINISHED if obs.phase == "over" else MatchStatus.ACTIVE
+        return cls.from_view(SeatView(obs, version, status), rules, hand_events)
 
     # ------------------------------------------------------------------- helpers
     @property
@@ -309,27 +212,18 @@ class Observation:
 
     @property
     def whose_turn(self) -> int | None:
-        """The seat that acts now, if any."""
-        return self.acting_seats[0] if self.acting_seats else None
+        """The seat whose decision is awaited, if any."""
+        return self.awaited[0] if self.awaited else None
 
     @property
     def is_my_turn(self) -> bool:
-        return self.seat is not None and self.seat in self.acting_seats and bool(self.legal_actions)
+        """This viewer may act now (it has legal actions)."""
+        return self.seat is not None and bool(self.legal_actions)
 
     @property
     def is_over(self) -> bool:
         """The match has ended (finished or cancelled)."""
         return self.phase == "match_over"
-
-    @property
-    def winner_team(self) -> int | None:
-        """The team that won the match, once it is over and decided."""
-        if not self.is_over or not self.games_won:
-            return None
-        best = max(self.games_won)
-        if best >= self.games_to_win and list(self.games_won).count(best) == 1:
-            return list(self.games_won).index(best)
-        return None
 
     @property
     def my_score(self) -> int:
@@ -380,38 +274,21 @@ class Observation:
         """Cards that may be played face up now."""
         return tuple(a.card for a in self.legal_actions if a.kind == "play" and not a.face_down and a.card)
 
-    @property
-    def special(self) -> str | None:
-        """``eleven`` or ``iron`` for the hand of eleven / iron hand, when known."""
-        if self.hidden_count:
-            return "iron"
-        if self.phase == "hand_of_eleven":
-            return "eleven"
-        for e in self.hand_events or ():
-            if e.kind == "hand_started":
-                sp = e.data.get("special")
-                return sp if isinstance(sp, str) else None
-        return None
-
     def strengths(self) -> dict[str, int]:
-        """Strength of every card this hand (higher wins a trick); needs ``rules``."""
-        if self.rules is None:
-            raise ValueError("the rule set is unknown for this observation")
-        return strength_table(self.rules, self.vira)
+        """Strength of every card this hand (higher wins a trick)."""
+        return strength_table(self.rules, self.turn_up)
 
     def strength(self, card: str) -> int:
         return self.strengths()[card]
 
     def envido_points(self, cards: Iterable[str] | None = None) -> int:
         """Envido points of ``cards`` (default: the cards dealt to me this hand)."""
-        if self.rules is None:
-            raise ValueError("the rule set is unknown for this observation")
-        return envido_points_for(self.rules, self.vira, tuple(self.dealt_cards() if cards is None else cards))
+        return envido_points_for(
+            self.rules, self.turn_up, tuple(self.dealt_cards() if cards is None else cards)
+        )
 
     def has_flor(self, cards: Iterable[str] | None = None) -> bool:
-        if self.rules is None:
-            raise ValueError("the rule set is unknown for this observation")
-        return has_flor_for(self.rules, self.vira, tuple(self.dealt_cards() if cards is None else cards))
+        return has_flor_for(self.rules, self.turn_up, tuple(self.dealt_cards() if cards is None else cards))
 
     def dealt_cards(self) -> tuple[str, ...]:
         """My cards this hand: the ones in hand plus the ones I already played."""
@@ -435,7 +312,7 @@ class HandTracker:
 
     def add(self, events: Iterable[Event]) -> None:
         for e in events:
-            if e.kind == "hand_started":
+            if isinstance(e.payload, te.HandStarted):
                 self._events = [e]
             elif self._events is not None:
                 self._events.append(e)

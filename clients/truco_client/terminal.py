@@ -10,9 +10,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+import truco_engine as te
 from truco_client.actions import Action
 from truco_client.client import TrucoClient
 from truco_client.observation import Event, Observation
+from truco_contract.events import MatchCancelled
 
 SUITS = {"C": "♣", "H": "♥", "S": "♠", "D": "♦", "e": "⚔", "b": "♣", "c": "♥", "o": "◆"}
 SUIT_WORDS = {"e": "espadas", "b": "bastos", "c": "copas", "o": "oros"}
@@ -123,48 +125,41 @@ class Names:
 
 def describe_event(e: Event, names: Names, style: Style) -> str | None:
     """One line of narration for an event (``None``: not worth a line)."""
-    d = e.data
+    p = e.payload
     who = names(e.seat)
-    k = e.kind
-    if k == "hand_started":
-        vira = d.get("turn_up")
-        extra = f", vira {style.card(str(vira))}" if vira else ""
-        return style.bold(f"— Hand {d.get('hand')} (dealer {names(d.get('dealer'))}{extra}) —")
-    if k == "card_played":
-        card = d.get("card")
-        return f"{who} played " + (style.card(str(card)) if card else "a card face down")
-    if k == "called":
-        return style.yellow(f"{who}: {str(d.get('call', '')).replace('_', ' ').upper()}!")
-    if k == "answered":
-        return f"{who}: " + ("quiero (accepted)" if d.get("answer") == "accept" else "no quiero (declined)")
-    if k == "trick_ended":
-        if d.get("tied"):
-            return f"Trick {d.get('trick')} tied (parda)"
-        return f"Trick {d.get('trick')} won by {names(d.get('winner'))}"
-    if k == "points_declared":
-        pts = d.get("points")
-        return f"{who}: " + (f"{pts} points" if pts is not None else "son buenas")
-    if k == "bet_won":
-        return f"{str(d.get('family', '')).capitalize()} to team {d.get('side')} (+{d.get('points')})"
-    if k == "eleven_decided":
-        return f"{who} " + ("plays the hand of eleven" if d.get("play") else "refuses the hand of eleven")
-    if k == "folded":
+    if isinstance(p, te.HandStarted):
+        extra = f", vira {style.card(p.turn_up)}" if p.turn_up else ""
+        return style.bold(f"— Hand {p.hand_number} (dealer {names(p.dealer)}{extra}) —")
+    if isinstance(p, te.CardPlayed):
+        return f"{who} played " + (style.card(p.card) if p.card else "a card face down")
+    if isinstance(p, te.CallMade):
+        return style.yellow(f"{who}: {p.name.replace('_', ' ').upper()}!")
+    if isinstance(p, te.CallAnswered):
+        return f"{who}: " + ("quiero (accepted)" if p.accepted else "no quiero (declined)")
+    if isinstance(p, te.TrickEnded):
+        if p.tied:
+            return f"Trick {p.trick_index + 1} tied (parda)"
+        return f"Trick {p.trick_index + 1} won by {names(p.winner_seat)}"
+    if isinstance(p, te.PointsDeclared):
+        return f"{who}: " + (f"{p.points} points" if p.points is not None else "son buenas")
+    if isinstance(p, te.BetWon):
+        return f"{p.family.value.capitalize()} to team {p.winner_team} (+{p.points})"
+    if isinstance(p, te.HandOfElevenDecision):
+        return f"{who} " + ("plays the hand of eleven" if p.play else "refuses the hand of eleven")
+    if isinstance(p, te.Folded):
         return f"{who} folded"
-    if k == "hand_ended":
-        side = d.get("side")
-        if side is None:
+    if isinstance(p, te.HandEnded):
+        if p.winner_team is None:
             return "Hand ended: nobody scores"
-        return style.green(f"Hand ended: team {side} +{d.get('points')} ({d.get('reason')})")
-    if k == "cards_revealed":
-        cards = d.get("cards")
-        if isinstance(cards, list):
-            return f"{who} shows " + " ".join(style.card(str(c)) for c in cards)
-    if k == "game_ended":
-        return style.bold(f"Game {d.get('game')} won by team {d.get('side')}")
-    if k == "match_ended":
-        return style.bold(f"Match won by team {d.get('side')}")
-    if k == "match_cancelled":
-        return style.red(f"Match cancelled: {d.get('reason', '')}")
+        return style.green(f"Hand ended: team {p.winner_team} +{p.points} ({p.reason.value})")
+    if isinstance(p, te.CardsRevealed) and p.cards:
+        return f"{who} shows " + " ".join(style.card(c) for c in p.cards)
+    if isinstance(p, te.GameEnded):
+        return style.bold(f"Game {p.game_number} won by team {p.winner_team}")
+    if isinstance(p, te.MatchEnded):
+        return style.bold(f"Match won by team {p.winner_team}")
+    if isinstance(p, MatchCancelled):
+        return style.red(f"Match cancelled: {p.reason}")
     return None
 
 
@@ -183,8 +178,8 @@ def render(obs: Observation, names: Names, style: Style) -> str:
     )
     lines.append(f" Score  {score}   (to {obs.target_points})")
     info = f" Hand value: {obs.hand_value}"
-    if obs.vira:
-        info = f" Vira: {style.card(obs.vira)}   " + info
+    if obs.turn_up:
+        info = f" Vira: {style.card(obs.turn_up)}   " + info
     lines.append(info)
     for i, trick in enumerate(obs.tricks):
         plays = "  ".join(f"{names(p.seat)} {style.card(p.card) if p.card else '▒▒'}" for p in trick.plays)

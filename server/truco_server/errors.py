@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from truco_engine import Action
+
 #: ErrorInfo.domain of every error this service returns.
 ERROR_DOMAIN = "truco.v1"
 
@@ -71,9 +73,8 @@ class ServiceError(Exception):
         reason: machine-readable reason.
         message: human-readable text (safe to show to the caller).
         field_violations: for INVALID_ARGUMENT, which fields were wrong.
-        legal_actions: for illegal actions, what the seat may do now. Items are whatever
-            the service layer uses for actions (engine actions or `truco.v1.Action`
-            messages); the transport adapter converts them.
+        legal_actions: for illegal actions, what the seat may do now (engine actions; the
+            API layer encodes them with the contract's codec).
         current_version: the match version the check was made against, when known.
         metadata: extra ErrorInfo metadata (string to string; never secrets or hidden cards).
     """
@@ -88,7 +89,7 @@ class ServiceError(Exception):
         code: Code | None = None,
         reason: Reason | str | None = None,
         field_violations: Sequence[FieldViolation] = (),
-        legal_actions: Sequence[object] | None = None,
+        legal_actions: Sequence[Action] | None = None,
         current_version: int | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> None:

@@ -38,7 +38,7 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
-from truco.v1 import match_service_pb2, match_service_pb2_grpc
+from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
 from truco_server import metrics
 from truco_server.config import Settings
 from truco_server.errors import ShuttingDown

@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+from truco_server import rest
+from truco_server.api.auth import Authenticator
+from truco_server.api.wire import MatchApi
 from truco_server.grpc_server import WorkerContext
 from truco_server.grpc_service import GrpcMatchService
 from truco_server.service import MatchService
@@ -29,9 +32,8 @@ def build_service(ctx: WorkerContext) -> MatchService:
 
 
 def servicer_factory(ctx: WorkerContext) -> GrpcMatchService:
-    """The gRPC servicer; the same object also serves REST/JSON on `settings.http_port`."""
-    from truco_server import rest
-
-    servicer = GrpcMatchService(build_service(ctx), ctx.settings)
-    rest.attach(ctx, servicer)
-    return servicer
+    """The gRPC servicer; the API layer under it also serves REST/JSON on
+    `settings.http_port`."""
+    api = MatchApi(build_service(ctx), Authenticator(ctx.settings), ctx.streams)
+    rest.attach(ctx, api)
+    return GrpcMatchService(api)

@@ -69,7 +69,7 @@ class _Probe(Bot):
         if world is not None and observation.seat is not None:
             assert world.hand is not None
             assert sorted(world.hand.cards[observation.seat]) == sorted(observation.my_cards)
-            assert world.hand.turn_up == observation.vira
+            assert world.hand.turn_up == observation.turn_up
             assert set(te.legal_actions(world, observation.seat)) == set(observation.legal_actions)
             assert tuple(world.scores) == observation.scores
             self.checked += 1
@@ -116,7 +116,7 @@ def _play_over_server(address: str, bots: list[Bot], preset: str) -> Observation
         assert len(results) == len(bots)
         assert all(o.is_over for o in results)
         final = client.get_match(m.match_id, token=m.spectator_token)
-        assert final.match.state == 2  # MATCH_STATE_FINISHED
+        assert final.match.state == "finished"
         return results[0]
 
 

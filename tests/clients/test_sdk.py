@@ -73,7 +73,7 @@ def test_create_get_list_cancel(client: TrucoClient) -> None:
     assert m.match_id in [x.match_id for x in matches]
     assert m.match_id in [x.match_id for x in client.iter_matches(state="active")]
     cancelled = client.cancel_match(m.match_id, "test over")
-    assert cancelled.state == 3  # MATCH_STATE_CANCELLED
+    assert cancelled.state == "cancelled"
     with pytest.raises(NotFound):
         client.get_match("m-does-not-exist", token=m.seat_tokens[0])
 

@@ -132,7 +132,7 @@ def test_watch_and_bot_commands(server: object) -> None:
         assert "Match over." in watch.stdout and "played" in watch.stdout
         assert all(b.returncode == 0 for b in bots), outs
         assert all("over" in o for o, _ in outs)
-        assert client.get_match(m.match_id, token=m.spectator_token).match.state == 2
+        assert client.get_match(m.match_id, token=m.spectator_token).match.state == "finished"
 
 
 def test_bots_eval_command() -> None:

@@ -33,7 +33,7 @@ import grpc
 import pytest
 import yaml
 
-from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
+from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
 from truco_server.config import OPTIONS, Settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,19 +17,20 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 
 import truco_engine as te
-from truco.v1 import (
+from truco_contract.events import entry_to_dict
+from truco_contract.pb import (
     action_pb2,
     match_pb2,
     match_service_pb2,
     match_service_pb2_grpc,
     observation_pb2,
 )
-from truco.v1 import error_details_pb2 as truco_error_details_pb2
-from truco_server.service import decode_state, unpack_event
+from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
+from truco_server.service import decode_state, unpack_entry
 
 MS = match_service_pb2
 Stub = match_service_pb2_grpc.MatchServiceStub
-MATCH_OVER = observation_pb2.PHASE_MATCH_OVER
+MATCH_OVER = match_pb2.MATCH_STATE_FINISHED
 
 
 def bearer(token: str) -> list[tuple[str, str]]:
@@ -210,7 +211,7 @@ async def server_state(r: aioredis.Redis, match_id: str) -> tuple[int, te.MatchS
 
 async def stored_events(r: aioredis.Redis, match_id: str) -> dict[int, dict[str, Any]]:
     entries = await r.xrange(f"truco:{{{match_id}}}:events")
-    return {int(eid.split(b"-")[0]): unpack_event(fields[b"e"]) for eid, fields in entries}
+    return {int(eid.split(b"-")[0]): entry_to_dict(unpack_entry(fields[b"e"])[0]) for eid, fields in entries}
 
 
 def hidden_cards(state: te.MatchState, viewer: int | None) -> set[str]:
@@ -320,7 +321,7 @@ class Player:
         view = await get(self.stub, self.match.match_id, self.match.tokens[0])
         if view.match.state != match_pb2.MATCH_STATE_ACTIVE:
             return None
-        seat = view.observation.acting_seats[0]
+        seat = view.observation.awaited[0]
         mine = await get(self.stub, self.match.match_id, self.match.tokens[seat])
         action = self.rng.choice(list(mine.observation.legal_actions))
         resp = await act(
@@ -373,12 +374,12 @@ async def play_with_streams(
                     if upd.version == version:
                         assert not leaks_in_observation(upd.observation, state, viewer), (viewer, version)
                         if viewer is not None and state.hand is not None and not state.hand.blind:
-                            assert sorted(upd.observation.my_hand) == sorted(state.hand.cards[viewer])
+                            assert sorted(upd.observation.hand) == sorted(state.hand.cards[viewer])
         first = trackers[min(trackers)].obs
         assert first is not None
-        if first.phase == MATCH_OVER or (max_actions is not None and n >= max_actions):
+        if first.match_state == MATCH_OVER or (max_actions is not None and n >= max_actions):
             return n, version
-        seat = first.acting_seats[0]
+        seat = first.awaited[0]
         mine = trackers[seat].obs
         assert mine is not None and mine.version == version and mine.legal_actions
         action = rng.choice(list(mine.legal_actions))

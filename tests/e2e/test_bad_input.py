@@ -19,8 +19,8 @@ from google.protobuf import struct_pb2
 
 from tests.e2e.client import Created, Player, RichError, Stub, act, bearer, create, rich
 from tests.e2e.conftest import WorkerFactory
-from truco.v1 import action_pb2, match_pb2
-from truco.v1 import match_service_pb2 as MS
+from truco_contract.pb import action_pb2, match_pb2
+from truco_contract.pb import match_service_pb2 as MS
 from truco_server.config import ApiKey
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(20)]
@@ -58,9 +58,9 @@ async def ctx(make_worker: WorkerFactory) -> AsyncIterator[Ctx]:
         player = Player(stub, a, random.Random(5))
         await player.step()
         view = await stub.GetMatch(MS.GetMatchRequest(match_id=a.match_id), metadata=bearer(KEY_ACME))
-        to_act = view.observation.acting_seats[0]
+        to_act = view.observation.awaited[0]
         mine = await stub.GetMatch(MS.GetMatchRequest(match_id=a.match_id), metadata=bearer(a.tokens[to_act]))
-        hand = list(mine.observation.my_hand)
+        hand = list(mine.observation.hand)
         deck = [f"{r}{s}" for r in "4567QJKA23" for s in "DSHC"]
         outside = next(c for c in deck if c not in hand)
         yield Ctx(
@@ -563,7 +563,9 @@ async def test_finished_or_cancelled_match_refuses_actions(ctx: Ctx) -> None:
     assert await versions(c) == before
     # the already-applied first action is still answered from the idempotency record
     view = await c.stub.GetMatch(MS.GetMatchRequest(match_id=c.a.match_id), metadata=c.token(0))
-    assert view.observation.phase == 6 and not view.observation.legal_actions
+    assert (
+        view.observation.match_state == match_pb2.MATCH_STATE_CANCELLED and not view.observation.legal_actions
+    )
 
 
 async def test_unauthenticated_create_in_open_mode_is_allowed(make_worker: WorkerFactory) -> None:

@@ -37,7 +37,7 @@ from tests.e2e.client import (
 )
 from tests.e2e.conftest import WorkerFactory
 from tests.helpers.redis_proc import free_port
-from truco.v1 import action_pb2, match_pb2
+from truco_contract.pb import action_pb2, match_pb2
 from truco_server.grpc_server import Worker
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
@@ -93,13 +93,13 @@ async def test_full_match_random_play_no_leaks(worker: Worker, preset: str, play
             assert t.snapshots == 0
         final = await get(stub, m.match_id, m.spectator)
         assert final.match.state == match_pb2.MATCH_STATE_FINISHED
-        assert final.match.version == last and final.observation.phase == MATCH_OVER
+        assert final.match.version == last and final.observation.match_state == MATCH_OVER
         assert final.match.result.winner_team >= 0
         assert spectator.events[last].kind == "match_revealed"
         # the spectator never holds a hand and never sees a dealt card
         for msg in spectator.messages:
             if msg.HasField("update"):
-                assert not msg.update.observation.my_hand
+                assert not msg.update.observation.hand
                 for ev in msg.update.events:
                     if ev.HasField("cards_dealt"):
                         assert not ev.cards_dealt.cards and ev.cards_dealt.count > 0
@@ -177,7 +177,7 @@ async def test_worker_killed_mid_match_another_finishes_it(
         await watcher.wait_version(version)
         assert n == 6 and watcher.version == version
         # the action the client was about to send when the worker died
-        seat = seats[0].obs.acting_seats[0]  # type: ignore[union-attr]
+        seat = seats[0].obs.awaited[0]  # type: ignore[union-attr]
         pending_action = random.Random(5).choice(list(seats[seat].obs.legal_actions))  # type: ignore[union-attr]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
@@ -254,7 +254,7 @@ async def test_retry_same_request_id_applies_once(worker: Worker) -> None:
         m = await create(stub, "paulista", 2)
         player = Player(stub, m, random.Random(1))
         view = await get(stub, m.match_id, m.tokens[0])
-        seat = view.observation.acting_seats[0]
+        seat = view.observation.awaited[0]
         mine = await get(stub, m.match_id, m.tokens[seat])
         action = mine.observation.legal_actions[0]
         first = await act(stub, m.match_id, m.tokens[seat], action, rid="same")
@@ -286,7 +286,7 @@ async def test_stale_expected_version_refused(worker: Worker) -> None:
         m = await create(stub, "mineiro", 2)
         await Player(stub, m, random.Random(2)).step()
         view = await get(stub, m.match_id, m.tokens[0])
-        seat = view.observation.acting_seats[0]
+        seat = view.observation.awaited[0]
         mine = await get(stub, m.match_id, m.tokens[seat])
         v = mine.observation.version
         for stale in (v - 1, v + 1, 0):
@@ -340,12 +340,12 @@ async def test_seat_credential_cannot_act_for_or_see_another_seat(worker: Worker
             version, state = await server_state(r, m.match_id)
             stored = await stored_events(r, m.match_id)
             assert state.hand is not None
-            to_act = (await get(stub, m.match_id, m.spectator)).observation.acting_seats
+            to_act = (await get(stub, m.match_id, m.spectator)).observation.awaited
             for seat, token in enumerate(m.tokens):
                 view = await get(stub, m.match_id, token)
                 assert view.observation.seat == seat
                 assert not leaks_in_observation(view.observation, state, seat)
-                assert sorted(view.observation.my_hand) == sorted(state.hand.cards[seat])
+                assert sorted(view.observation.hand) == sorted(state.hand.cards[seat])
                 t = Tracker(stub, m.match_id, token, 0).start()
                 await t.wait_version(version)
                 assert not leaks_in_events(t.events.values(), stored, seat)
@@ -385,7 +385,7 @@ async def test_spectator_stream_of_whole_match_shows_no_hidden_card(worker: Work
         every_card = {c for e in stored.values() if e["kind"] == "cards_dealt" for c in e["cards"]}
         for msg in spectator.messages:
             if msg.HasField("update"):
-                assert not msg.update.observation.my_hand
+                assert not msg.update.observation.hand
                 for ev in msg.update.events:
                     if ev.HasField("cards_dealt"):
                         assert not set(ev.cards_dealt.cards) & every_card
@@ -399,4 +399,4 @@ async def test_operator_sees_spectator_view(worker: Worker) -> None:
         stub = Stub(ch)
         m = await create(stub, "paulista", 2)
         view = await stub.GetMatch(MS.GetMatchRequest(match_id=m.match_id), metadata=bearer("open-mode-key"))
-        assert not view.observation.HasField("seat") and not view.observation.my_hand
+        assert not view.observation.HasField("seat") and not view.observation.hand

@@ -22,7 +22,7 @@ import aiohttp
 import grpc
 import pytest
 
-from truco.v1 import match_service_pb2_grpc
+from truco_contract.pb import match_service_pb2_grpc
 from truco_server.config import ApiKey, Settings
 from truco_server.grpc_server import Worker
 from truco_server.service_wiring import servicer_factory

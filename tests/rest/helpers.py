@@ -86,7 +86,7 @@ async def act_once(
     obs = got["observation"]
     if got["match"]["state"] != "MATCH_STATE_ACTIVE":
         return None
-    seat = rng.choice(obs["actingSeats"])
+    seat = rng.choice(obs["awaited"])
     status, mine = await call(http, "GET", f"{base}/v1/matches/{match_id}", token=tokens[seat])
     assert status == 200, mine
     legal = mine["observation"]["legalActions"]

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import checks
 
 from tests.rest.conftest import ACME_KEY, Served
-from truco.v1 import match_service_pb2
+from truco_contract.pb import match_service_pb2
 from truco_server.rest.openapi import build_openapi
 from truco_server.rest.routes import routes_of
 
@@ -67,7 +67,7 @@ def test_openapi_document_shape() -> None:
     obs = schemas["truco.v1.Observation"]["properties"]
     assert obs["legalActions"] == {"type": "array", "items": {"$ref": "#/components/schemas/truco.v1.Action"}}
     assert obs["version"]["type"] == "string" and obs["version"]["format"] == "int64"
-    assert obs["turnDeadline"] == {"type": "string", "format": "date-time"}
+    assert schemas["truco.v1.Event"]["properties"]["time"] == {"type": "string", "format": "date-time"}
     assert schemas["truco.v1.MatchState"]["enum"][0] == "MATCH_STATE_UNSPECIFIED"
     body = doc["paths"]["/v1/matches/{match_id}/actions"]["post"]["requestBody"]["content"]
     assert "matchId" not in body["application/json"]["schema"]["properties"]  # bound by the path

@@ -20,7 +20,7 @@ from grpc_status import rpc_status
 
 from tests.rest.conftest import ACME_KEY, OTHER_KEY, RestWorker
 from tests.rest.helpers import act_once, bearer, call, create_match, ndjson_lines
-from truco.v1 import match_service_pb2
+from truco_contract.pb import match_service_pb2
 from truco_server.rest.routes import message_to_json
 
 pytestmark = pytest.mark.timeout(120)
@@ -68,7 +68,7 @@ async def test_full_match_through_rest_alone(rest_worker: RestWorker) -> None:
     assert m["state"] == "MATCH_STATE_FINISHED"
     assert m["result"]["winnerTeam"] in (0, 1)
     target = m["effectiveRules"]["target_points"]
-    assert max(m["result"]["teamScores"]) >= target
+    assert max(m["result"]["scores"]) >= target
 
     # The stream: a snapshot, then every later version exactly once, in order, ending with
     # the match over (and the deals revealed).
@@ -77,11 +77,11 @@ async def test_full_match_through_rest_alone(rest_worker: RestWorker) -> None:
     start = int(updates[0]["version"])
     versions = [int(e["version"]) for u in updates[1:] for e in u["events"]]
     assert versions == list(range(start + 1, int(m["version"]) + 1))
-    assert updates[-1]["observation"]["phase"] == "PHASE_MATCH_OVER"
+    assert updates[-1]["observation"]["matchState"] == "MATCH_STATE_FINISHED"
     kinds = [e["kind"] for u in updates for e in u["events"]]
     assert "match_revealed" in kinds
     revealed = next(e for u in updates for e in u["events"] if e["kind"] == "match_revealed")
-    assert revealed["matchEnded"]["deals"], revealed
+    assert revealed["matchRevealed"]["deals"], revealed
     # Seat 0 never sees seat 1's dealt cards.
     for u in updates:
         for e in u["events"]:
@@ -101,7 +101,7 @@ async def test_idempotent_retries(rest_worker: RestWorker) -> None:
     tokens = [c["token"] for c in first["seatCredentials"]]
 
     _, got = await call(http, "GET", f"{base}/v1/matches/{match_id}", token=tokens[0])
-    seat = got["observation"]["actingSeats"][0]
+    seat = got["observation"]["awaited"][0]
     _, mine = await call(http, "GET", f"{base}/v1/matches/{match_id}", token=tokens[seat])
     action = mine["observation"]["legalActions"][0]
     url = f"{base}/v1/matches/{match_id}/actions"
@@ -217,7 +217,7 @@ async def test_every_error_case_matches_grpc(rest_worker: RestWorker) -> None:
     assert status == 200
 
     _, got = await call(http, "GET", f"{base}/v1/matches/{mid}", token=tokens[0])
-    acting = got["observation"]["actingSeats"][0]
+    acting = got["observation"]["awaited"][0]
     idle = 1 - acting
     _, mine = await call(http, "GET", f"{base}/v1/matches/{mid}", token=tokens[acting])
     legal = mine["observation"]["legalActions"]
@@ -228,10 +228,10 @@ async def test_every_error_case_matches_grpc(rest_worker: RestWorker) -> None:
     )
     assert status == 200
     _, now = await call(http, "GET", f"{base}/v1/matches/{mid}", token=tokens[0])
-    acting = now["observation"]["actingSeats"][0]
+    acting = now["observation"]["awaited"][0]
     idle = 1 - acting
     _, mine = await call(http, "GET", f"{base}/v1/matches/{mid}", token=tokens[acting])
-    hand = set(mine["observation"]["myHand"])
+    hand = set(mine["observation"]["hand"])
     version = int(mine["observation"]["version"])
     not_in_hand = next(c for c in ("1e", "1b", "7e", "7o", "3c", "4b", "5o", "12c", "2e") if c not in hand)
     play_it = {"playCard": {"card": not_in_hand}}

@@ -1,6 +1,6 @@
 """HTTP status mapping and error bodies for every error class, including the ones a real
 match cannot easily produce (RESOURCE_EXHAUSTED, UNAVAILABLE, INTERNAL), through a RestFace
-over a stand-in servicer that uses the production error decorator."""
+over a stand-in API layer that raises them."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import aiohttp
 import pytest
 from google.rpc import code_pb2
 
-from truco.v1 import match_service_pb2
+import truco_engine as te
+from truco_contract.pb import match_service_pb2
 from truco_server import errors as E
-from truco_server.convert import encode_legal
-from truco_server.grpc_errors import map_service_errors, to_rpc_status
+from truco_server.api.wire import to_status
 from truco_server.rest import HTTP_STATUS, RestFace, http_status
 from truco_server.rest.routes import message_to_json
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(30)
 
 ERRORS: dict[str, E.ServiceError] = {
     "invalid": E.InvalidArgument("bad", field_violations=[E.FieldViolation("x", "bad x")]),
-    "illegal": E.IllegalAction("no", legal_actions=[{"kind": "fold"}], current_version=3),
+    "illegal": E.IllegalAction("no", legal_actions=[te.Action("fold")], current_version=3),
     "turn": E.NotYourTurn("wait", legal_actions=[], current_version=3),
     "inactive": E.MatchNotActive("over", current_version=9),
     "stale": E.StaleVersion("stale", current_version=4),
@@ -42,16 +42,14 @@ EXPECTED_HTTP = {
 class Raising:
     """GetMatch raises the error named by match_id; StreamObservations after one message."""
 
-    @map_service_errors(encode_action=encode_legal)
-    async def GetMatch(self, request: Any, context: Any) -> Any:
+    async def GetMatch(self, creds: Any, request: Any) -> Any:
         if request.match_id == "boom":
             raise RuntimeError("secret internals 7H")
         if request.match_id in ERRORS:
             raise ERRORS[request.match_id]
         return match_service_pb2.GetMatchResponse()
 
-    @map_service_errors(encode_action=encode_legal)
-    async def StreamObservations(self, request: Any, context: Any) -> AsyncIterator[Any]:
+    async def StreamObservations(self, creds: Any, request: Any) -> AsyncIterator[Any]:
         yield match_service_pb2.StreamObservationsResponse(
             update=match_service_pb2.ObservationUpdate(version=1)
         )
@@ -60,7 +58,7 @@ class Raising:
 
 @pytest.fixture
 async def face() -> AsyncIterator[str]:
-    rest = RestFace(Raising())
+    rest = RestFace(Raising())  # type: ignore[arg-type]
     port = await rest.start("127.0.0.1", 0, shutdown_timeout=1)
     try:
         yield f"http://127.0.0.1:{port}"
@@ -83,7 +81,7 @@ async def test_every_service_error_maps_to_status_and_body(face: str) -> None:
             async with http.get(f"{face}/v1/matches/{name}") as resp:
                 body = await resp.json()
             assert resp.status == EXPECTED_HTTP[name], name
-            assert body == message_to_json(to_rpc_status(err, encode_legal)), name
+            assert body == message_to_json(to_status(err)), name
             assert body["details"][0]["reason"] == err.reason
         async with http.get(f"{face}/v1/matches/boom") as resp:
             body = await resp.json()

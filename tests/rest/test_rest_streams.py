@@ -17,7 +17,7 @@ import pytest
 
 from tests.rest.conftest import ACME_KEY, RestWorker
 from tests.rest.helpers import act_once, bearer, create_match, ndjson_lines, sse_events
-from truco.v1 import match_service_pb2
+from truco_contract.pb import match_service_pb2
 from truco_server.rest.routes import message_to_json
 
 pytestmark = pytest.mark.timeout(90)
@@ -196,7 +196,7 @@ async def test_streams_end_when_the_match_ends_and_sse_resume_after_the_end_is_2
     assert [ev.event for ev in sse_rest] == ["update", "end"]
     kinds = [e["kind"] for e in sse_rest[0].data["update"]["events"]]
     assert kinds == ["match_cancelled", "match_revealed"]
-    assert sse_rest[0].data["update"]["observation"]["phase"] == "PHASE_MATCH_OVER"
+    assert sse_rest[0].data["update"]["observation"]["matchState"] == "MATCH_STATE_CANCELLED"
     assert len(nd_rest) == 1 and nd_rest[0] == sse_rest[0].data
     final = int(sse_rest[0].id or 0)
     # An EventSource would reconnect after the stream closed: 204 tells it to stop.

@@ -21,13 +21,15 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from truco.v1 import (
+import truco_engine as te
+from truco_contract.pb import (
     action_pb2,
     match_service_pb2,
     match_service_pb2_grpc,
 )
-from truco.v1 import error_details_pb2 as truco_error_details_pb2
+from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
 from truco_server import config
+from truco_server.api.wire import to_status as to_rpc_status
 from truco_server.config import ApiKey, ConfigError, Settings, load_settings, parse_settings
 from truco_server.errors import (
     Code,
@@ -38,7 +40,7 @@ from truco_server.errors import (
     ServiceError,
     StaleVersion,
 )
-from truco_server.grpc_errors import map_service_errors, to_rpc_status
+from truco_server.grpc_errors import map_service_errors
 from truco_server.grpc_server import (
     HEARTBEAT_DUE,
     MATCH_SERVICE_NAME,
@@ -75,21 +77,21 @@ class FakeMatchService(match_service_pb2_grpc.MatchServiceServicer):
     def __init__(self, ctx: WorkerContext) -> None:
         self.ctx = ctx
 
-    @map_service_errors()
+    @map_service_errors
     async def GetMatch(self, request: Any, context: Any) -> Any:
         if request.match_id == "boom":
             raise RuntimeError("secret internals 7H")
         raise MatchNotFound(f"no match {request.match_id!r}")
 
-    @map_service_errors()
+    @map_service_errors
     async def SubmitAction(self, request: Any, context: Any) -> Any:
         raise IllegalAction(
             "4C is not in your hand",
-            legal_actions=[_play("7H"), _play("1e")],
+            legal_actions=[te.Action("play", "7H"), te.Action("play", "1e")],
             current_version=7,
         )
 
-    @map_service_errors()
+    @map_service_errors
     async def StreamObservations(
         self, request: Any, context: Any
     ) -> AsyncIterator[match_service_pb2.StreamObservationsResponse]:
@@ -312,7 +314,7 @@ def _error_info(error: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInfo:
 
 
 def test_illegal_action_maps_to_failed_precondition_with_legal_actions() -> None:
-    err = IllegalAction("not legal now", legal_actions=[_play("7H")], current_version=4)
+    err = IllegalAction("not legal now", legal_actions=[te.Action("play", "7H")], current_version=4)
     status = to_rpc_status(err)
     assert status.code == grpc.StatusCode.FAILED_PRECONDITION.value[0]
     assert status.message == "not legal now"
@@ -338,23 +340,15 @@ def test_invalid_argument_maps_to_bad_request() -> None:
     assert "IllegalActionDetail" not in details
 
 
-def test_stale_version_maps_to_aborted_and_custom_actions_need_an_encoder() -> None:
+def test_stale_version_maps_to_aborted() -> None:
     status = to_rpc_status(StaleVersion("expected 3, match is at 5", current_version=5))
     assert status.code == grpc.StatusCode.ABORTED.value[0]
     assert _unpack_details(status)["IllegalActionDetail"].current_version == 5
 
-    class EngineAction:
-        card = "1e"
-
-    err = IllegalAction("nope", legal_actions=[EngineAction()])
-    with pytest.raises(TypeError):
-        to_rpc_status(err)
-    status = to_rpc_status(err, encode_action=lambda a: _play(a.card))  # type: ignore[attr-defined]
-    assert _unpack_details(status)["IllegalActionDetail"].legal_actions[0].play_card.card == "1e"
-
 
 def test_every_reason_is_in_the_proto_enum() -> None:
-    from truco.v1.error_details_pb2 import ErrorReason
+    ErrorReason = truco_error_details_pb2.ErrorReason
+
     from truco_server.errors import Reason
 
     names = {n.removeprefix("ERROR_REASON_") for n in ErrorReason.keys()}  # noqa: SIM118

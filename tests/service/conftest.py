@@ -4,7 +4,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from truco_server.service import MatchService, Operator
+from truco_server.api.auth import Operator
+from truco_server.service import MatchService
 from truco_server.storage import MemoryMatchStore, RedisMatchStore
 
 

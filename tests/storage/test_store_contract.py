@@ -390,7 +390,7 @@ async def test_list_matches_pagination_and_filter(store: MatchStore) -> None:
     assert pages == 3
 
     first, _ = await store.list_matches(OWNER, None, 1, None)
-    assert first[0] == entry("m6", created_at=106.0)
+    assert first[0] == entry("m6", created_at=106.0, updated_at=106.0)
 
     for i in (1, 4, 5):
         await store.commit(
@@ -404,6 +404,7 @@ async def test_list_matches_pagination_and_filter(store: MatchStore) -> None:
         )
     page, token = await store.list_matches(OWNER, "playing", 2, None)
     assert [e.match_id for e in page] == ["m5", "m4"] and token is not None
+    assert [e.version for e in page] == [1, 1]
     assert all(e.status == "playing" for e in page)
     page, token = await store.list_matches(OWNER, "playing", 2, token)
     assert [e.match_id for e in page] == ["m1"] and token is None
@@ -413,6 +414,37 @@ async def test_list_matches_pagination_and_filter(store: MatchStore) -> None:
     page, _ = await store.list_matches("tenant-b", None, 10, None)
     assert [e.match_id for e in page] == ["other"]
     assert await store.list_matches("nobody", None, 10, None) == ([], None)
+
+
+async def test_commit_records_its_time_and_may_replace_the_listing_summary(store: MatchStore) -> None:
+    await store.create("m1", b"meta", b"s0", [b"e1"], entry("m1", created_at=100.0))
+    snap = await store.load("m1")
+    assert snap is not None and snap.updated_at == 100.0
+    await store.commit(
+        "m1", expected_version=1, state=b"s1", events=[b"e2"], request_id=None, reply=b"", updated_at=150.5
+    )
+    snap = await store.load("m1")
+    assert snap is not None and snap.updated_at == 150.5
+    (listed,), _ = await store.list_matches(OWNER, None, 5, None)
+    assert (listed.version, listed.updated_at, listed.summary) == (2, 150.5, b"sum")
+    await store.commit(
+        "m1",
+        expected_version=2,
+        state=b"s2",
+        events=[b"e3"],
+        request_id=None,
+        reply=b"",
+        status="finished",
+        updated_at=160.0,
+        summary=b"final",
+    )
+    (listed,), _ = await store.list_matches(OWNER, None, 5, None)
+    assert (listed.version, listed.updated_at, listed.summary, listed.status) == (
+        3,
+        160.0,
+        b"final",
+        "finished",
+    )
 
 
 async def test_list_matches_rejects_foreign_tokens(store: MatchStore) -> None:

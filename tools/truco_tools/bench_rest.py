@@ -127,10 +127,10 @@ class RestBots:
                     if got is not None and got[1] != seat and self.fig.measuring:
                         self.fig.delivery_ms.append((now - got[0]) * 1000)
                 obs = upd["observation"]
-                if obs.get("phase") == "PHASE_MATCH_OVER":
+                if obs.get("matchState") != "MATCH_STATE_ACTIVE":
                     over.set()
                     return
-                acting = obs.get("actingSeats") or []
+                acting = obs.get("awaited") or []
                 legal = obs.get("legalActions") or []
                 if not acting or acting[0] != seat or not legal:
                     continue

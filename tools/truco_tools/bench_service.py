@@ -41,7 +41,7 @@ from typing import Any
 import grpc
 import redis
 
-from truco.v1 import match_pb2, match_service_pb2, match_service_pb2_grpc
+from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
 from truco_tools.bench_rest import play_seats
 from truco_tools.redis_proc import RedisProcess, free_port, start_redis
 
@@ -322,10 +322,10 @@ class Bots:
                     if got is not None and got[1] != seat and self.fig.measuring:
                         self.fig.delivery_ms.append((now - got[0]) * 1000)
                 obs = upd.observation
-                if obs.phase == 6:
+                if obs.match_state != match_pb2.MATCH_STATE_ACTIVE:
                     over.set()
                     return
-                if not obs.acting_seats or obs.acting_seats[0] != seat or not obs.legal_actions:
+                if not obs.awaited or obs.awaited[0] != seat or not obs.legal_actions:
                     continue
                 action = rng.choice(obs.legal_actions)
                 if think > 0:

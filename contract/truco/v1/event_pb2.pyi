@@ -6,12 +6,11 @@ isort:skip_file
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
-from truco.v1 import action_pb2 as _action_pb2
 from truco.v1 import game_pb2 as _game_pb2
+from truco.v1 import match_pb2 as _match_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -33,16 +32,16 @@ class _HandEndReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_HandEnd
     """Not set."""
     HAND_END_REASON_TRICKS: _HandEndReason.ValueType  # 1
     """A team won the tricks."""
-    HAND_END_REASON_FOLD: _HandEndReason.ValueType  # 2
+    HAND_END_REASON_FOLDED: _HandEndReason.ValueType  # 2
     """A seat folded."""
     HAND_END_REASON_DECLINED: _HandEndReason.ValueType  # 3
     """A truco call was declined."""
-    HAND_END_REASON_HAND_OF_ELEVEN_REFUSED: _HandEndReason.ValueType  # 4
-    """The hand of eleven was refused."""
-    HAND_END_REASON_TIMEOUT: _HandEndReason.ValueType  # 5
-    """A seat ran out of time."""
-    HAND_END_REASON_ALL_TIED: _HandEndReason.ValueType  # 6
-    """Every trick tied and the rule set gives nobody the hand."""
+    HAND_END_REASON_ELEVEN_REFUSED: _HandEndReason.ValueType  # 4
+    """The hand of eleven was given up."""
+    HAND_END_REASON_ALL_TIED_MANO: _HandEndReason.ValueType  # 5
+    """Every trick tied; the mano's side takes the hand."""
+    HAND_END_REASON_ALL_TIED_REDEAL: _HandEndReason.ValueType  # 6
+    """Every trick tied; nobody scores and the cards are dealt again."""
 
 class HandEndReason(_HandEndReason, metaclass=_HandEndReasonEnumTypeWrapper):
     """Why a hand ended."""
@@ -51,28 +50,34 @@ HAND_END_REASON_UNSPECIFIED: HandEndReason.ValueType  # 0
 """Not set."""
 HAND_END_REASON_TRICKS: HandEndReason.ValueType  # 1
 """A team won the tricks."""
-HAND_END_REASON_FOLD: HandEndReason.ValueType  # 2
+HAND_END_REASON_FOLDED: HandEndReason.ValueType  # 2
 """A seat folded."""
 HAND_END_REASON_DECLINED: HandEndReason.ValueType  # 3
 """A truco call was declined."""
-HAND_END_REASON_HAND_OF_ELEVEN_REFUSED: HandEndReason.ValueType  # 4
-"""The hand of eleven was refused."""
-HAND_END_REASON_TIMEOUT: HandEndReason.ValueType  # 5
-"""A seat ran out of time."""
-HAND_END_REASON_ALL_TIED: HandEndReason.ValueType  # 6
-"""Every trick tied and the rule set gives nobody the hand."""
+HAND_END_REASON_ELEVEN_REFUSED: HandEndReason.ValueType  # 4
+"""The hand of eleven was given up."""
+HAND_END_REASON_ALL_TIED_MANO: HandEndReason.ValueType  # 5
+"""Every trick tied; the mano's side takes the hand."""
+HAND_END_REASON_ALL_TIED_REDEAL: HandEndReason.ValueType  # 6
+"""Every trick tied; nobody scores and the cards are dealt again."""
 Global___HandEndReason: _TypeAlias = HandEndReason  # noqa: Y015
 
 @_typing.final
 class Event(_message.Message):
     """Events are the match's log. Every event a client receives has already been
     redacted for the receiving seat (or for spectators): cards the receiver may
-    not see are empty strings or only counted.
+    not see are empty strings or empty lists (the `count` fields still say how
+    many there were).
+
+    Vocabulary: the payload messages carry the rules engine's field names;
+    tricks are indexed from 0 (`trick_index` is a position in
+    Observation.tricks); a score holder is a `team` (the seat itself where each
+    plays for himself); the turned-up card is `turn_up`.
 
     Compatibility: new payload kinds and new fields may be added. A client that
-    does not know a payload sees `payload` unset and can still use `kind`,
-    `version` and `seat`, and should rely on the full Observation that comes
-    with every update.
+    does not know a payload sees `payload` unset and can still read `kind` and
+    `version`, and should rely on the full Observation that comes with every
+    update.
 
     One event.
     """
@@ -80,54 +85,43 @@ class Event(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     VERSION_FIELD_NUMBER: _builtins.int
-    INDEX_FIELD_NUMBER: _builtins.int
     KIND_FIELD_NUMBER: _builtins.int
-    SEAT_FIELD_NUMBER: _builtins.int
     TIME_FIELD_NUMBER: _builtins.int
-    DETAILS_FIELD_NUMBER: _builtins.int
+    MATCH_CREATED_FIELD_NUMBER: _builtins.int
     HAND_STARTED_FIELD_NUMBER: _builtins.int
     CARDS_DEALT_FIELD_NUMBER: _builtins.int
+    CARDS_REVEALED_FIELD_NUMBER: _builtins.int
     CARD_PLAYED_FIELD_NUMBER: _builtins.int
+    CARD_DISCARDED_FIELD_NUMBER: _builtins.int
+    HEAD_TO_HEAD_STARTED_FIELD_NUMBER: _builtins.int
     TRICK_ENDED_FIELD_NUMBER: _builtins.int
     CALL_MADE_FIELD_NUMBER: _builtins.int
     CALL_ANSWERED_FIELD_NUMBER: _builtins.int
-    ENVIDO_RESOLVED_FIELD_NUMBER: _builtins.int
-    FLOR_RESOLVED_FIELD_NUMBER: _builtins.int
+    HAND_OF_ELEVEN_DECISION_FIELD_NUMBER: _builtins.int
+    POINTS_DECLARED_FIELD_NUMBER: _builtins.int
+    BET_WON_FIELD_NUMBER: _builtins.int
+    FOLDED_FIELD_NUMBER: _builtins.int
     HAND_ENDED_FIELD_NUMBER: _builtins.int
     SCORE_CHANGED_FIELD_NUMBER: _builtins.int
     GAME_ENDED_FIELD_NUMBER: _builtins.int
     MATCH_ENDED_FIELD_NUMBER: _builtins.int
-    CARDS_REVEALED_FIELD_NUMBER: _builtins.int
-    HAND_OF_ELEVEN_DECISION_FIELD_NUMBER: _builtins.int
-    CARD_DISCARDED_FIELD_NUMBER: _builtins.int
-    FOLDED_FIELD_NUMBER: _builtins.int
-    TURN_TIMED_OUT_FIELD_NUMBER: _builtins.int
     MATCH_CANCELLED_FIELD_NUMBER: _builtins.int
-    POINTS_DECLARED_FIELD_NUMBER: _builtins.int
+    MATCH_REVEALED_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """Version of the event: every event of a match has its own contiguous
     version, from 1. A client that saw version V resumes a stream from V.
     """
-    index: _builtins.int
-    """Position of the event within the message that carries it, from 0."""
     kind: _builtins.str
-    """Name of the payload field that is set, e.g. "card_played". Stable, and
-    readable by clients older than the payload.
-    """
-    seat: _builtins.int
-    """Seat that caused the event; unset for events the server or the deal
-    caused.
+    """The name of the payload field that is set (e.g. "card_played"); also
+    readable by clients whose generated code does not know the payload yet.
     """
     @_builtins.property
     def time(self) -> _timestamp_pb2.Timestamp:
-        """Commit time."""
+        """When the event was committed (server time)."""
 
     @_builtins.property
-    def details(self) -> _struct_pb2.Struct:
-        """The engine's payload as a JSON object (the same fields as the typed
-        payload, named as in docs/events.md), already redacted. Lets a client
-        read an event kind its generated code does not know yet.
-        """
+    def match_created(self) -> Global___MatchCreated:
+        """The match was created (always version 1)."""
 
     @_builtins.property
     def hand_started(self) -> Global___HandStarted:
@@ -138,8 +132,20 @@ class Event(_message.Message):
         """Cards were dealt to a seat."""
 
     @_builtins.property
+    def cards_revealed(self) -> Global___CardsRevealed:
+        """Cards were shown to some seats or to everybody."""
+
+    @_builtins.property
     def card_played(self) -> Global___CardPlayed:
         """A card was played."""
+
+    @_builtins.property
+    def card_discarded(self) -> Global___CardDiscarded:
+        """The carancho discarded a card."""
+
+    @_builtins.property
+    def head_to_head_started(self) -> Global___HeadToHeadStarted:
+        """A head-to-head sub-hand of a pica-pica round started."""
 
     @_builtins.property
     def trick_ended(self) -> Global___TrickEnded:
@@ -154,12 +160,20 @@ class Event(_message.Message):
         """A call was answered."""
 
     @_builtins.property
-    def envido_resolved(self) -> Global___EnvidoResolved:
-        """The envido was resolved."""
+    def hand_of_eleven_decision(self) -> Global___HandOfElevenDecision:
+        """The side at the hand of eleven decided."""
 
     @_builtins.property
-    def flor_resolved(self) -> Global___FlorResolved:
-        """The flor was resolved."""
+    def points_declared(self) -> Global___PointsDeclared:
+        """A seat declared envido or flor points."""
+
+    @_builtins.property
+    def bet_won(self) -> Global___BetWon:
+        """An envido or flor bet was won."""
+
+    @_builtins.property
+    def folded(self) -> Global___Folded:
+        """A seat folded."""
 
     @_builtins.property
     def hand_ended(self) -> Global___HandEnded:
@@ -175,79 +189,86 @@ class Event(_message.Message):
 
     @_builtins.property
     def match_ended(self) -> Global___MatchEnded:
-        """The match ended; the deals are revealed for verification."""
-
-    @_builtins.property
-    def cards_revealed(self) -> Global___CardsRevealed:
-        """Cards were shown."""
-
-    @_builtins.property
-    def hand_of_eleven_decision(self) -> Global___HandOfElevenDecision:
-        """The team in the hand of eleven decided."""
-
-    @_builtins.property
-    def card_discarded(self) -> Global___CardDiscarded:
-        """A card was discarded."""
-
-    @_builtins.property
-    def folded(self) -> Global___Folded:
-        """A seat folded."""
-
-    @_builtins.property
-    def turn_timed_out(self) -> Global___TurnTimedOut:
-        """A seat ran out of time."""
+        """The match ended with a result."""
 
     @_builtins.property
     def match_cancelled(self) -> Global___MatchCancelled:
-        """The match was cancelled."""
+        """The match was cancelled by its creator."""
 
     @_builtins.property
-    def points_declared(self) -> Global___PointsDeclared:
-        """A seat declared envido or flor points."""
+    def match_revealed(self) -> Global___MatchRevealed:
+        """The seed and every deal, revealed when the match is over (always the
+        last event).
+        """
 
     def __init__(
         self,
         *,
         version: _builtins.int = ...,
-        index: _builtins.int = ...,
         kind: _builtins.str = ...,
-        seat: _builtins.int | None = ...,
         time: _timestamp_pb2.Timestamp | None = ...,
-        details: _struct_pb2.Struct | None = ...,
+        match_created: Global___MatchCreated | None = ...,
         hand_started: Global___HandStarted | None = ...,
         cards_dealt: Global___CardsDealt | None = ...,
+        cards_revealed: Global___CardsRevealed | None = ...,
         card_played: Global___CardPlayed | None = ...,
+        card_discarded: Global___CardDiscarded | None = ...,
+        head_to_head_started: Global___HeadToHeadStarted | None = ...,
         trick_ended: Global___TrickEnded | None = ...,
         call_made: Global___CallMade | None = ...,
         call_answered: Global___CallAnswered | None = ...,
-        envido_resolved: Global___EnvidoResolved | None = ...,
-        flor_resolved: Global___FlorResolved | None = ...,
+        hand_of_eleven_decision: Global___HandOfElevenDecision | None = ...,
+        points_declared: Global___PointsDeclared | None = ...,
+        bet_won: Global___BetWon | None = ...,
+        folded: Global___Folded | None = ...,
         hand_ended: Global___HandEnded | None = ...,
         score_changed: Global___ScoreChanged | None = ...,
         game_ended: Global___GameEnded | None = ...,
         match_ended: Global___MatchEnded | None = ...,
-        cards_revealed: Global___CardsRevealed | None = ...,
-        hand_of_eleven_decision: Global___HandOfElevenDecision | None = ...,
-        card_discarded: Global___CardDiscarded | None = ...,
-        folded: Global___Folded | None = ...,
-        turn_timed_out: Global___TurnTimedOut | None = ...,
         match_cancelled: Global___MatchCancelled | None = ...,
-        points_declared: Global___PointsDeclared | None = ...,
+        match_revealed: Global___MatchRevealed | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "details", b"details", "envido_resolved", b"envido_resolved", "flor_resolved", b"flor_resolved", "folded", b"folded", "game_ended", b"game_ended", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "match_cancelled", b"match_cancelled", "match_ended", b"match_ended", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "seat", b"seat", "time", b"time", "trick_ended", b"trick_ended", "turn_timed_out", b"turn_timed_out"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bet_won", b"bet_won", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "folded", b"folded", "game_ended", b"game_ended", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "head_to_head_started", b"head_to_head_started", "match_cancelled", b"match_cancelled", "match_created", b"match_created", "match_ended", b"match_ended", "match_revealed", b"match_revealed", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "time", b"time", "trick_ended", b"trick_ended"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "details", b"details", "envido_resolved", b"envido_resolved", "flor_resolved", b"flor_resolved", "folded", b"folded", "game_ended", b"game_ended", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "index", b"index", "kind", b"kind", "match_cancelled", b"match_cancelled", "match_ended", b"match_ended", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "seat", b"seat", "time", b"time", "trick_ended", b"trick_ended", "turn_timed_out", b"turn_timed_out", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bet_won", b"bet_won", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "folded", b"folded", "game_ended", b"game_ended", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "head_to_head_started", b"head_to_head_started", "kind", b"kind", "match_cancelled", b"match_cancelled", "match_created", b"match_created", "match_ended", b"match_ended", "match_revealed", b"match_revealed", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "time", b"time", "trick_ended", b"trick_ended", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
-    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
-    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["hand_started", "cards_dealt", "card_played", "trick_ended", "call_made", "call_answered", "envido_resolved", "flor_resolved", "hand_ended", "score_changed", "game_ended", "match_ended", "cards_revealed", "hand_of_eleven_decision", "card_discarded", "folded", "turn_timed_out", "match_cancelled", "points_declared"]  # noqa: Y015
+    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["match_created", "hand_started", "cards_dealt", "cards_revealed", "card_played", "card_discarded", "head_to_head_started", "trick_ended", "call_made", "call_answered", "hand_of_eleven_decision", "points_declared", "bet_won", "folded", "hand_ended", "score_changed", "game_ended", "match_ended", "match_cancelled", "match_revealed"]  # noqa: Y015
     _WhichOneofArgType_payload: _TypeAlias = _typing.Literal["payload", b"payload"]  # noqa: Y015
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
-    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType_payload) -> _WhichOneofReturnType_payload | None: ...
 
 Global___Event: _TypeAlias = Event  # noqa: Y015
+
+@_typing.final
+class MatchCreated(_message.Message):
+    """The match was created."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRESET_FIELD_NUMBER: _builtins.int
+    PLAYERS_FIELD_NUMBER: _builtins.int
+    SEATS_FIELD_NUMBER: _builtins.int
+    preset: _builtins.str
+    """Canonical preset name."""
+    players: _builtins.int
+    """Number of seats."""
+    @_builtins.property
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[_match_pb2.Seat]:
+        """The seats, in seat order."""
+
+    def __init__(
+        self,
+        *,
+        preset: _builtins.str = ...,
+        players: _builtins.int = ...,
+        seats: _abc.Iterable[_match_pb2.Seat] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["players", b"players", "preset", b"preset", "seats", b"seats"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MatchCreated: _TypeAlias = MatchCreated  # noqa: Y015
 
 @_typing.final
 class HandStarted(_message.Message):
@@ -255,39 +276,43 @@ class HandStarted(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
-    HAND_NUMBER_FIELD_NUMBER: _builtins.int
     GAME_NUMBER_FIELD_NUMBER: _builtins.int
+    HAND_NUMBER_FIELD_NUMBER: _builtins.int
     DEALER_FIELD_NUMBER: _builtins.int
     MANO_FIELD_NUMBER: _builtins.int
-    VIRA_FIELD_NUMBER: _builtins.int
+    TURN_UP_FIELD_NUMBER: _builtins.int
     DECK_COMMITMENT_FIELD_NUMBER: _builtins.int
-    hand_number: _builtins.int
-    """Hand number within the match, from 1."""
+    SPECIAL_FIELD_NUMBER: _builtins.int
     game_number: _builtins.int
     """Game number within the match, from 1."""
+    hand_number: _builtins.int
+    """Hand number within the match, from 1."""
     dealer: _builtins.int
     """Dealer seat."""
     mano: _builtins.int
     """Mano: the seat that plays first."""
-    vira: _builtins.str
+    turn_up: _builtins.str
     """The turned-up card (vira / muestra); empty when the rule set has none."""
     deck_commitment: _builtins.str
     """Lowercase hex SHA-256 commitment to this hand's deck order (see
-    RevealedDeal). The deals are revealed in MatchEnded.
+    RevealedDeal). The deals are revealed in MatchRevealed.
     """
+    special: _game_pb2.Special.ValueType
+    """Hand of eleven or iron hand; unset for an ordinary hand."""
     def __init__(
         self,
         *,
-        hand_number: _builtins.int = ...,
         game_number: _builtins.int = ...,
+        hand_number: _builtins.int = ...,
         dealer: _builtins.int = ...,
         mano: _builtins.int = ...,
-        vira: _builtins.str = ...,
+        turn_up: _builtins.str = ...,
         deck_commitment: _builtins.str = ...,
+        special: _game_pb2.Special.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["dealer", b"dealer", "deck_commitment", b"deck_commitment", "game_number", b"game_number", "hand_number", b"hand_number", "mano", b"mano", "vira", b"vira"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dealer", b"dealer", "deck_commitment", b"deck_commitment", "game_number", b"game_number", "hand_number", b"hand_number", "mano", b"mano", "special", b"special", "turn_up", b"turn_up"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -326,6 +351,49 @@ class CardsDealt(_message.Message):
 Global___CardsDealt: _TypeAlias = CardsDealt  # noqa: Y015
 
 @_typing.final
+class CardsRevealed(_message.Message):
+    """A seat's cards were shown: to everybody (`public`: the envido or flor
+    winner's cards when the hand ends) or to some seats only (partners at the
+    hand of eleven).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    PUBLIC_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """Seat whose cards are shown."""
+    count: _builtins.int
+    """Number of cards shown (always set)."""
+    reason: _builtins.str
+    """Why: "envido", "flor" or "hand_of_eleven"."""
+    public: _builtins.bool
+    """Shown to everybody."""
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Card codes; empty for a receiver the cards are not shown to."""
+
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+        count: _builtins.int = ...,
+        reason: _builtins.str = ...,
+        public: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "count", b"count", "public", b"public", "reason", b"reason", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CardsRevealed: _TypeAlias = CardsRevealed  # noqa: Y015
+
+@_typing.final
 class CardPlayed(_message.Message):
     """A card was played."""
 
@@ -358,6 +426,64 @@ class CardPlayed(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CardPlayed: _TypeAlias = CardPlayed  # noqa: Y015
+
+@_typing.final
+class CardDiscarded(_message.Message):
+    """The carancho discarded his fourth card."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    CARD_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """Discarding seat."""
+    card: _builtins.str
+    """Card code; empty for every receiver but the discarding seat."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        card: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["card", b"card", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CardDiscarded: _TypeAlias = CardDiscarded  # noqa: Y015
+
+@_typing.final
+class HeadToHeadStarted(_message.Message):
+    """A head-to-head sub-hand of a pica-pica round started."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEATS_FIELD_NUMBER: _builtins.int
+    MANO_FIELD_NUMBER: _builtins.int
+    INDEX_FIELD_NUMBER: _builtins.int
+    mano: _builtins.int
+    """The sub-hand's mano."""
+    index: _builtins.int
+    """Position of the sub-hand in the round, from 0."""
+    @_builtins.property
+    def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The two facing seats; the first is the sub-hand's mano."""
+
+    def __init__(
+        self,
+        *,
+        seats: _abc.Iterable[_builtins.int] | None = ...,
+        mano: _builtins.int = ...,
+        index: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["index", b"index", "mano", b"mano", "seats", b"seats"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HeadToHeadStarted: _TypeAlias = HeadToHeadStarted  # noqa: Y015
 
 @_typing.final
 class TrickEnded(_message.Message):
@@ -407,46 +533,48 @@ class CallMade(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     SEAT_FIELD_NUMBER: _builtins.int
-    CALL_FIELD_NUMBER: _builtins.int
+    FAMILY_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
-    ENVIDO_KIND_FIELD_NUMBER: _builtins.int
-    FLOR_KIND_FIELD_NUMBER: _builtins.int
     VALUE_IF_ACCEPTED_FIELD_NUMBER: _builtins.int
     VALUE_IF_DECLINED_FIELD_NUMBER: _builtins.int
     RESPONDER_FIELD_NUMBER: _builtins.int
+    CANCELS_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """Calling seat."""
-    call: _game_pb2.CallKind.ValueType
+    family: _game_pb2.CallFamily.ValueType
     """Family of the call."""
     name: _builtins.str
-    """Name of the call as the rule set words it: the truco ladder step
-    ("TRUCO", "RETRUCO", "VALE_CUATRO", "SEIS"...), or the envido / flor call.
+    """The call as the rule set words it: a truco ladder step ("truco",
+    "retruco", "vale_cuatro", "six"...), an envido call ("envido",
+    "real_envido", "falta_envido") or a flor call ("flor", "contraflor",
+    "contraflor_al_resto").
     """
-    envido_kind: _action_pb2.EnvidoKind.ValueType
-    """Envido kind when call is CALL_KIND_ENVIDO."""
-    flor_kind: _action_pb2.FlorKind.ValueType
-    """Flor kind when call is CALL_KIND_FLOR."""
     value_if_accepted: _builtins.int
     """Points at stake if accepted."""
     value_if_declined: _builtins.int
-    """Points the calling team gets if declined."""
+    """Points the calling side scores if declined."""
     responder: _builtins.int
-    """Seat expected to answer first, when one is."""
+    """Seat expected to answer; unset when nobody answers (a flor no rival can
+    answer).
+    """
+    cancels: _game_pb2.CallFamily.ValueType
+    """The family of the pending call this call voided (a flor sung over an
+    envido); unset when none.
+    """
     def __init__(
         self,
         *,
         seat: _builtins.int = ...,
-        call: _game_pb2.CallKind.ValueType = ...,
+        family: _game_pb2.CallFamily.ValueType = ...,
         name: _builtins.str = ...,
-        envido_kind: _action_pb2.EnvidoKind.ValueType = ...,
-        flor_kind: _action_pb2.FlorKind.ValueType = ...,
         value_if_accepted: _builtins.int = ...,
         value_if_declined: _builtins.int = ...,
         responder: _builtins.int | None = ...,
+        cancels: _game_pb2.CallFamily.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_responder", b"_responder", "responder", b"responder"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_responder", b"_responder", "call", b"call", "envido_kind", b"envido_kind", "flor_kind", b"flor_kind", "name", b"name", "responder", b"responder", "seat", b"seat", "value_if_accepted", b"value_if_accepted", "value_if_declined", b"value_if_declined"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_responder", b"_responder", "cancels", b"cancels", "family", b"family", "name", b"name", "responder", b"responder", "seat", b"seat", "value_if_accepted", b"value_if_accepted", "value_if_declined", b"value_if_declined"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__responder: _TypeAlias = _typing.Literal["responder"]  # noqa: Y015
     _WhichOneofArgType__responder: _TypeAlias = _typing.Literal["_responder", b"_responder"]  # noqa: Y015
@@ -461,34 +589,62 @@ class CallAnswered(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     SEAT_FIELD_NUMBER: _builtins.int
-    CALL_FIELD_NUMBER: _builtins.int
-    ANSWER_FIELD_NUMBER: _builtins.int
+    FAMILY_FIELD_NUMBER: _builtins.int
+    ACCEPTED_FIELD_NUMBER: _builtins.int
     VALUE_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """Answering seat."""
-    call: _game_pb2.CallKind.ValueType
-    """Family of the call being answered."""
-    answer: _game_pb2.Answer.ValueType
-    """The answer."""
+    family: _game_pb2.CallFamily.ValueType
+    """Family of the call answered."""
+    accepted: _builtins.bool
+    """Accepted ("quiero"); false: declined ("no quiero")."""
     value: _builtins.int
-    """Points at stake after the answer (accepted value, or points awarded to
-    the caller's team on decline).
-    """
+    """The accepted value, or the points the caller's side scores on a decline."""
     def __init__(
         self,
         *,
         seat: _builtins.int = ...,
-        call: _game_pb2.CallKind.ValueType = ...,
-        answer: _game_pb2.Answer.ValueType = ...,
+        family: _game_pb2.CallFamily.ValueType = ...,
+        accepted: _builtins.bool = ...,
         value: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "call", b"call", "seat", b"seat", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "family", b"family", "seat", b"seat", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CallAnswered: _TypeAlias = CallAnswered  # noqa: Y015
+
+@_typing.final
+class HandOfElevenDecision(_message.Message):
+    """The side at the hand of eleven decided whether to play it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    TEAM_FIELD_NUMBER: _builtins.int
+    PLAY_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """Deciding seat."""
+    team: _builtins.int
+    """Its team."""
+    play: _builtins.bool
+    """Plays the hand; false: gives it up."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        team: _builtins.int = ...,
+        play: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["play", b"play", "seat", b"seat", "team", b"team"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HandOfElevenDecision: _TypeAlias = HandOfElevenDecision  # noqa: Y015
 
 @_typing.final
 class PointsDeclared(_message.Message):
@@ -501,8 +657,8 @@ class PointsDeclared(_message.Message):
     POINTS_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """Declaring seat."""
-    family: _game_pb2.CallKind.ValueType
-    """CALL_KIND_ENVIDO or CALL_KIND_FLOR."""
+    family: _game_pb2.CallFamily.ValueType
+    """CALL_FAMILY_ENVIDO or CALL_FAMILY_FLOR."""
     points: _builtins.int
     """Declared points; unset when the seat conceded without showing
     ("son buenas").
@@ -511,7 +667,7 @@ class PointsDeclared(_message.Message):
         self,
         *,
         seat: _builtins.int = ...,
-        family: _game_pb2.CallKind.ValueType = ...,
+        family: _game_pb2.CallFamily.ValueType = ...,
         points: _builtins.int | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_points", b"_points", "points", b"points"]  # noqa: Y015
@@ -525,134 +681,72 @@ class PointsDeclared(_message.Message):
 Global___PointsDeclared: _TypeAlias = PointsDeclared  # noqa: Y015
 
 @_typing.final
-class EnvidoResolved(_message.Message):
-    """The envido was resolved."""
+class BetWon(_message.Message):
+    """An envido or flor bet was won."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
-    @_typing.final
-    class DeclarationsEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
-
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.int
-        value: _builtins.int
-        def __init__(
-            self,
-            *,
-            key: _builtins.int = ...,
-            value: _builtins.int = ...,
-        ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-    DECLARATIONS_FIELD_NUMBER: _builtins.int
+    FAMILY_FIELD_NUMBER: _builtins.int
     WINNER_SEAT_FIELD_NUMBER: _builtins.int
     WINNER_TEAM_FIELD_NUMBER: _builtins.int
     POINTS_FIELD_NUMBER: _builtins.int
+    family: _game_pb2.CallFamily.ValueType
+    """CALL_FAMILY_ENVIDO or CALL_FAMILY_FLOR."""
     winner_seat: _builtins.int
-    """Seat with the winning declaration."""
+    """Seat whose points won it; unset when no seat's points decided it (the
+    envido point conceded by folding).
+    """
     winner_team: _builtins.int
     """Winning team."""
     points: _builtins.int
     """Points awarded."""
-    @_builtins.property
-    def declarations(self) -> _containers.ScalarMap[_builtins.int, _builtins.int]:
-        """Declared points per seat; only declarations the receiver may know."""
-
     def __init__(
         self,
         *,
-        declarations: _abc.Mapping[_builtins.int, _builtins.int] | None = ...,
+        family: _game_pb2.CallFamily.ValueType = ...,
         winner_seat: _builtins.int | None = ...,
-        winner_team: _builtins.int | None = ...,
+        winner_team: _builtins.int = ...,
         points: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_winner_seat", b"_winner_seat", "_winner_team", b"_winner_team", "winner_seat", b"winner_seat", "winner_team", b"winner_team"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_winner_seat", b"_winner_seat", "winner_seat", b"winner_seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_winner_seat", b"_winner_seat", "_winner_team", b"_winner_team", "declarations", b"declarations", "points", b"points", "winner_seat", b"winner_seat", "winner_team", b"winner_team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_winner_seat", b"_winner_seat", "family", b"family", "points", b"points", "winner_seat", b"winner_seat", "winner_team", b"winner_team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__winner_seat: _TypeAlias = _typing.Literal["winner_seat"]  # noqa: Y015
     _WhichOneofArgType__winner_seat: _TypeAlias = _typing.Literal["_winner_seat", b"_winner_seat"]  # noqa: Y015
-    _WhichOneofReturnType__winner_team: _TypeAlias = _typing.Literal["winner_team"]  # noqa: Y015
-    _WhichOneofArgType__winner_team: _TypeAlias = _typing.Literal["_winner_team", b"_winner_team"]  # noqa: Y015
-    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__winner_seat) -> _WhichOneofReturnType__winner_seat | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__winner_team) -> _WhichOneofReturnType__winner_team | None: ...
 
-Global___EnvidoResolved: _TypeAlias = EnvidoResolved  # noqa: Y015
+Global___BetWon: _TypeAlias = BetWon  # noqa: Y015
 
 @_typing.final
-class FlorResolved(_message.Message):
-    """The flor was resolved."""
+class Folded(_message.Message):
+    """A seat folded (went to the mazo)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
-    @_typing.final
-    class DeclarationsEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
-
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.int
-        value: _builtins.int
-        def __init__(
-            self,
-            *,
-            key: _builtins.int = ...,
-            value: _builtins.int = ...,
-        ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-    DECLARATIONS_FIELD_NUMBER: _builtins.int
-    WINNER_SEAT_FIELD_NUMBER: _builtins.int
-    WINNER_TEAM_FIELD_NUMBER: _builtins.int
-    POINTS_FIELD_NUMBER: _builtins.int
-    winner_seat: _builtins.int
-    """Seat with the winning flor."""
-    winner_team: _builtins.int
-    """Winning team."""
-    points: _builtins.int
-    """Points awarded."""
-    @_builtins.property
-    def declarations(self) -> _containers.ScalarMap[_builtins.int, _builtins.int]:
-        """Declared points per seat; only declarations the receiver may know."""
-
+    SEAT_FIELD_NUMBER: _builtins.int
+    TEAM_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """Folding seat."""
+    team: _builtins.int
+    """Its team."""
     def __init__(
         self,
         *,
-        declarations: _abc.Mapping[_builtins.int, _builtins.int] | None = ...,
-        winner_seat: _builtins.int | None = ...,
-        winner_team: _builtins.int | None = ...,
-        points: _builtins.int = ...,
+        seat: _builtins.int = ...,
+        team: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_winner_seat", b"_winner_seat", "_winner_team", b"_winner_team", "winner_seat", b"winner_seat", "winner_team", b"winner_team"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_winner_seat", b"_winner_seat", "_winner_team", b"_winner_team", "declarations", b"declarations", "points", b"points", "winner_seat", b"winner_seat", "winner_team", b"winner_team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["seat", b"seat", "team", b"team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__winner_seat: _TypeAlias = _typing.Literal["winner_seat"]  # noqa: Y015
-    _WhichOneofArgType__winner_seat: _TypeAlias = _typing.Literal["_winner_seat", b"_winner_seat"]  # noqa: Y015
-    _WhichOneofReturnType__winner_team: _TypeAlias = _typing.Literal["winner_team"]  # noqa: Y015
-    _WhichOneofArgType__winner_team: _TypeAlias = _typing.Literal["_winner_team", b"_winner_team"]  # noqa: Y015
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__winner_seat) -> _WhichOneofReturnType__winner_seat | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__winner_team) -> _WhichOneofReturnType__winner_team | None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___FlorResolved: _TypeAlias = FlorResolved  # noqa: Y015
+Global___Folded: _TypeAlias = Folded  # noqa: Y015
 
 @_typing.final
 class HandEnded(_message.Message):
-    """A hand ended."""
+    """A hand (or a head-to-head sub-hand) ended."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -692,7 +786,7 @@ class ScoreChanged(_message.Message):
     GAMES_WON_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """Team scores in the current game, index = team."""
+        """Points in the current game, index = team."""
 
     @_builtins.property
     def games_won(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
@@ -746,33 +840,27 @@ Global___GameEnded: _TypeAlias = GameEnded  # noqa: Y015
 
 @_typing.final
 class MatchEnded(_message.Message):
-    """The match ended."""
+    """The match ended with a result. MatchRevealed follows."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     WINNER_TEAM_FIELD_NUMBER: _builtins.int
-    DEALS_FIELD_NUMBER: _builtins.int
-    SEED_FIELD_NUMBER: _builtins.int
+    GAMES_WON_FIELD_NUMBER: _builtins.int
     winner_team: _builtins.int
-    """Winning team; unset when the match ended without a winner."""
-    seed: _builtins.bytes
-    """The shuffle seed, when the server shuffled."""
+    """Winning team."""
     @_builtins.property
-    def deals(self) -> _containers.RepeatedCompositeFieldContainer[Global___RevealedDeal]:
-        """Every hand's deal, in hand order, so the commitments published in
-        HandStarted can be checked.
-        """
+    def games_won(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Games won per team, index = team."""
 
     def __init__(
         self,
         *,
         winner_team: _builtins.int | None = ...,
-        deals: _abc.Iterable[Global___RevealedDeal] | None = ...,
-        seed: _builtins.bytes = ...,
+        games_won: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_winner_team", b"_winner_team", "winner_team", b"winner_team"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_winner_team", b"_winner_team", "deals", b"deals", "seed", b"seed", "winner_team", b"winner_team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_winner_team", b"_winner_team", "games_won", b"games_won", "winner_team", b"winner_team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__winner_team: _TypeAlias = _typing.Literal["winner_team"]  # noqa: Y015
     _WhichOneofArgType__winner_team: _TypeAlias = _typing.Literal["_winner_team", b"_winner_team"]  # noqa: Y015
@@ -781,8 +869,61 @@ class MatchEnded(_message.Message):
 Global___MatchEnded: _TypeAlias = MatchEnded  # noqa: Y015
 
 @_typing.final
+class MatchCancelled(_message.Message):
+    """The match was cancelled by its creator. MatchRevealed follows."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REASON_FIELD_NUMBER: _builtins.int
+    reason: _builtins.str
+    """Reason given by the creator."""
+    def __init__(
+        self,
+        *,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MatchCancelled: _TypeAlias = MatchCancelled  # noqa: Y015
+
+@_typing.final
+class MatchRevealed(_message.Message):
+    """The shuffle seed and every deal of the match, revealed once it is over, so
+    that the commitments published in HandStarted can be checked
+    (docs/fairness.md).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEED_FIELD_NUMBER: _builtins.int
+    DEALS_FIELD_NUMBER: _builtins.int
+    seed: _builtins.bytes
+    """The shuffle seed."""
+    @_builtins.property
+    def deals(self) -> _containers.RepeatedCompositeFieldContainer[Global___RevealedDeal]:
+        """Every hand's deal, in hand order."""
+
+    def __init__(
+        self,
+        *,
+        seed: _builtins.bytes = ...,
+        deals: _abc.Iterable[Global___RevealedDeal] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deals", b"deals", "seed", b"seed"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MatchRevealed: _TypeAlias = MatchRevealed  # noqa: Y015
+
+@_typing.final
 class RevealedDeal(_message.Message):
-    """The deal of one hand, revealed when the match ends."""
+    """The deal of one hand, revealed when the match is over."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -813,167 +954,3 @@ class RevealedDeal(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RevealedDeal: _TypeAlias = RevealedDeal  # noqa: Y015
-
-@_typing.final
-class CardsRevealed(_message.Message):
-    """Cards were shown: to some seats only (partners' cards in the hand of
-    eleven) or to everybody (cards shown to prove an envido or flor).
-    """
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    SEAT_FIELD_NUMBER: _builtins.int
-    CARDS_FIELD_NUMBER: _builtins.int
-    REASON_FIELD_NUMBER: _builtins.int
-    PUBLIC_FIELD_NUMBER: _builtins.int
-    seat: _builtins.int
-    """Seat whose cards are shown."""
-    reason: _builtins.str
-    """Why they are shown (e.g. "hand_of_eleven", "envido", "flor")."""
-    public: _builtins.bool
-    """Shown to every seat and spectators (false: only to some seats)."""
-    @_builtins.property
-    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Card codes."""
-
-    def __init__(
-        self,
-        *,
-        seat: _builtins.int = ...,
-        cards: _abc.Iterable[_builtins.str] | None = ...,
-        reason: _builtins.str = ...,
-        public: _builtins.bool = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "public", b"public", "reason", b"reason", "seat", b"seat"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___CardsRevealed: _TypeAlias = CardsRevealed  # noqa: Y015
-
-@_typing.final
-class HandOfElevenDecision(_message.Message):
-    """The team in the hand of eleven decided whether to play."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    TEAM_FIELD_NUMBER: _builtins.int
-    SEAT_FIELD_NUMBER: _builtins.int
-    PLAY_FIELD_NUMBER: _builtins.int
-    team: _builtins.int
-    """Deciding team."""
-    seat: _builtins.int
-    """Deciding seat."""
-    play: _builtins.bool
-    """True: the hand is played; false: refused, the opponents score."""
-    def __init__(
-        self,
-        *,
-        team: _builtins.int = ...,
-        seat: _builtins.int = ...,
-        play: _builtins.bool = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["play", b"play", "seat", b"seat", "team", b"team"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___HandOfElevenDecision: _TypeAlias = HandOfElevenDecision  # noqa: Y015
-
-@_typing.final
-class CardDiscarded(_message.Message):
-    """A card was discarded."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    SEAT_FIELD_NUMBER: _builtins.int
-    CARD_FIELD_NUMBER: _builtins.int
-    seat: _builtins.int
-    """Discarding seat."""
-    card: _builtins.str
-    """Card code; empty when hidden from the receiver."""
-    def __init__(
-        self,
-        *,
-        seat: _builtins.int = ...,
-        card: _builtins.str = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["card", b"card", "seat", b"seat"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___CardDiscarded: _TypeAlias = CardDiscarded  # noqa: Y015
-
-@_typing.final
-class Folded(_message.Message):
-    """A seat folded (went to the deck)."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    SEAT_FIELD_NUMBER: _builtins.int
-    TEAM_FIELD_NUMBER: _builtins.int
-    seat: _builtins.int
-    """Folding seat."""
-    team: _builtins.int
-    """Team of that seat."""
-    def __init__(
-        self,
-        *,
-        seat: _builtins.int = ...,
-        team: _builtins.int = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["seat", b"seat", "team", b"team"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___Folded: _TypeAlias = Folded  # noqa: Y015
-
-@_typing.final
-class TurnTimedOut(_message.Message):
-    """A seat ran out of time; the server acted for it."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    SEAT_FIELD_NUMBER: _builtins.int
-    seat: _builtins.int
-    """Seat that ran out of time."""
-    def __init__(
-        self,
-        *,
-        seat: _builtins.int = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["seat", b"seat"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___TurnTimedOut: _TypeAlias = TurnTimedOut  # noqa: Y015
-
-@_typing.final
-class MatchCancelled(_message.Message):
-    """The match was cancelled by its creator."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    REASON_FIELD_NUMBER: _builtins.int
-    reason: _builtins.str
-    """Reason given by the creator."""
-    def __init__(
-        self,
-        *,
-        reason: _builtins.str = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["reason", b"reason"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___MatchCancelled: _TypeAlias = MatchCancelled  # noqa: Y015

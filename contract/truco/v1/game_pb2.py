@@ -24,21 +24,21 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13truco/v1/game.proto\x12\x08truco.v1\"\x19\n\x08\x43\x61rdList\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"5\n\x04Play\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\t\x12\x11\n\tface_down\x18\x03 \x01(\x08\"\xaa\x01\n\x05Trick\x12\x0e\n\x06leader\x18\x01 \x01(\x05\x12\x1d\n\x05plays\x18\x02 \x03(\x0b\x32\x0e.truco.v1.Play\x12\x18\n\x0bwinner_seat\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0bwinner_team\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x0c\n\x04tied\x18\x05 \x01(\x08\x12\x10\n\x08\x63omplete\x18\x06 \x01(\x08\x42\x0e\n\x0c_winner_seatB\x0e\n\x0c_winner_team*\x82\x01\n\x08\x43\x61llKind\x12\x19\n\x15\x43\x41LL_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x43\x41LL_KIND_TRUCO\x10\x01\x12\x14\n\x10\x43\x41LL_KIND_ENVIDO\x10\x02\x12\x12\n\x0e\x43\x41LL_KIND_FLOR\x10\x03\x12\x1c\n\x18\x43\x41LL_KIND_HAND_OF_ELEVEN\x10\x04*G\n\x06\x41nswer\x12\x16\n\x12\x41NSWER_UNSPECIFIED\x10\x00\x12\x11\n\rANSWER_ACCEPT\x10\x01\x12\x12\n\x0e\x41NSWER_DECLINE\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13truco/v1/game.proto\x12\x08truco.v1\"\x19\n\x08\x43\x61rdList\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"5\n\x04Play\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\t\x12\x11\n\tface_down\x18\x03 \x01(\x08\"\x98\x01\n\x05Trick\x12\x0e\n\x06leader\x18\x01 \x01(\x05\x12\x1d\n\x05plays\x18\x02 \x03(\x0b\x32\x0e.truco.v1.Play\x12\x18\n\x0bwinner_seat\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0bwinner_team\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x0c\n\x04tied\x18\x05 \x01(\x08\x42\x0e\n\x0c_winner_seatB\x0e\n\x0c_winner_team*\x8e\x01\n\nCallFamily\x12\x1b\n\x17\x43\x41LL_FAMILY_UNSPECIFIED\x10\x00\x12\x15\n\x11\x43\x41LL_FAMILY_TRUCO\x10\x01\x12\x16\n\x12\x43\x41LL_FAMILY_ENVIDO\x10\x02\x12\x14\n\x10\x43\x41LL_FAMILY_FLOR\x10\x03\x12\x1e\n\x1a\x43\x41LL_FAMILY_HAND_OF_ELEVEN\x10\x04*H\n\x07Special\x12\x17\n\x13SPECIAL_UNSPECIFIED\x10\x00\x12\x12\n\x0eSPECIAL_ELEVEN\x10\x01\x12\x10\n\x0cSPECIAL_IRON\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'truco.v1.game_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CALLKIND']._serialized_start=289
-  _globals['_CALLKIND']._serialized_end=419
-  _globals['_ANSWER']._serialized_start=421
-  _globals['_ANSWER']._serialized_end=492
+  _globals['_CALLFAMILY']._serialized_start=271
+  _globals['_CALLFAMILY']._serialized_end=413
+  _globals['_SPECIAL']._serialized_start=415
+  _globals['_SPECIAL']._serialized_end=487
   _globals['_CARDLIST']._serialized_start=33
   _globals['_CARDLIST']._serialized_end=58
   _globals['_PLAY']._serialized_start=60
   _globals['_PLAY']._serialized_end=113
   _globals['_TRICK']._serialized_start=116
-  _globals['_TRICK']._serialized_end=286
+  _globals['_TRICK']._serialized_end=268
 # @@protoc_insertion_point(module_scope)

@@ -19,72 +19,77 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
-class _CallKind:
+class _CallFamily:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
 
-class _CallKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CallKind.ValueType], _builtins.type):
+class _CallFamilyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CallFamily.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
-    CALL_KIND_UNSPECIFIED: _CallKind.ValueType  # 0
+    CALL_FAMILY_UNSPECIFIED: _CallFamily.ValueType  # 0
     """Not set."""
-    CALL_KIND_TRUCO: _CallKind.ValueType  # 1
-    """A step of the truco ladder (truco, retruco, vale cuatro; seis, nove,
-    doze...). PendingCall.name names the step.
+    CALL_FAMILY_TRUCO: _CallFamily.ValueType  # 1
+    """A step of the truco ladder (truco, retruco, vale cuatro; six, nine,
+    twelve...). The call's `name` names the step.
     """
-    CALL_KIND_ENVIDO: _CallKind.ValueType  # 2
+    CALL_FAMILY_ENVIDO: _CallFamily.ValueType  # 2
     """The envido chain (envido, real envido, falta envido)."""
-    CALL_KIND_FLOR: _CallKind.ValueType  # 3
+    CALL_FAMILY_FLOR: _CallFamily.ValueType  # 3
     """The flor chain (flor, contraflor, contraflor al resto)."""
-    CALL_KIND_HAND_OF_ELEVEN: _CallKind.ValueType  # 4
-    """The hand of eleven (mão de onze): the team at eleven decides whether to
+    CALL_FAMILY_HAND_OF_ELEVEN: _CallFamily.ValueType  # 4
+    """The hand of eleven (mão de onze): the side at eleven decides whether to
     play the hand.
     """
 
-class CallKind(_CallKind, metaclass=_CallKindEnumTypeWrapper):
-    """Building blocks shared by observations and events.
+class CallFamily(_CallFamily, metaclass=_CallFamilyEnumTypeWrapper):
+    """Building blocks shared by observations and events. Field names are the
+    rules engine's (truco_engine): one vocabulary from the engine to the wire.
 
-    Kind of a call that waits for an answer.
+    What a call (or a decision waiting for an answer) belongs to.
     """
 
-CALL_KIND_UNSPECIFIED: CallKind.ValueType  # 0
+CALL_FAMILY_UNSPECIFIED: CallFamily.ValueType  # 0
 """Not set."""
-CALL_KIND_TRUCO: CallKind.ValueType  # 1
-"""A step of the truco ladder (truco, retruco, vale cuatro; seis, nove,
-doze...). PendingCall.name names the step.
+CALL_FAMILY_TRUCO: CallFamily.ValueType  # 1
+"""A step of the truco ladder (truco, retruco, vale cuatro; six, nine,
+twelve...). The call's `name` names the step.
 """
-CALL_KIND_ENVIDO: CallKind.ValueType  # 2
+CALL_FAMILY_ENVIDO: CallFamily.ValueType  # 2
 """The envido chain (envido, real envido, falta envido)."""
-CALL_KIND_FLOR: CallKind.ValueType  # 3
+CALL_FAMILY_FLOR: CallFamily.ValueType  # 3
 """The flor chain (flor, contraflor, contraflor al resto)."""
-CALL_KIND_HAND_OF_ELEVEN: CallKind.ValueType  # 4
-"""The hand of eleven (mão de onze): the team at eleven decides whether to
+CALL_FAMILY_HAND_OF_ELEVEN: CallFamily.ValueType  # 4
+"""The hand of eleven (mão de onze): the side at eleven decides whether to
 play the hand.
 """
-Global___CallKind: _TypeAlias = CallKind  # noqa: Y015
+Global___CallFamily: _TypeAlias = CallFamily  # noqa: Y015
 
-class _Answer:
+class _Special:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
 
-class _AnswerEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Answer.ValueType], _builtins.type):
+class _SpecialEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Special.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
-    ANSWER_UNSPECIFIED: _Answer.ValueType  # 0
-    """Not set."""
-    ANSWER_ACCEPT: _Answer.ValueType  # 1
-    """Accepted ("quiero"), or chose to play the hand of eleven."""
-    ANSWER_DECLINE: _Answer.ValueType  # 2
-    """Declined ("no quiero"), or refused the hand of eleven."""
+    SPECIAL_UNSPECIFIED: _Special.ValueType  # 0
+    """An ordinary hand."""
+    SPECIAL_ELEVEN: _Special.ValueType  # 1
+    """The hand of eleven (of ten in mineiro): one side decides to play it."""
+    SPECIAL_IRON: _Special.ValueType  # 2
+    """The iron hand (mão de ferro): both sides at eleven, everybody plays
+    blind.
+    """
 
-class Answer(_Answer, metaclass=_AnswerEnumTypeWrapper):
-    """Answer to a call."""
+class Special(_Special, metaclass=_SpecialEnumTypeWrapper):
+    """A hand played under special rules."""
 
-ANSWER_UNSPECIFIED: Answer.ValueType  # 0
-"""Not set."""
-ANSWER_ACCEPT: Answer.ValueType  # 1
-"""Accepted ("quiero"), or chose to play the hand of eleven."""
-ANSWER_DECLINE: Answer.ValueType  # 2
-"""Declined ("no quiero"), or refused the hand of eleven."""
-Global___Answer: _TypeAlias = Answer  # noqa: Y015
+SPECIAL_UNSPECIFIED: Special.ValueType  # 0
+"""An ordinary hand."""
+SPECIAL_ELEVEN: Special.ValueType  # 1
+"""The hand of eleven (of ten in mineiro): one side decides to play it."""
+SPECIAL_IRON: Special.ValueType  # 2
+"""The iron hand (mão de ferro): both sides at eleven, everybody plays
+blind.
+"""
+Global___Special: _TypeAlias = Special  # noqa: Y015
 
 @_typing.final
 class CardList(_message.Message):
@@ -144,7 +149,9 @@ Global___Play: _TypeAlias = Play  # noqa: Y015
 
 @_typing.final
 class Trick(_message.Message):
-    """One trick of the current hand."""
+    """One trick of the current hand (Observation.tricks, indexed from 0: the
+    `trick_index` of events).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -153,7 +160,6 @@ class Trick(_message.Message):
     WINNER_SEAT_FIELD_NUMBER: _builtins.int
     WINNER_TEAM_FIELD_NUMBER: _builtins.int
     TIED_FIELD_NUMBER: _builtins.int
-    COMPLETE_FIELD_NUMBER: _builtins.int
     leader: _builtins.int
     """Seat that led the trick."""
     winner_seat: _builtins.int
@@ -162,8 +168,6 @@ class Trick(_message.Message):
     """Team that won the trick, once complete and not tied."""
     tied: _builtins.bool
     """The trick is complete and tied ("parda")."""
-    complete: _builtins.bool
-    """Every seat that had to play has played."""
     @_builtins.property
     def plays(self) -> _containers.RepeatedCompositeFieldContainer[Global___Play]:
         """Cards played so far, in order."""
@@ -176,11 +180,10 @@ class Trick(_message.Message):
         winner_seat: _builtins.int | None = ...,
         winner_team: _builtins.int | None = ...,
         tied: _builtins.bool = ...,
-        complete: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_winner_seat", b"_winner_seat", "_winner_team", b"_winner_team", "winner_seat", b"winner_seat", "winner_team", b"winner_team"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_winner_seat", b"_winner_seat", "_winner_team", b"_winner_team", "complete", b"complete", "leader", b"leader", "plays", b"plays", "tied", b"tied", "winner_seat", b"winner_seat", "winner_team", b"winner_team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_winner_seat", b"_winner_seat", "_winner_team", b"_winner_team", "leader", b"leader", "plays", b"plays", "tied", b"tied", "winner_seat", b"winner_seat", "winner_team", b"winner_team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__winner_seat: _TypeAlias = _typing.Literal["winner_seat"]  # noqa: Y015
     _WhichOneofArgType__winner_seat: _TypeAlias = _typing.Literal["_winner_seat", b"_winner_seat"]  # noqa: Y015

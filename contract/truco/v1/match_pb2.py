@@ -27,7 +27,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14truco/v1/match.proto\x12\x08truco.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"E\n\x07RuleSet\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12*\n\toverrides\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"B\n\x08SeatSpec\x12\x14\n\x0c\x64isplay_name\x18\x01 \x01(\t\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.truco.v1.SeatKind\"Z\n\x04Seat\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04team\x18\x02 \x01(\x05\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12 \n\x04kind\x18\x04 \x01(\x0e\x32\x12.truco.v1.SeatKind\"\x1a\n\tDeckOrder\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xa4\x01\n\rMatchSettings\x12/\n\x0cturn_timeout\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x06labels\x18\x02 \x03(\x0b\x32#.truco.v1.MatchSettings.LabelsEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"J\n\x0bMatchResult\x12\x13\n\x0bwinner_team\x18\x01 \x01(\x05\x12\x13\n\x0bteam_scores\x18\x02 \x03(\x05\x12\x11\n\tgames_won\x18\x03 \x03(\x05\"\xf6\x02\n\x05Match\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12#\n\x05state\x18\x02 \x01(\x0e\x32\x14.truco.v1.MatchState\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12 \n\x05rules\x18\x04 \x01(\x0b\x32\x11.truco.v1.RuleSet\x12\x30\n\x0f\x65\x66\x66\x65\x63tive_rules\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1d\n\x05seats\x18\x06 \x03(\x0b\x32\x0e.truco.v1.Seat\x12)\n\x08settings\x18\x07 \x01(\x0b\x32\x17.truco.v1.MatchSettings\x12/\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x06result\x18\n \x01(\x0b\x32\x15.truco.v1.MatchResult\"-\n\x0eSeatCredential\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05token\x18\x02 \x01(\t*v\n\nMatchState\x12\x1b\n\x17MATCH_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12MATCH_STATE_ACTIVE\x10\x01\x12\x18\n\x14MATCH_STATE_FINISHED\x10\x02\x12\x19\n\x15MATCH_STATE_CANCELLED\x10\x03*M\n\x08SeatKind\x12\x19\n\x15SEAT_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fSEAT_KIND_HUMAN\x10\x01\x12\x11\n\rSEAT_KIND_BOT\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14truco/v1/match.proto\x12\x08truco.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"E\n\x07RuleSet\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12*\n\toverrides\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"B\n\x08SeatSpec\x12\x14\n\x0c\x64isplay_name\x18\x01 \x01(\t\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.truco.v1.SeatKind\"Z\n\x04Seat\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04team\x18\x02 \x01(\x05\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12 \n\x04kind\x18\x04 \x01(\x0e\x32\x12.truco.v1.SeatKind\"\x1a\n\tDeckOrder\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xa4\x01\n\rMatchSettings\x12/\n\x0cturn_timeout\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x06labels\x18\x02 \x03(\x0b\x32#.truco.v1.MatchSettings.LabelsEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"E\n\x0bMatchResult\x12\x13\n\x0bwinner_team\x18\x01 \x01(\x05\x12\x0e\n\x06scores\x18\x02 \x03(\x05\x12\x11\n\tgames_won\x18\x03 \x03(\x05\"\xf6\x02\n\x05Match\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12#\n\x05state\x18\x02 \x01(\x0e\x32\x14.truco.v1.MatchState\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12 \n\x05rules\x18\x04 \x01(\x0b\x32\x11.truco.v1.RuleSet\x12\x30\n\x0f\x65\x66\x66\x65\x63tive_rules\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1d\n\x05seats\x18\x06 \x03(\x0b\x32\x0e.truco.v1.Seat\x12)\n\x08settings\x18\x07 \x01(\x0b\x32\x17.truco.v1.MatchSettings\x12/\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x06result\x18\n \x01(\x0b\x32\x15.truco.v1.MatchResult\"-\n\x0eSeatCredential\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05token\x18\x02 \x01(\t*v\n\nMatchState\x12\x1b\n\x17MATCH_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12MATCH_STATE_ACTIVE\x10\x01\x12\x18\n\x14MATCH_STATE_FINISHED\x10\x02\x12\x19\n\x15MATCH_STATE_CANCELLED\x10\x03*M\n\x08SeatKind\x12\x19\n\x15SEAT_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fSEAT_KIND_HUMAN\x10\x01\x12\x11\n\rSEAT_KIND_BOT\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,10 +36,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_MATCHSETTINGS_LABELSENTRY']._loaded_options = None
   _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_options = b'8\001'
-  _globals['_MATCHSTATE']._serialized_start=1055
-  _globals['_MATCHSTATE']._serialized_end=1173
-  _globals['_SEATKIND']._serialized_start=1175
-  _globals['_SEATKIND']._serialized_end=1252
+  _globals['_MATCHSTATE']._serialized_start=1050
+  _globals['_MATCHSTATE']._serialized_end=1168
+  _globals['_SEATKIND']._serialized_start=1170
+  _globals['_SEATKIND']._serialized_end=1247
   _globals['_RULESET']._serialized_start=129
   _globals['_RULESET']._serialized_end=198
   _globals['_SEATSPEC']._serialized_start=200
@@ -53,9 +53,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_start=508
   _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_end=553
   _globals['_MATCHRESULT']._serialized_start=555
-  _globals['_MATCHRESULT']._serialized_end=629
-  _globals['_MATCH']._serialized_start=632
-  _globals['_MATCH']._serialized_end=1006
-  _globals['_SEATCREDENTIAL']._serialized_start=1008
-  _globals['_SEATCREDENTIAL']._serialized_end=1053
+  _globals['_MATCHRESULT']._serialized_end=624
+  _globals['_MATCH']._serialized_start=627
+  _globals['_MATCH']._serialized_end=1001
+  _globals['_SEATCREDENTIAL']._serialized_start=1003
+  _globals['_SEATCREDENTIAL']._serialized_end=1048
 # @@protoc_insertion_point(module_scope)

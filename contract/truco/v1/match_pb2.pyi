@@ -149,7 +149,9 @@ class Seat(_message.Message):
     seat: _builtins.int
     """Seat number, 0-based, in playing order."""
     team: _builtins.int
-    """Team of this seat, 0-based."""
+    """Team of this seat in the first hand, 0-based (carancho: the team of a
+    seat changes every hand; see Observation.seat_teams).
+    """
     display_name: _builtins.str
     """Display name given at creation."""
     kind: Global___SeatKind.ValueType
@@ -256,12 +258,12 @@ class MatchResult(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     WINNER_TEAM_FIELD_NUMBER: _builtins.int
-    TEAM_SCORES_FIELD_NUMBER: _builtins.int
+    SCORES_FIELD_NUMBER: _builtins.int
     GAMES_WON_FIELD_NUMBER: _builtins.int
     winner_team: _builtins.int
     """Winning team, 0-based."""
     @_builtins.property
-    def team_scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+    def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """Final score of the last game, index = team."""
 
     @_builtins.property
@@ -272,12 +274,12 @@ class MatchResult(_message.Message):
         self,
         *,
         winner_team: _builtins.int = ...,
-        team_scores: _abc.Iterable[_builtins.int] | None = ...,
+        scores: _abc.Iterable[_builtins.int] | None = ...,
         games_won: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["games_won", b"games_won", "team_scores", b"team_scores", "winner_team", b"winner_team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["games_won", b"games_won", "scores", b"scores", "winner_team", b"winner_team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -304,8 +306,9 @@ class Match(_message.Message):
     state: Global___MatchState.ValueType
     """Lifecycle state."""
     version: _builtins.int
-    """Version of the last commit (0 before the first event). Every accepted
-    action increases it by exactly one.
+    """Version of the last event: the number of events in the match's log so
+    far. One accepted action adds every event it caused (a card played, the
+    trick it ended, the next deal...), so the version grows by one or more.
     """
     @_builtins.property
     def rules(self) -> Global___RuleSet:
@@ -331,11 +334,11 @@ class Match(_message.Message):
 
     @_builtins.property
     def update_time(self) -> _timestamp_pb2.Timestamp:
-        """Time of the last commit."""
+        """Time of the last commit (creation, an action or the cancellation)."""
 
     @_builtins.property
     def result(self) -> Global___MatchResult:
-        """Set once state is MATCH_STATE_FINISHED."""
+        """The result; present only when state is MATCH_STATE_FINISHED."""
 
     def __init__(
         self,

@@ -170,11 +170,16 @@ class SubmitActionResponse(_message.Message):
     """Match version after the action."""
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]:
-        """Events the action produced, redacted for the acting seat."""
+        """Events the action produced, redacted for the acting seat. For a retried
+        request_id: the events of the first commit, or empty when the match's
+        log no longer holds them.
+        """
 
     @_builtins.property
     def observation(self) -> _observation_pb2.Observation:
-        """The acting seat's observation at `version`."""
+        """The acting seat's current observation (at `version` unless other
+        actions followed a retried one).
+        """
 
     def __init__(
         self,
@@ -395,8 +400,8 @@ class ListMatchesRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     STATE_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
-    """Maximum number of matches to return (AIP-158). Zero: 50; above 500:
-    500.
+    """Maximum number of matches to return (AIP-158). Zero: 20; above 100:
+    100; negative: INVALID_ARGUMENT.
     """
     page_token: _builtins.str
     """Token from a previous response's next_page_token; other fields must be

@@ -6,12 +6,11 @@ isort:skip_file
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from truco.v1 import action_pb2 as _action_pb2
-from truco.v1 import event_pb2 as _event_pb2
 from truco.v1 import game_pb2 as _game_pb2
+from truco.v1 import match_pb2 as _match_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -31,35 +30,27 @@ class _PhaseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Phase.ValueType
     DESCRIPTOR: _descriptor.EnumDescriptor
     PHASE_UNSPECIFIED: _Phase.ValueType  # 0
     """Not set."""
-    PHASE_DEALING: _Phase.ValueType  # 1
-    """Cards are being dealt."""
-    PHASE_PLAYING: _Phase.ValueType  # 2
-    """Tricks are being played (calls may be pending)."""
-    PHASE_HAND_OF_ELEVEN_DECISION: _Phase.ValueType  # 3
-    """The team at eleven decides whether to play the hand."""
-    PHASE_DISCARD: _Phase.ValueType  # 4
-    """Seats discard cards."""
-    PHASE_HAND_OVER: _Phase.ValueType  # 5
-    """The hand is over; the next one has not started."""
-    PHASE_MATCH_OVER: _Phase.ValueType  # 6
+    PHASE_DEAL: _Phase.ValueType  # 1
+    """Between hands: the next deal is due (the server deals at once, so a
+    client sees this only on a match that is no longer active).
+    """
+    PHASE_PLAY: _Phase.ValueType  # 2
+    """A hand is being played (calls may be pending)."""
+    PHASE_OVER: _Phase.ValueType  # 3
     """The match is over."""
 
 class Phase(_Phase, metaclass=_PhaseEnumTypeWrapper):
-    """Phase of the current hand."""
+    """Where the match is, as the rules engine sees it."""
 
 PHASE_UNSPECIFIED: Phase.ValueType  # 0
 """Not set."""
-PHASE_DEALING: Phase.ValueType  # 1
-"""Cards are being dealt."""
-PHASE_PLAYING: Phase.ValueType  # 2
-"""Tricks are being played (calls may be pending)."""
-PHASE_HAND_OF_ELEVEN_DECISION: Phase.ValueType  # 3
-"""The team at eleven decides whether to play the hand."""
-PHASE_DISCARD: Phase.ValueType  # 4
-"""Seats discard cards."""
-PHASE_HAND_OVER: Phase.ValueType  # 5
-"""The hand is over; the next one has not started."""
-PHASE_MATCH_OVER: Phase.ValueType  # 6
+PHASE_DEAL: Phase.ValueType  # 1
+"""Between hands: the next deal is due (the server deals at once, so a
+client sees this only on a match that is no longer active).
+"""
+PHASE_PLAY: Phase.ValueType  # 2
+"""A hand is being played (calls may be pending)."""
+PHASE_OVER: Phase.ValueType  # 3
 """The match is over."""
 Global___Phase: _TypeAlias = Phase  # noqa: Y015
 
@@ -89,7 +80,9 @@ Global___DeckStyle: _TypeAlias = DeckStyle  # noqa: Y015
 
 @_typing.final
 class RulesSummary(_message.Message):
-    """The essentials of the rule set, for display."""
+    """The essentials of the rule set, for display (the full rule set is
+    Match.effective_rules).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -135,71 +128,63 @@ Global___RulesSummary: _TypeAlias = RulesSummary  # noqa: Y015
 
 @_typing.final
 class PendingCall(_message.Message):
-    """A call waiting for an answer."""
+    """The call (or decision) waiting for an answer."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
-    KIND_FIELD_NUMBER: _builtins.int
+    FAMILY_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
-    ENVIDO_CHAIN_FIELD_NUMBER: _builtins.int
-    FLOR_CHAIN_FIELD_NUMBER: _builtins.int
-    BY_TEAM_FIELD_NUMBER: _builtins.int
-    BY_SEAT_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
+    RESPONDER_FIELD_NUMBER: _builtins.int
     VALUE_IF_ACCEPTED_FIELD_NUMBER: _builtins.int
     VALUE_IF_DECLINED_FIELD_NUMBER: _builtins.int
-    kind: _game_pb2.CallKind.ValueType
-    """What kind of call."""
+    family: _game_pb2.CallFamily.ValueType
+    """What the call belongs to."""
     name: _builtins.str
-    """Name of the call as the rule set words it: the truco ladder step
-    ("TRUCO", "RETRUCO", "VALE_CUATRO", "SEIS"...) or the last envido / flor
-    call.
+    """The last call as the rule set words it ("truco", "six", "retruco",
+    "real_envido", "contraflor"...; "hand_of_eleven" for that decision).
     """
-    by_team: _builtins.int
-    """Team that made the call (for the hand of eleven: the team deciding)."""
-    by_seat: _builtins.int
-    """Seat that made the call."""
+    caller: _builtins.int
+    """Seat that made the call; unset for the hand of eleven decision."""
+    responder: _builtins.int
+    """Seat that answers."""
     value_if_accepted: _builtins.int
     """Points at stake if accepted."""
     value_if_declined: _builtins.int
-    """Points the calling team gets if declined."""
-    @_builtins.property
-    def envido_chain(self) -> _containers.RepeatedScalarFieldContainer[_action_pb2.EnvidoKind.ValueType]:
-        """The envido calls so far, in order, when kind is CALL_KIND_ENVIDO."""
-
-    @_builtins.property
-    def flor_chain(self) -> _containers.RepeatedScalarFieldContainer[_action_pb2.FlorKind.ValueType]:
-        """The flor calls so far, in order, when kind is CALL_KIND_FLOR."""
-
+    """Points the calling side scores if declined (for the hand of eleven: the
+    points the other side scores if the hand is given up).
+    """
     def __init__(
         self,
         *,
-        kind: _game_pb2.CallKind.ValueType = ...,
+        family: _game_pb2.CallFamily.ValueType = ...,
         name: _builtins.str = ...,
-        envido_chain: _abc.Iterable[_action_pb2.EnvidoKind.ValueType] | None = ...,
-        flor_chain: _abc.Iterable[_action_pb2.FlorKind.ValueType] | None = ...,
-        by_team: _builtins.int = ...,
-        by_seat: _builtins.int = ...,
+        caller: _builtins.int | None = ...,
+        responder: _builtins.int = ...,
         value_if_accepted: _builtins.int = ...,
         value_if_declined: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_caller", b"_caller", "caller", b"caller"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["by_seat", b"by_seat", "by_team", b"by_team", "envido_chain", b"envido_chain", "flor_chain", b"flor_chain", "kind", b"kind", "name", b"name", "value_if_accepted", b"value_if_accepted", "value_if_declined", b"value_if_declined"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_caller", b"_caller", "caller", b"caller", "family", b"family", "name", b"name", "responder", b"responder", "value_if_accepted", b"value_if_accepted", "value_if_declined", b"value_if_declined"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__caller: _TypeAlias = _typing.Literal["caller"]  # noqa: Y015
+    _WhichOneofArgType__caller: _TypeAlias = _typing.Literal["_caller", b"_caller"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__caller) -> _WhichOneofReturnType__caller | None: ...
 
 Global___PendingCall: _TypeAlias = PendingCall  # noqa: Y015
 
 @_typing.final
 class Observation(_message.Message):
-    """What one seat (or a spectator) may see of a match at one version. Built by
-    the engine's observe(); never contains a card the viewer may not see.
+    """What one seat (or a spectator) may see of a match at one version. Built
+    from the rules engine's observe(); never contains a card the viewer may not
+    see. Field names are the engine's.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     @_typing.final
-    class RevealedCardsEntry(_message.Message):
+    class RevealedEntry(_message.Message):
         DESCRIPTOR: _descriptor.Descriptor
 
         KEY_FIELD_NUMBER: _builtins.int
@@ -220,63 +205,77 @@ class Observation(_message.Message):
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
     VERSION_FIELD_NUMBER: _builtins.int
+    MATCH_STATE_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
+    TEAM_FIELD_NUMBER: _builtins.int
     PHASE_FIELD_NUMBER: _builtins.int
-    HAND_NUMBER_FIELD_NUMBER: _builtins.int
     GAME_NUMBER_FIELD_NUMBER: _builtins.int
+    HAND_NUMBER_FIELD_NUMBER: _builtins.int
     DEALER_FIELD_NUMBER: _builtins.int
     MANO_FIELD_NUMBER: _builtins.int
-    VIRA_FIELD_NUMBER: _builtins.int
-    MY_HAND_FIELD_NUMBER: _builtins.int
-    MY_HAND_HIDDEN_COUNT_FIELD_NUMBER: _builtins.int
+    TURN_UP_FIELD_NUMBER: _builtins.int
+    SPECIAL_FIELD_NUMBER: _builtins.int
+    HAND_FIELD_NUMBER: _builtins.int
+    HIDDEN_HAND_FIELD_NUMBER: _builtins.int
     HAND_SIZES_FIELD_NUMBER: _builtins.int
-    REVEALED_CARDS_FIELD_NUMBER: _builtins.int
+    REVEALED_FIELD_NUMBER: _builtins.int
     TRICKS_FIELD_NUMBER: _builtins.int
     SEAT_TEAMS_FIELD_NUMBER: _builtins.int
-    TEAM_SCORES_FIELD_NUMBER: _builtins.int
+    SCORES_FIELD_NUMBER: _builtins.int
     GAMES_WON_FIELD_NUMBER: _builtins.int
     HAND_VALUE_FIELD_NUMBER: _builtins.int
-    PENDING_CALL_FIELD_NUMBER: _builtins.int
-    ENVIDO_RESULT_FIELD_NUMBER: _builtins.int
-    FLOR_RESULT_FIELD_NUMBER: _builtins.int
-    ACTING_SEATS_FIELD_NUMBER: _builtins.int
+    PENDING_FIELD_NUMBER: _builtins.int
+    AWAITED_FIELD_NUMBER: _builtins.int
     LEGAL_ACTIONS_FIELD_NUMBER: _builtins.int
-    TURN_DEADLINE_FIELD_NUMBER: _builtins.int
+    DECISION_FIELD_NUMBER: _builtins.int
+    WINNER_TEAM_FIELD_NUMBER: _builtins.int
+    CARANCHO_FIELD_NUMBER: _builtins.int
+    HEAD_TO_HEAD_FIELD_NUMBER: _builtins.int
     RULES_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """Match version this view reflects."""
+    match_state: _match_pb2.MatchState.ValueType
+    """Lifecycle state of the match at `version`."""
     seat: _builtins.int
     """Viewing seat; unset for spectators."""
+    team: _builtins.int
+    """The viewing seat's team this hand; unset for spectators."""
     phase: Global___Phase.ValueType
-    """Phase of the current hand."""
-    hand_number: _builtins.int
-    """Hand number within the match, from 1."""
+    """Where the match is."""
     game_number: _builtins.int
     """Game number within the match, from 1."""
+    hand_number: _builtins.int
+    """Hand number within the match, from 1 (0 before the first hand)."""
     dealer: _builtins.int
     """Dealer seat."""
     mano: _builtins.int
-    """Mano: the seat that plays first in this hand."""
-    vira: _builtins.str
+    """Mano: the seat that plays first in this hand (or sub-hand)."""
+    turn_up: _builtins.str
     """Turned-up card (vira / muestra); empty when none."""
-    my_hand_hidden_count: _builtins.int
-    """Cards the viewer holds but may not see (blind / iron hand). my_hand is
-    empty then.
-    """
+    special: _game_pb2.Special.ValueType
+    """Hand of eleven or iron hand; unset for an ordinary hand."""
+    hidden_hand: _builtins.int
+    """Cards the viewer holds but may not see (iron hand): play them by slot."""
     hand_value: _builtins.int
-    """What the current hand is worth now."""
+    """What the current hand is worth now (accepted calls only)."""
+    decision: _builtins.int
+    """Identifies the decision point: the number of actions applied so far."""
+    winner_team: _builtins.int
+    """Winning team once the match is over with a result."""
+    carancho: _builtins.int
+    """Carancho: the seat playing alone against the pair this hand."""
     @_builtins.property
-    def my_hand(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The viewer's cards (empty for spectators)."""
+    def hand(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The viewer's own cards (empty for spectators and in the iron hand)."""
 
     @_builtins.property
     def hand_sizes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """Number of cards each seat holds, index = seat."""
 
     @_builtins.property
-    def revealed_cards(self) -> _containers.MessageMap[_builtins.int, _game_pb2.CardList]:
-        """Other seats' cards the viewer may see (e.g. the partner's hand in the
-        hand of eleven), keyed by seat.
+    def revealed(self) -> _containers.MessageMap[_builtins.int, _game_pb2.CardList]:
+        """Other seats' cards the viewer may see (partners' hands in the hand of
+        eleven), keyed by seat.
         """
 
     @_builtins.property
@@ -285,82 +284,95 @@ class Observation(_message.Message):
 
     @_builtins.property
     def seat_teams(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """Team of each seat, index = seat."""
+        """Team of each seat this hand, index = seat (carancho: the pair shares the
+        lower seat's team number).
+        """
 
     @_builtins.property
-    def team_scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """Scores in the current game, index = team."""
+    def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Points in the current game, index = team."""
 
     @_builtins.property
     def games_won(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """Games won, index = team."""
 
     @_builtins.property
-    def pending_call(self) -> Global___PendingCall:
+    def pending(self) -> Global___PendingCall:
         """The call waiting for an answer; unset when none."""
 
     @_builtins.property
-    def envido_result(self) -> _event_pb2.EnvidoResolved:
-        """Envido result of the current hand, once resolved."""
-
-    @_builtins.property
-    def flor_result(self) -> _event_pb2.FlorResolved:
-        """Flor result of the current hand, once resolved."""
-
-    @_builtins.property
-    def acting_seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """Seats that may act now."""
+    def awaited(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Seats whose decision the game is waiting for (what a turn clock times)."""
 
     @_builtins.property
     def legal_actions(self) -> _containers.RepeatedCompositeFieldContainer[_action_pb2.Action]:
-        """Actions the viewer may take now (empty for spectators and when the
-        viewer is not acting). Each can be submitted unchanged.
+        """Actions the viewer may take now (empty for spectators, and when the
+        viewer may do nothing). Each can be submitted unchanged.
         """
 
     @_builtins.property
-    def turn_deadline(self) -> _timestamp_pb2.Timestamp:
-        """When the acting seats' clock runs out; unset without a turn clock. Set by
-        the server, not the engine.
-        """
+    def head_to_head(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Pica-pica: the two seats of the head-to-head sub-hand in progress."""
 
     @_builtins.property
     def rules(self) -> Global___RulesSummary:
-        """Rule-set essentials."""
+        """Rule-set essentials, for display."""
 
     def __init__(
         self,
         *,
         version: _builtins.int = ...,
+        match_state: _match_pb2.MatchState.ValueType = ...,
         seat: _builtins.int | None = ...,
+        team: _builtins.int | None = ...,
         phase: Global___Phase.ValueType = ...,
-        hand_number: _builtins.int = ...,
         game_number: _builtins.int = ...,
+        hand_number: _builtins.int = ...,
         dealer: _builtins.int = ...,
-        mano: _builtins.int = ...,
-        vira: _builtins.str = ...,
-        my_hand: _abc.Iterable[_builtins.str] | None = ...,
-        my_hand_hidden_count: _builtins.int = ...,
+        mano: _builtins.int | None = ...,
+        turn_up: _builtins.str = ...,
+        special: _game_pb2.Special.ValueType = ...,
+        hand: _abc.Iterable[_builtins.str] | None = ...,
+        hidden_hand: _builtins.int = ...,
         hand_sizes: _abc.Iterable[_builtins.int] | None = ...,
-        revealed_cards: _abc.Mapping[_builtins.int, _game_pb2.CardList] | None = ...,
+        revealed: _abc.Mapping[_builtins.int, _game_pb2.CardList] | None = ...,
         tricks: _abc.Iterable[_game_pb2.Trick] | None = ...,
         seat_teams: _abc.Iterable[_builtins.int] | None = ...,
-        team_scores: _abc.Iterable[_builtins.int] | None = ...,
+        scores: _abc.Iterable[_builtins.int] | None = ...,
         games_won: _abc.Iterable[_builtins.int] | None = ...,
         hand_value: _builtins.int = ...,
-        pending_call: Global___PendingCall | None = ...,
-        envido_result: _event_pb2.EnvidoResolved | None = ...,
-        flor_result: _event_pb2.FlorResolved | None = ...,
-        acting_seats: _abc.Iterable[_builtins.int] | None = ...,
+        pending: Global___PendingCall | None = ...,
+        awaited: _abc.Iterable[_builtins.int] | None = ...,
         legal_actions: _abc.Iterable[_action_pb2.Action] | None = ...,
-        turn_deadline: _timestamp_pb2.Timestamp | None = ...,
+        decision: _builtins.int = ...,
+        winner_team: _builtins.int | None = ...,
+        carancho: _builtins.int | None = ...,
+        head_to_head: _abc.Iterable[_builtins.int] | None = ...,
         rules: Global___RulesSummary | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "envido_result", b"envido_result", "flor_result", b"flor_result", "pending_call", b"pending_call", "rules", b"rules", "seat", b"seat", "turn_deadline", b"turn_deadline"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_carancho", b"_carancho", "_mano", b"_mano", "_seat", b"_seat", "_team", b"_team", "_winner_team", b"_winner_team", "carancho", b"carancho", "mano", b"mano", "pending", b"pending", "rules", b"rules", "seat", b"seat", "team", b"team", "winner_team", b"winner_team"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "acting_seats", b"acting_seats", "dealer", b"dealer", "envido_result", b"envido_result", "flor_result", b"flor_result", "game_number", b"game_number", "games_won", b"games_won", "hand_number", b"hand_number", "hand_sizes", b"hand_sizes", "hand_value", b"hand_value", "legal_actions", b"legal_actions", "mano", b"mano", "my_hand", b"my_hand", "my_hand_hidden_count", b"my_hand_hidden_count", "pending_call", b"pending_call", "phase", b"phase", "revealed_cards", b"revealed_cards", "rules", b"rules", "seat", b"seat", "seat_teams", b"seat_teams", "team_scores", b"team_scores", "tricks", b"tricks", "turn_deadline", b"turn_deadline", "version", b"version", "vira", b"vira"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_carancho", b"_carancho", "_mano", b"_mano", "_seat", b"_seat", "_team", b"_team", "_winner_team", b"_winner_team", "awaited", b"awaited", "carancho", b"carancho", "dealer", b"dealer", "decision", b"decision", "game_number", b"game_number", "games_won", b"games_won", "hand", b"hand", "hand_number", b"hand_number", "hand_sizes", b"hand_sizes", "hand_value", b"hand_value", "head_to_head", b"head_to_head", "hidden_hand", b"hidden_hand", "legal_actions", b"legal_actions", "mano", b"mano", "match_state", b"match_state", "pending", b"pending", "phase", b"phase", "revealed", b"revealed", "rules", b"rules", "scores", b"scores", "seat", b"seat", "seat_teams", b"seat_teams", "special", b"special", "team", b"team", "tricks", b"tricks", "turn_up", b"turn_up", "version", b"version", "winner_team", b"winner_team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__carancho: _TypeAlias = _typing.Literal["carancho"]  # noqa: Y015
+    _WhichOneofArgType__carancho: _TypeAlias = _typing.Literal["_carancho", b"_carancho"]  # noqa: Y015
+    _WhichOneofReturnType__mano: _TypeAlias = _typing.Literal["mano"]  # noqa: Y015
+    _WhichOneofArgType__mano: _TypeAlias = _typing.Literal["_mano", b"_mano"]  # noqa: Y015
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    _WhichOneofReturnType__team: _TypeAlias = _typing.Literal["team"]  # noqa: Y015
+    _WhichOneofArgType__team: _TypeAlias = _typing.Literal["_team", b"_team"]  # noqa: Y015
+    _WhichOneofReturnType__winner_team: _TypeAlias = _typing.Literal["winner_team"]  # noqa: Y015
+    _WhichOneofArgType__winner_team: _TypeAlias = _typing.Literal["_winner_team", b"_winner_team"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__carancho) -> _WhichOneofReturnType__carancho | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__mano) -> _WhichOneofReturnType__mano | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__team) -> _WhichOneofReturnType__team | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__winner_team) -> _WhichOneofReturnType__winner_team | None: ...
 
 Global___Observation: _TypeAlias = Observation  # noqa: Y015

@@ -1,6 +1,6 @@
 """REST/JSON (+ SSE and NDJSON streams) face of the worker, generated from the proto.
 
-``attach(ctx, servicer)`` is what the worker wiring calls: it starts the HTTP listener on
+``attach(ctx, api)`` is what the worker wiring calls: it starts the HTTP listener on
 ``settings.http_port`` (0: a free port) once the worker starts, and stops it gracefully when
 the worker stops. See :mod:`truco_server.rest.app` and docs/rest.md.
 """
@@ -9,21 +9,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from truco_server.rest.app import EVENT_STREAM, NDJSON, RestFace, reference_page
-from truco_server.rest.context import HTTP_STATUS, RestAbort, RestServicerContext, http_status
+from truco_server.api.wire import MatchApi
+from truco_server.rest.app import EVENT_STREAM, HTTP_STATUS, NDJSON, RestFace, http_status, reference_page
 from truco_server.rest.openapi import build_openapi
 from truco_server.rest.routes import Route, routes_of
 
 
-def attach(ctx: Any, servicer: Any) -> RestFace:
-    """Serve ``servicer`` over HTTP too, in the worker that owns ``ctx`` (a WorkerContext).
+def attach(ctx: Any, api: MatchApi) -> RestFace:
+    """Serve the API over HTTP too, in the worker that owns ``ctx`` (a WorkerContext).
 
     The listener starts with the worker (``ctx.add_startup``) on ``settings.host`` and
     ``settings.http_port``; the bound port is published as ``ctx.http_port``. It stops in the
     worker's cleanup phase: listener closed, in-flight requests given the shutdown grace,
     streams already ended with UNAVAILABLE by the service layer.
     """
-    face = RestFace(servicer, streams=ctx.streams)
+    face = RestFace(api)
     settings = ctx.settings
 
     async def start() -> None:
@@ -40,9 +40,7 @@ __all__ = [
     "EVENT_STREAM",
     "HTTP_STATUS",
     "NDJSON",
-    "RestAbort",
     "RestFace",
-    "RestServicerContext",
     "Route",
     "attach",
     "build_openapi",

@@ -1,9 +1,9 @@
 """The REST/JSON face of a worker: aiohttp app, handlers, streaming, lifecycle.
 
 Every RPC route is generated from the proto (``routes.routes_of``) and served by calling the
-*same* ``truco.v1.MatchService`` servicer object the gRPC server uses, through a
-:class:`~truco_server.rest.context.RestServicerContext`. So auth, idempotency, conversions
-and the error model exist once; this module only moves bytes:
+method of the same name of the API layer the gRPC servicer calls too
+(:class:`truco_server.api.wire.MatchApi`), with the credentials from the HTTP headers. So
+auth, idempotency, conversions and the error model exist once; this module only moves bytes:
 
 - unary RPCs: JSON in, JSON out (protobuf JSON mapping); errors are the ``google.rpc.Status``
   gRPC would send, as JSON, with the HTTP status mapped from its code;
@@ -32,11 +32,10 @@ from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
 from prometheus_client import Counter, Histogram
 
-from truco.v1 import match_service_pb2, observation_pb2
+from truco_contract.pb import match_pb2, match_service_pb2
 from truco_server import errors as E
-from truco_server.convert import encode_legal
-from truco_server.grpc_errors import to_rpc_status
-from truco_server.rest.context import RestAbort, RestServicerContext, http_status
+from truco_server.api.auth import Credentials
+from truco_server.api.wire import INTERNAL, MatchApi, to_status
 from truco_server.rest.openapi import build_openapi
 from truco_server.rest.routes import (
     TRANSPORT_QUERY_PARAMS,
@@ -78,6 +77,33 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
+#: HTTP status for each canonical code (google/rpc/code.proto, "HTTP Mapping").
+HTTP_STATUS: dict[int, int] = {
+    code_pb2.OK: 200,
+    code_pb2.CANCELLED: 499,
+    code_pb2.UNKNOWN: 500,
+    code_pb2.INVALID_ARGUMENT: 400,
+    code_pb2.DEADLINE_EXCEEDED: 504,
+    code_pb2.NOT_FOUND: 404,
+    code_pb2.ALREADY_EXISTS: 409,
+    code_pb2.PERMISSION_DENIED: 403,
+    code_pb2.UNAUTHENTICATED: 401,
+    code_pb2.RESOURCE_EXHAUSTED: 429,
+    code_pb2.FAILED_PRECONDITION: 400,
+    code_pb2.ABORTED: 409,
+    code_pb2.OUT_OF_RANGE: 400,
+    code_pb2.UNIMPLEMENTED: 501,
+    code_pb2.INTERNAL: 500,
+    code_pb2.UNAVAILABLE: 503,
+    code_pb2.DATA_LOSS: 500,
+}
+
+
+def http_status(code: int) -> int:
+    """HTTP status for a canonical (gRPC) code; unknown codes are 500."""
+    return HTTP_STATUS.get(code, 500)
+
+
 def status_json(status: status_pb2.Status) -> dict[str, Any]:
     """The JSON error body (protobuf JSON mapping of ``google.rpc.Status``)."""
     return message_to_json(status)
@@ -113,8 +139,8 @@ _HTTP_TO_CODE = {
 }
 
 
-def _metadata(request: web.Request, route: Route) -> list[tuple[str, str]]:
-    """gRPC-style metadata from the HTTP request (lower-case keys, as HTTP/2 sends them)."""
+def _credentials(request: web.Request, route: Route) -> Credentials:
+    """The credentials of an HTTP request (the headers gRPC metadata would carry)."""
     md: list[tuple[str, str]] = []
     auth = request.headers.get("Authorization")
     if auth:
@@ -131,7 +157,7 @@ def _metadata(request: web.Request, route: Route) -> list[tuple[str, str]]:
             )
         if not auth and token:
             md.append(("authorization", f"Bearer {token}"))
-    return md
+    return Credentials.from_pairs(md)
 
 
 def _bind_log_context(route: Route, message: Message | None) -> None:
@@ -152,15 +178,10 @@ def _wants_sse(request: web.Request) -> bool:
 
 
 class RestFace:
-    """The HTTP/JSON face of one worker, over a ``truco.v1.MatchService`` servicer.
+    """The HTTP/JSON face of one worker, over the API layer (:class:`MatchApi`)."""
 
-    ``streams`` (the worker's ``StreamRegistry``) lets shutdown refuse new streams and wait
-    for open ones; the service layer ends open streams with UNAVAILABLE on shutdown.
-    """
-
-    def __init__(self, servicer: Any, *, streams: Any | None = None, version: str = "v1") -> None:
-        self.servicer = servicer
-        self.streams = streams
+    def __init__(self, api: MatchApi, *, version: str = "v1") -> None:
+        self.api = api
         self.routes = routes_of(SERVICE)
         self.openapi = build_openapi(self.routes, title="Truco MatchService", version=version)
         self._openapi_body = _dumps(self.openapi)
@@ -242,37 +263,32 @@ class RestFace:
     # ---------------------------------------------------------------------- one RPC
     async def _prepare(
         self, request: web.Request, route: Route
-    ) -> tuple[Message, RestServicerContext] | web.Response:
-        """Decode the request and its metadata; an error response when malformed."""
+    ) -> tuple[Message, Credentials] | web.Response:
+        """Decode the request and its credentials; an error response when malformed."""
         try:
-            metadata = _metadata(request, route)
+            creds = _credentials(request, route)
             body = await request.read() if route.body else b""
             message = decode_request(route, request.match_info, list(request.query.items()), body)
         except E.ServiceError as exc:
             _bind_log_context(route, None)
-            return error_response(to_rpc_status(exc, encode_legal))
+            return error_response(to_status(exc))
         _bind_log_context(route, message)
-        peer = request.remote or ""
-        return message, RestServicerContext(metadata, peer=f"http:{peer}")
+        return message, creds
 
     def _unary_handler(self, route: Route) -> Handler:
         async def handle(request: web.Request) -> web.StreamResponse:
             prepared = await self._prepare(request, route)
             if isinstance(prepared, web.Response):
                 return prepared
-            message, context = prepared
-            method = getattr(self.servicer, route.method_name)
+            message, creds = prepared
+            method = getattr(self.api, route.method_name)
             try:
-                response = await method(message, cast(Any, context))
-            except RestAbort as abort:
-                return error_response(abort.status)
-            except E.ServiceError as exc:  # a servicer without map_service_errors
-                return error_response(to_rpc_status(exc, encode_legal))
+                response = await method(creds, message)
+            except E.ServiceError as exc:
+                return error_response(to_status(exc))
             except Exception:
                 _log.exception("unexpected error in REST handler")
-                return error_response(_transport_status(code_pb2.INTERNAL, "internal error"))
-            if context.unset_error():
-                return error_response(context.status_from_code())
+                return error_response(to_status(INTERNAL))
             body = encode_response(route, response)
             return web.json_response(body, dumps=_dumps, headers={"Cache-Control": "no-store"})
 
@@ -284,7 +300,7 @@ class RestFace:
             prepared = await self._prepare(request, route)
             if isinstance(prepared, web.Response):
                 return prepared
-            message, context = prepared
+            message, creds = prepared
             sse = _wants_sse(request)
             resumed = False
             if RESUME_FIELD in route.input.fields_by_name:
@@ -293,7 +309,7 @@ class RestFace:
                 if not resumed and last_event_id:
                     if not last_event_id.isdigit():
                         return error_response(
-                            to_rpc_status(
+                            to_status(
                                 E.InvalidArgument(
                                     "Last-Event-ID must be a version number",
                                     field_violations=[E.FieldViolation("Last-Event-ID", "not a number")],
@@ -302,13 +318,7 @@ class RestFace:
                         )
                     setattr(message, RESUME_FIELD, int(last_event_id))
                     resumed = True
-            if self.streams is not None:
-                try:
-                    async with self.streams.track():
-                        return await self._stream(request, route, message, context, sse=sse, resumed=resumed)
-                except E.ServiceError as exc:  # refused: the worker is shutting down
-                    return error_response(to_rpc_status(exc, encode_legal))
-            return await self._stream(request, route, message, context, sse=sse, resumed=resumed)
+            return await self._stream(request, route, message, creds, sse=sse, resumed=resumed)
 
         return handle
 
@@ -317,13 +327,13 @@ class RestFace:
         request: web.Request,
         route: Route,
         message: Message,
-        context: RestServicerContext,
+        creds: Credentials,
         *,
         sse: bool,
         resumed: bool,
     ) -> web.StreamResponse:
-        method = getattr(self.servicer, route.method_name)
-        messages: AsyncIterator[Message] = method(message, cast(Any, context))
+        method = getattr(self.api, route.method_name)
+        messages: AsyncIterator[Message] = method(creds, message)
         try:
             # Nothing is sent before the first message, so call errors (auth, unknown match,
             # bad from_version) get a real HTTP status.
@@ -331,11 +341,11 @@ class RestFace:
                 first: Message | None = await anext(messages)
             except StopAsyncIteration:
                 first = None
-            except RestAbort as abort:
-                return error_response(abort.status)
+            except E.ServiceError as exc:
+                return error_response(to_status(exc))
             except Exception:
                 _log.exception("unexpected error in REST stream")
-                return error_response(_transport_status(code_pb2.INTERNAL, "internal error"))
+                return error_response(to_status(INTERNAL))
             if sse and resumed and first is not None and _over_and_nothing_new(first):
                 # The match is over and the client has everything: 204 tells a browser's
                 # EventSource to stop reconnecting.
@@ -355,13 +365,13 @@ class RestFace:
                     await writer.message(first)
                 async for item in messages:
                     await writer.message(item)
-            except RestAbort as abort:
-                await writer.error(abort.status)
+            except E.ServiceError as exc:
+                await writer.error(to_status(exc))
             except (ConnectionResetError, asyncio.CancelledError):
                 raise
             except Exception:
                 _log.exception("unexpected error in REST stream")
-                await writer.error(_transport_status(code_pb2.INTERNAL, "internal error"))
+                await writer.error(to_status(INTERNAL))
             else:
                 await writer.end()
             await response.write_eof()
@@ -414,7 +424,7 @@ def _over_and_nothing_new(message: Message) -> bool:
     if message.WhichOneof("message") != "update":
         return False
     update = cast(match_service_pb2.ObservationUpdate, cast(Any, message).update)
-    return not update.events and update.observation.phase == observation_pb2.PHASE_MATCH_OVER
+    return not update.events and update.observation.match_state != match_pb2.MATCH_STATE_ACTIVE
 
 
 class _NdjsonWriter:
@@ -473,4 +483,13 @@ def reference_page() -> str:
     return html.replace("/*PRESETS*/[]", _dumps(list(te.preset_names())))
 
 
-__all__ = ["EVENT_STREAM", "NDJSON", "TRANSPORT_QUERY_PARAMS", "RestFace", "error_response", "status_json"]
+__all__ = [
+    "EVENT_STREAM",
+    "HTTP_STATUS",
+    "NDJSON",
+    "TRANSPORT_QUERY_PARAMS",
+    "RestFace",
+    "error_response",
+    "http_status",
+    "status_json",
+]

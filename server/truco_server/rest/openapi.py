@@ -14,7 +14,7 @@ from typing import Any
 from google.protobuf import descriptor
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
-from truco.v1 import error_details_pb2 as truco_error_details_pb2
+from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
 from truco_server.rest.routes import FD, Route, enum_type, message_type
 
 JSON = dict[str, Any]

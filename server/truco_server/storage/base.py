@@ -126,6 +126,8 @@ class Snapshot:
     state: bytes
     meta: bytes
     status: str
+    updated_at: float = 0.0
+    """Unix time of the last commit (the creation for a match never acted on)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +151,8 @@ class MatchIndexEntry:
     ``owner`` is whoever may list the match (an API key, a tenant); ``created_at`` is a
     Unix time in seconds and orders the listing (newest first, ties by ``match_id``);
     ``summary`` is opaque bytes the service wants to show in a listing without loading
-    the state (variant, seat names ...).
+    the state (variant, seat names, the result once over ...); ``version`` and
+    ``updated_at`` are the match's current ones when the entry comes from a listing.
     """
 
     match_id: str
@@ -157,6 +160,8 @@ class MatchIndexEntry:
     status: str
     created_at: float
     summary: bytes = b""
+    version: int = 0
+    updated_at: float = 0.0
 
     @property
     def sort_key(self) -> str:
@@ -269,6 +274,8 @@ class MatchStore(Protocol):
         request_id: str | None,
         reply: bytes,
         status: str | None = None,
+        updated_at: float | None = None,
+        summary: bytes | None = None,
     ) -> CommitResult:
         """Atomically apply one action's outcome.
 
@@ -278,7 +285,8 @@ class MatchStore(Protocol):
            written.
         3. otherwise write ``state``, append ``events``, remember ``request_id -> reply``
            for ``settings.request_ttl_seconds``, set ``status`` if given (a terminal status
-           starts the retention TTL on all keys of the match).
+           starts the retention TTL on all keys of the match), record ``updated_at`` (the
+           caller's clock; now when absent) and replace the listing ``summary`` if given.
 
         Raises :class:`MatchNotFound` if the match does not exist.
         """

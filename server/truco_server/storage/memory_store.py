@@ -112,6 +112,7 @@ class MemoryMatchStore:
             raise MatchExists(match_id)
         log: deque[Event] = deque(maxlen=self.settings.max_events)
         log.extend((i + 1, e) for i, e in enumerate(events))
+        index = replace(index, version=len(events), updated_at=index.created_at)
         m = _Match(meta=meta, state=state, version=len(events), index=index, events=log)
         if index.status in self.settings.terminal_statuses:
             m.expires_at = self._clock() + self.settings.retention_seconds
@@ -126,7 +127,13 @@ class MemoryMatchStore:
         m = self._get(match_id)
         if m is None:
             return None
-        return Snapshot(version=m.version, state=m.state, meta=m.meta, status=m.index.status)
+        return Snapshot(
+            version=m.version,
+            state=m.state,
+            meta=m.meta,
+            status=m.index.status,
+            updated_at=m.index.updated_at,
+        )
 
     async def commit(
         self,
@@ -138,6 +145,8 @@ class MemoryMatchStore:
         request_id: str | None,
         reply: bytes,
         status: str | None = None,
+        updated_at: float | None = None,
+        summary: bytes | None = None,
     ) -> CommitResult:
         m = self._require(match_id)
         now = self._clock()
@@ -156,8 +165,13 @@ class MemoryMatchStore:
             expiry = now + self.settings.request_ttl_seconds
             m.requests = {k: v for k, v in m.requests.items() if v[0] > now}
             m.requests[request_id] = (expiry, m.version, reply)
-        if status is not None and status != m.index.status:
-            m.index = replace(m.index, status=status)
+        m.index = replace(
+            m.index,
+            status=m.index.status if status is None else status,
+            version=m.version,
+            updated_at=time.time() if updated_at is None else updated_at,
+            summary=m.index.summary if summary is None else summary,
+        )
         if status is not None and status in self.settings.terminal_statuses:
             m.expires_at = now + self.settings.retention_seconds
         if new_events:

@@ -4,7 +4,7 @@ Key layout -- every key of a match shares the hash tag ``{<match_id>}`` so a scr
 touch them all on Redis Cluster::
 
     truco:{<match_id>}:match            hash    version, state, meta, status, owner,
-                                                created_at, sort_key, summary
+                                                created_at, updated_at, sort_key, summary
     truco:{<match_id>}:events           stream  entry id "<version>-0", field "e" = event
     truco:{<match_id>}:req              hash    request_id -> "<version after commit>:<reply>";
                                                 EXPIRE settings.request_ttl_seconds after
@@ -86,7 +86,7 @@ for i = 1, n do
 end
 redis.call('HSET', KEYS[1], 'version', n, 'state', ARGV[2], 'meta', ARGV[1],
            'status', ARGV[3], 'owner', ARGV[4], 'created_at', ARGV[5],
-           'sort_key', ARGV[6], 'summary', ARGV[7])
+           'updated_at', ARGV[5], 'sort_key', ARGV[6], 'summary', ARGV[7])
 local ttl = tonumber(ARGV[9])
 if ttl > 0 then
   redis.call('EXPIRE', KEYS[1], ttl)
@@ -98,7 +98,8 @@ return n
 COMMIT_LUA = """
 -- KEYS: match hash, events stream, request records hash
 -- ARGV: expected_version, state, request_id ('' = none), reply, request_ttl, maxlen,
---       status ('' = unchanged), retention_ttl (0 = status not terminal), n_events, events...
+--       status ('' = unchanged), retention_ttl (0 = status not terminal), updated_at,
+--       summary ('' = unchanged), n_events, events...
 -- Returns {0, new_version} | {1, recorded "<version>:<reply>"} | {2, current_version}
 --       | {3} when the match does not exist.
 if redis.call('EXISTS', KEYS[1]) == 0 then return {3} end
@@ -108,13 +109,14 @@ if ARGV[3] ~= '' then
 end
 local cur = tonumber(redis.call('HGET', KEYS[1], 'version'))
 if cur ~= tonumber(ARGV[1]) then return {2, cur} end
-local n = tonumber(ARGV[9])
+local n = tonumber(ARGV[11])
 for i = 1, n do
-  redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[6], (cur + i) .. '-0', 'e', ARGV[9 + i])
+  redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[6], (cur + i) .. '-0', 'e', ARGV[11 + i])
 end
 local newv = cur + n
-redis.call('HSET', KEYS[1], 'version', newv, 'state', ARGV[2])
+redis.call('HSET', KEYS[1], 'version', newv, 'state', ARGV[2], 'updated_at', ARGV[9])
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'status', ARGV[7]) end
+if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'summary', ARGV[10]) end
 if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[3], ARGV[3], newv .. ':' .. ARGV[4])
   redis.call('EXPIRE', KEYS[3], ARGV[5])
@@ -278,10 +280,18 @@ class RedisMatchStore:
     async def load(self, match_id: str) -> Snapshot | None:
         keys = self.keys_for(match_id)
         self.stats.add(1, 1)
-        version, state, meta, status = await self._r.hmget(keys.match, ["version", "state", "meta", "status"])
+        version, state, meta, status, updated = await self._r.hmget(
+            keys.match, ["version", "state", "meta", "status", "updated_at"]
+        )
         if version is None:
             return None
-        return Snapshot(version=int(version), state=_b(state), meta=_b(meta), status=_s(status))
+        return Snapshot(
+            version=int(version),
+            state=_b(state),
+            meta=_b(meta),
+            status=_s(status),
+            updated_at=float(updated) if updated is not None else 0.0,
+        )
 
     async def commit(
         self,
@@ -293,6 +303,8 @@ class RedisMatchStore:
         request_id: str | None,
         reply: bytes,
         status: str | None = None,
+        updated_at: float | None = None,
+        summary: bytes | None = None,
     ) -> CommitResult:
         keys = self.keys_for(match_id)
         retention = (
@@ -309,6 +321,8 @@ class RedisMatchStore:
             self.settings.max_events,
             status or "",
             retention,
+            repr(time.time() if updated_at is None else updated_at),
+            summary or b"",
             len(events),
             *events,
         ]
@@ -455,12 +469,14 @@ class RedisMatchStore:
                 match_id = _s(member).split(":", 1)[1]
                 pipe.hmget(
                     self.keys_for(match_id).match,
-                    ["sort_key", "status", "owner", "created_at", "summary"],
+                    ["sort_key", "status", "owner", "created_at", "summary", "version", "updated_at"],
                 )
             self.stats.add(1, len(members))
             rows = await pipe.execute()
             stale: list[bytes | str] = []
-            for member, (sort_key, st, own, created, summary) in zip(members, rows, strict=True):
+            for member, (sort_key, st, own, created, summary, version, updated) in zip(
+                members, rows, strict=True
+            ):
                 if _s(sort_key) != _s(member):
                     if sort_key is not None or _created_ms(member) < now_ms - _INDEX_GRACE_MS:
                         stale.append(member)  # expired, or a failed duplicate create
@@ -471,6 +487,8 @@ class RedisMatchStore:
                     status=_s(st),
                     created_at=float(_s(created)),
                     summary=_b(summary),
+                    version=int(version or 0),
+                    updated_at=float(_s(updated) or _s(created)),
                 )
                 if status is None or entry.status == status:
                     found.append(entry)

@@ -1,0 +1,576 @@
+"""The one codec between the engine's and the contract's types and ``truco.v1`` messages.
+
+Both directions live here, and decoding is strict: a message that does not describe a valid
+value raises :class:`DecodeError` naming the field. Event payloads and their messages have
+the same field names, so they are converted by a plan built once per payload class from the
+dataclass fields and the message descriptor (a field that exists on one side only fails at
+import, not on the wire). Conventions: ``None`` is an unset ``optional`` field, an empty
+string, or an enum's ``*_UNSPECIFIED``; a tuple is a ``repeated`` field; a ``StrEnum``
+member ``X`` is the proto enum value ``<ENUM_NAME>_X``.
+
+Round trips are exact: ``decode(encode(x)) == x`` for every action, payload, observation and
+match (tests/contract checks them over random matches of every preset).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+from typing import Any
+
+from google.protobuf import struct_pb2, timestamp_pb2
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
+from google.protobuf.json_format import MessageToDict
+from google.protobuf.message import Message
+
+import truco_engine as te
+from truco_contract.events import (
+    SERVICE_PAYLOADS,
+    EventView,
+    MatchCancelled,
+    MatchCreated,
+    MatchRevealed,
+    MatchStatus,
+    Payload,
+    RevealedDeal,
+    SeatInfo,
+    SeatKind,
+    UnknownPayload,
+)
+from truco_contract.matches import MatchInfo, MatchResult
+from truco_contract.pb import action_pb2, event_pb2, game_pb2, match_pb2, observation_pb2
+from truco_contract.views import SeatView
+
+
+class DecodeError(ValueError):
+    """A message that does not describe a valid value; ``field`` is the path of the culprit
+    (``action.call_envido.kind``)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+# ------------------------------------------------------------------------------ actions
+ENVIDO_KINDS: dict[str, Any] = {
+    "envido": action_pb2.ENVIDO_KIND_ENVIDO,
+    "real_envido": action_pb2.ENVIDO_KIND_REAL_ENVIDO,
+    "falta_envido": action_pb2.ENVIDO_KIND_FALTA_ENVIDO,
+}
+FLOR_KINDS: dict[str, Any] = {
+    "flor": action_pb2.FLOR_KIND_FLOR,
+    "contraflor": action_pb2.FLOR_KIND_CONTRAFLOR,
+    "contraflor_al_resto": action_pb2.FLOR_KIND_CONTRAFLOR_AL_RESTO,
+}
+_ENVIDO_NAMES = {v: k for k, v in ENVIDO_KINDS.items()}
+_FLOR_NAMES = {v: k for k, v in FLOR_KINDS.items()}
+_SIMPLE = {"call_truco": "truco", "accept": "accept", "decline": "decline", "fold": "fold"}
+_SIMPLE_PROTO: dict[str, Callable[[], action_pb2.Action]] = {
+    "truco": lambda: action_pb2.Action(call_truco=action_pb2.CallTruco()),
+    "accept": lambda: action_pb2.Action(accept=action_pb2.Accept()),
+    "decline": lambda: action_pb2.Action(decline=action_pb2.Decline()),
+    "fold": lambda: action_pb2.Action(fold=action_pb2.Fold()),
+}
+MAX_CARD_CODE = 8
+"""Longest card code accepted on the wire (the longest real one, ``12c``, has 3 characters)."""
+
+
+@lru_cache(maxsize=4096)
+def action_to_proto(action: te.Action) -> action_pb2.Action:
+    """An engine action as ``truco.v1.Action`` (cached: a match offers few distinct actions;
+    callers must not modify the returned message)."""
+    k = action.kind
+    if k == "play":
+        if action.slot is not None:
+            return action_pb2.Action(play_card=action_pb2.PlayCard(slot=action.slot))
+        return action_pb2.Action(
+            play_card=action_pb2.PlayCard(card=action.card or "", face_down=action.face_down)
+        )
+    if k in _SIMPLE_PROTO:
+        return _SIMPLE_PROTO[k]()
+    if k in ENVIDO_KINDS:
+        return action_pb2.Action(call_envido=action_pb2.CallEnvido(kind=ENVIDO_KINDS[k]))
+    if k in FLOR_KINDS:
+        return action_pb2.Action(call_flor=action_pb2.CallFlor(kind=FLOR_KINDS[k]))
+    if k == "discard":
+        return action_pb2.Action(discard=action_pb2.Discard(card=action.card or ""))
+    raise ValueError(f"unknown action kind {k!r}")
+
+
+def _card(code: str, where: str) -> str:
+    if not code:
+        raise DecodeError(where, "a card code is required")
+    if len(code) > MAX_CARD_CODE or not code.isascii() or not code.isalnum():
+        raise DecodeError(where, f"not a card code: {code[:MAX_CARD_CODE]!r}")
+    return code
+
+
+def action_from_proto(msg: action_pb2.Action, where: str = "action") -> te.Action:
+    """``truco.v1.Action`` as an engine action. Raises :class:`DecodeError` when no action is
+    set or a field is malformed (whether the action is legal is the engine's business)."""
+    which = msg.WhichOneof("action")
+    if which is None:
+        raise DecodeError(
+            where, "no action given: set one of " + ", ".join(action_pb2.Action.DESCRIPTOR.fields_by_name)
+        )
+    if which == "play_card":
+        pc = msg.play_card
+        if pc.HasField("slot"):
+            if pc.card or pc.face_down:
+                raise DecodeError(f"{where}.play_card", "give either a card or a slot, not both")
+            if pc.slot < 0:
+                raise DecodeError(f"{where}.play_card.slot", "a slot is 0 or more")
+            return te.Action("play", slot=pc.slot)
+        return te.Action("play", _card(pc.card, f"{where}.play_card.card"), face_down=pc.face_down)
+    if which == "discard":
+        return te.Action("discard", _card(msg.discard.card, f"{where}.discard.card"))
+    if which == "call_envido":
+        name = _ENVIDO_NAMES.get(msg.call_envido.kind)
+        if name is None:
+            raise DecodeError(f"{where}.call_envido.kind", "one of ENVIDO, REAL_ENVIDO, FALTA_ENVIDO")
+        return te.Action(name)
+    if which == "call_flor":
+        name = _FLOR_NAMES.get(msg.call_flor.kind)
+        if name is None:
+            raise DecodeError(f"{where}.call_flor.kind", "one of FLOR, CONTRAFLOR, CONTRAFLOR_AL_RESTO")
+        return te.Action(name)
+    return te.Action(_SIMPLE[which])
+
+
+# ----------------------------------------------------------------------------- enums
+def _upper_snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
+
+
+class _EnumMap:
+    """A ``StrEnum`` and a proto enum whose values are ``<PROTO_ENUM>_<MEMBER>``."""
+
+    def __init__(self, py: type[StrEnum], proto: EnumDescriptor) -> None:
+        prefix = _upper_snake(proto.name) + "_"
+        self.to_proto: dict[Any, int] = {}
+        for member in py:
+            value = proto.values_by_name.get(prefix + member.name)
+            if value is None:
+                raise TypeError(f"{proto.full_name} has no value {prefix + member.name} for {member!r}")
+            self.to_proto[member] = value.number
+        self.from_proto = {v: k for k, v in self.to_proto.items()}
+        self.name = proto.full_name
+
+    def encode(self, value: Any) -> Any:  # a proto enum value (mypy-protobuf's ValueType)
+        return 0 if value is None else self.to_proto[value]
+
+    def decode(self, number: int, where: str, optional: bool) -> Any:
+        if number == 0 and optional:
+            return None
+        try:
+            return self.from_proto[number]
+        except KeyError:
+            raise DecodeError(where, f"unknown {self.name} value {number}") from None
+
+
+_ENUMS: dict[tuple[type, str], _EnumMap] = {}
+
+
+def _enum(py: type[StrEnum], proto: EnumDescriptor) -> _EnumMap:
+    key = (py, proto.full_name)
+    if key not in _ENUMS:
+        _ENUMS[key] = _EnumMap(py, proto)
+    return _ENUMS[key]
+
+
+# ------------------------------------------------------------ payloads by field plans
+Encode = Callable[[Any], Any]
+Decode = Callable[[Message, str], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How to convert one dataclass to and from one message, field by field."""
+
+    cls: type
+    message: type[Message]
+    fields: tuple[tuple[str, Encode, Decode], ...]
+
+    def encode(self, value: Any) -> Message:
+        return self.message(**{name: enc(getattr(value, name)) for name, enc, _ in self.fields})
+
+    def decode(self, msg: Message, where: str) -> Any:
+        return self.cls(**{name: dec(msg, f"{where}.{name}") for name, _, dec in self.fields})
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _field_plan(name: str, hint: Any, fd: FieldDescriptor, owner: str) -> tuple[Encode, Decode]:
+    args = typing.get_args(hint)
+    optional = type(None) in args
+    base = next((a for a in args if a is not type(None)), hint) if optional else hint
+    repeated = fd.is_repeated
+    if repeated:
+        item = typing.get_args(base)[0] if typing.get_args(base) else Any
+        if fd.type == FieldDescriptor.TYPE_MESSAGE:
+            sub = _plan_for(item, _message_class(fd))
+
+            def enc_list(value: Any) -> Any:
+                return [sub.encode(v) for v in value]
+
+            def dec_list(msg: Message, where: str) -> Any:
+                return tuple(sub.decode(v, f"{where}[{i}]") for i, v in enumerate(getattr(msg, name)))
+
+            return enc_list, dec_list
+        return _same, lambda msg, where: tuple(getattr(msg, name))
+    if fd.type == FieldDescriptor.TYPE_ENUM:
+        em = _enum(base, typing.cast(EnumDescriptor, fd.enum_type))
+        return em.encode, lambda msg, where: em.decode(getattr(msg, name), where, optional)
+    if fd.type == FieldDescriptor.TYPE_MESSAGE:
+        raise TypeError(f"{owner}.{name}: singular message fields are not planned")
+    if optional:
+        if fd.has_presence:
+            return _same, lambda msg, where: getattr(msg, name) if msg.HasField(name) else None
+        if fd.type == FieldDescriptor.TYPE_STRING:
+            return _same, lambda msg, where: getattr(msg, name) or None
+        raise TypeError(f"{owner}.{name}: None needs an optional or string field")
+    return _same, lambda msg, where: getattr(msg, name)
+
+
+_PLANS: dict[type, _Plan] = {}
+
+
+def _message_class(fd: FieldDescriptor) -> type[Message]:
+    """The generated class of a message-typed field."""
+    cls: type[Message] = fd.message_type._concrete_class  # type: ignore[union-attr]
+    return cls
+
+
+def _plan_for(cls: Any, message: type[Message]) -> _Plan:
+    plan = _PLANS.get(cls)
+    if plan is not None:
+        return plan
+    desc = typing.cast(Descriptor, message.DESCRIPTOR)
+    hints = typing.get_type_hints(cls)
+    fields = []
+    names = [f.name for f in dataclasses.fields(cls)]
+    missing = sorted(set(desc.fields_by_name) - set(names))
+    if missing:
+        raise TypeError(f"{desc.full_name} has fields {missing} that {cls.__name__} lacks")
+    for name in names:
+        fd = desc.fields_by_name.get(name)
+        if fd is None:
+            raise TypeError(f"{cls.__name__}.{name} has no field in {desc.full_name}")
+        enc, dec = _field_plan(name, hints[name], fd, cls.__name__)
+        fields.append((name, enc, dec))
+    plan = _Plan(cls, message, tuple(fields))
+    _PLANS[cls] = plan
+    return plan
+
+
+_EVENT_DESC = event_pb2.Event.DESCRIPTOR
+_PAYLOAD_CLASSES: dict[str, type] = {**{k.value: v for k, v in te.PAYLOADS.items()}, **SERVICE_PAYLOADS}
+PAYLOAD_PLANS: dict[str, _Plan] = {
+    kind: _plan_for(cls, _message_class(_EVENT_DESC.fields_by_name[kind]))
+    for kind, cls in _PAYLOAD_CLASSES.items()
+}
+"""One plan per payload kind, keyed by the ``oneof payload`` case name (= the kind)."""
+_unplanned = {f.name for f in _EVENT_DESC.oneofs_by_name["payload"].fields} - set(PAYLOAD_PLANS)
+if _unplanned:  # pragma: no cover - a payload message without a payload class
+    raise TypeError(f"truco.v1.Event payloads without a payload class: {sorted(_unplanned)}")
+
+
+def payload_to_proto(payload: Payload) -> Message:
+    """A payload as its ``truco.v1`` message."""
+    return PAYLOAD_PLANS[str(payload.kind)].encode(payload)
+
+
+def _timestamp(seconds: float) -> timestamp_pb2.Timestamp:
+    whole = math.floor(seconds)
+    nanos = round((seconds - whole) * 1e9)
+    if nanos >= 1_000_000_000:
+        whole, nanos = whole + 1, nanos - 1_000_000_000
+    return timestamp_pb2.Timestamp(seconds=whole, nanos=nanos)
+
+
+def _seconds(ts: timestamp_pb2.Timestamp) -> float:
+    return ts.seconds + ts.nanos / 1e9
+
+
+def event_to_proto(event: EventView) -> event_pb2.Event:
+    """One event as ``truco.v1.Event`` (its payload in the ``oneof`` case named by its kind)."""
+    if isinstance(event.payload, UnknownPayload):
+        raise ValueError(f"cannot encode an unknown payload ({event.payload.kind})")
+    kind = str(event.payload.kind)
+    msg = event_pb2.Event(version=event.version, kind=kind)
+    getattr(msg, kind).CopyFrom(payload_to_proto(event.payload))
+    if event.time is not None:
+        msg.time.CopyFrom(_timestamp(event.time))
+    return msg
+
+
+def event_from_proto(msg: event_pb2.Event, where: str = "event") -> EventView:
+    """``truco.v1.Event`` as an :class:`EventView` (a payload this build does not know
+    becomes :class:`UnknownPayload`)."""
+    case = msg.WhichOneof("payload")
+    time = _seconds(msg.time) if msg.HasField("time") else None
+    if case is None:
+        return EventView(msg.version, UnknownPayload(msg.kind), time)
+    payload = PAYLOAD_PLANS[case].decode(getattr(msg, case), f"{where}.{case}")
+    return EventView(msg.version, payload, time)
+
+
+# ----------------------------------------------------------------------- observations
+_PHASE = {
+    "deal": observation_pb2.PHASE_DEAL,
+    "play": observation_pb2.PHASE_PLAY,
+    "over": observation_pb2.PHASE_OVER,
+}
+_PHASE_NAMES = {v: k for k, v in _PHASE.items()}
+_FAMILY = _enum(te.CallFamily, game_pb2.CallFamily.DESCRIPTOR)
+_SPECIAL = _enum(te.Special, game_pb2.Special.DESCRIPTOR)
+_STATUS = _enum(MatchStatus, match_pb2.MatchState.DESCRIPTOR)
+
+
+@lru_cache(maxsize=1024)
+def rules_summary(rules: te.RuleSet) -> observation_pb2.RulesSummary:
+    """The display summary of a rule set (cached per rule set; do not modify it)."""
+    return observation_pb2.RulesSummary(
+        preset=rules.name,
+        players=rules.players,
+        target_points=rules.target_points,
+        games_to_win=rules.games_to_win,
+        deck_style=observation_pb2.DECK_STYLE_FRENCH
+        if rules.deck == "french40"
+        else observation_pb2.DECK_STYLE_SPANISH,
+        envido=rules.envido,
+        flor=rules.flor,
+    )
+
+
+def observation_to_proto(view: SeatView, rules: te.RuleSet) -> observation_pb2.Observation:
+    """A viewer's observation at a version as ``truco.v1.Observation``."""
+    o = view.observation
+    msg = observation_pb2.Observation(
+        version=view.version,
+        match_state=_STATUS.encode(view.match_state),
+        seat=o.seat,
+        team=o.team,
+        phase=_PHASE[str(o.phase)],
+        game_number=o.game_number,
+        hand_number=o.hand_number,
+        dealer=o.dealer,
+        mano=o.mano,
+        turn_up=o.turn_up or "",
+        special=_SPECIAL.encode(o.special),
+        hand=o.hand,
+        hidden_hand=o.hidden_hand,
+        hand_sizes=o.hand_sizes,
+        tricks=[
+            game_pb2.Trick(
+                leader=t.leader,
+                plays=[game_pb2.Play(seat=p.seat, card=p.card or "", face_down=p.face_down) for p in t.plays],
+                winner_seat=t.winner_seat,
+                winner_team=t.winner_team,
+                tied=t.tied,
+            )
+            for t in o.tricks
+        ],
+        seat_teams=o.seat_teams,
+        scores=o.scores,
+        games_won=o.games_won,
+        hand_value=o.hand_value,
+        awaited=o.awaited,
+        legal_actions=[action_to_proto(a) for a in o.legal_actions],
+        decision=o.decision,
+        winner_team=o.winner_team,
+        carancho=o.carancho,
+        head_to_head=o.head_to_head or (),
+        rules=rules_summary(rules),
+    )
+    for seat, cards in o.revealed.items():
+        msg.revealed[seat].cards.extend(cards)
+    p = o.pending
+    if p is not None:
+        msg.pending.CopyFrom(
+            observation_pb2.PendingCall(
+                family=_FAMILY.encode(p.family),
+                name=p.name,
+                caller=p.caller,
+                responder=p.responder,
+                value_if_accepted=p.value_if_accepted,
+                value_if_declined=p.value_if_declined,
+            )
+        )
+    return msg
+
+
+def _opt(msg: Message, name: str) -> int | None:
+    value: int = getattr(msg, name)
+    return value if msg.HasField(name) else None
+
+
+def observation_from_proto(msg: observation_pb2.Observation, where: str = "observation") -> SeatView:
+    """``truco.v1.Observation`` as the engine's observation with its version and state."""
+    phase = _PHASE_NAMES.get(msg.phase)
+    if phase is None:
+        raise DecodeError(f"{where}.phase", f"unknown phase {msg.phase}")
+    pending = None
+    if msg.HasField("pending"):
+        pc = msg.pending
+        pending = te.PendingCall(
+            family=_FAMILY.decode(pc.family, f"{where}.pending.family", optional=False),
+            name=pc.name,
+            caller=_opt(pc, "caller"),
+            responder=pc.responder,
+            value_if_accepted=pc.value_if_accepted,
+            value_if_declined=pc.value_if_declined,
+        )
+    obs = te.Observation(
+        seat=_opt(msg, "seat"),
+        team=_opt(msg, "team"),
+        preset=msg.rules.preset,
+        players=msg.rules.players,
+        phase=phase,
+        game_number=msg.game_number,
+        hand_number=msg.hand_number,
+        dealer=msg.dealer,
+        mano=_opt(msg, "mano"),
+        turn_up=msg.turn_up or None,
+        special=_SPECIAL.decode(msg.special, f"{where}.special", optional=True),
+        hand=tuple(msg.hand),
+        hidden_hand=msg.hidden_hand,
+        hand_sizes=tuple(msg.hand_sizes),
+        revealed={seat: tuple(cards.cards) for seat, cards in sorted(msg.revealed.items())},
+        tricks=tuple(
+            te.TrickView(
+                leader=t.leader,
+                plays=tuple(
+                    te.PlayView(seat=p.seat, card=p.card or None, face_down=p.face_down) for p in t.plays
+                ),
+                winner_seat=_opt(t, "winner_seat"),
+                winner_team=_opt(t, "winner_team"),
+                tied=t.tied,
+            )
+            for t in msg.tricks
+        ),
+        seat_teams=tuple(msg.seat_teams),
+        scores=tuple(msg.scores),
+        games_won=tuple(msg.games_won),
+        hand_value=msg.hand_value,
+        pending=pending,
+        awaited=tuple(msg.awaited),
+        legal_actions=tuple(
+            action_from_proto(a, f"{where}.legal_actions[{i}]") for i, a in enumerate(msg.legal_actions)
+        ),
+        decision=msg.decision,
+        winner_team=_opt(msg, "winner_team"),
+        carancho=_opt(msg, "carancho"),
+        head_to_head=tuple(msg.head_to_head) or None,
+    )
+    status = _STATUS.decode(msg.match_state, f"{where}.match_state", optional=False)
+    return SeatView(obs, msg.version, status)
+
+
+# ------------------------------------------------------------------------------- rules
+def _integral(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
+def struct_to_dict(s: struct_pb2.Struct) -> dict[str, Any]:
+    """A ``Struct`` as plain values (JSON numbers that are whole become ``int``)."""
+    return {k: _integral(v) for k, v in MessageToDict(s).items()}
+
+
+def rules_to_struct(rules: te.RuleSet) -> struct_pb2.Struct:
+    """Every field of a rule set as a ``Struct`` (``Match.effective_rules``)."""
+    s = struct_pb2.Struct()
+    s.update(rules.to_dict())
+    return s
+
+
+def rules_from_struct(s: struct_pb2.Struct, where: str = "effective_rules") -> te.RuleSet:
+    """Inverse of :func:`rules_to_struct` (strict: an invalid rule set is a DecodeError)."""
+    try:
+        return te.RuleSet.from_dict(struct_to_dict(s))
+    except (te.TrucoError, TypeError) as exc:
+        raise DecodeError(where, str(exc)) from None
+
+
+# ------------------------------------------------------------------------------ matches
+_SEAT = _plan_for(SeatInfo, match_pb2.Seat)
+
+
+def match_to_proto(info: MatchInfo) -> match_pb2.Match:
+    """A match's public description as ``truco.v1.Match``."""
+    m = match_pb2.Match(
+        match_id=info.match_id,
+        state=_STATUS.encode(info.state),
+        version=info.version,
+        rules=match_pb2.RuleSet(preset=info.rules.name),
+        effective_rules=rules_to_struct(info.rules),
+        seats=[typing.cast(match_pb2.Seat, _SEAT.encode(s)) for s in info.seats],
+        settings=match_pb2.MatchSettings(labels=dict(info.labels)),
+        create_time=_timestamp(info.created_at),
+        update_time=_timestamp(info.updated_at),
+    )
+    if info.result is not None:
+        r = info.result
+        m.result.CopyFrom(
+            match_pb2.MatchResult(winner_team=r.winner_team, scores=r.scores, games_won=r.games_won)
+        )
+    return m
+
+
+def match_from_proto(msg: match_pb2.Match, where: str = "match") -> MatchInfo:
+    """Inverse of :func:`match_to_proto`."""
+    result = None
+    if msg.HasField("result"):
+        r = msg.result
+        result = MatchResult(winner_team=r.winner_team, scores=tuple(r.scores), games_won=tuple(r.games_won))
+    return MatchInfo(
+        match_id=msg.match_id,
+        state=_STATUS.decode(msg.state, f"{where}.state", optional=False),
+        rules=rules_from_struct(msg.effective_rules, f"{where}.effective_rules"),
+        seats=tuple(_SEAT.decode(s, f"{where}.seats[{i}]") for i, s in enumerate(msg.seats)),
+        version=msg.version,
+        created_at=_seconds(msg.create_time),
+        updated_at=_seconds(msg.update_time),
+        labels=dict(msg.settings.labels),
+        result=result,
+    )
+
+
+__all__ = [
+    "ENVIDO_KINDS",
+    "FLOR_KINDS",
+    "DecodeError",
+    "MatchCancelled",
+    "MatchCreated",
+    "MatchInfo",
+    "MatchResult",
+    "MatchRevealed",
+    "RevealedDeal",
+    "SeatKind",
+    "action_from_proto",
+    "action_to_proto",
+    "event_from_proto",
+    "event_to_proto",
+    "match_from_proto",
+    "match_to_proto",
+    "observation_from_proto",
+    "observation_to_proto",
+    "payload_to_proto",
+    "rules_from_struct",
+    "rules_summary",
+    "rules_to_struct",
+    "struct_to_dict",
+]

@@ -1,0 +1,130 @@
+"""Typed requests and responses of the match API, one pair per RPC.
+
+The transports decode their wire messages into these (:mod:`truco_server.api.wire`), call
+:class:`truco_server.service.MatchService` with them and a caller
+(:mod:`truco_server.api.auth`), and encode what comes back. Nothing here knows gRPC or HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import truco_engine as te
+from truco_contract.events import EventView, MatchStatus, SeatKind
+from truco_contract.matches import MatchInfo
+from truco_contract.views import SeatView
+
+
+@dataclass(frozen=True, slots=True)
+class SeatSpec:
+    """A seat as its creator describes it."""
+
+    name: str = ""
+    kind: SeatKind = SeatKind.HUMAN
+
+
+@dataclass(frozen=True, slots=True)
+class CreateMatchRequest:
+    preset: str = "paulista"
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    players: int | None = None
+    seats: tuple[SeatSpec, ...] = ()
+    seed: bytes | None = None
+    deck_orders: tuple[tuple[str, ...], ...] = ()
+    first_dealer: int | None = None
+    request_id: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Free-form labels of the creator (a tournament or table id); returned, not interpreted."""
+
+
+@dataclass(frozen=True, slots=True)
+class CreateMatchResponse:
+    match: MatchInfo
+    seat_tokens: tuple[str, ...]
+    spectator_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitActionRequest:
+    match_id: str
+    action: te.Action
+    request_id: str | None = None
+    expected_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitActionResponse:
+    """The outcome of an action. For a retried ``request_id`` (``duplicate``) ``version`` and
+    ``events`` are those of the first commit (``events`` is empty when the log no longer
+    holds them); ``view`` is always the current one."""
+
+    match_id: str
+    seat: int
+    version: int
+    events: tuple[EventView, ...]
+    view: SeatView
+    rules: te.RuleSet
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRequest:
+    match_id: str
+    from_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamUpdate:
+    """One message of an observation stream: events and the view after them, or a
+    heartbeat (``view`` is ``None``)."""
+
+    version: int
+    events: tuple[EventView, ...]
+    view: SeatView | None
+    rules: te.RuleSet
+    snapshot: bool = False
+
+    @property
+    def heartbeat(self) -> bool:
+        return self.view is None
+
+    @property
+    def match_state(self) -> MatchStatus:
+        return MatchStatus.ACTIVE if self.view is None else self.view.match_state
+
+
+@dataclass(frozen=True, slots=True)
+class GetMatchRequest:
+    match_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetMatchResponse:
+    match: MatchInfo
+    view: SeatView
+
+
+@dataclass(frozen=True, slots=True)
+class ListMatchesRequest:
+    status: MatchStatus | None = None
+    page_size: int = 0
+    page_token: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListMatchesResponse:
+    matches: tuple[MatchInfo, ...]
+    next_page_token: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CancelMatchRequest:
+    match_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CancelMatchResponse:
+    match: MatchInfo

@@ -1,0 +1,268 @@
+"""The match API in ``truco.v1`` messages, shared by both transports.
+
+:class:`MatchApi` has one method per RPC, named as in the proto, taking the caller's
+:class:`~truco_server.api.auth.Credentials` and the request message and returning the
+response message (or an async iterator of them for a server stream). Each method
+authenticates (:mod:`.auth`), decodes the request into its typed form (:mod:`.types`), calls
+:class:`~truco_server.service.MatchService` and encodes the result with the contract's codec.
+The gRPC servicer calls these methods with the call's metadata; the REST face calls the same
+methods with the HTTP headers, after protobuf's JSON mapping. A new RPC is added once: in the
+proto, in the service, and here.
+
+Errors: :func:`to_status` turns a :class:`~truco_server.errors.ServiceError` into the
+``google.rpc.Status`` both transports send (gRPC trailers; the REST JSON body).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+import structlog
+from google.protobuf import any_pb2, timestamp_pb2
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+
+import truco_engine as te
+from truco_contract import codec
+from truco_contract.events import EventView, MatchStatus, SeatKind
+from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
+from truco_contract.pb import event_pb2, match_pb2, match_service_pb2, observation_pb2
+from truco_contract.views import SeatView
+from truco_server import errors as E
+from truco_server.api import types as T
+from truco_server.api.auth import Authenticator, Credentials
+from truco_server.lru import Lru
+from truco_server.service import VIEW_CACHE_SIZE, MatchService
+
+pb = match_service_pb2
+
+
+class StreamTracker(Protocol):
+    """Counts open streams so a stopping worker can refuse new ones and wait for the rest
+    (``truco_server.grpc_server.StreamRegistry``)."""
+
+    def track(self) -> AbstractAsyncContextManager[None]: ...
+
+
+_SEAT_KINDS = {match_pb2.SEAT_KIND_UNSPECIFIED: SeatKind.HUMAN, match_pb2.SEAT_KIND_HUMAN: SeatKind.HUMAN}
+_SEAT_KINDS[match_pb2.SEAT_KIND_BOT] = SeatKind.BOT
+
+
+def _bad(field: str, message: str) -> E.InvalidArgument:
+    return E.InvalidArgument(message, field_violations=[E.FieldViolation(field, message)])
+
+
+def _match_id(value: str) -> str:
+    if not value:
+        raise _bad("match_id", "match_id is required")
+    return value
+
+
+# ------------------------------------------------------------------------------- errors
+def _pack(message: Message) -> any_pb2.Any:
+    packed = any_pb2.Any()
+    packed.Pack(message)
+    return packed
+
+
+def to_status(err: E.ServiceError) -> status_pb2.Status:
+    """The ``google.rpc.Status`` (code, message, details) of a service error: always an
+    ``ErrorInfo`` (domain ``truco.v1``, the reason, metadata); a ``BadRequest`` with the field
+    violations for INVALID_ARGUMENT; a ``truco.v1.IllegalActionDetail`` with the legal actions
+    for illegal or stale actions."""
+    details = [
+        _pack(error_details_pb2.ErrorInfo(reason=err.reason, domain=E.ERROR_DOMAIN, metadata=err.metadata))
+    ]
+    if err.field_violations or err.code is E.Code.INVALID_ARGUMENT:
+        violations = [
+            error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+            for v in err.field_violations
+        ]
+        details.append(_pack(error_details_pb2.BadRequest(field_violations=violations)))
+    if err.legal_actions is not None or err.code in (E.Code.FAILED_PRECONDITION, E.Code.ABORTED):
+        detail = truco_error_details_pb2.IllegalActionDetail(
+            legal_actions=[codec.action_to_proto(a) for a in err.legal_actions or ()], reason=err.message
+        )
+        if err.current_version is not None:
+            detail.current_version = err.current_version
+        details.append(_pack(detail))
+    return status_pb2.Status(code=err.code.value, message=err.message, details=details)
+
+
+INTERNAL = E.ServiceError("internal error", code=E.Code.INTERNAL)
+"""What a caller sees of an unexpected failure (details are in the worker's log only)."""
+
+
+# ------------------------------------------------------------------------ proto caching
+class Protos:
+    """Messages built from the service's views and events, by the identity of the object.
+
+    The service hands out the *same* view object for the reply to an action and for the
+    actor's next stream message, and one event object for every viewer of a public event,
+    so each is encoded once per worker. An entry keeps its object alive, so an identity is
+    never reused while it is cached."""
+
+    def __init__(self, size: int = VIEW_CACHE_SIZE) -> None:
+        self._views: Lru[int, tuple[SeatView, observation_pb2.Observation]] = Lru(size)
+        self._events: Lru[int, tuple[EventView, event_pb2.Event]] = Lru(size * 4)
+
+    def observation(self, view: SeatView, rules: te.RuleSet) -> observation_pb2.Observation:
+        hit = self._views.get(id(view))
+        if hit is not None and hit[0] is view:
+            return hit[1]
+        return self._views.put(id(view), (view, codec.observation_to_proto(view, rules)))[1]
+
+    def events(self, events: tuple[EventView, ...]) -> list[event_pb2.Event]:
+        out = []
+        for ev in events:
+            hit = self._events.get(id(ev))
+            if hit is None or hit[0] is not ev:
+                hit = self._events.put(id(ev), (ev, codec.event_to_proto(ev)))
+            out.append(hit[1])
+        return out
+
+
+# ------------------------------------------------------------------------------- the API
+class MatchApi:
+    """``truco.v1.MatchService`` over :class:`MatchService` (see the module docstring)."""
+
+    def __init__(
+        self, service: MatchService, auth: Authenticator, streams: StreamTracker | None = None
+    ) -> None:
+        self.service = service
+        self.auth = auth
+        self.streams = streams
+        self.protos = Protos()
+
+    # ------------------------------------------------------------------ CreateMatch
+    async def CreateMatch(self, creds: Credentials, request: pb.CreateMatchRequest) -> pb.CreateMatchResponse:
+        operator = self.auth.operator(creds)
+        created = await self.service.create_match(operator, decode_create(request))
+        resp = pb.CreateMatchResponse(
+            match=codec.match_to_proto(created.match), spectator_token=created.spectator_token
+        )
+        for i, token in enumerate(created.seat_tokens):
+            resp.seat_credentials.add(seat=i, token=token)
+        return resp
+
+    # ----------------------------------------------------------------- SubmitAction
+    async def SubmitAction(
+        self, creds: Credentials, request: pb.SubmitActionRequest
+    ) -> pb.SubmitActionResponse:
+        cred = self.auth.seat(creds)
+        try:
+            action = codec.action_from_proto(request.action)
+        except codec.DecodeError as exc:
+            raise _bad(exc.field, exc.message) from None
+        req = T.SubmitActionRequest(
+            match_id=_match_id(request.match_id),
+            action=action,
+            request_id=request.request_id or None,
+            expected_version=request.expected_version if request.HasField("expected_version") else None,
+        )
+        result = await self.service.submit_action(cred, req)
+        structlog.contextvars.bind_contextvars(seat=result.seat)
+        return pb.SubmitActionResponse(
+            version=result.version,
+            events=self.protos.events(result.events),
+            observation=self.protos.observation(result.view, result.rules),
+        )
+
+    # ----------------------------------------------------------- StreamObservations
+    async def StreamObservations(
+        self, creds: Credentials, request: pb.StreamObservationsRequest
+    ) -> AsyncIterator[pb.StreamObservationsResponse]:
+        caller = self.auth.viewer(creds)
+        req = T.StreamRequest(
+            match_id=_match_id(request.match_id),
+            from_version=request.from_version if request.HasField("from_version") else None,
+        )
+        if self.streams is None:
+            async for upd in self.service.stream(caller, req):
+                yield self.update_message(upd)
+            return
+        async with self.streams.track():  # the worker's drain waits for it; refused once stopping
+            async for upd in self.service.stream(caller, req):
+                yield self.update_message(upd)
+
+    def update_message(self, upd: T.StreamUpdate) -> pb.StreamObservationsResponse:
+        """One stream message (an update or a heartbeat)."""
+        if upd.view is None:
+            now = timestamp_pb2.Timestamp()
+            now.GetCurrentTime()
+            return pb.StreamObservationsResponse(heartbeat=pb.Heartbeat(server_time=now, version=upd.version))
+        return pb.StreamObservationsResponse(
+            update=pb.ObservationUpdate(
+                version=upd.version,
+                events=self.protos.events(upd.events),
+                observation=self.protos.observation(upd.view, upd.rules),
+                snapshot=upd.snapshot,
+            )
+        )
+
+    # --------------------------------------------------------------------- GetMatch
+    async def GetMatch(self, creds: Credentials, request: pb.GetMatchRequest) -> pb.GetMatchResponse:
+        caller = self.auth.viewer(creds)
+        got = await self.service.get_match(caller, T.GetMatchRequest(_match_id(request.match_id)))
+        return pb.GetMatchResponse(
+            match=codec.match_to_proto(got.match),
+            observation=self.protos.observation(got.view, got.match.rules),
+        )
+
+    # ------------------------------------------------------------------ ListMatches
+    async def ListMatches(self, creds: Credentials, request: pb.ListMatchesRequest) -> pb.ListMatchesResponse:
+        operator = self.auth.operator(creds)
+        status: MatchStatus | None = None
+        if request.state:
+            try:
+                status = MatchStatus[match_pb2.MatchState.Name(request.state).removeprefix("MATCH_STATE_")]
+            except (ValueError, KeyError):
+                raise _bad("state", f"unknown state {request.state}") from None
+        listed = await self.service.list_matches(
+            operator, T.ListMatchesRequest(status, request.page_size, request.page_token or None)
+        )
+        return pb.ListMatchesResponse(
+            matches=[codec.match_to_proto(m) for m in listed.matches],
+            next_page_token=listed.next_page_token or "",
+        )
+
+    # ------------------------------------------------------------------ CancelMatch
+    async def CancelMatch(self, creds: Credentials, request: pb.CancelMatchRequest) -> pb.CancelMatchResponse:
+        operator = self.auth.operator(creds)
+        done = await self.service.cancel_match(
+            operator, T.CancelMatchRequest(_match_id(request.match_id), request.reason)
+        )
+        return pb.CancelMatchResponse(match=codec.match_to_proto(done.match))
+
+
+# ----------------------------------------------------------------------------- requests
+def decode_create(request: pb.CreateMatchRequest) -> T.CreateMatchRequest:
+    """The typed CreateMatch request; malformed fields are INVALID_ARGUMENT."""
+    overrides: dict[str, Any] = {}
+    if request.HasField("rules") and request.rules.HasField("overrides"):
+        overrides = codec.struct_to_dict(request.rules.overrides)
+    preset = request.rules.preset if request.HasField("rules") and request.rules.preset else "paulista"
+    seats = []
+    for i, s in enumerate(request.seats):
+        kind = _SEAT_KINDS.get(s.kind)
+        if kind is None:
+            allowed = "SEAT_KIND_HUMAN, SEAT_KIND_BOT"
+            raise _bad(f"seats[{i}].kind", f"unknown seat kind {s.kind}; allowed: {allowed}")
+        seats.append(T.SeatSpec(s.display_name, kind))
+    settings = request.settings
+    if request.HasField("settings") and (settings.turn_timeout.seconds or settings.turn_timeout.nanos):
+        raise _bad(
+            "settings.turn_timeout", "turn clocks are not implemented yet: leave settings.turn_timeout unset"
+        )
+    return T.CreateMatchRequest(
+        preset=preset,
+        overrides=overrides,
+        players=request.players or None,
+        seats=tuple(seats),
+        seed=request.seed or None,
+        deck_orders=tuple(tuple(d.cards) for d in request.deck_orders),
+        request_id=request.request_id or None,
+        labels=dict(settings.labels),
+    )
