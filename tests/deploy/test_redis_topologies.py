@@ -10,6 +10,8 @@ failover is detected after the 1 s node timeout of the test fixtures).
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -220,3 +222,26 @@ def test_append_only_server_keeps_its_data_across_a_kill_and_restart() -> None:
             assert (Path(tmp) / "redis.log").exists()
         finally:
             proc.stop()
+
+
+def test_command_line_starts_reports_and_stops_a_cluster() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "truco_tools.redis_cluster", "cluster", "--duration", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    nodes = [
+        line for line in lines if re.match(r"^node \d (primary|replica) 127\.0\.0\.1:\d+ pid=\d+ dir=", line)
+    ]
+    assert len(nodes) == 6 and sum(" primary " in line for line in nodes) == 3
+    (url,) = [line.removeprefix("url ") for line in lines if line.startswith("url ")]
+    assert CLUSTER_URL.match(url)
+    assert lines[-1] == "stopped"
+    pids = [int(re.search(r"pid=(\d+)", line).group(1)) for line in nodes]  # type: ignore[union-attr]
+    for pid in pids:
+        assert (
+            not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+        )

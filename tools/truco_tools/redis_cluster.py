@@ -21,6 +21,12 @@ pid), so nothing here needs Docker or a system service::
     finally:
         group.stop()
 
+From a shell (the Redis side alone, e.g. for work on the storage layer; it prints the URL
+and every process, times ``--failovers`` kill-and-restart rounds, and stops on Ctrl-C)::
+
+    python -m truco_tools.redis_cluster cluster [--timeout-ms 2000] [--failovers N] [--appendonly]
+    python -m truco_tools.redis_cluster sentinel [--timeout-ms 1000] [--failovers N] [--appendonly]
+
 How the cluster is made (no ``redis-cli --cluster``; every step is a command sent by
 redis-py, so the primary/replica pairing is known, not chosen by a tool): every node
 starts with ``cluster-enabled yes``, its own ``nodes.conf`` and an explicit cluster bus port
@@ -630,12 +636,17 @@ def start_sentinel_group(
     quorum: int = 2,
     master_name: str = DEFAULT_MASTER_NAME,
     down_after_ms: int = 1000,
-    failover_timeout_ms: int = 10000,
+    failover_timeout_ms: int = 3000,
     appendonly: bool = False,
     timeout: float = 30.0,
 ) -> LocalSentinelGroup:
     """Start a primary, ``replicas`` replicas following it and ``sentinels`` sentinels
-    monitoring it as ``master_name`` (quorum ``quorum``), and wait until it is healthy."""
+    monitoring it as ``master_name`` (quorum ``quorum``), and wait until it is healthy.
+
+    ``failover_timeout_ms`` is short (Redis's default is 3 minutes) because a sentinel that
+    took part in a failover starts no other one for the same master within twice that
+    time: with 3 s, back-to-back failovers in tests are a few seconds apart, not minutes.
+    """
     if not 1 <= quorum <= sentinels:
         raise ValueError("quorum must be between 1 and the number of sentinels")
     root = Path(tempfile.mkdtemp(prefix="truco-redis-sentinel-"))
@@ -675,3 +686,83 @@ def start_sentinel_group(
         group.stop()
         raise
     return group
+
+
+# ------------------------------------------------------------------------------ command line
+def _run(argv: Sequence[str] | None = None) -> int:
+    """``python -m truco_tools.redis_cluster {cluster,sentinel}``: start a topology, print
+    its URL and processes, optionally time ``--failovers`` kill-and-restart rounds, then
+    keep it up until Ctrl-C / SIGTERM (or ``--duration``) and stop it by pid."""
+    import argparse
+    import signal
+
+    parser = argparse.ArgumentParser(prog="python -m truco_tools.redis_cluster", description=_run.__doc__)
+    parser.add_argument("kind", choices=("cluster", "sentinel"))
+    parser.add_argument(
+        "--timeout-ms",
+        type=int,
+        help="cluster-node-timeout (cluster; default 2000) or down-after-milliseconds (sentinel; 1000)",
+    )
+    parser.add_argument("--appendonly", action="store_true", help="append-only file on every server")
+    parser.add_argument(
+        "--failovers", type=int, default=0, help="kill the primary and restart it this many times"
+    )
+    parser.add_argument(
+        "--duration", type=float, help="stop after this many seconds (default: run until Ctrl-C)"
+    )
+    args = parser.parse_args(argv)
+
+    stop_requested: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, _frame: stop_requested.append(signum))
+
+    topology: LocalRedisCluster | LocalSentinelGroup
+    if args.kind == "cluster":
+        cluster = start_cluster(node_timeout_ms=args.timeout_ms or 2000, appendonly=args.appendonly)
+        topology = cluster
+        primaries = {n.node_id for n in cluster.primaries()}
+        for n in cluster.nodes:
+            role = "primary" if n.node_id in primaries else "replica"
+            print(f"node {n.index} {role} {n.address} pid={n.pid} dir={n.process.workdir}", flush=True)
+    else:
+        group = start_sentinel_group(down_after_ms=args.timeout_ms or 1000, appendonly=args.appendonly)
+        topology = group
+        for s in group.servers:
+            print(f"server {s.address} pid={s.pid} dir={s.workdir}", flush=True)
+        for s in group.sentinels:
+            print(f"sentinel {s.address} pid={s.pid} dir={s.workdir}", flush=True)
+    try:
+        print(f"url {topology.url}", flush=True)
+        for round_ in range(1, args.failovers + 1):
+            if stop_requested:
+                break
+            if isinstance(topology, LocalRedisCluster):
+                cf = topology.kill_primary()
+                killed, promoted, seconds = f"node {cf.killed.index}", f"node {cf.promoted.index}", cf.seconds
+                started = time.monotonic()
+                topology.restart(cf.killed)
+            else:
+                sf = topology.kill_primary()
+                killed, promoted, seconds = sf.killed.address, sf.promoted.address, sf.seconds
+                started = time.monotonic()
+                topology.restart(sf.killed)
+            print(
+                f"failover {round_}: {killed} killed, {promoted} primary after {seconds:.2f} s; "
+                f"{killed} back as a replica in sync after {time.monotonic() - started:.2f} s",
+                flush=True,
+            )
+        deadline = None if args.duration is None else time.monotonic() + args.duration
+        print(
+            "ready; Ctrl-C stops it" if deadline is None else f"ready; stopping in {args.duration:g} s",
+            flush=True,
+        )
+        while not stop_requested and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.2)
+    finally:
+        topology.stop()
+        print("stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_run())
