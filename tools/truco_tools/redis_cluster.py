@@ -532,17 +532,13 @@ class LocalSentinelGroup:
         (address,) = views
         return self.server_at(*address)
 
-    def _primary_problem(
-        self, expected: RedisProcess | None = None
-    ) -> tuple[RedisProcess | None, str | None]:
+    def _primary_problem(self) -> tuple[RedisProcess | None, str | None]:
         """(agreed primary, None) once every sentinel names the same running primary, which
         reports itself primary, with no failover in progress and every other sentinel known."""
         views = {self._sentinel_view(s) for s in self.sentinels if s.running()}
         if len(views) != 1:
             return None, f"the sentinels disagree on the primary: {sorted(views)}"
         primary = self.server_at(*views.pop())
-        if expected is not None and primary is not expected:
-            return None, f"the sentinels name {primary.address}, not {expected.address}"
         if not primary.running():
             return None, f"the sentinels name {primary.address}, which is not running"
         with _client(primary) as c:
