@@ -1,4 +1,4 @@
-"""A local multi-process Truco cluster without containers: one Redis, N stateless workers.
+"""A local multi-process Truco cluster without containers: a Redis, N stateless workers.
 
 Run from the repository root with the project's virtualenv active::
 
@@ -6,9 +6,18 @@ Run from the repository root with the project's virtualenv active::
     python deploy/local_cluster.py --workers 2 --redis redis://127.0.0.1:6379/0
     python deploy/local_cluster.py --workers 2 --grpc-port 0 --http-port 0 --metrics-port 0
     python deploy/local_cluster.py --workers 2 -- --log-level debug --shutdown-drain 1
+    python deploy/local_cluster.py --workers 3 --redis-cluster
+    python deploy/local_cluster.py --workers 3 --redis-sentinel
 
 Without ``--redis`` it starts its own ``redis-server`` (no persistence) on a free loopback
-port. Worker ``i`` (1-based) listens on ``--grpc-port + i - 1`` (same for ``--http-port``
+port. ``--redis-cluster`` starts a Redis Cluster instead (six ``redis-server`` processes on
+loopback: three primaries, three replicas) and hands the workers its ``redis+cluster://``
+URL; ``--redis-sentinel`` starts a Sentinel group (a primary, a replica, three sentinels)
+and hands them its ``redis+sentinel://`` URL (``truco_tools.redis_cluster``). A worker
+whose storage layer does not accept such a URL exits at once; the script then says so in
+one line, stops everything and exits 1.
+
+Worker ``i`` (1-based) listens on ``--grpc-port + i - 1`` (same for ``--http-port``
 and ``--metrics-port``); a base port of 0 lets every worker pick a free port (and, for
 metrics, disables the endpoint). Each worker is ``truco serve`` in its own process
 (``python -m truco_cli.main serve``); its output goes to ``<log dir>/worker-<i>.log``.
@@ -22,8 +31,9 @@ Once every worker has printed where it listens, one line per worker is printed::
 
 On Ctrl-C or SIGTERM (or after ``--duration`` seconds) every worker gets SIGTERM (it
 drains; see docs/operations.md), then SIGKILL if it is still running after
-``--stop-timeout`` seconds; a second Ctrl-C kills at once. Then Redis is stopped, if this
-script started it. Only processes this script started are signalled, each by its pid.
+``--stop-timeout`` seconds; a second Ctrl-C kills at once. Then the Redis side is stopped,
+if this script started it. Only processes this script started are signalled, each by its
+pid (every redis-server and sentinel included).
 """
 
 from __future__ import annotations
@@ -38,14 +48,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
 try:
     from truco_server.config import redact_url
-    from truco_tools.redis_proc import RedisProcess, RedisServerMissing, start_redis
+    from truco_tools.redis_cluster import (
+        CLUSTER_SCHEME,
+        SENTINEL_SCHEME,
+        LocalRedisCluster,
+        LocalSentinelGroup,
+        start_cluster,
+        start_sentinel_group,
+    )
+    from truco_tools.redis_proc import RedisProcess, start_redis
 except ImportError as exc:  # pragma: no cover - depends on the caller's environment
     sys.exit(
         f"local_cluster.py needs the project installed ({exc}): run `make setup`, then "
@@ -57,6 +75,9 @@ GRPC_LINE = re.compile(r"^gRPC listening on (\S+)", re.MULTILINE)
 REST_LINE = re.compile(r"^REST/JSON listening on (\S+)", re.MULTILINE)
 METRICS_LINE = re.compile(r"^metrics on :(\d+)", re.MULTILINE)
 DONE_LINE = re.compile(r"^store: ", re.MULTILINE)
+#: How `truco serve` reports a refused setting before it exits with code 2 (truco_cli.serve).
+CONFIG_ERROR_LINE = re.compile(r"^truco serve: (.+)$", re.MULTILINE)
+CONFIG_ERROR_EXIT = 2
 
 POLL_SECONDS = 0.05
 TAIL_LINES = 25
@@ -64,6 +85,21 @@ TAIL_LINES = 25
 
 class ClusterError(RuntimeError):
     """Starting or running the cluster failed; the message says why."""
+
+
+@dataclass
+class RedisSide:
+    """The Redis this script started: one server, a Redis Cluster or a Sentinel group."""
+
+    url: str
+    description: str
+    #: (label, process) of every redis-server / sentinel process, e.g. ("node 1 primary", p).
+    processes: list[tuple[str, RedisProcess]]
+    stop: Callable[[float], None]
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for _, p in self.processes]
 
 
 @dataclass(frozen=True)
@@ -183,14 +219,57 @@ def worker_env(redis_url: str) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------ start
-def start_own_redis(host: str) -> RedisProcess:
+def start_own_redis(host: str) -> RedisSide:
     say(f"starting redis-server on a free port of {host} ...")
     try:
-        return start_redis(host=host)
-    except RedisServerMissing as exc:
+        proc = start_redis(host=host)
+    except RuntimeError as exc:  # RedisServerMissing included
         raise ClusterError(str(exc)) from None
+    return RedisSide(url=proc.url, description="one Redis", processes=[("server", proc)], stop=proc.stop)
+
+
+def start_own_redis_cluster() -> RedisSide:
+    """Six redis-server processes on loopback made one Redis Cluster (3 primaries + 3 replicas)."""
+    say("starting a Redis Cluster on loopback (3 primaries, 3 replicas) ...")
+    try:
+        cluster: LocalRedisCluster = start_cluster()
+    except RuntimeError as exc:  # RedisServerMissing and TopologyTimeout included
+        raise ClusterError(str(exc)) from None
+    primaries = {n.node_id for n in cluster.primaries()}
+    processes = [
+        (f"node {n.index} {'primary' if n.node_id in primaries else 'replica'}", n.process)
+        for n in cluster.nodes
+    ]
+    return RedisSide(url=cluster.url, description="a Redis Cluster", processes=processes, stop=cluster.stop)
+
+
+def start_own_redis_sentinel() -> RedisSide:
+    """A primary, a replica and three sentinels on loopback."""
+    say("starting a Redis Sentinel group on loopback (1 primary, 1 replica, 3 sentinels) ...")
+    try:
+        group: LocalSentinelGroup = start_sentinel_group()
     except RuntimeError as exc:
         raise ClusterError(str(exc)) from None
+    primary = group.current_primary()
+    processes = [
+        (f"server {i} {'primary' if s is primary else 'replica'}", s)
+        for i, s in enumerate(group.servers, start=1)
+    ]
+    processes += [(f"sentinel {i}", s) for i, s in enumerate(group.sentinels, start=1)]
+    return RedisSide(
+        url=group.url, description="a Redis Sentinel group", processes=processes, stop=group.stop
+    )
+
+
+def refused_url_hint(redis_url: str) -> str:
+    """What a refused REDIS_URL of the cluster or sentinel form means (empty otherwise)."""
+    scheme = redis_url.partition("://")[0]
+    if scheme in (CLUSTER_SCHEME, SENTINEL_SCHEME):
+        return (
+            f"; this worker's storage layer does not accept {scheme}:// URLs "
+            "(Redis Cluster and Sentinel support is planned: docs/deploy.md)"
+        )
+    return ""
 
 
 def start_worker(
@@ -230,8 +309,25 @@ def read_listen_lines(worker: WorkerProcess) -> bool:
     return True
 
 
-def wait_ready(workers: Sequence[WorkerProcess], timeout: float, stop: StopSignal) -> None:
-    """Wait until every worker printed where it listens; raise if one exits or is slow."""
+def config_refusal(worker: WorkerProcess) -> str | None:
+    """The setting a worker refused, when it exited for that (code 2 and `truco serve: ...`)."""
+    if worker.proc.returncode != CONFIG_ERROR_EXIT:
+        return None
+    try:
+        found = CONFIG_ERROR_LINE.findall(worker.log_path.read_text(errors="replace"))
+    except OSError:
+        return None
+    return str(found[-1]).strip() if found else None
+
+
+def wait_ready(
+    workers: Sequence[WorkerProcess], timeout: float, stop: StopSignal, redis_url: str = ""
+) -> None:
+    """Wait until every worker printed where it listens; raise if one exits or is slow.
+
+    A worker that refused its configuration (a REDIS_URL form its storage layer does not
+    know, say) is reported in one line.
+    """
     pending = list(workers)
     deadline = time.monotonic() + timeout
     while pending:
@@ -240,6 +336,10 @@ def wait_ready(workers: Sequence[WorkerProcess], timeout: float, stop: StopSigna
                 say(f"{worker.name} ready on {worker.grpc_address}")
                 pending.remove(worker)
             elif worker.proc.poll() is not None:
+                refusal = config_refusal(worker)
+                if refusal is not None:
+                    hint = refused_url_hint(redis_url) if refusal.startswith("REDIS_URL") else ""
+                    raise ClusterError(f"{worker.name} refused its configuration: {refusal}{hint}")
                 raise ClusterError(
                     f"{worker.name} exited with code {worker.proc.returncode} before it was ready; "
                     f"last lines of {worker.log_path}:\n{tail(worker.log_path)}"
@@ -255,8 +355,21 @@ def wait_ready(workers: Sequence[WorkerProcess], timeout: float, stop: StopSigna
         time.sleep(POLL_SECONDS)
 
 
-def print_summary(redis_url: str, redis: RedisProcess | None, workers: Sequence[WorkerProcess]) -> None:
-    origin = f"pid={redis.pid}" if redis is not None else "external"
+def print_redis_side(redis: RedisSide) -> None:
+    """One line per process of the Redis side, as soon as it is up."""
+    if len(redis.processes) == 1:
+        return
+    for label, proc in redis.processes:
+        say(f"redis {label} {proc.address} pid={proc.pid}")
+
+
+def print_summary(redis_url: str, redis: RedisSide | None, workers: Sequence[WorkerProcess]) -> None:
+    if redis is None:
+        origin = "external"
+    elif len(redis.pids) == 1:
+        origin = f"pid={redis.pids[0]}"
+    else:
+        origin = "pids=" + ",".join(map(str, redis.pids))
     say(f"redis url={redact_url(redis_url)} {origin}")
     for w in workers:
         say(
@@ -267,7 +380,7 @@ def print_summary(redis_url: str, redis: RedisProcess | None, workers: Sequence[
 
 # ------------------------------------------------------------------------------ run / stop
 def wait_running(
-    workers: Sequence[WorkerProcess], redis: RedisProcess | None, duration: float | None, stop: StopSignal
+    workers: Sequence[WorkerProcess], redis: RedisSide | None, duration: float | None, stop: StopSignal
 ) -> None:
     """Block until a stop signal, the end of `duration`, or a process that dies on its own."""
     deadline = None if duration is None else time.monotonic() + duration
@@ -284,8 +397,9 @@ def wait_running(
                     f"{w.name} exited unexpectedly with code {w.proc.returncode}; "
                     f"last lines of {w.log_path}:\n{tail(w.log_path)}"
                 )
-        if redis is not None and redis.proc.poll() is not None:
-            raise ClusterError(f"redis-server (pid {redis.pid}) exited with code {redis.proc.returncode}")
+        for label, proc in redis.processes if redis is not None else ():
+            if proc.proc.poll() is not None:
+                raise ClusterError(f"redis {label} (pid {proc.pid}) exited with code {proc.proc.returncode}")
     say(f"{stop.name} received")
 
 
@@ -314,11 +428,12 @@ def stop_workers(workers: Sequence[WorkerProcess], timeout: float, stop: StopSig
         w.proc.wait()
 
 
-def stop_redis(redis: RedisProcess | None, timeout: float) -> None:
+def stop_redis(redis: RedisSide | None, timeout: float) -> None:
     if redis is None:
         return
     redis.stop(timeout)
-    say(f"redis-server (pid {redis.pid}) stopped")
+    pids = ", ".join(map(str, redis.pids))
+    say(f"redis-server pid{'s' if len(redis.pids) > 1 else ''} {pids} stopped")
 
 
 # ------------------------------------------------------------------------------ main
@@ -327,7 +442,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run one Redis and N `truco serve` workers on this machine (see docs/deploy.md).",
     )
     parser.add_argument("--workers", type=int, default=2, help="number of workers (default 2)")
-    parser.add_argument("--redis", metavar="URL", help="use this Redis instead of starting redis-server")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--redis", metavar="URL", help="use this Redis instead of starting redis-server")
+    source.add_argument(
+        "--redis-cluster",
+        action="store_true",
+        help="start a Redis Cluster on loopback (3 primaries, 3 replicas) and give the workers its URL",
+    )
+    source.add_argument(
+        "--redis-sentinel",
+        action="store_true",
+        help="start a Sentinel group on loopback (primary, replica, 3 sentinels), give the workers its URL",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="interface the workers bind (default 127.0.0.1)")
     parser.add_argument(
         "--grpc-port",
@@ -406,7 +532,7 @@ def run(args: argparse.Namespace, extra_args: list[str], stop: StopSignal) -> in
     created_log_dir = args.log_dir is None
     log_dir = Path(tempfile.mkdtemp(prefix="truco-cluster-")) if created_log_dir else args.log_dir
     log_dir.mkdir(parents=True, exist_ok=True)
-    redis: RedisProcess | None = None
+    redis: RedisSide | None = None
     workers: list[WorkerProcess] = []
     code = 0
     try:
@@ -414,16 +540,23 @@ def run(args: argparse.Namespace, extra_args: list[str], stop: StopSignal) -> in
         if args.redis:
             redis_url = args.redis
         else:
-            redis = start_own_redis(args.host)
+            if args.redis_cluster:
+                redis = start_own_redis_cluster()
+            elif args.redis_sentinel:
+                redis = start_own_redis_sentinel()
+            else:
+                redis = start_own_redis(args.host)
             redis_url = redis.url
+            print_redis_side(redis)
         say(f"redis ready at {redact_url(redis_url)}; worker logs in {log_dir}")
         if stop.requested:
             raise ClusterError(f"{stop.name} received while starting")
         for spec in specs:
             workers.append(start_worker(spec, args.host, redis_url, log_dir, extra_args))
-        wait_ready(workers, args.start_timeout, stop)
+        wait_ready(workers, args.start_timeout, stop, redis_url)
         print_summary(redis_url, redis, workers)
-        say(f"ready: {len(workers)} worker(s) on one Redis; Ctrl-C stops them")
+        where = redis.description if redis is not None else "one Redis"
+        say(f"ready: {len(workers)} worker(s) on {where}; Ctrl-C stops them")
         wait_running(workers, redis, args.duration, stop)
     except ClusterError as exc:
         say(f"error: {exc}")

@@ -17,6 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `tests.helper
 
 from tests.helpers.redis_proc import RedisServerMissing, start_redis
 
+#: Fixtures of a local Redis Cluster and Sentinel group (started only by tests that use them).
+pytest_plugins = ("tests.helpers.redis_cluster",)
+
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
