@@ -2,17 +2,31 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+STAMP  := $(VENV)/.installed-dev
+SERVER_STAMP := $(VENV)/.installed-server
+PIP    := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar off -q
 
-.PHONY: setup test lint serve system-deps clean
+.PHONY: setup setup-server test lint serve system-deps clean
 
-## setup: create .venv (if absent) and install the project with its dev extras
+## setup: create .venv (if absent) and install the project with the server and the test and
+## lint tools (what `make test` and `make lint` need)
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -e '.[dev]'
-	touch $(STAMP)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing the project with the server and the test tools into $(VENV) ..."
+	@$(PIP) -e '.[dev]'
+	@touch $(STAMP) $(SERVER_STAMP)
+
+## setup-server: create .venv (if absent) and install the project with the server only (what
+## `make serve` needs)
+setup-server: $(SERVER_STAMP)
+
+$(SERVER_STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing the project with the server into $(VENV) ..."
+	@$(PIP) -e '.[server]'
+	@touch $(SERVER_STAMP)
 
 ## system-deps: make sure redis-server (integration tests start their own) and chromium
 ## (the reference page's browser test) are installed; installs them with apt as root
@@ -35,7 +49,8 @@ system-deps:
 test: setup system-deps
 	$(BIN)/python -m pytest -q
 
-## lint: ruff, mypy (strict on the engine), generated code fresh and buf STANDARD lint
+## lint: ruff, mypy (strict on the engine and the contract), the import contracts, generated code
+## fresh and buf STANDARD lint
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy truco_engine
@@ -43,10 +58,11 @@ lint: setup
 	$(BIN)/mypy server/truco_server
 	$(BIN)/mypy clients
 	$(BIN)/mypy cli tools
+	$(BIN)/lint-imports
 	scripts/check_proto.sh
 
 ## serve: run the server (embedded in-memory store unless REDIS_URL is set)
-serve: setup
+serve: setup-server
 	$(BIN)/truco serve
 
 clean:

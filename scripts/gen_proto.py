@@ -4,6 +4,7 @@
     python scripts/gen_proto.py            # regenerate contract/truco/ (the only generated tree)
     python scripts/gen_proto.py --check    # regenerate into a temp dir and diff; exit 1 if stale
     python scripts/gen_proto.py --image F  # also write a protoc image (for `buf lint F`)
+    python scripts/gen_proto.py --release VERSION   # record proto/releases/truco-v1-VERSION.binpb
 
 Uses grpcio-tools' protoc in-process (`grpc_tools.protoc`) with `-Iproto`, so module paths
 mirror the proto package (`truco.v1.match_service_pb2`), the google/api protos shipped in
@@ -98,6 +99,29 @@ def generate(out: Path, image: Path | None = None) -> None:
         run_protoc(["--include_imports", "--include_source_info", f"--descriptor_set_out={image}", *files])
 
 
+RELEASES = PROTO_ROOT / "releases"
+"""One protoc image per released version of the contract: what `buf breaking` compares the
+current proto against (scripts/check_proto.sh, the newest release)."""
+
+
+def record_release(version: str) -> Path:
+    """Write the image of the current proto as release ``version`` (imports included, no
+    comments: `buf breaking` needs the structure only)."""
+    from google.protobuf import descriptor_pb2
+
+    target = RELEASES / f"truco-v1-{version}.binpb"
+    with tempfile.TemporaryDirectory() as tmp:
+        image = Path(tmp) / "image.binpb"
+        generate(Path(tmp), image=image)
+        files = descriptor_pb2.FileDescriptorSet.FromString(image.read_bytes())
+    for f in files.file:
+        f.ClearField("source_code_info")
+    RELEASES.mkdir(exist_ok=True)
+    target.write_bytes(files.SerializeToString(deterministic=True))
+    print(f"recorded {target.relative_to(REPO)}")
+    return target
+
+
 def _tree(root: Path) -> dict[str, Path]:
     return {
         str(p.relative_to(root)): p
@@ -148,7 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if contract/truco is stale")
     parser.add_argument("--image", type=Path, help="also write a protoc image for buf lint")
+    parser.add_argument("--release", metavar="VERSION", help="record the current proto as a released version")
     args = parser.parse_args(argv)
+    if args.release is not None:
+        record_release(args.release)
+        return 0
     if args.image is not None:
         with tempfile.TemporaryDirectory() as tmp:
             generate(Path(tmp), image=args.image.resolve())

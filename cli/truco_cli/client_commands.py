@@ -81,7 +81,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
                 client,
                 m.match_id,
                 [(i, m.seat_tokens[i]) for i in range(1, n)],
-                bots,
+                [_load_bot(b) for b in bots],
                 think_delay=args.delay,
                 seed=args.bot_seed,
             )
@@ -134,7 +134,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             f"Demo match {m.match_id}: {args.preset}, {n} players: " + ", ".join(names(i) for i in range(n))
         )
         threads = start_bots(
-            client, m.match_id, list(enumerate(m.seat_tokens)), bots, think_delay=delay, seed=args.bot_seed
+            client,
+            m.match_id,
+            list(enumerate(m.seat_tokens)),
+            [_load_bot(b) for b in bots],
+            think_delay=delay,
+            seed=args.bot_seed,
         )
         final = spectate(client.with_token(m.spectator_token), m.match_id, names, style)
         for t in threads:

@@ -12,6 +12,7 @@ from typing import TextIO
 
 import truco_engine as te
 from truco_client.actions import Action
+from truco_client.bot import Bot
 from truco_client.client import TrucoClient
 from truco_client.observation import Event, Observation
 from truco_contract.events import MatchCancelled
@@ -317,18 +318,17 @@ def start_bots(
     client: TrucoClient,
     match_id: str,
     seats_tokens: Sequence[tuple[int, str]],
-    bot_names: Sequence[str],
+    bot_classes: Sequence[type[Bot]],
     *,
     think_delay: float = 0.0,
     seed: int | None = None,
 ) -> list[threading.Thread]:
-    """Run built-in bots on the given seats, each on its own thread."""
-    from truco_bots import get_bot
+    """Run bots on the given seats (the classes cycled over them), each on its own thread."""
     from truco_client.runner import run_bot
 
     threads = []
     for i, (seat, token) in enumerate(seats_tokens):
-        cls = get_bot(bot_names[i % len(bot_names)])
+        cls = bot_classes[i % len(bot_classes)]
         bot = cls(seed=None if seed is None else seed + seat)
         t = threading.Thread(
             target=run_bot,

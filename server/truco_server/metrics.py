@@ -90,15 +90,11 @@ COMMIT_CONFLICTS = Counter(
 )
 REDIS_SECONDS = Histogram(
     "truco_redis_seconds",
-    "Latency of Redis operations issued by the store, by operation.",
+    "Wall time of the Redis store's operations (create, load, commit, lookup_request, "
+    "read_events, list_matches), round trip included.",
     ("operation",),
     buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
 )
-MATCHES_LIVE = Gauge(
-    "truco_matches_live",
-    "Active matches this worker currently holds state or subscriptions for.",
-)
-
 #: Allowed values of the `result` label of `truco_actions_total`.
 ACTION_RESULTS = ("accepted", "replayed", "illegal", "stale", "invalid", "error")
 

@@ -380,6 +380,10 @@ def test_dockerfile() -> None:
     assert by_keyword["STOPSIGNAL"] == ["SIGTERM"]
     installs = [args for args in by_keyword["RUN"] if "pip install" in args]
     assert installs and not any("[dev]" in args or " -e " in args for args in installs)
+    assert any("[server]" in args for args in installs)  # the base install is the client side
+    copied = {args.split()[0] for args in by_keyword["COPY"] if not args.startswith("--")}
+    folders = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    assert {w for w in folders["where"] if w != "."} | {"truco_engine"} <= copied
     assert "docker build -f deploy/Dockerfile -t truco-service ." in DOCKERFILE.read_text(encoding="utf-8")
 
 

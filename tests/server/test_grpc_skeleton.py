@@ -263,8 +263,6 @@ async def test_metrics_endpoint_counts_grpc_calls(worker: Worker) -> None:
         "truco_actions_total",
         "truco_stream_subscribers",
         "truco_commit_conflicts_total",
-        "truco_redis_seconds",
-        "truco_matches_live",
     ):
         assert f"# TYPE {name.removesuffix('_total')}" in text
 

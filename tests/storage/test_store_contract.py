@@ -570,3 +570,21 @@ async def test_redis_hub_picks_up_new_subscription_at_once(clean_redis_url: str)
     finally:
         await reader.close()
         await writer.close()
+
+
+async def test_the_redis_store_records_its_latency_per_operation(clean_redis_url: str) -> None:
+    from prometheus_client import REGISTRY
+
+    def count(op: str) -> float:
+        return REGISTRY.get_sample_value("truco_redis_seconds_count", {"operation": op}) or 0.0
+
+    before = {op: count(op) for op in ("create", "load", "commit", "read_events")}
+    store = RedisMatchStore.from_url(clean_redis_url)
+    try:
+        await store.create("m1", b"meta", b"s0", [b"e1"], entry("m1"))
+        await store.load("m1")
+        await store.commit("m1", expected_version=1, state=b"s1", events=[b"e2"], request_id=None, reply=b"")
+        await store.read_events("m1", 0, 10)
+    finally:
+        await store.close()
+    assert all(count(op) == before[op] + 1 for op in before)

@@ -43,16 +43,20 @@ waiting, else 1 + one ``XREAD BLOCK`` per 2 s slice, list_matches 1 + 1 per scan
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from truco_server import metrics
 
 from .base import (
     CommitResult,
@@ -69,6 +73,27 @@ from .base import (
     encode_page_token,
 )
 from .fanout import EventSubscription, RedisStreamHub, _parse_xread, version_of
+
+_F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])
+
+
+def _timed(operation: str) -> Callable[[_F], _F]:
+    """Record the wall time of a store operation in ``truco_redis_seconds`` (one label per
+    operation, its child made once)."""
+    child = metrics.REDIS_SECONDS.labels(operation)
+
+    def decorate(method: _F) -> _F:
+        @functools.wraps(method)
+        async def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return await method(*args, **kwargs)
+            finally:
+                child.observe(time.perf_counter() - start)
+
+        return cast(_F, timed)
+
+    return decorate
 
 __all__ = ["COMMIT_LUA", "CREATE_LUA", "MatchKeys", "RedisMatchStore", "RedisStats"]
 
@@ -244,6 +269,7 @@ class RedisMatchStore:
 
     # -- MatchStore ---------------------------------------------------------------
 
+    @_timed("create")
     async def create(
         self,
         match_id: str,
@@ -277,6 +303,7 @@ class RedisMatchStore:
             raise MatchExists(match_id)
         return version
 
+    @_timed("load")
     async def load(self, match_id: str) -> Snapshot | None:
         keys = self.keys_for(match_id)
         self.stats.add(1, 1)
@@ -293,6 +320,7 @@ class RedisMatchStore:
             updated_at=float(updated) if updated is not None else 0.0,
         )
 
+    @_timed("commit")
     async def commit(
         self,
         match_id: str,
@@ -374,6 +402,7 @@ class RedisMatchStore:
                 await pool.release(conn)
         return await script(keys=keys, args=args)
 
+    @_timed("lookup_request")
     async def lookup_request(self, match_id: str, request_id: str) -> CommitResult | None:
         keys = self.keys_for(match_id)
         self.stats.add(1, 1)
@@ -383,6 +412,7 @@ class RedisMatchStore:
         version, _, first_reply = _b(raw).partition(b":")
         return CommitResult(version=int(version), reply=first_reply, duplicate=True)
 
+    @_timed("read_events")
     async def read_events(self, match_id: str, after_version: int, limit: int) -> list[Event] | LogTrimmed:
         if after_version < 0 or limit < 1:
             raise ValueError("after_version must be >= 0 and limit >= 1")
@@ -446,6 +476,7 @@ class RedisMatchStore:
             )
         return EventSubscription(self, self._hub, match_id, after_version, queue_size=queue_size)
 
+    @_timed("list_matches")
     async def list_matches(
         self,
         owner: str,
