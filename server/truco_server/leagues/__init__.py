@@ -51,6 +51,15 @@ from truco_server.leagues.formats import (
     max_swiss_rounds,
     parse_format,
 )
+from truco_server.leagues.ratings import (
+    LeaderboardEntry,
+    PlayerRating,
+    RatedMatch,
+    RatingBook,
+    RatingModel,
+    ranks_from_winner,
+    rate,
+)
 from truco_server.leagues.results import Pairing, Result, Scoring
 from truco_server.leagues.round_robin import RoundRobin, berger_round
 from truco_server.leagues.rounds import Format
@@ -82,6 +91,7 @@ __all__ = [
     "InvalidOptionError",
     "InvalidResultError",
     "InvalidScoresError",
+    "LeaderboardEntry",
     "LeagueError",
     "MatchpointScore",
     "MatchpointTable",
@@ -89,6 +99,10 @@ __all__ = [
     "PairComparison",
     "PairScoring",
     "Pairing",
+    "PlayerRating",
+    "RatedMatch",
+    "RatingBook",
+    "RatingModel",
     "RegistrationClosedError",
     "Result",
     "RoundOrderError",
@@ -111,6 +125,8 @@ __all__ = [
     "max_swiss_rounds",
     "parse_format",
     "parse_tie_breaks",
+    "ranks_from_winner",
+    "rate",
     "seed_order",
     "standings",
     "tables_for",
