@@ -246,3 +246,22 @@ def test_the_bye_skips_the_lowest_ranked_when_the_others_could_not_be_paired() -
     met = {frozenset((r.first, r.second)) for r in results if r.second is not None}
     assert not perfectly_pairable(set(ranked) - {"e4"}, met)
     assert [p.first for p in tables if p.second is None] == ["e6"]
+
+
+def test_a_leader_who_met_the_next_group_is_paired_close_rather_than_floated_far() -> None:
+    """Bracket 1 holds groups 0-2 (L; a1 a2; b1 b2) and L has met a1 and a2. Floating L
+    to the next bracket (group 3) costs a gap of 3; pairing him with a b (gap 2) and
+    floating the last b one group down costs 2**2 + 1**2. The matching must choose that."""
+    from truco_server.leagues.swiss import NO_PREFERENCE, ManoPreference, _Player, pair_players
+
+    none = ManoPreference(None, NO_PREFERENCE)
+    layout = [("L", 0), ("a1", 1), ("a2", 1), ("b1", 2), ("b2", 2), ("c1", 3), ("c2", 3), ("c3", 3)]
+    sizes = Counter(g for _, g in layout)
+    firsts = {g: min(i for i, (_, h) in enumerate(layout) if h == g) for g in sizes}
+    players = [_Player(x, i, g, i - firsts[g], sizes[g], none) for i, (x, g) in enumerate(layout)]
+    met = frozenset({frozenset(("L", "a1")), frozenset(("L", "a2"))})
+    pairs = pair_players(players, met, bracket_size=5)
+    assert pairs is not None
+    gaps = sorted(abs(a.group - b.group) for a, b in pairs)
+    partner = {a.id: b.id for a, b in pairs} | {b.id: a.id for a, b in pairs}
+    assert partner["L"] in ("b1", "b2") and gaps == [0, 0, 1, 2]

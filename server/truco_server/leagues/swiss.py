@@ -145,21 +145,29 @@ def edge_weight(a: _Player, b: _Player, scale: Weights) -> int:
     return scale.base - gap * gap * scale.gap - pair_mano_cost(a.pref, b.pref) * scale.mano - fold
 
 
-def float_weight(a: _Player, scale: Weights) -> int:
+def float_weight(a: _Player, next_group: int, scale: Weights) -> int:
     """The weight of leaving ``a`` unpaired in a bracket of odd size, so that he floats
-    into the next bracket: ``+ rank_a`` at the "who floats" level (the lowest-ranked member
-    floats). A bracket of odd size gets one extra float node joined to every member by
-    these edges, so the matching is perfect and the float node's partner is the floater.
-    Keeping this rank term off the player-to-player edges keeps the matching fast (a term
+    into the next bracket, whose best score group is ``next_group``:
+
+    1. the float's own gap: ``-(next_group - group_a)**2`` (he will meet someone of that
+       group or lower, so a leader who has met the whole next group is paired lower in
+       this bracket rather than floated further away);
+    2. who floats: ``+ rank_a`` (among equal gaps, the lowest-ranked member floats).
+
+    A bracket of odd size gets one extra float node joined to every member by these
+    edges, so the matching is perfect and the float node's partner is the floater.
+    Keeping the rank term off the player-to-player edges keeps the matching fast (a term
     on every edge that depends on each end's rank makes networkx's dual updates many times
     slower)."""
-    return scale.base + a.rank * scale.floater
+    gap = next_group - a.group
+    return scale.base - gap * gap * scale.gap + a.rank * scale.floater
 
 
 def _match(
-    nodes: Sequence[_Player], met: frozenset[frozenset[str]], groups: int
+    nodes: Sequence[_Player], met: frozenset[frozenset[str]], groups: int, next_group: int
 ) -> tuple[list[tuple[_Player, _Player]], list[_Player]]:
-    """Max-weight max-cardinality matching of ``nodes``; returns pairs and the unpaired."""
+    """Max-weight max-cardinality matching of ``nodes``; returns pairs and the unpaired.
+    ``next_group`` is the best score group of the bracket below (for the float cost)."""
     scale = Weights(len(nodes), groups)
     graph: nx.Graph[int] = nx.Graph()
     graph.add_nodes_from(range(len(nodes)))
@@ -171,7 +179,7 @@ def _match(
     float_node = len(nodes)
     if len(nodes) % 2:
         for i, a in enumerate(nodes):
-            graph.add_edge(i, float_node, weight=float_weight(a, scale))
+            graph.add_edge(i, float_node, weight=float_weight(a, next_group, scale))
     matching = nx.max_weight_matching(graph, maxcardinality=True)
     pairs: list[tuple[_Player, _Player]] = []
     used: set[int] = set()
@@ -228,16 +236,17 @@ def pair_players(
     groups = max(p.group for p in players) + 1
     parts = brackets(players, bracket_size)
     states: list[tuple[list[tuple[_Player, _Player]], list[_Player]]] = [([], [])]
-    for part in parts:
+    for k, part in enumerate(parts):
         done, carry = states[-1]
-        pairs, left = _match(carry + part, met, groups)
+        next_group = parts[k + 1][0].group if k + 1 < len(parts) else groups
+        pairs, left = _match(carry + part, met, groups, next_group)
         states.append((done + pairs, left))
     if not states[-1][1]:
         return states[-1][0]
     for start in range(len(parts) - 2, -1, -1):
         done, carry = states[start]
         nodes = carry + [p for part in parts[start:] for p in part]
-        pairs, left = _match(nodes, met, groups)
+        pairs, left = _match(nodes, met, groups, groups)
         if not left:
             return done + pairs
     return None
