@@ -3,7 +3,7 @@
 Hard constraints: nobody meets the same opponent twice, nobody gets a second bye, every
 present entrant is paired (or gets the round's one bye). Soft constraints, in strict
 priority order, are folded into one integer weight per allowed pair and handed to
-``networkx.max_weight_matching(maxcardinality=True)``; see :func:`edge_weight` and
+``networkx.max_weight_matching(maxcardinality=True)``; see :func:`edge_weight`, :func:`float_weight` and
 docs/leagues.md for the formula.
 
 Ranking used for pairing: score (from the results), then seed. Score groups are the runs
@@ -27,6 +27,7 @@ above it (the same trade the FIDE Dutch system makes by pairing bracket by brack
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -318,29 +319,14 @@ class Swiss:
         )
 
     def _pair(self, ranked: Sequence[Entrant], history: History) -> list[tuple[_Player, _Player]] | None:
-        players: list[_Player] = []
-        group_start = 0
-        group = -1
-        last_score: float | None = None
         scores = [history.score(e.id) for e in ranked]
-        sizes: list[int] = []
-        for i, s in enumerate(scores):
-            if s != last_score:
-                if group >= 0:
-                    sizes.append(i - group_start)
-                group += 1
-                group_start = i
-                last_score = s
-        sizes.append(len(scores) - group_start)
-        group, group_start, last_score = -1, 0, None
-        for i, (e, s) in enumerate(zip(ranked, scores, strict=True)):
-            if s != last_score:
-                group += 1
-                group_start = i
-                last_score = s
-            players.append(
-                _Player(e.id, i, group, i - group_start, sizes[group], mano_preference(history, e.id))
-            )
+        players: list[_Player] = []
+        runs = itertools.groupby(range(len(ranked)), key=lambda i: scores[i])
+        for group, (_, members) in enumerate(runs):
+            indexes = list(members)
+            for pos, i in enumerate(indexes):
+                pref = mano_preference(history, ranked[i].id)
+                players.append(_Player(ranked[i].id, i, group, pos, len(indexes), pref))
         return pair_players(players, history.met, self.bracket_size)
 
     @staticmethod
