@@ -178,3 +178,41 @@ def test_bad_duplicate_input() -> None:
         matchpoints([TABLE_A, DuplicateTable("x", "r9", ("C", "D"))], [])
     with pytest.raises(InvalidScoresError, match="bye"):
         tables_for(Pairing(1, 2, "C", None))
+
+
+def test_a_double_round_robin_with_duplicate_deals() -> None:
+    """Every pairing at two tables with the seats swapped, every deal index compared at
+    both, and the standings built from the comparisons (points difference = net)."""
+    import random
+    from collections import Counter
+
+    event = create_event(
+        EventSpec(FormatKind.DOUBLE_ROUND_ROBIN, duplicate=DuplicateOptions(DuplicateMode.TABLES)),
+        [Entrant(f"e{i}", i) for i in range(1, 6)],
+    )
+    rnd = random.Random(4)
+    results = []
+    seatings: Counter[tuple[str, str]] = Counter()
+    nets: Counter[str] = Counter()
+    for r in range(1, event.total_rounds() + 1):
+        for pairing in event.pairings(r, results):
+            if pairing.is_bye:
+                results.append(pairing.bye_result())
+                continue
+            a, b = event.tables(pairing)
+            seatings.update([a.sides, b.sides])
+            deals = rnd.randrange(3, 8)
+            scores = [
+                DealScore(t.key, k, (rnd.randrange(5), rnd.randrange(5)))
+                for t in (a, b)
+                for k in range(deals)
+            ]
+            cmp = compare_pair((a, b), scores)
+            assert [d.deal for d in cmp.deals] == list(range(deals)) and cmp.unmatched == ()
+            nets[cmp.a] += cmp.net
+            nets[cmp.b] -= cmp.net
+            results.append(cmp.result(pairing))
+    # Each pair meets twice and each meeting seats them both ways: every ordered seating twice.
+    assert len(seatings) == 20 and set(seatings.values()) == {2}
+    table = standings(event.entrants, results, tie_breaks=event.spec.tie_breaks)
+    assert {s.entrant_id: s.points_for - s.points_against for s in table} == dict(nets)
