@@ -1,0 +1,185 @@
+"""An event: a format, its options and its entrants, validated together.
+
+:func:`create_event` is the one entry point the league service needs: it checks the
+options and the entrants against the format and returns an :class:`Event` that answers
+pairings, rounds, standings and late registrations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+from truco_server.leagues.brackets import Elimination
+from truco_server.leagues.duplicate import (
+    NO_DUPLICATE,
+    DuplicateMode,
+    DuplicateOptions,
+    DuplicateTable,
+    tables_for,
+)
+from truco_server.leagues.entrants import Entrant, validate_entrants
+from truco_server.leagues.errors import InvalidOptionError, RegistrationClosedError, UnknownFormatError
+from truco_server.leagues.results import DEFAULT_SCORING, Pairing, Result, Scoring, build_history
+from truco_server.leagues.round_robin import RoundRobin
+from truco_server.leagues.rounds import Format
+from truco_server.leagues.swiss import DEFAULT_BRACKET_SIZE, Swiss
+from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS, Standing, TieBreak, standings
+
+
+class FormatKind(enum.StrEnum):
+    ROUND_ROBIN = "round_robin"
+    DOUBLE_ROUND_ROBIN = "double_round_robin"
+    SWISS = "swiss"
+    SINGLE_ELIMINATION = "single_elimination"
+    DOUBLE_ELIMINATION = "double_elimination"
+
+
+#: Fewest entrants each format accepts.
+MIN_ENTRANTS: dict[FormatKind, int] = {
+    FormatKind.ROUND_ROBIN: 2,
+    FormatKind.DOUBLE_ROUND_ROBIN: 2,
+    FormatKind.SWISS: 4,
+    FormatKind.SINGLE_ELIMINATION: 2,
+    FormatKind.DOUBLE_ELIMINATION: 3,
+}
+
+#: Formats that accept entrants after the start (until more than half the rounds have started).
+LATE_REGISTRATION: frozenset[FormatKind] = frozenset({FormatKind.SWISS})
+
+ELIMINATION: frozenset[FormatKind] = frozenset({FormatKind.SINGLE_ELIMINATION, FormatKind.DOUBLE_ELIMINATION})
+
+
+def parse_format(name: str) -> FormatKind:
+    """The format called ``name``, or :class:`UnknownFormatError` naming the allowed ones."""
+    try:
+        return FormatKind(name)
+    except ValueError:
+        allowed = ", ".join(f.value for f in FormatKind)
+        raise UnknownFormatError("format", f"unknown format {name!r}; allowed: {allowed}") from None
+
+
+def max_swiss_rounds(entrants: int) -> int:
+    """Most rounds a Swiss of this size can have without a rematch or a second bye."""
+    return entrants - 1 if entrants % 2 == 0 else entrants
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    """What the operator chose."""
+
+    format: FormatKind
+    players_per_side: int = 1
+    """The rule set's players a side: 1, or 2 and 3 for team rule sets."""
+    rounds: int | None = None
+    """Swiss only, and required there."""
+    scoring: Scoring = DEFAULT_SCORING
+    tie_breaks: tuple[TieBreak, ...] = DEFAULT_TIE_BREAKS
+    duplicate: DuplicateOptions = NO_DUPLICATE
+    grand_final_reset: bool = True
+    """Double elimination: a second grand final when the losers' champion wins the first."""
+    bracket_size: int = DEFAULT_BRACKET_SIZE
+    """Swiss: the most entrants matched in one graph (see :mod:`truco_server.leagues.swiss`)."""
+
+
+@dataclass(frozen=True)
+class Event:
+    spec: EventSpec
+    entrants: tuple[Entrant, ...]
+    """Validated, ordered by seed."""
+
+    @property
+    def format(self) -> Format:
+        kind = self.spec.format
+        if kind is FormatKind.ROUND_ROBIN:
+            return RoundRobin(self.entrants, 1)
+        if kind is FormatKind.DOUBLE_ROUND_ROBIN:
+            return RoundRobin(self.entrants, 2)
+        if kind is FormatKind.SWISS:
+            assert self.spec.rounds is not None
+            return Swiss(self.entrants, self.spec.rounds, self.spec.scoring, self.spec.bracket_size)
+        return Elimination(self.entrants, kind is FormatKind.DOUBLE_ELIMINATION, self.spec.grand_final_reset)
+
+    def total_rounds(self) -> int:
+        return self.format.total_rounds()
+
+    def pairings(
+        self, round_no: int, results: Sequence[Result], withdrawn: Collection[str] = ()
+    ) -> tuple[Pairing, ...]:
+        return self.format.pairings(round_no, results, withdrawn)
+
+    def is_finished(self, results: Sequence[Result], withdrawn: Collection[str] = ()) -> bool:
+        return self.format.is_finished(results, withdrawn)
+
+    def tables(self, pairing: Pairing) -> tuple[DuplicateTable, ...]:
+        """The tables a pairing is played at: one (keyed ``r<round>.t<table>``) without
+        duplicate, two with the seats swapped under duplicate; none for a bye."""
+        if pairing.second is None:
+            return ()
+        if self.spec.duplicate.mode is DuplicateMode.OFF:
+            key = f"r{pairing.round}.t{pairing.table}"
+            return (DuplicateTable(key, key, (pairing.first, pairing.second)),)
+        return tables_for(pairing, self.spec.duplicate.deal_sets)
+
+    def standings(self, results: Sequence[Result], withdrawn: Collection[str] = ()) -> tuple[Standing, ...]:
+        """Score order with the tie-breaks; in elimination formats, the bracket places
+        (:meth:`Elimination.placements`; entrants out in the same round share a rank)."""
+        table = standings(self.entrants, results, self.spec.scoring, self.spec.tie_breaks)
+        fmt = self.format
+        if not isinstance(fmt, Elimination):
+            return table
+        rows = {s.entrant_id: s for s in table}
+        placed = fmt.placements(results, withdrawn)
+        return tuple(dataclasses.replace(rows[e], rank=place) for place, e in placed)
+
+    def register(self, entrant: Entrant, rounds_started: int) -> Event:
+        """This event with ``entrant`` added, after ``rounds_started`` rounds were paired.
+
+        Before the start every format accepts it; after, only a Swiss does, until more
+        than half its rounds have started; the entrant is then paired from the next round.
+        """
+        kind = self.spec.format
+        if rounds_started > 0:
+            if kind not in LATE_REGISTRATION:
+                raise RegistrationClosedError(
+                    "entrant", f"a {kind.value} does not accept entrants after its start (only a swiss does)"
+                )
+            rounds = self.spec.rounds or 0
+            if rounds_started * 2 > rounds:
+                raise RegistrationClosedError(
+                    "entrant",
+                    f"registration closes once more than half the rounds have started "
+                    f"({rounds_started} of {rounds} have)",
+                )
+            entrant = dataclasses.replace(entrant, joined_round=rounds_started + 1)
+        field = validate_entrants((*self.entrants, entrant), self.spec.players_per_side, 1)
+        return Event(self.spec, field)
+
+    def scores(self, results: Sequence[Result]) -> dict[str, float]:
+        """Each entrant's score (no tie-breaks)."""
+        history = build_history(results, (e.id for e in self.entrants), self.spec.scoring)
+        return {e.id: history.score(e.id) for e in self.entrants}
+
+
+def create_event(spec: EventSpec, entrants: Iterable[Entrant]) -> Event:
+    """Validate ``spec`` and ``entrants`` together (typed errors) and return the event."""
+    if not isinstance(spec.format, FormatKind):
+        spec = dataclasses.replace(spec, format=parse_format(str(spec.format)))
+    field = validate_entrants(entrants, spec.players_per_side, MIN_ENTRANTS[spec.format])
+    if spec.format is FormatKind.SWISS:
+        top = max_swiss_rounds(len(field))
+        if spec.rounds is None or isinstance(spec.rounds, bool) or not 1 <= spec.rounds <= top:
+            raise InvalidOptionError(
+                "rounds", f"a swiss of {len(field)} entrants has 1 to {top} rounds; got {spec.rounds!r}"
+            )
+        if spec.bracket_size < 4:
+            raise InvalidOptionError("bracket_size", f"must be >= 4; got {spec.bracket_size}")
+    elif spec.rounds is not None:
+        raise InvalidOptionError(
+            "rounds", f"only a swiss takes a number of rounds; a {spec.format.value} has its own"
+        )
+    if len(set(spec.tie_breaks)) != len(spec.tie_breaks):
+        raise InvalidOptionError("tie_breaks", "a tie-break is listed twice")
+    return Event(spec, field)

@@ -1,0 +1,345 @@
+"""Swiss pairing by maximum-weight matching (networkx).
+
+Hard constraints: nobody meets the same opponent twice, nobody gets a second bye, every
+present entrant is paired (or gets the round's one bye). Soft constraints, in strict
+priority order, are folded into one integer weight per allowed pair and handed to
+``networkx.max_weight_matching(maxcardinality=True)``; see :func:`edge_weight`, :func:`float_weight` and
+docs/leagues.md for the formula.
+
+Ranking used for pairing: score (from the results), then seed. Score groups are the runs
+of equal score in that order.
+
+**The bye** (odd number of present entrants) goes to the lowest-ranked entrant without a
+bye for whom the others can still be paired without a rematch.
+
+**Brackets.** networkx's matching is pure Python and roughly cubic, so a large field is not
+paired in one graph. The ranked field is cut into brackets of at most ``bracket_size``
+entrants along score-group boundaries (small neighbouring groups share one bracket; a group
+larger than the limit is split into sub-brackets that each take a slice of its top half and
+the matching slice of its bottom half, so "top half meets bottom half" survives). Brackets
+are matched top-down; whoever a bracket leaves unpaired floats into the next one. If the
+last bracket cannot be completed, the last two brackets are matched as one, then the last
+three, and so on up to the whole field, so a rematch-free pairing is always found when one
+exists. A field no larger than ``bracket_size`` is matched in one graph and gets the global
+optimum of the weights; a larger one gets the optimum of each bracket given the floaters
+above it (the same trade the FIDE Dutch system makes by pairing bracket by bracket).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+
+from truco_server.leagues.entrants import Entrant
+from truco_server.leagues.errors import NoValidPairingError, RoundOrderError
+from truco_server.leagues.results import DEFAULT_SCORING, History, Pairing, Result, Scoring, build_history
+from truco_server.leagues.rounds import check_round_number, check_withdrawn, earlier, tables_done
+
+#: Default largest number of entrants matched in one graph.
+DEFAULT_BRACKET_SIZE = 48
+
+#: Mano preference strengths (how much a player minds being given the other role).
+NO_PREFERENCE, MILD, STRONG, ABSOLUTE = 0, 1, 2, 3
+#: Largest mano cost of one pair (both players given their unwanted role, absolutely).
+MAX_MANO_COST = 2 * ABSOLUTE
+
+
+@dataclass(frozen=True)
+class ManoPreference:
+    """Whether an entrant should be mano in the first hand of its next match.
+
+    ``wants_first`` is the wanted role (``None``: no preference), ``strength`` how much:
+    ABSOLUTE after two matches in a row in the same role or a balance of 2 or more, STRONG
+    with a balance of one (more matches as mano than not, or the reverse), MILD with an
+    even balance (alternate from the last match), NO_PREFERENCE before any match.
+    """
+
+    wants_first: bool | None
+    strength: int
+
+    def cost(self, first: bool) -> int:
+        if self.wants_first is None or self.wants_first == first:
+            return 0
+        return self.strength
+
+
+def mano_preference(history: History, entrant_id: str) -> ManoPreference:
+    """The entrant's :class:`ManoPreference` from its played matches (byes do not count)."""
+    seq = [g.mano for g in history.of(entrant_id) if g.opponent is not None]
+    if not seq:
+        return ManoPreference(None, NO_PREFERENCE)
+    balance = sum(1 if m else -1 for m in seq)
+    if len(seq) >= 2 and seq[-1] == seq[-2]:
+        return ManoPreference(not seq[-1], ABSOLUTE)
+    if abs(balance) >= 2:
+        return ManoPreference(balance < 0, ABSOLUTE)
+    if balance != 0:
+        return ManoPreference(balance < 0, STRONG)
+    return ManoPreference(not seq[-1], MILD)
+
+
+def pair_mano_cost(a: ManoPreference, b: ManoPreference) -> int:
+    """The cheaper of the two ways to seat a pair: a first, or b first."""
+    return min(a.cost(True) + b.cost(False), b.cost(True) + a.cost(False))
+
+
+@dataclass(frozen=True)
+class _Player:
+    id: str
+    rank: int
+    """0 = best, in (score desc, seed asc) order among the players being paired."""
+    group: int
+    """Score group index, 0 = highest score."""
+    pos: int
+    """Position inside the score group."""
+    group_size: int
+    pref: ManoPreference
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The scale of each level of the lexicographic weight for a graph of ``n`` players.
+
+    Each scale is larger than the largest total any whole matching can reach on all the
+    levels below it, so a higher level is never traded for any amount of a lower one.
+    """
+
+    n: int
+    groups: int
+
+    @property
+    def pairs(self) -> int:
+        return self.n // 2 + 1
+
+    @property
+    def mano(self) -> int:
+        return self.pairs * self.n + 1
+
+    @property
+    def floater(self) -> int:
+        return self.pairs * (MAX_MANO_COST * self.mano + self.n) + 1
+
+    @property
+    def gap(self) -> int:
+        return self.floater * (2 * self.pairs * self.n + 1)
+
+    @property
+    def base(self) -> int:
+        return self.gap * (self.groups**2 + 1)
+
+
+def edge_weight(a: _Player, b: _Player, scale: Weights) -> int:
+    """The weight of pairing ``a`` with ``b`` (larger is better), in priority order:
+
+    1. score-group gap: ``-(group_a - group_b)**2`` (pair within score groups; one float
+       of two groups costs more than two floats of one group);
+    2. (who floats: carried by the float node's edges, see :func:`float_weight`);
+    3. mano balance: ``-`` the cheaper seating's preference cost (0..6);
+    4. top half v bottom half: ``-abs(abs(pos_a - pos_b) - size // 2)`` within a score
+       group (the group's k-th player meets its (k + size/2)-th), 0 across groups.
+    """
+    gap = abs(a.group - b.group)
+    fold = abs(abs(a.pos - b.pos) - a.group_size // 2) if gap == 0 else 0
+    return scale.base - gap * gap * scale.gap - pair_mano_cost(a.pref, b.pref) * scale.mano - fold
+
+
+def float_weight(a: _Player, next_group: int, scale: Weights) -> int:
+    """The weight of leaving ``a`` unpaired in a bracket of odd size, so that he floats
+    into the next bracket, whose best score group is ``next_group``:
+
+    1. the float's own gap: ``-(next_group - group_a)**2`` (he will meet someone of that
+       group or lower, so a leader who has met the whole next group is paired lower in
+       this bracket rather than floated further away);
+    2. who floats: ``+ rank_a`` (among equal gaps, the lowest-ranked member floats).
+
+    A bracket of odd size gets one extra float node joined to every member by these
+    edges, so the matching is perfect and the float node's partner is the floater.
+    Keeping the rank term off the player-to-player edges keeps the matching fast (a term
+    on every edge that depends on each end's rank makes networkx's dual updates many times
+    slower)."""
+    gap = next_group - a.group
+    return scale.base - gap * gap * scale.gap + a.rank * scale.floater
+
+
+def _match(
+    nodes: Sequence[_Player], met: frozenset[frozenset[str]], groups: int, next_group: int
+) -> tuple[list[tuple[_Player, _Player]], list[_Player]]:
+    """Max-weight max-cardinality matching of ``nodes``; returns pairs and the unpaired.
+    ``next_group`` is the best score group of the bracket below (for the float cost)."""
+    scale = Weights(len(nodes), groups)
+    graph: nx.Graph[int] = nx.Graph()
+    graph.add_nodes_from(range(len(nodes)))
+    for i, a in enumerate(nodes):
+        for j in range(i + 1, len(nodes)):
+            b = nodes[j]
+            if frozenset((a.id, b.id)) not in met:
+                graph.add_edge(i, j, weight=edge_weight(a, b, scale))
+    float_node = len(nodes)
+    if len(nodes) % 2:
+        for i, a in enumerate(nodes):
+            graph.add_edge(i, float_node, weight=float_weight(a, next_group, scale))
+    matching = nx.max_weight_matching(graph, maxcardinality=True)
+    pairs: list[tuple[_Player, _Player]] = []
+    used: set[int] = set()
+    for i, j in matching:
+        if float_node in (i, j):
+            continue
+        x, y = (i, j) if i < j else (j, i)
+        pairs.append((nodes[x], nodes[y]))
+        used.update((x, y))
+    left = [p for k, p in enumerate(nodes) if k not in used]
+    return pairs, left
+
+
+def brackets(players: Sequence[_Player], size: int) -> list[list[_Player]]:
+    """Cut the ranked players into brackets of at most ``size`` (see the module doc)."""
+    if len(players) <= size:
+        return [list(players)]
+    groups: list[list[_Player]] = []
+    for p in players:
+        if groups and groups[-1][0].group == p.group:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    out: list[list[_Player]] = []
+    current: list[_Player] = []
+    for g in groups:
+        if len(g) > size:
+            if current:
+                out.append(current)
+                current = []
+            pieces = -(-len(g) // size)
+            half = len(g) // 2
+            top, bottom = g[:half], g[half:]
+            for k in range(pieces):
+                t = top[k * len(top) // pieces : (k + 1) * len(top) // pieces]
+                b = bottom[k * len(bottom) // pieces : (k + 1) * len(bottom) // pieces]
+                out.append(t + b)
+        elif len(current) + len(g) > size:
+            out.append(current)
+            current = list(g)
+        else:
+            current.extend(g)
+    if current:
+        out.append(current)
+    return out
+
+
+def pair_players(
+    players: Sequence[_Player], met: frozenset[frozenset[str]], bracket_size: int
+) -> list[tuple[_Player, _Player]] | None:
+    """Pair every player (an even count) without a rematch, or ``None`` if impossible."""
+    if not players:
+        return []
+    groups = max(p.group for p in players) + 1
+    parts = brackets(players, bracket_size)
+    states: list[tuple[list[tuple[_Player, _Player]], list[_Player]]] = [([], [])]
+    for k, part in enumerate(parts):
+        done, carry = states[-1]
+        next_group = parts[k + 1][0].group if k + 1 < len(parts) else groups
+        pairs, left = _match(carry + part, met, groups, next_group)
+        states.append((done + pairs, left))
+    if not states[-1][1]:
+        return states[-1][0]
+    for start in range(len(parts) - 2, -1, -1):
+        done, carry = states[start]
+        nodes = carry + [p for part in parts[start:] for p in part]
+        pairs, left = _match(nodes, met, groups, groups)
+        if not left:
+            return done + pairs
+    return None
+
+
+def _seat(a: _Player, b: _Player, table: int) -> tuple[_Player, _Player]:
+    """Who is mano: the cheaper seating; on a tie the better-ranked player gets his
+    preference, and with no preference at all he is mano on odd tables."""
+    a_first = a.pref.cost(True) + b.pref.cost(False)
+    b_first = b.pref.cost(True) + a.pref.cost(False)
+    if a_first != b_first:
+        return (a, b) if a_first < b_first else (b, a)
+    if a.pref.wants_first is not None:
+        return (a, b) if a.pref.wants_first else (b, a)
+    if b.pref.wants_first is not None:
+        return (b, a) if b.pref.wants_first else (a, b)
+    return (a, b) if table % 2 == 1 else (b, a)
+
+
+@dataclass(frozen=True)
+class Swiss:
+    """A Swiss event of a fixed number of rounds."""
+
+    entrants: tuple[Entrant, ...]
+    rounds: int
+    scoring: Scoring = DEFAULT_SCORING
+    bracket_size: int = DEFAULT_BRACKET_SIZE
+
+    def total_rounds(self) -> int:
+        return self.rounds
+
+    def ranking(self, history: History, present: Collection[str]) -> list[Entrant]:
+        """Present entrants in pairing order: score (desc), then seed."""
+        return sorted(
+            (e for e in self.entrants if e.id in present), key=lambda e: (-history.score(e.id), e.seed)
+        )
+
+    def pairings(
+        self, round_no: int, results: Sequence[Result], withdrawn: Collection[str] = ()
+    ) -> tuple[Pairing, ...]:
+        out = check_withdrawn(withdrawn, self.entrants)
+        check_round_number(round_no, self.rounds)
+        past = earlier(results, round_no)
+        history = build_history(past, (e.id for e in self.entrants), self.scoring)
+        played_rounds = {r.round for r in past}
+        for r in range(1, round_no):
+            if r not in played_rounds:
+                raise RoundOrderError("round", f"round {r} has no results yet; pair rounds in order")
+        present = {e.id for e in self.entrants if e.joined_round <= round_no and e.id not in out}
+        ranked = self.ranking(history, present)
+        if len(ranked) < 2:
+            raise NoValidPairingError("round", f"round {round_no} has {len(ranked)} entrant(s) present")
+        if len(ranked) % 2 == 0:
+            pairs = self._pair(ranked, history)
+            if pairs is None:
+                raise NoValidPairingError(
+                    "round", f"no pairing of round {round_no} avoids a rematch; the event should end"
+                )
+            return self._tables(round_no, pairs, None)
+        candidates = [e for e in reversed(ranked) if history.byes(e.id) == 0]
+        if not candidates:
+            raise NoValidPairingError("round", f"round {round_no} needs a bye and every entrant has had one")
+        for bye in candidates:
+            pairs = self._pair([e for e in ranked if e.id != bye.id], history)
+            if pairs is not None:
+                return self._tables(round_no, pairs, bye.id)
+        raise NoValidPairingError(
+            "round", f"no pairing of round {round_no} avoids a rematch and a second bye; the event should end"
+        )
+
+    def _pair(self, ranked: Sequence[Entrant], history: History) -> list[tuple[_Player, _Player]] | None:
+        scores = [history.score(e.id) for e in ranked]
+        players: list[_Player] = []
+        runs = itertools.groupby(range(len(ranked)), key=lambda i: scores[i])
+        for group, (_, members) in enumerate(runs):
+            indexes = list(members)
+            for pos, i in enumerate(indexes):
+                pref = mano_preference(history, ranked[i].id)
+                players.append(_Player(ranked[i].id, i, group, pos, len(indexes), pref))
+        return pair_players(players, history.met, self.bracket_size)
+
+    @staticmethod
+    def _tables(round_no: int, pairs: list[tuple[_Player, _Player]], bye: str | None) -> tuple[Pairing, ...]:
+        ordered = sorted(pairs, key=lambda ab: min(ab[0].rank, ab[1].rank))
+        out: list[Pairing] = []
+        for table, (a, b) in enumerate(ordered, start=1):
+            hi, lo = (a, b) if a.rank < b.rank else (b, a)
+            first, second = _seat(hi, lo, table)
+            out.append(Pairing(round_no, table, first.id, second.id))
+        if bye is not None:
+            out.append(Pairing(round_no, len(out) + 1, bye, None))
+        return tuple(out)
+
+    def is_finished(self, results: Sequence[Result], withdrawn: Collection[str] = ()) -> bool:
+        return tables_done(self, self.rounds, results, withdrawn)
