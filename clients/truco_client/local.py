@@ -88,23 +88,26 @@ def play_local_match(
     deck_rng: random.Random,
     *,
     seats: Sequence[tuple[str, SeatKind]] = (),
+    seed: bytes | None = None,
     on_update: Callable[[int, Observation, tuple[Event, ...]], None] | None = None,
     max_actions: int = 20_000,
     strict: bool = True,
 ) -> tuple[te.MatchState, int]:
     """Play one match between ``bots`` (one per seat), exactly as a server would run it: the
-    same log (``match_created``, every event, the deals from a seed drawn from ``deck_rng``,
-    ``match_revealed``), the same versions, and the same observations and events for every
-    seat (:mod:`truco_contract.table`). Returns the final state and the number of illegal
+    same log (``match_created``, every event, the deals from ``seed`` or from a seed drawn
+    from ``deck_rng``, ``match_revealed``), the same versions, and the same observations and
+    events for every seat (:mod:`truco_contract.table`). The bot of the seat whose decision
+    is awaited acts. Returns the final state and the number of illegal
     actions (with ``strict`` the first illegal action raises :class:`IllegalBotAction`;
     otherwise the first legal action is played instead).
 
     ``on_update(seat, observation, events)`` is called for every seat after every commit with
-    what that seat's stream would carry."""
+    what that seat's stream would carry. Play stops after ``max_actions`` actions (the match
+    is then still active)."""
     n = rules.players
     if len(bots) != n:
         raise ValueError(f"{n} seats need {n} bots, got {len(bots)}")
-    dealing = table.Dealing(seed=deck_rng.randbytes(32))
+    dealing = table.Dealing(seed=deck_rng.randbytes(32) if seed is None else seed)
     state, entries = table.start(rules, table.seats_of(rules, seats), dealing)
     trackers = [HandTracker() for _ in range(n)]
     for seat, bot in enumerate(bots):
@@ -132,8 +135,9 @@ def play_local_match(
     while not te.is_over(state):
         steps += 1
         if steps > max_actions:
-            raise RuntimeError(f"match did not end within {max_actions} actions")
-        seat = next(x for x in range(n) if observations[x].is_my_turn)
+            break
+        seat = observations[0].whose_turn  # the seat whose decision the game waits for
+        assert seat is not None, "an active match awaits a seat"
         obs = observations[seat]
         action = bots[seat].choose(obs)
         if action not in obs.legal_actions:
@@ -146,8 +150,9 @@ def play_local_match(
             action = obs.legal_actions[0]
         state, entries = table.act(state, seat, action, dealing)
         commit(entries)
-    for seat, bot in enumerate(bots):
-        bot.on_match_end(observations[seat])
+    if te.is_over(state):
+        for seat, bot in enumerate(bots):
+            bot.on_match_end(observations[seat])
     return state, illegal
 
 
