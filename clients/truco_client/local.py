@@ -136,9 +136,10 @@ def play_local_match(
         steps += 1
         if steps > max_actions:
             break
-        seat = observations[0].whose_turn  # the seat whose decision the game waits for
-        assert seat is not None, "an active match awaits a seat"
-        obs = observations[seat]
+        awaited = observations[0].whose_turn  # the seat whose decision the game waits for
+        assert awaited is not None, "an active match awaits a seat"
+        obs = observations[awaited]
+        seat = awaited
         action = bots[seat].choose(obs)
         if action not in obs.legal_actions:
             illegal += 1
