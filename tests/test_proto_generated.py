@@ -49,6 +49,10 @@ def test_generated_package_imports_from_proto_package_path() -> None:
         "GetMatch",
         "ListMatches",
         "CancelMatch",
+        "JoinMatch",
+        "GetMatchRecord",
+        "AddTime",
+        "AdjudicateMatch",
     }
     assert hasattr(match_service_pb2_grpc, "add_MatchServiceServicer_to_server")
 

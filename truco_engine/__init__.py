@@ -67,6 +67,7 @@ from truco_engine.events import (
     payload_to_dict,
 )
 from truco_engine.observe import Observation, PendingCall, PlayView, TrickView, observe
+from truco_engine.outcome import conclude
 from truco_engine.record import (
     Match,
     MatchRecord,
@@ -126,6 +127,7 @@ __all__ = [
     "UnknownPresetError",
     "apply",
     "canonical_json",
+    "conclude",
     "deal",
     "deck_commitment",
     "describe",

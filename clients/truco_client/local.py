@@ -23,7 +23,7 @@ import truco_engine as te
 from truco_client.bot import Bot
 from truco_client.observation import Event, HandTracker, Observation
 from truco_contract import table
-from truco_contract.events import EventView, LogEntry, MatchStatus, SeatKind, redact
+from truco_contract.events import DealSource, EventView, LogEntry, MatchStatus, SeatKind, redact
 from truco_contract.views import view
 
 BotFactory = Callable[[], Bot] | type[Bot]
@@ -107,8 +107,12 @@ def play_local_match(
     n = rules.players
     if len(bots) != n:
         raise ValueError(f"{n} seats need {n} bots, got {len(bots)}")
-    dealing = table.Dealing(seed=deck_rng.randbytes(32) if seed is None else seed)
-    state, entries = table.start(rules, table.seats_of(rules, seats), dealing)
+    # The runner chooses the seed, as a creator passing CreateMatchRequest.seed does.
+    setup = table.Setup(
+        rules=rules, seed=deck_rng.randbytes(32) if seed is None else seed, source=DealSource.OPERATOR_SEED
+    )
+    step = table.start(setup, table.seats_of(rules, seats))
+    state, life, entries = step.state, step.life, step.entries
     trackers = [HandTracker() for _ in range(n)]
     for seat, bot in enumerate(bots):
         bot.on_match_start(seat)
@@ -125,7 +129,9 @@ def play_local_match(
         for seat in range(n):
             events = tuple(EventView(v, redact(e, seat)) for v, e in enumerate(entries, first))
             trackers[seat].add(events)
-            obs = Observation.from_view(view(state, seat, version, status), rules, trackers[seat].events)
+            obs = Observation.from_view(
+                view(state, seat, version, status, life), rules, trackers[seat].events
+            )
             observations.append(obs)
             if on_update is not None:
                 on_update(seat, obs, events)
@@ -149,7 +155,8 @@ def play_local_match(
                     + ", ".join(a.text() for a in obs.legal_actions)
                 )
             action = obs.legal_actions[0]
-        state, entries = table.act(state, seat, action, dealing)
+        step = table.act(setup, state, life, seat, action, 0)
+        state, life, entries = step.state, step.life, step.entries
         commit(entries)
     if te.is_over(state):
         for seat, bot in enumerate(bots):

@@ -18,13 +18,13 @@ import dataclasses
 import math
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
-from google.protobuf import struct_pb2, timestamp_pb2
+from google.protobuf import duration_pb2, struct_pb2, timestamp_pb2
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
@@ -33,6 +33,7 @@ import truco_engine as te
 from truco_contract.events import (
     SERVICE_PAYLOADS,
     EventView,
+    Fairness,
     MatchCancelled,
     MatchCreated,
     MatchRevealed,
@@ -43,9 +44,12 @@ from truco_contract.events import (
     SeatKind,
     UnknownPayload,
 )
+from truco_contract.lifecycle import Lifecycle, TimeControl
 from truco_contract.matches import MatchInfo, MatchResult
-from truco_contract.pb import action_pb2, event_pb2, game_pb2, match_pb2, observation_pb2
-from truco_contract.views import SeatView
+from truco_contract.pb import action_pb2, event_pb2, game_pb2, match_pb2, match_service_pb2, observation_pb2
+from truco_contract.records import FORMAT as RECORD_FORMAT
+from truco_contract.records import MatchRecord, RecordedHand, RecordStep
+from truco_contract.views import ClockView, SeatView
 
 
 class DecodeError(ValueError):
@@ -71,12 +75,19 @@ FLOR_KINDS: dict[str, Any] = {
 }
 _ENVIDO_NAMES = {v: k for k, v in ENVIDO_KINDS.items()}
 _FLOR_NAMES = {v: k for k, v in FLOR_KINDS.items()}
-_SIMPLE = {"call_truco": "truco", "accept": "accept", "decline": "decline", "fold": "fold"}
+_SIMPLE = {
+    "call_truco": "truco",
+    "accept": "accept",
+    "decline": "decline",
+    "fold": "fold",
+    "resign": "resign",
+}
 _SIMPLE_PROTO: dict[str, Callable[[], action_pb2.Action]] = {
     "truco": lambda: action_pb2.Action(call_truco=action_pb2.CallTruco()),
     "accept": lambda: action_pb2.Action(accept=action_pb2.Accept()),
     "decline": lambda: action_pb2.Action(decline=action_pb2.Decline()),
     "fold": lambda: action_pb2.Action(fold=action_pb2.Fold()),
+    "resign": lambda: action_pb2.Action(resign=action_pb2.Resign()),
 }
 MAX_CARD_CODE = 8
 """Longest card code accepted on the wire (the longest real one, ``12c``, has 3 characters)."""
@@ -112,9 +123,11 @@ def _card(code: str, where: str) -> str:
     return code
 
 
-def action_from_proto(msg: action_pb2.Action, where: str = "action") -> te.Action:
+def action_from_proto(msg: action_pb2.Action, where: str = "action", *, hidden: bool = False) -> te.Action:
     """``truco.v1.Action`` as an engine action. Raises :class:`DecodeError` when no action is
-    set or a field is malformed (whether the action is legal is the engine's business)."""
+    set or a field is malformed (whether the action is legal is the engine's business).
+    ``hidden``: a face-down play or a discard may come without its card (a record seen
+    during the match by another seat)."""
     which = msg.WhichOneof("action")
     if which is None:
         raise DecodeError(
@@ -128,8 +141,12 @@ def action_from_proto(msg: action_pb2.Action, where: str = "action") -> te.Actio
             if pc.slot < 0:
                 raise DecodeError(f"{where}.play_card.slot", "a slot is 0 or more")
             return te.Action("play", slot=pc.slot)
+        if hidden and pc.face_down and not pc.card:
+            return te.Action("play", None, face_down=True)
         return te.Action("play", _card(pc.card, f"{where}.play_card.card"), face_down=pc.face_down)
     if which == "discard":
+        if hidden and not msg.discard.card:
+            return te.Action("discard", None)
         return te.Action("discard", _card(msg.discard.card, f"{where}.discard.card"))
     if which == "call_envido":
         name = _ENVIDO_NAMES.get(msg.call_envido.kind)
@@ -231,7 +248,7 @@ def _field_plan(name: str, hint: Any, fd: FieldDescriptor, owner: str) -> tuple[
         em = _enum(base, typing.cast(EnumDescriptor, fd.enum_type))
         return em.encode, lambda msg, where: em.decode(getattr(msg, name), where, optional)
     if fd.type == FieldDescriptor.TYPE_MESSAGE:
-        raise TypeError(f"{owner}.{name}: singular message fields are not planned")
+        return _message_field_plan(name, base, optional, fd, owner)
     if optional:
         if fd.has_presence:
             return _same, lambda msg, where: getattr(msg, name) if msg.HasField(name) else None
@@ -239,6 +256,61 @@ def _field_plan(name: str, hint: Any, fd: FieldDescriptor, owner: str) -> tuple[
             return _same, lambda msg, where: getattr(msg, name) or None
         raise TypeError(f"{owner}.{name}: None needs an optional or string field")
     return _same, lambda msg, where: getattr(msg, name)
+
+
+def _message_field_plan(
+    name: str, base: Any, optional: bool, fd: FieldDescriptor, owner: str
+) -> tuple[Encode, Decode]:
+    """A singular message field: a nested dataclass, an engine action, or a ``Duration`` held
+    as whole milliseconds."""
+    full_name = fd.message_type.full_name if fd.message_type is not None else ""
+    if base is te.Action:
+        enc: Encode = lambda value: None if value is None else action_to_proto(value)  # noqa: E731
+
+        def dec_action(msg: Message, where: str) -> Any:
+            return action_from_proto(getattr(msg, name), where) if msg.HasField(name) else None
+
+        return enc, dec_action
+    if full_name == "google.protobuf.Timestamp" and base is float:
+
+        def enc_time(value: Any) -> Any:
+            return None if value is None else _timestamp(value)
+
+        def dec_time(msg: Message, where: str) -> Any:
+            if not msg.HasField(name):
+                return None if optional else 0.0
+            return _seconds(getattr(msg, name))
+
+        return enc_time, dec_time
+    if full_name == "google.protobuf.Duration" and base is int:
+
+        def enc_ms(value: Any) -> Any:
+            if value is None:
+                return None
+            return duration_pb2.Duration(seconds=value // 1000, nanos=(value % 1000) * 1_000_000)
+
+        def dec_ms(msg: Message, where: str) -> Any:
+            if not msg.HasField(name):
+                return None if optional else 0
+            d = getattr(msg, name)
+            return d.seconds * 1000 + d.nanos // 1_000_000
+
+        return enc_ms, dec_ms
+    if isinstance(base, type) and dataclasses.is_dataclass(base):
+        sub = _plan_for(base, _message_class(fd))
+
+        def enc_sub(value: Any) -> Any:
+            return None if value is None else sub.encode(value)
+
+        def dec_sub(msg: Message, where: str) -> Any:
+            if not msg.HasField(name):
+                if optional:
+                    return None
+                raise DecodeError(where, "required")
+            return sub.decode(getattr(msg, name), where)
+
+        return enc_sub, dec_sub
+    raise TypeError(f"{owner}.{name}: no plan for a {full_name} field held as {base!r}")
 
 
 _PLANS: dict[type, _Plan] = {}
@@ -394,6 +466,10 @@ def observation_to_proto(view: SeatView, rules: te.RuleSet) -> observation_pb2.O
     )
     for seat, cards in o.revealed.items():
         msg.revealed[seat].cards.extend(cards)
+    if view.clock is not None:
+        msg.clock.CopyFrom(clock_to_proto(view.clock))
+    msg.not_joined.extend(view.not_joined)
+    msg.joined = view.joined
     p = o.pending
     if p is not None:
         msg.pending.CopyFrom(
@@ -473,7 +549,34 @@ def observation_from_proto(msg: observation_pb2.Observation, where: str = "obser
         head_to_head=tuple(msg.head_to_head) or None,
     )
     status = _STATUS.decode(msg.match_state, f"{where}.match_state", optional=False)
-    return SeatView(obs, msg.version, status)
+    clock = clock_from_proto(msg.clock) if msg.HasField("clock") else None
+    return SeatView(obs, msg.version, status, clock, tuple(msg.not_joined), msg.joined)
+
+
+def clock_to_proto(c: ClockView) -> observation_pb2.Clock:
+    """A clock as ``truco.v1.Clock``."""
+    m = observation_pb2.Clock(
+        seat=c.seat,
+        remaining_ms=c.remaining_ms,
+        server_time=_timestamp(c.server_time),
+        bank_ms=c.bank_ms,
+        expiries=c.expiries,
+    )
+    if c.deadline is not None:
+        m.deadline.CopyFrom(_timestamp(c.deadline))
+    return m
+
+
+def clock_from_proto(m: observation_pb2.Clock) -> ClockView:
+    """Inverse of :func:`clock_to_proto`."""
+    return ClockView(
+        seat=_opt(m, "seat"),
+        deadline=_seconds(m.deadline) if m.HasField("deadline") else None,
+        remaining_ms=m.remaining_ms,
+        server_time=_seconds(m.server_time),
+        bank_ms=tuple(m.bank_ms),
+        expiries=tuple(m.expiries),
+    )
 
 
 # ------------------------------------------------------------------------------- rules
@@ -509,6 +612,67 @@ def rules_from_struct(s: struct_pb2.Struct, where: str = "effective_rules") -> t
 _SEAT = _plan_for(SeatInfo, match_pb2.Seat)
 
 
+_FAIRNESS = _plan_for(Fairness, match_pb2.Fairness)
+
+
+def _duration(ms: int) -> duration_pb2.Duration:
+    return duration_pb2.Duration(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
+
+
+def _ms(d: duration_pb2.Duration) -> int:
+    return d.seconds * 1000 + d.nanos // 1_000_000
+
+
+def settings_to_proto(labels: Mapping[str, str], lc: Lifecycle) -> match_pb2.MatchSettings:
+    """A match's labels and lifecycle settings as ``truco.v1.MatchSettings``."""
+    m = match_pb2.MatchSettings(
+        labels=dict(labels),
+        spectator_delay_actions=lc.spectator_delay,
+        show_hands_to_spectators=lc.show_hands,
+    )
+    for name, value in (
+        ("join_window", lc.join_window),
+        ("idle_timeout", lc.idle_timeout),
+        ("disconnect_grace", lc.disconnect_grace),
+    ):
+        if value:
+            getattr(m, name).CopyFrom(_duration(value))
+    tc = lc.time_control
+    if tc is not None:
+        t = m.time_control
+        for name in ("per_decision", "bank", "increment", "first_decision"):
+            if getattr(tc, name):
+                getattr(t, name).CopyFrom(_duration(getattr(tc, name)))
+        t.on_expiry = match_pb2.EXPIRY_ACTION_DEFAULT_MOVE
+        t.forfeit_after = tc.forfeit_after
+    return m
+
+
+def lifecycle_from_proto(m: match_pb2.MatchSettings, where: str = "settings") -> Lifecycle:
+    """The lifecycle settings of ``truco.v1.MatchSettings`` (``turn_timeout`` is a clock of
+    that much per decision). Values are not range-checked here (the service validates them)."""
+    tc = None
+    if m.HasField("time_control"):
+        t = m.time_control
+        tc = TimeControl(
+            per_decision=_ms(t.per_decision),
+            bank=_ms(t.bank),
+            increment=_ms(t.increment),
+            first_decision=_ms(t.first_decision),
+            forfeit_after=t.forfeit_after,
+        )
+    elif m.HasField("turn_timeout") and (m.turn_timeout.seconds or m.turn_timeout.nanos):
+        tc = TimeControl(per_decision=_ms(m.turn_timeout))
+    return Lifecycle(
+        time_control=tc,
+        join_window=_ms(m.join_window),
+        idle_timeout=_ms(m.idle_timeout),
+        disconnect_grace=_ms(m.disconnect_grace),
+        spectator_delay=m.spectator_delay_actions,
+        show_hands=m.show_hands_to_spectators,
+    )
+
+
 def match_to_proto(info: MatchInfo) -> match_pb2.Match:
     """A match's public description as ``truco.v1.Match``."""
     m = match_pb2.Match(
@@ -518,10 +682,12 @@ def match_to_proto(info: MatchInfo) -> match_pb2.Match:
         rules=match_pb2.RuleSet(preset=info.rules.name),
         effective_rules=rules_to_struct(info.rules),
         seats=[typing.cast(match_pb2.Seat, _SEAT.encode(s)) for s in info.seats],
-        settings=match_pb2.MatchSettings(labels=dict(info.labels)),
+        settings=settings_to_proto(info.labels, info.lifecycle),
         create_time=_timestamp(info.created_at),
         update_time=_timestamp(info.updated_at),
     )
+    if info.fairness is not None:
+        m.fairness.CopyFrom(typing.cast(match_pb2.Fairness, _FAIRNESS.encode(info.fairness)))
     if info.result is not None:
         r = info.result
         m.result.CopyFrom(
@@ -546,6 +712,8 @@ def match_from_proto(msg: match_pb2.Match, where: str = "match") -> MatchInfo:
         updated_at=_seconds(msg.update_time),
         labels=dict(msg.settings.labels),
         result=result,
+        lifecycle=lifecycle_from_proto(msg.settings, f"{where}.settings"),
+        fairness=_FAIRNESS.decode(msg.fairness, f"{where}.fairness") if msg.HasField("fairness") else None,
     )
 
 
@@ -574,3 +742,58 @@ __all__ = [
     "rules_to_struct",
     "struct_to_dict",
 ]
+
+
+# ------------------------------------------------------------------------------ records
+_STEP_ACTION = "action"
+
+
+def _step_plan() -> _Plan:
+    plan = _plan_for(RecordStep, match_service_pb2.RecordStep)
+    fields: list[tuple[str, Encode, Decode]] = []
+    for name, enc, dec in plan.fields:
+        if name == _STEP_ACTION:
+
+            def dec_hidden(msg: Message, where: str) -> Any:
+                field_msg = getattr(msg, _STEP_ACTION)
+                return (
+                    action_from_proto(field_msg, where, hidden=True) if msg.HasField(_STEP_ACTION) else None
+                )
+
+            fields.append((name, enc, dec_hidden))
+        else:
+            fields.append((name, enc, dec))
+    return _Plan(plan.cls, plan.message, tuple(fields))
+
+
+_STEP = _step_plan()
+_HAND = _plan_for(RecordedHand, match_service_pb2.RecordedHand)
+
+
+def record_to_proto(record: MatchRecord) -> match_service_pb2.MatchRecord:
+    """A match's record as ``truco.v1.MatchRecord`` (its JSON mapping is the export file)."""
+    m = match_service_pb2.MatchRecord(
+        format=record.format,
+        match=match_to_proto(record.match),
+        hands=[typing.cast(match_service_pb2.RecordedHand, _HAND.encode(h)) for h in record.hands],
+        steps=[typing.cast(match_service_pb2.RecordStep, _STEP.encode(st)) for st in record.steps],
+    )
+    if record.reveal is not None:
+        m.reveal.CopyFrom(typing.cast(event_pb2.MatchRevealed, payload_to_proto(record.reveal)))
+    return m
+
+
+def record_from_proto(msg: match_service_pb2.MatchRecord, where: str = "record") -> MatchRecord:
+    """Inverse of :func:`record_to_proto` (strict)."""
+    if msg.format != RECORD_FORMAT:
+        raise DecodeError(f"{where}.format", f"not a match record of format {RECORD_FORMAT!r}")
+    reveal = None
+    if msg.HasField("reveal"):
+        reveal = PAYLOAD_PLANS["match_revealed"].decode(msg.reveal, f"{where}.reveal")
+    return MatchRecord(
+        match=match_from_proto(msg.match, f"{where}.match"),
+        hands=tuple(_HAND.decode(h, f"{where}.hands[{i}]") for i, h in enumerate(msg.hands)),
+        steps=tuple(_STEP.decode(st, f"{where}.steps[{i}]") for i, st in enumerate(msg.steps)),
+        reveal=reveal,
+        format=msg.format,
+    )

@@ -14,6 +14,7 @@ included), and, once the match is over, ``match_ended`` or ``match_cancelled`` f
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -28,6 +29,8 @@ class MatchStatus(StrEnum):
     ACTIVE = "active"
     FINISHED = "finished"
     CANCELLED = "cancelled"
+    ABORTED = "aborted"
+    """Ended by the server without a result (a seat did not join, or the match idled)."""
 
 
 class SeatKind(StrEnum):
@@ -48,6 +51,38 @@ class SeatInfo:
     kind: SeatKind = SeatKind.HUMAN
 
 
+class DealSource(StrEnum):
+    """Where the deals of a match come from (docs/fairness.md)."""
+
+    SERVER_SEED = "server_seed"
+    """The server's secret seed, its hash published at creation."""
+    OPERATOR_SEED = "operator_seed"
+    """A seed the creator chose (it could have chosen it for the deals it gives)."""
+    OPERATOR_DECKS = "operator_decks"
+    """Explicit deck orders from the creator for the first hands."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientSeed:
+    """Entropy a client contributed to the deals: the creator's (``seat`` is ``None``) or a
+    seat's, given when it joined."""
+
+    seat: int | None
+    seed: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fairness:
+    """How a match's deals are made, public from its creation on."""
+
+    deal_source: DealSource
+    seed_hash: str
+    """Lowercase hex SHA-256 of the seed (revealed in ``match_revealed``)."""
+    operator_decks: int = 0
+    """Hands whose deck order the creator gave."""
+    client_seeds: tuple[ClientSeed, ...] = ()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MatchCreated:
     """The first event of every match."""
@@ -56,6 +91,7 @@ class MatchCreated:
     preset: str
     players: int
     seats: tuple[SeatInfo, ...]
+    fairness: Fairness | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +109,8 @@ class RevealedDeal:
     cards: tuple[str, ...]
     salt: str
     commitment: str
+    operator_deck: bool = False
+    """The creator gave this deck order."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,17 +119,138 @@ class MatchRevealed:
 
     kind: ClassVar[str] = "match_revealed"
     seed: bytes
+    """The server's (or the creator's) seed: its SHA-256 is ``Fairness.seed_hash``."""
     deals: tuple[RevealedDeal, ...]
+    mixed_seed: bytes = b""
+    """The seed mixed with the client seeds: what every deal was shuffled from."""
 
 
-ServicePayload = MatchCreated | MatchCancelled | MatchRevealed
-"""A payload the service adds to the log (always public)."""
+class TimeoutCause(StrEnum):
+    """Why the server made a move for a seat."""
+
+    CLOCK = "clock"
+    DISCONNECTED = "disconnected"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeatJoined:
+    """A seat joined (the match has a join window), with its client seed (may be empty)."""
+
+    kind: ClassVar[str] = "seat_joined"
+    seat: int
+    client_seed: bytes = b""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnTimedOut:
+    """The awaited seat's time ran out (or it was away); the events of ``action``, its
+    default move, follow; ``action`` is ``None`` when the expiry forfeits the match."""
+
+    kind: ClassVar[str] = "turn_timed_out"
+    seat: int
+    cause: TimeoutCause
+    action: te.Action | None
+    expiries: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatchResigned:
+    """``seat`` resigned; its team loses (``match_ended`` follows)."""
+
+    kind: ClassVar[str] = "match_resigned"
+    seat: int
+    team: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatchForfeited:
+    """``seat`` ran out of time ``expiries`` times; its team loses."""
+
+    kind: ClassVar[str] = "match_forfeited"
+    seat: int
+    team: int
+    expiries: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatchAdjudicated:
+    """The creator awarded the match to ``winner_team``."""
+
+    kind: ClassVar[str] = "match_adjudicated"
+    winner_team: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatchAborted:
+    """The server ended the match without a result: ``not_joined`` (``seats`` had not
+    joined in time) or ``idle``."""
+
+    kind: ClassVar[str] = "match_aborted"
+    reason: str
+    seats: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimeAdded:
+    """The creator gave ``seat`` (``None``: every seat) ``added`` milliseconds."""
+
+    kind: ClassVar[str] = "time_added"
+    seat: int | None
+    added: int
+    """Milliseconds (a ``Duration`` on the wire)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardList:
+    """A list of cards (one seat's hand)."""
+
+    cards: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandCardsShown:
+    """Every seat's cards of a finished hand, for spectators; empty lists for a seat."""
+
+    kind: ClassVar[str] = "hand_cards_shown"
+    hand_number: int
+    hands: tuple[CardList, ...]
+
+
+ServicePayload = (
+    MatchCreated
+    | MatchCancelled
+    | MatchRevealed
+    | SeatJoined
+    | TurnTimedOut
+    | MatchResigned
+    | MatchForfeited
+    | MatchAdjudicated
+    | MatchAborted
+    | TimeAdded
+    | HandCardsShown
+)
+"""A payload the service adds to the log (public, but ``hand_cards_shown``: see
+:data:`SPECTATORS_ONLY`)."""
 
 Payload = te.Payload | ServicePayload
 """Any payload of a match's log."""
 
 SERVICE_PAYLOADS: dict[str, type[ServicePayload]] = {
-    cls.kind: cls for cls in (MatchCreated, MatchCancelled, MatchRevealed)
+    cls.kind: cls
+    for cls in (
+        MatchCreated,
+        MatchCancelled,
+        MatchRevealed,
+        SeatJoined,
+        TurnTimedOut,
+        MatchResigned,
+        MatchForfeited,
+        MatchAdjudicated,
+        MatchAborted,
+        TimeAdded,
+        HandCardsShown,
+    )
 }
 
 LogEntry = te.Event | ServicePayload
@@ -139,19 +298,29 @@ class EventView:
 
 
 # ---------------------------------------------------------------------- the log entries
+SPECTATORS_ONLY = (HandCardsShown,)
+"""Service payloads whose cards only spectators see (a seat gets them with empty lists)."""
+
+
 def redact(entry: LogEntry, seat: int | None) -> Payload:
     """``entry`` as ``seat`` (``None``: a spectator) may see it."""
     if isinstance(entry, te.Event):
         return entry.redact(seat).payload
+    if isinstance(entry, HandCardsShown) and seat is not None:
+        return dataclasses.replace(entry, hands=tuple(CardList(cards=()) for _ in entry.hands))
     return entry
 
 
 def is_private(entry: LogEntry) -> bool:
     """Whether some viewers see ``entry`` differently from others."""
-    return isinstance(entry, te.Event) and entry.private_to is not None
+    return (isinstance(entry, te.Event) and entry.private_to is not None) or isinstance(
+        entry, SPECTATORS_ONLY
+    )
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, te.Action):
+        return value.to_dict()
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
     if isinstance(value, StrEnum):
@@ -166,8 +335,8 @@ def _plain(value: Any) -> Any:
 def payload_to_dict(payload: Payload) -> dict[str, Any]:
     """JSON-able mapping of any payload: ``kind`` plus every field (tuples as lists, enums as
     strings, bytes as hex)."""
-    if not isinstance(payload, MatchCreated | MatchCancelled | MatchRevealed):
-        return te.payload_to_dict(payload)
+    if not isinstance(payload, tuple(SERVICE_PAYLOADS.values())):
+        return te.payload_to_dict(payload)  # type: ignore[arg-type]
     d: dict[str, Any] = {"kind": payload.kind}
     for f in dataclasses.fields(payload):
         d[f.name] = _plain(getattr(payload, f.name))
@@ -182,7 +351,8 @@ def seat_to_dict(seat: SeatInfo) -> dict[str, Any]:
 
 def seat_from_dict(d: Mapping[str, Any]) -> SeatInfo:
     """Inverse of :func:`seat_to_dict`."""
-    return SeatInfo(seat=d["seat"], team=d["team"], display_name=d["display_name"], kind=SeatKind(d["kind"]))
+    seat: SeatInfo = _from_plain(SeatInfo, d)
+    return seat
 
 
 def entry_to_dict(entry: LogEntry) -> dict[str, Any]:
@@ -193,20 +363,51 @@ def entry_to_dict(entry: LogEntry) -> dict[str, Any]:
 _ENGINE = frozenset(k.value for k in te.EventKind)
 
 
-def entry_from_dict(d: Mapping[str, Any]) -> LogEntry:
-    """Inverse of :func:`entry_to_dict`."""
+def _from_plain(hint: Any, value: Any) -> Any:
+    """Inverse of :func:`_plain` for a value of type ``hint``."""
+    args = typing.get_args(hint)
+    if type(None) in args:
+        if value is None:
+            return None
+        hint = next(a for a in args if a is not type(None))
+        args = typing.get_args(hint)
+    if typing.get_origin(hint) is tuple:
+        return tuple(_from_plain(args[0], v) for v in value)
+    if hint is bytes:
+        return bytes.fromhex(value)
+    if hint is te.Action:
+        return te.Action.from_dict(value)
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        return hint(value)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        hints = _hints(hint)
+        return hint(**{k: _from_plain(hints[k], v) for k, v in value.items()})
+    return value
+
+
+def _hints(cls: Any) -> dict[str, Any]:
+    found = _HINTS.get(cls)
+    if found is None:
+        found = _HINTS[cls] = typing.get_type_hints(cls)
+    return found
+
+
+_HINTS: dict[Any, dict[str, Any]] = {}
+
+
+def payload_from_dict(d: Mapping[str, Any]) -> Payload:
+    """Inverse of :func:`payload_to_dict`."""
     kind = d["kind"]
     if kind in _ENGINE:
+        return te.payload_from_dict(d)
+    cls = SERVICE_PAYLOADS.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown event kind {kind!r}")
+    return _from_plain(cls, {k: v for k, v in d.items() if k != "kind"})  # type: ignore[no-any-return]
+
+
+def entry_from_dict(d: Mapping[str, Any]) -> LogEntry:
+    """Inverse of :func:`entry_to_dict`."""
+    if d["kind"] in _ENGINE:
         return te.Event.from_dict(d)
-    if kind == MatchCreated.kind:
-        seats = tuple(seat_from_dict(s) for s in d["seats"])
-        return MatchCreated(preset=d["preset"], players=d["players"], seats=seats)
-    if kind == MatchCancelled.kind:
-        return MatchCancelled(reason=d["reason"])
-    if kind == MatchRevealed.kind:
-        deals = tuple(
-            RevealedDeal(cards=tuple(x["cards"]), salt=x["salt"], commitment=x["commitment"])
-            for x in d["deals"]
-        )
-        return MatchRevealed(seed=bytes.fromhex(d["seed"]), deals=deals)
-    raise ValueError(f"unknown event kind {kind!r}")
+    return payload_from_dict(d)  # type: ignore[return-value]

@@ -1,14 +1,19 @@
-"""Provably fair deals: every hand's deck order derives from one secret match seed.
+"""Provably fair deals: every hand's deck order derives from a seed committed to in advance,
+mixed with entropy the clients give.
 
 * The seed is 32 bytes from :func:`secrets.token_bytes` (a CSPRNG) unless the match's
-  creator supplies one (tests, duplicate tournaments).
+  creator supplies one (tests, duplicate tournaments; marked as such). Its SHA-256
+  (:func:`seed_hash`) is published when the match is created, before any client seed is known.
+* Client seeds (the creator's at creation, each seat's when it joins) are mixed in before
+  the first deal: :func:`mix` gives the seed every deal is shuffled from.
 * Hand ``k`` (1-based, counted over the whole match) is shuffled by Fisher–Yates driven by
-  a SHA-256 counter stream: ``sha256(seed || "deck" || k || counter)``; each index is drawn
+  a SHA-256 counter stream: ``sha256(mixed || "deck" || k || counter)``; each index is drawn
   by rejection sampling, so there is no modulo bias.
-* Its salt is ``sha256(seed || "salt" || k)`` in hex; the engine publishes
+* Its salt is ``sha256(mixed || "salt" || k)`` in hex; the engine publishes
   ``sha256(salt + ":" + " ".join(deck))`` when the hand starts.
-* When the match ends the seed is revealed (``match_revealed`` event): anyone can recompute
-  every deck order and check it against the commitments published during play.
+* When the match is over the seed is revealed (``match_revealed`` event): anyone can check its
+  hash, recompute the mixed seed, every deck order and salt, and compare them with the
+  commitments published during play.
 
 ``docs/fairness.md`` spells this out for verifiers.
 """
@@ -22,9 +27,29 @@ from collections.abc import Sequence
 SEED_BYTES = 32
 
 
+MIX_TAG = b"truco-mix/1"
+MAX_CLIENT_SEED = 64
+"""Longest client seed accepted, in bytes."""
+
+
 def new_seed() -> bytes:
     """A fresh secret match seed from the operating system's CSPRNG."""
     return secrets.token_bytes(SEED_BYTES)
+
+
+def seed_hash(seed: bytes) -> str:
+    """The commitment to a seed published at creation: lowercase hex ``sha256(seed)``."""
+    return hashlib.sha256(seed).hexdigest()
+
+
+def mix(seed: bytes, client_seeds: Sequence[bytes]) -> bytes:
+    """The seed the deals are shuffled from:
+    ``sha256("truco-mix/1" || seed || sha256(c1) || sha256(c2) || ...)`` over the client
+    seeds in the order they were given (hashing each first keeps their boundaries)."""
+    h = hashlib.sha256(MIX_TAG + seed)
+    for c in client_seeds:
+        h.update(hashlib.sha256(c).digest())
+    return h.digest()
 
 
 class _Stream:

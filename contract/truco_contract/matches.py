@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import truco_engine as te
-from truco_contract.events import MatchStatus, SeatInfo
+from truco_contract.events import Fairness, MatchStatus, SeatInfo
+from truco_contract.lifecycle import Lifecycle
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,6 +36,10 @@ class MatchInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     result: MatchResult | None = None
     """Present when the match is finished."""
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
+    """Clock, join window, idle timeout, disconnect grace, spectator settings."""
+    fairness: Fairness | None = None
+    """Where the deals come from and the seed's hash."""
 
     @property
     def preset(self) -> str:

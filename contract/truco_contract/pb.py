@@ -10,6 +10,8 @@ from truco.v1 import (
     match_service_pb2,
     match_service_pb2_grpc,
     observation_pb2,
+    operator_service_pb2,
+    operator_service_pb2_grpc,
 )
 
 __all__ = [
@@ -21,4 +23,6 @@ __all__ = [
     "match_service_pb2",
     "match_service_pb2_grpc",
     "observation_pb2",
+    "operator_service_pb2",
+    "operator_service_pb2_grpc",
 ]

@@ -1,33 +1,55 @@
-"""A match's log as a pure function of its rules, its deals and its actions.
+"""A match's log as a pure function of its setup, its steps and their times.
 
 The server commits what these functions return (one atomic commit per call); the SDK's local
 runner plays the same functions in-process, so a match looks the same to a bot locally and
-online, event for event and version for version. Dealing is the chance step: every deal that
-falls due after an action is made here, from :class:`Dealing`.
+online, event for event and version for version; a record replays through them to the same
+log. Dealing is the chance step: every deal that falls due after a step is made here, from
+the seed mixed with the client seeds (:mod:`truco_contract.fairness`).
+
+Every step takes the current engine state and lifecycle state and returns a :class:`Step`
+(new states and the log entries). Times are milliseconds since the match's creation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import truco_engine as te
 from truco_contract.events import (
+    CardList,
+    ClientSeed,
+    DealSource,
+    Fairness,
+    HandCardsShown,
     LogEntry,
+    MatchAborted,
+    MatchAdjudicated,
     MatchCancelled,
     MatchCreated,
+    MatchForfeited,
+    MatchResigned,
     MatchRevealed,
     RevealedDeal,
     SeatInfo,
+    SeatJoined,
     SeatKind,
+    TimeAdded,
+    TimeoutCause,
+    TurnTimedOut,
 )
-from truco_contract.fairness import deck_for_hand, salt_for_hand
+from truco_contract.fairness import deck_for_hand, mix, salt_for_hand, seed_hash
+from truco_contract.lifecycle import Life, Lifecycle
+from truco_engine.ranking import strength_table
+
+RESIGN = "resign"
+"""The action kind a seat resigns with (never among the engine's legal actions)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Dealing:
     """Where each hand's deck order comes from: the explicit deck orders first (hand 1 is
-    ``deck_orders[0]``), then the shuffle of the seed (docs/fairness.md)."""
+    ``deck_orders[0]``), then the shuffle of the (mixed) seed (docs/fairness.md)."""
 
     seed: bytes
     deck_orders: tuple[tuple[str, ...], ...] = ()
@@ -41,6 +63,43 @@ class Dealing:
     def salt(self, hand: int) -> str:
         """The commitment salt of hand ``hand``."""
         return salt_for_hand(self.seed, hand)
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What is fixed when a match is created."""
+
+    rules: te.RuleSet
+    seed: bytes
+    """The server's seed (or the creator's: ``source``)."""
+    deck_orders: tuple[tuple[str, ...], ...] = ()
+    source: DealSource = DealSource.SERVER_SEED
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
+    first_dealer: int | None = None
+
+    def dealing(self, life: Life) -> Dealing:
+        """The dealing of the match: the seed mixed with the client seeds given so far."""
+        seeds = [bytes.fromhex(h) for _, h in life.client_seeds]
+        return Dealing(mix(self.seed, seeds), self.deck_orders)
+
+    def fairness(self, life: Life) -> Fairness:
+        return Fairness(
+            deal_source=self.source,
+            seed_hash=seed_hash(self.seed),
+            operator_decks=len(self.deck_orders),
+            client_seeds=tuple(ClientSeed(seat=s, seed=bytes.fromhex(h)) for s, h in life.client_seeds),
+        )
+
+
+@dataclass(slots=True)
+class Step:
+    """What one step did: the new states and the log entries, in order."""
+
+    state: te.MatchState
+    life: Life
+    entries: list[LogEntry]
+    clock_ms: int = 0
+    """Milliseconds the acting seat's clock ran for this decision (0 without a clock)."""
 
 
 def seats_of(rules: te.RuleSet, names: Sequence[tuple[str, SeatKind]] = ()) -> tuple[SeatInfo, ...]:
@@ -57,48 +116,256 @@ def seats_of(rules: te.RuleSet, names: Sequence[tuple[str, SeatKind]] = ()) -> t
     )
 
 
-def start(
-    rules: te.RuleSet, seats: Sequence[SeatInfo], dealing: Dealing, first_dealer: int | None = None
-) -> tuple[te.MatchState, list[LogEntry]]:
-    """A new match: ``match_created`` and the first deal."""
-    state = te.new_match(rules, first_dealer)
-    entries: list[LogEntry] = [MatchCreated(preset=rules.name, players=rules.players, seats=tuple(seats))]
-    state = _deal_due(state, dealing, entries)
-    return state, entries
+# ------------------------------------------------------------------------- steps
+def start(setup: Setup, seats: Sequence[SeatInfo], creator_seed: bytes = b"", now: int = 0) -> Step:
+    """A new match: ``match_created`` and, unless the seats must join first, the first deal."""
+    rules = setup.rules
+    lc = setup.lifecycle
+    life = Life(joined=[not lc.join_window] * rules.players, last_activity=now)
+    if creator_seed:
+        life.client_seeds.append((None, creator_seed.hex()))
+    tc = lc.time_control
+    if tc is not None:
+        life.expiries = [0] * rules.players
+        if tc.bank:
+            life.bank = [tc.bank] * rules.players
+    state = te.new_match(rules, setup.first_dealer)
+    entries: list[LogEntry] = [
+        MatchCreated(
+            preset=rules.name, players=rules.players, seats=tuple(seats), fairness=setup.fairness(life)
+        )
+    ]
+    if not lc.join_window:
+        state = _begin(setup, state, life, entries, now)
+    return Step(state, life, entries)
 
 
-def act(
-    state: te.MatchState, seat: int, action: te.Action, dealing: Dealing
-) -> tuple[te.MatchState, list[LogEntry]]:
-    """``seat``'s action, the deals it makes due, and the reveal when it ends the match.
-    Raises the engine's errors (:class:`truco_engine.TrucoError`) without a change."""
-    state, events = te.apply(state, seat, action)
+def join(setup: Setup, state: te.MatchState, life: Life, seat: int, client_seed: bytes, now: int) -> Step:
+    """``seat`` joins (with its client seed, possibly empty); the first hand is dealt once
+    every seat has. Joining twice changes nothing (an empty step)."""
+    life = life.copy()
+    if life.joined[seat]:
+        return Step(state, life, [])
+    life.joined[seat] = True
+    life.last_activity = now
+    if client_seed:
+        life.client_seeds.append((seat, client_seed.hex()))
+    entries: list[LogEntry] = [SeatJoined(seat=seat, client_seed=client_seed)]
+    if all(life.joined):
+        state = _begin(setup, state, life, entries, now)
+    return Step(state, life, entries)
+
+
+def act(setup: Setup, state: te.MatchState, life: Life, seat: int, action: te.Action, now: int) -> Step:
+    """``seat``'s action (a resignation included), the deals it makes due, and the reveal
+    when it ends the match. Raises the engine's errors (:class:`truco_engine.TrucoError`)
+    without a change."""
+    if action.kind == RESIGN:
+        if te.is_over(state):
+            raise te.MatchOverError()
+        team = te.seat_teams(state)[seat]
+        return _conclude(
+            setup, state, life.copy(), [MatchResigned(seat=seat, team=team)], _rival(state, team), now
+        )
+    new_state, events = te.apply(state, seat, action)
+    life = life.copy()
+    life.last_activity = now
+    ran = life.stop(setup.lifecycle.time_control, now)
     entries: list[LogEntry] = list(events)
-    state = _deal_due(state, dealing, entries)
-    if te.is_over(state):
-        entries.append(reveal(state, dealing))
-    return state, entries
+    new_state = _after(setup, new_state, life, entries, now)
+    return Step(new_state, life, entries, ran)
 
 
-def cancel(state: te.MatchState, reason: str, dealing: Dealing) -> list[LogEntry]:
+def expire(setup: Setup, state: te.MatchState, life: Life, cause: TimeoutCause, now: int) -> Step | None:
+    """The awaited seat's time is up (``CLOCK``: its deadline has passed) or it is away
+    (``DISCONNECTED``: the caller checked that it has been for the grace): the default move
+    for it, or the forfeit after too many expiries. ``None`` when nothing is due (the
+    decision was already made, or the deadline is not reached): a late or repeated call is
+    harmless."""
+    awaited = te.to_act(state)
+    if te.is_over(state) or not awaited or not life.started:
+        return None
+    seat = awaited[0]
+    tc = setup.lifecycle.time_control
+    if cause is TimeoutCause.CLOCK:
+        end = life.deadline()
+        if tc is None or end is None or life.decision != state.actions or life.awaited != seat or now < end:
+            return None
+    life = life.copy()
+    if life.expiries:
+        life.expiries[seat] += 1
+    count = life.expiries[seat] if life.expiries else 1
+    if tc is not None and tc.forfeit_after and count >= tc.forfeit_after:
+        team = te.seat_teams(state)[seat]
+        timed: list[LogEntry] = [
+            TurnTimedOut(seat=seat, cause=cause, action=None, expiries=count),
+            MatchForfeited(seat=seat, team=team, expiries=count),
+        ]
+        return _conclude(setup, state, life, timed, _rival(state, team), now)
+    move = default_action(state, seat)
+    step = act(setup, state, life, seat, move, now)
+    step.entries.insert(0, TurnTimedOut(seat=seat, cause=cause, action=move, expiries=count))
+    return step
+
+
+def add_time(setup: Setup, state: te.MatchState, life: Life, seat: int | None, ms: int) -> Step:
+    """The creator gives ``seat`` (``None``: every seat) ``ms`` more: on the decision being
+    timed and in the bank."""
+    life = life.copy()
+    seats = range(setup.rules.players) if seat is None else (seat,)
+    for x in seats:
+        if life.bank:
+            life.bank[x] += ms
+        elif life.awaited == x and life.timed:
+            life.allowance += ms
+    return Step(state, life, [TimeAdded(seat=seat, added=ms)])
+
+
+def adjudicate(
+    setup: Setup, state: te.MatchState, life: Life, winner_team: int, reason: str, now: int
+) -> Step:
+    """The creator awards the match to ``winner_team``."""
+    if not 0 <= winner_team < setup.rules.sides:
+        raise te.TrucoError(f"winner_team {winner_team} is not a team; teams are 0..{setup.rules.sides - 1}")
+    awarded: list[LogEntry] = [MatchAdjudicated(winner_team=winner_team, reason=reason)]
+    return _conclude(setup, state, life.copy(), awarded, winner_team, now)
+
+
+def abort(setup: Setup, state: te.MatchState, life: Life, reason: str) -> Step:
+    """The server ends the match without a result (``not_joined`` or ``idle``)."""
+    missing = tuple(i for i, j in enumerate(life.joined) if not j) if reason == "not_joined" else ()
+    life = life.copy()
+    life.stop(None, 0)
+    return Step(state, life, [MatchAborted(reason=reason, seats=missing), reveal(setup, state, life)])
+
+
+def cancel(setup: Setup, state: te.MatchState, life: Life, reason: str) -> Step:
     """The creator's cancellation and the reveal."""
-    return [MatchCancelled(reason=reason), reveal(state, dealing)]
+    life = life.copy()
+    life.stop(None, 0)
+    return Step(state, life, [MatchCancelled(reason=reason), reveal(setup, state, life)])
 
 
-def reveal(state: te.MatchState, dealing: Dealing) -> MatchRevealed:
+def reveal(setup: Setup, state: te.MatchState, life: Life) -> MatchRevealed:
     """The seed and every deal so far, so anyone can check the commitments published when
     each hand started."""
+    dealing = setup.dealing(life)
     deals = []
     for k in range(1, state.hands + 1):
         deck = dealing.deck(k, state.rules)
         salt = dealing.salt(k)
-        deals.append(RevealedDeal(cards=tuple(deck), salt=salt, commitment=te.deck_commitment(deck, salt)))
-    return MatchRevealed(seed=dealing.seed, deals=tuple(deals))
+        deals.append(
+            RevealedDeal(
+                cards=tuple(deck),
+                salt=salt,
+                commitment=te.deck_commitment(deck, salt),
+                operator_deck=k <= len(setup.deck_orders),
+            )
+        )
+    return MatchRevealed(seed=setup.seed, deals=tuple(deals), mixed_seed=dealing.seed)
 
 
-def _deal_due(state: te.MatchState, dealing: Dealing, entries: list[LogEntry]) -> te.MatchState:
+def due(setup: Setup, state: te.MatchState, life: Life) -> int | None:
+    """When the match next needs the server (ms since creation), or ``None``: the end of the
+    join window, the deadline of the timed decision, the idle timeout, the disconnect check
+    of the awaited seat (the caller checks its presence then)."""
+    if te.is_over(state):
+        return None
+    lc = setup.lifecycle
+    times: list[int] = []
+    if not life.started:
+        if lc.join_window:
+            times.append(lc.join_window)
+    else:
+        end = life.deadline()
+        if end is not None:
+            times.append(end)
+        if lc.disconnect_grace and life.awaited is not None:
+            times.append(life.since + lc.disconnect_grace)
+    if lc.idle_timeout and lc.time_control is None:
+        times.append(life.last_activity + lc.idle_timeout)
+    return min(times) if times else None
+
+
+def default_action(state: te.MatchState, seat: int) -> te.Action:
+    """The move made for a seat whose time ran out: decline a pending call (refuse the hand
+    of eleven), else discard or play its weakest card face up, else fold, else its first
+    legal action."""
+    legal = te.legal_actions(state, seat)
+    if not legal:
+        raise te.NotYourTurnError(seat, te.to_act(state))
+    kinds = {a.kind for a in legal}
+    if "decline" in kinds:
+        return te.Action("decline")
+    h = state.hand
+    cards = [a for a in legal if a.kind in ("play", "discard") and not a.face_down and a.card is not None]
+    if cards and h is not None:
+        strength = strength_table(state.rules, h.turn_up)
+        return min(cards, key=lambda a: (strength[a.card or ""], legal.index(a)))
+    blind = [a for a in legal if a.kind == "play" and a.slot is not None]
+    if blind:
+        return blind[0]
+    if "fold" in kinds:
+        return te.Action("fold")
+    return legal[0]
+
+
+# ----------------------------------------------------------------------- helpers
+def _begin(
+    setup: Setup, state: te.MatchState, life: Life, entries: list[LogEntry], now: int
+) -> te.MatchState:
+    life.started = True
+    return _after(setup, state, life, entries, now)
+
+
+def _after(
+    setup: Setup, state: te.MatchState, life: Life, entries: list[LogEntry], now: int
+) -> te.MatchState:
+    """Deal what is due, show the finished hands to spectators, reveal at the end, and time
+    the next decision."""
+    dealing = setup.dealing(life)
+    show = setup.lifecycle.show_hands
+    dealt = False
     while te.needs_deal(state):
+        if show and state.hand is not None:
+            entries.append(_shown(state))
         k = state.hands + 1
         state, events = te.deal(state, dealing.deck(k, state.rules), dealing.salt(k))
         entries.extend(events)
+        dealt = True
+    if te.is_over(state):
+        if show and state.hand is not None:
+            entries.append(_shown(state))
+        life.stop(None, now)
+        entries.append(reveal(setup, state, life))
+        return state
+    awaited = te.to_act(state)
+    if awaited and (life.decision != state.actions or life.awaited != awaited[0]):
+        life.wait_for(setup.lifecycle.time_control, awaited[0], state.actions, now, first_of_hand=dealt)
     return state
+
+
+def _shown(state: te.MatchState) -> HandCardsShown:
+    h = state.hand
+    assert h is not None
+    return HandCardsShown(hand_number=h.number, hands=tuple(CardList(cards=tuple(c)) for c in h.dealt))
+
+
+def _rival(state: te.MatchState, team: int) -> int:
+    """Who wins when ``team`` gives the match up: the other team, or (each for himself) the
+    best score among the others, the lowest seat on a tie."""
+    others = [t for t in range(state.rules.sides) if t != team]
+    return max(others, key=lambda t: (state.scores[t], state.games[t], -t))
+
+
+def _conclude(
+    setup: Setup, state: te.MatchState, life: Life, lead: list[LogEntry], winner: int, now: int
+) -> Step:
+    new_state, events = te.conclude(state, winner)
+    life.stop(None, now)
+    life.last_activity = now
+    entries = [*lead, *events]
+    if setup.lifecycle.show_hands and new_state.hand is not None:
+        entries.append(_shown(new_state))
+    entries.append(reveal(setup, new_state, life))
+    return Step(new_state, life, entries)

@@ -1,13 +1,45 @@
 """What one viewer sees of a match at one version (the payload of every observation on the
-wire): the engine's observation, the version and the match's lifecycle state."""
+wire): the engine's observation, the version, the match's lifecycle state, its turn clock and
+who has still to join."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import truco_engine as te
 from truco_contract.events import MatchStatus
+from truco_contract.lifecycle import Life
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClockView:
+    """The turn clock at one moment (``truco.v1.Clock``). Equality ignores when it was read."""
+
+    seat: int | None
+    """The seat being timed, if any."""
+    deadline: float | None
+    """When its time runs out (seconds since the epoch)."""
+    remaining_ms: int = field(compare=False)
+    server_time: float = field(compare=False)
+    bank_ms: tuple[int, ...] = ()
+    expiries: tuple[int, ...] = ()
+
+
+def clock_view(life: Life, created_at: float, now: float) -> ClockView | None:
+    """The clock of a match (``None`` when it has none) read at ``now`` (epoch seconds)."""
+    if not life.expiries:  # no time control
+        return None
+    end = life.deadline()
+    at = round((now - created_at) * 1000)
+    return ClockView(
+        seat=life.awaited if end is not None else None,
+        deadline=None if end is None else created_at + end / 1000,
+        remaining_ms=0 if end is None else max(0, end - at),
+        server_time=now,
+        bank_ms=tuple(life.bank),
+        expiries=tuple(life.expiries),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,12 +49,31 @@ class SeatView:
     observation: te.Observation
     version: int
     match_state: MatchStatus
+    clock: ClockView | None = None
+    not_joined: tuple[int, ...] = ()
+    """Seats that have not joined yet (the first hand waits for them)."""
+    joined: bool = True
+    """The viewer has joined (a spectator always has)."""
 
 
-def view(state: te.MatchState, seat: int | None, version: int, match_state: MatchStatus) -> SeatView:
+def view(
+    state: te.MatchState,
+    seat: int | None,
+    version: int,
+    match_state: MatchStatus,
+    life: Life | None = None,
+    created_at: float = 0.0,
+    now: float = 0.0,
+) -> SeatView:
     """What ``seat`` (``None``: a spectator) sees of ``state`` at ``version``. A match that
-    is no longer active awaits nobody and offers no action."""
+    is no longer active awaits nobody and offers no action; nor does one still waiting for its
+    seats to join."""
     obs = te.observe(state, seat)
     if match_state is not MatchStatus.ACTIVE and (obs.legal_actions or obs.awaited):
         obs = dataclasses.replace(obs, legal_actions=(), awaited=())
-    return SeatView(obs, version, match_state)
+    if life is None:
+        return SeatView(obs, version, match_state)
+    clock = clock_view(life, created_at, now) if match_state is MatchStatus.ACTIVE else None
+    missing = tuple(i for i, j in enumerate(life.joined) if not j)
+    joined = True if seat is None else life.joined[seat]
+    return SeatView(obs, version, match_state, clock, missing, joined)

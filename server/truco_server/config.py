@@ -84,6 +84,12 @@ class Settings:
     max_connection_age_seconds: float = 300.0
     """Connections are closed (GOAWAY) after this long so long-lived streams rebalance
     across workers; clients reconnect and resume. 0: never."""
+    idle_timeout_seconds: int = 86400
+    """An active match without a turn clock in which nothing happens this long is aborted
+    (a match's own `settings.idle_timeout` wins); 0: never."""
+    scheduler_tick_seconds: float = 0.25
+    """How often the worker claims the matches that are due (clock expiries, join windows,
+    idle timeouts); deadlines are met within about this much."""
 
     @property
     def store_description(self) -> str:
@@ -254,6 +260,16 @@ OPTIONS: tuple[Option, ...] = (
         "TRUCO_MAX_CONNECTION_AGE_SECONDS",
         "--max-connection-age",
         _non_negative_float,
+        "SECONDS",
+    ),
+    Option(
+        "idle_timeout_seconds", "TRUCO_IDLE_TIMEOUT_SECONDS", "--idle-timeout", _non_negative_int, "SECONDS"
+    ),
+    Option(
+        "scheduler_tick_seconds",
+        "TRUCO_SCHEDULER_TICK_SECONDS",
+        "--scheduler-tick",
+        _positive_float,
         "SECONDS",
     ),
 )

@@ -213,6 +213,18 @@ class UnimplementedMatchService(match_service_pb2_grpc.MatchServiceServicer):
     async def CancelMatch(self, request: Any, context: Any) -> Any:
         await self._unimplemented(context)
 
+    async def JoinMatch(self, request: Any, context: Any) -> Any:
+        await self._unimplemented(context)
+
+    async def GetMatchRecord(self, request: Any, context: Any) -> Any:
+        await self._unimplemented(context)
+
+    async def AddTime(self, request: Any, context: Any) -> Any:
+        await self._unimplemented(context)
+
+    async def AdjudicateMatch(self, request: Any, context: Any) -> Any:
+        await self._unimplemented(context)
+
 
 def _unimplemented_factory(_: WorkerContext) -> match_service_pb2_grpc.MatchServiceServicer:
     return UnimplementedMatchService()

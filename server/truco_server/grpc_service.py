@@ -60,3 +60,23 @@ class GrpcMatchService(match_service_pb2_grpc.MatchServiceServicer):
     @map_service_errors
     async def CancelMatch(self, request: pb.CancelMatchRequest, context: Context) -> pb.CancelMatchResponse:
         return await self.api.CancelMatch(_creds(context), request)
+
+    @map_service_errors
+    async def JoinMatch(self, request: pb.JoinMatchRequest, context: Context) -> pb.JoinMatchResponse:
+        return await self.api.JoinMatch(_creds(context), request)
+
+    @map_service_errors
+    async def GetMatchRecord(
+        self, request: pb.GetMatchRecordRequest, context: Context
+    ) -> pb.GetMatchRecordResponse:
+        return await self.api.GetMatchRecord(_creds(context), request)
+
+    @map_service_errors
+    async def AddTime(self, request: pb.AddTimeRequest, context: Context) -> pb.AddTimeResponse:
+        return await self.api.AddTime(_creds(context), request)
+
+    @map_service_errors
+    async def AdjudicateMatch(
+        self, request: pb.AdjudicateMatchRequest, context: Context
+    ) -> pb.AdjudicateMatchResponse:
+        return await self.api.AdjudicateMatch(_creds(context), request)

@@ -84,6 +84,22 @@ STREAM_SUBSCRIBERS = Gauge(
     "truco_stream_subscribers",
     "Observation streams currently open on this worker.",
 )
+LIFECYCLE_STEPS = Counter(
+    "truco_lifecycle_steps_total",
+    "Steps the server made in a match by itself, by cause: clock (a default move or a forfeit "
+    "for a seat out of time), disconnected (a default move for an away seat), server (an abort: "
+    "a seat did not join, or the match idled).",
+    ("cause",),
+)
+SCHEDULER_WAKEUPS = Counter(
+    "truco_scheduler_wakeups_total",
+    "Matches this worker claimed from the schedule of wakeups (due or not).",
+)
+SCHEDULER_LAG_SECONDS = Histogram(
+    "truco_scheduler_lag_seconds",
+    "How late a claimed wakeup was handled (claim time minus due time).",
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
 COMMIT_CONFLICTS = Counter(
     "truco_commit_conflicts_total",
     "Atomic commits rejected because another writer changed the match first.",

@@ -5,56 +5,77 @@ are thin adapters over :class:`MatchService` (:mod:`truco_server.api.wire`).
 * **Auth.** Operators present an API key; each seat and the spectators of a match present a
   credential derived from a per-match secret (:mod:`truco_server.api.auth`), verified here
   once the match is loaded.
-* **One action, one atomic commit.** :mod:`truco_contract.table` computes the new state and
-  the log entries (the engine's events, the deals that fall due, the reveal at the end);
-  state, events and the idempotency record go to the store in one commit guarded by the
-  version.
+* **One step, one atomic commit.** :mod:`truco_contract.table` computes every step of a match
+  (an action, a join, a timeout, an operator's decision): the new engine and lifecycle state,
+  the log entries (the engine's events, the deals that fall due, the reveal at the end). State,
+  events, the record step and the idempotency record go to the store in one commit guarded by
+  the version, after the match's next wakeup in the schedule (the same round trip).
 * **Exactly once.** A retried ``request_id`` returns the first result; a stale
-  ``expected_version`` is refused; streams resume from any version.
-* **No leak.** Log entries are redacted by the engine for the receiving viewer; views come
-  from ``truco_engine.observe``; the seed leaves the server only in ``match_revealed`` once the
-  match is over.
+  ``expected_version`` is refused; streams resume from any version (the record gives back
+  whatever the log no longer holds); a clock expiry is a step fenced by the decision it times.
+* **No leak.** Log entries are redacted for the receiving viewer (the engine's events by the
+  engine); views come from ``truco_engine.observe``; the seed leaves the server only in
+  ``match_revealed`` once the match is over; a record shows a viewer only what it may see.
 
-Workers keep small caches (the last state of recently used matches, decoded events, views);
-the commit's version check makes them safe: a stale entry costs a reload and a retry.
+Workers keep small caches (the last state of recently used matches, decoded events, views,
+histories); the commit's version check makes them safe: a stale entry costs a reload and a
+retry.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import secrets
 import time
-import zlib
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import orjson
 import structlog
 
 import truco_engine as te
-from truco_contract import table
+from truco_contract import records, table
 from truco_contract.events import (
+    DealSource,
     EventView,
     LogEntry,
+    MatchAborted,
+    MatchAdjudicated,
+    MatchCancelled,
+    MatchForfeited,
+    MatchRevealed,
     MatchStatus,
-    SeatInfo,
-    entry_from_dict,
-    entry_to_dict,
+    SeatJoined,
+    TimeAdded,
+    TimeoutCause,
+    TurnTimedOut,
     is_private,
     redact,
-    seat_from_dict,
-    seat_to_dict,
 )
-from truco_contract.fairness import new_seed
-from truco_contract.matches import MatchInfo, MatchResult
-from truco_contract.views import SeatView, view
+from truco_contract.fairness import MAX_CLIENT_SEED, new_seed
+from truco_contract.lifecycle import MAX_DURATION_MS, Lifecycle
+from truco_contract.views import SeatView, clock_view, view
 from truco_server import errors as E
-from truco_server import event_codec, metrics
+from truco_server import history, metrics
 from truco_server.api import types as T
-from truco_server.api.auth import SPECTATOR, Caller, MatchCredential, Operator, issue, verify
+from truco_server.api.auth import SPECTATOR, Caller, MatchCredential, Operator, verify
 from truco_server.lru import Lru
+from truco_server.persisted import (
+    Loaded,
+    Meta,
+    action_fingerprint,
+    compact_reply,
+    decode_state,
+    encode_state,
+    info_of,
+    listed,
+    listing,
+    pack_entry,
+    seats_to_dicts,
+    unpack_entry,
+)
 from truco_server.storage import (
     CommitResult,
     LogTrimmed,
@@ -74,136 +95,16 @@ VIEW_CACHE_SIZE = 512
 """Views (and their events) kept per worker; see ``MatchService.__init__``."""
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
+TERMINAL = (MatchStatus.FINISHED, MatchStatus.CANCELLED, MatchStatus.ABORTED)
 
 
-def canonical(obj: Any) -> bytes:
-    """Sorted keys, no whitespace, UTF-8: the same bytes as ``json.dumps(obj,
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` for the str/int/bool/None
-    trees the service writes (action fingerprints are compared across workers and
-    versions, so the bytes must not depend on the encoder)."""
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+@dataclass(frozen=True, slots=True)
+class ServiceDefaults:
+    """Server-wide lifecycle defaults (a match's own settings win)."""
 
-
-# ------------------------------------------------------------------------------- state
-@dataclass
-class Meta:
-    """Written once at creation; holds secrets (seed, credential key): server-only."""
-
-    match_id: str
-    owner: str
-    created_at: float
-    rules: dict[str, Any]
-    seats: list[dict[str, Any]]
-    seed: str
-    cred_key: str
-    deck_orders: list[list[str]]
-    first_dealer: int | None
-    labels: dict[str, str] = field(default_factory=dict)
-    format: int = 2
-
-    def to_bytes(self) -> bytes:
-        """zlib-compressed canonical JSON (about half the size: it is kept in Redis for the
-        match's whole life)."""
-        return zlib.compress(canonical(self.__dict__), 9)
-
-    @classmethod
-    def from_bytes(cls, raw: bytes) -> Meta:
-        return cls(**orjson.loads(zlib.decompress(raw)))
-
-    @property
-    def dealing(self) -> table.Dealing:
-        return table.Dealing(bytes.fromhex(self.seed), tuple(tuple(d) for d in self.deck_orders))
-
-    def seat_infos(self) -> tuple[SeatInfo, ...]:
-        return tuple(seat_from_dict(s) for s in self.seats)
-
-    def token(self, viewer: int) -> str:
-        return issue(self.match_id, self.cred_key, viewer)
-
-
-@dataclass
-class Loaded:
-    """A match as this worker last saw it."""
-
-    meta: Meta
-    rules: te.RuleSet
-    state: te.MatchState
-    version: int
-    status: MatchStatus
-    updated_at: float
-
-
-def encode_state(state: te.MatchState) -> bytes:
-    """JSON (keys in the engine's order: the blob is never compared, only decoded) and zlib
-    level 1: written on every action, so it is on the hot path; level 6 and sorted keys
-    cost twice the CPU for 3 % fewer bytes."""
-    return zlib.compress(orjson.dumps(state.to_dict()), 1)
-
-
-def decode_state(raw: bytes) -> te.MatchState:
-    return te.MatchState.from_dict(orjson.loads(zlib.decompress(raw)))
-
-
-def pack_entry(entry: LogEntry, ms: int) -> bytes:
-    """The stored form of a log entry committed ``ms`` milliseconds after the match's
-    creation (canonical JSON, compressed: :mod:`.event_codec`)."""
-    d = entry_to_dict(entry)
-    d["t"] = ms
-    return event_codec.pack(canonical(d))
-
-
-def unpack_entry(raw: bytes) -> tuple[LogEntry, int]:
-    """A stored log entry and its commit time (ms after the match's creation)."""
-    d = orjson.loads(event_codec.unpack(raw))
-    ms = d.pop("t", 0)
-    return entry_from_dict(d), int(ms)
-
-
-def action_fingerprint(action: te.Action) -> str:
-    """Short digest of an action: tells a retry from a reused ``request_id``."""
-    return hashlib.sha256(canonical(action.to_dict())).hexdigest()[:12]
-
-
-def compact_reply(seat: int, fingerprint: str, count: int) -> bytes:
-    """The idempotency record of an accepted action: ``<seat>:<fingerprint>:<event count>``.
-
-    It holds only what is needed to rebuild the first result: who acted, what (the
-    fingerprint of the action) and how many events it committed (the store keeps the
-    version after the commit, so they are ``version - count + 1 .. version``); the events
-    are re-read from the log on a retry."""
-    return b"%d:%s:%d" % (seat, fingerprint.encode(), count)
-
-
-def rules_summary(rules: te.RuleSet) -> tuple[str, dict[str, Any]]:
-    """A rule set as its preset and the fields that differ from it (a few bytes for a
-    listing; :func:`rules_from_summary` rebuilds it)."""
-    base = te.PRESETS.get(rules.name)
-    full = rules.to_dict()
-    if base is None:
-        return "", full
-    ref = base.to_dict()
-    return rules.name, {k: v for k, v in full.items() if ref[k] != v}
-
-
-def rules_from_summary(preset: str, diff: Mapping[str, Any]) -> te.RuleSet:
-    base = te.PRESETS.get(preset)
-    return te.RuleSet.from_dict(diff) if base is None else base.replace(**diff)
-
-
-def _listing(meta: Meta, result: MatchResult | None = None) -> bytes:
-    """The match's row in its owner's listing: everything ``ListMatches`` shows that does not
-    change with every action (the result is added when the match finishes)."""
-    preset, diff = rules_summary(te.RuleSet.from_dict(meta.rules))
-    row: dict[str, Any] = {"p": preset, "r": diff, "s": meta.seats, "l": meta.labels}
-    if result is not None:
-        row["x"] = [result.winner_team, list(result.scores), list(result.games_won)]
-    return zlib.compress(canonical(row), 6)
-
-
-def _result(state: te.MatchState, status: MatchStatus) -> MatchResult | None:
-    if status is not MatchStatus.FINISHED or state.winner is None:
-        return None
-    return MatchResult(winner_team=state.winner, scores=tuple(state.scores), games_won=tuple(state.games))
+    idle_timeout_ms: int = 24 * 3600 * 1000
+    """An active match without a clock in which nothing happens this long is aborted; 0:
+    never."""
 
 
 # ----------------------------------------------------------------------------- service
@@ -218,11 +119,16 @@ class MatchService:
         heartbeat_seconds: float = 5.0,
         stopping: asyncio.Event | None = None,
         queue_size: int = 256,
+        defaults: ServiceDefaults | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
         self.queue_size = queue_size
         self.heartbeat_seconds = heartbeat_seconds
         self.stopping = stopping or asyncio.Event()
+        self.defaults = defaults or ServiceDefaults()
+        self.now = clock
+        """The service's time (seconds since the epoch); tests pass their own."""
         self._cache: Lru[str, Loaded] = Lru(cache_size)
         # decoded stored events by (match, version): each blob is decoded once per worker,
         # not once per subscriber (and not at all for this worker's own commits)
@@ -236,10 +142,17 @@ class MatchService:
         # 8-22 ms).
         self._event_views: Lru[tuple[str, int, int | None], EventView] = Lru(VIEW_CACHE_SIZE * 2)
         self._views: Lru[tuple[str, int, int], SeatView] = Lru(VIEW_CACHE_SIZE)
+        self._histories: Lru[tuple[str, int], history.History] = Lru(64)
+        self._touched: Lru[tuple[str, int], float] = Lru(cache_size)
+
+    @property
+    def presence_timeout(self) -> float:
+        """A seat whose stream has not been seen for this long (seconds) is away."""
+        return 3 * self.heartbeat_seconds
 
     # ------------------------------------------------------------------------ events
     def _decoded(self, loaded: Loaded, version: int, raw: bytes) -> tuple[LogEntry, float]:
-        key = (loaded.meta.match_id, version)
+        key = (loaded.match_id, version)
         hit = self._entries.get(key)
         if hit is None:
             entry, ms = unpack_entry(raw)
@@ -258,12 +171,46 @@ class MatchService:
     def _views_of(
         self, loaded: Loaded, batch: Sequence[tuple[int, bytes]], viewer: int
     ) -> tuple[EventView, ...]:
-        match_id = loaded.meta.match_id
         out = []
         for v, raw in batch:
             entry, at = self._decoded(loaded, v, raw)
-            out.append(self._event_view(match_id, v, entry, at, viewer))
+            out.append(self._event_view(loaded.match_id, v, entry, at, viewer))
         return tuple(out)
+
+    async def _events(self, loaded: Loaded, after: int, upto: int, viewer: int) -> tuple[EventView, ...]:
+        """Versions ``after + 1 .. upto`` as ``viewer`` sees them: from the log, or from the
+        record when the log no longer holds them."""
+        if upto <= after:
+            return ()
+        got = await self.store.read_events(loaded.match_id, after, upto - after)
+        if isinstance(got, list) and len(got) == upto - after:
+            return self._views_of(loaded, got, viewer)
+        past = await self._history(loaded)
+        out = []
+        for v in range(after + 1, upto + 1):
+            entry, at = past.entry(v)
+            out.append(self._event_view(loaded.match_id, v, entry, at, viewer))
+        return tuple(out)
+
+    async def _history(self, loaded: Loaded) -> history.History:
+        """The match's whole history up to ``loaded.version``, rebuilt from its record."""
+        key = (loaded.match_id, loaded.version)
+        hit = self._histories.get(key)
+        if hit is None:
+            raw = await self.store.read_record(loaded.match_id)
+            if raw is None:
+                raise E.MatchNotFound(f"no match {loaded.match_id!r}")
+            try:
+                hit = history.build(loaded, raw)
+            except te.RecordError:  # a record that does not replay is a server bug
+                log.exception("record does not replay", match_id=loaded.match_id)
+                raise
+            if hit.points[-1].version != loaded.version:  # the record moved on: a newer load
+                fresh = await self._load(loaded.match_id, fresh=True)
+                if fresh.version != hit.points[-1].version:
+                    raise E.ServiceError("the match kept changing; retry", code=E.Code.ABORTED)
+            self._histories.put(key, hit)
+        return hit
 
     # ------------------------------------------------------------------------- cache
     async def _load(self, match_id: str, *, fresh: bool = False) -> Loaded:
@@ -275,9 +222,15 @@ class MatchService:
         if snap is None:
             self._cache.pop(match_id)
             raise E.MatchNotFound(f"no match {match_id!r}")
-        meta = Meta.from_bytes(snap.meta)
-        state = decode_state(snap.state)
-        loaded = Loaded(meta, state.rules, state, snap.version, MatchStatus(snap.status), snap.updated_at)
+        old = self._cache.get(match_id)
+        if old is not None and old.meta_bytes == snap.meta:  # the same incarnation: reuse its setup
+            meta, setup = old.meta, old.setup
+        else:
+            meta = Meta.from_bytes(snap.meta)
+            setup = meta.setup()
+        state, life = decode_state(snap.state)
+        loaded = Loaded(meta, setup, state, life, snap.version, MatchStatus(snap.status), snap.updated_at)
+        loaded.meta_bytes = snap.meta
         self._cache.put(match_id, loaded)
         return loaded
 
@@ -291,38 +244,176 @@ class MatchService:
     def _viewer(self, loaded: Loaded, caller: Caller) -> int:
         """Who is looking: a seat, or SPECTATOR (spectator credential or the owner)."""
         if isinstance(caller, Operator):
-            if caller.name != loaded.meta.owner:
-                raise E.PermissionDenied("this match belongs to another operator")
+            self._own(loaded, caller)
             return SPECTATOR
         return self._seat_of(loaded, caller)
 
-    # ----------------------------------------------------------------------- views
+    @staticmethod
+    def _own(loaded: Loaded, operator: Operator) -> None:
+        if operator.name != loaded.meta.owner:
+            raise E.PermissionDenied("this match belongs to another operator")
+
+    def _acting_seat(self, loaded: Loaded, cred: MatchCredential) -> int:
+        seat = self._seat_of(loaded, cred)
+        if seat == SPECTATOR:
+            raise E.PermissionDenied("a spectator credential cannot act")
+        return seat
+
+    # ------------------------------------------------------------------------- views
     def _view(self, loaded: Loaded, viewer: int) -> SeatView:
         """What ``viewer`` sees of the match at ``loaded.version``; shared and read-only (a
         match at a given version always looks the same to the same viewer)."""
-        key = (loaded.meta.match_id, loaded.version, viewer)
+        key = (loaded.match_id, loaded.version, viewer)
         hit = self._views.get(key)
         if hit is None:
             seat = None if viewer == SPECTATOR else viewer
-            hit = self._views.put(key, view(loaded.state, seat, loaded.version, loaded.status))
+            made = view(
+                loaded.state,
+                seat,
+                loaded.version,
+                loaded.status,
+                loaded.life,
+                loaded.meta.created_at,
+                self.now(),
+            )
+            hit = self._views.put(key, made)
         return hit
 
-    @staticmethod
-    def _info(loaded: Loaded) -> MatchInfo:
-        m = loaded.meta
-        return MatchInfo(
-            match_id=m.match_id,
-            state=loaded.status,
-            rules=loaded.rules,
-            seats=m.seat_infos(),
-            version=loaded.version,
-            created_at=m.created_at,
-            updated_at=loaded.updated_at,
-            labels=dict(m.labels),
-            result=_result(loaded.state, loaded.status),
+    def _delay(self, loaded: Loaded, viewer: int) -> int:
+        """Actions a viewer sees the match late (spectators of an active match)."""
+        if viewer != SPECTATOR or loaded.status is not MatchStatus.ACTIVE:
+            return 0
+        return loaded.setup.lifecycle.spectator_delay
+
+    async def _target(self, loaded: Loaded, viewer: int) -> tuple[int, SeatView]:
+        """The version ``viewer`` sees the match at, and its view there (spectators with a
+        delay see it that many actions late)."""
+        delay = self._delay(loaded, viewer)
+        if not delay:
+            return loaded.version, self._view(loaded, viewer)
+        past = await self._history(loaded)
+        point = past.delayed(delay)
+        key = (loaded.match_id, point.version, SPECTATOR)
+        hit = self._views.get(key)
+        if hit is None:
+            made = view(
+                point.state,
+                None,
+                point.version,
+                MatchStatus.ACTIVE,
+                point.life,
+                loaded.meta.created_at,
+                self.now(),
+            )
+            hit = self._views.put(key, made)
+        return point.version, hit
+
+    # ----------------------------------------------------------------------- commits
+    async def _commit(
+        self,
+        loaded: Loaded,
+        step: table.Step,
+        record: records.RecordStep | None,
+        *,
+        status: MatchStatus | None = None,
+        request_id: str | None = None,
+        reply: bytes = b"",
+        relist: bool = False,
+    ) -> tuple[Loaded, CommitResult]:
+        """Commit one step of the match (``status``: the state it ends in, if it ends it);
+        returns the new ``Loaded`` and the store's result. The record step's version and time
+        are filled in here. Raises the store's ``VersionConflict`` (nothing written)."""
+        meta = loaded.meta
+        if status is None and te.is_over(step.state):
+            status = MatchStatus.FINISHED
+        ms = meta.at(self.now())
+        now = meta.created_at + ms / 1000
+        new_version = loaded.version + len(step.entries)
+        done = Loaded(meta, loaded.setup, step.state, step.life, new_version, status or loaded.status, now)
+        done.meta_bytes = loaded.meta_bytes
+        summary = listing(info_of(done)) if status is not None or relist else None
+        raw_record = None
+        if record is not None:
+            stamped = records.RecordStep(
+                **{
+                    **records.step_to_dict(record),
+                    "version": new_version,
+                    "time": now,
+                    "clock_ms": step.clock_ms,
+                }
+            )
+            raw_record = records.pack_step(stamped, meta.created_at)
+        due = None if status is not None else table.due(loaded.setup, step.state, step.life)
+        try:
+            res = await self.store.commit(
+                meta.match_id,
+                expected_version=loaded.version,
+                state=encode_state(step.state, step.life),
+                events=[pack_entry(e, ms) for e in step.entries],
+                request_id=request_id,
+                reply=reply,
+                status=None if status is None else status.value,
+                updated_at=now,
+                summary=summary,
+                record=raw_record,
+                wake=None if due is None else meta.epoch_ms(due),
+            )
+        except StoreMatchNotFound as exc:
+            raise E.MatchNotFound(f"no match {meta.match_id!r}") from exc
+        if res.duplicate:
+            return loaded, res
+        for i, entry in enumerate(step.entries, loaded.version + 1):
+            self._entries.put((meta.match_id, i), (entry, now))
+        self._cache.put(meta.match_id, done)
+        return done, res
+
+    async def _step(
+        self,
+        match_id: str,
+        decide: Callable[[Loaded], tuple[table.Step, records.RecordStep | None, MatchStatus | None] | None],
+        *,
+        relist: bool = False,
+    ) -> Loaded:
+        """Run a step computed by ``decide`` from the freshly loaded match and commit it,
+        again on a version conflict; ``decide`` returns ``None`` for nothing to do."""
+        for _ in range(5):
+            loaded = await self._load(match_id, fresh=True)
+            decided = decide(loaded)
+            if decided is None:
+                return loaded
+            step, record, status = decided
+            try:
+                done, _ = await self._commit(loaded, step, record, status=status, relist=relist)
+            except VersionConflict:
+                metrics.COMMIT_CONFLICTS.inc()
+                continue
+            return done
+        raise E.ServiceError(
+            "the match kept changing; retry", code=E.Code.ABORTED, reason=E.Reason.STALE_VERSION
         )
 
     # ----------------------------------------------------------------------- create
+    def _lifecycle(self, requested: Lifecycle) -> Lifecycle:
+        """The match's lifecycle settings, checked, with the server's defaults applied."""
+        problems: list[E.FieldViolation] = []
+        tc = requested.time_control
+        if tc is not None:
+            problems += [E.FieldViolation(f"settings.time_control.{f}", d) for f, d in tc.problems()]
+        for name in ("join_window", "idle_timeout", "disconnect_grace"):
+            value = getattr(requested, name)
+            if not 0 <= value <= MAX_DURATION_MS or 0 < value < 1000:
+                problems.append(E.FieldViolation(f"settings.{name}", "between 1 second and 1 day, or unset"))
+        if not 0 <= requested.spectator_delay <= 1000:
+            problems.append(E.FieldViolation("settings.spectator_delay_actions", "between 0 and 1000"))
+        if problems:
+            raise E.InvalidArgument(
+                f"invalid match settings: {problems[0].field}: {problems[0].description}",
+                field_violations=problems,
+            )
+        if not requested.idle_timeout and tc is None:
+            return dataclasses.replace(requested, idle_timeout=self.defaults.idle_timeout_ms)
+        return requested
+
     async def create_match(self, operator: Operator, req: T.CreateMatchRequest) -> T.CreateMatchResponse:
         try:
             overrides = dict(req.overrides)
@@ -359,37 +450,60 @@ class MatchService:
             raise E.InvalidArgument(
                 "seed must be 16 to 64 bytes", field_violations=[E.FieldViolation("seed", "16 to 64 bytes")]
             )
+        if len(req.client_seed) > MAX_CLIENT_SEED:
+            raise E.InvalidArgument(
+                f"client_seed is at most {MAX_CLIENT_SEED} bytes",
+                field_violations=[E.FieldViolation("client_seed", f"at most {MAX_CLIENT_SEED} bytes")],
+            )
         if len(req.labels) > 32 or any(len(k) > 64 or len(v) > 256 for k, v in req.labels.items()):
             raise E.InvalidArgument(
                 "at most 32 labels, keys up to 64 and values up to 256 characters",
                 field_violations=[E.FieldViolation("settings.labels", "too many or too long")],
             )
+        lifecycle = self._lifecycle(req.lifecycle)
         if req.request_id:
             digest = hashlib.sha256(f"{operator.name}\n{req.request_id}".encode()).hexdigest()
             match_id = "m" + digest[:20]
         else:
             match_id = "m" + secrets.token_hex(10)
+        if req.deck_orders:
+            source = DealSource.OPERATOR_DECKS
+        elif req.seed is not None:
+            source = DealSource.OPERATOR_SEED
+        else:
+            source = DealSource.SERVER_SEED
         seats = table.seats_of(rules, [(s.name, s.kind) for s in req.seats])
         meta = Meta(
             match_id=match_id,
             owner=operator.name,
-            created_at=time.time(),
+            created_at=self.now(),
             rules=rules.to_dict(),
-            seats=[seat_to_dict(s) for s in seats],
+            seats=seats_to_dicts(seats),
             seed=(req.seed or new_seed()).hex(),
             cred_key=secrets.token_hex(32),
             deck_orders=[list(d) for d in req.deck_orders],
             first_dealer=req.first_dealer,
             labels=dict(req.labels),
+            lifecycle=lifecycle.to_dict(),
+            source=source.value,
         )
-        state, entries = table.start(rules, seats, meta.dealing, req.first_dealer)
+        setup = meta.setup()
+        step = table.start(setup, seats, req.client_seed, 0)
+        due = table.due(setup, step.state, step.life)
+        loaded = Loaded(
+            meta, setup, step.state, step.life, len(step.entries), MatchStatus.ACTIVE, meta.created_at
+        )
+        meta_bytes = meta.to_bytes()
         try:
             version = await self.store.create(
                 match_id,
-                meta.to_bytes(),
-                encode_state(state),
-                [pack_entry(e, 0) for e in entries],
-                MatchIndexEntry(match_id, operator.name, MatchStatus.ACTIVE, meta.created_at, _listing(meta)),
+                meta_bytes,
+                encode_state(step.state, step.life),
+                [pack_entry(e, 0) for e in step.entries],
+                MatchIndexEntry(
+                    match_id, operator.name, MatchStatus.ACTIVE, meta.created_at, listing(info_of(loaded))
+                ),
+                wake=None if due is None else meta.epoch_ms(due),
             )
         except MatchExists:
             loaded = await self._load(match_id, fresh=True)
@@ -397,7 +511,8 @@ class MatchService:
                 raise E.RequestIdReused("request_id already used") from None
             log.info("create_match.replayed", match_id=match_id)
             return self._created(loaded)
-        loaded = Loaded(meta, rules, state, version, MatchStatus.ACTIVE, meta.created_at)
+        loaded.version = version
+        loaded.meta_bytes = meta_bytes
         self._cache.put(match_id, loaded)
         metrics.MATCHES_CREATED.inc()
         log.info("create_match", match_id=match_id, preset=rules.name, players=rules.players)
@@ -406,14 +521,15 @@ class MatchService:
     def _created(self, loaded: Loaded) -> T.CreateMatchResponse:
         meta = loaded.meta
         return T.CreateMatchResponse(
-            self._info(loaded), tuple(meta.token(i) for i in range(len(meta.seats))), meta.token(SPECTATOR)
+            info_of(loaded), tuple(meta.token(i) for i in range(len(meta.seats))), meta.token(SPECTATOR)
         )
 
     # ------------------------------------------------------------------------- query
     async def get_match(self, caller: Caller, req: T.GetMatchRequest) -> T.GetMatchResponse:
         loaded = await self._load(req.match_id, fresh=True)
         viewer = self._viewer(loaded, caller)
-        return T.GetMatchResponse(self._info(loaded), self._view(loaded, viewer))
+        _, seen = await self._target(loaded, viewer)
+        return T.GetMatchResponse(info_of(loaded), seen)
 
     async def list_matches(self, operator: Operator, req: T.ListMatchesRequest) -> T.ListMatchesResponse:
         if req.page_size < 0:
@@ -429,89 +545,135 @@ class MatchService:
             raise E.InvalidArgument(
                 str(exc), field_violations=[E.FieldViolation("page_token", str(exc))]
             ) from exc
-        return T.ListMatchesResponse(tuple(self._listed(e) for e in entries), token)
+        return T.ListMatchesResponse(tuple(listed(e) for e in entries), token)
 
-    @staticmethod
-    def _listed(entry: MatchIndexEntry) -> MatchInfo:
-        """A listing row as a match's description, without loading the match."""
-        row = orjson.loads(zlib.decompress(entry.summary))
-        result = None
-        if "x" in row:
-            winner, scores, games = row["x"]
-            result = MatchResult(winner_team=winner, scores=tuple(scores), games_won=tuple(games))
-        return MatchInfo(
-            match_id=entry.match_id,
-            state=MatchStatus(entry.status),
-            rules=rules_from_summary(row["p"], row["r"]),
-            seats=tuple(seat_from_dict(s) for s in row["s"]),
-            version=entry.version,
-            created_at=entry.created_at,
-            updated_at=entry.updated_at,
-            labels=row["l"],
-            result=result,
+    async def get_match_record(
+        self, caller: Caller, req: T.GetMatchRecordRequest
+    ) -> T.GetMatchRecordResponse:
+        """The match's record as the caller may see it (everything once it is over)."""
+        loaded = await self._load(req.match_id, fresh=True)
+        viewer = self._viewer(loaded, caller)
+        past = await self._history(loaded)
+        upto, _ = await self._target(loaded, viewer)
+        over = loaded.status is not MatchStatus.ACTIVE
+        seat = None if viewer == SPECTATOR else viewer
+        steps = []
+        for p in past.points[1:]:
+            if p.version > upto:
+                break
+            steps.append(p.step if over else records.hidden_for(p.step, seat))
+        hands = [h for h in records.hands_of([e for _, e, _ in past.entries], 1) if h.version <= upto]
+        reveal = None
+        if over:
+            last, _, _ = past.entries[-1]
+            entry, _ = past.entry(last)
+            reveal = entry if isinstance(entry, MatchRevealed) else None
+        record = records.MatchRecord(
+            match=info_of(loaded), hands=tuple(hands), steps=tuple(steps), reveal=reveal
         )
+        return T.GetMatchRecordResponse(record)
 
-    # ------------------------------------------------------------------------ commits
-    async def _commit(
-        self,
-        loaded: Loaded,
-        state: te.MatchState,
-        entries: Sequence[LogEntry],
-        *,
-        status: MatchStatus | None = None,
-        request_id: str | None = None,
-        reply: bytes = b"",
-    ) -> tuple[Loaded, CommitResult]:
-        """Commit one change of the match (a new ``status`` when it ends it); returns the new
-        ``Loaded`` (its ``updated_at`` is the time the entries carry) and the store's result.
-        Raises the store's ``VersionConflict`` (nothing written)."""
-        meta = loaded.meta
-        ms = max(0, round((time.time() - meta.created_at) * 1000))
-        now = meta.created_at + ms / 1000
-        summary = None if status is None else _listing(meta, _result(state, status))
-        try:
-            res = await self.store.commit(
-                meta.match_id,
-                expected_version=loaded.version,
-                state=encode_state(state),
-                events=[pack_entry(e, ms) for e in entries],
-                request_id=request_id,
-                reply=reply,
-                status=None if status is None else status.value,
-                updated_at=now,
-                summary=summary,
-            )
-        except StoreMatchNotFound as exc:
-            raise E.MatchNotFound(f"no match {meta.match_id!r}") from exc
-        if res.duplicate:
-            return loaded, res
-        for i, entry in enumerate(entries, loaded.version + 1):
-            self._entries.put((meta.match_id, i), (entry, now))
-        done = Loaded(meta, loaded.rules, state, res.version, status or loaded.status, now)
-        self._cache.put(meta.match_id, done)
-        return done, res
-
-    # ------------------------------------------------------------------------ cancel
+    # --------------------------------------------------------------- operator steps
     async def cancel_match(self, operator: Operator, req: T.CancelMatchRequest) -> T.CancelMatchResponse:
-        for _ in range(5):
-            loaded = await self._load(req.match_id, fresh=True)
-            if loaded.meta.owner != operator.name:
-                raise E.PermissionDenied("only the operator that created a match may cancel it")
+        def decide(loaded: Loaded) -> Any:
+            self._own(loaded, operator)
             if loaded.status is MatchStatus.CANCELLED:
-                return T.CancelMatchResponse(self._info(loaded))  # idempotent
+                return None  # idempotent
             if loaded.status is not MatchStatus.ACTIVE:
                 raise E.MatchNotActive(f"match is {loaded.status}", current_version=loaded.version)
-            entries = table.cancel(loaded.state, req.reason[:200], loaded.meta.dealing)
-            try:
-                done, _ = await self._commit(loaded, loaded.state, entries, status=MatchStatus.CANCELLED)
-            except VersionConflict:
-                metrics.COMMIT_CONFLICTS.inc()
-                continue
-            log.info("cancel_match", match_id=req.match_id)
-            return T.CancelMatchResponse(self._info(done))
-        raise E.ServiceError(
-            "could not cancel: the match kept changing", code=E.Code.ABORTED, reason=E.Reason.STALE_VERSION
-        )
+            reason = req.reason[:200]
+            step = table.cancel(loaded.setup, loaded.state, loaded.life, reason)
+            return (
+                step,
+                records.RecordStep(version=0, time=0.0, cancel=MatchCancelled(reason=reason)),
+                MatchStatus.CANCELLED,
+            )
+
+        done = await self._step(req.match_id, decide)
+        log.info("cancel_match", match_id=req.match_id)
+        return T.CancelMatchResponse(info_of(done))
+
+    async def add_time(self, operator: Operator, req: T.AddTimeRequest) -> T.MatchResponse:
+        if not 1000 <= req.added_ms <= MAX_DURATION_MS:
+            raise E.InvalidArgument(
+                "added must be between 1 second and 1 day",
+                field_violations=[E.FieldViolation("added", "1 s to 1 day")],
+            )
+
+        def decide(loaded: Loaded) -> Any:
+            self._own(loaded, operator)
+            self._active(loaded)
+            if loaded.setup.lifecycle.time_control is None:
+                raise E.ServiceError(
+                    "this match has no clock", code=E.Code.FAILED_PRECONDITION, reason=E.Reason.NO_CLOCK
+                )
+            if req.seat is not None and not 0 <= req.seat < loaded.rules.players:
+                raise E.InvalidArgument(
+                    f"seat must be 0..{loaded.rules.players - 1}",
+                    field_violations=[E.FieldViolation("seat", "no such seat")],
+                )
+            step = table.add_time(loaded.setup, loaded.state, loaded.life, req.seat, req.added_ms)
+            added = TimeAdded(seat=req.seat, added=req.added_ms)
+            return step, records.RecordStep(version=0, time=0.0, add_time=added), None
+
+        return T.MatchResponse(info_of(await self._step(req.match_id, decide)))
+
+    async def adjudicate_match(self, operator: Operator, req: T.AdjudicateMatchRequest) -> T.MatchResponse:
+        def decide(loaded: Loaded) -> Any:
+            self._own(loaded, operator)
+            self._active(loaded)
+            if not 0 <= req.winner_team < loaded.rules.sides:
+                raise E.InvalidArgument(
+                    f"winner_team must be 0..{loaded.rules.sides - 1}",
+                    field_violations=[E.FieldViolation("winner_team", "no such team")],
+                )
+            reason = req.reason[:200]
+            now = loaded.meta.at(self.now())
+            step = table.adjudicate(loaded.setup, loaded.state, loaded.life, req.winner_team, reason, now)
+            awarded = MatchAdjudicated(winner_team=req.winner_team, reason=reason)
+            return step, records.RecordStep(version=0, time=0.0, adjudicate=awarded), MatchStatus.FINISHED
+
+        done = await self._step(req.match_id, decide)
+        log.info("adjudicate_match", match_id=req.match_id, winner_team=req.winner_team)
+        return T.MatchResponse(info_of(done))
+
+    @staticmethod
+    def _active(loaded: Loaded) -> None:
+        if loaded.status is not MatchStatus.ACTIVE:
+            raise E.MatchNotActive(f"match is {loaded.status}", current_version=loaded.version)
+
+    # -------------------------------------------------------------------------- join
+    async def join_match(self, cred: MatchCredential, req: T.JoinMatchRequest) -> T.JoinMatchResponse:
+        if len(req.client_seed) > MAX_CLIENT_SEED:
+            raise E.InvalidArgument(
+                f"client_seed is at most {MAX_CLIENT_SEED} bytes",
+                field_violations=[E.FieldViolation("client_seed", f"at most {MAX_CLIENT_SEED} bytes")],
+            )
+        seat_box: list[int] = []
+
+        def decide(loaded: Loaded) -> Any:
+            seat = self._acting_seat(loaded, cred)
+            seat_box[:] = [seat]
+            self._active(loaded)
+            if loaded.life.joined[seat]:
+                if req.client_seed:
+                    given = next((h for s, h in loaded.life.client_seeds if s == seat), None)
+                    if given != req.client_seed.hex():
+                        raise E.ServiceError(
+                            "this seat has joined already: its client seed cannot change",
+                            code=E.Code.FAILED_PRECONDITION,
+                            reason=E.Reason.ALREADY_STARTED,
+                        )
+                return None
+            now = loaded.meta.at(self.now())
+            step = table.join(loaded.setup, loaded.state, loaded.life, seat, req.client_seed, now)
+            joined = SeatJoined(seat=seat, client_seed=req.client_seed)
+            return step, records.RecordStep(version=0, time=0.0, seat=seat, join=joined), None
+
+        done = await self._step(req.match_id, decide, relist=True)
+        seat = seat_box[0]
+        await self._touch(done, seat)
+        return T.JoinMatchResponse(done.version, self._view(done, seat), done.rules)
 
     # ------------------------------------------------------------------------ action
     async def submit_action(
@@ -522,9 +684,7 @@ class MatchService:
         fresh = False
         for _attempt in range(4):
             loaded = await self._load(match_id, fresh=fresh)
-            seat = self._seat_of(loaded, cred)
-            if seat == SPECTATOR:
-                raise E.PermissionDenied("a spectator credential cannot act")
+            seat = self._acting_seat(loaded, cred)
             if action.card is not None and action.card not in loaded.rules.deck_cards:
                 where = "action.discard.card" if action.kind == "discard" else "action.play_card.card"
                 metrics.ACTIONS.labels("invalid").inc()
@@ -533,6 +693,7 @@ class MatchService:
                     field_violations=[E.FieldViolation(where, "unknown card code")],
                 )
             refusal: E.ServiceError | None = None
+            step: table.Step | None = None
             if loaded.status is not MatchStatus.ACTIVE:
                 refusal = E.MatchNotActive(f"match is {loaded.status}", current_version=loaded.version)
             elif req.expected_version is not None and req.expected_version != loaded.version:
@@ -540,12 +701,19 @@ class MatchService:
                     f"expected_version {req.expected_version} but the match is at version {loaded.version}",
                     current_version=loaded.version,
                 )
+            elif not loaded.life.started:
+                refusal = E.IllegalAction(
+                    "the first hand is dealt once every seat has joined (JoinMatch)",
+                    legal_actions=[],
+                    current_version=loaded.version,
+                )
             else:
                 try:
-                    state, entries = table.act(loaded.state, seat, action, loaded.meta.dealing)
+                    now = loaded.meta.at(self.now())
+                    step = table.act(loaded.setup, loaded.state, loaded.life, seat, action, now)
                 except te.TrucoError as exc:
                     refusal = self._illegal(exc, loaded)
-            if refusal is not None:
+            if refusal is not None or step is None:
                 if not fresh:  # this worker's copy may be stale: decide again on fresh state
                     fresh = True
                     continue
@@ -553,15 +721,16 @@ class MatchService:
                 if replay is not None:  # a retry of an action that was applied the first time
                     return replay
                 metrics.ACTIONS.labels("stale" if isinstance(refusal, E.StaleVersion) else "illegal").inc()
+                assert refusal is not None
                 raise refusal
+            record = records.RecordStep(version=0, time=0.0, seat=seat, action=action)
             try:
                 done, res = await self._commit(
                     loaded,
-                    state,
-                    entries,
-                    status=MatchStatus.FINISHED if te.is_over(state) else None,
+                    step,
+                    record,
                     request_id=req.request_id or None,
-                    reply=compact_reply(seat, fingerprint, len(entries)),
+                    reply=compact_reply(seat, fingerprint, len(step.entries)),
                 )
             except VersionConflict:
                 # Another writer got there first (or this worker's cache was stale): reload
@@ -574,7 +743,7 @@ class MatchService:
                 return await self._from_reply(loaded, seat, res.version, res.reply, fingerprint)
             mine = tuple(
                 self._event_view(match_id, v, e, done.updated_at, seat)
-                for v, e in enumerate(entries, loaded.version + 1)
+                for v, e in enumerate(step.entries, loaded.version + 1)
             )
             metrics.ACTIONS.labels("accepted").inc()
             return T.SubmitActionResponse(
@@ -589,7 +758,7 @@ class MatchService:
     ) -> T.SubmitActionResponse | None:
         if not request_id:
             return None
-        found = await self.store.lookup_request(loaded.meta.match_id, request_id)
+        found = await self.store.lookup_request(loaded.match_id, request_id)
         if found is None:
             return None
         return await self._from_reply(loaded, seat, found.version, found.reply, fingerprint)
@@ -597,30 +766,17 @@ class MatchService:
     async def _from_reply(
         self, loaded: Loaded, seat: int, version: int, reply: bytes, fingerprint: str
     ) -> T.SubmitActionResponse:
-        """The first result of a retried ``request_id``, rebuilt from its record.
-
-        The events are re-read from the log (versions ``version - count + 1 .. version``);
-        when the log no longer holds them (trimmed to ``max_events``) the result carries the
-        version and the current view but no events."""
+        """The first result of a retried ``request_id``, rebuilt from its record: the events
+        of versions ``version - count + 1 .. version`` and the current view."""
         first_seat, first_fp, n = reply.decode().split(":")
         if int(first_seat) != seat or first_fp != fingerprint:
             metrics.ACTIONS.labels("invalid").inc()
             raise E.RequestIdReused("request_id was already used for a different action or seat")
         count = int(n)
-        events: tuple[EventView, ...] = ()
-        if count > 0:
-            got = await self.store.read_events(loaded.meta.match_id, version - count, count)
-            if isinstance(got, list) and len(got) == count:
-                events = self._views_of(loaded, got, seat)
+        events = await self._events(loaded, version - count, version, seat)
         metrics.ACTIONS.labels("replayed").inc()
         return T.SubmitActionResponse(
-            loaded.meta.match_id,
-            seat,
-            version,
-            events,
-            self._view(loaded, seat),
-            loaded.rules,
-            duplicate=True,
+            loaded.match_id, seat, version, events, self._view(loaded, seat), loaded.rules, duplicate=True
         )
 
     @staticmethod
@@ -629,17 +785,126 @@ class MatchService:
             return E.NotYourTurn(str(exc), legal_actions=[], current_version=loaded.version)
         if isinstance(exc, te.IllegalActionError):
             return E.IllegalAction(str(exc), legal_actions=list(exc.legal), current_version=loaded.version)
+        if isinstance(exc, te.MatchOverError):
+            return E.MatchNotActive(str(exc), current_version=loaded.version)
         return E.InvalidArgument(str(exc), field_violations=[E.FieldViolation("action", str(exc))])
 
+    # --------------------------------------------------------------------- the clock
+    async def wake_match(self, match_id: str) -> int | None:
+        """Do what is due in a match now (the scheduler's call for a claimed match): a clock
+        expiry, a default move for an away seat, the end of the join window, the idle
+        timeout. Returns the next wakeup (ms since the epoch), or ``None``."""
+        try:
+            loaded = await self._load(match_id, fresh=True)
+        except E.MatchNotFound:
+            return None
+        for _ in range(5):
+            if loaded.status is not MatchStatus.ACTIVE:
+                return None
+            decided = await self._due_step(loaded)
+            if decided is None:
+                return await self._next_wake(loaded)
+            step, record, status = decided
+            try:
+                loaded, _ = await self._commit(loaded, step, record, status=status)
+            except VersionConflict:
+                metrics.COMMIT_CONFLICTS.inc()
+                loaded = await self._load(match_id, fresh=True)
+                continue
+            metrics.LIFECYCLE_STEPS.labels(record.cause.value if record else "none").inc()
+        return await self._next_wake(loaded)
+
+    async def _due_step(
+        self, loaded: Loaded
+    ) -> tuple[table.Step, records.RecordStep, MatchStatus | None] | None:
+        setup, state, life = loaded.setup, loaded.state, loaded.life
+        lc = setup.lifecycle
+        now = loaded.meta.at(self.now())
+        if not life.started and lc.join_window and now >= lc.join_window:
+            step = table.abort(setup, state, life, "not_joined")
+            missing = tuple(i for i, j in enumerate(life.joined) if not j)
+            abort = MatchAborted(reason="not_joined", seats=missing)
+            return (
+                step,
+                records.RecordStep(version=0, time=0.0, cause=records.StepCause.SERVER, abort=abort),
+                MatchStatus.ABORTED,
+            )
+        end = life.deadline()
+        if end is not None and now >= end:
+            done = table.expire(setup, state, life, TimeoutCause.CLOCK, now)
+            if done is not None:
+                return done, self._timeout_record(done, records.StepCause.CLOCK), None
+        if (
+            lc.disconnect_grace
+            and life.started
+            and life.awaited is not None
+            and now >= life.since + lc.disconnect_grace
+        ):
+            seen = (await self.store.presence(loaded.match_id)).get(life.awaited, 0)
+            away_ms = self.now() * 1000 - seen
+            if away_ms >= max(lc.disconnect_grace, self.presence_timeout * 1000):
+                done = table.expire(setup, state, life, TimeoutCause.DISCONNECTED, now)
+                if done is not None:
+                    return done, self._timeout_record(done, records.StepCause.DISCONNECTED), None
+        if lc.idle_timeout and lc.time_control is None and now >= life.last_activity + lc.idle_timeout:
+            step = table.abort(setup, state, life, "idle")
+            abort = MatchAborted(reason="idle")
+            return (
+                step,
+                records.RecordStep(version=0, time=0.0, cause=records.StepCause.SERVER, abort=abort),
+                MatchStatus.ABORTED,
+            )
+        return None
+
+    @staticmethod
+    def _timeout_record(step: table.Step, cause: records.StepCause) -> records.RecordStep:
+        timed = step.entries[0]
+        assert isinstance(timed, TurnTimedOut)
+        if timed.action is None:
+            forfeit = next(e for e in step.entries if isinstance(e, MatchForfeited))
+            return records.RecordStep(version=0, time=0.0, seat=timed.seat, cause=cause, forfeit=forfeit)
+        return records.RecordStep(version=0, time=0.0, seat=timed.seat, cause=cause, action=timed.action)
+
+    async def _next_wake(self, loaded: Loaded) -> int | None:
+        """The match's next wakeup (ms since the epoch): its due time, or, for an away check
+        that found the seat present, one more grace from now."""
+        setup, life = loaded.setup, loaded.life
+        due = table.due(setup, loaded.state, life)
+        if due is None:
+            return None
+        lc = setup.lifecycle
+        now = loaded.meta.at(self.now())
+        if due <= now and lc.disconnect_grace and life.awaited is not None:
+            # only the away check can be due and not done: the seat is there; look again later
+            others = [
+                t for t in (life.deadline(), lc.join_window if not life.started else None) if t is not None
+            ]
+            due = min([now + lc.disconnect_grace, *[t for t in others if t > now]])
+        return loaded.meta.epoch_ms(max(due, now))
+
     # ------------------------------------------------------------------------ stream
+    async def _touch(self, loaded: Loaded, seat: int) -> None:
+        """Record that ``seat`` is here (at most once per half heartbeat)."""
+        if seat == SPECTATOR or not loaded.setup.lifecycle.disconnect_grace:
+            return
+        key = (loaded.match_id, seat)
+        now = self.now()
+        last = self._touched.get(key)
+        if last is not None and now - last < self.heartbeat_seconds / 2:
+            return
+        self._touched.put(key, now)
+        await self.store.touch(loaded.match_id, seat, round(now * 1000))
+
     async def stream(self, caller: Caller, req: T.StreamRequest) -> AsyncIterator[T.StreamUpdate]:
         """Observation feed of one seat (or a spectator), resumable from any version.
 
-        The first message comes at once: the events after ``from_version`` (or a snapshot
-        when ``from_version`` is absent or no longer in the log) with the current view.
-        Then one message per commit, a heartbeat after ``heartbeat_seconds`` of silence,
-        and the stream ends after the message that shows the match finished or cancelled.
-        Raises :class:`errors.ShuttingDown` when the worker stops.
+        The first message comes at once: every event after ``from_version`` (from the log,
+        or rebuilt from the record when the log no longer holds them), or a snapshot when
+        ``from_version`` is absent, with the current view. Then one message per commit, a
+        heartbeat (with the clock) after ``heartbeat_seconds`` of silence, and the stream ends
+        after the message that shows the match is over. A spectator of a match with a
+        spectator delay sees it that many actions late. Raises :class:`errors.ShuttingDown`
+        when the worker stops.
         """
         match_id, from_version = req.match_id, req.from_version
         loaded = await self._load(match_id, fresh=True)
@@ -652,39 +917,22 @@ class MatchService:
             )
         metrics.STREAM_SUBSCRIBERS.inc()
         try:
+            await self._touch(loaded, viewer)
+            target, seen = await self._target(loaded, viewer)
             if from_version is None:
-                yield self._snapshot(loaded, viewer)
-                last = loaded.version
+                yield T.StreamUpdate(target, (), seen, loaded.rules, snapshot=True)
             else:
-                last = from_version
-                first = await self.store.read_events(match_id, last, max(1, loaded.version - last + 64))
-                if isinstance(first, LogTrimmed):
-                    yield self._snapshot(loaded, viewer)
-                    last = loaded.version
-                else:
-                    cur = await self._at_least(match_id, first[-1][0] if first else last)
-                    if first and cur.version > first[-1][0]:
-                        more = await self.store.read_events(
-                            match_id, first[-1][0], cur.version - first[-1][0]
-                        )
-                        if isinstance(more, list):
-                            first = first + more
-                    last = first[-1][0] if first else last
-                    yield T.StreamUpdate(
-                        last, self._views_of(cur, first, viewer), self._view(cur, viewer), cur.rules
-                    )
-                    loaded = cur
+                events = await self._events(loaded, min(from_version, target), target, viewer)
+                yield T.StreamUpdate(target, events, seen, loaded.rules)
+            last = max(target, from_version or 0)
             if loaded.status is not MatchStatus.ACTIVE:
                 return
-            async for upd in self._follow(match_id, viewer, last, loaded.rules):
+            async for upd in self._follow(loaded, viewer, last):
                 yield upd
                 if upd.match_state is not MatchStatus.ACTIVE:
                     return
         finally:
             metrics.STREAM_SUBSCRIBERS.dec()
-
-    def _snapshot(self, loaded: Loaded, viewer: int) -> T.StreamUpdate:
-        return T.StreamUpdate(loaded.version, (), self._view(loaded, viewer), loaded.rules, snapshot=True)
 
     async def _at_least(self, match_id: str, version: int) -> Loaded:
         cur = await self._load(match_id)
@@ -692,10 +940,9 @@ class MatchService:
             cur = await self._load(match_id, fresh=True)
         return cur
 
-    async def _follow(
-        self, match_id: str, viewer: int, last: int, rules: te.RuleSet
-    ) -> AsyncIterator[T.StreamUpdate]:
-        sub = self.store.subscribe(match_id, last, queue_size=self.queue_size)
+    async def _follow(self, loaded: Loaded, viewer: int, last: int) -> AsyncIterator[T.StreamUpdate]:
+        match_id = loaded.match_id
+        sub = self.store.subscribe(match_id, loaded.version, queue_size=self.queue_size)
         it = sub.__aiter__()
         stop = asyncio.ensure_future(self.stopping.wait())
         nxt: asyncio.Future[Any] | None = None
@@ -709,29 +956,34 @@ class MatchService:
                 if stop in done:
                     raise E.ShuttingDown()
                 if not done:
-                    yield T.StreamUpdate(sub.last_version, (), None, rules)
+                    cur = await self._load(match_id)
+                    await self._touch(cur, viewer)
+                    clock = clock_view(cur.life, cur.meta.created_at, self.now())
+                    yield T.StreamUpdate(last, (), None, cur.rules, clock=clock)
                     continue
                 batch = nxt.result()
                 nxt = None
-                if isinstance(batch, LogTrimmed):
+                delayed = self._delay(loaded, viewer) > 0
+                if isinstance(batch, LogTrimmed) or delayed:  # fell behind, or sees it late
                     cur = await self._load(match_id, fresh=True)
                     sub.resume_from(cur.version)
-                    yield self._snapshot(cur, viewer)
+                    await self._touch(cur, viewer)
+                    target, seen = await self._target(cur, viewer)
+                    if target <= last and cur.status is MatchStatus.ACTIVE:
+                        continue
+                    events = await self._events(cur, last, target, viewer)
+                    last = target
+                    yield T.StreamUpdate(target, events, seen, cur.rules)
                     continue
                 end = batch[-1][0]
                 cur = await self._at_least(match_id, end)
-                if cur.version > end:
-                    more = await self.store.read_events(match_id, end, cur.version - end)
-                    if isinstance(more, list):
-                        batch = batch + more
-                        sub.resume_from(batch[-1][0])
-                    else:
-                        sub.resume_from(cur.version)
-                        yield self._snapshot(cur, viewer)
-                        continue
-                yield T.StreamUpdate(
-                    batch[-1][0], self._views_of(cur, batch, viewer), self._view(cur, viewer), cur.rules
-                )
+                events = self._views_of(cur, batch, viewer)
+                if cur.version > end:  # more commits since the batch: their events too
+                    events += await self._events(cur, end, cur.version, viewer)
+                    sub.resume_from(cur.version)
+                await self._touch(cur, viewer)
+                last = cur.version
+                yield T.StreamUpdate(last, events, self._view(cur, viewer), cur.rules)
         finally:
             stop.cancel()
             if nxt is not None:

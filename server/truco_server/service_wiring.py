@@ -11,7 +11,8 @@ from truco_server.api.auth import Authenticator
 from truco_server.api.wire import MatchApi
 from truco_server.grpc_server import WorkerContext
 from truco_server.grpc_service import GrpcMatchService
-from truco_server.service import MatchService
+from truco_server.scheduler import Scheduler
+from truco_server.service import MatchService, ServiceDefaults
 from truco_server.storage import StoreSettings, open_store
 
 
@@ -23,12 +24,17 @@ def build_service(ctx: WorkerContext) -> MatchService:
         StoreSettings(max_events=s.event_log_max_len, retention_seconds=s.finished_match_ttl_seconds),
     )
     ctx.add_cleanup(store.close)
-    return MatchService(
+    service = MatchService(
         store,
         heartbeat_seconds=s.heartbeat_interval_seconds,
         stopping=ctx.streams.shutdown_event,
         queue_size=s.subscriber_queue_size,
+        defaults=ServiceDefaults(idle_timeout_ms=s.idle_timeout_seconds * 1000),
     )
+    scheduler = Scheduler(service, store, tick=s.scheduler_tick_seconds)
+    ctx.add_startup(scheduler.start)
+    ctx.add_cleanup(scheduler.stop)
+    return service
 
 
 def servicer_factory(ctx: WorkerContext) -> GrpcMatchService:

@@ -11,7 +11,8 @@ from google.protobuf.message import Message
 
 import truco_engine as te
 from truco_contract import codec, table
-from truco_contract.events import EventView, MatchStatus, SeatKind, redact
+from truco_contract.events import EventView, MatchStatus, SeatKind, TimeoutCause, redact
+from truco_contract.lifecycle import Lifecycle, TimeControl
 from truco_contract.matches import MatchInfo, MatchResult
 from truco_contract.pb import action_pb2, event_pb2, match_pb2, observation_pb2
 from truco_contract.views import view
@@ -43,10 +44,15 @@ def _wire(msg: Message) -> Message:
 def test_every_view_event_and_action_of_a_random_match_round_trips(case: str) -> None:
     rules = te.get_rules(case)
     rng = random.Random(case)
-    dealing = table.Dealing(seed=rng.randbytes(32))
+    clock = TimeControl(per_decision=10_000, bank=60_000, increment=1_000, forfeit_after=3)
+    setup = table.Setup(
+        rules=rules, seed=rng.randbytes(32), lifecycle=Lifecycle(time_control=clock, show_hands=True)
+    )
     seats = table.seats_of(rules, [("ana", SeatKind.BOT)])
-    state, entries = table.start(rules, seats, dealing)
+    step = table.start(setup, seats, b"creator entropy", 0)
+    state, life, entries = step.state, step.life, step.entries
     version = 0
+    now = 0
     viewers: list[int | None] = [*range(rules.players), None]
     for _ in range(400):
         for entry in entries:
@@ -60,7 +66,7 @@ def test_every_view_event_and_action_of_a_random_match_round_trips(case: str) ->
         over = te.is_over(state)
         status = MatchStatus.FINISHED if over else MatchStatus.ACTIVE
         for v in viewers:
-            sv = view(state, v, version, status)
+            sv = view(state, v, version, status, life, 1700000000.0, 1700000000.0 + now / 1000)
             msg = _wire(codec.observation_to_proto(sv, rules))
             assert isinstance(msg, observation_pb2.Observation)
             assert codec.observation_from_proto(msg) == sv
@@ -72,13 +78,21 @@ def test_every_view_event_and_action_of_a_random_match_round_trips(case: str) ->
             break
         seat = te.to_act(state)[0]
         legal = te.legal_actions(state, seat)
-        state, entries = table.act(state, seat, rng.choice(legal), dealing)
+        now += rng.randrange(0, 4_000)
+        end = life.deadline()
+        expired = (
+            table.expire(setup, state, life, TimeoutCause.CLOCK, now)
+            if end is not None and now >= end
+            else None
+        )
+        step = expired or table.act(setup, state, life, seat, rng.choice(legal), now)
+        state, life, entries = step.state, step.life, step.entries
     assert te.is_over(state), "the random match did not end"
 
 
 def test_a_cancelled_view_offers_nothing_and_round_trips() -> None:
     rules = te.get_rules("argentine")
-    state, _ = table.start(rules, table.seats_of(rules), table.Dealing(seed=b"s" * 32))
+    state = table.start(table.Setup(rules=rules, seed=b"s" * 32), table.seats_of(rules)).state
     sv = view(state, 0, 7, MatchStatus.CANCELLED)
     assert sv.observation.legal_actions == () and sv.observation.awaited == ()
     assert codec.observation_from_proto(_wire(codec.observation_to_proto(sv, rules))) == sv  # type: ignore[arg-type]

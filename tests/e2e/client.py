@@ -26,7 +26,7 @@ from truco_contract.pb import (
     observation_pb2,
 )
 from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
-from truco_server.service import decode_state, unpack_entry
+from truco_server.persisted import decode_state, unpack_entry
 
 MS = match_service_pb2
 Stub = match_service_pb2_grpc.MatchServiceStub
@@ -206,7 +206,7 @@ class Tracker:
 # ------------------------------------------------------------------ server-side looks
 async def server_state(r: aioredis.Redis, match_id: str) -> tuple[int, te.MatchState]:
     version, raw = await r.hmget(f"truco:{{{match_id}}}:match", ["version", "state"])
-    return int(version), decode_state(raw)
+    return int(version), decode_state(raw)[0]
 
 
 async def stored_events(r: aioredis.Redis, match_id: str) -> dict[int, dict[str, Any]]:

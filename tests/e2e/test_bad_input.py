@@ -577,9 +577,9 @@ async def test_unauthenticated_create_in_open_mode_is_allowed(make_worker: Worke
         assert [x.match_id for x in listed.matches] == [m.match_id]
 
 
-async def test_labels_are_returned_and_turn_clocks_are_refused(make_worker: WorkerFactory) -> None:
-    """Labels round-trip through Match.settings; a turn clock (not implemented yet) is refused
-    with INVALID_ARGUMENT instead of being silently ignored."""
+async def test_labels_round_trip_and_a_bad_clock_is_refused(make_worker: WorkerFactory) -> None:
+    """Labels round-trip through Match.settings; ``turn_timeout`` is the shorthand of a clock
+    with only ``per_decision``; a clock too short to play is INVALID_ARGUMENT naming the field."""
     from google.protobuf import duration_pb2
 
     async with make_worker() as w, grpc.aio.insecure_channel(w.grpc_address) as ch:
@@ -588,7 +588,10 @@ async def test_labels_are_returned_and_turn_clocks_are_refused(make_worker: Work
             MS.CreateMatchRequest(
                 rules=match_pb2.RuleSet(preset="paulista"),
                 players=2,
-                settings=match_pb2.MatchSettings(labels={"table": "7", "league": "north"}),
+                settings=match_pb2.MatchSettings(
+                    labels={"table": "7", "league": "north"},
+                    turn_timeout=duration_pb2.Duration(seconds=30),
+                ),
             )
         )
         assert dict(made.match.settings.labels) == {"table": "7", "league": "north"}
@@ -596,15 +599,17 @@ async def test_labels_are_returned_and_turn_clocks_are_refused(make_worker: Work
             MS.GetMatchRequest(match_id=made.match.match_id), metadata=bearer(made.spectator_token)
         )
         assert dict(got.match.settings.labels) == {"table": "7", "league": "north"}
+        assert got.match.settings.time_control.per_decision.seconds == 30
         with pytest.raises(grpc.aio.AioRpcError) as exc:
             await stub.CreateMatch(
                 MS.CreateMatchRequest(
                     rules=match_pb2.RuleSet(preset="paulista"),
                     players=2,
-                    settings=match_pb2.MatchSettings(turn_timeout=duration_pb2.Duration(seconds=30)),
+                    settings=match_pb2.MatchSettings(turn_timeout=duration_pb2.Duration(nanos=500_000_000)),
                 )
             )
         e = rich(exc.value)
-        assert e.code == grpc.StatusCode.INVALID_ARGUMENT and "settings.turn_timeout" in e.fields
+        assert e.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "settings.time_control.per_decision" in e.fields
         listed = await stub.ListMatches(MS.ListMatchesRequest())
         assert [x.match_id for x in listed.matches] == [made.match.match_id]

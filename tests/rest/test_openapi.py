@@ -62,6 +62,10 @@ def test_openapi_document_shape() -> None:
         "GetMatch": ("/v1/matches/{match_id}", "get"),
         "ListMatches": ("/v1/matches", "get"),
         "CancelMatch": ("/v1/matches/{match_id}:cancel", "post"),
+        "JoinMatch": ("/v1/matches/{match_id}:join", "post"),
+        "GetMatchRecord": ("/v1/matches/{match_id}/record", "get"),
+        "AddTime": ("/v1/matches/{match_id}:addTime", "post"),
+        "AdjudicateMatch": ("/v1/matches/{match_id}:adjudicate", "post"),
     }
     schemas = doc["components"]["schemas"]
     obs = schemas["truco.v1.Observation"]["properties"]

@@ -479,7 +479,7 @@ def test_every_setting_has_an_option_and_a_documented_row() -> None:
     root = Path(__file__).resolve().parents[2]
     for name in ("docs/operations.md", "README.md"):
         assert config.settings_markdown_table() in (root / name).read_text(), (
-            f"{name} is stale: paste truco_server.config.settings_markdown_table()"
+            f"{name} is stale: run python scripts/settings_table.py"
         )
 
 

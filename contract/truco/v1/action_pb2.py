@@ -24,33 +24,35 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15truco/v1/action.proto\x12\x08truco.v1\"\xcc\x02\n\x06\x41\x63tion\x12\'\n\tplay_card\x18\x01 \x01(\x0b\x32\x12.truco.v1.PlayCardH\x00\x12)\n\ncall_truco\x18\x02 \x01(\x0b\x32\x13.truco.v1.CallTrucoH\x00\x12\"\n\x06\x61\x63\x63\x65pt\x18\x03 \x01(\x0b\x32\x10.truco.v1.AcceptH\x00\x12$\n\x07\x64\x65\x63line\x18\x04 \x01(\x0b\x32\x11.truco.v1.DeclineH\x00\x12\x1e\n\x04\x66old\x18\x05 \x01(\x0b\x32\x0e.truco.v1.FoldH\x00\x12+\n\x0b\x63\x61ll_envido\x18\x06 \x01(\x0b\x32\x14.truco.v1.CallEnvidoH\x00\x12\'\n\tcall_flor\x18\x07 \x01(\x0b\x32\x12.truco.v1.CallFlorH\x00\x12$\n\x07\x64iscard\x18\x08 \x01(\x0b\x32\x11.truco.v1.DiscardH\x00\x42\x08\n\x06\x61\x63tion\"G\n\x08PlayCard\x12\x0c\n\x04\x63\x61rd\x18\x01 \x01(\t\x12\x11\n\tface_down\x18\x02 \x01(\x08\x12\x11\n\x04slot\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_slot\"\x0b\n\tCallTruco\"\x08\n\x06\x41\x63\x63\x65pt\"\t\n\x07\x44\x65\x63line\"\x06\n\x04\x46old\"0\n\nCallEnvido\x12\"\n\x04kind\x18\x01 \x01(\x0e\x32\x14.truco.v1.EnvidoKind\",\n\x08\x43\x61llFlor\x12 \n\x04kind\x18\x01 \x01(\x0e\x32\x12.truco.v1.FlorKind\"\x17\n\x07\x44iscard\x12\x0c\n\x04\x63\x61rd\x18\x01 \x01(\t*|\n\nEnvidoKind\x12\x1b\n\x17\x45NVIDO_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12\x45NVIDO_KIND_ENVIDO\x10\x01\x12\x1b\n\x17\x45NVIDO_KIND_REAL_ENVIDO\x10\x02\x12\x1c\n\x18\x45NVIDO_KIND_FALTA_ENVIDO\x10\x03*v\n\x08\x46lorKind\x12\x19\n\x15\x46LOR_KIND_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x46LOR_KIND_FLOR\x10\x01\x12\x18\n\x14\x46LOR_KIND_CONTRAFLOR\x10\x02\x12!\n\x1d\x46LOR_KIND_CONTRAFLOR_AL_RESTO\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15truco/v1/action.proto\x12\x08truco.v1\"\xf0\x02\n\x06\x41\x63tion\x12\'\n\tplay_card\x18\x01 \x01(\x0b\x32\x12.truco.v1.PlayCardH\x00\x12)\n\ncall_truco\x18\x02 \x01(\x0b\x32\x13.truco.v1.CallTrucoH\x00\x12\"\n\x06\x61\x63\x63\x65pt\x18\x03 \x01(\x0b\x32\x10.truco.v1.AcceptH\x00\x12$\n\x07\x64\x65\x63line\x18\x04 \x01(\x0b\x32\x11.truco.v1.DeclineH\x00\x12\x1e\n\x04\x66old\x18\x05 \x01(\x0b\x32\x0e.truco.v1.FoldH\x00\x12+\n\x0b\x63\x61ll_envido\x18\x06 \x01(\x0b\x32\x14.truco.v1.CallEnvidoH\x00\x12\'\n\tcall_flor\x18\x07 \x01(\x0b\x32\x12.truco.v1.CallFlorH\x00\x12$\n\x07\x64iscard\x18\x08 \x01(\x0b\x32\x11.truco.v1.DiscardH\x00\x12\"\n\x06resign\x18\t \x01(\x0b\x32\x10.truco.v1.ResignH\x00\x42\x08\n\x06\x61\x63tion\"\x08\n\x06Resign\"G\n\x08PlayCard\x12\x0c\n\x04\x63\x61rd\x18\x01 \x01(\t\x12\x11\n\tface_down\x18\x02 \x01(\x08\x12\x11\n\x04slot\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_slot\"\x0b\n\tCallTruco\"\x08\n\x06\x41\x63\x63\x65pt\"\t\n\x07\x44\x65\x63line\"\x06\n\x04\x46old\"0\n\nCallEnvido\x12\"\n\x04kind\x18\x01 \x01(\x0e\x32\x14.truco.v1.EnvidoKind\",\n\x08\x43\x61llFlor\x12 \n\x04kind\x18\x01 \x01(\x0e\x32\x12.truco.v1.FlorKind\"\x17\n\x07\x44iscard\x12\x0c\n\x04\x63\x61rd\x18\x01 \x01(\t*|\n\nEnvidoKind\x12\x1b\n\x17\x45NVIDO_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12\x45NVIDO_KIND_ENVIDO\x10\x01\x12\x1b\n\x17\x45NVIDO_KIND_REAL_ENVIDO\x10\x02\x12\x1c\n\x18\x45NVIDO_KIND_FALTA_ENVIDO\x10\x03*v\n\x08\x46lorKind\x12\x19\n\x15\x46LOR_KIND_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x46LOR_KIND_FLOR\x10\x01\x12\x18\n\x14\x46LOR_KIND_CONTRAFLOR\x10\x02\x12!\n\x1d\x46LOR_KIND_CONTRAFLOR_AL_RESTO\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'truco.v1.action_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ENVIDOKIND']._serialized_start=606
-  _globals['_ENVIDOKIND']._serialized_end=730
-  _globals['_FLORKIND']._serialized_start=732
-  _globals['_FLORKIND']._serialized_end=850
+  _globals['_ENVIDOKIND']._serialized_start=652
+  _globals['_ENVIDOKIND']._serialized_end=776
+  _globals['_FLORKIND']._serialized_start=778
+  _globals['_FLORKIND']._serialized_end=896
   _globals['_ACTION']._serialized_start=36
-  _globals['_ACTION']._serialized_end=368
-  _globals['_PLAYCARD']._serialized_start=370
-  _globals['_PLAYCARD']._serialized_end=441
-  _globals['_CALLTRUCO']._serialized_start=443
-  _globals['_CALLTRUCO']._serialized_end=454
-  _globals['_ACCEPT']._serialized_start=456
-  _globals['_ACCEPT']._serialized_end=464
-  _globals['_DECLINE']._serialized_start=466
-  _globals['_DECLINE']._serialized_end=475
-  _globals['_FOLD']._serialized_start=477
-  _globals['_FOLD']._serialized_end=483
-  _globals['_CALLENVIDO']._serialized_start=485
-  _globals['_CALLENVIDO']._serialized_end=533
-  _globals['_CALLFLOR']._serialized_start=535
-  _globals['_CALLFLOR']._serialized_end=579
-  _globals['_DISCARD']._serialized_start=581
-  _globals['_DISCARD']._serialized_end=604
+  _globals['_ACTION']._serialized_end=404
+  _globals['_RESIGN']._serialized_start=406
+  _globals['_RESIGN']._serialized_end=414
+  _globals['_PLAYCARD']._serialized_start=416
+  _globals['_PLAYCARD']._serialized_end=487
+  _globals['_CALLTRUCO']._serialized_start=489
+  _globals['_CALLTRUCO']._serialized_end=500
+  _globals['_ACCEPT']._serialized_start=502
+  _globals['_ACCEPT']._serialized_end=510
+  _globals['_DECLINE']._serialized_start=512
+  _globals['_DECLINE']._serialized_end=521
+  _globals['_FOLD']._serialized_start=523
+  _globals['_FOLD']._serialized_end=529
+  _globals['_CALLENVIDO']._serialized_start=531
+  _globals['_CALLENVIDO']._serialized_end=579
+  _globals['_CALLFLOR']._serialized_start=581
+  _globals['_CALLFLOR']._serialized_end=625
+  _globals['_DISCARD']._serialized_start=627
+  _globals['_DISCARD']._serialized_end=650
 # @@protoc_insertion_point(module_scope)

@@ -100,6 +100,7 @@ class Action(_message.Message):
     CALL_ENVIDO_FIELD_NUMBER: _builtins.int
     CALL_FLOR_FIELD_NUMBER: _builtins.int
     DISCARD_FIELD_NUMBER: _builtins.int
+    RESIGN_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def play_card(self) -> Global___PlayCard:
         """Play a card into the current trick."""
@@ -136,6 +137,12 @@ class Action(_message.Message):
     def discard(self) -> Global___Discard:
         """Discard a card (variants with a discard phase)."""
 
+    @_builtins.property
+    def resign(self) -> Global___Resign:
+        """Resign the match for the seat's side (always allowed to a seat of an
+        active match; never listed among the legal actions).
+        """
+
     def __init__(
         self,
         *,
@@ -147,16 +154,34 @@ class Action(_message.Message):
         call_envido: Global___CallEnvido | None = ...,
         call_flor: Global___CallFlor | None = ...,
         discard: Global___Discard | None = ...,
+        resign: Global___Resign | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["accept", b"accept", "action", b"action", "call_envido", b"call_envido", "call_flor", b"call_flor", "call_truco", b"call_truco", "decline", b"decline", "discard", b"discard", "fold", b"fold", "play_card", b"play_card"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["accept", b"accept", "action", b"action", "call_envido", b"call_envido", "call_flor", b"call_flor", "call_truco", b"call_truco", "decline", b"decline", "discard", b"discard", "fold", b"fold", "play_card", b"play_card", "resign", b"resign"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accept", b"accept", "action", b"action", "call_envido", b"call_envido", "call_flor", b"call_flor", "call_truco", b"call_truco", "decline", b"decline", "discard", b"discard", "fold", b"fold", "play_card", b"play_card"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accept", b"accept", "action", b"action", "call_envido", b"call_envido", "call_flor", b"call_flor", "call_truco", b"call_truco", "decline", b"decline", "discard", b"discard", "fold", b"fold", "play_card", b"play_card", "resign", b"resign"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_action: _TypeAlias = _typing.Literal["play_card", "call_truco", "accept", "decline", "fold", "call_envido", "call_flor", "discard"]  # noqa: Y015
+    _WhichOneofReturnType_action: _TypeAlias = _typing.Literal["play_card", "call_truco", "accept", "decline", "fold", "call_envido", "call_flor", "discard", "resign"]  # noqa: Y015
     _WhichOneofArgType_action: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_action) -> _WhichOneofReturnType_action | None: ...
 
 Global___Action: _TypeAlias = Action  # noqa: Y015
+
+@_typing.final
+class Resign(_message.Message):
+    """Resign: the seat's side loses the match."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Resign: _TypeAlias = Resign  # noqa: Y015
 
 @_typing.final
 class PlayCard(_message.Message):

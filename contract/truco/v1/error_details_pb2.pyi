@@ -61,6 +61,12 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """UNAVAILABLE: the server is shutting down; reconnect (streams: resume
     with from_version).
     """
+    ERROR_REASON_ALREADY_STARTED: _ErrorReason.ValueType  # 13
+    """FAILED_PRECONDITION: the first hand is already dealt (a client seed came
+    too late).
+    """
+    ERROR_REASON_NO_CLOCK: _ErrorReason.ValueType  # 14
+    """FAILED_PRECONDITION: the match has no turn clock (AddTime)."""
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Error model (every RPC of MatchService). Errors are a google.rpc.Status with
@@ -120,6 +126,12 @@ ERROR_REASON_SHUTTING_DOWN: ErrorReason.ValueType  # 12
 """UNAVAILABLE: the server is shutting down; reconnect (streams: resume
 with from_version).
 """
+ERROR_REASON_ALREADY_STARTED: ErrorReason.ValueType  # 13
+"""FAILED_PRECONDITION: the first hand is already dealt (a client seed came
+too late).
+"""
+ERROR_REASON_NO_CLOCK: ErrorReason.ValueType  # 14
+"""FAILED_PRECONDITION: the match has no turn clock (AddTime)."""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
 @_typing.final

@@ -22,62 +22,82 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from truco.v1 import action_pb2 as truco_dot_v1_dot_action__pb2
 from truco.v1 import game_pb2 as truco_dot_v1_dot_game__pb2
 from truco.v1 import match_pb2 as truco_dot_v1_dot_match__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14truco/v1/event.proto\x12\x08truco.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13truco/v1/game.proto\x1a\x14truco/v1/match.proto\"\x9c\x08\n\x05\x45vent\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12(\n\x04time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\rmatch_created\x18\n \x01(\x0b\x32\x16.truco.v1.MatchCreatedH\x00\x12-\n\x0chand_started\x18\x0b \x01(\x0b\x32\x15.truco.v1.HandStartedH\x00\x12+\n\x0b\x63\x61rds_dealt\x18\x0c \x01(\x0b\x32\x14.truco.v1.CardsDealtH\x00\x12\x31\n\x0e\x63\x61rds_revealed\x18\r \x01(\x0b\x32\x17.truco.v1.CardsRevealedH\x00\x12+\n\x0b\x63\x61rd_played\x18\x0e \x01(\x0b\x32\x14.truco.v1.CardPlayedH\x00\x12\x31\n\x0e\x63\x61rd_discarded\x18\x0f \x01(\x0b\x32\x17.truco.v1.CardDiscardedH\x00\x12;\n\x14head_to_head_started\x18\x10 \x01(\x0b\x32\x1b.truco.v1.HeadToHeadStartedH\x00\x12+\n\x0btrick_ended\x18\x11 \x01(\x0b\x32\x14.truco.v1.TrickEndedH\x00\x12\'\n\tcall_made\x18\x12 \x01(\x0b\x32\x12.truco.v1.CallMadeH\x00\x12/\n\rcall_answered\x18\x13 \x01(\x0b\x32\x16.truco.v1.CallAnsweredH\x00\x12\x41\n\x17hand_of_eleven_decision\x18\x14 \x01(\x0b\x32\x1e.truco.v1.HandOfElevenDecisionH\x00\x12\x33\n\x0fpoints_declared\x18\x15 \x01(\x0b\x32\x18.truco.v1.PointsDeclaredH\x00\x12#\n\x07\x62\x65t_won\x18\x16 \x01(\x0b\x32\x10.truco.v1.BetWonH\x00\x12\"\n\x06\x66olded\x18\x17 \x01(\x0b\x32\x10.truco.v1.FoldedH\x00\x12)\n\nhand_ended\x18\x18 \x01(\x0b\x32\x13.truco.v1.HandEndedH\x00\x12/\n\rscore_changed\x18\x19 \x01(\x0b\x32\x16.truco.v1.ScoreChangedH\x00\x12)\n\ngame_ended\x18\x1a \x01(\x0b\x32\x13.truco.v1.GameEndedH\x00\x12+\n\x0bmatch_ended\x18\x1b \x01(\x0b\x32\x14.truco.v1.MatchEndedH\x00\x12\x33\n\x0fmatch_cancelled\x18\x1c \x01(\x0b\x32\x18.truco.v1.MatchCancelledH\x00\x12\x31\n\x0ematch_revealed\x18\x1d \x01(\x0b\x32\x17.truco.v1.MatchRevealedH\x00\x42\t\n\x07payload\"N\n\x0cMatchCreated\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12\x0f\n\x07players\x18\x02 \x01(\x05\x12\x1d\n\x05seats\x18\x03 \x03(\x0b\x32\x0e.truco.v1.Seat\"\xa3\x01\n\x0bHandStarted\x12\x13\n\x0bgame_number\x18\x01 \x01(\x05\x12\x13\n\x0bhand_number\x18\x02 \x01(\x05\x12\x0e\n\x06\x64\x65\x61ler\x18\x03 \x01(\x05\x12\x0c\n\x04mano\x18\x04 \x01(\x05\x12\x0f\n\x07turn_up\x18\x05 \x01(\t\x12\x17\n\x0f\x64\x65\x63k_commitment\x18\x06 \x01(\t\x12\"\n\x07special\x18\x07 \x01(\x0e\x32\x11.truco.v1.Special\"8\n\nCardsDealt\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\"[\n\rCardsRevealed\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0e\n\x06public\x18\x05 \x01(\x08\"P\n\nCardPlayed\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\t\x12\x11\n\tface_down\x18\x03 \x01(\x08\x12\x13\n\x0btrick_index\x18\x04 \x01(\x05\"+\n\rCardDiscarded\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\t\"?\n\x11HeadToHeadStarted\x12\r\n\x05seats\x18\x01 \x03(\x05\x12\x0c\n\x04mano\x18\x02 \x01(\x05\x12\r\n\x05index\x18\x03 \x01(\x05\"\x83\x01\n\nTrickEnded\x12\x13\n\x0btrick_index\x18\x01 \x01(\x05\x12\x18\n\x0bwinner_seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0bwinner_team\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x0c\n\x04tied\x18\x04 \x01(\x08\x42\x0e\n\x0c_winner_seatB\x0e\n\x0c_winner_team\"\xcf\x01\n\x08\x43\x61llMade\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12$\n\x06\x66\x61mily\x18\x02 \x01(\x0e\x32\x14.truco.v1.CallFamily\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x19\n\x11value_if_accepted\x18\x04 \x01(\x05\x12\x19\n\x11value_if_declined\x18\x05 \x01(\x05\x12\x16\n\tresponder\x18\x06 \x01(\x05H\x00\x88\x01\x01\x12%\n\x07\x63\x61ncels\x18\x07 \x01(\x0e\x32\x14.truco.v1.CallFamilyB\x0c\n\n_responder\"c\n\x0c\x43\x61llAnswered\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12$\n\x06\x66\x61mily\x18\x02 \x01(\x0e\x32\x14.truco.v1.CallFamily\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x03 \x01(\x08\x12\r\n\x05value\x18\x04 \x01(\x05\"@\n\x14HandOfElevenDecision\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04team\x18\x02 \x01(\x05\x12\x0c\n\x04play\x18\x03 \x01(\x08\"d\n\x0ePointsDeclared\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12$\n\x06\x66\x61mily\x18\x02 \x01(\x0e\x32\x14.truco.v1.CallFamily\x12\x13\n\x06points\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\t\n\x07_points\"}\n\x06\x42\x65tWon\x12$\n\x06\x66\x61mily\x18\x01 \x01(\x0e\x32\x14.truco.v1.CallFamily\x12\x18\n\x0bwinner_seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0bwinner_team\x18\x03 \x01(\x05\x12\x0e\n\x06points\x18\x04 \x01(\x05\x42\x0e\n\x0c_winner_seat\"$\n\x06\x46olded\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04team\x18\x02 \x01(\x05\"n\n\tHandEnded\x12\x18\n\x0bwinner_team\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x0e\n\x06points\x18\x02 \x01(\x05\x12\'\n\x06reason\x18\x03 \x01(\x0e\x32\x17.truco.v1.HandEndReasonB\x0e\n\x0c_winner_team\"1\n\x0cScoreChanged\x12\x0e\n\x06scores\x18\x01 \x03(\x05\x12\x11\n\tgames_won\x18\x02 \x03(\x05\"H\n\tGameEnded\x12\x13\n\x0bgame_number\x18\x01 \x01(\x05\x12\x13\n\x0bwinner_team\x18\x02 \x01(\x05\x12\x11\n\tgames_won\x18\x03 \x03(\x05\"I\n\nMatchEnded\x12\x18\n\x0bwinner_team\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x11\n\tgames_won\x18\x02 \x03(\x05\x42\x0e\n\x0c_winner_team\" \n\x0eMatchCancelled\x12\x0e\n\x06reason\x18\x01 \x01(\t\"D\n\rMatchRevealed\x12\x0c\n\x04seed\x18\x01 \x01(\x0c\x12%\n\x05\x64\x65\x61ls\x18\x02 \x03(\x0b\x32\x16.truco.v1.RevealedDeal\"?\n\x0cRevealedDeal\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\x12\x0c\n\x04salt\x18\x02 \x01(\t\x12\x12\n\ncommitment\x18\x03 \x01(\t*\xf2\x01\n\rHandEndReason\x12\x1f\n\x1bHAND_END_REASON_UNSPECIFIED\x10\x00\x12\x1a\n\x16HAND_END_REASON_TRICKS\x10\x01\x12\x1a\n\x16HAND_END_REASON_FOLDED\x10\x02\x12\x1c\n\x18HAND_END_REASON_DECLINED\x10\x03\x12\"\n\x1eHAND_END_REASON_ELEVEN_REFUSED\x10\x04\x12!\n\x1dHAND_END_REASON_ALL_TIED_MANO\x10\x05\x12#\n\x1fHAND_END_REASON_ALL_TIED_REDEAL\x10\x06\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14truco/v1/event.proto\x12\x08truco.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15truco/v1/action.proto\x1a\x13truco/v1/game.proto\x1a\x14truco/v1/match.proto\"\xae\x0b\n\x05\x45vent\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12(\n\x04time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\rmatch_created\x18\n \x01(\x0b\x32\x16.truco.v1.MatchCreatedH\x00\x12-\n\x0chand_started\x18\x0b \x01(\x0b\x32\x15.truco.v1.HandStartedH\x00\x12+\n\x0b\x63\x61rds_dealt\x18\x0c \x01(\x0b\x32\x14.truco.v1.CardsDealtH\x00\x12\x31\n\x0e\x63\x61rds_revealed\x18\r \x01(\x0b\x32\x17.truco.v1.CardsRevealedH\x00\x12+\n\x0b\x63\x61rd_played\x18\x0e \x01(\x0b\x32\x14.truco.v1.CardPlayedH\x00\x12\x31\n\x0e\x63\x61rd_discarded\x18\x0f \x01(\x0b\x32\x17.truco.v1.CardDiscardedH\x00\x12;\n\x14head_to_head_started\x18\x10 \x01(\x0b\x32\x1b.truco.v1.HeadToHeadStartedH\x00\x12+\n\x0btrick_ended\x18\x11 \x01(\x0b\x32\x14.truco.v1.TrickEndedH\x00\x12\'\n\tcall_made\x18\x12 \x01(\x0b\x32\x12.truco.v1.CallMadeH\x00\x12/\n\rcall_answered\x18\x13 \x01(\x0b\x32\x16.truco.v1.CallAnsweredH\x00\x12\x41\n\x17hand_of_eleven_decision\x18\x14 \x01(\x0b\x32\x1e.truco.v1.HandOfElevenDecisionH\x00\x12\x33\n\x0fpoints_declared\x18\x15 \x01(\x0b\x32\x18.truco.v1.PointsDeclaredH\x00\x12#\n\x07\x62\x65t_won\x18\x16 \x01(\x0b\x32\x10.truco.v1.BetWonH\x00\x12\"\n\x06\x66olded\x18\x17 \x01(\x0b\x32\x10.truco.v1.FoldedH\x00\x12)\n\nhand_ended\x18\x18 \x01(\x0b\x32\x13.truco.v1.HandEndedH\x00\x12/\n\rscore_changed\x18\x19 \x01(\x0b\x32\x16.truco.v1.ScoreChangedH\x00\x12)\n\ngame_ended\x18\x1a \x01(\x0b\x32\x13.truco.v1.GameEndedH\x00\x12+\n\x0bmatch_ended\x18\x1b \x01(\x0b\x32\x14.truco.v1.MatchEndedH\x00\x12\x33\n\x0fmatch_cancelled\x18\x1c \x01(\x0b\x32\x18.truco.v1.MatchCancelledH\x00\x12\x31\n\x0ematch_revealed\x18\x1d \x01(\x0b\x32\x17.truco.v1.MatchRevealedH\x00\x12+\n\x0bseat_joined\x18\x1e \x01(\x0b\x32\x14.truco.v1.SeatJoinedH\x00\x12\x30\n\x0eturn_timed_out\x18\x1f \x01(\x0b\x32\x16.truco.v1.TurnTimedOutH\x00\x12\x31\n\x0ematch_resigned\x18  \x01(\x0b\x32\x17.truco.v1.MatchResignedH\x00\x12\x33\n\x0fmatch_forfeited\x18! \x01(\x0b\x32\x18.truco.v1.MatchForfeitedH\x00\x12\x37\n\x11match_adjudicated\x18\" \x01(\x0b\x32\x1a.truco.v1.MatchAdjudicatedH\x00\x12/\n\rmatch_aborted\x18# \x01(\x0b\x32\x16.truco.v1.MatchAbortedH\x00\x12)\n\ntime_added\x18$ \x01(\x0b\x32\x13.truco.v1.TimeAddedH\x00\x12\x34\n\x10hand_cards_shown\x18% \x01(\x0b\x32\x18.truco.v1.HandCardsShownH\x00\x42\t\n\x07payload\"/\n\nSeatJoined\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x13\n\x0b\x63lient_seed\x18\x02 \x01(\x0c\"w\n\x0cTurnTimedOut\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12%\n\x05\x63\x61use\x18\x02 \x01(\x0e\x32\x16.truco.v1.TimeoutCause\x12 \n\x06\x61\x63tion\x18\x03 \x01(\x0b\x32\x10.truco.v1.Action\x12\x10\n\x08\x65xpiries\x18\x04 \x01(\x05\"+\n\rMatchResigned\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04team\x18\x02 \x01(\x05\">\n\x0eMatchForfeited\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04team\x18\x02 \x01(\x05\x12\x10\n\x08\x65xpiries\x18\x03 \x01(\x05\"7\n\x10MatchAdjudicated\x12\x13\n\x0bwinner_team\x18\x01 \x01(\x05\x12\x0e\n\x06reason\x18\x02 \x01(\t\"-\n\x0cMatchAborted\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\r\n\x05seats\x18\x02 \x03(\x05\"Q\n\tTimeAdded\x12\x11\n\x04seat\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12(\n\x05\x61\x64\x64\x65\x64\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationB\x07\n\x05_seat\"H\n\x0eHandCardsShown\x12\x13\n\x0bhand_number\x18\x01 \x01(\x05\x12!\n\x05hands\x18\x02 \x03(\x0b\x32\x12.truco.v1.CardList\"t\n\x0cMatchCreated\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12\x0f\n\x07players\x18\x02 \x01(\x05\x12\x1d\n\x05seats\x18\x03 \x03(\x0b\x32\x0e.truco.v1.Seat\x12$\n\x08\x66\x61irness\x18\x04 \x01(\x0b\x32\x12.truco.v1.Fairness\"\xa3\x01\n\x0bHandStarted\x12\x13\n\x0bgame_number\x18\x01 \x01(\x05\x12\x13\n\x0bhand_number\x18\x02 \x01(\x05\x12\x0e\n\x06\x64\x65\x61ler\x18\x03 \x01(\x05\x12\x0c\n\x04mano\x18\x04 \x01(\x05\x12\x0f\n\x07turn_up\x18\x05 \x01(\t\x12\x17\n\x0f\x64\x65\x63k_commitment\x18\x06 \x01(\t\x12\"\n\x07special\x18\x07 \x01(\x0e\x32\x11.truco.v1.Special\"8\n\nCardsDealt\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\"[\n\rCardsRevealed\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0e\n\x06public\x18\x05 \x01(\x08\"P\n\nCardPlayed\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\t\x12\x11\n\tface_down\x18\x03 \x01(\x08\x12\x13\n\x0btrick_index\x18\x04 \x01(\x05\"+\n\rCardDiscarded\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\t\"?\n\x11HeadToHeadStarted\x12\r\n\x05seats\x18\x01 \x03(\x05\x12\x0c\n\x04mano\x18\x02 \x01(\x05\x12\r\n\x05index\x18\x03 \x01(\x05\"\x83\x01\n\nTrickEnded\x12\x13\n\x0btrick_index\x18\x01 \x01(\x05\x12\x18\n\x0bwinner_seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0bwinner_team\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x0c\n\x04tied\x18\x04 \x01(\x08\x42\x0e\n\x0c_winner_seatB\x0e\n\x0c_winner_team\"\xcf\x01\n\x08\x43\x61llMade\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12$\n\x06\x66\x61mily\x18\x02 \x01(\x0e\x32\x14.truco.v1.CallFamily\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x19\n\x11value_if_accepted\x18\x04 \x01(\x05\x12\x19\n\x11value_if_declined\x18\x05 \x01(\x05\x12\x16\n\tresponder\x18\x06 \x01(\x05H\x00\x88\x01\x01\x12%\n\x07\x63\x61ncels\x18\x07 \x01(\x0e\x32\x14.truco.v1.CallFamilyB\x0c\n\n_responder\"c\n\x0c\x43\x61llAnswered\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12$\n\x06\x66\x61mily\x18\x02 \x01(\x0e\x32\x14.truco.v1.CallFamily\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x03 \x01(\x08\x12\r\n\x05value\x18\x04 \x01(\x05\"@\n\x14HandOfElevenDecision\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04team\x18\x02 \x01(\x05\x12\x0c\n\x04play\x18\x03 \x01(\x08\"d\n\x0ePointsDeclared\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12$\n\x06\x66\x61mily\x18\x02 \x01(\x0e\x32\x14.truco.v1.CallFamily\x12\x13\n\x06points\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\t\n\x07_points\"}\n\x06\x42\x65tWon\x12$\n\x06\x66\x61mily\x18\x01 \x01(\x0e\x32\x14.truco.v1.CallFamily\x12\x18\n\x0bwinner_seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0bwinner_team\x18\x03 \x01(\x05\x12\x0e\n\x06points\x18\x04 \x01(\x05\x42\x0e\n\x0c_winner_seat\"$\n\x06\x46olded\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04team\x18\x02 \x01(\x05\"n\n\tHandEnded\x12\x18\n\x0bwinner_team\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x0e\n\x06points\x18\x02 \x01(\x05\x12\'\n\x06reason\x18\x03 \x01(\x0e\x32\x17.truco.v1.HandEndReasonB\x0e\n\x0c_winner_team\"1\n\x0cScoreChanged\x12\x0e\n\x06scores\x18\x01 \x03(\x05\x12\x11\n\tgames_won\x18\x02 \x03(\x05\"H\n\tGameEnded\x12\x13\n\x0bgame_number\x18\x01 \x01(\x05\x12\x13\n\x0bwinner_team\x18\x02 \x01(\x05\x12\x11\n\tgames_won\x18\x03 \x03(\x05\"I\n\nMatchEnded\x12\x18\n\x0bwinner_team\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x11\n\tgames_won\x18\x02 \x03(\x05\x42\x0e\n\x0c_winner_team\" \n\x0eMatchCancelled\x12\x0e\n\x06reason\x18\x01 \x01(\t\"X\n\rMatchRevealed\x12\x0c\n\x04seed\x18\x01 \x01(\x0c\x12%\n\x05\x64\x65\x61ls\x18\x02 \x03(\x0b\x32\x16.truco.v1.RevealedDeal\x12\x12\n\nmixed_seed\x18\x03 \x01(\x0c\"V\n\x0cRevealedDeal\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\x12\x0c\n\x04salt\x18\x02 \x01(\t\x12\x12\n\ncommitment\x18\x03 \x01(\t\x12\x15\n\roperator_deck\x18\x04 \x01(\x08*f\n\x0cTimeoutCause\x12\x1d\n\x19TIMEOUT_CAUSE_UNSPECIFIED\x10\x00\x12\x17\n\x13TIMEOUT_CAUSE_CLOCK\x10\x01\x12\x1e\n\x1aTIMEOUT_CAUSE_DISCONNECTED\x10\x02*\xf2\x01\n\rHandEndReason\x12\x1f\n\x1bHAND_END_REASON_UNSPECIFIED\x10\x00\x12\x1a\n\x16HAND_END_REASON_TRICKS\x10\x01\x12\x1a\n\x16HAND_END_REASON_FOLDED\x10\x02\x12\x1c\n\x18HAND_END_REASON_DECLINED\x10\x03\x12\"\n\x1eHAND_END_REASON_ELEVEN_REFUSED\x10\x04\x12!\n\x1dHAND_END_REASON_ALL_TIED_MANO\x10\x05\x12#\n\x1fHAND_END_REASON_ALL_TIED_REDEAL\x10\x06\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'truco.v1.event_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_HANDENDREASON']._serialized_start=3014
-  _globals['_HANDENDREASON']._serialized_end=3256
-  _globals['_EVENT']._serialized_start=111
-  _globals['_EVENT']._serialized_end=1163
-  _globals['_MATCHCREATED']._serialized_start=1165
-  _globals['_MATCHCREATED']._serialized_end=1243
-  _globals['_HANDSTARTED']._serialized_start=1246
-  _globals['_HANDSTARTED']._serialized_end=1409
-  _globals['_CARDSDEALT']._serialized_start=1411
-  _globals['_CARDSDEALT']._serialized_end=1467
-  _globals['_CARDSREVEALED']._serialized_start=1469
-  _globals['_CARDSREVEALED']._serialized_end=1560
-  _globals['_CARDPLAYED']._serialized_start=1562
-  _globals['_CARDPLAYED']._serialized_end=1642
-  _globals['_CARDDISCARDED']._serialized_start=1644
-  _globals['_CARDDISCARDED']._serialized_end=1687
-  _globals['_HEADTOHEADSTARTED']._serialized_start=1689
-  _globals['_HEADTOHEADSTARTED']._serialized_end=1752
-  _globals['_TRICKENDED']._serialized_start=1755
-  _globals['_TRICKENDED']._serialized_end=1886
-  _globals['_CALLMADE']._serialized_start=1889
-  _globals['_CALLMADE']._serialized_end=2096
-  _globals['_CALLANSWERED']._serialized_start=2098
-  _globals['_CALLANSWERED']._serialized_end=2197
-  _globals['_HANDOFELEVENDECISION']._serialized_start=2199
-  _globals['_HANDOFELEVENDECISION']._serialized_end=2263
-  _globals['_POINTSDECLARED']._serialized_start=2265
-  _globals['_POINTSDECLARED']._serialized_end=2365
-  _globals['_BETWON']._serialized_start=2367
-  _globals['_BETWON']._serialized_end=2492
-  _globals['_FOLDED']._serialized_start=2494
-  _globals['_FOLDED']._serialized_end=2530
-  _globals['_HANDENDED']._serialized_start=2532
-  _globals['_HANDENDED']._serialized_end=2642
-  _globals['_SCORECHANGED']._serialized_start=2644
-  _globals['_SCORECHANGED']._serialized_end=2693
-  _globals['_GAMEENDED']._serialized_start=2695
-  _globals['_GAMEENDED']._serialized_end=2767
-  _globals['_MATCHENDED']._serialized_start=2769
-  _globals['_MATCHENDED']._serialized_end=2842
-  _globals['_MATCHCANCELLED']._serialized_start=2844
-  _globals['_MATCHCANCELLED']._serialized_end=2876
-  _globals['_MATCHREVEALED']._serialized_start=2878
-  _globals['_MATCHREVEALED']._serialized_end=2946
-  _globals['_REVEALEDDEAL']._serialized_start=2948
-  _globals['_REVEALEDDEAL']._serialized_end=3011
+  _globals['_TIMEOUTCAUSE']._serialized_start=4091
+  _globals['_TIMEOUTCAUSE']._serialized_end=4193
+  _globals['_HANDENDREASON']._serialized_start=4196
+  _globals['_HANDENDREASON']._serialized_end=4438
+  _globals['_EVENT']._serialized_start=166
+  _globals['_EVENT']._serialized_end=1620
+  _globals['_SEATJOINED']._serialized_start=1622
+  _globals['_SEATJOINED']._serialized_end=1669
+  _globals['_TURNTIMEDOUT']._serialized_start=1671
+  _globals['_TURNTIMEDOUT']._serialized_end=1790
+  _globals['_MATCHRESIGNED']._serialized_start=1792
+  _globals['_MATCHRESIGNED']._serialized_end=1835
+  _globals['_MATCHFORFEITED']._serialized_start=1837
+  _globals['_MATCHFORFEITED']._serialized_end=1899
+  _globals['_MATCHADJUDICATED']._serialized_start=1901
+  _globals['_MATCHADJUDICATED']._serialized_end=1956
+  _globals['_MATCHABORTED']._serialized_start=1958
+  _globals['_MATCHABORTED']._serialized_end=2003
+  _globals['_TIMEADDED']._serialized_start=2005
+  _globals['_TIMEADDED']._serialized_end=2086
+  _globals['_HANDCARDSSHOWN']._serialized_start=2088
+  _globals['_HANDCARDSSHOWN']._serialized_end=2160
+  _globals['_MATCHCREATED']._serialized_start=2162
+  _globals['_MATCHCREATED']._serialized_end=2278
+  _globals['_HANDSTARTED']._serialized_start=2281
+  _globals['_HANDSTARTED']._serialized_end=2444
+  _globals['_CARDSDEALT']._serialized_start=2446
+  _globals['_CARDSDEALT']._serialized_end=2502
+  _globals['_CARDSREVEALED']._serialized_start=2504
+  _globals['_CARDSREVEALED']._serialized_end=2595
+  _globals['_CARDPLAYED']._serialized_start=2597
+  _globals['_CARDPLAYED']._serialized_end=2677
+  _globals['_CARDDISCARDED']._serialized_start=2679
+  _globals['_CARDDISCARDED']._serialized_end=2722
+  _globals['_HEADTOHEADSTARTED']._serialized_start=2724
+  _globals['_HEADTOHEADSTARTED']._serialized_end=2787
+  _globals['_TRICKENDED']._serialized_start=2790
+  _globals['_TRICKENDED']._serialized_end=2921
+  _globals['_CALLMADE']._serialized_start=2924
+  _globals['_CALLMADE']._serialized_end=3131
+  _globals['_CALLANSWERED']._serialized_start=3133
+  _globals['_CALLANSWERED']._serialized_end=3232
+  _globals['_HANDOFELEVENDECISION']._serialized_start=3234
+  _globals['_HANDOFELEVENDECISION']._serialized_end=3298
+  _globals['_POINTSDECLARED']._serialized_start=3300
+  _globals['_POINTSDECLARED']._serialized_end=3400
+  _globals['_BETWON']._serialized_start=3402
+  _globals['_BETWON']._serialized_end=3527
+  _globals['_FOLDED']._serialized_start=3529
+  _globals['_FOLDED']._serialized_end=3565
+  _globals['_HANDENDED']._serialized_start=3567
+  _globals['_HANDENDED']._serialized_end=3677
+  _globals['_SCORECHANGED']._serialized_start=3679
+  _globals['_SCORECHANGED']._serialized_end=3728
+  _globals['_GAMEENDED']._serialized_start=3730
+  _globals['_GAMEENDED']._serialized_end=3802
+  _globals['_MATCHENDED']._serialized_start=3804
+  _globals['_MATCHENDED']._serialized_end=3877
+  _globals['_MATCHCANCELLED']._serialized_start=3879
+  _globals['_MATCHCANCELLED']._serialized_end=3911
+  _globals['_MATCHREVEALED']._serialized_start=3913
+  _globals['_MATCHREVEALED']._serialized_end=4001
+  _globals['_REVEALEDDEAL']._serialized_start=4003
+  _globals['_REVEALEDDEAL']._serialized_end=4089
 # @@protoc_insertion_point(module_scope)

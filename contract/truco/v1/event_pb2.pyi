@@ -5,10 +5,12 @@ isort:skip_file
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from truco.v1 import action_pb2 as _action_pb2
 from truco.v1 import game_pb2 as _game_pb2
 from truco.v1 import match_pb2 as _match_pb2
 import builtins as _builtins
@@ -21,6 +23,30 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _TimeoutCause:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _TimeoutCauseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TimeoutCause.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    TIMEOUT_CAUSE_UNSPECIFIED: _TimeoutCause.ValueType  # 0
+    """Not set."""
+    TIMEOUT_CAUSE_CLOCK: _TimeoutCause.ValueType  # 1
+    """Its clock ran out."""
+    TIMEOUT_CAUSE_DISCONNECTED: _TimeoutCause.ValueType  # 2
+    """It had no open stream for the disconnect grace."""
+
+class TimeoutCause(_TimeoutCause, metaclass=_TimeoutCauseEnumTypeWrapper):
+    """Why a move was made for a seat."""
+
+TIMEOUT_CAUSE_UNSPECIFIED: TimeoutCause.ValueType  # 0
+"""Not set."""
+TIMEOUT_CAUSE_CLOCK: TimeoutCause.ValueType  # 1
+"""Its clock ran out."""
+TIMEOUT_CAUSE_DISCONNECTED: TimeoutCause.ValueType  # 2
+"""It had no open stream for the disconnect grace."""
+Global___TimeoutCause: _TypeAlias = TimeoutCause  # noqa: Y015
 
 class _HandEndReason:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -107,6 +133,14 @@ class Event(_message.Message):
     MATCH_ENDED_FIELD_NUMBER: _builtins.int
     MATCH_CANCELLED_FIELD_NUMBER: _builtins.int
     MATCH_REVEALED_FIELD_NUMBER: _builtins.int
+    SEAT_JOINED_FIELD_NUMBER: _builtins.int
+    TURN_TIMED_OUT_FIELD_NUMBER: _builtins.int
+    MATCH_RESIGNED_FIELD_NUMBER: _builtins.int
+    MATCH_FORFEITED_FIELD_NUMBER: _builtins.int
+    MATCH_ADJUDICATED_FIELD_NUMBER: _builtins.int
+    MATCH_ABORTED_FIELD_NUMBER: _builtins.int
+    TIME_ADDED_FIELD_NUMBER: _builtins.int
+    HAND_CARDS_SHOWN_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """Version of the event: every event of a match has its own contiguous
     version, from 1. A client that saw version V resumes a stream from V.
@@ -201,6 +235,40 @@ class Event(_message.Message):
         last event).
         """
 
+    @_builtins.property
+    def seat_joined(self) -> Global___SeatJoined:
+        """A seat joined (MatchSettings.join_window)."""
+
+    @_builtins.property
+    def turn_timed_out(self) -> Global___TurnTimedOut:
+        """A seat's time ran out (or it was away): its default move follows."""
+
+    @_builtins.property
+    def match_resigned(self) -> Global___MatchResigned:
+        """A seat resigned: its side loses. MatchEnded follows."""
+
+    @_builtins.property
+    def match_forfeited(self) -> Global___MatchForfeited:
+        """A seat ran out of time too often: its side loses. MatchEnded follows."""
+
+    @_builtins.property
+    def match_adjudicated(self) -> Global___MatchAdjudicated:
+        """The creator awarded the match. MatchEnded follows."""
+
+    @_builtins.property
+    def match_aborted(self) -> Global___MatchAborted:
+        """The server ended the match without a result. MatchRevealed follows."""
+
+    @_builtins.property
+    def time_added(self) -> Global___TimeAdded:
+        """The creator added time to a seat's clock."""
+
+    @_builtins.property
+    def hand_cards_shown(self) -> Global___HandCardsShown:
+        """A hand is over: every seat's cards of that hand, for spectators
+        (MatchSettings.show_hands_to_spectators; empty for the seats).
+        """
+
     def __init__(
         self,
         *,
@@ -227,16 +295,260 @@ class Event(_message.Message):
         match_ended: Global___MatchEnded | None = ...,
         match_cancelled: Global___MatchCancelled | None = ...,
         match_revealed: Global___MatchRevealed | None = ...,
+        seat_joined: Global___SeatJoined | None = ...,
+        turn_timed_out: Global___TurnTimedOut | None = ...,
+        match_resigned: Global___MatchResigned | None = ...,
+        match_forfeited: Global___MatchForfeited | None = ...,
+        match_adjudicated: Global___MatchAdjudicated | None = ...,
+        match_aborted: Global___MatchAborted | None = ...,
+        time_added: Global___TimeAdded | None = ...,
+        hand_cards_shown: Global___HandCardsShown | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bet_won", b"bet_won", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "folded", b"folded", "game_ended", b"game_ended", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "head_to_head_started", b"head_to_head_started", "match_cancelled", b"match_cancelled", "match_created", b"match_created", "match_ended", b"match_ended", "match_revealed", b"match_revealed", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "time", b"time", "trick_ended", b"trick_ended"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bet_won", b"bet_won", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "folded", b"folded", "game_ended", b"game_ended", "hand_cards_shown", b"hand_cards_shown", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "head_to_head_started", b"head_to_head_started", "match_aborted", b"match_aborted", "match_adjudicated", b"match_adjudicated", "match_cancelled", b"match_cancelled", "match_created", b"match_created", "match_ended", b"match_ended", "match_forfeited", b"match_forfeited", "match_resigned", b"match_resigned", "match_revealed", b"match_revealed", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "seat_joined", b"seat_joined", "time", b"time", "time_added", b"time_added", "trick_ended", b"trick_ended", "turn_timed_out", b"turn_timed_out"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bet_won", b"bet_won", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "folded", b"folded", "game_ended", b"game_ended", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "head_to_head_started", b"head_to_head_started", "kind", b"kind", "match_cancelled", b"match_cancelled", "match_created", b"match_created", "match_ended", b"match_ended", "match_revealed", b"match_revealed", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "time", b"time", "trick_ended", b"trick_ended", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bet_won", b"bet_won", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "folded", b"folded", "game_ended", b"game_ended", "hand_cards_shown", b"hand_cards_shown", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "head_to_head_started", b"head_to_head_started", "kind", b"kind", "match_aborted", b"match_aborted", "match_adjudicated", b"match_adjudicated", "match_cancelled", b"match_cancelled", "match_created", b"match_created", "match_ended", b"match_ended", "match_forfeited", b"match_forfeited", "match_resigned", b"match_resigned", "match_revealed", b"match_revealed", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "seat_joined", b"seat_joined", "time", b"time", "time_added", b"time_added", "trick_ended", b"trick_ended", "turn_timed_out", b"turn_timed_out", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["match_created", "hand_started", "cards_dealt", "cards_revealed", "card_played", "card_discarded", "head_to_head_started", "trick_ended", "call_made", "call_answered", "hand_of_eleven_decision", "points_declared", "bet_won", "folded", "hand_ended", "score_changed", "game_ended", "match_ended", "match_cancelled", "match_revealed"]  # noqa: Y015
+    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["match_created", "hand_started", "cards_dealt", "cards_revealed", "card_played", "card_discarded", "head_to_head_started", "trick_ended", "call_made", "call_answered", "hand_of_eleven_decision", "points_declared", "bet_won", "folded", "hand_ended", "score_changed", "game_ended", "match_ended", "match_cancelled", "match_revealed", "seat_joined", "turn_timed_out", "match_resigned", "match_forfeited", "match_adjudicated", "match_aborted", "time_added", "hand_cards_shown"]  # noqa: Y015
     _WhichOneofArgType_payload: _TypeAlias = _typing.Literal["payload", b"payload"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_payload) -> _WhichOneofReturnType_payload | None: ...
 
 Global___Event: _TypeAlias = Event  # noqa: Y015
+
+@_typing.final
+class SeatJoined(_message.Message):
+    """A seat joined the match."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat."""
+    client_seed: _builtins.bytes
+    """The client seed it gave (mixed into the deals), empty when none."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        client_seed: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatJoined: _TypeAlias = SeatJoined  # noqa: Y015
+
+@_typing.final
+class TurnTimedOut(_message.Message):
+    """The awaited seat's time ran out; the server makes its default move (the
+    events of that move follow), or the match is forfeited.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    CAUSE_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    EXPIRIES_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat."""
+    cause: Global___TimeoutCause.ValueType
+    """Why."""
+    expiries: _builtins.int
+    """Its expiries so far, this one included."""
+    @_builtins.property
+    def action(self) -> _action_pb2.Action:
+        """The move made for it; unset when the expiry forfeits the match."""
+
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        cause: Global___TimeoutCause.ValueType = ...,
+        action: _action_pb2.Action | None = ...,
+        expiries: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "cause", b"cause", "expiries", b"expiries", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnTimedOut: _TypeAlias = TurnTimedOut  # noqa: Y015
+
+@_typing.final
+class MatchResigned(_message.Message):
+    """A seat resigned for its side."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    TEAM_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat."""
+    team: _builtins.int
+    """Its team, which loses."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        team: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["seat", b"seat", "team", b"team"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MatchResigned: _TypeAlias = MatchResigned  # noqa: Y015
+
+@_typing.final
+class MatchForfeited(_message.Message):
+    """A seat's expiries reached TimeControl.forfeit_after."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    TEAM_FIELD_NUMBER: _builtins.int
+    EXPIRIES_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat."""
+    team: _builtins.int
+    """Its team, which loses."""
+    expiries: _builtins.int
+    """Its expiries."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        team: _builtins.int = ...,
+        expiries: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expiries", b"expiries", "seat", b"seat", "team", b"team"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MatchForfeited: _TypeAlias = MatchForfeited  # noqa: Y015
+
+@_typing.final
+class MatchAdjudicated(_message.Message):
+    """The creator awarded the match (AdjudicateMatch)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WINNER_TEAM_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    winner_team: _builtins.int
+    """The team awarded the match."""
+    reason: _builtins.str
+    """The creator's reason."""
+    def __init__(
+        self,
+        *,
+        winner_team: _builtins.int = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["reason", b"reason", "winner_team", b"winner_team"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MatchAdjudicated: _TypeAlias = MatchAdjudicated  # noqa: Y015
+
+@_typing.final
+class MatchAborted(_message.Message):
+    """The server ended the match without a result."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REASON_FIELD_NUMBER: _builtins.int
+    SEATS_FIELD_NUMBER: _builtins.int
+    reason: _builtins.str
+    """"not_joined" (a seat did not join within the join window) or "idle"
+    (nothing happened for the idle timeout).
+    """
+    @_builtins.property
+    def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The seats that had not joined (reason "not_joined")."""
+
+    def __init__(
+        self,
+        *,
+        reason: _builtins.str = ...,
+        seats: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["reason", b"reason", "seats", b"seats"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MatchAborted: _TypeAlias = MatchAborted  # noqa: Y015
+
+@_typing.final
+class TimeAdded(_message.Message):
+    """The creator gave a seat (or every seat) more time (AddTime)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    ADDED_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat; unset: every seat."""
+    @_builtins.property
+    def added(self) -> _duration_pb2.Duration:
+        """Time added to its current decision and its bank."""
+
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int | None = ...,
+        added: _duration_pb2.Duration | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "added", b"added", "seat", b"seat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "added", b"added", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+
+Global___TimeAdded: _TypeAlias = TimeAdded  # noqa: Y015
+
+@_typing.final
+class HandCardsShown(_message.Message):
+    """Every seat's cards of a hand that is over, for spectators."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HAND_NUMBER_FIELD_NUMBER: _builtins.int
+    HANDS_FIELD_NUMBER: _builtins.int
+    hand_number: _builtins.int
+    """The hand."""
+    @_builtins.property
+    def hands(self) -> _containers.RepeatedCompositeFieldContainer[_game_pb2.CardList]:
+        """Cards dealt to each seat, index = seat; empty for a receiver that is a
+        seat.
+        """
+
+    def __init__(
+        self,
+        *,
+        hand_number: _builtins.int = ...,
+        hands: _abc.Iterable[_game_pb2.CardList] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hand_number", b"hand_number", "hands", b"hands"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HandCardsShown: _TypeAlias = HandCardsShown  # noqa: Y015
 
 @_typing.final
 class MatchCreated(_message.Message):
@@ -247,6 +559,7 @@ class MatchCreated(_message.Message):
     PRESET_FIELD_NUMBER: _builtins.int
     PLAYERS_FIELD_NUMBER: _builtins.int
     SEATS_FIELD_NUMBER: _builtins.int
+    FAIRNESS_FIELD_NUMBER: _builtins.int
     preset: _builtins.str
     """Canonical preset name."""
     players: _builtins.int
@@ -255,16 +568,21 @@ class MatchCreated(_message.Message):
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[_match_pb2.Seat]:
         """The seats, in seat order."""
 
+    @_builtins.property
+    def fairness(self) -> _match_pb2.Fairness:
+        """Where the deals come from and the seed's hash, published now."""
+
     def __init__(
         self,
         *,
         preset: _builtins.str = ...,
         players: _builtins.int = ...,
         seats: _abc.Iterable[_match_pb2.Seat] | None = ...,
+        fairness: _match_pb2.Fairness | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["fairness", b"fairness"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["players", b"players", "preset", b"preset", "seats", b"seats"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fairness", b"fairness", "players", b"players", "preset", b"preset", "seats", b"seats"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -901,8 +1219,13 @@ class MatchRevealed(_message.Message):
 
     SEED_FIELD_NUMBER: _builtins.int
     DEALS_FIELD_NUMBER: _builtins.int
+    MIXED_SEED_FIELD_NUMBER: _builtins.int
     seed: _builtins.bytes
-    """The shuffle seed."""
+    """The server (or creator-chosen) seed: its SHA-256 is Fairness.seed_hash."""
+    mixed_seed: _builtins.bytes
+    """The seed every deal was shuffled from: the seed mixed with the client
+    seeds (docs/fairness.md).
+    """
     @_builtins.property
     def deals(self) -> _containers.RepeatedCompositeFieldContainer[Global___RevealedDeal]:
         """Every hand's deal, in hand order."""
@@ -912,10 +1235,11 @@ class MatchRevealed(_message.Message):
         *,
         seed: _builtins.bytes = ...,
         deals: _abc.Iterable[Global___RevealedDeal] | None = ...,
+        mixed_seed: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deals", b"deals", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deals", b"deals", "mixed_seed", b"mixed_seed", "seed", b"seed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -930,12 +1254,15 @@ class RevealedDeal(_message.Message):
     CARDS_FIELD_NUMBER: _builtins.int
     SALT_FIELD_NUMBER: _builtins.int
     COMMITMENT_FIELD_NUMBER: _builtins.int
+    OPERATOR_DECK_FIELD_NUMBER: _builtins.int
     salt: _builtins.str
     """Salt mixed into the commitment."""
     commitment: _builtins.str
     """The commitment published in HandStarted.deck_commitment:
     lowercase hex sha256(salt + ":" + " ".join(cards)).
     """
+    operator_deck: _builtins.bool
+    """The creator gave this deck order explicitly (CreateMatchRequest.deck_orders)."""
     @_builtins.property
     def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Deck order, top card first."""
@@ -946,10 +1273,11 @@ class RevealedDeal(_message.Message):
         cards: _abc.Iterable[_builtins.str] | None = ...,
         salt: _builtins.str = ...,
         commitment: _builtins.str = ...,
+        operator_deck: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "commitment", b"commitment", "salt", b"salt"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "commitment", b"commitment", "operator_deck", b"operator_deck", "salt", b"salt"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

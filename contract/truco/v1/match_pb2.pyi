@@ -36,6 +36,11 @@ class _MatchStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_MatchState
     """Finished normally: a team won."""
     MATCH_STATE_CANCELLED: _MatchState.ValueType  # 3
     """Cancelled by its creator (CancelMatch) before it finished."""
+    MATCH_STATE_ABORTED: _MatchState.ValueType  # 4
+    """Ended without a result by the server: a seat did not join within the
+    join window, or nothing happened for the idle timeout (MatchAborted says
+    which).
+    """
 
 class MatchState(_MatchState, metaclass=_MatchStateEnumTypeWrapper):
     """Lifecycle state of a match."""
@@ -48,7 +53,78 @@ MATCH_STATE_FINISHED: MatchState.ValueType  # 2
 """Finished normally: a team won."""
 MATCH_STATE_CANCELLED: MatchState.ValueType  # 3
 """Cancelled by its creator (CancelMatch) before it finished."""
+MATCH_STATE_ABORTED: MatchState.ValueType  # 4
+"""Ended without a result by the server: a seat did not join within the
+join window, or nothing happened for the idle timeout (MatchAborted says
+which).
+"""
 Global___MatchState: _TypeAlias = MatchState  # noqa: Y015
+
+class _DealSource:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DealSourceEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DealSource.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DEAL_SOURCE_UNSPECIFIED: _DealSource.ValueType  # 0
+    """Not set."""
+    DEAL_SOURCE_SERVER_SEED: _DealSource.ValueType  # 1
+    """The server's secret seed, whose SHA-256 is published when the match is
+    created, mixed with the client seeds given before the first deal.
+    """
+    DEAL_SOURCE_OPERATOR_SEED: _DealSource.ValueType  # 2
+    """A seed the creator chose (CreateMatchRequest.seed): the creator could
+    have chosen it for the deals it gives. Mixed with the client seeds.
+    """
+    DEAL_SOURCE_OPERATOR_DECKS: _DealSource.ValueType  # 3
+    """The creator gave explicit deck orders for the first hands
+    (CreateMatchRequest.deck_orders); later hands come from the seed.
+    """
+
+class DealSource(_DealSource, metaclass=_DealSourceEnumTypeWrapper):
+    """Where the deals of a match come from (docs/fairness.md)."""
+
+DEAL_SOURCE_UNSPECIFIED: DealSource.ValueType  # 0
+"""Not set."""
+DEAL_SOURCE_SERVER_SEED: DealSource.ValueType  # 1
+"""The server's secret seed, whose SHA-256 is published when the match is
+created, mixed with the client seeds given before the first deal.
+"""
+DEAL_SOURCE_OPERATOR_SEED: DealSource.ValueType  # 2
+"""A seed the creator chose (CreateMatchRequest.seed): the creator could
+have chosen it for the deals it gives. Mixed with the client seeds.
+"""
+DEAL_SOURCE_OPERATOR_DECKS: DealSource.ValueType  # 3
+"""The creator gave explicit deck orders for the first hands
+(CreateMatchRequest.deck_orders); later hands come from the seed.
+"""
+Global___DealSource: _TypeAlias = DealSource  # noqa: Y015
+
+class _ExpiryAction:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ExpiryActionEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ExpiryAction.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    EXPIRY_ACTION_UNSPECIFIED: _ExpiryAction.ValueType  # 0
+    """Not set: EXPIRY_ACTION_DEFAULT_MOVE."""
+    EXPIRY_ACTION_DEFAULT_MOVE: _ExpiryAction.ValueType  # 1
+    """Play the seat's default move: decline a pending call (refuse the hand of
+    eleven), else play its weakest card face up (the carancho discards his
+    weakest), else fold.
+    """
+
+class ExpiryAction(_ExpiryAction, metaclass=_ExpiryActionEnumTypeWrapper):
+    """What the server does when a seat's time runs out."""
+
+EXPIRY_ACTION_UNSPECIFIED: ExpiryAction.ValueType  # 0
+"""Not set: EXPIRY_ACTION_DEFAULT_MOVE."""
+EXPIRY_ACTION_DEFAULT_MOVE: ExpiryAction.ValueType  # 1
+"""Play the seat's default move: decline a pending call (refuse the hand of
+eleven), else play its weakest card face up (the carancho discards his
+weakest), else fold.
+"""
+Global___ExpiryAction: _TypeAlias = ExpiryAction  # noqa: Y015
 
 class _SeatKind:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -73,6 +149,64 @@ SEAT_KIND_HUMAN: SeatKind.ValueType  # 1
 SEAT_KIND_BOT: SeatKind.ValueType  # 2
 """A program."""
 Global___SeatKind: _TypeAlias = SeatKind  # noqa: Y015
+
+@_typing.final
+class TimeControl(_message.Message):
+    """A turn clock. Each decision of the awaited seat gets `per_decision` (or
+    `first_decision` for the first decision of a hand), then draws on the
+    seat's `bank`; `increment` is added to the bank after each of its
+    decisions. At least one of per_decision and bank is required.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PER_DECISION_FIELD_NUMBER: _builtins.int
+    BANK_FIELD_NUMBER: _builtins.int
+    INCREMENT_FIELD_NUMBER: _builtins.int
+    FIRST_DECISION_FIELD_NUMBER: _builtins.int
+    ON_EXPIRY_FIELD_NUMBER: _builtins.int
+    FORFEIT_AFTER_FIELD_NUMBER: _builtins.int
+    on_expiry: Global___ExpiryAction.ValueType
+    """What happens at expiry."""
+    forfeit_after: _builtins.int
+    """After this many expiries of one seat its side loses the match
+    (MatchForfeited). 0: never.
+    """
+    @_builtins.property
+    def per_decision(self) -> _duration_pb2.Duration:
+        """Time each decision has before the bank is used. Unset: none."""
+
+    @_builtins.property
+    def bank(self) -> _duration_pb2.Duration:
+        """Time bank of each seat. Unset: none."""
+
+    @_builtins.property
+    def increment(self) -> _duration_pb2.Duration:
+        """Added to the seat's bank after each of its decisions."""
+
+    @_builtins.property
+    def first_decision(self) -> _duration_pb2.Duration:
+        """Replaces per_decision for the first decision after a hand starts (time
+        to look at the new cards). Unset: per_decision.
+        """
+
+    def __init__(
+        self,
+        *,
+        per_decision: _duration_pb2.Duration | None = ...,
+        bank: _duration_pb2.Duration | None = ...,
+        increment: _duration_pb2.Duration | None = ...,
+        first_decision: _duration_pb2.Duration | None = ...,
+        on_expiry: Global___ExpiryAction.ValueType = ...,
+        forfeit_after: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bank", b"bank", "first_decision", b"first_decision", "increment", b"increment", "per_decision", b"per_decision"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bank", b"bank", "first_decision", b"first_decision", "forfeit_after", b"forfeit_after", "increment", b"increment", "on_expiry", b"on_expiry", "per_decision", b"per_decision"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TimeControl: _TypeAlias = TimeControl  # noqa: Y015
 
 @_typing.final
 class RuleSet(_message.Message):
@@ -224,11 +358,20 @@ class MatchSettings(_message.Message):
 
     TURN_TIMEOUT_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
+    TIME_CONTROL_FIELD_NUMBER: _builtins.int
+    JOIN_WINDOW_FIELD_NUMBER: _builtins.int
+    IDLE_TIMEOUT_FIELD_NUMBER: _builtins.int
+    DISCONNECT_GRACE_FIELD_NUMBER: _builtins.int
+    SPECTATOR_DELAY_ACTIONS_FIELD_NUMBER: _builtins.int
+    SHOW_HANDS_TO_SPECTATORS_FIELD_NUMBER: _builtins.int
+    spectator_delay_actions: _builtins.int
+    """Spectators see the match this many actions late (0: live)."""
+    show_hands_to_spectators: _builtins.bool
+    """Spectators see every seat's cards once a hand is over (HandCardsShown)."""
     @_builtins.property
     def turn_timeout(self) -> _duration_pb2.Duration:
-        """Time a seat has to act once it is its turn. Unset or zero: no clock.
-        Turn clocks are not implemented yet: a non-zero value is refused with
-        INVALID_ARGUMENT rather than silently ignored.
+        """Shorthand for a time control of `turn_timeout` per decision (and nothing
+        else). Ignored when time_control is set.
         """
 
     @_builtins.property
@@ -237,15 +380,46 @@ class MatchSettings(_message.Message):
         Returned in Match.settings; not interpreted by the server.
         """
 
+    @_builtins.property
+    def time_control(self) -> Global___TimeControl:
+        """The turn clock; unset (and no turn_timeout): no clock."""
+
+    @_builtins.property
+    def join_window(self) -> _duration_pb2.Duration:
+        """Every seat must join (JoinMatch) within this time after creation, or the
+        match is aborted; the first hand is dealt once all have joined. Unset:
+        the seats need not join and the first hand is dealt at creation.
+        """
+
+    @_builtins.property
+    def idle_timeout(self) -> _duration_pb2.Duration:
+        """An active match in which nothing happens for this long is aborted
+        (MatchAborted, reason "idle"). Unset: the server's default
+        (TRUCO_IDLE_TIMEOUT_SECONDS). Matches with a turn clock never idle.
+        """
+
+    @_builtins.property
+    def disconnect_grace(self) -> _duration_pb2.Duration:
+        """When the awaited seat has had no open observation stream for this long,
+        its default move is played for it (TurnTimedOut, cause DISCONNECTED),
+        turn after turn, until it is back. Unset: never.
+        """
+
     def __init__(
         self,
         *,
         turn_timeout: _duration_pb2.Duration | None = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        time_control: Global___TimeControl | None = ...,
+        join_window: _duration_pb2.Duration | None = ...,
+        idle_timeout: _duration_pb2.Duration | None = ...,
+        disconnect_grace: _duration_pb2.Duration | None = ...,
+        spectator_delay_actions: _builtins.int = ...,
+        show_hands_to_spectators: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["turn_timeout", b"turn_timeout"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["labels", b"labels", "turn_timeout", b"turn_timeout"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "labels", b"labels", "show_hands_to_spectators", b"show_hands_to_spectators", "spectator_delay_actions", b"spectator_delay_actions", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -301,6 +475,7 @@ class Match(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    FAIRNESS_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """Server-assigned id."""
     state: Global___MatchState.ValueType
@@ -340,6 +515,10 @@ class Match(_message.Message):
     def result(self) -> Global___MatchResult:
         """The result; present only when state is MATCH_STATE_FINISHED."""
 
+    @_builtins.property
+    def fairness(self) -> Global___Fairness:
+        """How the deals are made and committed to."""
+
     def __init__(
         self,
         *,
@@ -353,14 +532,85 @@ class Match(_message.Message):
         create_time: _timestamp_pb2.Timestamp | None = ...,
         update_time: _timestamp_pb2.Timestamp | None = ...,
         result: Global___MatchResult | None = ...,
+        fairness: Global___Fairness | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "effective_rules", b"effective_rules", "result", b"result", "rules", b"rules", "settings", b"settings", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "effective_rules", b"effective_rules", "fairness", b"fairness", "result", b"result", "rules", b"rules", "settings", b"settings", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "effective_rules", b"effective_rules", "match_id", b"match_id", "result", b"result", "rules", b"rules", "seats", b"seats", "settings", b"settings", "state", b"state", "update_time", b"update_time", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "effective_rules", b"effective_rules", "fairness", b"fairness", "match_id", b"match_id", "result", b"result", "rules", b"rules", "seats", b"seats", "settings", b"settings", "state", b"state", "update_time", b"update_time", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Match: _TypeAlias = Match  # noqa: Y015
+
+@_typing.final
+class Fairness(_message.Message):
+    """How the deals of a match are made (docs/fairness.md), public from the
+    creation on.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DEAL_SOURCE_FIELD_NUMBER: _builtins.int
+    SEED_HASH_FIELD_NUMBER: _builtins.int
+    OPERATOR_DECKS_FIELD_NUMBER: _builtins.int
+    CLIENT_SEEDS_FIELD_NUMBER: _builtins.int
+    deal_source: Global___DealSource.ValueType
+    """Where the deals come from."""
+    seed_hash: _builtins.str
+    """Lowercase hex SHA-256 of the server (or creator-chosen) seed, published
+    before any client seed is known; the seed is revealed in MatchRevealed.
+    """
+    operator_decks: _builtins.int
+    """Number of hands whose deck order the creator gave explicitly."""
+    @_builtins.property
+    def client_seeds(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClientSeed]:
+        """The client seeds mixed in so far, in order (the creator's first, then
+        the seats' in the order they joined).
+        """
+
+    def __init__(
+        self,
+        *,
+        deal_source: Global___DealSource.ValueType = ...,
+        seed_hash: _builtins.str = ...,
+        operator_decks: _builtins.int = ...,
+        client_seeds: _abc.Iterable[Global___ClientSeed] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seeds", b"client_seeds", "deal_source", b"deal_source", "operator_decks", b"operator_decks", "seed_hash", b"seed_hash"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Fairness: _TypeAlias = Fairness  # noqa: Y015
+
+@_typing.final
+class ClientSeed(_message.Message):
+    """Entropy a client contributed to the deals."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    SEED_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat that gave it; unset for the creator."""
+    seed: _builtins.bytes
+    """The bytes as given (at most 64)."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int | None = ...,
+        seed: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat", "seed", b"seed"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+
+Global___ClientSeed: _TypeAlias = ClientSeed  # noqa: Y015
 
 @_typing.final
 class SeatCredential(_message.Message):

@@ -5,9 +5,11 @@ isort:skip_file
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from truco.v1 import action_pb2 as _action_pb2
 from truco.v1 import event_pb2 as _event_pb2
 from truco.v1 import match_pb2 as _match_pb2
@@ -23,6 +25,38 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _StepCause:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _StepCauseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_StepCause.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    STEP_CAUSE_UNSPECIFIED: _StepCause.ValueType  # 0
+    """Not set."""
+    STEP_CAUSE_PLAYER: _StepCause.ValueType  # 1
+    """The seat (or, for operator steps, the creator)."""
+    STEP_CAUSE_CLOCK: _StepCause.ValueType  # 2
+    """The server, because the seat's clock ran out."""
+    STEP_CAUSE_DISCONNECTED: _StepCause.ValueType  # 3
+    """The server, because the seat was away longer than the disconnect grace."""
+    STEP_CAUSE_SERVER: _StepCause.ValueType  # 4
+    """The server: the join window or the idle timeout passed."""
+
+class StepCause(_StepCause, metaclass=_StepCauseEnumTypeWrapper):
+    """Who or what made a step of the match."""
+
+STEP_CAUSE_UNSPECIFIED: StepCause.ValueType  # 0
+"""Not set."""
+STEP_CAUSE_PLAYER: StepCause.ValueType  # 1
+"""The seat (or, for operator steps, the creator)."""
+STEP_CAUSE_CLOCK: StepCause.ValueType  # 2
+"""The server, because the seat's clock ran out."""
+STEP_CAUSE_DISCONNECTED: StepCause.ValueType  # 3
+"""The server, because the seat was away longer than the disconnect grace."""
+STEP_CAUSE_SERVER: StepCause.ValueType  # 4
+"""The server: the join window or the idle timeout passed."""
+Global___StepCause: _TypeAlias = StepCause  # noqa: Y015
+
 @_typing.final
 class CreateMatchRequest(_message.Message):
     """Request of CreateMatch."""
@@ -36,6 +70,7 @@ class CreateMatchRequest(_message.Message):
     DECK_ORDERS_FIELD_NUMBER: _builtins.int
     SETTINGS_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_FIELD_NUMBER: _builtins.int
     players: _builtins.int
     """Number of players. Zero: the preset's default. Must match the rule set."""
     seed: _builtins.bytes
@@ -44,6 +79,8 @@ class CreateMatchRequest(_message.Message):
     """
     request_id: _builtins.str
     """Idempotency key (AIP-155), a UUID recommended. Required."""
+    client_seed: _builtins.bytes
+    """The creator's client seed (at most 64 bytes), mixed into every deal."""
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
         """Rule set: preset plus overrides."""
@@ -74,10 +111,11 @@ class CreateMatchRequest(_message.Message):
         deck_orders: _abc.Iterable[_match_pb2.DeckOrder] | None = ...,
         settings: _match_pb2.MatchSettings | None = ...,
         request_id: _builtins.str = ...,
+        client_seed: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["rules", b"rules", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deck_orders", b"deck_orders", "players", b"players", "request_id", b"request_id", "rules", b"rules", "seats", b"seats", "seed", b"seed", "settings", b"settings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "deck_orders", b"deck_orders", "players", b"players", "request_id", b"request_id", "rules", b"rules", "seats", b"seats", "seed", b"seed", "settings", b"settings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -314,6 +352,7 @@ class Heartbeat(_message.Message):
 
     SERVER_TIME_FIELD_NUMBER: _builtins.int
     VERSION_FIELD_NUMBER: _builtins.int
+    CLOCK_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """Current match version (equal to the last update's unless an update is
     on its way).
@@ -322,15 +361,20 @@ class Heartbeat(_message.Message):
     def server_time(self) -> _timestamp_pb2.Timestamp:
         """Server time."""
 
+    @_builtins.property
+    def clock(self) -> _observation_pb2.Clock:
+        """The turn clock now; unset when the match has none."""
+
     def __init__(
         self,
         *,
         server_time: _timestamp_pb2.Timestamp | None = ...,
         version: _builtins.int = ...,
+        clock: _observation_pb2.Clock | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["server_time", b"server_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "server_time", b"server_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["server_time", b"server_time", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "server_time", b"server_time", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -505,3 +549,388 @@ class CancelMatchResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CancelMatchResponse: _TypeAlias = CancelMatchResponse  # noqa: Y015
+
+@_typing.final
+class JoinMatchRequest(_message.Message):
+    """Request of JoinMatch. The seat comes from the credential."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    """Match id."""
+    client_seed: _builtins.bytes
+    """Entropy mixed into the deals (at most 64 bytes). Optional."""
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        client_seed: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "match_id", b"match_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___JoinMatchRequest: _TypeAlias = JoinMatchRequest  # noqa: Y015
+
+@_typing.final
+class JoinMatchResponse(_message.Message):
+    """Response of JoinMatch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSION_FIELD_NUMBER: _builtins.int
+    OBSERVATION_FIELD_NUMBER: _builtins.int
+    version: _builtins.int
+    """Match version after joining."""
+    @_builtins.property
+    def observation(self) -> _observation_pb2.Observation:
+        """The seat's observation."""
+
+    def __init__(
+        self,
+        *,
+        version: _builtins.int = ...,
+        observation: _observation_pb2.Observation | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["observation", b"observation"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["observation", b"observation", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___JoinMatchResponse: _TypeAlias = JoinMatchResponse  # noqa: Y015
+
+@_typing.final
+class GetMatchRecordRequest(_message.Message):
+    """Request of GetMatchRecord."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    """Match id."""
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetMatchRecordRequest: _TypeAlias = GetMatchRecordRequest  # noqa: Y015
+
+@_typing.final
+class GetMatchRecordResponse(_message.Message):
+    """Response of GetMatchRecord."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RECORD_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def record(self) -> Global___MatchRecord:
+        """The record."""
+
+    def __init__(
+        self,
+        *,
+        record: Global___MatchRecord | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["record", b"record"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["record", b"record"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetMatchRecordResponse: _TypeAlias = GetMatchRecordResponse  # noqa: Y015
+
+@_typing.final
+class AddTimeRequest(_message.Message):
+    """Request of AddTime."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    ADDED_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    """Match id."""
+    seat: _builtins.int
+    """The seat; unset: every seat."""
+    @_builtins.property
+    def added(self) -> _duration_pb2.Duration:
+        """Time to add (1 second to 1 day)."""
+
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        seat: _builtins.int | None = ...,
+        added: _duration_pb2.Duration | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "added", b"added", "seat", b"seat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "added", b"added", "match_id", b"match_id", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+
+Global___AddTimeRequest: _TypeAlias = AddTimeRequest  # noqa: Y015
+
+@_typing.final
+class AddTimeResponse(_message.Message):
+    """Response of AddTime."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def match(self) -> _match_pb2.Match:
+        """The match."""
+
+    def __init__(
+        self,
+        *,
+        match: _match_pb2.Match | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["match", b"match"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match", b"match"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddTimeResponse: _TypeAlias = AddTimeResponse  # noqa: Y015
+
+@_typing.final
+class AdjudicateMatchRequest(_message.Message):
+    """Request of AdjudicateMatch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    WINNER_TEAM_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    """Match id."""
+    winner_team: _builtins.int
+    """The team awarded the match."""
+    reason: _builtins.str
+    """Reason, shown in MatchAdjudicated."""
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        winner_team: _builtins.int = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id", "reason", b"reason", "winner_team", b"winner_team"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AdjudicateMatchRequest: _TypeAlias = AdjudicateMatchRequest  # noqa: Y015
+
+@_typing.final
+class AdjudicateMatchResponse(_message.Message):
+    """Response of AdjudicateMatch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def match(self) -> _match_pb2.Match:
+        """The finished match."""
+
+    def __init__(
+        self,
+        *,
+        match: _match_pb2.Match | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["match", b"match"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match", b"match"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AdjudicateMatchResponse: _TypeAlias = AdjudicateMatchResponse  # noqa: Y015
+
+@_typing.final
+class MatchRecord(_message.Message):
+    """A match's complete record (GetMatchRecord; exported as its JSON mapping)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FORMAT_FIELD_NUMBER: _builtins.int
+    MATCH_FIELD_NUMBER: _builtins.int
+    HANDS_FIELD_NUMBER: _builtins.int
+    STEPS_FIELD_NUMBER: _builtins.int
+    REVEAL_FIELD_NUMBER: _builtins.int
+    format: _builtins.str
+    """"truco-match-record/1"."""
+    @_builtins.property
+    def match(self) -> _match_pb2.Match:
+        """The match: rules, seats, settings, fairness, state, result."""
+
+    @_builtins.property
+    def hands(self) -> _containers.RepeatedCompositeFieldContainer[Global___RecordedHand]:
+        """Every hand dealt so far, in order."""
+
+    @_builtins.property
+    def steps(self) -> _containers.RepeatedCompositeFieldContainer[Global___RecordStep]:
+        """Every step of the match, in order."""
+
+    @_builtins.property
+    def reveal(self) -> _event_pb2.MatchRevealed:
+        """The seed and every deal, once the match is over."""
+
+    def __init__(
+        self,
+        *,
+        format: _builtins.str = ...,
+        match: _match_pb2.Match | None = ...,
+        hands: _abc.Iterable[Global___RecordedHand] | None = ...,
+        steps: _abc.Iterable[Global___RecordStep] | None = ...,
+        reveal: _event_pb2.MatchRevealed | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["match", b"match", "reveal", b"reveal"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["format", b"format", "hands", b"hands", "match", b"match", "reveal", b"reveal", "steps", b"steps"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MatchRecord: _TypeAlias = MatchRecord  # noqa: Y015
+
+@_typing.final
+class RecordedHand(_message.Message):
+    """One hand of a record."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HAND_NUMBER_FIELD_NUMBER: _builtins.int
+    GAME_NUMBER_FIELD_NUMBER: _builtins.int
+    DEALER_FIELD_NUMBER: _builtins.int
+    DECK_COMMITMENT_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    hand_number: _builtins.int
+    """Hand number, from 1."""
+    game_number: _builtins.int
+    """Game number, from 1."""
+    dealer: _builtins.int
+    """Dealer seat."""
+    deck_commitment: _builtins.str
+    """The commitment published when it started."""
+    version: _builtins.int
+    """Version of its HandStarted event."""
+    def __init__(
+        self,
+        *,
+        hand_number: _builtins.int = ...,
+        game_number: _builtins.int = ...,
+        dealer: _builtins.int = ...,
+        deck_commitment: _builtins.str = ...,
+        version: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dealer", b"dealer", "deck_commitment", b"deck_commitment", "game_number", b"game_number", "hand_number", b"hand_number", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RecordedHand: _TypeAlias = RecordedHand  # noqa: Y015
+
+@_typing.final
+class RecordStep(_message.Message):
+    """One step of a record: what changed the match, when, and the version after it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSION_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    CAUSE_FIELD_NUMBER: _builtins.int
+    CLOCK_MS_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    JOIN_FIELD_NUMBER: _builtins.int
+    ADD_TIME_FIELD_NUMBER: _builtins.int
+    ADJUDICATE_FIELD_NUMBER: _builtins.int
+    CANCEL_FIELD_NUMBER: _builtins.int
+    ABORT_FIELD_NUMBER: _builtins.int
+    FORFEIT_FIELD_NUMBER: _builtins.int
+    version: _builtins.int
+    """Match version after the step."""
+    seat: _builtins.int
+    """The seat that acted or joined; unset for steps of the creator or server."""
+    cause: Global___StepCause.ValueType
+    """Who made it."""
+    clock_ms: _builtins.int
+    """Milliseconds the seat's clock ran for this decision (0 without a clock)."""
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """Server time of the step."""
+
+    @_builtins.property
+    def action(self) -> _action_pb2.Action:
+        """A seat's action (or the default move made for it)."""
+
+    @_builtins.property
+    def join(self) -> _event_pb2.SeatJoined:
+        """A seat joined (with its client seed, if any)."""
+
+    @_builtins.property
+    def add_time(self) -> _event_pb2.TimeAdded:
+        """The creator added time."""
+
+    @_builtins.property
+    def adjudicate(self) -> _event_pb2.MatchAdjudicated:
+        """The creator awarded the match."""
+
+    @_builtins.property
+    def cancel(self) -> _event_pb2.MatchCancelled:
+        """The creator cancelled the match."""
+
+    @_builtins.property
+    def abort(self) -> _event_pb2.MatchAborted:
+        """The server aborted the match."""
+
+    @_builtins.property
+    def forfeit(self) -> _event_pb2.MatchForfeited:
+        """A seat's expiries forfeited the match."""
+
+    def __init__(
+        self,
+        *,
+        version: _builtins.int = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+        seat: _builtins.int | None = ...,
+        cause: Global___StepCause.ValueType = ...,
+        clock_ms: _builtins.int = ...,
+        action: _action_pb2.Action | None = ...,
+        join: _event_pb2.SeatJoined | None = ...,
+        add_time: _event_pb2.TimeAdded | None = ...,
+        adjudicate: _event_pb2.MatchAdjudicated | None = ...,
+        cancel: _event_pb2.MatchCancelled | None = ...,
+        abort: _event_pb2.MatchAborted | None = ...,
+        forfeit: _event_pb2.MatchForfeited | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "forfeit", b"forfeit", "join", b"join", "seat", b"seat", "step", b"step", "time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "cause", b"cause", "clock_ms", b"clock_ms", "forfeit", b"forfeit", "join", b"join", "seat", b"seat", "step", b"step", "time", b"time", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    _WhichOneofReturnType_step: _TypeAlias = _typing.Literal["action", "join", "add_time", "adjudicate", "cancel", "abort", "forfeit"]  # noqa: Y015
+    _WhichOneofArgType_step: _TypeAlias = _typing.Literal["step", b"step"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_step) -> _WhichOneofReturnType_step | None: ...
+
+Global___RecordStep: _TypeAlias = RecordStep  # noqa: Y015

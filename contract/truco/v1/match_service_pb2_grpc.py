@@ -72,6 +72,26 @@ class MatchServiceStub:
                 request_serializer=truco_dot_v1_dot_match__service__pb2.CancelMatchRequest.SerializeToString,
                 response_deserializer=truco_dot_v1_dot_match__service__pb2.CancelMatchResponse.FromString,
                 _registered_method=True)
+        self.JoinMatch = channel.unary_unary(
+                '/truco.v1.MatchService/JoinMatch',
+                request_serializer=truco_dot_v1_dot_match__service__pb2.JoinMatchRequest.SerializeToString,
+                response_deserializer=truco_dot_v1_dot_match__service__pb2.JoinMatchResponse.FromString,
+                _registered_method=True)
+        self.GetMatchRecord = channel.unary_unary(
+                '/truco.v1.MatchService/GetMatchRecord',
+                request_serializer=truco_dot_v1_dot_match__service__pb2.GetMatchRecordRequest.SerializeToString,
+                response_deserializer=truco_dot_v1_dot_match__service__pb2.GetMatchRecordResponse.FromString,
+                _registered_method=True)
+        self.AddTime = channel.unary_unary(
+                '/truco.v1.MatchService/AddTime',
+                request_serializer=truco_dot_v1_dot_match__service__pb2.AddTimeRequest.SerializeToString,
+                response_deserializer=truco_dot_v1_dot_match__service__pb2.AddTimeResponse.FromString,
+                _registered_method=True)
+        self.AdjudicateMatch = channel.unary_unary(
+                '/truco.v1.MatchService/AdjudicateMatch',
+                request_serializer=truco_dot_v1_dot_match__service__pb2.AdjudicateMatchRequest.SerializeToString,
+                response_deserializer=truco_dot_v1_dot_match__service__pb2.AdjudicateMatchResponse.FromString,
+                _registered_method=True)
 
 
 class MatchServiceServicer:
@@ -159,6 +179,57 @@ class MatchServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def JoinMatch(self, request, context):
+        """Joins the credential's seat to a match that has a join window
+        (MatchSettings.join_window), optionally with a client seed mixed into
+        the deals. The first hand is dealt once every seat has joined.
+        Idempotent: joining again returns the match (a second seed is refused).
+
+        Errors: INVALID_ARGUMENT (client_seed too long); FAILED_PRECONDITION
+        (MATCH_NOT_ACTIVE; ALREADY_STARTED when the first hand is dealt and a
+        seed is given); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED (a
+        spectator credential).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetMatchRecord(self, request, context):
+        """The match's complete record: its rules, seats, fairness, every hand's
+        commitment, every step (actions with their seat, version, time and cause)
+        and the result. While the match is active it holds only what the caller
+        may see (no deck order, no face-down card of another seat); once it is
+        over, the seed and every deal. `truco replay` and `truco verify` read
+        the record exported as JSON (docs/records.md).
+
+        Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddTime(self, request, context):
+        """Adds time to a seat's clock (its current decision and its bank), or to
+        every seat's. Only the creating operator.
+
+        Errors: INVALID_ARGUMENT; FAILED_PRECONDITION (MATCH_NOT_ACTIVE, or the
+        match has no clock); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AdjudicateMatch(self, request, context):
+        """Awards an active match to a team (an arbiter's decision). Only the
+        creating operator.
+
+        Errors: INVALID_ARGUMENT (no such team); FAILED_PRECONDITION
+        (MATCH_NOT_ACTIVE); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MatchServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -191,6 +262,26 @@ def add_MatchServiceServicer_to_server(servicer, server):
                     servicer.CancelMatch,
                     request_deserializer=truco_dot_v1_dot_match__service__pb2.CancelMatchRequest.FromString,
                     response_serializer=truco_dot_v1_dot_match__service__pb2.CancelMatchResponse.SerializeToString,
+            ),
+            'JoinMatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.JoinMatch,
+                    request_deserializer=truco_dot_v1_dot_match__service__pb2.JoinMatchRequest.FromString,
+                    response_serializer=truco_dot_v1_dot_match__service__pb2.JoinMatchResponse.SerializeToString,
+            ),
+            'GetMatchRecord': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMatchRecord,
+                    request_deserializer=truco_dot_v1_dot_match__service__pb2.GetMatchRecordRequest.FromString,
+                    response_serializer=truco_dot_v1_dot_match__service__pb2.GetMatchRecordResponse.SerializeToString,
+            ),
+            'AddTime': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddTime,
+                    request_deserializer=truco_dot_v1_dot_match__service__pb2.AddTimeRequest.FromString,
+                    response_serializer=truco_dot_v1_dot_match__service__pb2.AddTimeResponse.SerializeToString,
+            ),
+            'AdjudicateMatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.AdjudicateMatch,
+                    request_deserializer=truco_dot_v1_dot_match__service__pb2.AdjudicateMatchRequest.FromString,
+                    response_serializer=truco_dot_v1_dot_match__service__pb2.AdjudicateMatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -363,6 +454,114 @@ class MatchService:
             '/truco.v1.MatchService/CancelMatch',
             truco_dot_v1_dot_match__service__pb2.CancelMatchRequest.SerializeToString,
             truco_dot_v1_dot_match__service__pb2.CancelMatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def JoinMatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/truco.v1.MatchService/JoinMatch',
+            truco_dot_v1_dot_match__service__pb2.JoinMatchRequest.SerializeToString,
+            truco_dot_v1_dot_match__service__pb2.JoinMatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMatchRecord(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/truco.v1.MatchService/GetMatchRecord',
+            truco_dot_v1_dot_match__service__pb2.GetMatchRecordRequest.SerializeToString,
+            truco_dot_v1_dot_match__service__pb2.GetMatchRecordResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddTime(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/truco.v1.MatchService/AddTime',
+            truco_dot_v1_dot_match__service__pb2.AddTimeRequest.SerializeToString,
+            truco_dot_v1_dot_match__service__pb2.AddTimeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AdjudicateMatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/truco.v1.MatchService/AdjudicateMatch',
+            truco_dot_v1_dot_match__service__pb2.AdjudicateMatchRequest.SerializeToString,
+            truco_dot_v1_dot_match__service__pb2.AdjudicateMatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

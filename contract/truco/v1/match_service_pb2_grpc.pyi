@@ -91,6 +91,41 @@ class MatchServiceStub:
     Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED; FAILED_PRECONDITION
     (MATCH_NOT_ACTIVE) when the match already finished.
     """
+    JoinMatch: _grpc.UnaryUnaryMultiCallable[_match_service_pb2.JoinMatchRequest, _match_service_pb2.JoinMatchResponse]
+    """Joins the credential's seat to a match that has a join window
+    (MatchSettings.join_window), optionally with a client seed mixed into
+    the deals. The first hand is dealt once every seat has joined.
+    Idempotent: joining again returns the match (a second seed is refused).
+
+    Errors: INVALID_ARGUMENT (client_seed too long); FAILED_PRECONDITION
+    (MATCH_NOT_ACTIVE; ALREADY_STARTED when the first hand is dealt and a
+    seed is given); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED (a
+    spectator credential).
+    """
+    GetMatchRecord: _grpc.UnaryUnaryMultiCallable[_match_service_pb2.GetMatchRecordRequest, _match_service_pb2.GetMatchRecordResponse]
+    """The match's complete record: its rules, seats, fairness, every hand's
+    commitment, every step (actions with their seat, version, time and cause)
+    and the result. While the match is active it holds only what the caller
+    may see (no deck order, no face-down card of another seat); once it is
+    over, the seed and every deal. `truco replay` and `truco verify` read
+    the record exported as JSON (docs/records.md).
+
+    Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+    """
+    AddTime: _grpc.UnaryUnaryMultiCallable[_match_service_pb2.AddTimeRequest, _match_service_pb2.AddTimeResponse]
+    """Adds time to a seat's clock (its current decision and its bank), or to
+    every seat's. Only the creating operator.
+
+    Errors: INVALID_ARGUMENT; FAILED_PRECONDITION (MATCH_NOT_ACTIVE, or the
+    match has no clock); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+    """
+    AdjudicateMatch: _grpc.UnaryUnaryMultiCallable[_match_service_pb2.AdjudicateMatchRequest, _match_service_pb2.AdjudicateMatchResponse]
+    """Awards an active match to a team (an arbiter's decision). Only the
+    creating operator.
+
+    Errors: INVALID_ARGUMENT (no such team); FAILED_PRECONDITION
+    (MATCH_NOT_ACTIVE); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+    """
 
 @_typing.type_check_only
 class MatchServiceAsyncStub(MatchServiceStub):
@@ -154,6 +189,41 @@ class MatchServiceAsyncStub(MatchServiceStub):
 
     Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED; FAILED_PRECONDITION
     (MATCH_NOT_ACTIVE) when the match already finished.
+    """
+    JoinMatch: _aio.UnaryUnaryMultiCallable[_match_service_pb2.JoinMatchRequest, _match_service_pb2.JoinMatchResponse]  # type: ignore[assignment]
+    """Joins the credential's seat to a match that has a join window
+    (MatchSettings.join_window), optionally with a client seed mixed into
+    the deals. The first hand is dealt once every seat has joined.
+    Idempotent: joining again returns the match (a second seed is refused).
+
+    Errors: INVALID_ARGUMENT (client_seed too long); FAILED_PRECONDITION
+    (MATCH_NOT_ACTIVE; ALREADY_STARTED when the first hand is dealt and a
+    seed is given); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED (a
+    spectator credential).
+    """
+    GetMatchRecord: _aio.UnaryUnaryMultiCallable[_match_service_pb2.GetMatchRecordRequest, _match_service_pb2.GetMatchRecordResponse]  # type: ignore[assignment]
+    """The match's complete record: its rules, seats, fairness, every hand's
+    commitment, every step (actions with their seat, version, time and cause)
+    and the result. While the match is active it holds only what the caller
+    may see (no deck order, no face-down card of another seat); once it is
+    over, the seed and every deal. `truco replay` and `truco verify` read
+    the record exported as JSON (docs/records.md).
+
+    Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+    """
+    AddTime: _aio.UnaryUnaryMultiCallable[_match_service_pb2.AddTimeRequest, _match_service_pb2.AddTimeResponse]  # type: ignore[assignment]
+    """Adds time to a seat's clock (its current decision and its bank), or to
+    every seat's. Only the creating operator.
+
+    Errors: INVALID_ARGUMENT; FAILED_PRECONDITION (MATCH_NOT_ACTIVE, or the
+    match has no clock); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+    """
+    AdjudicateMatch: _aio.UnaryUnaryMultiCallable[_match_service_pb2.AdjudicateMatchRequest, _match_service_pb2.AdjudicateMatchResponse]  # type: ignore[assignment]
+    """Awards an active match to a team (an arbiter's decision). Only the
+    creating operator.
+
+    Errors: INVALID_ARGUMENT (no such team); FAILED_PRECONDITION
+    (MATCH_NOT_ACTIVE); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
     """
 
 class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -251,6 +321,65 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
 
         Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED; FAILED_PRECONDITION
         (MATCH_NOT_ACTIVE) when the match already finished.
+        """
+
+    @_abc_1.abstractmethod
+    def JoinMatch(
+        self,
+        request: _match_service_pb2.JoinMatchRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_match_service_pb2.JoinMatchResponse, _abc.Awaitable[_match_service_pb2.JoinMatchResponse]]:
+        """Joins the credential's seat to a match that has a join window
+        (MatchSettings.join_window), optionally with a client seed mixed into
+        the deals. The first hand is dealt once every seat has joined.
+        Idempotent: joining again returns the match (a second seed is refused).
+
+        Errors: INVALID_ARGUMENT (client_seed too long); FAILED_PRECONDITION
+        (MATCH_NOT_ACTIVE; ALREADY_STARTED when the first hand is dealt and a
+        seed is given); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED (a
+        spectator credential).
+        """
+
+    @_abc_1.abstractmethod
+    def GetMatchRecord(
+        self,
+        request: _match_service_pb2.GetMatchRecordRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_match_service_pb2.GetMatchRecordResponse, _abc.Awaitable[_match_service_pb2.GetMatchRecordResponse]]:
+        """The match's complete record: its rules, seats, fairness, every hand's
+        commitment, every step (actions with their seat, version, time and cause)
+        and the result. While the match is active it holds only what the caller
+        may see (no deck order, no face-down card of another seat); once it is
+        over, the seed and every deal. `truco replay` and `truco verify` read
+        the record exported as JSON (docs/records.md).
+
+        Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+        """
+
+    @_abc_1.abstractmethod
+    def AddTime(
+        self,
+        request: _match_service_pb2.AddTimeRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_match_service_pb2.AddTimeResponse, _abc.Awaitable[_match_service_pb2.AddTimeResponse]]:
+        """Adds time to a seat's clock (its current decision and its bank), or to
+        every seat's. Only the creating operator.
+
+        Errors: INVALID_ARGUMENT; FAILED_PRECONDITION (MATCH_NOT_ACTIVE, or the
+        match has no clock); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+        """
+
+    @_abc_1.abstractmethod
+    def AdjudicateMatch(
+        self,
+        request: _match_service_pb2.AdjudicateMatchRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_match_service_pb2.AdjudicateMatchResponse, _abc.Awaitable[_match_service_pb2.AdjudicateMatchResponse]]:
+        """Awards an active match to a team (an arbiter's decision). Only the
+        creating operator.
+
+        Errors: INVALID_ARGUMENT (no such team); FAILED_PRECONDITION
+        (MATCH_NOT_ACTIVE); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
         """
 
 def add_MatchServiceServicer_to_server(servicer: MatchServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -6,6 +6,7 @@ isort:skip_file
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from truco.v1 import action_pb2 as _action_pb2
@@ -232,6 +233,9 @@ class Observation(_message.Message):
     CARANCHO_FIELD_NUMBER: _builtins.int
     HEAD_TO_HEAD_FIELD_NUMBER: _builtins.int
     RULES_FIELD_NUMBER: _builtins.int
+    CLOCK_FIELD_NUMBER: _builtins.int
+    NOT_JOINED_FIELD_NUMBER: _builtins.int
+    JOINED_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """Match version this view reflects."""
     match_state: _match_pb2.MatchState.ValueType
@@ -264,6 +268,8 @@ class Observation(_message.Message):
     """Winning team once the match is over with a result."""
     carancho: _builtins.int
     """Carancho: the seat playing alone against the pair this hand."""
+    joined: _builtins.bool
+    """The viewer has joined (always true without a join window)."""
     @_builtins.property
     def hand(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The viewer's own cards (empty for spectators and in the iron hand)."""
@@ -318,6 +324,16 @@ class Observation(_message.Message):
     def rules(self) -> Global___RulesSummary:
         """Rule-set essentials, for display."""
 
+    @_builtins.property
+    def clock(self) -> Global___Clock:
+        """The turn clock; unset when the match has none."""
+
+    @_builtins.property
+    def not_joined(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Seats that have not joined yet (MatchSettings.join_window): the first
+        hand is dealt once this is empty.
+        """
+
     def __init__(
         self,
         *,
@@ -349,10 +365,13 @@ class Observation(_message.Message):
         carancho: _builtins.int | None = ...,
         head_to_head: _abc.Iterable[_builtins.int] | None = ...,
         rules: Global___RulesSummary | None = ...,
+        clock: Global___Clock | None = ...,
+        not_joined: _abc.Iterable[_builtins.int] | None = ...,
+        joined: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_carancho", b"_carancho", "_mano", b"_mano", "_seat", b"_seat", "_team", b"_team", "_winner_team", b"_winner_team", "carancho", b"carancho", "mano", b"mano", "pending", b"pending", "rules", b"rules", "seat", b"seat", "team", b"team", "winner_team", b"winner_team"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_carancho", b"_carancho", "_mano", b"_mano", "_seat", b"_seat", "_team", b"_team", "_winner_team", b"_winner_team", "carancho", b"carancho", "clock", b"clock", "mano", b"mano", "pending", b"pending", "rules", b"rules", "seat", b"seat", "team", b"team", "winner_team", b"winner_team"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_carancho", b"_carancho", "_mano", b"_mano", "_seat", b"_seat", "_team", b"_team", "_winner_team", b"_winner_team", "awaited", b"awaited", "carancho", b"carancho", "dealer", b"dealer", "decision", b"decision", "game_number", b"game_number", "games_won", b"games_won", "hand", b"hand", "hand_number", b"hand_number", "hand_sizes", b"hand_sizes", "hand_value", b"hand_value", "head_to_head", b"head_to_head", "hidden_hand", b"hidden_hand", "legal_actions", b"legal_actions", "mano", b"mano", "match_state", b"match_state", "pending", b"pending", "phase", b"phase", "revealed", b"revealed", "rules", b"rules", "scores", b"scores", "seat", b"seat", "seat_teams", b"seat_teams", "special", b"special", "team", b"team", "tricks", b"tricks", "turn_up", b"turn_up", "version", b"version", "winner_team", b"winner_team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_carancho", b"_carancho", "_mano", b"_mano", "_seat", b"_seat", "_team", b"_team", "_winner_team", b"_winner_team", "awaited", b"awaited", "carancho", b"carancho", "clock", b"clock", "dealer", b"dealer", "decision", b"decision", "game_number", b"game_number", "games_won", b"games_won", "hand", b"hand", "hand_number", b"hand_number", "hand_sizes", b"hand_sizes", "hand_value", b"hand_value", "head_to_head", b"head_to_head", "hidden_hand", b"hidden_hand", "joined", b"joined", "legal_actions", b"legal_actions", "mano", b"mano", "match_state", b"match_state", "not_joined", b"not_joined", "pending", b"pending", "phase", b"phase", "revealed", b"revealed", "rules", b"rules", "scores", b"scores", "seat", b"seat", "seat_teams", b"seat_teams", "special", b"special", "team", b"team", "tricks", b"tricks", "turn_up", b"turn_up", "version", b"version", "winner_team", b"winner_team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__carancho: _TypeAlias = _typing.Literal["carancho"]  # noqa: Y015
     _WhichOneofArgType__carancho: _TypeAlias = _typing.Literal["_carancho", b"_carancho"]  # noqa: Y015
@@ -376,3 +395,55 @@ class Observation(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__winner_team) -> _WhichOneofReturnType__winner_team | None: ...
 
 Global___Observation: _TypeAlias = Observation  # noqa: Y015
+
+@_typing.final
+class Clock(_message.Message):
+    """A match's turn clock at one moment (server time)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    DEADLINE_FIELD_NUMBER: _builtins.int
+    REMAINING_MS_FIELD_NUMBER: _builtins.int
+    SERVER_TIME_FIELD_NUMBER: _builtins.int
+    BANK_MS_FIELD_NUMBER: _builtins.int
+    EXPIRIES_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat whose decision is being timed; unset when none is."""
+    remaining_ms: _builtins.int
+    """Milliseconds it has left at `server_time`."""
+    @_builtins.property
+    def deadline(self) -> _timestamp_pb2.Timestamp:
+        """When its time runs out; unset when none is timed."""
+
+    @_builtins.property
+    def server_time(self) -> _timestamp_pb2.Timestamp:
+        """When this clock was read."""
+
+    @_builtins.property
+    def bank_ms(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Each seat's bank in milliseconds, index = seat (empty without a bank)."""
+
+    @_builtins.property
+    def expiries(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Expiries so far, index = seat."""
+
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int | None = ...,
+        deadline: _timestamp_pb2.Timestamp | None = ...,
+        remaining_ms: _builtins.int = ...,
+        server_time: _timestamp_pb2.Timestamp | None = ...,
+        bank_ms: _abc.Iterable[_builtins.int] | None = ...,
+        expiries: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "deadline", b"deadline", "seat", b"seat", "server_time", b"server_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "bank_ms", b"bank_ms", "deadline", b"deadline", "expiries", b"expiries", "remaining_ms", b"remaining_ms", "seat", b"seat", "server_time", b"server_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+
+Global___Clock: _TypeAlias = Clock  # noqa: Y015

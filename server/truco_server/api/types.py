@@ -13,8 +13,10 @@ from typing import Any
 
 import truco_engine as te
 from truco_contract.events import EventView, MatchStatus, SeatKind
+from truco_contract.lifecycle import Lifecycle
 from truco_contract.matches import MatchInfo
-from truco_contract.views import SeatView
+from truco_contract.records import MatchRecord
+from truco_contract.views import ClockView, SeatView
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,11 @@ class CreateMatchRequest:
     request_id: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     """Free-form labels of the creator (a tournament or table id); returned, not interpreted."""
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
+    """Clock, join window, idle timeout, disconnect grace, spectator settings (an idle
+    timeout of 0 takes the server's default)."""
+    client_seed: bytes = b""
+    """The creator's entropy, mixed into every deal."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +92,8 @@ class StreamUpdate:
     view: SeatView | None
     rules: te.RuleSet
     snapshot: bool = False
+    clock: ClockView | None = None
+    """A heartbeat's reading of the turn clock."""
 
     @property
     def heartbeat(self) -> bool:
@@ -127,4 +136,48 @@ class CancelMatchRequest:
 
 @dataclass(frozen=True, slots=True)
 class CancelMatchResponse:
+    match: MatchInfo
+
+
+@dataclass(frozen=True, slots=True)
+class JoinMatchRequest:
+    match_id: str
+    client_seed: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class JoinMatchResponse:
+    version: int
+    view: SeatView
+    rules: te.RuleSet
+
+
+@dataclass(frozen=True, slots=True)
+class GetMatchRecordRequest:
+    match_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetMatchRecordResponse:
+    record: MatchRecord
+
+
+@dataclass(frozen=True, slots=True)
+class AddTimeRequest:
+    match_id: str
+    seat: int | None
+    added_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class AdjudicateMatchRequest:
+    match_id: str
+    winner_team: int
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MatchResponse:
+    """A response that is the match (AddTime, AdjudicateMatch)."""
+
     match: MatchInfo

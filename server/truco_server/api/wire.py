@@ -192,7 +192,10 @@ class MatchApi:
         if upd.view is None:
             now = timestamp_pb2.Timestamp()
             now.GetCurrentTime()
-            return pb.StreamObservationsResponse(heartbeat=pb.Heartbeat(server_time=now, version=upd.version))
+            beat = pb.Heartbeat(server_time=now, version=upd.version)
+            if upd.clock is not None:
+                beat.clock.CopyFrom(codec.clock_to_proto(upd.clock))
+            return pb.StreamObservationsResponse(heartbeat=beat)
         return pb.StreamObservationsResponse(
             update=pb.ObservationUpdate(
                 version=upd.version,
@@ -236,6 +239,45 @@ class MatchApi:
         )
         return pb.CancelMatchResponse(match=codec.match_to_proto(done.match))
 
+    # -------------------------------------------------------------------- JoinMatch
+    async def JoinMatch(self, creds: Credentials, request: pb.JoinMatchRequest) -> pb.JoinMatchResponse:
+        cred = self.auth.seat(creds)
+        joined = await self.service.join_match(
+            cred, T.JoinMatchRequest(_match_id(request.match_id), request.client_seed)
+        )
+        return pb.JoinMatchResponse(
+            version=joined.version, observation=self.protos.observation(joined.view, joined.rules)
+        )
+
+    # --------------------------------------------------------------- GetMatchRecord
+    async def GetMatchRecord(
+        self, creds: Credentials, request: pb.GetMatchRecordRequest
+    ) -> pb.GetMatchRecordResponse:
+        caller = self.auth.viewer(creds)
+        got = await self.service.get_match_record(
+            caller, T.GetMatchRecordRequest(_match_id(request.match_id))
+        )
+        return pb.GetMatchRecordResponse(record=codec.record_to_proto(got.record))
+
+    # ---------------------------------------------------------------------- AddTime
+    async def AddTime(self, creds: Credentials, request: pb.AddTimeRequest) -> pb.AddTimeResponse:
+        operator = self.auth.operator(creds)
+        ms = request.added.seconds * 1000 + request.added.nanos // 1_000_000
+        seat = request.seat if request.HasField("seat") else None
+        done = await self.service.add_time(operator, T.AddTimeRequest(_match_id(request.match_id), seat, ms))
+        return pb.AddTimeResponse(match=codec.match_to_proto(done.match))
+
+    # -------------------------------------------------------------- AdjudicateMatch
+    async def AdjudicateMatch(
+        self, creds: Credentials, request: pb.AdjudicateMatchRequest
+    ) -> pb.AdjudicateMatchResponse:
+        operator = self.auth.operator(creds)
+        done = await self.service.adjudicate_match(
+            operator,
+            T.AdjudicateMatchRequest(_match_id(request.match_id), request.winner_team, request.reason),
+        )
+        return pb.AdjudicateMatchResponse(match=codec.match_to_proto(done.match))
+
 
 # ----------------------------------------------------------------------------- requests
 def decode_create(request: pb.CreateMatchRequest) -> T.CreateMatchRequest:
@@ -252,10 +294,15 @@ def decode_create(request: pb.CreateMatchRequest) -> T.CreateMatchRequest:
             raise _bad(f"seats[{i}].kind", f"unknown seat kind {s.kind}; allowed: {allowed}")
         seats.append(T.SeatSpec(s.display_name, kind))
     settings = request.settings
-    if request.HasField("settings") and (settings.turn_timeout.seconds or settings.turn_timeout.nanos):
-        raise _bad(
-            "settings.turn_timeout", "turn clocks are not implemented yet: leave settings.turn_timeout unset"
-        )
+    tc = settings.time_control
+    if settings.HasField("time_control") and tc.on_expiry not in (
+        match_pb2.EXPIRY_ACTION_UNSPECIFIED,
+        match_pb2.EXPIRY_ACTION_DEFAULT_MOVE,
+    ):
+        raise _bad("settings.time_control.on_expiry", f"unknown expiry action {tc.on_expiry}")
+    for name in ("turn_timeout", "join_window", "idle_timeout", "disconnect_grace"):
+        if getattr(settings, name).seconds < 0 or getattr(settings, name).nanos < 0:
+            raise _bad(f"settings.{name}", "must not be negative")
     return T.CreateMatchRequest(
         preset=preset,
         overrides=overrides,
@@ -265,4 +312,6 @@ def decode_create(request: pb.CreateMatchRequest) -> T.CreateMatchRequest:
         deck_orders=tuple(tuple(d.cards) for d in request.deck_orders),
         request_id=request.request_id or None,
         labels=dict(settings.labels),
+        lifecycle=codec.lifecycle_from_proto(settings),
+        client_seed=request.client_seed,
     )

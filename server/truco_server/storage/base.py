@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
@@ -181,8 +182,12 @@ class StoreSettings:
     """Time to live of every key of a match once it reaches a terminal status."""
     request_ttl_seconds: int = 24 * 3600
     """How long a ``request_id`` and its reply are remembered for idempotent retries."""
-    terminal_statuses: frozenset[str] = field(default_factory=lambda: frozenset({"finished", "cancelled"}))
+    terminal_statuses: frozenset[str] = field(
+        default_factory=lambda: frozenset({"finished", "cancelled", "aborted"})
+    )
     """Statuses that start the retention countdown."""
+    schedule_shards: int = 16
+    """Sorted sets the schedule of wakeups is spread over (each its own Redis slot)."""
 
     def __post_init__(self) -> None:
         if self.max_events < 1:
@@ -211,6 +216,11 @@ def decode_page_token(owner: str, token: str) -> str:
     if not sep or token_owner != owner or not sort_key:
         raise InvalidPageToken("page_token does not belong to this listing")
     return sort_key
+
+
+def shard_of(match_id: str, shards: int) -> int:
+    """The schedule shard of a match (stable across workers and restarts)."""
+    return zlib.crc32(match_id.encode()) % shards
 
 
 def check_page_size(page_size: int) -> None:
@@ -252,8 +262,11 @@ class MatchStore(Protocol):
         state: bytes,
         events: list[bytes],
         index: MatchIndexEntry,
+        *,
+        wake: int | None = None,
     ) -> int:
-        """Create a match; return its version (``len(events)``).
+        """Create a match; return its version (``len(events)``). ``wake``: first register a
+        wakeup in the schedule no later than that (ms since the epoch).
 
         Raises :class:`MatchExists` if the id is taken. ``index.match_id`` must equal
         ``match_id``; ``index.status`` is the initial status.
@@ -276,6 +289,8 @@ class MatchStore(Protocol):
         status: str | None = None,
         updated_at: float | None = None,
         summary: bytes | None = None,
+        record: bytes | None = None,
+        wake: int | None = None,
     ) -> CommitResult:
         """Atomically apply one action's outcome.
 
@@ -286,7 +301,9 @@ class MatchStore(Protocol):
         3. otherwise write ``state``, append ``events``, remember ``request_id -> reply``
            for ``settings.request_ttl_seconds``, set ``status`` if given (a terminal status
            starts the retention TTL on all keys of the match), record ``updated_at`` (the
-           caller's clock; now when absent) and replace the listing ``summary`` if given.
+           caller's clock; now when absent), replace the listing ``summary`` if given, append
+           ``record`` to the match's record. ``wake``: before anything else, register a wakeup
+           in the schedule no later than that (:meth:`wake`; in the same round trip).
 
         Raises :class:`MatchNotFound` if the match does not exist.
         """
@@ -337,6 +354,51 @@ class MatchStore(Protocol):
         Returns ``(entries, next_page_token)``; the token is ``None`` on the last page.
         Raises :class:`InvalidPageToken` for a token not handed out for this owner.
         """
+        ...
+
+    # -- lifecycle: the schedule of wakeups, presence, records --------------------
+    #
+    # Every active match that will need the server at some time (a clock deadline, a join
+    # window, an idle timeout) has a wakeup in one of `shards` sorted sets. Every commit that
+    # leaves the match due at some time registers that time first (`wake`, which only ever
+    # lowers a wakeup, in the same round trip as the commit), so a match's wakeup is never
+    # later than its due time; a worker claims due matches (`claim`, with a lease), does what
+    # is due through ordinary version-checked commits, and sets the next wakeup
+    # (`reschedule`). A worker that dies leaves its claims to expire and be claimed again.
+
+    @property
+    def shards(self) -> int:
+        """Number of schedule shards."""
+        ...
+
+    def shard_of(self, match_id: str) -> int:
+        """The schedule shard of a match."""
+        ...
+
+    async def wake(self, match_id: str, due: int) -> None:
+        """Lower the match's wakeup to ``due`` (ms since the epoch); never raises it."""
+        ...
+
+    async def claim(self, shard: int, now: int, lease: int, limit: int) -> list[tuple[str, int, int]]:
+        """Up to ``limit`` matches of ``shard`` due by ``now``, each claimed until ``now +
+        lease``: (match id, when it was due, lease score)."""
+        ...
+
+    async def reschedule(self, match_id: str, lease: int, due: int | None) -> None:
+        """End a claim: the next wakeup (``None``: none), unless a commit registered an
+        earlier one meanwhile."""
+        ...
+
+    async def touch(self, match_id: str, seat: int, now: int) -> None:
+        """Record that ``seat`` was seen (an open stream) at ``now`` (ms since the epoch)."""
+        ...
+
+    async def presence(self, match_id: str) -> dict[int, int]:
+        """When each seat was last seen (ms since the epoch)."""
+        ...
+
+    async def read_record(self, match_id: str) -> list[bytes] | None:
+        """Every record step of the match, oldest first; ``None`` if the match does not exist."""
         ...
 
     async def close(self) -> None:

@@ -36,6 +36,7 @@ from .base import (
     check_page_size,
     decode_page_token,
     encode_page_token,
+    shard_of,
 )
 from .fanout import EventSubscription, MemoryFeed
 
@@ -52,6 +53,8 @@ class _Match:
     requests: dict[str, tuple[float, int, bytes]] = field(default_factory=dict)
     """request_id -> (expires_at, version after that commit, reply)"""
     expires_at: float | None = None
+    record: list[bytes] = field(default_factory=list)
+    presence: dict[int, int] = field(default_factory=dict)
 
 
 class MemoryMatchStore:
@@ -67,6 +70,7 @@ class MemoryMatchStore:
         self._clock = clock
         self._matches: dict[str, _Match] = {}
         self._owner_index: dict[str, list[str]] = {}  # owner -> sorted sort_keys
+        self._schedule: dict[int, dict[str, int]] = {}  # shard -> match id -> wakeup (ms)
         self._changed = asyncio.Condition()
         self._feed = MemoryFeed()
 
@@ -105,11 +109,15 @@ class MemoryMatchStore:
         state: bytes,
         events: list[bytes],
         index: MatchIndexEntry,
+        *,
+        wake: int | None = None,
     ) -> int:
         if index.match_id != match_id:
             raise ValueError("index.match_id must equal match_id")
         if self._get(match_id) is not None:
             raise MatchExists(match_id)
+        if wake is not None:
+            await self.wake(match_id, wake)
         log: deque[Event] = deque(maxlen=self.settings.max_events)
         log.extend((i + 1, e) for i, e in enumerate(events))
         index = replace(index, version=len(events), updated_at=index.created_at)
@@ -147,6 +155,8 @@ class MemoryMatchStore:
         status: str | None = None,
         updated_at: float | None = None,
         summary: bytes | None = None,
+        record: bytes | None = None,
+        wake: int | None = None,
     ) -> CommitResult:
         m = self._require(match_id)
         now = self._clock()
@@ -161,6 +171,10 @@ class MemoryMatchStore:
         m.events.extend(new_events)
         m.version += len(events)
         m.state = state
+        if record is not None:
+            m.record.append(record)
+        if wake is not None:
+            await self.wake(match_id, wake)
         if request_id is not None:
             expiry = now + self.settings.request_ttl_seconds
             m.requests = {k: v for k, v in m.requests.items() if v[0] > now}
@@ -244,6 +258,54 @@ class MemoryMatchStore:
             page = found[:page_size]
             return page, encode_page_token(owner, page[-1].sort_key)
         return found, None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def shards(self) -> int:
+        return self.settings.schedule_shards
+
+    def shard_of(self, match_id: str) -> int:
+        return shard_of(match_id, self.settings.schedule_shards)
+
+    async def wake(self, match_id: str, due: int) -> None:
+        shard = self._schedule.setdefault(self.shard_of(match_id), {})
+        cur = shard.get(match_id)
+        if cur is None or due < cur:
+            shard[match_id] = due
+
+    async def claim(self, shard: int, now: int, lease: int, limit: int) -> list[tuple[str, int, int]]:
+        entries = self._schedule.get(shard, {})
+        due = sorted((score, m) for m, score in entries.items() if score <= now)[:limit]
+        out = []
+        for score, m in due:
+            entries[m] = now + lease
+            out.append((m, score, now + lease))
+        return out
+
+    async def reschedule(self, match_id: str, lease: int, due: int | None) -> None:
+        entries = self._schedule.setdefault(self.shard_of(match_id), {})
+        cur = entries.get(match_id)
+        if cur is None or cur == lease:
+            if due is None:
+                entries.pop(match_id, None)
+            else:
+                entries[match_id] = due
+        elif due is not None and due < cur:
+            entries[match_id] = due
+
+    async def touch(self, match_id: str, seat: int, now: int) -> None:
+        m = self._get(match_id)
+        if m is not None:
+            m.presence[seat] = now
+
+    async def presence(self, match_id: str) -> dict[int, int]:
+        m = self._get(match_id)
+        return {} if m is None else dict(m.presence)
+
+    async def read_record(self, match_id: str) -> list[bytes] | None:
+        m = self._get(match_id)
+        return None if m is None else list(m.record)
 
     async def close(self) -> None:
         self._matches.clear()

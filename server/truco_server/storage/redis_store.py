@@ -71,6 +71,7 @@ from .base import (
     check_page_size,
     decode_page_token,
     encode_page_token,
+    shard_of,
 )
 from .fanout import EventSubscription, RedisStreamHub, _parse_xread, version_of
 
@@ -95,19 +96,20 @@ def _timed(operation: str) -> Callable[[_F], _F]:
 
     return decorate
 
+
 __all__ = ["COMMIT_LUA", "CREATE_LUA", "MatchKeys", "RedisMatchStore", "RedisStats"]
 
 EVENT_FIELD = b"e"
 
 CREATE_LUA = """
--- KEYS: match hash, events stream
+-- KEYS: match hash, events stream, record list
 -- ARGV: meta, state, status, owner, created_at, sort_key, summary, maxlen,
---       retention_ttl (0 = none), n_events, events...
+--       retention_ttl (0 = none), (unused), n_events, events...
 if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
-redis.call('DEL', KEYS[2])
-local n = tonumber(ARGV[10])
+redis.call('DEL', KEYS[2], KEYS[3])
+local n = tonumber(ARGV[11])
 for i = 1, n do
-  redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[8], i .. '-0', 'e', ARGV[10 + i])
+  redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[8], i .. '-0', 'e', ARGV[11 + i])
 end
 redis.call('HSET', KEYS[1], 'version', n, 'state', ARGV[2], 'meta', ARGV[1],
            'status', ARGV[3], 'owner', ARGV[4], 'created_at', ARGV[5],
@@ -121,10 +123,10 @@ return n
 """
 
 COMMIT_LUA = """
--- KEYS: match hash, events stream, request records hash
+-- KEYS: match hash, events stream, request records hash, record list
 -- ARGV: expected_version, state, request_id ('' = none), reply, request_ttl, maxlen,
 --       status ('' = unchanged), retention_ttl (0 = status not terminal), updated_at,
---       summary ('' = unchanged), n_events, events...
+--       summary ('' = unchanged), record step ('' = none), (unused), n_events, events...
 -- Returns {0, new_version} | {1, recorded "<version>:<reply>"} | {2, current_version}
 --       | {3} when the match does not exist.
 if redis.call('EXISTS', KEYS[1]) == 0 then return {3} end
@@ -134,14 +136,15 @@ if ARGV[3] ~= '' then
 end
 local cur = tonumber(redis.call('HGET', KEYS[1], 'version'))
 if cur ~= tonumber(ARGV[1]) then return {2, cur} end
-local n = tonumber(ARGV[11])
+local n = tonumber(ARGV[13])
 for i = 1, n do
-  redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[6], (cur + i) .. '-0', 'e', ARGV[11 + i])
+  redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[6], (cur + i) .. '-0', 'e', ARGV[13 + i])
 end
 local newv = cur + n
 redis.call('HSET', KEYS[1], 'version', newv, 'state', ARGV[2], 'updated_at', ARGV[9])
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'status', ARGV[7]) end
 if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'summary', ARGV[10]) end
+if ARGV[11] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[11]) end
 if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[3], ARGV[3], newv .. ':' .. ARGV[4])
   redis.call('EXPIRE', KEYS[3], ARGV[5])
@@ -151,8 +154,51 @@ if ttl > 0 then
   redis.call('EXPIRE', KEYS[1], ttl)
   redis.call('EXPIRE', KEYS[2], ttl)
   redis.call('EXPIRE', KEYS[3], ttl)
+  redis.call('EXPIRE', KEYS[4], ttl)
 end
 return {0, newv}
+"""
+
+WAKE_LUA = """
+-- KEYS: schedule zset of the match's shard.  ARGV: match id, due (ms since the epoch).
+-- Lowers the match's wakeup to `due` (never raises it): ZADD LT, or a new member.
+return redis.call('ZADD', KEYS[1], 'LT', ARGV[2], ARGV[1])
+"""
+
+CLAIM_LUA = """
+-- KEYS: schedule zset.  ARGV: now (ms), lease (ms), limit.
+-- Members due by now, each pushed to now + lease (claimed until then); returns
+-- {member, due score, lease score, ...}.
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0,
+                       tonumber(ARGV[3]))
+local out = {}
+local lease = tonumber(ARGV[1]) + tonumber(ARGV[2])
+for i = 1, #due, 2 do
+  redis.call('ZADD', KEYS[1], 'XX', lease, due[i])
+  out[#out + 1] = due[i]
+  out[#out + 1] = due[i + 1]
+  out[#out + 1] = lease
+end
+return out
+"""
+
+RESCHEDULE_LUA = """
+-- KEYS: schedule zset.  ARGV: match id, the lease score it was claimed with, next due (ms;
+-- '' = nothing due: remove it).
+-- A claim ends: the next wakeup replaces the lease, unless a commit lowered the wakeup in
+-- the meantime (then the lower of the two stays).
+local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not cur then
+  if ARGV[3] ~= '' then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) end
+  return 1
+end
+if tonumber(cur) == tonumber(ARGV[2]) then
+  if ARGV[3] == '' then redis.call('ZREM', KEYS[1], ARGV[1])
+  else redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) end
+  return 1
+end
+if ARGV[3] ~= '' then redis.call('ZADD', KEYS[1], 'LT', ARGV[3], ARGV[1]) end
+return 0
 """
 
 
@@ -177,6 +223,10 @@ class MatchKeys:
     events: str
     requests: str
     """The hash of the match's idempotency records (field = request id)."""
+    record: str
+    """The list of the match's record steps (one per commit that has one)."""
+    presence: str
+    """The hash of the last time each seat was seen (field = seat, value = ms)."""
 
     def request(self, request_id: str) -> str:
         """The key holding the record of ``request_id``: the match's records hash."""
@@ -240,6 +290,9 @@ class RedisMatchStore:
         self._hub: RedisStreamHub | None = None
         self._create: AsyncScript = client.register_script(CREATE_LUA)
         self._commit: AsyncScript = client.register_script(COMMIT_LUA)
+        self._wake: AsyncScript = client.register_script(WAKE_LUA)
+        self._claim: AsyncScript = client.register_script(CLAIM_LUA)
+        self._reschedule: AsyncScript = client.register_script(RESCHEDULE_LUA)
 
     @classmethod
     def from_url(
@@ -262,7 +315,17 @@ class RedisMatchStore:
 
     def keys_for(self, match_id: str) -> MatchKeys:
         base = f"{self._prefix}:{{{match_id}}}"
-        return MatchKeys(match=f"{base}:match", events=f"{base}:events", requests=f"{base}:req")
+        return MatchKeys(
+            match=f"{base}:match",
+            events=f"{base}:events",
+            requests=f"{base}:req",
+            record=f"{base}:record",
+            presence=f"{base}:presence",
+        )
+
+    def schedule_key(self, shard: int) -> str:
+        """The schedule of one shard: a sorted set of match ids by wakeup (ms)."""
+        return f"{self._prefix}:{{sched:{shard}}}:due"
 
     def owner_key(self, owner: str) -> str:
         return f"{self._prefix}:owner:{{{owner}}}:matches"
@@ -277,10 +340,14 @@ class RedisMatchStore:
         state: bytes,
         events: list[bytes],
         index: MatchIndexEntry,
+        *,
+        wake: int | None = None,
     ) -> int:
         if index.match_id != match_id:
             raise ValueError("index.match_id must equal match_id")
         keys = self.keys_for(match_id)
+        if wake is not None:
+            await self.wake(match_id, wake)
         retention = self.settings.retention_seconds if index.status in self.settings.terminal_statuses else 0
         self.stats.add(1, 1)
         await self._r.zadd(self.owner_key(index.owner), {index.sort_key: 0}, nx=True)
@@ -294,11 +361,12 @@ class RedisMatchStore:
             index.summary,
             self.settings.max_events,
             retention,
+            "",
             len(events),
             *events,
         ]
         self.stats.add(1, 1)
-        version = int(await self._create(keys=[keys.match, keys.events], args=args))
+        version = int(await self._create(keys=[keys.match, keys.events, keys.record], args=args))
         if version < 0:
             raise MatchExists(match_id)
         return version
@@ -333,6 +401,8 @@ class RedisMatchStore:
         status: str | None = None,
         updated_at: float | None = None,
         summary: bytes | None = None,
+        record: bytes | None = None,
+        wake: int | None = None,
     ) -> CommitResult:
         keys = self.keys_for(match_id)
         retention = (
@@ -351,6 +421,8 @@ class RedisMatchStore:
             retention,
             repr(time.time() if updated_at is None else updated_at),
             summary or b"",
+            record or b"",
+            "",
             len(events),
             *events,
         ]
@@ -359,7 +431,12 @@ class RedisMatchStore:
         if hub is not None:
             hub.begin_commit(match_id)
         try:
-            res = await self._call_script(self._commit, [keys.match, keys.events, keys.requests], args)
+            before = None
+            if wake is not None:  # a wakeup no later than `wake`, registered before the commit
+                before = ("ZADD", self.schedule_key(self.shard_of(match_id)), "LT", wake, match_id)
+            res = await self._call_script(
+                self._commit, [keys.match, keys.events, keys.requests, keys.record], args, before=before
+            )
         finally:
             if hub is not None:
                 hub.end_commit(match_id)
@@ -377,29 +454,42 @@ class RedisMatchStore:
             raise VersionConflict(match_id, expected_version, int(res[1]))
         raise MatchNotFound(match_id)
 
-    async def _call_script(self, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
-        """``EVALSHA`` of a registered script on a connection of the client's pool.
+    async def _call_script(
+        self,
+        script: AsyncScript,
+        keys: list[str],
+        args: list[Any],
+        *,
+        before: tuple[Any, ...] | None = None,
+    ) -> Any:
+        """``EVALSHA`` of a registered script on a connection of the client's pool, after the
+        command ``before`` (if any) in the same round trip: Redis runs them in that order.
 
-        The hot path (one call per action) packs the command itself and skips the client's
+        The hot path (one call per action) packs the commands itself and skips the client's
         command layer (argument packing, response callbacks); the pool, the connection and
         its parser are redis-py's. Anything unusual -- the script not loaded yet (first
         call, Redis restarted or failed over), a broken connection -- goes through the
-        client's own script call, which loads the script and applies the client's retry
-        policy, exactly as before."""
+        client's own calls, which load the script and apply the client's retry policy."""
         sha = script.sha
         if sha:
             payload = pack_command("EVALSHA", sha, len(keys), *keys, *args)
+            if before is not None:
+                payload = pack_command(*before) + payload
             pool = self._r.connection_pool
             conn = await pool.get_connection()  # type: ignore[no-untyped-call]
             try:
                 await conn.send_packed_command(payload)
+                if before is not None:
+                    await conn.read_response()
                 return await conn.read_response()
             except NoScriptError:
-                pass
+                before = None  # it ran: the fallback below runs only the script
             except (RedisConnectionError, RedisTimeoutError, OSError):
                 await conn.disconnect()
             finally:
                 await pool.release(conn)
+        if before is not None:
+            await self._r.execute_command(*before)  # type: ignore[no-untyped-call]
         return await script(keys=keys, args=args)
 
     @_timed("lookup_request")
@@ -475,6 +565,54 @@ class RedisMatchStore:
                 on_round_trip=lambda n: self.stats.add(n, n),
             )
         return EventSubscription(self, self._hub, match_id, after_version, queue_size=queue_size)
+
+    # -- lifecycle: the schedule, presence, records ---------------------------------
+
+    @property
+    def shards(self) -> int:
+        return self.settings.schedule_shards
+
+    def shard_of(self, match_id: str) -> int:
+        return shard_of(match_id, self.settings.schedule_shards)
+
+    async def wake(self, match_id: str, due: int) -> None:
+        self.stats.add(1, 1)
+        await self._wake(keys=[self.schedule_key(self.shard_of(match_id))], args=[match_id, due])
+
+    async def claim(self, shard: int, now: int, lease: int, limit: int) -> list[tuple[str, int, int]]:
+        self.stats.add(1, 1)
+        raw = await self._claim(keys=[self.schedule_key(shard)], args=[now, lease, limit])
+        return [(_s(raw[i]), int(float(_s(raw[i + 1]))), int(raw[i + 2])) for i in range(0, len(raw), 3)]
+
+    async def reschedule(self, match_id: str, lease: int, due: int | None) -> None:
+        self.stats.add(1, 1)
+        key = self.schedule_key(self.shard_of(match_id))
+        await self._reschedule(keys=[key], args=[match_id, lease, "" if due is None else due])
+
+    async def touch(self, match_id: str, seat: int, now: int) -> None:
+        keys = self.keys_for(match_id)
+        self.stats.add(1, 2)
+        pipe = self._r.pipeline(transaction=False)
+        pipe.hset(keys.presence, str(seat), now)
+        pipe.expire(keys.presence, max(self.settings.retention_seconds, 3600))
+        await pipe.execute()
+
+    async def presence(self, match_id: str) -> dict[int, int]:
+        self.stats.add(1, 1)
+        raw = await self._r.hgetall(self.keys_for(match_id).presence)
+        return {int(_s(k)): int(_s(v)) for k, v in raw.items()}
+
+    @_timed("read_record")
+    async def read_record(self, match_id: str) -> list[bytes] | None:
+        keys = self.keys_for(match_id)
+        self.stats.add(1, 2)
+        pipe = self._r.pipeline(transaction=False)
+        pipe.exists(keys.match)
+        pipe.lrange(keys.record, 0, -1)
+        exists, steps = await pipe.execute()
+        if not exists:
+            return None
+        return [_b(x) for x in steps]
 
     @_timed("list_matches")
     async def list_matches(

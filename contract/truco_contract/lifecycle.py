@@ -1,0 +1,164 @@
+"""A match's life outside the rules: who has joined, the turn clock, the client seeds.
+
+Times are whole milliseconds since the match was created (``now``): the functions here are
+pure, the service passes the time in, and a record replays with the times it holds.
+
+The clock (``TimeControl``): each decision of the awaited seat has an allowance
+(``per_decision``, or ``first_decision`` for the first decision of a hand, plus any time the
+creator added), then draws on the seat's bank; ``increment`` is added to the bank after each
+of its decisions. The clock runs for one decision at a time, identified by the engine's
+decision counter, so a late expiry never applies to a decision already made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_DURATION_MS = 24 * 3600 * 1000
+"""Longest allowance, bank, window or timeout a match may set (one day)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimeControl:
+    """A turn clock (``truco.v1.TimeControl``); every duration in milliseconds."""
+
+    per_decision: int = 0
+    bank: int = 0
+    increment: int = 0
+    first_decision: int = 0
+    forfeit_after: int = 0
+    """Expiries of one seat after which its side loses; 0: never."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, what is wrong) for an invalid clock; empty when valid."""
+        out = []
+        for name in ("per_decision", "bank", "increment", "first_decision"):
+            value = getattr(self, name)
+            if not 0 <= value <= MAX_DURATION_MS:
+                out.append((name, f"between 0 and {MAX_DURATION_MS // 1000} seconds"))
+            elif 0 < value < 1000 and name != "increment":
+                out.append((name, "at least 1 second (or unset)"))
+        if not self.per_decision and not self.bank:
+            out.append(("per_decision", "a clock needs per_decision or bank"))
+        if not 0 <= self.forfeit_after <= 1000:
+            out.append(("forfeit_after", "between 0 and 1000"))
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lifecycle:
+    """The lifecycle settings of one match, fixed at creation."""
+
+    time_control: TimeControl | None = None
+    join_window: int = 0
+    """Every seat must join within this long, or the match is aborted; 0: no joining."""
+    idle_timeout: int = 0
+    """Nothing happening for this long aborts the match (never with a clock); 0: never."""
+    disconnect_grace: int = 0
+    """The awaited seat away this long gets its default move; 0: never."""
+    spectator_delay: int = 0
+    """Spectators see the match this many actions late."""
+    show_hands: bool = False
+    """Spectators see every seat's cards once a hand is over."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        return {k: v for k, v in d.items() if v}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Lifecycle:
+        tc = d.get("time_control")
+        return cls(**{**d, "time_control": None if tc is None else TimeControl(**tc)})
+
+
+@dataclass(slots=True, kw_only=True)
+class Life:
+    """The lifecycle state of one match (changes with every step; stored with the game state)."""
+
+    joined: list[bool]
+    """Per seat: has joined (always true without a join window)."""
+    client_seeds: list[tuple[int | None, str]] = field(default_factory=list)
+    """(seat or ``None`` for the creator, hex seed), in the order given."""
+    started: bool = False
+    """The first hand has been dealt."""
+    bank: list[int] = field(default_factory=list)
+    """Per seat: the clock's bank, ms (empty without a bank)."""
+    expiries: list[int] = field(default_factory=list)
+    """Per seat: expiries so far."""
+    decision: int = -1
+    """The engine decision awaited (its counter, ``MatchState.actions``; -1: none)."""
+    awaited: int | None = None
+    """The seat whose decision that is."""
+    since: int = 0
+    """When that decision started (ms since creation)."""
+    timed: bool = False
+    """The clock runs for that decision."""
+    allowance: int = 0
+    """Time that decision has before the bank is used (ms)."""
+    last_activity: int = 0
+    """Time of the last step (ms since creation)."""
+
+    def copy(self) -> Life:
+        return Life(
+            joined=list(self.joined),
+            client_seeds=list(self.client_seeds),
+            started=self.started,
+            bank=list(self.bank),
+            expiries=list(self.expiries),
+            decision=self.decision,
+            awaited=self.awaited,
+            since=self.since,
+            timed=self.timed,
+            allowance=self.allowance,
+            last_activity=self.last_activity,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["client_seeds"] = [list(c) for c in self.client_seeds]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Life:
+        return cls(**{**d, "client_seeds": [(s, h) for s, h in d.get("client_seeds", [])]})
+
+    # ------------------------------------------------------------------- the clock
+    def deadline(self) -> int | None:
+        """When the timed decision's time runs out (ms since creation), or ``None``."""
+        if not self.timed or self.awaited is None:
+            return None
+        bank = self.bank[self.awaited] if self.bank else 0
+        return self.since + self.allowance + bank
+
+    def remaining(self, now: int) -> int | None:
+        """Milliseconds the timed decision has left at ``now``."""
+        end = self.deadline()
+        return None if end is None else max(0, end - now)
+
+    def used(self, now: int) -> int:
+        """Milliseconds the awaited decision has run for at ``now``."""
+        return max(0, now - self.since) if self.awaited is not None else 0
+
+    def stop(self, tc: TimeControl | None, now: int) -> int:
+        """The awaited decision is over at ``now``: when timed, charge the seat's bank and add
+        the increment; returns the milliseconds its clock ran (0 when not timed)."""
+        seat, timed = self.awaited, self.timed
+        self.awaited, self.decision, self.timed = None, -1, False
+        if seat is None or not timed or tc is None:
+            return 0
+        ran = max(0, now - self.since)
+        if self.bank:
+            over = max(0, ran - self.allowance)
+            self.bank[seat] = max(0, self.bank[seat] - over) + tc.increment
+        return ran
+
+    def wait_for(
+        self, tc: TimeControl | None, seat: int, decision: int, now: int, first_of_hand: bool
+    ) -> None:
+        """Await ``seat``'s ``decision`` from ``now`` (timed when there is a clock)."""
+        self.awaited, self.decision, self.since = seat, decision, now
+        self.timed = tc is not None
+        if tc is not None:
+            self.allowance = tc.first_decision if first_of_hand and tc.first_decision else tc.per_decision
