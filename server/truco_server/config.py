@@ -73,12 +73,12 @@ class Settings:
     """Concurrent RPCs (open streams included) before new ones get RESOURCE_EXHAUSTED;
     0: unlimited."""
     subscriber_queue_size: int = 256
-    """Updates buffered per stream subscriber; a subscriber that falls further behind is
-    sent a fresh snapshot instead."""
+    """Updates buffered per stream subscriber; a subscriber that falls further behind
+    re-reads the events it missed from the store."""
     event_log_max_len: int = 64
-    """Events kept per match log (the last 25-30 actions); a resume from further back gets
-    a snapshot. Redis memory per live match grows by about 70 bytes per event kept
-    (docs/storage.md)."""
+    """Events kept per match log (the last 25-30 actions); a resume from further back has
+    its events rebuilt from the match record. Redis memory per live match grows by about
+    75 bytes per event kept (docs/storage.md)."""
     finished_match_ttl_seconds: int = 86400
     """How long a finished or cancelled match stays readable."""
     max_connection_age_seconds: float = 300.0

@@ -222,7 +222,7 @@ Global___PlayCard: _TypeAlias = PlayCard  # noqa: Y015
 @_typing.final
 class CallTruco(_message.Message):
     """Raise the truco ladder by one step. The value and the name of the step
-    follow from the rule set and the current state (see Observation.pending_call
+    follow from the rule set and the current state (see Observation.pending
     and Observation.hand_value).
     """
 

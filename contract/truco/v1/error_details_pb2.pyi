@@ -49,14 +49,18 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     ERROR_REASON_INVALID_CREDENTIAL: _ErrorReason.ValueType  # 8
     """UNAUTHENTICATED: no credential, or not a valid one."""
     ERROR_REASON_PERMISSION_DENIED: _ErrorReason.ValueType  # 9
-    """PERMISSION_DENIED: the credential is valid but not for this seat, match
-    or operation (e.g. a spectator submitting, or cancelling a match another
-    operator created).
+    """PERMISSION_DENIED: the credential is valid but not for this operation
+    (a spectator submitting) or belongs to another operator (getting,
+    streaming or cancelling its match). A credential of another match is
+    INVALID_CREDENTIAL.
     """
     ERROR_REASON_REQUEST_ID_REUSED: _ErrorReason.ValueType  # 10
     """ALREADY_EXISTS: the request_id was used before with a different request."""
     ERROR_REASON_RESOURCE_EXHAUSTED: _ErrorReason.ValueType  # 11
-    """RESOURCE_EXHAUSTED: a server limit was hit."""
+    """RESOURCE_EXHAUSTED: a server limit was hit. Not sent yet: the only
+    limit today, the concurrent-RPC limit, is answered by gRPC itself
+    without details.
+    """
     ERROR_REASON_SHUTTING_DOWN: _ErrorReason.ValueType  # 12
     """UNAVAILABLE: the server is shutting down; reconnect (streams: resume
     with from_version).
@@ -72,21 +76,28 @@ class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Error model (every RPC of MatchService). Errors are a google.rpc.Status with
     details; REST returns the same Status as the JSON body.
 
-    Every error carries a google.rpc.ErrorInfo with domain "truco.v1" and a
-    `reason` that is an ErrorReason value name without the "ERROR_REASON_"
-    prefix (e.g. "NOT_YOUR_TURN"). Errors never change match state.
+    Every error the service returns carries a google.rpc.ErrorInfo with domain
+    "truco.v1" and a `reason` that is an ErrorReason value name without the
+    "ERROR_REASON_" prefix (e.g. "NOT_YOUR_TURN"); INTERNAL carries the reason
+    "INTERNAL". Errors made by the transport itself carry no details: gRPC's
+    RESOURCE_EXHAUSTED when the worker's concurrent-RPC limit is reached, and
+    over REST an unknown path (NOT_FOUND), a wrong verb (UNIMPLEMENTED) or a
+    body over 256 KiB (RESOURCE_EXHAUSTED). Errors never change match state.
 
-    | gRPC code           | when                              | details                          |
-    |---------------------|-----------------------------------|----------------------------------|
-    | INVALID_ARGUMENT    | malformed request                 | ErrorInfo, google.rpc.BadRequest |
-    | FAILED_PRECONDITION | action not legal now              | ErrorInfo, IllegalActionDetail   |
-    | ABORTED             | expected_version is stale         | ErrorInfo, IllegalActionDetail   |
-    | NOT_FOUND           | unknown match                     | ErrorInfo                        |
-    | UNAUTHENTICATED     | missing or bad credential         | ErrorInfo                        |
-    | PERMISSION_DENIED   | credential not allowed to do this | ErrorInfo                        |
-    | ALREADY_EXISTS      | request_id reused, other payload  | ErrorInfo                        |
-    | RESOURCE_EXHAUSTED  | server limits                     | ErrorInfo                        |
-    | UNAVAILABLE         | server shutting down; retry       | ErrorInfo                        |
+    | gRPC code           | when                                    | details                          |
+    |---------------------|-----------------------------------------|----------------------------------|
+    | INVALID_ARGUMENT    | malformed request                       | ErrorInfo, google.rpc.BadRequest |
+    | FAILED_PRECONDITION | action not legal now, match not active  | ErrorInfo, IllegalActionDetail   |
+    | ABORTED             | expected_version is stale, or the       | ErrorInfo, IllegalActionDetail   |
+    |                     | match kept changing under retries       |                                  |
+    | NOT_FOUND           | unknown match                           | ErrorInfo                        |
+    | UNAUTHENTICATED     | missing or bad credential               | ErrorInfo                        |
+    | PERMISSION_DENIED   | credential not allowed to do this       | ErrorInfo                        |
+    | ALREADY_EXISTS      | request_id reused, other action/seat    | ErrorInfo                        |
+    | RESOURCE_EXHAUSTED  | concurrent-RPC limit (gRPC itself)      | none                             |
+    | UNAVAILABLE         | server shutting down; retry             | ErrorInfo                        |
+    | INTERNAL            | a server bug; today also a store fault  | ErrorInfo                        |
+    |                     | (Redis unreachable)                     |                                  |
 
     Machine-readable error reasons (ErrorInfo.reason without the prefix).
     """
@@ -114,14 +125,18 @@ ERROR_REASON_MATCH_NOT_FOUND: ErrorReason.ValueType  # 7
 ERROR_REASON_INVALID_CREDENTIAL: ErrorReason.ValueType  # 8
 """UNAUTHENTICATED: no credential, or not a valid one."""
 ERROR_REASON_PERMISSION_DENIED: ErrorReason.ValueType  # 9
-"""PERMISSION_DENIED: the credential is valid but not for this seat, match
-or operation (e.g. a spectator submitting, or cancelling a match another
-operator created).
+"""PERMISSION_DENIED: the credential is valid but not for this operation
+(a spectator submitting) or belongs to another operator (getting,
+streaming or cancelling its match). A credential of another match is
+INVALID_CREDENTIAL.
 """
 ERROR_REASON_REQUEST_ID_REUSED: ErrorReason.ValueType  # 10
 """ALREADY_EXISTS: the request_id was used before with a different request."""
 ERROR_REASON_RESOURCE_EXHAUSTED: ErrorReason.ValueType  # 11
-"""RESOURCE_EXHAUSTED: a server limit was hit."""
+"""RESOURCE_EXHAUSTED: a server limit was hit. Not sent yet: the only
+limit today, the concurrent-RPC limit, is answered by gRPC itself
+without details.
+"""
 ERROR_REASON_SHUTTING_DOWN: ErrorReason.ValueType  # 12
 """UNAVAILABLE: the server is shutting down; reconnect (streams: resume
 with from_version).
@@ -136,8 +151,9 @@ Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
 @_typing.final
 class IllegalActionDetail(_message.Message):
-    """Detail attached to FAILED_PRECONDITION and ABORTED errors of SubmitAction:
-    what was wrong and what the seat may do now.
+    """Detail attached to every FAILED_PRECONDITION and ABORTED error (of
+    SubmitAction, and CancelMatch's MATCH_NOT_ACTIVE): what was wrong and what
+    the seat may do now.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -148,11 +164,13 @@ class IllegalActionDetail(_message.Message):
     reason: _builtins.str
     """Human-readable explanation (never names a hidden card)."""
     current_version: _builtins.int
-    """The match version the check was made against."""
+    """The match version the check was made against; 0 when the match kept
+    changing and no version was settled on.
+    """
     @_builtins.property
     def legal_actions(self) -> _containers.RepeatedCompositeFieldContainer[_action_pb2.Action]:
         """The actions the seat may take at current_version (empty when it may not
-        act).
+        act, and for MATCH_NOT_ACTIVE).
         """
 
     def __init__(

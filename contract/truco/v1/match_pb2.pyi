@@ -219,15 +219,16 @@ class RuleSet(_message.Message):
     preset: _builtins.str
     """Preset name, e.g. "argentine", "paulista", "mineiro", "uruguayan".
     Aliases are accepted; the canonical name is echoed back in Match.rules.
-    Unknown names are rejected with INVALID_ARGUMENT and a BadRequest
-    field violation on "rules.preset".
+    Unknown names are rejected with INVALID_ARGUMENT (INVALID_RULES) and a
+    BadRequest field violation on "preset".
     """
     @_builtins.property
     def overrides(self) -> _struct_pb2.Struct:
         """Field-by-field overrides of the preset, keyed by the engine's rule-set
-        field names (e.g. {"target_points": 30, "flor": true}). Unknown keys or
-        values of the wrong type are rejected with INVALID_ARGUMENT and one
-        BadRequest field violation per offending key ("rules.overrides.<key>").
+        field names (e.g. {"target_points": 30, "flor": true}). An unknown key
+        or a value that is not allowed is rejected with INVALID_ARGUMENT
+        (INVALID_RULES) and a BadRequest field violation named by the first
+        offending key (e.g. "target_points").
         """
 
     def __init__(
@@ -253,7 +254,7 @@ class SeatSpec(_message.Message):
     DISPLAY_NAME_FIELD_NUMBER: _builtins.int
     KIND_FIELD_NUMBER: _builtins.int
     display_name: _builtins.str
-    """Name shown to other seats and spectators. Optional."""
+    """Name shown to other seats and spectators. Optional (default "seat N")."""
     kind: Global___SeatKind.ValueType
     """Human or bot."""
     def __init__(
@@ -376,8 +377,9 @@ class MatchSettings(_message.Message):
 
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
-        """Free-form labels set by the creator (e.g. a tournament or table id).
-        Returned in Match.settings; not interpreted by the server.
+        """Free-form labels set by the creator (e.g. a tournament or table id): at
+        most 32, keys up to 64 and values up to 256 characters. Returned in
+        Match.settings; not interpreted by the server.
         """
 
     @_builtins.property
@@ -487,7 +489,9 @@ class Match(_message.Message):
     """
     @_builtins.property
     def rules(self) -> Global___RuleSet:
-        """The rule set as requested, with the preset name made canonical."""
+        """The canonical preset name only (overrides are not echoed: the full rule
+        set is effective_rules).
+        """
 
     @_builtins.property
     def effective_rules(self) -> _struct_pb2.Struct:
@@ -501,7 +505,7 @@ class Match(_message.Message):
 
     @_builtins.property
     def settings(self) -> Global___MatchSettings:
-        """Server-side settings."""
+        """Server-side settings (the labels; turn_timeout is never set)."""
 
     @_builtins.property
     def create_time(self) -> _timestamp_pb2.Timestamp:

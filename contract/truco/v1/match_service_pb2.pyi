@@ -74,11 +74,13 @@ class CreateMatchRequest(_message.Message):
     players: _builtins.int
     """Number of players. Zero: the preset's default. Must match the rule set."""
     seed: _builtins.bytes
-    """Shuffle seed (at most 64 bytes). Empty: the server draws 32 bytes from
-    a CSPRNG. Revealed in MatchEnded.
+    """Shuffle seed, 16 to 64 bytes. Empty: the server draws 32 bytes from a
+    CSPRNG. Revealed in MatchRevealed once the match is over.
     """
     request_id: _builtins.str
-    """Idempotency key (AIP-155), a UUID recommended. Required."""
+    """Idempotency key (AIP-155), a UUID recommended. Optional: without it
+    every call creates a new match.
+    """
     client_seed: _builtins.bytes
     """The creator's client seed (at most 64 bytes), mixed into every deal."""
     @_builtins.property
@@ -168,7 +170,10 @@ class SubmitActionRequest(_message.Message):
     match_id: _builtins.str
     """Match id."""
     request_id: _builtins.str
-    """Idempotency key (AIP-155), unique per seat and match. Required."""
+    """Idempotency key (AIP-155), unique within the match (another seat
+    reusing it gets ALREADY_EXISTS); remembered for at least 24 hours.
+    Optional: without it a retried action may be applied twice.
+    """
     expected_version: _builtins.int
     """When set, the action is only applied if the match is at this version;
     otherwise ABORTED (STALE_VERSION).
@@ -315,8 +320,9 @@ class ObservationUpdate(_message.Message):
     """
     snapshot: _builtins.bool
     """True when the events between the client's last version and `version`
-    are not delivered (first message without from_version, log trimmed, or
-    the client was too slow): rebuild local state from `observation`.
+    are not delivered (first message without from_version, or the match's
+    log no longer holds them, also after the client fell behind): rebuild
+    local state from `observation`.
     """
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]:
@@ -354,8 +360,8 @@ class Heartbeat(_message.Message):
     VERSION_FIELD_NUMBER: _builtins.int
     CLOCK_FIELD_NUMBER: _builtins.int
     version: _builtins.int
-    """Current match version (equal to the last update's unless an update is
-    on its way).
+    """The version of the last update sent on this stream (the match may
+    already be further on if an update is on its way).
     """
     @_builtins.property
     def server_time(self) -> _timestamp_pb2.Timestamp:
@@ -448,8 +454,10 @@ class ListMatchesRequest(_message.Message):
     100; negative: INVALID_ARGUMENT.
     """
     page_token: _builtins.str
-    """Token from a previous response's next_page_token; other fields must be
-    unchanged.
+    """Token from a previous response's next_page_token: the listing continues
+    after the last match of that page. It is bound to the operator (another
+    operator's token is INVALID_ARGUMENT); state and page_size are not part
+    of it and apply as given.
     """
     state: _match_pb2.MatchState.ValueType
     """Only matches in this state; MATCH_STATE_UNSPECIFIED: any state."""
@@ -508,9 +516,11 @@ class CancelMatchRequest(_message.Message):
     match_id: _builtins.str
     """Match id."""
     reason: _builtins.str
-    """Reason, shown to seats in the MatchCancelled event."""
+    """Reason, shown to seats in the MatchCancelled event (cut to 200
+    characters).
+    """
     request_id: _builtins.str
-    """Idempotency key (AIP-155). Optional."""
+    """Not read by the server: CancelMatch is idempotent by itself."""
     def __init__(
         self,
         *,

@@ -30,8 +30,9 @@ class MatchServiceStub:
 
     Authentication: every call carries `authorization: Bearer <token>` metadata
     (the HTTP header over REST). The token is either an operator API key
-    (configured on the server) or a seat / spectator token returned by
-    CreateMatch. Tokens are never logged and never echoed back.
+    (configured on the server; it may also come as `x-api-key: <key>`) or a
+    seat / spectator token returned by CreateMatch. Over REST the stream route
+    also takes `?access_token=<token>`. Tokens are never logged.
 
     Errors: a google.rpc.Status with details, described in error_details.proto.
     """
@@ -99,19 +100,22 @@ class MatchServiceServicer:
 
     Authentication: every call carries `authorization: Bearer <token>` metadata
     (the HTTP header over REST). The token is either an operator API key
-    (configured on the server) or a seat / spectator token returned by
-    CreateMatch. Tokens are never logged and never echoed back.
+    (configured on the server; it may also come as `x-api-key: <key>`) or a
+    seat / spectator token returned by CreateMatch. Over REST the stream route
+    also takes `?access_token=<token>`. Tokens are never logged.
 
     Errors: a google.rpc.Status with details, described in error_details.proto.
     """
 
     def CreateMatch(self, request, context):
         """Creates a match and deals the first hand. Requires an operator API key.
-        Idempotent on request_id: a retry returns the first response, including
-        the same credentials.
+        Idempotent on request_id: the match id is derived from the operator and
+        the request_id, so a retry returns the same match (as it is now) and the
+        same credentials. The retry's other fields are not compared with the
+        first request's.
 
         Errors: INVALID_ARGUMENT (INVALID_REQUEST, INVALID_RULES) with
-        BadRequest; UNAUTHENTICATED; ALREADY_EXISTS (REQUEST_ID_REUSED).
+        BadRequest; UNAUTHENTICATED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -119,14 +123,17 @@ class MatchServiceServicer:
 
     def SubmitAction(self, request, context):
         """Submits one action for the seat the credential belongs to. Idempotent
-        on request_id: a retry returns the first response.
+        on request_id: a retry returns the first response (see
+        SubmitActionResponse).
 
-        Errors: INVALID_ARGUMENT (no action set, malformed card code) with
-        BadRequest; FAILED_PRECONDITION (ILLEGAL_ACTION, NOT_YOUR_TURN,
-        MATCH_NOT_ACTIVE) with IllegalActionDetail; ABORTED (STALE_VERSION) with
-        IllegalActionDetail; NOT_FOUND (MATCH_NOT_FOUND); UNAUTHENTICATED
-        (INVALID_CREDENTIAL); PERMISSION_DENIED (spectator or other match's seat);
-        ALREADY_EXISTS (REQUEST_ID_REUSED).
+        Errors: INVALID_ARGUMENT (missing match_id, no action set, malformed
+        card code or a card not of this match's deck) with BadRequest;
+        FAILED_PRECONDITION (ILLEGAL_ACTION, NOT_YOUR_TURN, MATCH_NOT_ACTIVE)
+        with IllegalActionDetail; ABORTED (STALE_VERSION) with
+        IllegalActionDetail, also when the match kept changing under repeated
+        commits; NOT_FOUND (MATCH_NOT_FOUND); UNAUTHENTICATED (INVALID_CREDENTIAL,
+        also for a credential of another match); PERMISSION_DENIED (a spectator
+        credential); ALREADY_EXISTS (REQUEST_ID_REUSED).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -134,25 +141,30 @@ class MatchServiceServicer:
 
     def StreamObservations(self, request, context):
         """Streams what the credential's seat (or a spectator) may see, from a
-        resume point, until the match ends or the client cancels. Heartbeats are
-        sent when nothing happened for the server's heartbeat interval, so a
-        silent stream means a broken connection.
+        resume point, until the match ends or the client cancels. The operator
+        that created the match may stream it with its API key and gets the
+        spectator view. Heartbeats are sent when nothing happened for the
+        server's heartbeat interval, so a silent stream means a broken
+        connection.
 
         When the server shuts down the stream ends with UNAVAILABLE
         (SHUTTING_DOWN): reconnect, possibly to another worker, with
         from_version set to the last version received.
 
-        Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED; UNAVAILABLE.
+        Errors: INVALID_ARGUMENT (missing match_id, from_version outside
+        0..current version); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED
+        (another operator's match); UNAVAILABLE.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetMatch(self, request, context):
-        """Returns a match and, for seat and spectator credentials, their current
-        observation.
+        """Returns a match and the caller's current observation (see
+        GetMatchResponse.observation).
 
-        Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+        Errors: INVALID_ARGUMENT (missing match_id); NOT_FOUND; UNAUTHENTICATED;
+        PERMISSION_DENIED (another operator's match).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -162,18 +174,20 @@ class MatchServiceServicer:
         """Lists the matches the calling operator created, newest first. Requires
         an operator API key.
 
-        Errors: INVALID_ARGUMENT (bad page_token or page_size); UNAUTHENTICATED.
+        Errors: INVALID_ARGUMENT (bad page_token, negative page_size, unknown
+        state); UNAUTHENTICATED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def CancelMatch(self, request, context):
-        """Cancels an active match. Only the operator API key that created the
-        match may cancel it. Idempotent: cancelling a cancelled match returns it.
+        """Cancels an active match. Only the operator that created the match may
+        cancel it. Idempotent: cancelling a cancelled match returns it.
 
         Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED; FAILED_PRECONDITION
-        (MATCH_NOT_ACTIVE) when the match already finished.
+        (MATCH_NOT_ACTIVE) when the match already finished; ABORTED
+        (STALE_VERSION) when the match kept changing under repeated commits.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -296,8 +310,9 @@ class MatchService:
 
     Authentication: every call carries `authorization: Bearer <token>` metadata
     (the HTTP header over REST). The token is either an operator API key
-    (configured on the server) or a seat / spectator token returned by
-    CreateMatch. Tokens are never logged and never echoed back.
+    (configured on the server; it may also come as `x-api-key: <key>`) or a
+    seat / spectator token returned by CreateMatch. Over REST the stream route
+    also takes `?access_token=<token>`. Tokens are never logged.
 
     Errors: a google.rpc.Status with details, described in error_details.proto.
     """

@@ -31,8 +31,9 @@ class MatchServiceStub:
 
     Authentication: every call carries `authorization: Bearer <token>` metadata
     (the HTTP header over REST). The token is either an operator API key
-    (configured on the server) or a seat / spectator token returned by
-    CreateMatch. Tokens are never logged and never echoed back.
+    (configured on the server; it may also come as `x-api-key: <key>`) or a
+    seat / spectator token returned by CreateMatch. Over REST the stream route
+    also takes `?access_token=<token>`. Tokens are never logged.
 
     Errors: a google.rpc.Status with details, described in error_details.proto.
     """
@@ -43,53 +44,65 @@ class MatchServiceStub:
     def __new__(cls, channel: _aio.Channel) -> MatchServiceAsyncStub: ...
     CreateMatch: _grpc.UnaryUnaryMultiCallable[_match_service_pb2.CreateMatchRequest, _match_service_pb2.CreateMatchResponse]
     """Creates a match and deals the first hand. Requires an operator API key.
-    Idempotent on request_id: a retry returns the first response, including
-    the same credentials.
+    Idempotent on request_id: the match id is derived from the operator and
+    the request_id, so a retry returns the same match (as it is now) and the
+    same credentials. The retry's other fields are not compared with the
+    first request's.
 
     Errors: INVALID_ARGUMENT (INVALID_REQUEST, INVALID_RULES) with
-    BadRequest; UNAUTHENTICATED; ALREADY_EXISTS (REQUEST_ID_REUSED).
+    BadRequest; UNAUTHENTICATED.
     """
     SubmitAction: _grpc.UnaryUnaryMultiCallable[_match_service_pb2.SubmitActionRequest, _match_service_pb2.SubmitActionResponse]
     """Submits one action for the seat the credential belongs to. Idempotent
-    on request_id: a retry returns the first response.
+    on request_id: a retry returns the first response (see
+    SubmitActionResponse).
 
-    Errors: INVALID_ARGUMENT (no action set, malformed card code) with
-    BadRequest; FAILED_PRECONDITION (ILLEGAL_ACTION, NOT_YOUR_TURN,
-    MATCH_NOT_ACTIVE) with IllegalActionDetail; ABORTED (STALE_VERSION) with
-    IllegalActionDetail; NOT_FOUND (MATCH_NOT_FOUND); UNAUTHENTICATED
-    (INVALID_CREDENTIAL); PERMISSION_DENIED (spectator or other match's seat);
-    ALREADY_EXISTS (REQUEST_ID_REUSED).
+    Errors: INVALID_ARGUMENT (missing match_id, no action set, malformed
+    card code or a card not of this match's deck) with BadRequest;
+    FAILED_PRECONDITION (ILLEGAL_ACTION, NOT_YOUR_TURN, MATCH_NOT_ACTIVE)
+    with IllegalActionDetail; ABORTED (STALE_VERSION) with
+    IllegalActionDetail, also when the match kept changing under repeated
+    commits; NOT_FOUND (MATCH_NOT_FOUND); UNAUTHENTICATED (INVALID_CREDENTIAL,
+    also for a credential of another match); PERMISSION_DENIED (a spectator
+    credential); ALREADY_EXISTS (REQUEST_ID_REUSED).
     """
     StreamObservations: _grpc.UnaryStreamMultiCallable[_match_service_pb2.StreamObservationsRequest, _match_service_pb2.StreamObservationsResponse]
     """Streams what the credential's seat (or a spectator) may see, from a
-    resume point, until the match ends or the client cancels. Heartbeats are
-    sent when nothing happened for the server's heartbeat interval, so a
-    silent stream means a broken connection.
+    resume point, until the match ends or the client cancels. The operator
+    that created the match may stream it with its API key and gets the
+    spectator view. Heartbeats are sent when nothing happened for the
+    server's heartbeat interval, so a silent stream means a broken
+    connection.
 
     When the server shuts down the stream ends with UNAVAILABLE
     (SHUTTING_DOWN): reconnect, possibly to another worker, with
     from_version set to the last version received.
 
-    Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED; UNAVAILABLE.
+    Errors: INVALID_ARGUMENT (missing match_id, from_version outside
+    0..current version); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED
+    (another operator's match); UNAVAILABLE.
     """
     GetMatch: _grpc.UnaryUnaryMultiCallable[_match_service_pb2.GetMatchRequest, _match_service_pb2.GetMatchResponse]
-    """Returns a match and, for seat and spectator credentials, their current
-    observation.
+    """Returns a match and the caller's current observation (see
+    GetMatchResponse.observation).
 
-    Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+    Errors: INVALID_ARGUMENT (missing match_id); NOT_FOUND; UNAUTHENTICATED;
+    PERMISSION_DENIED (another operator's match).
     """
     ListMatches: _grpc.UnaryUnaryMultiCallable[_match_service_pb2.ListMatchesRequest, _match_service_pb2.ListMatchesResponse]
     """Lists the matches the calling operator created, newest first. Requires
     an operator API key.
 
-    Errors: INVALID_ARGUMENT (bad page_token or page_size); UNAUTHENTICATED.
+    Errors: INVALID_ARGUMENT (bad page_token, negative page_size, unknown
+    state); UNAUTHENTICATED.
     """
     CancelMatch: _grpc.UnaryUnaryMultiCallable[_match_service_pb2.CancelMatchRequest, _match_service_pb2.CancelMatchResponse]
-    """Cancels an active match. Only the operator API key that created the
-    match may cancel it. Idempotent: cancelling a cancelled match returns it.
+    """Cancels an active match. Only the operator that created the match may
+    cancel it. Idempotent: cancelling a cancelled match returns it.
 
     Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED; FAILED_PRECONDITION
-    (MATCH_NOT_ACTIVE) when the match already finished.
+    (MATCH_NOT_ACTIVE) when the match already finished; ABORTED
+    (STALE_VERSION) when the match kept changing under repeated commits.
     """
     JoinMatch: _grpc.UnaryUnaryMultiCallable[_match_service_pb2.JoinMatchRequest, _match_service_pb2.JoinMatchResponse]
     """Joins the credential's seat to a match that has a join window
@@ -133,8 +146,9 @@ class MatchServiceAsyncStub(MatchServiceStub):
 
     Authentication: every call carries `authorization: Bearer <token>` metadata
     (the HTTP header over REST). The token is either an operator API key
-    (configured on the server) or a seat / spectator token returned by
-    CreateMatch. Tokens are never logged and never echoed back.
+    (configured on the server; it may also come as `x-api-key: <key>`) or a
+    seat / spectator token returned by CreateMatch. Over REST the stream route
+    also takes `?access_token=<token>`. Tokens are never logged.
 
     Errors: a google.rpc.Status with details, described in error_details.proto.
     """
@@ -142,53 +156,65 @@ class MatchServiceAsyncStub(MatchServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     CreateMatch: _aio.UnaryUnaryMultiCallable[_match_service_pb2.CreateMatchRequest, _match_service_pb2.CreateMatchResponse]  # type: ignore[assignment]
     """Creates a match and deals the first hand. Requires an operator API key.
-    Idempotent on request_id: a retry returns the first response, including
-    the same credentials.
+    Idempotent on request_id: the match id is derived from the operator and
+    the request_id, so a retry returns the same match (as it is now) and the
+    same credentials. The retry's other fields are not compared with the
+    first request's.
 
     Errors: INVALID_ARGUMENT (INVALID_REQUEST, INVALID_RULES) with
-    BadRequest; UNAUTHENTICATED; ALREADY_EXISTS (REQUEST_ID_REUSED).
+    BadRequest; UNAUTHENTICATED.
     """
     SubmitAction: _aio.UnaryUnaryMultiCallable[_match_service_pb2.SubmitActionRequest, _match_service_pb2.SubmitActionResponse]  # type: ignore[assignment]
     """Submits one action for the seat the credential belongs to. Idempotent
-    on request_id: a retry returns the first response.
+    on request_id: a retry returns the first response (see
+    SubmitActionResponse).
 
-    Errors: INVALID_ARGUMENT (no action set, malformed card code) with
-    BadRequest; FAILED_PRECONDITION (ILLEGAL_ACTION, NOT_YOUR_TURN,
-    MATCH_NOT_ACTIVE) with IllegalActionDetail; ABORTED (STALE_VERSION) with
-    IllegalActionDetail; NOT_FOUND (MATCH_NOT_FOUND); UNAUTHENTICATED
-    (INVALID_CREDENTIAL); PERMISSION_DENIED (spectator or other match's seat);
-    ALREADY_EXISTS (REQUEST_ID_REUSED).
+    Errors: INVALID_ARGUMENT (missing match_id, no action set, malformed
+    card code or a card not of this match's deck) with BadRequest;
+    FAILED_PRECONDITION (ILLEGAL_ACTION, NOT_YOUR_TURN, MATCH_NOT_ACTIVE)
+    with IllegalActionDetail; ABORTED (STALE_VERSION) with
+    IllegalActionDetail, also when the match kept changing under repeated
+    commits; NOT_FOUND (MATCH_NOT_FOUND); UNAUTHENTICATED (INVALID_CREDENTIAL,
+    also for a credential of another match); PERMISSION_DENIED (a spectator
+    credential); ALREADY_EXISTS (REQUEST_ID_REUSED).
     """
     StreamObservations: _aio.UnaryStreamMultiCallable[_match_service_pb2.StreamObservationsRequest, _match_service_pb2.StreamObservationsResponse]  # type: ignore[assignment]
     """Streams what the credential's seat (or a spectator) may see, from a
-    resume point, until the match ends or the client cancels. Heartbeats are
-    sent when nothing happened for the server's heartbeat interval, so a
-    silent stream means a broken connection.
+    resume point, until the match ends or the client cancels. The operator
+    that created the match may stream it with its API key and gets the
+    spectator view. Heartbeats are sent when nothing happened for the
+    server's heartbeat interval, so a silent stream means a broken
+    connection.
 
     When the server shuts down the stream ends with UNAVAILABLE
     (SHUTTING_DOWN): reconnect, possibly to another worker, with
     from_version set to the last version received.
 
-    Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED; UNAVAILABLE.
+    Errors: INVALID_ARGUMENT (missing match_id, from_version outside
+    0..current version); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED
+    (another operator's match); UNAVAILABLE.
     """
     GetMatch: _aio.UnaryUnaryMultiCallable[_match_service_pb2.GetMatchRequest, _match_service_pb2.GetMatchResponse]  # type: ignore[assignment]
-    """Returns a match and, for seat and spectator credentials, their current
-    observation.
+    """Returns a match and the caller's current observation (see
+    GetMatchResponse.observation).
 
-    Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+    Errors: INVALID_ARGUMENT (missing match_id); NOT_FOUND; UNAUTHENTICATED;
+    PERMISSION_DENIED (another operator's match).
     """
     ListMatches: _aio.UnaryUnaryMultiCallable[_match_service_pb2.ListMatchesRequest, _match_service_pb2.ListMatchesResponse]  # type: ignore[assignment]
     """Lists the matches the calling operator created, newest first. Requires
     an operator API key.
 
-    Errors: INVALID_ARGUMENT (bad page_token or page_size); UNAUTHENTICATED.
+    Errors: INVALID_ARGUMENT (bad page_token, negative page_size, unknown
+    state); UNAUTHENTICATED.
     """
     CancelMatch: _aio.UnaryUnaryMultiCallable[_match_service_pb2.CancelMatchRequest, _match_service_pb2.CancelMatchResponse]  # type: ignore[assignment]
-    """Cancels an active match. Only the operator API key that created the
-    match may cancel it. Idempotent: cancelling a cancelled match returns it.
+    """Cancels an active match. Only the operator that created the match may
+    cancel it. Idempotent: cancelling a cancelled match returns it.
 
     Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED; FAILED_PRECONDITION
-    (MATCH_NOT_ACTIVE) when the match already finished.
+    (MATCH_NOT_ACTIVE) when the match already finished; ABORTED
+    (STALE_VERSION) when the match kept changing under repeated commits.
     """
     JoinMatch: _aio.UnaryUnaryMultiCallable[_match_service_pb2.JoinMatchRequest, _match_service_pb2.JoinMatchResponse]  # type: ignore[assignment]
     """Joins the credential's seat to a match that has a join window
@@ -231,8 +257,9 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
 
     Authentication: every call carries `authorization: Bearer <token>` metadata
     (the HTTP header over REST). The token is either an operator API key
-    (configured on the server) or a seat / spectator token returned by
-    CreateMatch. Tokens are never logged and never echoed back.
+    (configured on the server; it may also come as `x-api-key: <key>`) or a
+    seat / spectator token returned by CreateMatch. Over REST the stream route
+    also takes `?access_token=<token>`. Tokens are never logged.
 
     Errors: a google.rpc.Status with details, described in error_details.proto.
     """
@@ -244,11 +271,13 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_match_service_pb2.CreateMatchResponse, _abc.Awaitable[_match_service_pb2.CreateMatchResponse]]:
         """Creates a match and deals the first hand. Requires an operator API key.
-        Idempotent on request_id: a retry returns the first response, including
-        the same credentials.
+        Idempotent on request_id: the match id is derived from the operator and
+        the request_id, so a retry returns the same match (as it is now) and the
+        same credentials. The retry's other fields are not compared with the
+        first request's.
 
         Errors: INVALID_ARGUMENT (INVALID_REQUEST, INVALID_RULES) with
-        BadRequest; UNAUTHENTICATED; ALREADY_EXISTS (REQUEST_ID_REUSED).
+        BadRequest; UNAUTHENTICATED.
         """
 
     @_abc_1.abstractmethod
@@ -258,14 +287,17 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_match_service_pb2.SubmitActionResponse, _abc.Awaitable[_match_service_pb2.SubmitActionResponse]]:
         """Submits one action for the seat the credential belongs to. Idempotent
-        on request_id: a retry returns the first response.
+        on request_id: a retry returns the first response (see
+        SubmitActionResponse).
 
-        Errors: INVALID_ARGUMENT (no action set, malformed card code) with
-        BadRequest; FAILED_PRECONDITION (ILLEGAL_ACTION, NOT_YOUR_TURN,
-        MATCH_NOT_ACTIVE) with IllegalActionDetail; ABORTED (STALE_VERSION) with
-        IllegalActionDetail; NOT_FOUND (MATCH_NOT_FOUND); UNAUTHENTICATED
-        (INVALID_CREDENTIAL); PERMISSION_DENIED (spectator or other match's seat);
-        ALREADY_EXISTS (REQUEST_ID_REUSED).
+        Errors: INVALID_ARGUMENT (missing match_id, no action set, malformed
+        card code or a card not of this match's deck) with BadRequest;
+        FAILED_PRECONDITION (ILLEGAL_ACTION, NOT_YOUR_TURN, MATCH_NOT_ACTIVE)
+        with IllegalActionDetail; ABORTED (STALE_VERSION) with
+        IllegalActionDetail, also when the match kept changing under repeated
+        commits; NOT_FOUND (MATCH_NOT_FOUND); UNAUTHENTICATED (INVALID_CREDENTIAL,
+        also for a credential of another match); PERMISSION_DENIED (a spectator
+        credential); ALREADY_EXISTS (REQUEST_ID_REUSED).
         """
 
     @_abc_1.abstractmethod
@@ -275,15 +307,19 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_match_service_pb2.StreamObservationsResponse], _abc.AsyncIterator[_match_service_pb2.StreamObservationsResponse]]:
         """Streams what the credential's seat (or a spectator) may see, from a
-        resume point, until the match ends or the client cancels. Heartbeats are
-        sent when nothing happened for the server's heartbeat interval, so a
-        silent stream means a broken connection.
+        resume point, until the match ends or the client cancels. The operator
+        that created the match may stream it with its API key and gets the
+        spectator view. Heartbeats are sent when nothing happened for the
+        server's heartbeat interval, so a silent stream means a broken
+        connection.
 
         When the server shuts down the stream ends with UNAVAILABLE
         (SHUTTING_DOWN): reconnect, possibly to another worker, with
         from_version set to the last version received.
 
-        Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED; UNAVAILABLE.
+        Errors: INVALID_ARGUMENT (missing match_id, from_version outside
+        0..current version); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED
+        (another operator's match); UNAVAILABLE.
         """
 
     @_abc_1.abstractmethod
@@ -292,10 +328,11 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _match_service_pb2.GetMatchRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_match_service_pb2.GetMatchResponse, _abc.Awaitable[_match_service_pb2.GetMatchResponse]]:
-        """Returns a match and, for seat and spectator credentials, their current
-        observation.
+        """Returns a match and the caller's current observation (see
+        GetMatchResponse.observation).
 
-        Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+        Errors: INVALID_ARGUMENT (missing match_id); NOT_FOUND; UNAUTHENTICATED;
+        PERMISSION_DENIED (another operator's match).
         """
 
     @_abc_1.abstractmethod
@@ -307,7 +344,8 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
         """Lists the matches the calling operator created, newest first. Requires
         an operator API key.
 
-        Errors: INVALID_ARGUMENT (bad page_token or page_size); UNAUTHENTICATED.
+        Errors: INVALID_ARGUMENT (bad page_token, negative page_size, unknown
+        state); UNAUTHENTICATED.
         """
 
     @_abc_1.abstractmethod
@@ -316,11 +354,12 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _match_service_pb2.CancelMatchRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_match_service_pb2.CancelMatchResponse, _abc.Awaitable[_match_service_pb2.CancelMatchResponse]]:
-        """Cancels an active match. Only the operator API key that created the
-        match may cancel it. Idempotent: cancelling a cancelled match returns it.
+        """Cancels an active match. Only the operator that created the match may
+        cancel it. Idempotent: cancelling a cancelled match returns it.
 
         Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED; FAILED_PRECONDITION
-        (MATCH_NOT_ACTIVE) when the match already finished.
+        (MATCH_NOT_ACTIVE) when the match already finished; ABORTED
+        (STALE_VERSION) when the match kept changing under repeated commits.
         """
 
     @_abc_1.abstractmethod
