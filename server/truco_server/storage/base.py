@@ -48,6 +48,7 @@ __all__ = [
     "Snapshot",
     "StorageError",
     "StoreSettings",
+    "StoreUnavailable",
     "VersionConflict",
 ]
 
@@ -98,6 +99,12 @@ class VersionConflict(StorageError):
 
 class InvalidPageToken(StorageError, ValueError):
     """A ``page_token`` that this store did not hand out (or for another owner)."""
+
+
+class StoreUnavailable(StorageError):
+    """Redis could not be reached (or had no primary for the key) for longer than
+    ``StoreSettings.retry_seconds``. Nothing is known to have been written; a commit may
+    or may not have been applied, so the caller retries it with the same ``request_id``."""
 
 
 # --------------------------------------------------------------------------- values
@@ -183,12 +190,33 @@ class StoreSettings:
     """How long a ``request_id`` and its reply are remembered for idempotent retries."""
     terminal_statuses: frozenset[str] = field(default_factory=lambda: frozenset({"finished", "cancelled"}))
     """Statuses that start the retention countdown."""
+    retry_seconds: float = 10.0
+    """Redis: how long an operation is retried through connection errors, a failover or a
+    cluster without a primary for the key, before :class:`StoreUnavailable`."""
+    wait_replicas: int = 0
+    """Redis: after each commit and create, ``WAIT`` for this many replicas to acknowledge
+    it (0: do not wait). See docs/operations.md, "Durability", for what that does and
+    does not guarantee."""
+    wait_timeout_ms: int = 100
+    """Redis: the ``WAIT`` timeout; a commit that times out is still answered (it was
+    applied) and counted (``truco_redis_wait_short_total``)."""
+    owner_index_shards: int = 8
+    """Redis: the per-owner match index is split into this many sorted sets (by a hash of
+    the match id) so one big operator is not one hot key; listings merge them. May be
+    raised at any time (every listing reads all shards up to the current count); lowering
+    it hides the matches indexed in the dropped shards (docs/storage.md, "Listing")."""
 
     def __post_init__(self) -> None:
         if self.max_events < 1:
             raise ValueError("max_events must be at least 1")
         if self.retention_seconds < 1 or self.request_ttl_seconds < 1:
             raise ValueError("retention_seconds and request_ttl_seconds must be positive")
+        if not self.retry_seconds > 0:
+            raise ValueError("retry_seconds must be positive")
+        if self.wait_replicas < 0 or self.wait_timeout_ms < 1:
+            raise ValueError("wait_replicas must be >= 0 and wait_timeout_ms >= 1")
+        if self.owner_index_shards < 1:
+            raise ValueError("owner_index_shards must be at least 1")
 
 
 # --------------------------------------------------------------------------- page tokens
