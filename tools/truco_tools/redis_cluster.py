@@ -38,8 +38,10 @@ config epoch (``CLUSTER SET-CONFIG-EPOCH``); the first node meets every other on
 reports ``cluster_state:ok`` with all slots served, agrees on the same topology, and every
 replica's link is up with no sync in progress.
 
-The URLs are the two forms the storage layer is to be selected by (docs/deploy.md,
-"Redis Cluster and Sentinel URLs"); until it supports them a worker refuses them.
+The URLs are the forms the storage layer is selected by (docs/operations.md, "Redis
+URLs"): hand one to a worker as ``REDIS_URL`` and it runs on that cluster or group.
+:meth:`LocalRedisCluster.move_slot` migrates one slot to another primary (resharding),
+for tests that follow a slot move.
 
 Timings: ``cluster-node-timeout`` (``node_timeout_ms``) and the sentinels'
 ``down-after-milliseconds`` (``down_after_ms``) decide how fast a dead primary is replaced.
