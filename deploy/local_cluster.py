@@ -13,9 +13,9 @@ Without ``--redis`` it starts its own ``redis-server`` (no persistence) on a fre
 port. ``--redis-cluster`` starts a Redis Cluster instead (six ``redis-server`` processes on
 loopback: three primaries, three replicas) and hands the workers its ``redis+cluster://``
 URL; ``--redis-sentinel`` starts a Sentinel group (a primary, a replica, three sentinels)
-and hands them its ``redis+sentinel://`` URL (``truco_tools.redis_cluster``). A worker
-whose storage layer does not accept such a URL exits at once; the script then says so in
-one line, stops everything and exits 1.
+and hands them its ``redis+sentinel://`` URL (``truco_tools.redis_cluster``). The workers
+select their store by that URL alone. A worker that refuses its configuration exits at
+once; the script then says so in one line, stops everything and exits 1.
 
 Worker ``i`` (1-based) listens on ``--grpc-port + i - 1`` (same for ``--http-port``
 and ``--metrics-port``); a base port of 0 lets every worker pick a free port (and, for
@@ -56,8 +56,6 @@ from types import FrameType
 try:
     from truco_server.config import redact_url
     from truco_tools.redis_cluster import (
-        CLUSTER_SCHEME,
-        SENTINEL_SCHEME,
         LocalRedisCluster,
         LocalSentinelGroup,
         start_cluster,
@@ -261,17 +259,6 @@ def start_own_redis_sentinel() -> RedisSide:
     )
 
 
-def refused_url_hint(redis_url: str) -> str:
-    """What a refused REDIS_URL of the cluster or sentinel form means (empty otherwise)."""
-    scheme = redis_url.partition("://")[0]
-    if scheme in (CLUSTER_SCHEME, SENTINEL_SCHEME):
-        return (
-            f"; this worker's storage layer does not accept {scheme}:// URLs "
-            "(Redis Cluster and Sentinel support is planned: docs/deploy.md)"
-        )
-    return ""
-
-
 def start_worker(
     spec: WorkerSpec, host: str, redis_url: str, log_dir: Path, extra_args: Sequence[str]
 ) -> WorkerProcess:
@@ -320,13 +307,11 @@ def config_refusal(worker: WorkerProcess) -> str | None:
     return str(found[-1]).strip() if found else None
 
 
-def wait_ready(
-    workers: Sequence[WorkerProcess], timeout: float, stop: StopSignal, redis_url: str = ""
-) -> None:
+def wait_ready(workers: Sequence[WorkerProcess], timeout: float, stop: StopSignal) -> None:
     """Wait until every worker printed where it listens; raise if one exits or is slow.
 
-    A worker that refused its configuration (a REDIS_URL form its storage layer does not
-    know, say) is reported in one line.
+    A worker that refused its configuration (a malformed REDIS_URL, say) is reported in
+    one line.
     """
     pending = list(workers)
     deadline = time.monotonic() + timeout
@@ -338,8 +323,7 @@ def wait_ready(
             elif worker.proc.poll() is not None:
                 refusal = config_refusal(worker)
                 if refusal is not None:
-                    hint = refused_url_hint(redis_url) if refusal.startswith("REDIS_URL") else ""
-                    raise ClusterError(f"{worker.name} refused its configuration: {refusal}{hint}")
+                    raise ClusterError(f"{worker.name} refused its configuration: {refusal}")
                 raise ClusterError(
                     f"{worker.name} exited with code {worker.proc.returncode} before it was ready; "
                     f"last lines of {worker.log_path}:\n{tail(worker.log_path)}"
@@ -553,7 +537,7 @@ def run(args: argparse.Namespace, extra_args: list[str], stop: StopSignal) -> in
             raise ClusterError(f"{stop.name} received while starting")
         for spec in specs:
             workers.append(start_worker(spec, args.host, redis_url, log_dir, extra_args))
-        wait_ready(workers, args.start_timeout, stop, redis_url)
+        wait_ready(workers, args.start_timeout, stop)
         print_summary(redis_url, redis, workers)
         where = redis.description if redis is not None else "one Redis"
         say(f"ready: {len(workers)} worker(s) on {where}; Ctrl-C stops them")

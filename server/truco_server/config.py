@@ -15,10 +15,10 @@ import argparse
 import hashlib
 import itertools
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -45,8 +45,11 @@ class Settings:
     """Everything a worker needs to know. Build it with `load_settings()`."""
 
     redis_url: str | None = field(default=None, repr=False)
-    """Redis URL (`redis://`, `rediss://`, `unix://`). Unset: the in-memory store (one
-    process, nothing survives a restart)."""
+    """Redis URL: one server (`redis://`, `rediss://`, `unix://`), a Redis Cluster
+    (`redis+cluster://HOST:PORT[,HOST:PORT...]`) or a Sentinel group
+    (`redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER_NAME`); `rediss+...` for TLS. Forms
+    and options: docs/operations.md, "Redis URLs". Unset: the in-memory store (one process,
+    nothing survives a restart)."""
     host: str = "127.0.0.1"
     """Interface the gRPC, REST and metrics listeners bind. Loopback by default so a
     development run is never exposed; containers set `0.0.0.0`."""
@@ -90,6 +93,17 @@ class Settings:
     scheduler_tick_seconds: float = 0.25
     """How often the worker claims the matches that are due (clock expiries, join windows,
     idle timeouts); deadlines are met within about this much."""
+    redis_retry_seconds: float = 10.0
+    """How long a Redis operation keeps retrying through a failover (a dead primary being
+    replaced, a reconnect) before the call fails; commits are safe to retry (docs/operations.md,
+    "Failover")."""
+    redis_wait_replicas: int = 0
+    """Durability: after each commit wait until this many replicas acknowledged it (Redis
+    `WAIT`) before answering; 0: do not wait. Narrows, does not close, the window in which a
+    failover loses an acknowledged action (docs/operations.md, "Durability")."""
+    redis_wait_timeout_ms: int = 100
+    """With `TRUCO_REDIS_WAIT_REPLICAS`: longest wait for the acknowledgements; a commit that
+    times out is still answered (it is applied) and counted in `truco_redis_wait_short_total`."""
 
     @property
     def store_description(self) -> str:
@@ -107,17 +121,25 @@ class Settings:
         return found
 
 
+_SECRET_QUERY = re.compile(r"((?:^|&)[a-z_]*password=)[^&]*")
+
+
 def redact_url(url: str) -> str:
-    """Replace the password (and a lone username-as-password) in a URL with '***'."""
-    parts = urlsplit(url)
-    if parts.password is None and parts.username is None:
+    """Replace the password (and a lone username-as-password) in a URL with '***', and the
+    value of any `...password=` option (e.g. `sentinel_password`)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
         return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    user = parts.username or ""
-    userinfo = f"{user}:***" if parts.password is not None else "***"
-    return urlunsplit((parts.scheme, f"{userinfo}@{host}", parts.path, parts.query, ""))
+    rest, qmark, query = rest.partition("?")
+    query, hmark, fragment = query.partition("#")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, hosts = authority.rpartition("@")
+    if at:
+        user, colon, _secret = userinfo.partition(":")
+        authority = f"{user}:***@{hosts}" if colon else f"***@{hosts}"
+    if query:
+        query = _SECRET_QUERY.sub(r"\1***", query)
+    return f"{scheme}{sep}{authority}{slash}{path}{qmark}{query}{hmark}{fragment}"
 
 
 def parse_api_keys(text: str) -> tuple[ApiKey, ...]:
@@ -189,11 +211,14 @@ def _log_level(text: str) -> str:
 
 
 def _redis_url(text: str) -> str | None:
+    """Check a Redis URL of any form the storage layer accepts (one parser:
+    `truco_server.storage.redis_url`); the message never quotes the password."""
+    from truco_server.storage.redis_url import parse_redis_url
+
     value = text.strip()
     if not value:
         return None
-    if urlsplit(value).scheme not in ("redis", "rediss", "unix"):
-        raise ValueError("expected redis://, rediss:// or unix://")
+    parse_redis_url(value)
     return value
 
 
@@ -271,6 +296,13 @@ OPTIONS: tuple[Option, ...] = (
         "--scheduler-tick",
         _positive_float,
         "SECONDS",
+    ),
+    Option("redis_retry_seconds", "TRUCO_REDIS_RETRY_SECONDS", "--redis-retry", _positive_float, "SECONDS"),
+    Option(
+        "redis_wait_replicas", "TRUCO_REDIS_WAIT_REPLICAS", "--redis-wait-replicas", _non_negative_int, "N"
+    ),
+    Option(
+        "redis_wait_timeout_ms", "TRUCO_REDIS_WAIT_TIMEOUT_MS", "--redis-wait-timeout", _positive_int, "MS"
     ),
 )
 

@@ -111,6 +111,26 @@ REDIS_SECONDS = Histogram(
     ("operation",),
     buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
 )
+REDIS_RETRIES = Counter(
+    "truco_redis_retries_total",
+    "Redis store operations retried after a connection error, a failover or a cluster "
+    "redirection (retried for up to TRUCO_REDIS_RETRY_SECONDS).",
+    ("operation",),
+)
+REDIS_UNAVAILABLE = Counter(
+    "truco_redis_unavailable_total",
+    "Redis store operations that gave up after TRUCO_REDIS_RETRY_SECONDS of retries.",
+    ("operation",),
+)
+REDIS_WAIT_SHORT = Counter(
+    "truco_redis_wait_short_total",
+    "Commits whose WAIT timed out before TRUCO_REDIS_WAIT_REPLICAS replicas acknowledged them.",
+)
+STREAM_GAPS = Counter(
+    "truco_stream_gaps_total",
+    "Match streams whose log no longer continues what this worker delivered (events lost or "
+    "rewritten by a failover, or trimmed while disconnected): their subscribers get a snapshot.",
+)
 #: Allowed values of the `result` label of `truco_actions_total`.
 ACTION_RESULTS = ("accepted", "replayed", "illegal", "stale", "invalid", "error")
 

@@ -1,10 +1,11 @@
 """The worker's scheduler: claims the matches that are due and does what is due in them.
 
 Every worker runs one. Each tick it claims, shard by shard, the matches whose wakeup has come
-(:meth:`MatchStore.claim`: a Lua script moves each to a lease, so no other worker takes it
-meanwhile), asks the service to do what is due (:meth:`MatchService.wake_match`: a clock
-expiry, a default move for an away seat, the end of a join window, an idle abort, each an
-ordinary version-checked commit), and sets the next wakeup (:meth:`MatchStore.reschedule`).
+(:meth:`MatchStore.queue_claim` on the ``clock`` queue: a Lua script moves each to a lease,
+so no other worker takes it meanwhile), asks the service to do what is due
+(:meth:`MatchService.wake_match`: a clock expiry, a default move for an away seat, the end
+of a join window, an idle abort, each an ordinary version-checked commit), and sets the next
+wakeup (:meth:`MatchStore.queue_finish`).
 
 Exactly once: a step is fenced by the version of the match (and a clock expiry by the decision
 it times), so two workers that both handle a wakeup (a lease expired while the first was slow)
@@ -26,6 +27,7 @@ from truco_server import metrics
 from truco_server.errors import ServiceError
 from truco_server.service import MatchService
 from truco_server.storage import MatchStore, StorageError
+from truco_server.storage.base import CLOCK
 
 log = structlog.get_logger("truco.scheduler")
 
@@ -39,7 +41,7 @@ class Scheduler:
         store: MatchStore,
         *,
         tick: float = 0.25,
-        lease_ms: int = 15_000,
+        lease_ms: int = 5_000,
         batch: int = 64,
         concurrency: int = 16,
         retry_ms: int = 1_000,
@@ -53,7 +55,7 @@ class Scheduler:
         self._limit = asyncio.Semaphore(concurrency)
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
-        self._shards = list(range(store.shards))
+        self._shards = list(range(store.queue_shards(CLOCK)))
         random.shuffle(self._shards)  # workers start on different shards
 
     async def start(self) -> None:
@@ -81,15 +83,18 @@ class Scheduler:
     async def run_once(self) -> int:
         """One pass over every shard; returns the number of matches handled."""
         handled = 0
+        due = set(await self.store.queue_due(CLOCK, round(time.time() * 1000)))
         for shard in self._shards:
+            if shard not in due:
+                continue
             now = round(time.time() * 1000)
-            claims = await self.store.claim(shard, now, self.lease_ms, self.batch)
+            claims = await self.store.queue_claim(CLOCK, shard, now, self.lease_ms, self.batch)
             if not claims:
                 continue
             metrics.SCHEDULER_WAKEUPS.inc(len(claims))
-            for _, due, _ in claims:
-                metrics.SCHEDULER_LAG_SECONDS.observe(max(0, now - due) / 1000)
-            await asyncio.gather(*(self._one(match_id, lease) for match_id, _, lease in claims))
+            for c in claims:
+                metrics.SCHEDULER_LAG_SECONDS.observe(max(0, now - c.due) / 1000)
+            await asyncio.gather(*(self._one(c.item, c.lease) for c in claims))
             handled += len(claims)
         return handled
 
@@ -100,4 +105,4 @@ class Scheduler:
             except (ServiceError, StorageError):
                 log.warning("wakeup failed; retrying", match_id=match_id, exc_info=True)
                 nxt = round(time.time() * 1000) + self.retry_ms
-            await self.store.reschedule(match_id, lease, nxt)
+            await self.store.queue_finish(CLOCK, match_id, lease, nxt)

@@ -344,6 +344,12 @@ class MatchService:
             )
             raw_record = records.pack_step(stamped, meta.created_at)
         due = None if status is not None else table.due(loaded.setup, step.state, step.life)
+        if due is not None and loaded.status is MatchStatus.ACTIVE:
+            # A wakeup no later than the match's current due time is already queued (every
+            # commit keeps that true), so only an earlier due time needs registering.
+            before = table.due(loaded.setup, loaded.state, loaded.life)
+            if before is not None and before <= due:
+                due = None
         try:
             res = await self.store.commit(
                 meta.match_id,

@@ -21,7 +21,13 @@ def build_service(ctx: WorkerContext) -> MatchService:
     s = ctx.settings
     store = open_store(
         s.redis_url,
-        StoreSettings(max_events=s.event_log_max_len, retention_seconds=s.finished_match_ttl_seconds),
+        StoreSettings(
+            max_events=s.event_log_max_len,
+            retention_seconds=s.finished_match_ttl_seconds,
+            retry_seconds=s.redis_retry_seconds,
+            wait_replicas=s.redis_wait_replicas,
+            wait_timeout_ms=s.redis_wait_timeout_ms,
+        ),
     )
     ctx.add_cleanup(store.close)
     service = MatchService(

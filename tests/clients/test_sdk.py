@@ -162,10 +162,13 @@ def test_submit_retry_reuses_request_id(client: TrucoClient, monkeypatch: pytest
     client.retry = RetryPolicy(attempts=3, initial_backoff=0.01)
     res = client.submit_action(m.match_id, mine.legal_actions[0], token=tok)
     assert len(flaky.request_ids) == 2 and flaky.request_ids[0] == flaky.request_ids[1] == res.request_id
-    assert res.version == mine.version + 1  # applied once
+    # applied once: the retry was answered with the first application's events (an action
+    # may make several, e.g. a flor sung and scored), and nothing was committed after them
+    assert res.events[0].version == mine.version + 1
+    assert [e.version for e in res.events] == list(range(mine.version + 1, res.version + 1))
     monkeypatch.undo()
     after = client.get_match(m.match_id, token=tok)
-    assert after.match.version == mine.version + 1
+    assert after.match.version == res.version
 
 
 def _collect(

@@ -627,44 +627,113 @@ REDIS_PROCESS_LINE = re.compile(
 )
 
 
-@pytest.mark.timeout(90)
+def play_across(workers: list[ClusterWorker], actions: int) -> tuple[int, list[int]]:
+    """Create a match on the first worker; act `actions` times, each action through the
+    next worker in turn, while a seat's stream is open on the last worker. Returns the final
+    version and the versions that stream delivered."""
+    direct = [("grpc.enable_http_proxy", 0)]
+    channels = [grpc.insecure_channel(w.grpc_address, options=direct) for w in workers]
+    try:
+        stubs = [match_service_pb2_grpc.MatchServiceStub(c) for c in channels]
+        created = stubs[0].CreateMatch(
+            match_service_pb2.CreateMatchRequest(rules=match_pb2.RuleSet(preset="paulista")), timeout=10
+        )
+        mid = created.match.match_id
+        tokens = [c.token for c in sorted(created.seat_credentials, key=lambda c: c.seat)]
+        stream = stubs[-1].StreamObservations(
+            match_service_pb2.StreamObservationsRequest(match_id=mid, from_version=created.match.version),
+            metadata=(("authorization", f"Bearer {tokens[0]}"),),
+            timeout=60,
+        )
+        version = created.match.version
+        for n in range(actions):
+            stub = stubs[n % len(stubs)]
+            view = stub.GetMatch(
+                match_service_pb2.GetMatchRequest(match_id=mid),
+                metadata=(("authorization", f"Bearer {tokens[0]}"),),
+                timeout=10,
+            )
+            seat = view.observation.awaited[0]
+            mine = stub.GetMatch(
+                match_service_pb2.GetMatchRequest(match_id=mid),
+                metadata=(("authorization", f"Bearer {tokens[seat]}"),),
+                timeout=10,
+            )
+            done = stub.SubmitAction(
+                match_service_pb2.SubmitActionRequest(
+                    match_id=mid,
+                    request_id=f"a{n}",
+                    expected_version=mine.observation.version,
+                    action=mine.observation.legal_actions[0],
+                ),
+                metadata=(("authorization", f"Bearer {tokens[seat]}"),),
+                timeout=10,
+            )
+            version = done.version
+        seen: list[int] = []
+        for msg in stream:
+            if msg.HasField("update"):
+                seen += [e.version for e in msg.update.events]
+                if msg.update.version >= version:
+                    break
+        stream.cancel()
+        return version, seen
+    finally:
+        for c in channels:
+            c.close()
+
+
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize(
     ("flag", "scheme", "processes"),
     [("--redis-cluster", "redis+cluster", 6), ("--redis-sentinel", "redis+sentinel", 5)],
 )
-def test_local_cluster_starts_a_redis_cluster_or_sentinel_group_for_the_workers(
+def test_local_cluster_runs_its_workers_on_a_redis_cluster_or_sentinel_group(
     tmp_path: Path, flag: str, scheme: str, processes: int
 ) -> None:
     """`--redis-cluster` / `--redis-sentinel` start the Redis side, then the workers with its
-    URL. The worker's storage layer does not accept these URL forms yet, so today every
-    worker exits with its configuration error, and the script must say so in one line,
-    stop everything it started and exit 1. Once the storage layer accepts the URLs, this
-    test must become the end-to-end one (workers ready, a match played across them)."""
+    URL, and the workers serve one match together: created on worker 1, acted on through
+    both, streamed from worker 2 with every version once. Then the script stops everything
+    by itself (`--duration`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
     cmd = [
         sys.executable, str(DEPLOY / "local_cluster.py"), flag,
-        "--workers", "2", "--grpc-port", "0", "--http-port", "0", "--metrics-port", "0",
+        "--workers", "2", "--duration", "8", "--grpc-port", "0", "--http-port", "0", "--metrics-port", "0",
         "--log-dir", str(tmp_path / "logs"), "--start-timeout", "30", "--stop-timeout", "10",
+        "--", "--log-level", "warning", "--shutdown-grace", "1",
     ]  # fmt: skip
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=80)
-    lines = done.stdout.splitlines()
-    started = [m for m in map(REDIS_PROCESS_LINE.match, lines) if m]
-    assert len(started) == processes, done.stdout
-    pids = {int(m.group(2)) for m in started}
-    ready = next(line for line in lines if line.startswith("redis ready at "))
-    url = ready.removeprefix("redis ready at ").split(";")[0]
-    assert url.startswith(f"{scheme}://127.0.0.1:"), ready
-    assert any(line.startswith("starting worker 2") for line in lines), done.stdout
-
-    assert done.returncode == 1, done.stdout + done.stderr
-    errors = [line for line in lines if line.startswith("error:")]
-    assert len(errors) == 1, done.stdout
-    assert "refused its configuration: REDIS_URL" in errors[0]
-    assert f"does not accept {scheme}:// URLs" in errors[0]
-    assert "\n" not in errors[0] and "last lines of" not in done.stdout  # one line, no log dump
-    assert lines[-1] == "cluster stopped"
-    refused = [
-        p for p in (tmp_path / "logs").glob("worker-*.log") if "truco serve: REDIS_URL" in p.read_text()
-    ]
-    assert refused, "no worker log shows the refusal"
-    assert not wait_gone(pids, timeout=5), f"redis processes left running: {pids}"
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    reader = LineReader(proc)
+    try:
+        reader.wait_for(lambda line: line.startswith("ready:"), timeout=60)
+        started = [m for m in map(REDIS_PROCESS_LINE.match, reader.lines) if m]
+        assert len(started) == processes, reader.text
+        pids = {int(m.group(2)) for m in started}
+        ready = next(line for line in reader.lines if line.startswith("redis ready at "))
+        assert ready.removeprefix("redis ready at ").startswith(f"{scheme}://127.0.0.1:"), ready
+        workers = [
+            ClusterWorker(int(m.group(1)), m.group(2), m.group(3), int(m.group(5)))
+            for m in map(WORKER_LINE.match, reader.lines)
+            if m
+        ]
+        assert [w.index for w in workers] == [1, 2]
+        pids |= {w.pid for w in workers}
+        version, seen = play_across(workers, 8)
+        assert version > 8 and seen and seen == list(range(seen[0], version + 1))
+        assert proc.wait(timeout=60) == 0
+        reader.rest(timeout=5)
+        assert reader.lines[-1] == "cluster stopped"
+        assert not [line for line in reader.lines if line.startswith("error")], reader.text
+        assert not wait_gone(pids, timeout=5), f"left running: {pids}\n{reader.text}"
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -28,6 +28,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from truco_server.storage.redis_url import parse_redis_url
 from truco_tools.redis_cluster import CLUSTER_SCHEME, SENTINEL_SCHEME
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,10 +170,13 @@ def test_example_values_match_the_schema(path: Path) -> None:
         f"{CLUSTER_SCHEME}://redis-cluster-0.redis:6379",
         f"{SENTINEL_SCHEME}://127.0.0.1:26379,127.0.0.1:26380,127.0.0.1:26381/truco",
         f"{SENTINEL_SCHEME}://sentinel.redis:26379/mymaster",
+        "rediss+cluster://r1:6379,r2:6379?ssl_ca_certs=/etc/redis/ca.pem",
+        f"{SENTINEL_SCHEME}://s1:26379,s2:26379/mymaster?db=2&socket_timeout=3",
     ],
 )
 def test_schema_accepts_every_redis_url_form(url: str) -> None:
     assert errors(with_value("redis.url", url)) == []
+    parse_redis_url(url)  # and the worker takes it
 
 
 @pytest.mark.parametrize(
@@ -184,6 +188,7 @@ def test_schema_accepts_every_redis_url_form(url: str) -> None:
         ("redis.url", "http://redis:6379", "redis.url"),
         ("redis.url", f"{CLUSTER_SCHEME}://r1:6379,r2", "redis.url"),  # a seed without a port
         ("redis.url", f"{SENTINEL_SCHEME}://s1:26379", "redis.url"),  # no master name
+        ("redis.url", f"{SENTINEL_SCHEME}://s1:26379/m?sentinel_password=x", "redis.url"),  # a secret
         ("redis.existingSecret", "Not_A_Name", "redis.existingSecret"),
         ("replicaCount", "3", "replicaCount"),
         ("replicaCount", -1, "replicaCount"),

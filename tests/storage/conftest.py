@@ -1,4 +1,6 @@
-"""Fixtures for the storage contract suite: every test runs on both implementations."""
+"""Fixtures for the storage contract suite: every test runs on every implementation --
+memory, one Redis server, a Redis Cluster (3 primaries, 3 replicas) and a Sentinel group
+(a primary, a replica, 3 sentinels), all real processes on loopback."""
 
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ from truco_server.storage import MatchStore, MemoryMatchStore, RedisMatchStore, 
 
 StoreFactory = Callable[..., Awaitable[MatchStore]]
 
+#: Backends of the contract suite; the Redis ones are real servers (tests/helpers).
+BACKENDS = ["memory", "redis", "cluster", "sentinel"]
 
-@pytest.fixture(params=["memory", "redis"])
+
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -23,16 +28,28 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+def backend_url(backend: str, request: pytest.FixtureRequest) -> str | None:
+    """The Redis URL of a backend, its topology made whole and empty (None for memory)."""
+    if backend == "redis":
+        return str(request.getfixturevalue("clean_redis_url"))
+    if backend == "cluster":
+        return str(request.getfixturevalue("redis_cluster").url)
+    if backend == "sentinel":
+        return str(request.getfixturevalue("redis_sentinel").url)
+    return None
+
+
 @pytest_asyncio.fixture
 async def make_store(
     backend: str, request: pytest.FixtureRequest, clock: FakeClock
 ) -> AsyncIterator[StoreFactory]:
     """``await make_store(settings=None)`` -> a fresh store of the current backend.
 
-    For Redis every call opens a new client on the same (flushed) server, like a second
-    worker would; for memory every call returns a new, empty store.
+    For Redis every call opens a new client on the same (flushed) server, cluster or
+    Sentinel group, like a second worker would; for memory every call returns a new,
+    empty store.
     """
-    url = request.getfixturevalue("clean_redis_url") if backend == "redis" else None
+    url = backend_url(backend, request)
     opened: list[MatchStore] = []
 
     async def factory(settings: StoreSettings | None = None) -> MatchStore:

@@ -38,8 +38,10 @@ config epoch (``CLUSTER SET-CONFIG-EPOCH``); the first node meets every other on
 reports ``cluster_state:ok`` with all slots served, agrees on the same topology, and every
 replica's link is up with no sync in progress.
 
-The URLs are the two forms the storage layer is to be selected by (docs/deploy.md,
-"Redis Cluster and Sentinel URLs"); until it supports them a worker refuses them.
+The URLs are the forms the storage layer is selected by (docs/operations.md, "Redis
+URLs"): hand one to a worker as ``REDIS_URL`` and it runs on that cluster or group.
+:meth:`LocalRedisCluster.move_slot` migrates one slot to another primary (resharding),
+for tests that follow a slot move.
 
 Timings: ``cluster-node-timeout`` (``node_timeout_ms``) and the sentinels'
 ``down-after-milliseconds`` (``down_after_ms``) decide how fast a dead primary is replaced.
@@ -370,6 +372,38 @@ class LocalRedisCluster:
         until the whole cluster is healthy; a former primary rejoins as a replica."""
         node.process.restart()
         self.wait_healthy(timeout)
+
+    def move_slot(self, slot: int, target: ClusterNode, timeout: float = 30.0) -> ClusterNode:
+        """Migrate ``slot`` and its keys to the primary ``target`` as Redis Cluster resharding
+        does (``CLUSTER SETSLOT IMPORTING``/``MIGRATING``, ``MIGRATE`` of the keys in batches,
+        then ``CLUSTER SETSLOT NODE`` on the target, the source and every other primary), and
+        wait until every running node sees ``target`` serving it. Returns the former owner."""
+        source = self.primary_for_slot(slot)
+        if source.node_id == target.node_id:
+            return source
+        with target.client() as t, source.client() as s:
+            t.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source.node_id)
+            s.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target.node_id)
+            while keys := s.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100):
+                s.execute_command("MIGRATE", target.process.host, target.port, "", 0, 5000, "KEYS", *keys)
+        pair = (target.node_id, source.node_id)
+        for n in [target, source, *(p for p in self.primaries() if p.node_id not in pair)]:
+            with n.client() as c:
+                c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target.node_id)
+
+        def moved() -> str | None:
+            for n in self.nodes:
+                if not n.running():
+                    continue
+                owner = next(
+                    (v for v in n.view() if v.is_primary and any(a <= slot <= b for a, b in v.slots)), None
+                )
+                if owner is None or owner.node_id != target.node_id:
+                    return f"node {n.index} does not see node {target.index} serving slot {slot}"
+            return None
+
+        _wait(moved, timeout, f"slot {slot} served by node {target.index}")
+        return source
 
     def flushall(self) -> None:
         """Empty every primary (the replicas follow)."""

@@ -3,9 +3,13 @@
 * :class:`MatchStore` (:mod:`.base`) -- the async protocol: matches as opaque bytes
   (``meta``, ``state``) plus a versioned event log, atomic idempotent commits, resumable
   event reads, a per-owner listing.
-* :class:`RedisMatchStore` (:mod:`.redis_store`) -- production; one Lua script per commit.
+* :class:`RedisMatchStore` (:mod:`.redis_store`) -- production; one Lua script per commit;
+  on one Redis server, a Sentinel group or a Redis Cluster, chosen by the URL
+  (:mod:`.redis_url`).
 * :class:`MemoryMatchStore` (:mod:`.memory_store`) -- embedded single-process default.
-* :mod:`.fanout` -- live subscriptions multiplexed on one reader per worker.
+* :mod:`.fanout` -- live subscriptions multiplexed on one reader per worker (one
+  subscriber connection per node on a cluster).
+* :mod:`.shards` -- the sharded-queue key layout for work claimed across workers.
 
 Use :func:`open_store` to pick one from a URL. See ``docs/storage.md``.
 """
@@ -25,12 +29,14 @@ from .base import (
     Snapshot,
     StorageError,
     StoreSettings,
+    StoreUnavailable,
     Subscription,
     VersionConflict,
 )
 from .fanout import EventSubscription
 from .memory_store import MemoryMatchStore
 from .redis_store import RedisMatchStore, RedisStats
+from .shards import ShardedQueue
 
 __all__ = [
     "LOG_TRIMMED",
@@ -46,9 +52,11 @@ __all__ = [
     "MemoryMatchStore",
     "RedisMatchStore",
     "RedisStats",
+    "ShardedQueue",
     "Snapshot",
     "StorageError",
     "StoreSettings",
+    "StoreUnavailable",
     "Subscription",
     "VersionConflict",
     "open_store",
@@ -56,8 +64,10 @@ __all__ = [
 
 
 def open_store(redis_url: str | None, settings: StoreSettings | None = None) -> MatchStore:
-    """A :class:`RedisMatchStore` for a ``redis://``/``rediss://``/``unix://`` URL,
-    else (``None`` or empty) the embedded :class:`MemoryMatchStore`."""
+    """A :class:`RedisMatchStore` for a Redis URL -- ``redis://``/``rediss://``/``unix://``
+    (one server), ``redis+cluster://`` (Redis Cluster), ``redis+sentinel://`` (Sentinel),
+    ``rediss+...`` for TLS; see :mod:`.redis_url` -- else (``None`` or empty) the embedded
+    :class:`MemoryMatchStore`. Raises ``ValueError`` for a malformed URL."""
     if redis_url:
         return RedisMatchStore.from_url(redis_url, settings)
     return MemoryMatchStore(settings)

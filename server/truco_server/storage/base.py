@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
 
@@ -49,6 +48,7 @@ __all__ = [
     "Snapshot",
     "StorageError",
     "StoreSettings",
+    "StoreUnavailable",
     "VersionConflict",
 ]
 
@@ -99,6 +99,12 @@ class VersionConflict(StorageError):
 
 class InvalidPageToken(StorageError, ValueError):
     """A ``page_token`` that this store did not hand out (or for another owner)."""
+
+
+class StoreUnavailable(StorageError):
+    """Redis could not be reached (or had no primary for the key) for longer than
+    ``StoreSettings.retry_seconds``. Nothing is known to have been written; a commit may
+    or may not have been applied, so the caller retries it with the same ``request_id``."""
 
 
 # --------------------------------------------------------------------------- values
@@ -186,14 +192,39 @@ class StoreSettings:
         default_factory=lambda: frozenset({"finished", "cancelled", "aborted"})
     )
     """Statuses that start the retention countdown."""
-    schedule_shards: int = 16
-    """Sorted sets the schedule of wakeups is spread over (each its own Redis slot)."""
+    queue_shards: int = 16
+    """Shards of each sharded queue (the clock's wakeups, webhook deliveries), each its own
+    Redis slot (docs/storage.md, "Sharded queues")."""
+    operator_events_max_len: int = 10_000
+    """Lifecycle events kept per operator stream (a resume from further back starts at the
+    oldest kept)."""
+    retry_seconds: float = 10.0
+    """Redis: how long an operation is retried through connection errors, a failover or a
+    cluster without a primary for the key, before :class:`StoreUnavailable`."""
+    wait_replicas: int = 0
+    """Redis: after each commit and create, ``WAIT`` for this many replicas to acknowledge
+    it (0: do not wait). See docs/operations.md, "Durability", for what that does and
+    does not guarantee."""
+    wait_timeout_ms: int = 100
+    """Redis: the ``WAIT`` timeout; a commit that times out is still answered (it was
+    applied) and counted (``truco_redis_wait_short_total``)."""
+    owner_index_shards: int = 8
+    """Redis: the per-owner match index is split into this many sorted sets (by a hash of
+    the match id) so one big operator is not one hot key; listings merge them. May be
+    raised at any time (every listing reads all shards up to the current count); lowering
+    it hides the matches indexed in the dropped shards (docs/storage.md, "Listing")."""
 
     def __post_init__(self) -> None:
         if self.max_events < 1:
             raise ValueError("max_events must be at least 1")
         if self.retention_seconds < 1 or self.request_ttl_seconds < 1:
             raise ValueError("retention_seconds and request_ttl_seconds must be positive")
+        if not self.retry_seconds > 0:
+            raise ValueError("retry_seconds must be positive")
+        if self.wait_replicas < 0 or self.wait_timeout_ms < 1:
+            raise ValueError("wait_replicas must be >= 0 and wait_timeout_ms >= 1")
+        if self.owner_index_shards < 1:
+            raise ValueError("owner_index_shards must be at least 1")
 
 
 # --------------------------------------------------------------------------- page tokens
@@ -218,9 +249,21 @@ def decode_page_token(owner: str, token: str) -> str:
     return sort_key
 
 
-def shard_of(match_id: str, shards: int) -> int:
-    """The schedule shard of a match (stable across workers and restarts)."""
-    return zlib.crc32(match_id.encode()) % shards
+CLOCK = "clock"
+"""The sharded queue of match wakeups (item: a match id; the scheduler drains it)."""
+WEBHOOK = "webhook"
+"""The sharded queue of webhook deliveries (item: ``<webhook id> <event id>``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """An item claimed from a sharded queue until ``lease`` (ms since the epoch)."""
+
+    item: str
+    due: int
+    """When it was due."""
+    lease: int
+    data: bytes = b""
 
 
 def check_page_size(page_size: int) -> None:
@@ -264,9 +307,11 @@ class MatchStore(Protocol):
         index: MatchIndexEntry,
         *,
         wake: int | None = None,
+        outbox: Sequence[bytes] = (),
     ) -> int:
         """Create a match; return its version (``len(events)``). ``wake``: first register a
-        wakeup in the schedule no later than that (ms since the epoch).
+        wakeup in the clock queue no later than that (ms since the epoch); ``outbox``: operator
+        events to relay (:meth:`outbox_take`), written with the match.
 
         Raises :class:`MatchExists` if the id is taken. ``index.match_id`` must equal
         ``match_id``; ``index.status`` is the initial status.
@@ -291,6 +336,7 @@ class MatchStore(Protocol):
         summary: bytes | None = None,
         record: bytes | None = None,
         wake: int | None = None,
+        outbox: Sequence[bytes] = (),
     ) -> CommitResult:
         """Atomically apply one action's outcome.
 
@@ -302,8 +348,9 @@ class MatchStore(Protocol):
            for ``settings.request_ttl_seconds``, set ``status`` if given (a terminal status
            starts the retention TTL on all keys of the match), record ``updated_at`` (the
            caller's clock; now when absent), replace the listing ``summary`` if given, append
-           ``record`` to the match's record. ``wake``: before anything else, register a wakeup
-           in the schedule no later than that (:meth:`wake`; in the same round trip).
+           ``record`` to the match's record and ``outbox`` to its outbox. ``wake``: before
+           anything else, register a wakeup in the clock queue no later than that (in the
+           same round trip, except on a cluster, where the queue is in another slot).
 
         Raises :class:`MatchNotFound` if the match does not exist.
         """
@@ -356,38 +403,59 @@ class MatchStore(Protocol):
         """
         ...
 
-    # -- lifecycle: the schedule of wakeups, presence, records --------------------
+    # -- sharded queues ----------------------------------------------------------------
     #
-    # Every active match that will need the server at some time (a clock deadline, a join
-    # window, an idle timeout) has a wakeup in one of `shards` sorted sets. Every commit that
-    # leaves the match due at some time registers that time first (`wake`, which only ever
-    # lowers a wakeup, in the same round trip as the commit), so a match's wakeup is never
-    # later than its due time; a worker claims due matches (`claim`, with a lease), does what
-    # is due through ordinary version-checked commits, and sets the next wakeup
-    # (`reschedule`). A worker that dies leaves its claims to expire and be claimed again.
+    # Work any worker may do and exactly one should: a queue (``CLOCK``, ``WEBHOOK``) is
+    # ``queue_shards`` sorted sets of items by due time (ms since the epoch), each with a hash
+    # of item data, each shard in its own slot. A reader claims due items of a shard
+    # (``queue_claim``: each moves to a lease, so no other reader takes it meanwhile), does
+    # the work, and ends the claim (``queue_finish``: the next due time, or done). A reader
+    # that dies leaves its claims to expire and be claimed again.
+    #
+    # The clock queue holds every active match that will need the server at some time (a
+    # clock deadline, a join window, an idle timeout). Every commit that makes the match due
+    # earlier registers that time first (``commit(wake=)``, which only ever lowers a wakeup,
+    # in the same round trip as the commit where the keys allow it), so a match's wakeup is
+    # never later than its due time.
 
-    @property
-    def shards(self) -> int:
-        """Number of schedule shards."""
+    def queue_shards(self, queue: str) -> int:
+        """Number of shards of ``queue``."""
         ...
 
-    def shard_of(self, match_id: str) -> int:
-        """The schedule shard of a match."""
+    async def queue_add(
+        self, queue: str, item: str, due: int, data: bytes = b"", *, only_new: bool = False
+    ) -> bool:
+        """Queue ``item`` due at ``due``: its due time becomes at most ``due`` (a queued item
+        is never made later) and ``data`` replaces its data when given. ``only_new``: only
+        if the item has no data yet (returns ``False`` when it had: an item is queued once)."""
         ...
 
-    async def wake(self, match_id: str, due: int) -> None:
-        """Lower the match's wakeup to ``due`` (ms since the epoch); never raises it."""
+    async def queue_due(self, queue: str, now: int) -> list[int]:
+        """The shards of ``queue`` with an item due by ``now`` (a read: what a reader checks
+        before claiming, so an idle tick costs one round trip and no script)."""
         ...
 
-    async def claim(self, shard: int, now: int, lease: int, limit: int) -> list[tuple[str, int, int]]:
-        """Up to ``limit`` matches of ``shard`` due by ``now``, each claimed until ``now +
-        lease``: (match id, when it was due, lease score)."""
+    async def queue_claim(self, queue: str, shard: int, now: int, lease: int, limit: int) -> list[Claim]:
+        """Up to ``limit`` items of ``shard`` due by ``now``, each claimed until ``now + lease``."""
         ...
 
-    async def reschedule(self, match_id: str, lease: int, due: int | None) -> None:
-        """End a claim: the next wakeup (``None``: none), unless a commit registered an
-        earlier one meanwhile."""
+    async def queue_finish(
+        self,
+        queue: str,
+        item: str,
+        lease: int,
+        due: int | None,
+        data: bytes = b"",
+        *,
+        owned: bool = False,
+    ) -> bool:
+        """End a claim: the next due time (and new data, if given), or ``None``: done (the
+        item and its data go). Without ``owned``, a due time lowered meanwhile stays (the
+        lower wins) and a missing item is re-added; with ``owned``, nothing happens unless the
+        claim still holds. ``True`` when it did."""
         ...
+
+    # -- presence, records, the outbox ---------------------------------------------
 
     async def touch(self, match_id: str, seat: int, now: int) -> None:
         """Record that ``seat`` was seen (an open stream) at ``now`` (ms since the epoch)."""
@@ -395,6 +463,55 @@ class MatchStore(Protocol):
 
     async def presence(self, match_id: str) -> dict[int, int]:
         """When each seat was last seen (ms since the epoch)."""
+        ...
+
+    async def outbox_take(self, match_id: str, token: str, lease: int, limit: int) -> list[bytes] | None:
+        """The first ``limit`` operator events the match's commits left to relay, locked for
+        ``token`` for ``lease`` ms; ``None`` when another relay holds the lock."""
+        ...
+
+    async def outbox_done(self, match_id: str, token: str, count: int) -> bool:
+        """Drop the first ``count`` outbox items and the lock, if ``token`` still holds it."""
+        ...
+
+    # -- operators ------------------------------------------------------------------
+
+    async def operator_append(self, owner: str, events: Sequence[bytes]) -> list[str]:
+        """Append to the owner's event stream (capped at ``operator_events_max_len``);
+        returns the cursors."""
+        ...
+
+    async def operator_read(
+        self, owner: str, after: str, limit: int, block: float = 0.0
+    ) -> list[tuple[str, bytes]]:
+        """Up to ``limit`` (cursor, event) after cursor ``after`` (``""``: from the oldest
+        kept), waiting up to ``block`` seconds for one."""
+        ...
+
+    async def operator_last(self, owner: str) -> str:
+        """The cursor of the owner's newest event (``"0-0"`` when none)."""
+        ...
+
+    async def webhook_put(self, owner: str, webhook_id: str, data: bytes, limit: int) -> bool:
+        """Store a webhook; ``False`` when the owner already has ``limit`` others."""
+        ...
+
+    async def webhook_get(self, owner: str, webhook_id: str) -> bytes | None: ...
+
+    async def webhook_list(self, owner: str) -> dict[str, bytes]: ...
+
+    async def webhook_delete(self, owner: str, webhook_id: str) -> bool:
+        """Remove a webhook and its delivery log; ``False`` when there was none."""
+        ...
+
+    async def delivery_log_put(
+        self, owner: str, webhook_id: str, delivery_id: str, data: bytes, time_ms: int, keep: int
+    ) -> None:
+        """Record the state of a delivery (the newest ``keep`` per webhook are kept)."""
+        ...
+
+    async def delivery_log(self, owner: str, webhook_id: str, limit: int) -> list[bytes]:
+        """The newest ``limit`` delivery states of a webhook, newest first."""
         ...
 
     async def read_record(self, match_id: str) -> list[bytes] | None:

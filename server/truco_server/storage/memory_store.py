@@ -20,10 +20,12 @@ import asyncio
 import bisect
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from .base import (
+    CLOCK,
+    Claim,
     CommitResult,
     Event,
     LogTrimmed,
@@ -36,7 +38,6 @@ from .base import (
     check_page_size,
     decode_page_token,
     encode_page_token,
-    shard_of,
 )
 from .fanout import EventSubscription, MemoryFeed
 
@@ -55,6 +56,19 @@ class _Match:
     expires_at: float | None = None
     record: list[bytes] = field(default_factory=list)
     presence: dict[int, int] = field(default_factory=dict)
+    outbox: list[bytes] = field(default_factory=list)
+    relay: tuple[str, float] | None = None
+    """The relay lock: (token, expiry on the store's clock)."""
+
+
+@dataclass(slots=True)
+class _Operator:
+    events: list[tuple[int, bytes]] = field(default_factory=list)
+    """(sequence number, event); the cursor of number n is ``"n-0"``."""
+    next: int = 1
+    webhooks: dict[str, bytes] = field(default_factory=dict)
+    deliveries: dict[str, dict[str, tuple[int, bytes]]] = field(default_factory=dict)
+    """webhook id -> delivery id -> (event time ms, state)"""
 
 
 class MemoryMatchStore:
@@ -70,7 +84,8 @@ class MemoryMatchStore:
         self._clock = clock
         self._matches: dict[str, _Match] = {}
         self._owner_index: dict[str, list[str]] = {}  # owner -> sorted sort_keys
-        self._schedule: dict[int, dict[str, int]] = {}  # shard -> match id -> wakeup (ms)
+        self._queues: dict[str, dict[str, tuple[int, bytes]]] = {}  # queue -> item -> (due, data)
+        self._operators: dict[str, _Operator] = {}
         self._changed = asyncio.Condition()
         self._feed = MemoryFeed()
 
@@ -111,17 +126,19 @@ class MemoryMatchStore:
         index: MatchIndexEntry,
         *,
         wake: int | None = None,
+        outbox: Sequence[bytes] = (),
     ) -> int:
         if index.match_id != match_id:
             raise ValueError("index.match_id must equal match_id")
         if self._get(match_id) is not None:
             raise MatchExists(match_id)
         if wake is not None:
-            await self.wake(match_id, wake)
+            self._queue_lower(CLOCK, match_id, wake)
         log: deque[Event] = deque(maxlen=self.settings.max_events)
         log.extend((i + 1, e) for i, e in enumerate(events))
         index = replace(index, version=len(events), updated_at=index.created_at)
         m = _Match(meta=meta, state=state, version=len(events), index=index, events=log)
+        m.outbox.extend(outbox)
         if index.status in self.settings.terminal_statuses:
             m.expires_at = self._clock() + self.settings.retention_seconds
         self._matches[match_id] = m
@@ -157,6 +174,7 @@ class MemoryMatchStore:
         summary: bytes | None = None,
         record: bytes | None = None,
         wake: int | None = None,
+        outbox: Sequence[bytes] = (),
     ) -> CommitResult:
         m = self._require(match_id)
         now = self._clock()
@@ -173,8 +191,9 @@ class MemoryMatchStore:
         m.state = state
         if record is not None:
             m.record.append(record)
+        m.outbox.extend(outbox)
         if wake is not None:
-            await self.wake(match_id, wake)
+            self._queue_lower(CLOCK, match_id, wake)
         if request_id is not None:
             expiry = now + self.settings.request_ttl_seconds
             m.requests = {k: v for k, v in m.requests.items() if v[0] > now}
@@ -259,40 +278,67 @@ class MemoryMatchStore:
             return page, encode_page_token(owner, page[-1].sort_key)
         return found, None
 
-    # -- lifecycle ---------------------------------------------------------------------
+    # -- sharded queues (one dict per queue: the shards matter only to Redis) ---------
 
-    @property
-    def shards(self) -> int:
-        return self.settings.schedule_shards
+    def queue_shards(self, queue: str) -> int:
+        return 1
 
-    def shard_of(self, match_id: str) -> int:
-        return shard_of(match_id, self.settings.schedule_shards)
+    def _queue_lower(self, queue: str, item: str, due: int, data: bytes = b"") -> None:
+        q = self._queues.setdefault(queue, {})
+        cur = q.get(item)
+        if cur is None:
+            q[item] = (due, data)
+        else:
+            q[item] = (min(cur[0], due), data or cur[1])
 
-    async def wake(self, match_id: str, due: int) -> None:
-        shard = self._schedule.setdefault(self.shard_of(match_id), {})
-        cur = shard.get(match_id)
-        if cur is None or due < cur:
-            shard[match_id] = due
+    async def queue_add(
+        self, queue: str, item: str, due: int, data: bytes = b"", *, only_new: bool = False
+    ) -> bool:
+        q = self._queues.setdefault(queue, {})
+        if only_new:
+            if item in q:
+                return False
+            q[item] = (due, data)
+            return True
+        self._queue_lower(queue, item, due, data)
+        return True
 
-    async def claim(self, shard: int, now: int, lease: int, limit: int) -> list[tuple[str, int, int]]:
-        entries = self._schedule.get(shard, {})
-        due = sorted((score, m) for m, score in entries.items() if score <= now)[:limit]
+    async def queue_due(self, queue: str, now: int) -> list[int]:
+        return [0] if any(d <= now for d, _ in self._queues.get(queue, {}).values()) else []
+
+    async def queue_claim(self, queue: str, shard: int, now: int, lease: int, limit: int) -> list[Claim]:
+        q = self._queues.get(queue, {})
+        due = sorted((d, item) for item, (d, _) in q.items() if d <= now)[:limit]
         out = []
-        for score, m in due:
-            entries[m] = now + lease
-            out.append((m, score, now + lease))
+        for d, item in due:
+            data = q[item][1]
+            q[item] = (now + lease, data)
+            out.append(Claim(item, d, now + lease, data))
         return out
 
-    async def reschedule(self, match_id: str, lease: int, due: int | None) -> None:
-        entries = self._schedule.setdefault(self.shard_of(match_id), {})
-        cur = entries.get(match_id)
-        if cur is None or cur == lease:
-            if due is None:
-                entries.pop(match_id, None)
-            else:
-                entries[match_id] = due
-        elif due is not None and due < cur:
-            entries[match_id] = due
+    async def queue_finish(
+        self,
+        queue: str,
+        item: str,
+        lease: int,
+        due: int | None,
+        data: bytes = b"",
+        *,
+        owned: bool = False,
+    ) -> bool:
+        q = self._queues.setdefault(queue, {})
+        cur = q.get(item)
+        if cur is None or cur[0] != lease:
+            if not owned and due is not None:
+                self._queue_lower(queue, item, due)
+            return False
+        if due is None:
+            del q[item]
+        else:
+            q[item] = (due, data or cur[1])
+        return True
+
+    # -- presence, records, the outbox -----------------------------------------------
 
     async def touch(self, match_id: str, seat: int, now: int) -> None:
         m = self._get(match_id)
@@ -302,6 +348,100 @@ class MemoryMatchStore:
     async def presence(self, match_id: str) -> dict[int, int]:
         m = self._get(match_id)
         return {} if m is None else dict(m.presence)
+
+    async def outbox_take(self, match_id: str, token: str, lease: int, limit: int) -> list[bytes] | None:
+        m = self._get(match_id)
+        if m is None:
+            return []
+        now = self._clock()
+        if m.relay is not None and m.relay[1] > now:
+            return None
+        if not m.outbox:
+            return []
+        m.relay = (token, now + lease / 1000)
+        return m.outbox[:limit]
+
+    async def outbox_done(self, match_id: str, token: str, count: int) -> bool:
+        m = self._get(match_id)
+        if m is None or m.relay is None or m.relay[0] != token:
+            return False
+        del m.outbox[:count]
+        m.relay = None
+        return True
+
+    # -- operators ----------------------------------------------------------------------
+
+    def _operator(self, owner: str) -> _Operator:
+        return self._operators.setdefault(owner, _Operator())
+
+    async def operator_append(self, owner: str, events: Sequence[bytes]) -> list[str]:
+        op = self._operator(owner)
+        cursors = []
+        for raw in events:
+            op.events.append((op.next, raw))
+            cursors.append(f"{op.next}-0")
+            op.next += 1
+        del op.events[: max(0, len(op.events) - self.settings.operator_events_max_len)]
+        await self._notify()
+        return cursors
+
+    async def operator_read(
+        self, owner: str, after: str, limit: int, block: float = 0.0
+    ) -> list[tuple[str, bytes]]:
+        start = int((after or "0-0").split("-")[0])
+
+        def ready() -> list[tuple[str, bytes]]:
+            op = self._operators.get(owner)
+            if op is None:
+                return []
+            return [(f"{n}-0", raw) for n, raw in op.events if n > start][:limit]
+
+        got = ready()
+        if got or block <= 0:
+            return got
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(lambda: bool(ready())), block)
+            except TimeoutError:
+                return []
+        return ready()
+
+    async def operator_last(self, owner: str) -> str:
+        op = self._operators.get(owner)
+        return f"{op.events[-1][0]}-0" if op is not None and op.events else "0-0"
+
+    async def webhook_put(self, owner: str, webhook_id: str, data: bytes, limit: int) -> bool:
+        hooks = self._operator(owner).webhooks
+        if webhook_id not in hooks and len(hooks) >= limit:
+            return False
+        hooks[webhook_id] = data
+        return True
+
+    async def webhook_get(self, owner: str, webhook_id: str) -> bytes | None:
+        return self._operator(owner).webhooks.get(webhook_id)
+
+    async def webhook_list(self, owner: str) -> dict[str, bytes]:
+        return dict(self._operator(owner).webhooks)
+
+    async def webhook_delete(self, owner: str, webhook_id: str) -> bool:
+        op = self._operator(owner)
+        op.deliveries.pop(webhook_id, None)
+        return op.webhooks.pop(webhook_id, None) is not None
+
+    async def delivery_log_put(
+        self, owner: str, webhook_id: str, delivery_id: str, data: bytes, time_ms: int, keep: int
+    ) -> None:
+        log = self._operator(owner).deliveries.setdefault(webhook_id, {})
+        t = log[delivery_id][0] if delivery_id in log else time_ms
+        log[delivery_id] = (t, data)
+        if len(log) > keep:
+            for old in sorted(log, key=lambda d: log[d][0])[: len(log) - keep]:
+                del log[old]
+
+    async def delivery_log(self, owner: str, webhook_id: str, limit: int) -> list[bytes]:
+        log = self._operator(owner).deliveries.get(webhook_id, {})
+        newest = sorted(log.values(), key=lambda v: v[0], reverse=True)[:limit]
+        return [raw for _, raw in newest]
 
     async def read_record(self, match_id: str) -> list[bytes] | None:
         m = self._get(match_id)

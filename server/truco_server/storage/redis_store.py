@@ -1,16 +1,22 @@
-"""Redis :class:`~.base.MatchStore` (production): one Lua script per commit.
+"""Redis :class:`~.base.MatchStore` (production): one Lua script per commit, on one Redis
+server, a Sentinel group's primary, or a Redis Cluster.
 
 Key layout -- every key of a match shares the hash tag ``{<match_id>}`` so a script may
-touch them all on Redis Cluster::
+touch them all on Redis Cluster (they are in one slot)::
 
     truco:{<match_id>}:match            hash    version, state, meta, status, owner,
-                                                created_at, updated_at, sort_key, summary
+                                                created_at, updated_at, sort_key, summary,
+                                                head (the token of the last commit)
     truco:{<match_id>}:events           stream  entry id "<version>-0", field "e" = event
     truco:{<match_id>}:req              hash    request_id -> "<version after commit>:<reply>";
                                                 EXPIRE settings.request_ttl_seconds after
                                                 each record (retention once terminal)
-    truco:owner:{<owner>}:matches       zset    all scores 0, members "<sort_key>"
-                                                (= zero-padded created ms ":" match_id)
+    truco:{<match_id>}:live             channel (Redis Cluster only) sharded pub/sub: each
+                                                commit's events, for the stream hubs
+    truco:owner:{<owner>}:matches       zset    the owner's index, shard 0 of
+    truco:owner:{<owner>@<k>}:matches@<k>       settings.owner_index_shards (k >= 1), by a
+                                                hash of the match id; all scores 0, members
+                                                "<sort_key>" (= zero-padded created ms ":" id)
 
 Because stream ids are derived from versions, ``XRANGE <v>-0 +`` reads exactly from
 version ``v`` and ``XREAD`` resumes from any version.
@@ -23,42 +29,87 @@ string key per request); its TTL is renewed by every record, so a record lives a
 Atomicity: :meth:`RedisMatchStore.commit` is one ``EVALSHA`` of :data:`COMMIT_LUA` (a
 script runs without interleaving on the server). In order it: fails if the match hash is
 missing; returns the recorded reply if the request id is recorded (writes nothing); fails
-with the current version if it differs from the expected one (writes nothing); then
-``XADD``\\ s each event with ``MAXLEN = settings.max_events``, writes version/state/status
-into the hash, records the request id and renews the record hash's TTL, and -- when the
-new status is terminal -- ``EXPIRE``\\ s the hash, the stream and the records with
-``settings.retention_seconds``. The script is
-registered with ``register_script``; redis-py falls back to ``EVAL``/``SCRIPT LOAD`` after
-a ``NOSCRIPT`` (restart, failover), which costs one extra round trip once.
+with the current version if it differs from the expected one, or if the commit token
+(``head``) of that version is not the one this store last saw for it (writes nothing);
+then ``XADD``\\ s each event with ``MAXLEN = settings.max_events``, writes version, state,
+status and a new head into the hash, records the request id and renews the record hash's
+TTL, and -- when the new status is terminal -- ``EXPIRE``\\ s the hash, the stream and the
+records with ``settings.retention_seconds``. On Redis Cluster it also ``SPUBLISH``\\ es the
+events on the match's channel (the doorbell of :class:`~.fanout.ClusterStreamHub`).
 
-Creation is a ``ZADD NX`` on the owner index followed by :data:`CREATE_LUA`. The index
-lives in another slot (per owner), so it is not in the script; it is written *first* so a
-created match is always listed, and :meth:`list_matches` skips (and lazily removes)
-members whose match hash is missing or belongs to another creation.
+The head makes the version check safe across a failover: a replica promoted before it
+received the last commits is behind, and the next commits reuse those versions for other
+states; a worker still holding one of the lost states carries that state's head, which
+the stored head no longer matches, so its commit conflicts (and it reloads) instead of
+writing on top of a state it never saw.
+
+The hot path (one commit per action) packs ``EVALSHA`` itself and sends it on one pooled
+connection of the node that holds the match: the client's pool for one server or a
+Sentinel group, the cluster client's connection to the slot's primary for a cluster (from
+its slot map). ``NOSCRIPT`` (a restart, a failover, a new primary) loads the script on that
+same connection and runs it again; ``MOVED``/``ASK`` (a slot moved) update the slot map or
+ask the other node; with ``settings.wait_replicas`` a ``WAIT`` follows on the same
+connection, in the same write. Any connection error, failover or cluster without a primary
+for the key is retried for up to ``settings.retry_seconds`` (then
+:class:`~.base.StoreUnavailable`): re-sending a commit is safe, its request id or its
+version check stop a second application.
+
+Creation is a ``ZADD NX`` on one shard of the owner index followed by :data:`CREATE_LUA`.
+The index lives in another slot (per owner and shard), so it is not in the script; it is
+written *first* so a created match is always listed, and :meth:`list_matches` skips (and
+lazily removes) members whose match hash is missing or belongs to another creation.
 
 Round trips per operation (counted in :attr:`RedisMatchStore.stats`): commit 1, load 1,
 read_events 1 (pipelined ``EXISTS`` + ``XRANGE``), create 2, wait_events 1 when events are
-waiting, else 1 + one ``XREAD BLOCK`` per 2 s slice, list_matches 1 + 1 per scanned batch.
+waiting, else 1 + one ``XREAD BLOCK`` per 2 s slice, list_matches 2 per scanned batch (on a
+cluster the pipelines are split by node and sent in parallel).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
+import hashlib
+import heapq
+import itertools
 import math
+import random
+import secrets
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+import zlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import redis.asyncio as aioredis
-from redis.commands.core import AsyncScript
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.connection import Connection, SSLConnection
+from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+from redis.backoff import NoBackoff
+from redis.exceptions import (
+    AskError,
+    AuthenticationError,
+    AuthorizationError,
+    ClusterError,
+    MovedError,
+    NoScriptError,
+    ReadOnlyError,
+    RedisClusterException,
+    ResponseError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from truco_server import metrics
+from truco_server.lru import Lru
 
 from .base import (
+    CLOCK,
+    Claim,
     CommitResult,
     Event,
     LogTrimmed,
@@ -67,15 +118,18 @@ from .base import (
     MatchNotFound,
     Snapshot,
     StoreSettings,
+    StoreUnavailable,
     VersionConflict,
     check_page_size,
     decode_page_token,
     encode_page_token,
-    shard_of,
 )
-from .fanout import EventSubscription, RedisStreamHub, _parse_xread, version_of
+from .fanout import ClusterStreamHub, EventSubscription, RedisStreamHub, _parse_xread, version_of
+from .redis_url import RedisTarget, parse_redis_url
+from .shards import ShardedQueue
 
 _F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])
+_T = TypeVar("_T")
 
 
 def _timed(operation: str) -> Callable[[_F], _F]:
@@ -102,18 +156,20 @@ __all__ = ["COMMIT_LUA", "CREATE_LUA", "MatchKeys", "RedisMatchStore", "RedisSta
 EVENT_FIELD = b"e"
 
 CREATE_LUA = """
--- KEYS: match hash, events stream, record list
+-- KEYS: match hash, events stream, record list, outbox list
 -- ARGV: meta, state, status, owner, created_at, sort_key, summary, maxlen,
---       retention_ttl (0 = none), (unused), n_events, events...
+--       retention_ttl (0 = none), head, n_events, events..., n_outbox, outbox items...
 if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
-redis.call('DEL', KEYS[2], KEYS[3])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
 local n = tonumber(ARGV[11])
 for i = 1, n do
   redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[8], i .. '-0', 'e', ARGV[11 + i])
 end
+local m = tonumber(ARGV[12 + n])
+for j = 1, m do redis.call('RPUSH', KEYS[4], ARGV[12 + n + j]) end
 redis.call('HSET', KEYS[1], 'version', n, 'state', ARGV[2], 'meta', ARGV[1],
            'status', ARGV[3], 'owner', ARGV[4], 'created_at', ARGV[5],
-           'updated_at', ARGV[5], 'sort_key', ARGV[6], 'summary', ARGV[7])
+           'updated_at', ARGV[5], 'sort_key', ARGV[6], 'summary', ARGV[7], 'head', ARGV[10])
 local ttl = tonumber(ARGV[9])
 if ttl > 0 then
   redis.call('EXPIRE', KEYS[1], ttl)
@@ -123,10 +179,12 @@ return n
 """
 
 COMMIT_LUA = """
--- KEYS: match hash, events stream, request records hash, record list
+-- KEYS: match hash, events stream, request records hash, record list, outbox list
 -- ARGV: expected_version, state, request_id ('' = none), reply, request_ttl, maxlen,
 --       status ('' = unchanged), retention_ttl (0 = status not terminal), updated_at,
---       summary ('' = unchanged), record step ('' = none), (unused), n_events, events...
+--       summary ('' = unchanged), expected head ('' = not checked), new head,
+--       doorbell channel ('' = none), record step ('' = none), n_events, events...,
+--       n_outbox, outbox items...
 -- Returns {0, new_version} | {1, recorded "<version>:<reply>"} | {2, current_version}
 --       | {3} when the match does not exist.
 if redis.call('EXISTS', KEYS[1]) == 0 then return {3} end
@@ -136,39 +194,77 @@ if ARGV[3] ~= '' then
 end
 local cur = tonumber(redis.call('HGET', KEYS[1], 'version'))
 if cur ~= tonumber(ARGV[1]) then return {2, cur} end
-local n = tonumber(ARGV[13])
-for i = 1, n do
-  redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[6], (cur + i) .. '-0', 'e', ARGV[13 + i])
+if ARGV[11] ~= '' then
+  local head = redis.call('HGET', KEYS[1], 'head')
+  if head and head ~= ARGV[11] then return {2, cur} end
 end
+local n = tonumber(ARGV[15])
+for i = 1, n do
+  redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[6], (cur + i) .. '-0', 'e', ARGV[15 + i])
+end
+local m = tonumber(ARGV[16 + n])
+for j = 1, m do redis.call('RPUSH', KEYS[5], ARGV[16 + n + j]) end
 local newv = cur + n
-redis.call('HSET', KEYS[1], 'version', newv, 'state', ARGV[2], 'updated_at', ARGV[9])
+redis.call('HSET', KEYS[1], 'version', newv, 'state', ARGV[2], 'updated_at', ARGV[9], 'head', ARGV[12])
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'status', ARGV[7]) end
 if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'summary', ARGV[10]) end
-if ARGV[11] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[11]) end
+if ARGV[14] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[14]) end
 if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[3], ARGV[3], newv .. ':' .. ARGV[4])
   redis.call('EXPIRE', KEYS[3], ARGV[5])
 end
 local ttl = tonumber(ARGV[8])
 if ttl > 0 then
-  redis.call('EXPIRE', KEYS[1], ttl)
-  redis.call('EXPIRE', KEYS[2], ttl)
-  redis.call('EXPIRE', KEYS[3], ttl)
-  redis.call('EXPIRE', KEYS[4], ttl)
+  for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ttl) end
+end
+if ARGV[13] ~= '' and n > 0 then
+  local lens, evs = {}, {}
+  for i = 1, n do
+    evs[i] = ARGV[15 + i]
+    lens[i] = string.len(evs[i])
+  end
+  redis.call('SPUBLISH', ARGV[13], cur .. ':' .. table.concat(lens, ',') .. ':' .. table.concat(evs))
 end
 return {0, newv}
 """
 
-WAKE_LUA = """
--- KEYS: schedule zset of the match's shard.  ARGV: match id, due (ms since the epoch).
--- Lowers the match's wakeup to `due` (never raises it): ZADD LT, or a new member.
-return redis.call('ZADD', KEYS[1], 'LT', ARGV[2], ARGV[1])
+OUTBOX_TAKE_LUA = """
+-- KEYS: outbox list, relay lock.  ARGV: token, lease (ms), most items.
+-- The outbox's first items and the lock, or false when another relay holds the lock.
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) == false then return false end
+local items = redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)
+if #items == 0 then redis.call('DEL', KEYS[2]) end
+return items
 """
 
-CLAIM_LUA = """
--- KEYS: schedule zset.  ARGV: now (ms), lease (ms), limit.
--- Members due by now, each pushed to now + lease (claimed until then); returns
--- {member, due score, lease score, ...}.
+OUTBOX_DONE_LUA = """
+-- KEYS: outbox list, relay lock.  ARGV: token, items relayed.
+-- Drops the relayed items and the lock, if the lock is still this relay's.
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('LTRIM', KEYS[1], tonumber(ARGV[2]), -1)
+redis.call('DEL', KEYS[2])
+return 1
+"""
+
+QUEUE_ADD_LUA = """
+-- KEYS: due zset, data hash of the item's shard.  ARGV: item, due (ms), mode, data.
+-- mode 'lower': the item's due time becomes at most `due` (a new item is added), data
+--   replaced when given; mode 'new': added only if the item has no data yet (returns 0
+--   when it had: an item is queued once).
+if ARGV[3] == 'new' then
+  if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[4]) == 0 then return 0 end
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+  return 1
+end
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[4]) end
+redis.call('ZADD', KEYS[1], 'LT', ARGV[2], ARGV[1])
+return 1
+"""
+
+QUEUE_CLAIM_LUA = """
+-- KEYS: due zset, data hash.  ARGV: now (ms), lease (ms), limit.
+-- Items due by now, each pushed to now + lease (claimed until then); returns
+-- {item, due score, lease score, data ('' = none), ...}.
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0,
                        tonumber(ARGV[3]))
 local out = {}
@@ -178,28 +274,80 @@ for i = 1, #due, 2 do
   out[#out + 1] = due[i]
   out[#out + 1] = due[i + 1]
   out[#out + 1] = lease
+  out[#out + 1] = redis.call('HGET', KEYS[2], due[i]) or ''
 end
 return out
 """
 
-RESCHEDULE_LUA = """
--- KEYS: schedule zset.  ARGV: match id, the lease score it was claimed with, next due (ms;
--- '' = nothing due: remove it).
--- A claim ends: the next wakeup replaces the lease, unless a commit lowered the wakeup in
--- the meantime (then the lower of the two stays).
+QUEUE_FINISH_LUA = """
+-- KEYS: due zset, data hash.  ARGV: item, lease it was claimed with, next due ('' = done:
+--   drop it and its data), new data ('' = unchanged), mode.
+-- mode 'lower': if the due time was lowered meanwhile (a commit registered an earlier
+--   wakeup), the lower of the two stays; a missing item is re-added.  mode 'owned': nothing
+--   happens unless the claim still holds (another reader took over an expired lease).
+-- Returns 1 when the claim still held.
 local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not cur then
-  if ARGV[3] ~= '' then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) end
-  return 1
+local held = cur and tonumber(cur) == tonumber(ARGV[2])
+if not held then
+  if ARGV[5] == 'owned' then return 0 end
+  if ARGV[3] ~= '' then redis.call('ZADD', KEYS[1], 'LT', ARGV[3], ARGV[1]) end
+  return 0
 end
-if tonumber(cur) == tonumber(ARGV[2]) then
-  if ARGV[3] == '' then redis.call('ZREM', KEYS[1], ARGV[1])
-  else redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) end
-  return 1
+if ARGV[3] == '' then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('HDEL', KEYS[2], ARGV[1])
+else
+  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+  if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[4]) end
 end
-if ARGV[3] ~= '' then redis.call('ZADD', KEYS[1], 'LT', ARGV[3], ARGV[1]) end
-return 0
+return 1
 """
+
+WEBHOOK_PUT_LUA = """
+-- KEYS: the operator's webhooks hash.  ARGV: webhook id, data, most webhooks.
+-- Stores (or replaces) a webhook; 0 when the operator already has the most it may.
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
+DELIVERY_LOG_PUT_LUA = """
+-- KEYS: a webhook's deliveries hash, their order zset.  ARGV: delivery id, data, event time
+-- (ms), deliveries kept.  Records a delivery's state; the oldest beyond the limit go.
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1])
+local extra = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
+if extra > 0 then
+  local old = redis.call('ZRANGE', KEYS[2], 0, extra - 1)
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, extra - 1)
+  redis.call('HDEL', KEYS[1], unpack(old))
+end
+return 1
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Lua:
+    """A script and its SHA1 (what ``EVALSHA`` names it by)."""
+
+    body: str
+    sha: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha", hashlib.sha1(self.body.encode()).hexdigest())
+
+
+_CREATE = Lua(CREATE_LUA)
+_COMMIT = Lua(COMMIT_LUA)
+_OUTBOX_TAKE = Lua(OUTBOX_TAKE_LUA)
+_OUTBOX_DONE = Lua(OUTBOX_DONE_LUA)
+_QUEUE_ADD = Lua(QUEUE_ADD_LUA)
+_QUEUE_CLAIM = Lua(QUEUE_CLAIM_LUA)
+_QUEUE_FINISH = Lua(QUEUE_FINISH_LUA)
+_WEBHOOK_PUT = Lua(WEBHOOK_PUT_LUA)
+_DELIVERY_LOG_PUT = Lua(DELIVERY_LOG_PUT_LUA)
 
 
 def pack_command(*args: bytes | str | int) -> bytes:
@@ -215,6 +363,9 @@ def pack_command(*args: bytes | str | int) -> bytes:
     return b"".join(parts)
 
 
+_ASKING = pack_command("ASKING")
+
+
 @dataclass(frozen=True, slots=True)
 class MatchKeys:
     """Names of the Redis keys of one match (all in slot ``{match_id}``)."""
@@ -227,18 +378,46 @@ class MatchKeys:
     """The list of the match's record steps (one per commit that has one)."""
     presence: str
     """The hash of the last time each seat was seen (field = seat, value = ms)."""
+    outbox: str
+    """The list of the match's operator events not relayed yet (docs/webhooks.md)."""
+    relay: str
+    """The lock of the relay moving the outbox to the operator's stream."""
+    live: str = ""
+    """The sharded pub/sub channel of the match's doorbells (Redis Cluster)."""
 
     def request(self, request_id: str) -> str:
         """The key holding the record of ``request_id``: the match's records hash."""
         return self.requests
 
 
+@dataclass(frozen=True, slots=True)
+class OperatorKeys:
+    """Names of the Redis keys of one operator (all in slot ``{op:<owner>}``)."""
+
+    events: str
+    """The stream of the operator's lifecycle events."""
+    webhooks: str
+    """The hash of its webhooks (field = webhook id)."""
+    base: str
+
+    def deliveries(self, webhook_id: str) -> str:
+        """The hash of a webhook's delivery states (field = delivery id)."""
+        return f"{self.base}:wh:{webhook_id}:deliveries"
+
+    def delivery_order(self, webhook_id: str) -> str:
+        """The sorted set of a webhook's deliveries by event time (for listing, trimming)."""
+        return f"{self.base}:wh:{webhook_id}:order"
+
+
 @dataclass(slots=True)
 class RedisStats:
-    """What this store sent to Redis: ``round_trips`` (network waits) and ``commands``."""
+    """What this store sent to Redis: ``round_trips`` (network waits) and ``commands``;
+    ``retries`` after Redis faults; commits whose ``WAIT`` came back short."""
 
     round_trips: int = 0
     commands: int = 0
+    retries: int = 0
+    wait_short: int = 0
 
     def add(self, round_trips: int, commands: int) -> None:
         self.round_trips += round_trips
@@ -247,6 +426,9 @@ class RedisStats:
 
 _INDEX_GRACE_MS = 60_000
 """An index member without its match hash is removed only when older than this."""
+
+_HEADS_KEPT = 32_768
+"""Commit tokens remembered per store (more than the service's cache of loaded matches)."""
 
 
 def _created_ms(member: bytes | str) -> int:
@@ -266,33 +448,174 @@ def _s(value: bytes | str | None) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _retryable(exc: BaseException) -> bool:
+    """A fault that a retry may get past: no connection, a failover in progress, a slot
+    without a primary, a demoted primary, a busy or loading server."""
+    if isinstance(exc, AuthenticationError | AuthorizationError):
+        return False
+    if isinstance(
+        exc,
+        RedisConnectionError
+        | RedisTimeoutError
+        | ClusterError
+        | TryAgainError
+        | ReadOnlyError
+        | SlotNotCoveredError
+        | OSError,
+    ):
+        return True
+    cause = exc.__cause__
+    return isinstance(exc, RedisClusterException) and isinstance(
+        cause, RedisConnectionError | RedisTimeoutError | OSError
+    )
+
+
+class _BlockingSentinelPool(SentinelConnectionPool, aioredis.BlockingConnectionPool):
+    """redis-py's Sentinel pool (asks the sentinels for the primary on every connect),
+    waiting for a free connection like :class:`~redis.asyncio.BlockingConnectionPool`."""
+
+
+Lease = tuple[Connection, Callable[[Connection], Awaitable[None]]]
+
+
+class _PoolRoute:
+    """One primary behind the client's pool (one server, or a Sentinel group)."""
+
+    def __init__(self, client: aioredis.Redis) -> None:
+        self._pool = client.connection_pool
+
+    async def acquire(self, key: str, ask: tuple[str, int] | None) -> Lease:
+        conn = await self._pool.get_connection()  # type: ignore[no-untyped-call]
+        return conn, self._pool.release
+
+    async def moved(self, exc: MovedError) -> None:
+        raise exc  # not a cluster: a redirection is a configuration error
+
+    async def recover(self, exc: BaseException) -> None:
+        """Nothing to do: a new connection finds the server (the Sentinel pool asks the
+        sentinels for the current primary)."""
+
+
+class _ClusterRoute:
+    """The primary serving a key's slot, from the cluster client's slot map."""
+
+    def __init__(self, client: RedisCluster, limit: int) -> None:
+        self._rc = client
+        self._slots = asyncio.Semaphore(limit)
+
+    async def acquire(self, key: str, ask: tuple[str, int] | None) -> Lease:
+        rc = self._rc
+        await rc.initialize()  # once, and again after the client saw a failure
+        node: ClusterNode | None
+        if ask is None:
+            node = rc.get_node_from_key(key)
+        else:
+            node = rc.get_node(host=ask[0], port=ask[1])
+            if node is None:
+                await rc.nodes_manager.initialize()
+                node = rc.get_node(host=ask[0], port=ask[1])
+        if node is None:
+            raise SlotNotCoveredError(f"no node for {key!r}")
+        await self._slots.acquire()
+        try:
+            conn = node.acquire_connection()
+        except BaseException:
+            self._slots.release()
+            raise
+        target = node
+
+        async def release(c: Connection) -> None:
+            target.release(c)
+            self._slots.release()
+
+        return conn, release
+
+    async def moved(self, exc: MovedError) -> None:
+        await self._rc.nodes_manager.move_slot(exc)
+
+    async def recover(self, exc: BaseException) -> None:
+        """Read the slot map again (coalesced by the client: one refresh for many callers)."""
+        if isinstance(exc, RedisConnectionError | RedisTimeoutError | ClusterError | OSError):
+            # no node answering yet is fine: the next attempt tries again
+            with contextlib.suppress(RedisClusterException, RedisConnectionError, RedisTimeoutError, OSError):
+                await self._rc.nodes_manager.initialize()
+
+
+def _node_client_factory(kwargs: dict[str, Any]) -> Callable[[str, int], aioredis.Redis]:
+    """Clients for the cluster hub's subscriber connections: no command timeout (they
+    wait for messages), a health check, no transparent reconnect (the hub re-places the
+    channels itself after a failure)."""
+    base = {k: v for k, v in kwargs.items() if v is not None and k != "socket_timeout"}
+
+    def make(host: str, port: int) -> aioredis.Redis:
+        return aioredis.Redis(
+            host=host,
+            port=port,
+            socket_timeout=None,
+            health_check_interval=5,
+            retry=Retry(NoBackoff(), 0),
+            **base,
+        )
+
+    return make
+
+
+def _node_kwargs_of(client: RedisCluster) -> dict[str, Any]:
+    """The connection settings of a cluster client that its nodes' subscribers reuse."""
+    given = client.connection_kwargs
+    kwargs = {k: given.get(k) for k in ("username", "password", "socket_connect_timeout")}
+    if given.get("connection_class") is SSLConnection:
+        kwargs["ssl"] = True
+        kwargs.update({k: v for k, v in given.items() if k.startswith("ssl_")})
+    return kwargs
+
+
 class RedisMatchStore:
     """A :class:`~.base.MatchStore` on Redis (see the module docstring).
 
-    Build it with :meth:`from_url` (a ``BlockingConnectionPool``: callers wait for a free
-    connection instead of failing with "Too many connections") or pass a client created
-    with ``decode_responses=False``.
+    Build it with :meth:`from_url`, which picks the client from the URL form
+    (:mod:`.redis_url`): a ``BlockingConnectionPool`` for one server (callers wait for a
+    free connection instead of failing with "Too many connections"), redis-py's Sentinel
+    client for a Sentinel group (a blocking Sentinel pool of the primary), redis-py's
+    ``RedisCluster`` for a cluster. Or pass a client created with ``decode_responses=False``
+    (a :class:`~redis.asyncio.Redis` or a :class:`~redis.asyncio.cluster.RedisCluster`).
     """
 
     def __init__(
         self,
-        client: aioredis.Redis,
+        client: aioredis.Redis | RedisCluster,
         settings: StoreSettings | None = None,
         *,
         prefix: str = "truco",
         hub_block_ms: int = 1000,
+        node_client: Callable[[str, int], aioredis.Redis] | None = None,
+        sentinel: Sentinel | None = None,
+        max_connections: int = 64,
     ) -> None:
-        self.settings = settings or StoreSettings()
+        self.settings = s = settings or StoreSettings()
         self.stats = RedisStats()
-        self._r = client
+        self._r: Any = client
         self._prefix = prefix
         self._hub_block_ms = hub_block_ms
-        self._hub: RedisStreamHub | None = None
-        self._create: AsyncScript = client.register_script(CREATE_LUA)
-        self._commit: AsyncScript = client.register_script(COMMIT_LUA)
-        self._wake: AsyncScript = client.register_script(WAKE_LUA)
-        self._claim: AsyncScript = client.register_script(CLAIM_LUA)
-        self._reschedule: AsyncScript = client.register_script(RESCHEDULE_LUA)
+        self._hub: RedisStreamHub | ClusterStreamHub | None = None
+        self._queues: dict[str, ShardedQueue] = {}
+        self._sentinel = sentinel
+        self._route: _PoolRoute | _ClusterRoute
+        self.kind: str
+        """``standalone``, ``sentinel`` or ``cluster``."""
+        if isinstance(client, RedisCluster):
+            self.kind = "cluster"
+            self._route = _ClusterRoute(client, max_connections)
+            self._node_client = node_client or _node_client_factory(_node_kwargs_of(client))
+        else:
+            pool = client.connection_pool
+            self.kind = "sentinel" if isinstance(pool, SentinelConnectionPool) else "standalone"
+            self._route = _PoolRoute(client)
+            self._node_client = node_client or _node_client_factory({})
+        self._wait = pack_command("WAIT", s.wait_replicas, s.wait_timeout_ms) if s.wait_replicas else b""
+        self._heads: Lru[str, tuple[int, str]] = Lru(_HEADS_KEPT)
+        self._head_prefix = secrets.token_hex(5)
+        self._head_counter = itertools.count(1)
 
     @classmethod
     def from_url(
@@ -304,13 +627,41 @@ class RedisMatchStore:
         pool_timeout: float = 20.0,
         **kwargs: Any,
     ) -> RedisMatchStore:
+        """A store for any URL form of :mod:`.redis_url` (raises ``ValueError`` for a bad one)."""
+        target: RedisTarget = parse_redis_url(url)
+        if target.kind == "cluster":
+            conn = target.connection_kwargs()
+            cluster = RedisCluster(
+                startup_nodes=[ClusterNode(host, port) for host, port in target.nodes],
+                max_connections=max(4 * max_connections, 256),
+                decode_responses=False,
+                **conn,
+            )
+            node_client = _node_client_factory(
+                {k: v for k, v in conn.items() if k not in ("socket_timeout",)}
+            )
+            return cls(cluster, settings, node_client=node_client, max_connections=max_connections, **kwargs)
+        if target.kind == "sentinel":
+            assert target.master_name is not None
+            sentinel = Sentinel(  # type: ignore[no-untyped-call]
+                list(target.nodes), sentinel_kwargs=target.sentinel_kwargs(), **target.connection_kwargs()
+            )
+            client: aioredis.Redis = sentinel.master_for(
+                target.master_name,
+                connection_pool_class=_BlockingSentinelPool,
+                max_connections=max_connections,
+                timeout=pool_timeout,
+                decode_responses=False,
+            )
+            return cls(client, settings, sentinel=sentinel, max_connections=max_connections, **kwargs)
         pool = aioredis.BlockingConnectionPool.from_url(
             url, max_connections=max_connections, timeout=pool_timeout, decode_responses=False
         )
-        return cls(aioredis.Redis(connection_pool=pool), settings, **kwargs)
+        return cls(aioredis.Redis(connection_pool=pool), settings, max_connections=max_connections, **kwargs)
 
     @property
-    def client(self) -> aioredis.Redis:
+    def client(self) -> Any:
+        """The redis-py client (``Redis`` or ``RedisCluster``)."""
         return self._r
 
     def keys_for(self, match_id: str) -> MatchKeys:
@@ -321,14 +672,126 @@ class RedisMatchStore:
             requests=f"{base}:req",
             record=f"{base}:record",
             presence=f"{base}:presence",
+            outbox=f"{base}:outbox",
+            relay=f"{base}:relay",
+            live=f"{base}:live",
         )
 
-    def schedule_key(self, shard: int) -> str:
-        """The schedule of one shard: a sorted set of match ids by wakeup (ms)."""
-        return f"{self._prefix}:{{sched:{shard}}}:due"
+    def queue(self, name: str) -> ShardedQueue:
+        """The layout of the sharded queue ``name`` (``clock``, ``webhook``)."""
+        q = self._queues.get(name)
+        if q is None:
+            q = self._queues[name] = ShardedQueue(name, self.settings.queue_shards, self._prefix)
+        return q
 
-    def owner_key(self, owner: str) -> str:
-        return f"{self._prefix}:owner:{{{owner}}}:matches"
+    def operator_keys(self, owner: str) -> OperatorKeys:
+        base = f"{self._prefix}:{{op:{owner}}}"
+        return OperatorKeys(events=f"{base}:events", webhooks=f"{base}:webhooks", base=base)
+
+    def owner_key(self, owner: str, shard: int = 0) -> str:
+        """Shard ``shard`` of the owner's index (shard 0 is the one-key layout of old)."""
+        if shard == 0:
+            return f"{self._prefix}:owner:{{{owner}}}:matches"
+        return f"{self._prefix}:owner:{{{owner}@{shard}}}:matches@{shard}"
+
+    def owner_keys(self, owner: str) -> list[str]:
+        return [self.owner_key(owner, k) for k in range(self.settings.owner_index_shards)]
+
+    def owner_key_for(self, owner: str, match_id: str) -> str:
+        """The index shard a match is listed in: CRC-32 of its id modulo the shard count."""
+        return self.owner_key(owner, zlib.crc32(match_id.encode()) % self.settings.owner_index_shards)
+
+    # -- the plumbing -------------------------------------------------------------
+
+    async def _retrying(self, operation: str, call: Callable[[], Awaitable[_T]]) -> _T:
+        """``call()``, again after a Redis fault that a retry may get past, with backoff,
+        for up to ``settings.retry_seconds``; then :class:`StoreUnavailable`."""
+        deadline: float | None = None
+        delay = 0.025
+        while True:
+            try:
+                return await call()
+            except Exception as exc:
+                if not _retryable(exc):
+                    raise
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + self.settings.retry_seconds
+                if now >= deadline:
+                    metrics.REDIS_UNAVAILABLE.labels(operation).inc()
+                    raise StoreUnavailable(
+                        f"Redis unavailable for {self.settings.retry_seconds:g}s ({operation}): "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
+                self.stats.retries += 1
+                metrics.REDIS_RETRIES.labels(operation).inc()
+                await self._route.recover(exc)
+                await asyncio.sleep(min(delay * (0.5 + random.random()), max(0.0, deadline - now)))
+                delay = min(delay * 2, 0.5)
+
+    async def _exchange(self, key: str, payload: bytes, n: int, ask: tuple[str, int] | None) -> list[Any]:
+        """Send ``payload`` (``n`` commands) on one connection of the node holding ``key``
+        and read the ``n`` replies; an error reply comes back as its exception object."""
+        conn, release = await self._route.acquire(key, ask)
+        self.stats.add(1, n)
+        try:
+            await conn.send_packed_command(payload)
+            replies: list[Any] = []
+            for _ in range(n):
+                try:
+                    replies.append(await conn.read_response())
+                except ResponseError as exc:
+                    replies.append(exc)
+        except BaseException:
+            await conn.disconnect()  # it may hold unread replies: never reuse it
+            raise
+        finally:
+            await release(conn)
+        return replies
+
+    async def _script(
+        self, lua: Lua, keys: list[str], args: list[Any], *, durable: bool = False, before: bytes = b""
+    ) -> Any:
+        """``EVALSHA`` of ``lua`` (then ``WAIT`` when configured and ``durable``) in one round
+        trip to the node holding ``keys``; ``NOSCRIPT`` loads the script on the same connection
+        first, ``MOVED``/``ASK`` follow the slot. ``before``: a packed command sent first on
+        the same connection (only for keys on the same node: never on a cluster)."""
+        evalsha = pack_command("EVALSHA", lua.sha, len(keys), *keys, *args)
+        wait = self._wait if durable else b""
+        load = False
+        ask: tuple[str, int] | None = None
+        for _ in range(8):
+            commands = [before] if before else []
+            before = b""  # it ran: a retry sends the script alone
+            if load:
+                commands.append(pack_command("SCRIPT", "LOAD", lua.body))
+            if ask is not None:
+                commands.append(_ASKING)
+            commands.append(evalsha)
+            if wait:
+                commands.append(wait)
+            replies = await self._exchange(keys[0], b"".join(commands), len(commands), ask)
+            res = replies[-2] if wait else replies[-1]
+            ask = None
+            if isinstance(res, NoScriptError):
+                load = True
+                continue
+            if isinstance(res, MovedError):
+                await self._route.moved(res)
+                continue
+            if isinstance(res, AskError):
+                ask = (res.host, int(res.port))
+                continue
+            if isinstance(res, Exception):
+                raise res
+            if wait and int(replies[-1]) < self.settings.wait_replicas:
+                self.stats.wait_short += 1
+                metrics.REDIS_WAIT_SHORT.inc()
+            return res
+        raise ClusterError(f"{lua.sha[:8]}: too many redirections for {keys[0]!r}")
+
+    def _new_head(self) -> str:
+        return f"{self._head_prefix}{next(self._head_counter):x}"
 
     # -- MatchStore ---------------------------------------------------------------
 
@@ -342,15 +805,15 @@ class RedisMatchStore:
         index: MatchIndexEntry,
         *,
         wake: int | None = None,
+        outbox: Sequence[bytes] = (),
     ) -> int:
         if index.match_id != match_id:
             raise ValueError("index.match_id must equal match_id")
         keys = self.keys_for(match_id)
         if wake is not None:
-            await self.wake(match_id, wake)
+            await self.queue_add(CLOCK, match_id, wake)
         retention = self.settings.retention_seconds if index.status in self.settings.terminal_statuses else 0
-        self.stats.add(1, 1)
-        await self._r.zadd(self.owner_key(index.owner), {index.sort_key: 0}, nx=True)
+        head = self._new_head()
         args: list[Any] = [
             meta,
             state,
@@ -361,25 +824,43 @@ class RedisMatchStore:
             index.summary,
             self.settings.max_events,
             retention,
-            "",
+            head,
             len(events),
             *events,
+            len(outbox),
+            *outbox,
         ]
-        self.stats.add(1, 1)
-        version = int(await self._create(keys=[keys.match, keys.events, keys.record], args=args))
+        index_key = self.owner_key_for(index.owner, match_id)
+        script_keys = [keys.match, keys.events, keys.record, keys.outbox]
+
+        async def go() -> int:
+            self.stats.add(1, 1)
+            await self._r.zadd(index_key, {index.sort_key: 0}, nx=True)
+            return int(await self._script(_CREATE, script_keys, args, durable=True))
+
+        version = await self._retrying("create", go)
         if version < 0:
             raise MatchExists(match_id)
+        self._heads.put(match_id, (version, head))
         return version
 
     @_timed("load")
     async def load(self, match_id: str) -> Snapshot | None:
         keys = self.keys_for(match_id)
-        self.stats.add(1, 1)
-        version, state, meta, status, updated = await self._r.hmget(
-            keys.match, ["version", "state", "meta", "status", "updated_at"]
-        )
+
+        async def go() -> list[Any]:
+            self.stats.add(1, 1)
+            return cast(
+                list[Any],
+                await self._r.hmget(keys.match, ["version", "state", "meta", "status", "updated_at", "head"]),
+            )
+
+        version, state, meta, status, updated, head = await self._retrying("load", go)
         if version is None:
+            self._heads.pop(match_id)
             return None
+        if head is not None:
+            self._heads.put(match_id, (int(version), _s(head)))
         return Snapshot(
             version=int(version),
             state=_b(state),
@@ -403,6 +884,7 @@ class RedisMatchStore:
         summary: bytes | None = None,
         record: bytes | None = None,
         wake: int | None = None,
+        outbox: Sequence[bytes] = (),
     ) -> CommitResult:
         keys = self.keys_for(match_id)
         retention = (
@@ -410,6 +892,9 @@ class RedisMatchStore:
             if status is not None and status in self.settings.terminal_statuses
             else 0
         )
+        known = self._heads.get(match_id)
+        expected_head = known[1] if known is not None and known[0] == expected_version else ""
+        head = self._new_head()
         args: list[Any] = [
             expected_version,
             state,
@@ -421,82 +906,60 @@ class RedisMatchStore:
             retention,
             repr(time.time() if updated_at is None else updated_at),
             summary or b"",
+            expected_head,
+            head,
+            keys.live if self.kind == "cluster" else "",
             record or b"",
-            "",
             len(events),
             *events,
+            len(outbox),
+            *outbox,
         ]
-        self.stats.add(1, 1)
+        script_keys = [keys.match, keys.events, keys.requests, keys.record, keys.outbox]
+        before = b""
+        if wake is not None:  # a wakeup no later than `wake`, registered before the commit
+            zadd = ("ZADD", self.queue(CLOCK).key_for(match_id, ":due"), "LT", wake, match_id)
+            if self.kind == "cluster":  # another slot, likely another node: its own round trip
+                self.stats.add(1, 1)
+                await self._retrying("wake", lambda: self._r.execute_command(*zadd))
+            else:
+                before = pack_command(*zadd)
         hub = self._hub
         if hub is not None:
             hub.begin_commit(match_id)
         try:
-            before = None
-            if wake is not None:  # a wakeup no later than `wake`, registered before the commit
-                before = ("ZADD", self.schedule_key(self.shard_of(match_id)), "LT", wake, match_id)
-            res = await self._call_script(
-                self._commit, [keys.match, keys.events, keys.requests, keys.record], args, before=before
+            res = await self._retrying(
+                "commit", lambda: self._script(_COMMIT, script_keys, args, durable=True, before=before)
             )
         finally:
             if hub is not None:
                 hub.end_commit(match_id)
         code = int(res[0])
         if code == 0:
+            new_version = int(res[1])
+            self._heads.put(match_id, (new_version, head))
             if hub is not None:
                 hub.committed(match_id, expected_version, events)  # local fan-out
-            return CommitResult(version=int(res[1]), reply=reply)
+            return CommitResult(version=new_version, reply=reply)
         if code == 1:
             version, _, first_reply = bytes(res[1]).partition(b":")
             return CommitResult(version=int(version), reply=first_reply, duplicate=True)
+        self._heads.pop(match_id)
         if code == 2:
             if hub is not None:
                 hub.conflicted(match_id)
             raise VersionConflict(match_id, expected_version, int(res[1]))
         raise MatchNotFound(match_id)
 
-    async def _call_script(
-        self,
-        script: AsyncScript,
-        keys: list[str],
-        args: list[Any],
-        *,
-        before: tuple[Any, ...] | None = None,
-    ) -> Any:
-        """``EVALSHA`` of a registered script on a connection of the client's pool, after the
-        command ``before`` (if any) in the same round trip: Redis runs them in that order.
-
-        The hot path (one call per action) packs the commands itself and skips the client's
-        command layer (argument packing, response callbacks); the pool, the connection and
-        its parser are redis-py's. Anything unusual -- the script not loaded yet (first
-        call, Redis restarted or failed over), a broken connection -- goes through the
-        client's own calls, which load the script and apply the client's retry policy."""
-        sha = script.sha
-        if sha:
-            payload = pack_command("EVALSHA", sha, len(keys), *keys, *args)
-            if before is not None:
-                payload = pack_command(*before) + payload
-            pool = self._r.connection_pool
-            conn = await pool.get_connection()  # type: ignore[no-untyped-call]
-            try:
-                await conn.send_packed_command(payload)
-                if before is not None:
-                    await conn.read_response()
-                return await conn.read_response()
-            except NoScriptError:
-                before = None  # it ran: the fallback below runs only the script
-            except (RedisConnectionError, RedisTimeoutError, OSError):
-                await conn.disconnect()
-            finally:
-                await pool.release(conn)
-        if before is not None:
-            await self._r.execute_command(*before)  # type: ignore[no-untyped-call]
-        return await script(keys=keys, args=args)
-
     @_timed("lookup_request")
     async def lookup_request(self, match_id: str, request_id: str) -> CommitResult | None:
         keys = self.keys_for(match_id)
-        self.stats.add(1, 1)
-        raw = await self._r.hget(keys.requests, request_id)
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._r.hget(keys.requests, request_id)
+
+        raw = await self._retrying("lookup_request", go)
         if raw is None:
             return None
         version, _, first_reply = _b(raw).partition(b":")
@@ -507,11 +970,15 @@ class RedisMatchStore:
         if after_version < 0 or limit < 1:
             raise ValueError("after_version must be >= 0 and limit >= 1")
         keys = self.keys_for(match_id)
-        pipe = self._r.pipeline(transaction=False)
-        pipe.exists(keys.match)
-        pipe.xrange(keys.events, min=f"{after_version + 1}-0", max="+", count=limit)
-        self.stats.add(1, 2)
-        exists, entries = await pipe.execute()
+
+        async def go() -> list[Any]:
+            pipe = self._r.pipeline(transaction=False)
+            pipe.exists(keys.match)
+            pipe.xrange(keys.events, min=f"{after_version + 1}-0", max="+", count=limit)
+            self.stats.add(1, 2)
+            return cast(list[Any], await pipe.execute())
+
+        exists, entries = await self._retrying("read_events", go)
         if not exists:
             raise MatchNotFound(match_id)
         return self._to_events(entries, after_version)
@@ -535,11 +1002,13 @@ class RedisMatchStore:
         while remaining > 0:
             block = min(remaining, 2.0)
             self.stats.add(1, 1)
-            resp = await self._r.xread(
-                {keys.events: f"{after_version}-0"},
-                count=limit,
-                block=max(1, math.ceil(block * 1000)),
-            )
+
+            async def go(block: float = block) -> Any:
+                return await self._r.xread(
+                    {keys.events: f"{after_version}-0"}, count=limit, block=max(1, math.ceil(block * 1000))
+                )
+
+            resp = await self._retrying("wait_events", go)
             for _key, entries in _parse_xread(resp):
                 if entries:
                     return self._to_events(entries, after_version)
@@ -548,59 +1017,258 @@ class RedisMatchStore:
 
     def subscribe(self, match_id: str, after_version: int, *, queue_size: int = 256) -> EventSubscription:
         if self._hub is None:
-            pool = self._r.connection_pool
-            reader = aioredis.Redis(
-                connection_pool=aioredis.ConnectionPool(
-                    connection_class=pool.connection_class,
-                    **{**pool.connection_kwargs, "socket_timeout": None},
-                ),
-                single_connection_client=True,
-            )
-            self._hub = RedisStreamHub(
-                reader,
-                self._r,
-                lambda mid: self.keys_for(mid).events,
-                field=EVENT_FIELD,
-                block_ms=self._hub_block_ms,
-                on_round_trip=lambda n: self.stats.add(n, n),
-            )
+            self._hub = self._make_hub()
         return EventSubscription(self, self._hub, match_id, after_version, queue_size=queue_size)
 
-    # -- lifecycle: the schedule, presence, records ---------------------------------
+    def _make_hub(self) -> RedisStreamHub | ClusterStreamHub:
+        count = lambda n: self.stats.add(n, n)  # noqa: E731
+        if isinstance(self._r, RedisCluster):
+            return ClusterStreamHub(
+                self._r,
+                lambda mid: self.keys_for(mid).events,
+                lambda mid: self.keys_for(mid).live,
+                self._node_client,
+                field=EVENT_FIELD,
+                on_round_trip=count,
+            )
+        pool = self._r.connection_pool
+        kwargs = {**pool.connection_kwargs, "socket_timeout": None}
+        reader_pool: aioredis.ConnectionPool
+        if isinstance(pool, SentinelConnectionPool):
+            kwargs.pop("connection_pool", None)
+            reader_pool = SentinelConnectionPool(  # type: ignore[no-untyped-call]
+                pool.service_name, pool.sentinel_manager, connection_class=pool.connection_class, **kwargs
+            )
+        else:
+            reader_pool = aioredis.ConnectionPool(connection_class=pool.connection_class, **kwargs)
+        reader = aioredis.Redis(connection_pool=reader_pool, single_connection_client=True)
+        return RedisStreamHub(
+            reader,
+            self._r,
+            lambda mid: self.keys_for(mid).events,
+            field=EVENT_FIELD,
+            block_ms=self._hub_block_ms,
+            on_round_trip=count,
+        )
 
-    @property
-    def shards(self) -> int:
-        return self.settings.schedule_shards
+    # -- sharded queues (docs/storage.md, "Sharded queues") ----------------------------
 
-    def shard_of(self, match_id: str) -> int:
-        return shard_of(match_id, self.settings.schedule_shards)
+    def queue_shards(self, queue: str) -> int:
+        return self.settings.queue_shards
 
-    async def wake(self, match_id: str, due: int) -> None:
-        self.stats.add(1, 1)
-        await self._wake(keys=[self.schedule_key(self.shard_of(match_id))], args=[match_id, due])
+    async def queue_add(
+        self, queue: str, item: str, due: int, data: bytes = b"", *, only_new: bool = False
+    ) -> bool:
+        q = self.queue(queue)
+        keys = [q.key_for(item, ":due"), q.key_for(item, ":data")]
+        args = [item, due, "new" if only_new else "lower", data]
 
-    async def claim(self, shard: int, now: int, lease: int, limit: int) -> list[tuple[str, int, int]]:
-        self.stats.add(1, 1)
-        raw = await self._claim(keys=[self.schedule_key(shard)], args=[now, lease, limit])
-        return [(_s(raw[i]), int(float(_s(raw[i + 1]))), int(raw[i + 2])) for i in range(0, len(raw), 3)]
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._script(_QUEUE_ADD, keys, args)
 
-    async def reschedule(self, match_id: str, lease: int, due: int | None) -> None:
-        self.stats.add(1, 1)
-        key = self.schedule_key(self.shard_of(match_id))
-        await self._reschedule(keys=[key], args=[match_id, lease, "" if due is None else due])
+        return bool(int(await self._retrying("queue_add", go)))
+
+    async def queue_due(self, queue: str, now: int) -> list[int]:
+        q = self.queue(queue)
+        shards = q.all_shards()
+
+        async def go() -> Any:
+            self.stats.add(1, len(shards))
+            pipe = self._r.pipeline(transaction=False)
+            for k in shards:
+                pipe.zcount(q.key(k, ":due"), "-inf", now)
+            return await pipe.execute()
+
+        counts = await self._retrying("queue_due", go)
+        return [k for k, n in zip(shards, counts, strict=True) if int(n)]
+
+    async def queue_claim(self, queue: str, shard: int, now: int, lease: int, limit: int) -> list[Claim]:
+        q = self.queue(queue)
+        keys = [q.key(shard, ":due"), q.key(shard, ":data")]
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._script(_QUEUE_CLAIM, keys, [now, lease, limit])
+
+        raw = await self._retrying("queue_claim", go)
+        return [
+            Claim(_s(raw[i]), int(float(_s(raw[i + 1]))), int(raw[i + 2]), _b(raw[i + 3]))
+            for i in range(0, len(raw), 4)
+        ]
+
+    async def queue_finish(
+        self,
+        queue: str,
+        item: str,
+        lease: int,
+        due: int | None,
+        data: bytes = b"",
+        *,
+        owned: bool = False,
+    ) -> bool:
+        q = self.queue(queue)
+        keys = [q.key_for(item, ":due"), q.key_for(item, ":data")]
+        args = [item, lease, "" if due is None else due, data, "owned" if owned else "lower"]
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._script(_QUEUE_FINISH, keys, args)
+
+        return bool(int(await self._retrying("queue_finish", go)))
+
+    # -- presence, records, the outbox -----------------------------------------------
 
     async def touch(self, match_id: str, seat: int, now: int) -> None:
         keys = self.keys_for(match_id)
-        self.stats.add(1, 2)
-        pipe = self._r.pipeline(transaction=False)
-        pipe.hset(keys.presence, str(seat), now)
-        pipe.expire(keys.presence, max(self.settings.retention_seconds, 3600))
-        await pipe.execute()
+
+        async def go() -> Any:
+            self.stats.add(1, 2)
+            pipe = self._r.pipeline(transaction=False)
+            pipe.hset(keys.presence, str(seat), now)
+            pipe.expire(keys.presence, max(self.settings.retention_seconds, 3600))
+            return await pipe.execute()
+
+        await self._retrying("touch", go)
 
     async def presence(self, match_id: str) -> dict[int, int]:
-        self.stats.add(1, 1)
-        raw = await self._r.hgetall(self.keys_for(match_id).presence)
+        key = self.keys_for(match_id).presence
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._r.hgetall(key)
+
+        raw = await self._retrying("presence", go)
         return {int(_s(k)): int(_s(v)) for k, v in raw.items()}
+
+    async def outbox_take(self, match_id: str, token: str, lease: int, limit: int) -> list[bytes] | None:
+        keys = self.keys_for(match_id)
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._script(_OUTBOX_TAKE, [keys.outbox, keys.relay], [token, lease, limit])
+
+        raw = await self._retrying("outbox_take", go)
+        return None if raw is None else [_b(x) for x in raw]
+
+    async def outbox_done(self, match_id: str, token: str, count: int) -> bool:
+        keys = self.keys_for(match_id)
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._script(_OUTBOX_DONE, [keys.outbox, keys.relay], [token, count])
+
+        return bool(int(await self._retrying("outbox_done", go)))
+
+    # -- operators: event streams, webhooks, deliveries --------------------------------
+
+    async def operator_append(self, owner: str, events: Sequence[bytes]) -> list[str]:
+        key = self.operator_keys(owner).events
+        maxlen = self.settings.operator_events_max_len
+
+        async def go() -> Any:
+            self.stats.add(1, len(events))
+            pipe = self._r.pipeline(transaction=False)
+            for raw in events:
+                pipe.xadd(key, {EVENT_FIELD: raw}, maxlen=maxlen, approximate=True)
+            return await pipe.execute()
+
+        return [_s(x) for x in await self._retrying("operator_append", go)]
+
+    async def operator_read(
+        self, owner: str, after: str, limit: int, block: float = 0.0
+    ) -> list[tuple[str, bytes]]:
+        key = self.operator_keys(owner).events
+        start = after or "0-0"
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            if block <= 0:
+                return [[key, await self._r.xrange(key, min=f"({start}", max="+", count=limit)]]
+            return await self._r.xread({key: start}, count=limit, block=max(1, math.ceil(block * 1000)))
+
+        resp = await self._retrying("operator_read", go)
+        out = []
+        for _key, entries in _parse_xread(resp):
+            for eid, fields in entries:
+                out.append((_s(eid), _b(fields[EVENT_FIELD])))
+        return out
+
+    async def operator_last(self, owner: str) -> str:
+        key = self.operator_keys(owner).events
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._r.xrevrange(key, count=1)
+
+        last = await self._retrying("operator_last", go)
+        return _s(last[0][0]) if last else "0-0"
+
+    async def webhook_put(self, owner: str, webhook_id: str, data: bytes, limit: int) -> bool:
+        key = self.operator_keys(owner).webhooks
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._script(_WEBHOOK_PUT, [key], [webhook_id, data, limit])
+
+        return bool(int(await self._retrying("webhook_put", go)))
+
+    async def webhook_get(self, owner: str, webhook_id: str) -> bytes | None:
+        key = self.operator_keys(owner).webhooks
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._r.hget(key, webhook_id)
+
+        raw = await self._retrying("webhook_get", go)
+        return None if raw is None else _b(raw)
+
+    async def webhook_list(self, owner: str) -> dict[str, bytes]:
+        key = self.operator_keys(owner).webhooks
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._r.hgetall(key)
+
+        raw = await self._retrying("webhook_list", go)
+        return {_s(k): _b(v) for k, v in raw.items()}
+
+    async def webhook_delete(self, owner: str, webhook_id: str) -> bool:
+        ok = self.operator_keys(owner)
+
+        async def go() -> Any:
+            self.stats.add(1, 3)
+            pipe = self._r.pipeline(transaction=False)
+            pipe.hdel(ok.webhooks, webhook_id)
+            pipe.delete(ok.deliveries(webhook_id), ok.delivery_order(webhook_id))
+            return await pipe.execute()
+
+        removed, _ = await self._retrying("webhook_delete", go)
+        return bool(removed)
+
+    async def delivery_log_put(
+        self, owner: str, webhook_id: str, delivery_id: str, data: bytes, time_ms: int, keep: int
+    ) -> None:
+        ok = self.operator_keys(owner)
+        keys = [ok.deliveries(webhook_id), ok.delivery_order(webhook_id)]
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._script(_DELIVERY_LOG_PUT, keys, [delivery_id, data, time_ms, keep])
+
+        await self._retrying("delivery_log_put", go)
+
+    async def delivery_log(self, owner: str, webhook_id: str, limit: int) -> list[bytes]:
+        ok = self.operator_keys(owner)
+
+        async def go() -> Any:
+            self.stats.add(1, 2)
+            ids = await self._r.zrevrange(ok.delivery_order(webhook_id), 0, limit - 1)
+            if not ids:
+                return []
+            return await self._r.hmget(ok.deliveries(webhook_id), ids)
+
+        return [_b(x) for x in await self._retrying("delivery_log", go) if x is not None]
 
     @_timed("read_record")
     async def read_record(self, match_id: str) -> list[bytes] | None:
@@ -623,18 +1291,32 @@ class RedisMatchStore:
         page_token: str | None,
     ) -> tuple[list[MatchIndexEntry], str | None]:
         check_page_size(page_size)
-        idx = self.owner_key(owner)
         upper = "+" if not page_token else "(" + decode_page_token(owner, page_token)
+        return await self._retrying("list_matches", lambda: self._list(owner, status, page_size, upper))
+
+    async def _list(
+        self, owner: str, status: str | None, page_size: int, upper: str
+    ) -> tuple[list[MatchIndexEntry], str | None]:
+        """Walk the owner's index shards below ``upper``, newest first, merging them; read
+        the rows of each batch with one pipeline; filter; page."""
+        shards = self.owner_keys(owner)
         found: list[MatchIndexEntry] = []
         now_ms = time.time() * 1000
         batch = page_size + 1 if status is None else max(page_size + 1, 50)
         while len(found) <= page_size:
-            self.stats.add(1, 1)
-            members = await self._r.zrevrangebylex(idx, upper, "-", start=0, num=batch)
+            pipe = self._r.pipeline(transaction=False)
+            for key in shards:
+                pipe.zrevrangebylex(key, upper, "-", start=0, num=batch)
+            self.stats.add(1, len(shards))
+            per_shard: list[list[bytes]] = await pipe.execute()
+            merged = heapq.merge(
+                *([(_b(m), k) for m in members] for k, members in enumerate(per_shard)), reverse=True
+            )
+            members = list(itertools.islice(merged, batch))
             if not members:
                 break
             pipe = self._r.pipeline(transaction=False)
-            for member in members:
+            for member, _k in members:
                 match_id = _s(member).split(":", 1)[1]
                 pipe.hmget(
                     self.keys_for(match_id).match,
@@ -642,13 +1324,13 @@ class RedisMatchStore:
                 )
             self.stats.add(1, len(members))
             rows = await pipe.execute()
-            stale: list[bytes | str] = []
-            for member, (sort_key, st, own, created, summary, version, updated) in zip(
+            stale: dict[int, list[bytes]] = {}
+            for (member, k), (sort_key, st, own, created, summary, version, updated) in zip(
                 members, rows, strict=True
             ):
                 if _s(sort_key) != _s(member):
                     if sort_key is not None or _created_ms(member) < now_ms - _INDEX_GRACE_MS:
-                        stale.append(member)  # expired, or a failed duplicate create
+                        stale.setdefault(k, []).append(member)  # expired, or a failed duplicate create
                     continue  # else maybe a create between its ZADD and its script
                 entry = MatchIndexEntry(
                     match_id=_s(member).split(":", 1)[1],
@@ -663,12 +1345,12 @@ class RedisMatchStore:
                     found.append(entry)
                     if len(found) > page_size:
                         break
-            if stale:
+            for k, gone in stale.items():
                 self.stats.add(1, 1)
-                await self._r.zrem(idx, *stale)
-            if len(members) < batch:
-                break
-            upper = "(" + _s(members[-1])
+                await self._r.zrem(shards[k], *gone)
+            if all(len(m) < batch for m in per_shard) and len(members) == sum(map(len, per_shard)):
+                break  # every shard is exhausted below `upper`
+            upper = "(" + _s(members[-1][0])
         if len(found) > page_size:
             page = found[:page_size]
             return page, encode_page_token(owner, page[-1].sort_key)
@@ -679,3 +1361,5 @@ class RedisMatchStore:
             await self._hub.close()
             self._hub = None
         await self._r.aclose()
+        if self._sentinel is not None:
+            await self._sentinel.aclose()
