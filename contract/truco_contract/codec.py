@@ -46,7 +46,16 @@ from truco_contract.events import (
 )
 from truco_contract.lifecycle import Lifecycle, TimeControl
 from truco_contract.matches import MatchInfo, MatchResult
-from truco_contract.pb import action_pb2, event_pb2, game_pb2, match_pb2, match_service_pb2, observation_pb2
+from truco_contract.operator_events import OperatorEvent, OperatorEventType
+from truco_contract.pb import (
+    action_pb2,
+    event_pb2,
+    game_pb2,
+    match_pb2,
+    match_service_pb2,
+    observation_pb2,
+    operator_service_pb2,
+)
 from truco_contract.records import FORMAT as RECORD_FORMAT
 from truco_contract.records import MatchRecord, RecordedHand, RecordStep
 from truco_contract.views import ClockView, SeatView
@@ -689,19 +698,21 @@ def match_to_proto(info: MatchInfo) -> match_pb2.Match:
     if info.fairness is not None:
         m.fairness.CopyFrom(typing.cast(match_pb2.Fairness, _FAIRNESS.encode(info.fairness)))
     if info.result is not None:
-        r = info.result
-        m.result.CopyFrom(
-            match_pb2.MatchResult(winner_team=r.winner_team, scores=r.scores, games_won=r.games_won)
-        )
+        m.result.CopyFrom(result_to_proto(info.result))
     return m
+
+
+def result_to_proto(r: MatchResult) -> match_pb2.MatchResult:
+    return match_pb2.MatchResult(winner_team=r.winner_team, scores=r.scores, games_won=r.games_won)
+
+
+def result_from_proto(r: match_pb2.MatchResult) -> MatchResult:
+    return MatchResult(winner_team=r.winner_team, scores=tuple(r.scores), games_won=tuple(r.games_won))
 
 
 def match_from_proto(msg: match_pb2.Match, where: str = "match") -> MatchInfo:
     """Inverse of :func:`match_to_proto`."""
-    result = None
-    if msg.HasField("result"):
-        r = msg.result
-        result = MatchResult(winner_team=r.winner_team, scores=tuple(r.scores), games_won=tuple(r.games_won))
+    result = result_from_proto(msg.result) if msg.HasField("result") else None
     return MatchInfo(
         match_id=msg.match_id,
         state=_STATUS.decode(msg.state, f"{where}.state", optional=False),
@@ -797,3 +808,49 @@ def record_from_proto(msg: match_service_pb2.MatchRecord, where: str = "record")
         reveal=reveal,
         format=msg.format,
     )
+
+
+# ------------------------------------------------------------------------ operator events
+def operator_event_to_proto(ev: OperatorEvent) -> operator_service_pb2.OperatorEvent:
+    """A lifecycle event as ``truco.v1.OperatorEvent`` (its bytes are also its stored form)."""
+    m = operator_service_pb2.OperatorEvent(
+        id=ev.id,
+        cursor=ev.cursor,
+        match_id=ev.match_id,
+        type=ev.type.value,
+        time=_timestamp(ev.time),
+        event=event_to_proto(ev.event),
+        labels=dict(ev.labels),
+    )
+    if ev.result is not None:
+        m.result.CopyFrom(result_to_proto(ev.result))
+    return m
+
+
+def operator_event_from_proto(msg: operator_service_pb2.OperatorEvent, where: str = "event") -> OperatorEvent:
+    """Inverse of :func:`operator_event_to_proto`."""
+    try:
+        kind = OperatorEventType(msg.type)
+    except ValueError:
+        raise DecodeError(f"{where}.type", f"unknown operator event type {msg.type!r}") from None
+    return OperatorEvent(
+        id=msg.id,
+        match_id=msg.match_id,
+        type=kind,
+        time=_seconds(msg.time),
+        event=event_from_proto(msg.event, f"{where}.event"),
+        labels=dict(msg.labels),
+        result=result_from_proto(msg.result) if msg.HasField("result") else None,
+        cursor=msg.cursor,
+    )
+
+
+def webhook_payload(ev: OperatorEvent) -> dict[str, Any]:
+    """The body of a webhook delivery (Standard Webhooks: ``type``, ``timestamp``, ``data``;
+    ``data`` is the event's proto3 JSON mapping)."""
+    msg = operator_event_to_proto(dataclasses.replace(ev, cursor=""))
+    return {
+        "type": ev.type.value,
+        "timestamp": msg.time.ToJsonString(),
+        "data": MessageToDict(msg, preserving_proto_field_name=False),
+    }

@@ -93,6 +93,17 @@ class Settings:
     scheduler_tick_seconds: float = 0.25
     """How often the worker claims the matches that are due (clock expiries, join windows,
     idle timeouts); deadlines are met within about this much."""
+    webhook_allow: str = ""
+    """Comma-separated networks (`127.0.0.0/8`) and host names webhooks may reach although
+    they are not public addresses, and over plain http (docs/webhooks.md). Empty: only https
+    to public addresses."""
+    webhook_timeout_seconds: float = 10.0
+    """A webhook delivery attempt without an answer within this long fails (and is retried)."""
+    webhook_retry_schedule: str = "5,300,1800,7200,18000,36000"
+    """Seconds before each retry of a failed webhook delivery (±10 % jitter); after the last
+    step the delivery is given up and shown as failed. The default retries for about 17 h."""
+    webhooks_per_operator: int = 10
+    """Most webhooks an operator may register."""
     redis_retry_seconds: float = 10.0
     """How long a Redis operation keeps retrying through a failover (a dead primary being
     replaced, a reconnect) before the call fails; commits are safe to retry (docs/operations.md,
@@ -187,6 +198,13 @@ def _positive_float(text: str) -> float:
     if value <= 0:
         raise ValueError("must be > 0")
     return value
+
+
+def _retry_schedule(text: str) -> str:
+    steps = [x.strip() for x in text.split(",") if x.strip()]
+    if not steps or any(float(x) <= 0 for x in steps):
+        raise ValueError("one or more positive numbers of seconds, comma-separated")
+    return ",".join(steps)
 
 
 def _non_negative_int(text: str) -> int:
@@ -296,6 +314,24 @@ OPTIONS: tuple[Option, ...] = (
         "--scheduler-tick",
         _positive_float,
         "SECONDS",
+    ),
+    Option("webhook_allow", "TRUCO_WEBHOOK_ALLOW", "--webhook-allow", str.strip, "LIST"),
+    Option(
+        "webhook_timeout_seconds",
+        "TRUCO_WEBHOOK_TIMEOUT_SECONDS",
+        "--webhook-timeout",
+        _positive_float,
+        "SECONDS",
+    ),
+    Option(
+        "webhook_retry_schedule",
+        "TRUCO_WEBHOOK_RETRY_SCHEDULE",
+        "--webhook-retry-schedule",
+        _retry_schedule,
+        "SECONDS,...",
+    ),
+    Option(
+        "webhooks_per_operator", "TRUCO_WEBHOOKS_PER_OPERATOR", "--webhooks-per-operator", _positive_int, "N"
     ),
     Option("redis_retry_seconds", "TRUCO_REDIS_RETRY_SECONDS", "--redis-retry", _positive_float, "SECONDS"),
     Option(

@@ -56,6 +56,8 @@ class Reason(enum.StrEnum):
     SHUTTING_DOWN = "SHUTTING_DOWN"
     ALREADY_STARTED = "ALREADY_STARTED"
     NO_CLOCK = "NO_CLOCK"
+    WEBHOOK_NOT_FOUND = "WEBHOOK_NOT_FOUND"
+    DESTINATION_NOT_ALLOWED = "DESTINATION_NOT_ALLOWED"
     INTERNAL = "INTERNAL"
 
 
@@ -147,6 +149,13 @@ class MatchNotFound(ServiceError):
 
     default_code = Code.NOT_FOUND
     default_reason = Reason.MATCH_NOT_FOUND
+
+
+class WebhookNotFound(ServiceError):
+    """No webhook with this id for this operator."""
+
+    default_code = Code.NOT_FOUND
+    default_reason = Reason.WEBHOOK_NOT_FOUND
 
 
 class Unauthenticated(ServiceError):

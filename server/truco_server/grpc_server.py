@@ -175,9 +175,20 @@ class WorkerContext:
         self._cleanups.append(callback)
 
 
+@dataclass
+class Servicers:
+    """What a servicer factory may return: the ``MatchService`` servicer and the other
+    services of the worker, each as (full service name, the generated ``add_..._to_server``
+    function, its servicer)."""
+
+    match: match_service_pb2_grpc.MatchServiceServicer
+    others: list[tuple[str, Callable[[Any, Any], None], Any]] = field(default_factory=list)
+
+
 ServicerFactory = Callable[
     [WorkerContext],
-    "match_service_pb2_grpc.MatchServiceServicer | Awaitable[match_service_pb2_grpc.MatchServiceServicer]",
+    "match_service_pb2_grpc.MatchServiceServicer | Servicers"
+    " | Awaitable[match_service_pb2_grpc.MatchServiceServicer | Servicers]",
 ]
 
 
@@ -271,6 +282,7 @@ class Worker:
         self._metrics: metrics.MetricsServer | None = None
         self._grpc_port: int | None = None
         self._stopping: asyncio.Task[None] | None = None
+        self._service_names: list[str] = [MATCH_SERVICE_NAME]
 
     @property
     def grpc_port(self) -> int:
@@ -300,27 +312,32 @@ class Worker:
         if self._server is not None:
             raise RuntimeError("worker already started")
         settings = self.settings
-        servicer = self._factory(self.context)
-        if isinstance(servicer, Awaitable):
-            servicer = await servicer
+        made = self._factory(self.context)
+        if isinstance(made, Awaitable):
+            made = await made
+        servicers = made if isinstance(made, Servicers) else Servicers(made)
         server = grpc.aio.server(
             options=server_options(settings),
             maximum_concurrent_rpcs=settings.max_concurrent_rpcs or None,
         )
         # metrics and log context for every method (duck-typed where generated code wants a server)
         registry: Any = InstrumentedRegistry(server)
-        match_service_pb2_grpc.add_MatchServiceServicer_to_server(servicer, registry)
+        match_service_pb2_grpc.add_MatchServiceServicer_to_server(servicers.match, registry)
+        for _name, add, servicer in servicers.others:
+            add(servicer, registry)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, registry)
         reflection_pb2_grpc.add_ServerReflectionServicer_to_server(  # type: ignore[no-untyped-call]
             reflection.aio.ReflectionServicer(
                 (
                     MATCH_SERVICE_NAME,
+                    *(name for name, _, _ in servicers.others),
                     health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
                     reflection.SERVICE_NAME,
                 )
             ),
             registry,
         )
+        self._service_names = [MATCH_SERVICE_NAME, *(name for name, _, _ in servicers.others)]
         port = server.add_insecure_port(_bind_address(settings.host, settings.grpc_port))
         if port == 0:
             raise RuntimeError(f"could not bind gRPC on {settings.host}:{settings.grpc_port}")
@@ -337,7 +354,8 @@ class Worker:
             await self._run_cleanups()
             raise
         self._metrics = metrics.start_metrics_server(settings.metrics_port, settings.host)
-        await self.health.set(MATCH_SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        for name in self._service_names:
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         _log.info(
             "worker started",
@@ -422,6 +440,7 @@ __all__ = [
     "HEARTBEAT_DUE",
     "MATCH_SERVICE_NAME",
     "ServicerFactory",
+    "Servicers",
     "StreamRegistry",
     "UnimplementedMatchService",
     "Worker",

@@ -1,4 +1,5 @@
-"""The gRPC adapter: ``truco.v1.MatchService`` over :class:`truco_server.api.wire.MatchApi`.
+"""The gRPC adapters: ``truco.v1.MatchService`` over :class:`truco_server.api.wire.MatchApi`,
+``truco.v1.OperatorService`` over :class:`truco_server.api.operator_wire.OperatorApi`.
 
 Each method passes the call's metadata (credentials) and the request to the API method of
 the same name and returns what it returns; :func:`truco_server.grpc_errors.map_service_errors`
@@ -13,12 +14,19 @@ from typing import Any
 
 import grpc
 
-from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
+from truco_contract.pb import (
+    match_service_pb2,
+    match_service_pb2_grpc,
+    operator_service_pb2,
+    operator_service_pb2_grpc,
+)
 from truco_server.api.auth import Credentials
+from truco_server.api.operator_wire import OperatorApi
 from truco_server.api.wire import MatchApi
 from truco_server.grpc_errors import map_service_errors
 
 pb = match_service_pb2
+opb = operator_service_pb2
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
@@ -80,3 +88,42 @@ class GrpcMatchService(match_service_pb2_grpc.MatchServiceServicer):
         self, request: pb.AdjudicateMatchRequest, context: Context
     ) -> pb.AdjudicateMatchResponse:
         return await self.api.AdjudicateMatch(_creds(context), request)
+
+
+class GrpcOperatorService(operator_service_pb2_grpc.OperatorServiceServicer):
+    """``truco.v1.OperatorService`` over :class:`truco_server.api.operator_wire.OperatorApi`
+    (thin, like :class:`GrpcMatchService`)."""
+
+    def __init__(self, api: OperatorApi) -> None:
+        self.api = api
+
+    @map_service_errors
+    async def StreamOperatorEvents(
+        self, request: opb.StreamOperatorEventsRequest, context: Context
+    ) -> AsyncIterator[opb.StreamOperatorEventsResponse]:
+        async for message in self.api.StreamOperatorEvents(_creds(context), request):
+            yield message
+
+    @map_service_errors
+    async def CreateWebhook(
+        self, request: opb.CreateWebhookRequest, context: Context
+    ) -> opb.CreateWebhookResponse:
+        return await self.api.CreateWebhook(_creds(context), request)
+
+    @map_service_errors
+    async def ListWebhooks(
+        self, request: opb.ListWebhooksRequest, context: Context
+    ) -> opb.ListWebhooksResponse:
+        return await self.api.ListWebhooks(_creds(context), request)
+
+    @map_service_errors
+    async def DeleteWebhook(
+        self, request: opb.DeleteWebhookRequest, context: Context
+    ) -> opb.DeleteWebhookResponse:
+        return await self.api.DeleteWebhook(_creds(context), request)
+
+    @map_service_errors
+    async def ListWebhookDeliveries(
+        self, request: opb.ListWebhookDeliveriesRequest, context: Context
+    ) -> opb.ListWebhookDeliveriesResponse:
+        return await self.api.ListWebhookDeliveries(_creds(context), request)

@@ -91,14 +91,32 @@ LIFECYCLE_STEPS = Counter(
     "a seat did not join, or the match idled).",
     ("cause",),
 )
-SCHEDULER_WAKEUPS = Counter(
-    "truco_scheduler_wakeups_total",
-    "Matches this worker claimed from the schedule of wakeups (due or not).",
+QUEUE_CLAIMS = Counter(
+    "truco_queue_claims_total",
+    "Items this worker claimed from a sharded queue: clock (match wakeups) or webhook (deliveries).",
+    ("queue",),
 )
-SCHEDULER_LAG_SECONDS = Histogram(
-    "truco_scheduler_lag_seconds",
-    "How late a claimed wakeup was handled (claim time minus due time).",
+QUEUE_LAG_SECONDS = Histogram(
+    "truco_queue_lag_seconds",
+    "How late a claimed queue item was handled (claim time minus due time), by queue.",
+    ("queue",),
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+OPERATOR_EVENTS = Counter(
+    "truco_operator_events_total",
+    "Lifecycle events relayed to operator streams, by type (a relay repeated after a fault counts again).",
+    ("type",),
+)
+WEBHOOK_DELIVERIES = Counter(
+    "truco_webhook_attempts_total",
+    "Webhook delivery attempts by result: delivered, retry (failed, another attempt is "
+    "due), failed (given up).",
+    ("result",),
+)
+WEBHOOK_SECONDS = Histogram(
+    "truco_webhook_attempt_seconds",
+    "Duration of one webhook delivery attempt.",
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
 COMMIT_CONFLICTS = Counter(
     "truco_commit_conflicts_total",

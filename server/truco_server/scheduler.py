@@ -1,17 +1,23 @@
-"""The worker's scheduler: claims the matches that are due and does what is due in them.
+"""Readers of the store's sharded queues: the work any worker may do and exactly one does.
 
-Every worker runs one. Each tick it claims, shard by shard, the matches whose wakeup has come
-(:meth:`MatchStore.queue_claim` on the ``clock`` queue: a Lua script moves each to a lease,
-so no other worker takes it meanwhile), asks the service to do what is due
-(:meth:`MatchService.wake_match`: a clock expiry, a default move for an away seat, the end
-of a join window, an idle abort, each an ordinary version-checked commit), and sets the next
-wakeup (:meth:`MatchStore.queue_finish`).
+A :class:`QueueReader` ticks: it asks the store which shards of its queue have items due
+(:meth:`MatchStore.queue_due`, one read), claims the due items of those shards
+(:meth:`MatchStore.queue_claim`: a Lua script moves each to a lease, so no other worker takes
+it meanwhile), hands each to its handler, and ends the claim with what the handler says
+(:meth:`MatchStore.queue_finish`: the next due time, or done). A worker that dies leaves its
+claims to expire and another worker claims them again.
 
-Exactly once: a step is fenced by the version of the match (and a clock expiry by the decision
-it times), so two workers that both handle a wakeup (a lease expired while the first was slow)
-commit it once; a worker that dies mid-step leaves its lease to expire and another worker
-claims the match again. A wakeup is never later than the match's due time (every commit
-registers its due time first), so nothing due is missed.
+Every worker runs two:
+
+* the **clock** (:func:`clock_reader`): matches that are due -- a clock expiry, a default
+  move for an away seat, the end of a join window, an idle abort, operator events left to
+  relay -- handled by :meth:`MatchService.wake_match`, each an ordinary version-checked
+  commit. Exactly once: a step is fenced by the version of the match (and a clock expiry by
+  the decision it times), so two workers that both handle a wakeup (a lease expired while the
+  first was slow) commit it once. A wakeup is never later than the match's due time (a commit
+  that makes the match due earlier registers the time first), so nothing due is missed.
+* the **webhook** deliveries (:func:`webhook_reader`, :class:`truco_server.webhooks.Deliverer`):
+  at least once; a claim is ended only by the reader that still holds it.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import asyncio
 import contextlib
 import random
 import time
+from collections.abc import Awaitable, Callable
 
 import structlog
 
@@ -27,27 +34,35 @@ from truco_server import metrics
 from truco_server.errors import ServiceError
 from truco_server.service import MatchService
 from truco_server.storage import MatchStore, StorageError
-from truco_server.storage.base import CLOCK
+from truco_server.storage.base import CLOCK, WEBHOOK, Claim
+from truco_server.webhooks import Deliverer
 
 log = structlog.get_logger("truco.scheduler")
 
+Handler = Callable[[Claim], Awaitable[tuple[int | None, bytes]]]
+"""Does a claimed item's work; returns its next due time (ms; ``None``: done) and new data."""
 
-class Scheduler:
-    """Claims due matches every ``tick`` seconds and handles them (see the module)."""
+
+class QueueReader:
+    """Claims due items of one queue every ``tick`` seconds and handles them (see the module)."""
 
     def __init__(
         self,
-        service: MatchService,
         store: MatchStore,
+        queue: str,
+        handle: Handler,
         *,
+        owned: bool,
         tick: float = 0.25,
         lease_ms: int = 5_000,
         batch: int = 64,
         concurrency: int = 16,
         retry_ms: int = 1_000,
     ) -> None:
-        self.service = service
         self.store = store
+        self.queue = queue
+        self.handle = handle
+        self.owned = owned
         self.tick = tick
         self.lease_ms = lease_ms
         self.batch = batch
@@ -55,13 +70,13 @@ class Scheduler:
         self._limit = asyncio.Semaphore(concurrency)
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
-        self._shards = list(range(store.queue_shards(CLOCK)))
+        self._shards = list(range(store.queue_shards(queue)))
         random.shuffle(self._shards)  # workers start on different shards
 
     async def start(self) -> None:
         if self._task is None:
             self._stop.clear()
-            self._task = asyncio.create_task(self._run(), name="truco-scheduler")
+            self._task = asyncio.create_task(self._run(), name=f"truco-queue-{self.queue}")
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -76,33 +91,50 @@ class Scheduler:
             try:
                 await self.run_once()
             except Exception:  # a store fault: log it and try again next tick
-                log.exception("scheduler tick failed")
+                log.exception("queue tick failed", queue=self.queue)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), self.tick)
 
     async def run_once(self) -> int:
-        """One pass over every shard; returns the number of matches handled."""
+        """One pass over the shards with due items; returns the number of items handled."""
         handled = 0
-        due = set(await self.store.queue_due(CLOCK, round(time.time() * 1000)))
+        due = set(await self.store.queue_due(self.queue, round(time.time() * 1000)))
         for shard in self._shards:
             if shard not in due:
                 continue
             now = round(time.time() * 1000)
-            claims = await self.store.queue_claim(CLOCK, shard, now, self.lease_ms, self.batch)
+            claims = await self.store.queue_claim(self.queue, shard, now, self.lease_ms, self.batch)
             if not claims:
                 continue
-            metrics.SCHEDULER_WAKEUPS.inc(len(claims))
+            metrics.QUEUE_CLAIMS.labels(self.queue).inc(len(claims))
             for c in claims:
-                metrics.SCHEDULER_LAG_SECONDS.observe(max(0, now - c.due) / 1000)
-            await asyncio.gather(*(self._one(c.item, c.lease) for c in claims))
+                metrics.QUEUE_LAG_SECONDS.labels(self.queue).observe(max(0, now - c.due) / 1000)
+            await asyncio.gather(*(self._one(c) for c in claims))
             handled += len(claims)
         return handled
 
-    async def _one(self, match_id: str, lease: int) -> None:
+    async def _one(self, claim: Claim) -> None:
         async with self._limit:
+            data = b""
             try:
-                nxt = await self.service.wake_match(match_id)
+                nxt, data = await self.handle(claim)
             except (ServiceError, StorageError):
-                log.warning("wakeup failed; retrying", match_id=match_id, exc_info=True)
+                log.warning("queue item failed; retrying", queue=self.queue, item=claim.item, exc_info=True)
                 nxt = round(time.time() * 1000) + self.retry_ms
-            await self.store.queue_finish(CLOCK, match_id, lease, nxt)
+            await self.store.queue_finish(self.queue, claim.item, claim.lease, nxt, data, owned=self.owned)
+
+
+def clock_reader(service: MatchService, store: MatchStore, *, tick: float = 0.25) -> QueueReader:
+    """The reader of the match wakeups (the clock, abandonment, relays)."""
+
+    async def wake(claim: Claim) -> tuple[int | None, bytes]:
+        return await service.wake_match(claim.item), b""
+
+    return QueueReader(store, CLOCK, wake, owned=False, tick=tick)
+
+
+def webhook_reader(deliverer: Deliverer, store: MatchStore, *, tick: float = 0.25) -> QueueReader:
+    """The reader of the webhook deliveries. Its lease outlasts a delivery's timeout, so a
+    claim expires only when its worker died (then another sends it again)."""
+    lease = round(deliverer.timeout * 1000) + 2_000
+    return QueueReader(store, WEBHOOK, deliverer.handle, owned=True, tick=tick, lease_ms=lease)

@@ -29,14 +29,14 @@ import dataclasses
 import hashlib
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
 import truco_engine as te
-from truco_contract import records, table
+from truco_contract import operator_events, records, table
 from truco_contract.events import (
     DealSource,
     EventView,
@@ -62,6 +62,7 @@ from truco_server import history, metrics
 from truco_server.api import types as T
 from truco_server.api.auth import SPECTATOR, Caller, MatchCredential, Operator, verify
 from truco_server.lru import Lru
+from truco_server.operators import outbox_item
 from truco_server.persisted import (
     Loaded,
     Meta,
@@ -144,6 +145,10 @@ class MatchService:
         self._views: Lru[tuple[str, int, int], SeatView] = Lru(VIEW_CACHE_SIZE)
         self._histories: Lru[tuple[str, int], history.History] = Lru(64)
         self._touched: Lru[tuple[str, int], float] = Lru(cache_size)
+        self.relay: Callable[[str], Awaitable[bool]] | None = None
+        """Moves a match's outbox to its operator's stream and webhooks
+        (:meth:`truco_server.operators.Operators.relay`); without it the outbox is kept."""
+        self._relays: set[asyncio.Task[bool]] = set()
 
     @property
     def presence_timeout(self) -> float:
@@ -343,6 +348,7 @@ class MatchService:
                 }
             )
             raw_record = records.pack_step(stamped, meta.created_at)
+        outbox = self._outbox(done, step.entries, loaded.version + 1)
         due = None if status is not None else table.due(loaded.setup, step.state, step.life)
         if due is not None and loaded.status is MatchStatus.ACTIVE:
             # A wakeup no later than the match's current due time is already queued (every
@@ -362,16 +368,54 @@ class MatchService:
                 updated_at=now,
                 summary=summary,
                 record=raw_record,
-                wake=None if due is None else meta.epoch_ms(due),
+                wake=self._wake_at(meta, due, outbox),
+                outbox=outbox,
             )
         except StoreMatchNotFound as exc:
             raise E.MatchNotFound(f"no match {meta.match_id!r}") from exc
         if res.duplicate:
             return loaded, res
+        if outbox:
+            self._relay_soon(meta.match_id)
         for i, entry in enumerate(step.entries, loaded.version + 1):
             self._entries.put((meta.match_id, i), (entry, now))
         self._cache.put(meta.match_id, done)
         return done, res
+
+    def _outbox(self, done: Loaded, entries: Sequence[LogEntry], first_version: int) -> list[bytes]:
+        """The operator events of a commit, as the match's outbox stores them."""
+        info = info_of(done) if done.status is not MatchStatus.ACTIVE else None
+        events = operator_events.of_entries(
+            done.match_id,
+            entries,
+            first_version,
+            done.updated_at,
+            done.meta.labels,
+            None if info is None else info.result,
+        )
+        return [outbox_item(done.meta.owner, ev) for ev in events]
+
+    def _wake_at(self, meta: Meta, due: int | None, outbox: Sequence[bytes]) -> int | None:
+        """The wakeup a commit registers (ms since the epoch): its due time, or now when it
+        leaves operator events to relay (the relay after the commit may not happen: the
+        worker may die first)."""
+        at = None if due is None else meta.epoch_ms(due)
+        if outbox:
+            now = round(self.now() * 1000)
+            at = now if at is None else min(at, now)
+        return at
+
+    def _relay_soon(self, match_id: str) -> None:
+        if self.relay is None:
+            return
+        task = asyncio.ensure_future(self.relay(match_id))
+        self._relays.add(task)
+        task.add_done_callback(self._relayed)
+
+    def _relayed(self, task: asyncio.Task[bool]) -> None:
+        self._relays.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("relay failed; the clock queue retries it", exc_info=task.exception())
 
     async def _step(
         self,
@@ -500,6 +544,7 @@ class MatchService:
             meta, setup, step.state, step.life, len(step.entries), MatchStatus.ACTIVE, meta.created_at
         )
         meta_bytes = meta.to_bytes()
+        outbox = self._outbox(loaded, step.entries, 1)
         try:
             version = await self.store.create(
                 match_id,
@@ -509,7 +554,8 @@ class MatchService:
                 MatchIndexEntry(
                     match_id, operator.name, MatchStatus.ACTIVE, meta.created_at, listing(info_of(loaded))
                 ),
-                wake=None if due is None else meta.epoch_ms(due),
+                wake=self._wake_at(meta, due, outbox),
+                outbox=outbox,
             )
         except MatchExists:
             loaded = await self._load(match_id, fresh=True)
@@ -520,6 +566,8 @@ class MatchService:
         loaded.version = version
         loaded.meta_bytes = meta_bytes
         self._cache.put(match_id, loaded)
+        if outbox:
+            self._relay_soon(match_id)
         metrics.MATCHES_CREATED.inc()
         log.info("create_match", match_id=match_id, preset=rules.name, players=rules.players)
         return self._created(loaded)
@@ -800,6 +848,8 @@ class MatchService:
         """Do what is due in a match now (the scheduler's call for a claimed match): a clock
         expiry, a default move for an away seat, the end of the join window, the idle
         timeout. Returns the next wakeup (ms since the epoch), or ``None``."""
+        if self.relay is not None and not await self.relay(match_id):
+            return round(self.now() * 1000) + 1_000  # another relay holds the outbox
         try:
             loaded = await self._load(match_id, fresh=True)
         except E.MatchNotFound:

@@ -1,4 +1,5 @@
-"""Builds the worker's MatchService servicer: store from settings, service, gRPC adapter.
+"""Builds a worker's services from its settings: the store, the match service, the operator
+side (event streams, webhooks), the queue readers, and the gRPC and REST faces over them.
 
 ``truco serve`` (``truco_cli.serve``) and the embedded server build the worker with
 :func:`servicer_factory`.
@@ -6,18 +7,25 @@
 
 from __future__ import annotations
 
+from truco_contract.pb import operator_service_pb2, operator_service_pb2_grpc
 from truco_server import rest
 from truco_server.api.auth import Authenticator
+from truco_server.api.operator_wire import OperatorApi
 from truco_server.api.wire import MatchApi
-from truco_server.grpc_server import WorkerContext
-from truco_server.grpc_service import GrpcMatchService
-from truco_server.scheduler import Scheduler
+from truco_server.grpc_server import Servicers, WorkerContext
+from truco_server.grpc_service import GrpcMatchService, GrpcOperatorService
+from truco_server.operators import Operators
+from truco_server.scheduler import clock_reader, webhook_reader
 from truco_server.service import MatchService, ServiceDefaults
 from truco_server.storage import StoreSettings, open_store
+from truco_server.webhooks import Deliverer, Destinations, parse_schedule
+
+OPERATOR_SERVICE = operator_service_pb2.DESCRIPTOR.services_by_name["OperatorService"]
 
 
-def build_service(ctx: WorkerContext) -> MatchService:
-    """The transport-neutral service of a worker (shared by the gRPC and REST faces)."""
+def build_services(ctx: WorkerContext) -> tuple[MatchService, Operators]:
+    """The transport-neutral services of a worker (shared by the gRPC and REST faces), with
+    the readers of the clock and webhook queues started and stopped with the worker."""
     s = ctx.settings
     store = open_store(
         s.redis_url,
@@ -37,15 +45,47 @@ def build_service(ctx: WorkerContext) -> MatchService:
         queue_size=s.subscriber_queue_size,
         defaults=ServiceDefaults(idle_timeout_ms=s.idle_timeout_seconds * 1000),
     )
-    scheduler = Scheduler(service, store, tick=s.scheduler_tick_seconds)
-    ctx.add_startup(scheduler.start)
-    ctx.add_cleanup(scheduler.stop)
-    return service
+    destinations = Destinations(s.webhook_allow)
+    deliverer = Deliverer(
+        store,
+        destinations,
+        schedule=parse_schedule(s.webhook_retry_schedule),
+        timeout=s.webhook_timeout_seconds,
+    )
+    operators = Operators(
+        store,
+        deliverer,
+        destinations,
+        webhooks_per_operator=s.webhooks_per_operator,
+        heartbeat_seconds=s.heartbeat_interval_seconds,
+        stopping=ctx.streams.shutdown_event,
+    )
+    service.relay = operators.relay
+    for reader in (
+        clock_reader(service, store, tick=s.scheduler_tick_seconds),
+        webhook_reader(deliverer, store, tick=s.scheduler_tick_seconds),
+    ):
+        ctx.add_startup(reader.start)
+        ctx.add_cleanup(reader.stop)
+    ctx.add_cleanup(deliverer.close)
+    return service, operators
 
 
-def servicer_factory(ctx: WorkerContext) -> GrpcMatchService:
-    """The gRPC servicer; the API layer under it also serves REST/JSON on
+def servicer_factory(ctx: WorkerContext) -> Servicers:
+    """The gRPC servicers; the API layer under them also serves REST/JSON on
     `settings.http_port`."""
-    api = MatchApi(build_service(ctx), Authenticator(ctx.settings), ctx.streams)
-    rest.attach(ctx, api)
-    return GrpcMatchService(api)
+    service, operators = build_services(ctx)
+    auth = Authenticator(ctx.settings)
+    api = MatchApi(service, auth, ctx.streams)
+    operator_api = OperatorApi(operators, auth, ctx.streams)
+    rest.attach(ctx, api, [(OPERATOR_SERVICE, operator_api)])
+    return Servicers(
+        GrpcMatchService(api),
+        [
+            (
+                OPERATOR_SERVICE.full_name,
+                operator_service_pb2_grpc.add_OperatorServiceServicer_to_server,
+                GrpcOperatorService(operator_api),
+            )
+        ],
+    )

@@ -84,9 +84,11 @@ def test_openapi_is_served(served: Served) -> None:
     with urllib.request.urlopen(served.base + "/openapi.json", timeout=10) as resp:
         doc = json.load(resp)
     assert doc["openapi"].startswith("3.")
-    assert doc == build_openapi(
-        routes_of(SERVICE), title=doc["info"]["title"], version=doc["info"]["version"]
-    )
+    from truco_server.service_wiring import OPERATOR_SERVICE
+
+    every = [*routes_of(SERVICE), *routes_of(OPERATOR_SERVICE)]  # one document for both services
+    assert doc == build_openapi(every, title=doc["info"]["title"], version=doc["info"]["version"])
+    assert "/v1/operator/webhooks" in doc["paths"]
 
 
 def _create(base: str) -> dict[str, Any]:
@@ -138,7 +140,14 @@ def test_schemathesis_finds_no_server_error(served: Served) -> None:
 
     for result in schema.get_all_operations():
         operation = result.ok()
-        streaming = operation.definition.raw.get("operationId") == "StreamObservations"
+        op_id = operation.definition.raw.get("operationId")
+        # Not fuzzed here: the operator event stream never ends (schemathesis reads whole
+        # bodies), and a registered webhook would make the worker resolve and call the
+        # generated host names -- traffic beyond loopback. tests/e2e/test_operator_events.py
+        # covers both against a loopback receiver.
+        if op_id in ("StreamOperatorEvents", "CreateWebhook"):
+            continue
+        streaming = op_id == "StreamObservations"
         fuzz = settings(
             max_examples=EXAMPLES_PER_OPERATION,
             deadline=None,

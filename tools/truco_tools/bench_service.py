@@ -129,11 +129,13 @@ def _child(cmd: list[str], ready: str, timeout: float = 30.0) -> Iterator[subpro
                         proc.wait(5)
 
 
-def _worker_cmd(redis_url: str, port: int, http_port: int, args: argparse.Namespace) -> list[str]:
+def _worker_cmd(
+    redis_url: str, port: int, http_port: int, args: argparse.Namespace, metrics_port: int = 0
+) -> list[str]:
     cmd = [
         sys.executable, "-m", "truco_cli.main", "serve",
         "--redis", redis_url, "--host", HOST, "--grpc-port", str(port),
-        "--metrics-port", "0", "--http-port", str(http_port), "--log-level", "warning",
+        "--metrics-port", str(metrics_port), "--http-port", str(http_port), "--log-level", "warning",
         "--max-concurrent-rpcs", "0",
     ]  # fmt: skip
     if args.event_log_max_len:
@@ -431,6 +433,19 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _commits(metrics_port: int) -> float:
+    """Commits the worker made so far (its own ``truco_redis_seconds`` count for the commit
+    script): one Redis round trip each, the write path of an action."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{HOST}:{metrics_port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    for line in text.splitlines():
+        if line.startswith('truco_redis_seconds_count{operation="commit"}'):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
 def _commandstats(r: redis.Redis) -> dict[str, int]:
     info: dict[str, Any] = r.info("commandstats")
     return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in info.items()}
@@ -460,8 +475,11 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
     try:
         r = rp.client()
         worker_port, echo_port, http_port = free_port(HOST), free_port(HOST), free_port(HOST)
+        metrics_port = free_port(HOST)
         with (
-            _child(_worker_cmd(rp.url, worker_port, http_port, args), "gRPC listening") as worker,
+            _child(
+                _worker_cmd(rp.url, worker_port, http_port, args, metrics_port), "gRPC listening"
+            ) as worker,
             _child(_echo_cmd(echo_port), "echo listening"),
         ):
             progress(
@@ -482,6 +500,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 fig.reset()
                 fig.measuring = True
                 before = _commandstats(r)
+                commits0 = await asyncio.to_thread(_commits, metrics_port)
                 cpu0 = {who: _cpu_seconds(pid) for who, pid in pids.items()}
                 t0 = time.perf_counter()
                 tick = t0
@@ -505,6 +524,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 fig.measuring = False
                 cpu = {who: _cpu_seconds(pid) - cpu0[who] for who, pid in pids.items()}
                 after = _commandstats(r)
+                commits = await asyncio.to_thread(_commits, metrics_port) - commits0
                 if not sizes:  # a window shorter than a second
                     sizes = _match_memory(r, sorted(bots.live)[:10])
                 stop.set()
@@ -539,6 +559,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             **fig.summary(elapsed),
             "redis_commands_per_action": total_cmds / actions,
             "redis_evalsha_per_action": (calls.get("evalsha", 0) + calls.get("eval", 0)) / actions,
+            "redis_commit_round_trips_per_action": commits / actions,
             "redis_bytes_per_live_match": statistics.mean(sizes) if sizes else float("nan"),
             "echo_rpc_per_s": echo_rate,
             "actions_to_echo_ratio": (fig.actions / elapsed) / echo_rate if echo_rate else float("nan"),
@@ -561,7 +582,12 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         out(f"delivery p50 (ms): {results['delivery_p50_ms']:.2f}")
         out(f"delivery p99 (ms): {results['delivery_p99_ms']:.2f}")
         out(f"redis commands per action: {results['redis_commands_per_action']:.2f}")
-        out(f"redis write round trips (EVALSHA) per action: {results['redis_evalsha_per_action']:.2f}")
+        commits = results["redis_commit_round_trips_per_action"]
+        out(f"redis write round trips (commits) per action: {commits:.2f}")
+        out(
+            f"redis scripts (EVALSHA) per action: {results['redis_evalsha_per_action']:.2f} "
+            "(commits, and the clock queue and operator-event relays in the background)"
+        )
         out(f"redis bytes per live match: {results['redis_bytes_per_live_match']:.0f}")
         out(f"echo rpc/s (same concurrency): {results['echo_rpc_per_s']:.0f}")
         out(f"actions/s / echo rpc/s: {results['actions_to_echo_ratio']:.2f}")

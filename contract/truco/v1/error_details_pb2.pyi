@@ -57,9 +57,9 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     ERROR_REASON_REQUEST_ID_REUSED: _ErrorReason.ValueType  # 10
     """ALREADY_EXISTS: the request_id was used before with a different request."""
     ERROR_REASON_RESOURCE_EXHAUSTED: _ErrorReason.ValueType  # 11
-    """RESOURCE_EXHAUSTED: a server limit was hit. Not sent yet: the only
-    limit today, the concurrent-RPC limit, is answered by gRPC itself
-    without details.
+    """RESOURCE_EXHAUSTED: a server limit was hit (e.g. the webhooks an operator
+    may have). The concurrent-RPC limit is answered by gRPC itself without
+    details.
     """
     ERROR_REASON_SHUTTING_DOWN: _ErrorReason.ValueType  # 12
     """UNAVAILABLE: the server is shutting down; reconnect (streams: resume
@@ -71,6 +71,14 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     ERROR_REASON_NO_CLOCK: _ErrorReason.ValueType  # 14
     """FAILED_PRECONDITION: the match has no turn clock (AddTime)."""
+    ERROR_REASON_WEBHOOK_NOT_FOUND: _ErrorReason.ValueType  # 15
+    """NOT_FOUND: no webhook with this id for this operator."""
+    ERROR_REASON_DESTINATION_NOT_ALLOWED: _ErrorReason.ValueType  # 16
+    """INVALID_ARGUMENT: the webhook URL may not be delivered to (not https, or
+    not a public address and not allowed by the server; see docs/webhooks.md).
+    """
+    ERROR_REASON_INTERNAL: _ErrorReason.ValueType  # 17
+    """INTERNAL: a fault of the server."""
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Error model (every RPC of MatchService). Errors are a google.rpc.Status with
@@ -133,9 +141,9 @@ INVALID_CREDENTIAL.
 ERROR_REASON_REQUEST_ID_REUSED: ErrorReason.ValueType  # 10
 """ALREADY_EXISTS: the request_id was used before with a different request."""
 ERROR_REASON_RESOURCE_EXHAUSTED: ErrorReason.ValueType  # 11
-"""RESOURCE_EXHAUSTED: a server limit was hit. Not sent yet: the only
-limit today, the concurrent-RPC limit, is answered by gRPC itself
-without details.
+"""RESOURCE_EXHAUSTED: a server limit was hit (e.g. the webhooks an operator
+may have). The concurrent-RPC limit is answered by gRPC itself without
+details.
 """
 ERROR_REASON_SHUTTING_DOWN: ErrorReason.ValueType  # 12
 """UNAVAILABLE: the server is shutting down; reconnect (streams: resume
@@ -147,6 +155,14 @@ too late).
 """
 ERROR_REASON_NO_CLOCK: ErrorReason.ValueType  # 14
 """FAILED_PRECONDITION: the match has no turn clock (AddTime)."""
+ERROR_REASON_WEBHOOK_NOT_FOUND: ErrorReason.ValueType  # 15
+"""NOT_FOUND: no webhook with this id for this operator."""
+ERROR_REASON_DESTINATION_NOT_ALLOWED: ErrorReason.ValueType  # 16
+"""INVALID_ARGUMENT: the webhook URL may not be delivered to (not https, or
+not a public address and not allowed by the server; see docs/webhooks.md).
+"""
+ERROR_REASON_INTERNAL: ErrorReason.ValueType  # 17
+"""INTERNAL: a fault of the server."""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
 @_typing.final

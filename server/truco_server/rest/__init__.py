@@ -7,7 +7,10 @@ the worker stops. See :mod:`truco_server.rest.app` and docs/rest.md.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from google.protobuf.descriptor import ServiceDescriptor
 
 from truco_server.api.wire import MatchApi
 from truco_server.rest.app import EVENT_STREAM, HTTP_STATUS, NDJSON, RestFace, http_status, reference_page
@@ -15,7 +18,7 @@ from truco_server.rest.openapi import build_openapi
 from truco_server.rest.routes import Route, routes_of
 
 
-def attach(ctx: Any, api: MatchApi) -> RestFace:
+def attach(ctx: Any, api: MatchApi, others: Sequence[tuple[ServiceDescriptor, object]] = ()) -> RestFace:
     """Serve the API over HTTP too, in the worker that owns ``ctx`` (a WorkerContext).
 
     The listener starts with the worker (``ctx.add_startup``) on ``settings.host`` and
@@ -23,7 +26,7 @@ def attach(ctx: Any, api: MatchApi) -> RestFace:
     worker's cleanup phase: listener closed, in-flight requests given the shutdown grace,
     streams already ended with UNAVAILABLE by the service layer.
     """
-    face = RestFace(api)
+    face = RestFace(api, others=others)
     settings = ctx.settings
 
     async def start() -> None:

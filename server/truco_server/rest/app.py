@@ -22,12 +22,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib import resources
 from typing import Any, cast
 
 import structlog
 from aiohttp import web
+from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
 from prometheus_client import Counter, Histogram
@@ -180,10 +181,24 @@ def _wants_sse(request: web.Request) -> bool:
 class RestFace:
     """The HTTP/JSON face of one worker, over the API layer (:class:`MatchApi`)."""
 
-    def __init__(self, api: MatchApi, *, version: str = "v1") -> None:
+    def __init__(
+        self,
+        api: MatchApi,
+        *,
+        others: Sequence[tuple[ServiceDescriptor, object]] = (),
+        version: str = "v1",
+    ) -> None:
         self.api = api
         self.routes = routes_of(SERVICE)
-        self.openapi = build_openapi(self.routes, title="Truco MatchService", version=version)
+        self._apis: dict[str, object] = {r.method_name: api for r in self.routes}
+        for service, other in others:  # e.g. OperatorService over its API object
+            more = routes_of(service)
+            for r in more:
+                if r.method_name in self._apis:
+                    raise ValueError(f"two services define {r.method_name}")
+                self._apis[r.method_name] = other
+            self.routes = [*self.routes, *more]
+        self.openapi = build_openapi(self.routes, title="Truco API", version=version)
         self._openapi_body = _dumps(self.openapi)
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
@@ -281,7 +296,7 @@ class RestFace:
             if isinstance(prepared, web.Response):
                 return prepared
             message, creds = prepared
-            method = getattr(self.api, route.method_name)
+            method = getattr(self._apis[route.method_name], route.method_name)
             try:
                 response = await method(creds, message)
             except E.ServiceError as exc:
@@ -332,7 +347,7 @@ class RestFace:
         sse: bool,
         resumed: bool,
     ) -> web.StreamResponse:
-        method = getattr(self.api, route.method_name)
+        method = getattr(self._apis[route.method_name], route.method_name)
         messages: AsyncIterator[Message] = method(creds, message)
         try:
             # Nothing is sent before the first message, so call errors (auth, unknown match,
