@@ -226,7 +226,10 @@ class MatchService:
         self._cache: Lru[str, Loaded] = Lru(cache_size)
         # decoded stored events by (match, version): each blob is decoded once per worker,
         # not once per subscriber (and not at all for this worker's own commits)
-        self._entries: Lru[tuple[str, int], tuple[LogEntry, float]] = Lru(VIEW_CACHE_SIZE * 4)
+        # (each cached value remembers what it was made from -- the stored bytes, the entry,
+        # the state -- and a hit counts only for that same origin: after a failover lost some
+        # versions, the next commits reuse those numbers for other events and states)
+        self._entries: Lru[tuple[str, int], tuple[bytes, LogEntry, float]] = Lru(VIEW_CACHE_SIZE * 4)
         # what a viewer sees, by (match, version, viewer): the reply to an action and the
         # actor's own stream message share the same objects (and so the same protos, which
         # the transports cache by identity); a public event is one object for every viewer
@@ -234,26 +237,28 @@ class MatchService:
         # thousands of cached objects lengthen the interpreter's full garbage collections
         # (4,096 views: paced p99 60-100 ms in `truco bench service --think-ms 1000`; 512:
         # 8-22 ms).
-        self._event_views: Lru[tuple[str, int, int | None], EventView] = Lru(VIEW_CACHE_SIZE * 2)
-        self._views: Lru[tuple[str, int, int], SeatView] = Lru(VIEW_CACHE_SIZE)
+        self._event_views: Lru[tuple[str, int, int | None], tuple[LogEntry, EventView]] = Lru(
+            VIEW_CACHE_SIZE * 2
+        )
+        self._views: Lru[tuple[str, int, int], tuple[te.MatchState, SeatView]] = Lru(VIEW_CACHE_SIZE)
 
     # ------------------------------------------------------------------------ events
     def _decoded(self, loaded: Loaded, version: int, raw: bytes) -> tuple[LogEntry, float]:
         key = (loaded.meta.match_id, version)
         hit = self._entries.get(key)
-        if hit is None:
+        if hit is None or hit[0] != raw:
             entry, ms = unpack_entry(raw)
-            hit = self._entries.put(key, (entry, loaded.meta.created_at + ms / 1000))
-        return hit
+            hit = self._entries.put(key, (raw, entry, loaded.meta.created_at + ms / 1000))
+        return hit[1], hit[2]
 
     def _event_view(self, match_id: str, version: int, entry: LogEntry, at: float, viewer: int) -> EventView:
         """Version ``version`` of the match as ``viewer`` sees it; shared and read-only."""
         seat = None if viewer == SPECTATOR else viewer
         key = (match_id, version, seat if is_private(entry) else EVERYONE)
-        ev = self._event_views.get(key)
-        if ev is None:
-            ev = self._event_views.put(key, EventView(version, redact(entry, seat), at))
-        return ev
+        hit = self._event_views.get(key)
+        if hit is None or hit[0] is not entry:
+            hit = self._event_views.put(key, (entry, EventView(version, redact(entry, seat), at)))
+        return hit[1]
 
     def _views_of(
         self, loaded: Loaded, batch: Sequence[tuple[int, bytes]], viewer: int
@@ -302,10 +307,11 @@ class MatchService:
         match at a given version always looks the same to the same viewer)."""
         key = (loaded.meta.match_id, loaded.version, viewer)
         hit = self._views.get(key)
-        if hit is None:
+        if hit is None or hit[0] is not loaded.state:
             seat = None if viewer == SPECTATOR else viewer
-            hit = self._views.put(key, view(loaded.state, seat, loaded.version, loaded.status))
-        return hit
+            made = view(loaded.state, seat, loaded.version, loaded.status)
+            hit = self._views.put(key, (loaded.state, made))
+        return hit[1]
 
     @staticmethod
     def _info(loaded: Loaded) -> MatchInfo:
@@ -469,12 +475,13 @@ class MatchService:
         ms = max(0, round((time.time() - meta.created_at) * 1000))
         now = meta.created_at + ms / 1000
         summary = None if status is None else _listing(meta, _result(state, status))
+        raws = [pack_entry(e, ms) for e in entries]
         try:
             res = await self.store.commit(
                 meta.match_id,
                 expected_version=loaded.version,
                 state=encode_state(state),
-                events=[pack_entry(e, ms) for e in entries],
+                events=raws,
                 request_id=request_id,
                 reply=reply,
                 status=None if status is None else status.value,
@@ -485,8 +492,8 @@ class MatchService:
             raise E.MatchNotFound(f"no match {meta.match_id!r}") from exc
         if res.duplicate:
             return loaded, res
-        for i, entry in enumerate(entries, loaded.version + 1):
-            self._entries.put((meta.match_id, i), (entry, now))
+        for i, (entry, raw) in enumerate(zip(entries, raws, strict=True), loaded.version + 1):
+            self._entries.put((meta.match_id, i), (raw, entry, now))
         done = Loaded(meta, loaded.rules, state, res.version, status or loaded.status, now)
         self._cache.put(meta.match_id, done)
         return done, res

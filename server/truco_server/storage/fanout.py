@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -604,7 +605,9 @@ class RedisStreamHub(_HubCore):
         self._generation += 1
         self._changed.set()
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="truco-stream-hub")
+            self._task = asyncio.create_task(
+                self._run(), name="truco-stream-hub", context=contextvars.Context()
+            )
         elif self._blocking:
             self._spawn(self._wake(self._generation))
 
@@ -886,7 +889,9 @@ class ClusterStreamHub(_HubCore):
             return
         self._wake.set()
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="truco-cluster-stream-hub")
+            self._task = asyncio.create_task(
+                self._run(), name="truco-cluster-stream-hub", context=contextvars.Context()
+            )
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
@@ -967,7 +972,9 @@ class ClusterStreamHub(_HubCore):
                     self._feed_failed(feed, exc)
                     raise
                 if feed.task is None:  # the connection exists from the first subscription on
-                    feed.task = asyncio.create_task(self._read(feed), name=f"truco-cluster-feed-{name}")
+                    feed.task = asyncio.create_task(
+                        self._read(feed), name=f"truco-cluster-feed-{name}", context=contextvars.Context()
+                    )
 
     async def _catch_up(self) -> None:
         """Check the streams of the matches marked for it (pipelined, grouped by node)."""
