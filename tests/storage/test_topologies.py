@@ -512,3 +512,29 @@ async def test_owner_index_spreads_over_shards_and_lists_in_order(
     wider = stores(redis_cluster.url, owner_index_shards=16)
     page, _ = await wider.list_matches("tenant-a", None, 100, None)
     assert [e.match_id for e in page] == seen
+
+
+async def test_a_manual_cluster_failover_is_followed_without_a_gap(
+    redis_cluster: LocalRedisCluster, stores: Callable[..., RedisMatchStore]
+) -> None:
+    """CLUSTER FAILOVER on a replica (how a primary is upgraded without downtime): commits
+    follow the MOVED redirection, the stream moves its subscription to the new primary, and
+    every event arrives once, in order."""
+    writer, reader = stores(redis_cluster.url), stores(redis_cluster.url)
+    version = await new_match(writer, "m1")
+    follower = Follower(reader, reader.subscribe("m1", version))
+    await follower.wait_for(version)
+    owner = redis_cluster.primary_for_key(writer.keys_for("m1").match)
+    replica = redis_cluster.replicas_of(owner)[0]
+    with replica.client() as c:
+        assert c.execute_command("CLUSTER", "FAILOVER") in ("OK", b"OK", True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        version = await play(writer, "m1", version, 1)
+        if replica.role() == "master" and owner.role() == "slave":
+            break
+        await asyncio.sleep(0.02)
+    version = await play(writer, "m1", version, 5)
+    await follower.wait_for(version)
+    assert follower.gaps == [] and follower.versions == list(range(3, version + 1))
+    await follower.close()

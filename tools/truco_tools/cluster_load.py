@@ -21,6 +21,7 @@ client had: events lost by a failover, or trimmed). Nothing here sends traffic o
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import random
 import signal
@@ -134,6 +135,7 @@ def start_workers(
     ``TRUCO_*`` variables for them (the caller's own ``TRUCO_*`` are not passed on)."""
     from truco_tools.redis_proc import free_port
 
+    log_dir.mkdir(parents=True, exist_ok=True)
     base = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
     base.update({"REDIS_URL": redis_url, "PYTHONUNBUFFERED": "1", **(settings or {})})
     workers = [
@@ -213,6 +215,8 @@ class ClusterBots:
         self.action_timeout = action_timeout
         self._channels: list[grpc.aio.Channel] = []
         self.stubs: list[Any] = []
+        self.live: set[str] = set()
+        """Matches being played now."""
 
     async def __aenter__(self) -> ClusterBots:
         options = [("grpc.enable_http_proxy", 0), ("grpc.initial_reconnect_backoff_ms", 100),
@@ -247,9 +251,13 @@ class ClusterBots:
         mid = str(created.match.match_id)
         tokens = [c.token for c in sorted(created.seat_credentials, key=lambda c: c.seat)]
         rng = random.Random(f"{index}")
-        last = await asyncio.gather(
-            *(self._seat(mid, tokens[s], s, created.match.version, rng) for s in range(len(tokens)))
-        )
+        self.live.add(mid)
+        try:
+            last = await asyncio.gather(
+                *(self._seat(mid, tokens[s], s, created.match.version, rng) for s in range(len(tokens)))
+            )
+        finally:
+            self.live.discard(mid)
         self.stats.matches_finished += 1
         self.stats.final_versions[mid] = max(last)
         return mid
@@ -263,6 +271,23 @@ class ClusterBots:
                 return await self.play_match(i)
 
         return list(await asyncio.gather(*(one(i) for i in range(matches))))
+
+    async def run_until(self, concurrency: int, stop: asyncio.Event, *, first_index: int = 0) -> None:
+        """Keep ``concurrency`` matches going (a finished one is replaced at once) until
+        ``stop`` is set; then cancel the ones in progress."""
+        counter = itertools.count(first_index)
+
+        async def slot() -> None:
+            while not stop.is_set():
+                await self.play_match(next(counter))
+
+        tasks = [asyncio.ensure_future(slot()) for _ in range(concurrency)]
+        try:
+            await stop.wait()
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _seat(self, mid: str, token: str, seat: int, version: int, rng: random.Random) -> int:
         """Follow the seat's stream (reopened wherever it breaks) and act on its turns;
