@@ -506,6 +506,9 @@ class RedisMatchStore:
             cluster = RedisCluster(
                 startup_nodes=[ClusterNode(host, port) for host, port in target.nodes],
                 max_connections=max(4 * max_connections, 256),
+                # a slot without a primary fails the matches in it (retried, then
+                # StoreUnavailable), not the whole store
+                require_full_coverage=False,
                 decode_responses=False,
                 **conn,
             )
