@@ -26,7 +26,9 @@ Then (and alone with ``--commits-only``) the commit path: sequential commits on 
 in-process, alternating three paths in rounds -- the store's packed ``EVALSHA`` on one
 server, the store's packed ``EVALSHA`` on the cluster (its own slot lookup on the cluster
 client's slot map), and redis-py's ``RedisCluster`` script call (its routing and command
-layer) -- and prints the median microseconds per commit of each.
+layer) -- and prints, for each, the median wall time per commit (the round trip included)
+and the median CPU time of this process per commit (what the path costs the worker; robust
+to a busy machine).
 
 On 2 cores the six Redis processes, the workers and the bots share two cores: adding
 workers adds processes competing for the same CPU, so the figures show the *overhead* of
@@ -129,8 +131,10 @@ async def measure(
     return out
 
 
-async def commit_paths(cluster: LocalRedisCluster, rounds: int, commits: int) -> dict[str, float]:
-    """Median µs per sequential commit on each path (module docstring)."""
+async def commit_paths(
+    cluster: LocalRedisCluster, rounds: int, commits: int
+) -> dict[str, tuple[float, float]]:
+    """Median (wall, CPU) µs per sequential commit on each path (module docstring)."""
     from truco_server.storage import RedisMatchStore, StoreSettings
     from truco_server.storage.redis_store import COMMIT_LUA
     from truco_tools.redis_proc import start_redis
@@ -141,7 +145,9 @@ async def commit_paths(cluster: LocalRedisCluster, rounds: int, commits: int) ->
     stores["cluster, packed EVALSHA"] = RedisMatchStore.from_url(cluster.url, settings)
     routed = RedisMatchStore.from_url(cluster.url, settings)
     script = routed.client.register_script(COMMIT_LUA)
-    results: dict[str, list[float]] = {name: [] for name in [*stores, "cluster, redis-py script call"]}
+    results: dict[str, list[tuple[float, float]]] = {
+        name: [] for name in [*stores, "cluster, redis-py script call"]
+    }
     try:
         versions: dict[str, int] = {}
         for name, store in [*stores.items(), ("cluster, redis-py script call", routed)]:
@@ -168,22 +174,28 @@ async def commit_paths(cluster: LocalRedisCluster, rounds: int, commits: int) ->
                 )  # fmt: skip
                 versions[name] = int(res[1])
 
+        def timed(t0: float, c0: float) -> tuple[float, float]:
+            return (time.perf_counter() - t0) / commits * 1e6, (time.process_time() - c0) / commits * 1e6
+
         for r in range(rounds + 1):
             for name, store in stores.items():
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 await packed(name, store)
                 if r:
-                    results[name].append((time.perf_counter() - t0) / commits * 1e6)
+                    results[name].append(timed(t0, c0))
             name = "cluster, redis-py script call"
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             await via_redis_py(name)
             if r:
-                results[name].append((time.perf_counter() - t0) / commits * 1e6)
+                results[name].append(timed(t0, c0))
     finally:
         for store in [*stores.values(), routed]:
             await store.close()
         one.stop()
-    return {name: statistics.median(v) for name, v in results.items()}
+    return {
+        name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+        for name, v in results.items()
+    }
 
 
 def _entry(name: str) -> Any:
@@ -234,8 +246,8 @@ async def main(args: argparse.Namespace) -> None:
             print(
                 f"# commit paths: {args.rounds} rounds x {args.commits} sequential commits each", flush=True
             )
-            for name, us in (await commit_paths(cluster, args.rounds, args.commits)).items():
-                print(f"commit, {name} (µs): {us:.0f}")
+            for name, (wall, cpu) in (await commit_paths(cluster, args.rounds, args.commits)).items():
+                print(f"commit, {name}: wall {wall:.0f} µs, client CPU {cpu:.0f} µs")
     finally:
         cluster.stop()
     print(f"machine load average (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
