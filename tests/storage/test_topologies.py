@@ -334,7 +334,7 @@ async def test_with_wait_every_acknowledged_commit_survives_a_primary_kill(
     """WAIT 1: a commit is answered once the (only) replica has it, and the replica is what
     gets promoted, so nothing answered is lost to this failover (the guarantee stops there:
     docs/operations.md, "Durability")."""
-    writer = stores(redis_cluster.url, retry_seconds=20, wait_replicas=1, wait_timeout_ms=2000)
+    writer = stores(redis_cluster.url, retry_seconds=20, wait_replicas=1, wait_timeout_ms=500)
     reader = stores(redis_cluster.url)
     victim = redis_cluster.primaries()[0]
     mids = match_ids_on(redis_cluster, victim, 3, "w")

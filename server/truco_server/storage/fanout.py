@@ -828,8 +828,11 @@ class ClusterStreamHub(_HubCore):
             return  # a match no longer followed here
         if kind == "smessage":
             self.doorbells += 1
-            base, events = parse_doorbell(msg["data"])
-            if mid in self._unverified or not self._offer_from(mid, base, events):
+            try:
+                base, events = parse_doorbell(msg["data"])
+            except ValueError:  # not one of ours: read the stream instead
+                base, events = 1 << 62, []
+            if mid in self._unverified or not events or not self._offer_from(mid, base, events):
                 self._catchup.add(mid)  # something was missed: read the stream
                 self._kick()
         elif kind == "ssubscribe":
