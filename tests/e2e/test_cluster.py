@@ -149,6 +149,7 @@ async def test_primary_dies_mid_action_and_the_retry_lands_exactly_once(
         before = mine.observation.version
         victim = redis_cluster.primary_for_slot(key_slot(m.match_id.encode()))
         replica = redis_cluster.replicas_of(victim)[0]
+        redis_cluster.wait_replicated(victim)  # the match itself must survive the failover
         os.kill(victim.pid, signal.SIGSTOP)
         try:
             with pytest.raises(grpc.aio.AioRpcError) as first:

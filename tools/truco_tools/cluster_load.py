@@ -178,16 +178,23 @@ class LoadStats:
     duplicates: list[tuple[str, int, int]] = field(default_factory=list)
     """(match, seat, version received again): must stay empty."""
     final_versions: dict[str, int] = field(default_factory=dict)
+    matches_recreated: int = 0
+    """Matches a failover lost whole, created again with the same request id."""
 
     def summary(self) -> str:
         return (
-            f"matches created {self.matches_created}, finished {self.matches_finished}; "
+            f"matches created {self.matches_created}, finished {self.matches_finished}, "
+            f"lost whole and created again {self.matches_recreated}; "
             f"actions {self.actions} ({self.ok_after_retry} answered after a retry); "
             f"action retries {dict(self.retries)}; stale views {self.stale}; "
             f"streams opened {self.stream_opens}, broken {dict(self.stream_breaks)}; "
             f"gaps reported {self.gaps_reported}; unreported gaps {len(self.unreported_gaps)}; "
             f"duplicates {len(self.duplicates)}"
         )
+
+
+class MatchLost(Exception):
+    """The match is gone (NOT_FOUND): a failover lost it, creation included."""
 
 
 def _md(token: str) -> tuple[tuple[str, str]]:
@@ -234,33 +241,50 @@ class ClusterBots:
         return self.rng.choice(choices)
 
     async def play_match(self, index: int) -> str:
-        """Create one match (retrying with the same request id) and play it to the end."""
+        """Create one match (retrying with the same request id) and play it to the end. A
+        match that a failover lost whole (its creation acknowledged, then gone: NOT_FOUND)
+        is created again with the same request id, as a client would."""
         request = MS.CreateMatchRequest(
             rules=match_pb2.RuleSet(preset=self.preset), players=self.players, request_id=f"create-{index}"
         )
         while True:
+            created = await self._create(request)
+            mid = str(created.match.match_id)
+            tokens = [c.token for c in sorted(created.seat_credentials, key=lambda c: c.seat)]
+            rng = random.Random(f"{index}")
+            self.live.add(mid)
+            seats = [
+                asyncio.ensure_future(self._seat(mid, tokens[s], s, created.match.version, rng))
+                for s in range(len(tokens))
+            ]
+            try:
+                await asyncio.wait(seats, return_when=asyncio.FIRST_EXCEPTION)
+            finally:
+                self.live.discard(mid)
+                for t in seats:
+                    t.cancel()
+                outcomes = await asyncio.gather(*seats, return_exceptions=True)
+            failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
+            if isinstance(failure, MatchLost):
+                self.stats.matches_recreated += 1
+                continue
+            if failure is not None:
+                raise failure
+            self.stats.matches_finished += 1
+            self.stats.final_versions[mid] = max(o for o in outcomes if isinstance(o, int))
+            return mid
+
+    async def _create(self, request: Any) -> Any:
+        while True:
             try:
                 created = await self._stub().CreateMatch(request, timeout=self.action_timeout)
-                break
+                self.stats.matches_created += 1
+                return created
             except grpc.aio.AioRpcError as exc:
                 if exc.code() not in RETRY_CODES:
                     raise
                 self.stats.retries[f"create:{exc.code().name}"] += 1
                 await asyncio.sleep(0.05)
-        self.stats.matches_created += 1
-        mid = str(created.match.match_id)
-        tokens = [c.token for c in sorted(created.seat_credentials, key=lambda c: c.seat)]
-        rng = random.Random(f"{index}")
-        self.live.add(mid)
-        try:
-            last = await asyncio.gather(
-                *(self._seat(mid, tokens[s], s, created.match.version, rng) for s in range(len(tokens)))
-            )
-        finally:
-            self.live.discard(mid)
-        self.stats.matches_finished += 1
-        self.stats.final_versions[mid] = max(last)
-        return mid
 
     async def run(self, matches: int, concurrency: int) -> list[str]:
         """Play ``matches`` matches, ``concurrency`` at a time; their ids in order."""
@@ -326,6 +350,8 @@ class ClusterBots:
                         await self._act(mid, token, seat, obs.version, action)
             except grpc.aio.AioRpcError as exc:
                 self.stats.stream_breaks[exc.code().name] += 1
+                if exc.code() == grpc.StatusCode.NOT_FOUND:
+                    raise MatchLost(mid) from exc
                 if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
                     # from_version beyond the match's version: what this seat saw last was
                     # lost (a failover); start again from a snapshot, counted as a gap
@@ -349,6 +375,8 @@ class ClusterBots:
                 return
             except grpc.aio.AioRpcError as exc:
                 code = exc.code()
+                if code == grpc.StatusCode.NOT_FOUND:
+                    raise MatchLost(mid) from exc
                 if code in STALE_CODES:
                     self.stats.stale += 1
                     return  # the stream shows what changed
