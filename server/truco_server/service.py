@@ -133,7 +133,10 @@ class MatchService:
         self._cache: Lru[str, Loaded] = Lru(cache_size)
         # decoded stored events by (match, version): each blob is decoded once per worker,
         # not once per subscriber (and not at all for this worker's own commits)
-        self._entries: Lru[tuple[str, int], tuple[LogEntry, float]] = Lru(VIEW_CACHE_SIZE * 4)
+        # (each cached value remembers what it was made from -- the stored bytes, the entry,
+        # the state -- and a hit counts only for that same origin: after a failover lost some
+        # versions, the next commits reuse those numbers for other events and states)
+        self._entries: Lru[tuple[str, int], tuple[bytes, LogEntry, float]] = Lru(VIEW_CACHE_SIZE * 4)
         # what a viewer sees, by (match, version, viewer): the reply to an action and the
         # actor's own stream message share the same objects (and so the same protos, which
         # the transports cache by identity); a public event is one object for every viewer
@@ -141,8 +144,10 @@ class MatchService:
         # thousands of cached objects lengthen the interpreter's full garbage collections
         # (4,096 views: paced p99 60-100 ms in `truco bench service --think-ms 1000`; 512:
         # 8-22 ms).
-        self._event_views: Lru[tuple[str, int, int | None], EventView] = Lru(VIEW_CACHE_SIZE * 2)
-        self._views: Lru[tuple[str, int, int], SeatView] = Lru(VIEW_CACHE_SIZE)
+        self._event_views: Lru[tuple[str, int, int | None], tuple[LogEntry, EventView]] = Lru(
+            VIEW_CACHE_SIZE * 2
+        )
+        self._views: Lru[tuple[str, int, int], tuple[te.MatchState, SeatView]] = Lru(VIEW_CACHE_SIZE)
         self._histories: Lru[tuple[str, int], history.History] = Lru(64)
         self._touched: Lru[tuple[str, int], float] = Lru(cache_size)
         self.relay: Callable[[str], Awaitable[bool]] | None = None
@@ -159,19 +164,19 @@ class MatchService:
     def _decoded(self, loaded: Loaded, version: int, raw: bytes) -> tuple[LogEntry, float]:
         key = (loaded.match_id, version)
         hit = self._entries.get(key)
-        if hit is None:
+        if hit is None or hit[0] != raw:
             entry, ms = unpack_entry(raw)
-            hit = self._entries.put(key, (entry, loaded.meta.created_at + ms / 1000))
-        return hit
+            hit = self._entries.put(key, (raw, entry, loaded.meta.created_at + ms / 1000))
+        return hit[1], hit[2]
 
     def _event_view(self, match_id: str, version: int, entry: LogEntry, at: float, viewer: int) -> EventView:
         """Version ``version`` of the match as ``viewer`` sees it; shared and read-only."""
         seat = None if viewer == SPECTATOR else viewer
         key = (match_id, version, seat if is_private(entry) else EVERYONE)
-        ev = self._event_views.get(key)
-        if ev is None:
-            ev = self._event_views.put(key, EventView(version, redact(entry, seat), at))
-        return ev
+        hit = self._event_views.get(key)
+        if hit is None or hit[0] is not entry:
+            hit = self._event_views.put(key, (entry, EventView(version, redact(entry, seat), at)))
+        return hit[1]
 
     def _views_of(
         self, loaded: Loaded, batch: Sequence[tuple[int, bytes]], viewer: int
@@ -270,7 +275,7 @@ class MatchService:
         match at a given version always looks the same to the same viewer)."""
         key = (loaded.match_id, loaded.version, viewer)
         hit = self._views.get(key)
-        if hit is None:
+        if hit is None or hit[0] is not loaded.state:
             seat = None if viewer == SPECTATOR else viewer
             made = view(
                 loaded.state,
@@ -281,8 +286,8 @@ class MatchService:
                 loaded.meta.created_at,
                 self.now(),
             )
-            hit = self._views.put(key, made)
-        return hit
+            hit = self._views.put(key, (loaded.state, made))
+        return hit[1]
 
     def _delay(self, loaded: Loaded, viewer: int) -> int:
         """Actions a viewer sees the match late (spectators of an active match)."""
@@ -300,7 +305,7 @@ class MatchService:
         point = past.delayed(delay)
         key = (loaded.match_id, point.version, SPECTATOR)
         hit = self._views.get(key)
-        if hit is None:
+        if hit is None or hit[0] is not point.state:
             made = view(
                 point.state,
                 None,
@@ -310,8 +315,8 @@ class MatchService:
                 loaded.meta.created_at,
                 self.now(),
             )
-            hit = self._views.put(key, made)
-        return point.version, hit
+            hit = self._views.put(key, (point.state, made))
+        return point.version, hit[1]
 
     # ----------------------------------------------------------------------- commits
     async def _commit(
@@ -349,6 +354,7 @@ class MatchService:
             )
             raw_record = records.pack_step(stamped, meta.created_at)
         outbox = self._outbox(done, step.entries, loaded.version + 1)
+        raws = [pack_entry(e, ms) for e in step.entries]
         due = None if status is not None else table.due(loaded.setup, step.state, step.life)
         if due is not None and loaded.status is MatchStatus.ACTIVE:
             # A wakeup no later than the match's current due time is already queued (every
@@ -361,7 +367,7 @@ class MatchService:
                 meta.match_id,
                 expected_version=loaded.version,
                 state=encode_state(step.state, step.life),
-                events=[pack_entry(e, ms) for e in step.entries],
+                events=raws,
                 request_id=request_id,
                 reply=reply,
                 status=None if status is None else status.value,
@@ -377,8 +383,8 @@ class MatchService:
             return loaded, res
         if outbox:
             self._relay_soon(meta.match_id)
-        for i, entry in enumerate(step.entries, loaded.version + 1):
-            self._entries.put((meta.match_id, i), (entry, now))
+        for i, (entry, raw) in enumerate(zip(step.entries, raws, strict=True), loaded.version + 1):
+            self._entries.put((meta.match_id, i), (raw, entry, now))
         self._cache.put(meta.match_id, done)
         return done, res
 
@@ -1025,6 +1031,12 @@ class MatchService:
                     sub.resume_from(cur.version)
                     await self._touch(cur, viewer)
                     target, seen = await self._target(cur, viewer)
+                    if target < last and not delayed:
+                        # the store lost versions this stream delivered (a failover): say so
+                        # with a snapshot of what survives, and go on from there
+                        last = target
+                        yield T.StreamUpdate(target, (), seen, cur.rules, snapshot=True)
+                        continue
                     if target <= last and cur.status is MatchStatus.ACTIVE:
                         continue
                     events = await self._events(cur, last, target, viewer)

@@ -1,7 +1,8 @@
 """The local Redis Cluster and Sentinel group (``truco_tools.redis_cluster``) really are what
-the storage work will be tested on: every slot served, writes on every primary through
-redis-py's own cluster client, a primary killed (SIGKILL) and its replica promoted with the
-acknowledged writes intact, a sentinel failover that ``Sentinel.master_for`` follows.
+the storage layer is tested on (tests/storage, tests/e2e/test_cluster.py): every slot
+served, writes on every primary through redis-py's own cluster client, a primary killed
+(SIGKILL) and its replica promoted with the acknowledged writes intact, a sentinel failover
+that ``Sentinel.master_for`` follows.
 
 Real ``redis-server`` processes on loopback, no mock. Each test takes a few seconds (a
 failover is detected after the 1 s node timeout of the test fixtures).

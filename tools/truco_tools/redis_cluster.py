@@ -373,6 +373,24 @@ class LocalRedisCluster:
         node.process.restart()
         self.wait_healthy(timeout)
 
+    def wait_replicated(self, primary: ClusterNode, timeout: float = 30.0) -> None:
+        """Wait until every replica of ``primary`` has processed everything ``primary`` had
+        written when called (replication is asynchronous: a test that kills a primary
+        right after writing must wait for this when it means its writes to survive)."""
+        with primary.client() as c:
+            target = int(c.info("replication")["master_repl_offset"])
+        replicas = self.replicas_of(primary)
+
+        def caught_up() -> str | None:
+            for r in replicas:
+                with r.client() as c:
+                    offset = int(c.info("replication").get("slave_repl_offset", -1))
+                if offset < target:
+                    return f"node {r.index} at offset {offset} of {target}"
+            return None
+
+        _wait(caught_up, timeout, f"replicas of node {primary.index} in sync")
+
     def move_slot(self, slot: int, target: ClusterNode, timeout: float = 30.0) -> ClusterNode:
         """Migrate ``slot`` and its keys to the primary ``target`` as Redis Cluster resharding
         does (``CLUSTER SETSLOT IMPORTING``/``MIGRATING``, ``MIGRATE`` of the keys in batches,
@@ -638,6 +656,24 @@ class LocalSentinelGroup:
 
         _wait(promotion, timeout, f"a replica of {victim.address} promoted")
         return Failover(killed=victim, promoted=promoted[0], seconds=time.monotonic() - started)
+
+    def wait_replicated(self, timeout: float = 30.0) -> None:
+        """Wait until every running replica has processed everything the primary had
+        written when called (see :meth:`LocalRedisCluster.wait_replicated`)."""
+        primary = self.current_primary()
+        with _client(primary) as c:
+            target = int(c.info("replication")["master_repl_offset"])
+        replicas = [s for s in self.servers if s is not primary and s.running()]
+
+        def caught_up() -> str | None:
+            for r in replicas:
+                with _client(r) as c:
+                    offset = int(c.info("replication").get("slave_repl_offset", -1))
+                if offset < target:
+                    return f"{r.address} at offset {offset} of {target}"
+            return None
+
+        _wait(caught_up, timeout, "replicas in sync")
 
     def restart(self, server: RedisProcess, timeout: float = 30.0) -> None:
         """Start a killed server again as a replica of the current primary and wait until

@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -603,7 +604,9 @@ class RedisStreamHub(_HubCore):
         self._generation += 1
         self._changed.set()
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="truco-stream-hub")
+            self._task = asyncio.create_task(
+                self._run(), name="truco-stream-hub", context=contextvars.Context()
+            )
         elif self._blocking:
             self._spawn(self._wake(self._generation))
 
@@ -824,8 +827,11 @@ class ClusterStreamHub(_HubCore):
             return  # a match no longer followed here
         if kind == "smessage":
             self.doorbells += 1
-            base, events = parse_doorbell(msg["data"])
-            if mid in self._unverified or not self._offer_from(mid, base, events):
+            try:
+                base, events = parse_doorbell(msg["data"])
+            except ValueError:  # not one of ours: read the stream instead
+                base, events = 1 << 62, []
+            if mid in self._unverified or not events or not self._offer_from(mid, base, events):
                 self._catchup.add(mid)  # something was missed: read the stream
                 self._kick()
         elif kind == "ssubscribe":
@@ -885,7 +891,9 @@ class ClusterStreamHub(_HubCore):
             return
         self._wake.set()
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="truco-cluster-stream-hub")
+            self._task = asyncio.create_task(
+                self._run(), name="truco-cluster-stream-hub", context=contextvars.Context()
+            )
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
@@ -966,7 +974,9 @@ class ClusterStreamHub(_HubCore):
                     self._feed_failed(feed, exc)
                     raise
                 if feed.task is None:  # the connection exists from the first subscription on
-                    feed.task = asyncio.create_task(self._read(feed), name=f"truco-cluster-feed-{name}")
+                    feed.task = asyncio.create_task(
+                        self._read(feed), name=f"truco-cluster-feed-{name}", context=contextvars.Context()
+                    )
 
     async def _catch_up(self) -> None:
         """Check the streams of the matches marked for it (pipelined, grouped by node)."""

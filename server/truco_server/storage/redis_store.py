@@ -74,6 +74,7 @@ import hashlib
 import heapq
 import itertools
 import math
+import os
 import random
 import secrets
 import time
@@ -448,11 +449,23 @@ def _s(value: bytes | str | None) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _raised_in_redis_py(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and f"{os.sep}redis{os.sep}" in tb.tb_frame.f_code.co_filename
+
+
 def _retryable(exc: BaseException) -> bool:
     """A fault that a retry may get past: no connection, a failover in progress, a slot
-    without a primary, a demoted primary, a busy or loading server."""
+    without a primary, a demoted primary, a busy or loading server -- and the race in which
+    the cluster client closes a node's connections (a topology refresh after a failover)
+    while another task is opening one of them, which redis-py raises as an AttributeError
+    from inside its connection code."""
     if isinstance(exc, AuthenticationError | AuthorizationError):
         return False
+    if isinstance(exc, AttributeError) and _raised_in_redis_py(exc):
+        return True
     if isinstance(
         exc,
         RedisConnectionError
@@ -634,6 +647,9 @@ class RedisMatchStore:
             cluster = RedisCluster(
                 startup_nodes=[ClusterNode(host, port) for host, port in target.nodes],
                 max_connections=max(4 * max_connections, 256),
+                # a slot without a primary fails the matches in it (retried, then
+                # StoreUnavailable), not the whole store
+                require_full_coverage=False,
                 decode_responses=False,
                 **conn,
             )
