@@ -127,7 +127,6 @@ def test_shorthand_and_refusals(client: TrucoClient, tmp_path: Path) -> None:
     report = verify(again)
     assert report.ok and report.passed[-1].detail == "cancelled: no result"
     assert plain.match_id in {x.match_id for x in client.iter_matches(state="cancelled")}
-    assert client.list_matches(state="aborted")[0] is not None
 
 
 async def test_async_client_has_the_same_calls(server: EmbeddedServer) -> None:
@@ -149,3 +148,22 @@ async def test_async_client_has_the_same_calls(server: EmbeddedServer) -> None:
         assert record.match.fairness is not None
         assert [c.seed for c in record.match.fairness.client_seeds] == [b"c", b"seat 0", b"seat 1"]
         assert verify(record).ok
+
+
+def test_an_unjoined_match_is_aborted_and_its_record_verifies(client: TrucoClient) -> None:
+    m = client.create_match("argentine", players=2, join_window=1)
+    client.join_match(m.match_id, b"only seat 0", token=m.seat_tokens[0])
+    deadline = time.time() + 15
+    while client.get_match(m.match_id, token=m.spectator_token).match.state is MatchStatus.ACTIVE:
+        assert time.time() < deadline, "the join window did not close"
+        time.sleep(0.1)
+    obs = client.get_match(m.match_id, token=m.seat_tokens[1]).observation
+    assert obs.match_state == "aborted" and obs.is_over and not obs.must_join
+    record = client.get_match_record(m.match_id, token=m.seat_tokens[1])
+    last = record.steps[-1]
+    assert last.abort is not None and last.abort.reason == "not_joined" and last.abort.seats == (1,)
+    assert record.reveal is not None and record.reveal.deals == ()  # no hand was dealt
+    report = verify(record)
+    assert report.ok, report.fault
+    assert report.passed[-1].detail == "aborted: no result"
+    assert m.match_id in {x.match_id for x in client.iter_matches(state="aborted")}

@@ -110,3 +110,24 @@ def test_records_during_the_match_show_only_what_the_caller_may_see(
     write_record(client.get_match_record(m.match_id, token=m.spectator_token), after)
     assert main(["verify", "-q", str(after)]) == 0
     assert records.record_to_json(records.record_from_json(after.read_text())) == records.record_to_json(full)
+
+
+def test_a_discard_is_hidden_from_the_other_seats_until_the_end(client: TrucoClient) -> None:
+    """Carancho: the mano discards one of four cards; only he sees which, until the end."""
+    m = client.create_match("carancho")
+    obs = client.get_match(m.match_id, token=m.seat_tokens[0]).observation
+    seat = obs.whose_turn
+    assert seat is not None
+    mine = client.get_match(m.match_id, token=m.seat_tokens[seat]).observation
+    discard = mine.legal("discard")[0]
+    client.submit_action(m.match_id, discard, token=m.seat_tokens[seat])
+    for viewer in range(3):
+        step = client.get_match_record(m.match_id, token=m.seat_tokens[viewer]).steps[-1]
+        assert step.seat == seat and step.action is not None and step.action.kind == "discard"
+        assert step.action.card == (discard.card if viewer == seat else None)
+    spectator = client.get_match_record(m.match_id, token=m.spectator_token).steps[-1]
+    assert spectator.action is not None and spectator.action.card is None
+    client.cancel_match(m.match_id, "seen enough")
+    after = client.get_match_record(m.match_id, token=m.seat_tokens[(seat + 1) % 3])
+    shown = next(s for s in after.steps if s.action is not None)
+    assert shown.action == discard
