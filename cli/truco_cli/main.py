@@ -1,7 +1,8 @@
 """The ``truco`` command.
 
 truco serve                 run a worker (truco_cli.serve; server install)
-truco replay FILE           replay a match record (truco_cli.engine_commands)
+truco replay FILE           replay a record (truco_cli.engine_commands)
+truco record / verify       export a match's record, check it (truco_cli.record_commands)
 truco bench engine|service  benchmarks (truco_cli.bench_commands)
 truco play / watch / demo / bot / bots eval   clients (truco_cli.client_commands)
 """
@@ -12,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from truco_cli import bench_commands, client_commands, engine_commands, optional
+from truco_cli import bench_commands, client_commands, engine_commands, optional, record_commands
 
 
 def _needs_server(name: str) -> int:
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser("serve", help="run a worker (needs the server install)")
         p.set_defaults(func=lambda args: _needs_server("serve"), any_arguments=True)
     engine_commands.register(sub)
+    record_commands.register(sub)
     bench_commands.register(sub)
     client_commands.register(sub)
     return parser

@@ -5,12 +5,14 @@
 * :mod:`truco_client.actions` — action builders: ``play("4C")``, ``truco()``, ``accept()``…
 * :class:`Observation` — what a seat sees, with helpers (``is_my_turn``, ``legal_actions``,
   ``my_cards``, ``strength()``, ``envido_points()``…), the same over gRPC and in-process.
+* :func:`write_record` / :func:`read_record` — a match's record (``get_match_record``) as
+  the file ``truco replay`` and ``truco verify`` read.
 * :class:`Bot` — subclass it, implement ``choose(observation)``; run it with
   ``truco bot MODULE:Class`` or :func:`run_local`.
 """
 
 from truco_client import actions
-from truco_client._core import ActionResult, CreatedMatch, MatchView, RetryPolicy, Update
+from truco_client._core import ActionResult, CreatedMatch, JoinResult, MatchView, RetryPolicy, Update
 from truco_client.actions import Action
 from truco_client.aio import AsyncTrucoClient
 from truco_client.bot import Bot
@@ -29,27 +31,35 @@ from truco_client.errors import (
 )
 from truco_client.local import LocalResults, run_local
 from truco_client.observation import Event, HandTracker, Observation, Pending, Play, Trick
+from truco_client.records import MatchRecord, RecordFormatError, read_record, write_record
+from truco_contract.lifecycle import TimeControl
+from truco_contract.views import ClockView
 
 __all__ = [
     "Action",
     "ActionResult",
     "AsyncTrucoClient",
     "Bot",
+    "ClockView",
     "CreatedMatch",
     "Event",
     "HandTracker",
     "IllegalAction",
     "InvalidArgument",
+    "JoinResult",
     "LocalResults",
+    "MatchRecord",
     "MatchView",
     "NotFound",
     "Observation",
     "Pending",
     "PermissionDenied",
     "Play",
+    "RecordFormatError",
     "RequestIdReused",
     "RetryPolicy",
     "StaleVersion",
+    "TimeControl",
     "Trick",
     "TrucoApiError",
     "TrucoClient",
@@ -58,5 +68,7 @@ __all__ = [
     "Unavailable",
     "Update",
     "actions",
+    "read_record",
     "run_local",
+    "write_record",
 ]

@@ -15,6 +15,7 @@ import truco_engine as te
 from truco_client.actions import Action
 from truco_client.observation import Event, HandTracker, Observation
 from truco_contract import codec
+from truco_contract.lifecycle import Lifecycle, TimeControl
 from truco_contract.matches import MatchInfo
 from truco_contract.pb import match_pb2, match_service_pb2
 
@@ -30,6 +31,7 @@ MATCH_STATES: dict[str, match_pb2.MatchState.ValueType] = {
     "active": match_pb2.MATCH_STATE_ACTIVE,
     "finished": match_pb2.MATCH_STATE_FINISHED,
     "cancelled": match_pb2.MATCH_STATE_CANCELLED,
+    "aborted": match_pb2.MATCH_STATE_ABORTED,
 }
 """The states ``iter_matches``/``list_matches`` filter by: the same names as ``Match.state``."""
 
@@ -63,7 +65,8 @@ def metadata(token: str | None) -> Metadata:
 
 
 def state_filter(state: str | None) -> match_pb2.MatchState.ValueType:
-    """``active`` / ``finished`` / ``cancelled`` (or ``None``: any) as the proto enum."""
+    """``active`` / ``finished`` / ``cancelled`` / ``aborted`` (or ``None``: any) as the proto
+    enum."""
     if state is None:
         return match_pb2.MATCH_STATE_UNSPECIFIED
     try:
@@ -98,6 +101,16 @@ class ActionResult:
 
 
 @dataclass(frozen=True)
+class JoinResult:
+    """Result of ``join_match``."""
+
+    version: int
+    """Match version after joining (the first hand is dealt once every seat has joined)."""
+    observation: Observation
+    """The seat's observation."""
+
+
+@dataclass(frozen=True)
 class MatchView:
     """Result of ``get_match``."""
 
@@ -122,6 +135,37 @@ class Update:
     first message without a resume point): rebuild from ``observation``."""
 
 
+Seconds = float | timedelta
+"""A duration: seconds (``float``) or a ``timedelta``."""
+
+
+def milliseconds(value: Seconds) -> int:
+    """A duration in whole milliseconds (what the contract's lifecycle settings hold)."""
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    return round(seconds * 1000)
+
+
+def lifecycle_of(
+    *,
+    time_control: TimeControl | None = None,
+    join_window: Seconds | None = None,
+    idle_timeout: Seconds | None = None,
+    disconnect_grace: Seconds | None = None,
+    spectator_delay: int = 0,
+    show_hands: bool = False,
+) -> Lifecycle:
+    """The lifecycle settings of ``create_match``'s keyword arguments (``None``: unset; the
+    server checks the values)."""
+    return Lifecycle(
+        time_control=time_control,
+        join_window=milliseconds(join_window) if join_window is not None else 0,
+        idle_timeout=milliseconds(idle_timeout) if idle_timeout is not None else 0,
+        disconnect_grace=milliseconds(disconnect_grace) if disconnect_grace is not None else 0,
+        spectator_delay=spectator_delay,
+        show_hands=show_hands,
+    )
+
+
 def create_request(
     preset: str,
     players: int | None,
@@ -132,6 +176,9 @@ def create_request(
     turn_timeout: float | timedelta | None,
     labels: Mapping[str, str] | None,
     request_id: str,
+    *,
+    lifecycle: Lifecycle | None = None,
+    client_seed: bytes | None = None,
 ) -> match_service_pb2.CreateMatchRequest:
     rules = match_pb2.RuleSet(preset=preset)
     if overrides:
@@ -148,6 +195,14 @@ def create_request(
         req.seed = seed
     for d in deck_orders or ():
         req.deck_orders.add(cards=list(d))
+    if client_seed:
+        req.client_seed = client_seed
+    if lifecycle is not None:
+        if turn_timeout and lifecycle.time_control is not None:
+            raise ValueError(
+                "give turn_timeout (a clock of that much per decision) or time_control, not both"
+            )
+        req.settings.CopyFrom(codec.settings_to_proto({}, lifecycle))
     if turn_timeout:
         seconds = turn_timeout.total_seconds() if isinstance(turn_timeout, timedelta) else float(turn_timeout)
         req.settings.turn_timeout.CopyFrom(
@@ -187,6 +242,22 @@ def action_result(
         Observation.from_view(codec.observation_from_proto(resp.observation), rules),
         request_id,
     )
+
+
+def join_result(resp: match_service_pb2.JoinMatchResponse, rules: te.RuleSet) -> JoinResult:
+    return JoinResult(
+        resp.version, Observation.from_view(codec.observation_from_proto(resp.observation), rules)
+    )
+
+
+def add_time_request(match_id: str, added: Seconds, seat: int | None) -> match_service_pb2.AddTimeRequest:
+    ms = milliseconds(added)
+    req = match_service_pb2.AddTimeRequest(
+        match_id=match_id, added=duration_pb2.Duration(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
+    )
+    if seat is not None:
+        req.seat = seat
+    return req
 
 
 def match_view(resp: match_service_pb2.GetMatchResponse) -> MatchView:

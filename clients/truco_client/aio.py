@@ -23,14 +23,19 @@ from truco_client._core import (
     CHANNEL_OPTIONS,
     ActionResult,
     CreatedMatch,
+    JoinResult,
     MatchView,
     Metadata,
     RetryPolicy,
+    Seconds,
     StreamState,
     Update,
     action_result,
+    add_time_request,
     create_request,
     created,
+    join_result,
+    lifecycle_of,
     match_view,
     metadata,
     new_request_id,
@@ -40,8 +45,10 @@ from truco_client._core import (
 from truco_client.actions import Action
 from truco_client.errors import RETRYABLE, Unavailable, from_rpc_error
 from truco_contract import codec
+from truco_contract.lifecycle import TimeControl
 from truco_contract.matches import MatchInfo
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
+from truco_contract.records import MatchRecord
 
 T = TypeVar("T")
 
@@ -162,6 +169,13 @@ class AsyncTrucoClient:
         labels: Mapping[str, str] | None = None,
         request_id: str | None = None,
         api_key: str | None = None,
+        time_control: TimeControl | None = None,
+        join_window: Seconds | None = None,
+        idle_timeout: Seconds | None = None,
+        disconnect_grace: Seconds | None = None,
+        spectator_delay: int = 0,
+        show_hands: bool = False,
+        client_seed: bytes | None = None,
     ) -> CreatedMatch:
         req = create_request(
             preset,
@@ -173,6 +187,15 @@ class AsyncTrucoClient:
             turn_timeout,
             labels,
             request_id or new_request_id(),
+            lifecycle=lifecycle_of(
+                time_control=time_control,
+                join_window=join_window,
+                idle_timeout=idle_timeout,
+                disconnect_grace=disconnect_grace,
+                spectator_delay=spectator_delay,
+                show_hands=show_hands,
+            ),
+            client_seed=client_seed,
         )
         md = self._op(api_key)
         out = created(await self._call(lambda s: s.CreateMatch(req, metadata=md, timeout=self.timeout)))
@@ -236,6 +259,48 @@ class AsyncTrucoClient:
         md = self._op(api_key)
         resp: match_service_pb2.CancelMatchResponse = await self._call(
             lambda s: s.CancelMatch(req, metadata=md, timeout=self.timeout)
+        )
+        return codec.match_from_proto(resp.match)
+
+    async def join_match(
+        self, match_id: str, client_seed: bytes = b"", *, token: str | None = None
+    ) -> JoinResult:
+        """See :meth:`truco_client.TrucoClient.join_match`."""
+        req = match_service_pb2.JoinMatchRequest(match_id=match_id, client_seed=client_seed)
+        md = metadata(self._token(token))
+        resp = await self._call(lambda s: s.JoinMatch(req, metadata=md, timeout=self.timeout))
+        return join_result(resp, await self.rules_of(match_id, self._token(token)))
+
+    async def get_match_record(self, match_id: str, *, token: str | None = None) -> MatchRecord:
+        """See :meth:`truco_client.TrucoClient.get_match_record`."""
+        req = match_service_pb2.GetMatchRecordRequest(match_id=match_id)
+        md = metadata(self._token(token) or self.api_key)
+        resp: match_service_pb2.GetMatchRecordResponse = await self._call(
+            lambda s: s.GetMatchRecord(req, metadata=md, timeout=self.timeout)
+        )
+        return codec.record_from_proto(resp.record)
+
+    async def add_time(
+        self, match_id: str, added: Seconds, *, seat: int | None = None, api_key: str | None = None
+    ) -> MatchInfo:
+        """See :meth:`truco_client.TrucoClient.add_time`."""
+        req = add_time_request(match_id, added, seat)
+        md = self._op(api_key)
+        resp: match_service_pb2.AddTimeResponse = await self._call(
+            lambda s: s.AddTime(req, metadata=md, timeout=self.timeout)
+        )
+        return codec.match_from_proto(resp.match)
+
+    async def adjudicate_match(
+        self, match_id: str, winner_team: int, reason: str = "", *, api_key: str | None = None
+    ) -> MatchInfo:
+        """See :meth:`truco_client.TrucoClient.adjudicate_match`."""
+        req = match_service_pb2.AdjudicateMatchRequest(
+            match_id=match_id, winner_team=winner_team, reason=reason
+        )
+        md = self._op(api_key)
+        resp: match_service_pb2.AdjudicateMatchResponse = await self._call(
+            lambda s: s.AdjudicateMatch(req, metadata=md, timeout=self.timeout)
         )
         return codec.match_from_proto(resp.match)
 

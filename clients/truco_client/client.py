@@ -32,14 +32,19 @@ from truco_client._core import (
     CHANNEL_OPTIONS,
     ActionResult,
     CreatedMatch,
+    JoinResult,
     MatchView,
     Metadata,
     RetryPolicy,
+    Seconds,
     StreamState,
     Update,
     action_result,
+    add_time_request,
     create_request,
     created,
+    join_result,
+    lifecycle_of,
     match_view,
     metadata,
     new_request_id,
@@ -49,8 +54,10 @@ from truco_client._core import (
 from truco_client.actions import Action
 from truco_client.errors import RETRYABLE, TrucoClientError, Unavailable, from_rpc_error
 from truco_contract import codec
+from truco_contract.lifecycle import TimeControl
 from truco_contract.matches import MatchInfo
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
+from truco_contract.records import MatchRecord
 
 T = TypeVar("T")
 
@@ -185,8 +192,22 @@ class TrucoClient:
         labels: Mapping[str, str] | None = None,
         request_id: str | None = None,
         api_key: str | None = None,
+        time_control: TimeControl | None = None,
+        join_window: Seconds | None = None,
+        idle_timeout: Seconds | None = None,
+        disconnect_grace: Seconds | None = None,
+        spectator_delay: int = 0,
+        show_hands: bool = False,
+        client_seed: bytes | None = None,
     ) -> CreatedMatch:
-        """Create a match (operator API key). ``seats`` are display names or (name, "bot")."""
+        """Create a match (operator API key). ``seats`` are display names or (name, "bot").
+
+        Lifecycle (``docs/sdk.md``): ``time_control`` (a
+        :class:`~truco_contract.lifecycle.TimeControl`, in milliseconds) or its shorthand
+        ``turn_timeout`` (that many seconds per decision); ``join_window``, ``idle_timeout``,
+        ``disconnect_grace`` in seconds (or ``timedelta``); ``spectator_delay`` in actions;
+        ``show_hands`` shows spectators each hand's cards once it is over; ``client_seed``
+        (at most 64 bytes) is the creator's entropy, mixed into every deal."""
         req = create_request(
             preset,
             players,
@@ -197,6 +218,15 @@ class TrucoClient:
             turn_timeout,
             labels,
             request_id or new_request_id(),
+            lifecycle=lifecycle_of(
+                time_control=time_control,
+                join_window=join_window,
+                idle_timeout=idle_timeout,
+                disconnect_grace=disconnect_grace,
+                spectator_delay=spectator_delay,
+                show_hands=show_hands,
+            ),
+            client_seed=client_seed,
         )
         md = self._op(api_key)
         resp = self._call(lambda s: s.CreateMatch(req, metadata=md, timeout=self.timeout))
@@ -263,6 +293,48 @@ class TrucoClient:
         md = self._op(api_key)
         return codec.match_from_proto(
             self._call(lambda s: s.CancelMatch(req, metadata=md, timeout=self.timeout)).match
+        )
+
+    def join_match(self, match_id: str, client_seed: bytes = b"", *, token: str | None = None) -> JoinResult:
+        """Join the credential's seat (a match with a join window), giving ``client_seed`` (at
+        most 64 bytes; empty: none) to be mixed into the deals. Joining again returns the
+        match; a different seed then is refused."""
+        req = match_service_pb2.JoinMatchRequest(match_id=match_id, client_seed=client_seed)
+        md = metadata(self._token(token))
+        resp = self._call(lambda s: s.JoinMatch(req, metadata=md, timeout=self.timeout))
+        return join_result(resp, self.rules_of(match_id, self._token(token)))
+
+    def get_match_record(self, match_id: str, *, token: str | None = None) -> MatchRecord:
+        """The match's record as the caller may see it: everything (the seed, every deal)
+        once the match is over; during it, only what the seat or spectator may see. Seat or
+        spectator token, or the owner's API key (like ``get_match``). Write it to a file with
+        :func:`truco_client.write_record`."""
+        req = match_service_pb2.GetMatchRecordRequest(match_id=match_id)
+        md = metadata(self._token(token) or self.api_key)
+        resp = self._call(lambda s: s.GetMatchRecord(req, metadata=md, timeout=self.timeout))
+        return codec.record_from_proto(resp.record)
+
+    def add_time(
+        self, match_id: str, added: Seconds, *, seat: int | None = None, api_key: str | None = None
+    ) -> MatchInfo:
+        """Give ``seat`` (``None``: every seat) ``added`` seconds more: on the decision being
+        timed and in the bank (the creating operator's API key; 1 s to 1 day)."""
+        req = add_time_request(match_id, added, seat)
+        md = self._op(api_key)
+        return codec.match_from_proto(
+            self._call(lambda s: s.AddTime(req, metadata=md, timeout=self.timeout)).match
+        )
+
+    def adjudicate_match(
+        self, match_id: str, winner_team: int, reason: str = "", *, api_key: str | None = None
+    ) -> MatchInfo:
+        """Award an active match to ``winner_team`` (the creating operator's API key)."""
+        req = match_service_pb2.AdjudicateMatchRequest(
+            match_id=match_id, winner_team=winner_team, reason=reason
+        )
+        md = self._op(api_key)
+        return codec.match_from_proto(
+            self._call(lambda s: s.AdjudicateMatch(req, metadata=md, timeout=self.timeout)).match
         )
 
     # ------------------------------------------------------------------ stream

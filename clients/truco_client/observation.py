@@ -19,7 +19,7 @@ from typing import Any
 import truco_engine as te
 from truco_client.actions import Action
 from truco_contract.events import EventView, MatchStatus
-from truco_contract.views import SeatView
+from truco_contract.views import ClockView, SeatView
 from truco_engine.ranking import envido_points_for, has_flor_for, strength_table
 
 Event = EventView
@@ -71,7 +71,7 @@ class Observation:
     seat: int | None
     """Viewing seat; ``None`` for a spectator."""
     match_state: str
-    """``active``, ``finished`` or ``cancelled``."""
+    """``active``, ``finished``, ``cancelled`` or ``aborted``."""
     phase: str
     preset: str
     players: int
@@ -116,6 +116,14 @@ class Observation:
     hand_events: tuple[Event, ...] | None = None
     """Events of the current hand so far as this viewer saw them, oldest first; ``None`` when
     unknown (the client joined or resumed from a snapshot mid-hand)."""
+    clock: ClockView | None = None
+    """The turn clock when this observation was made (``None``: the match has none, or it is
+    over): the timed seat, its deadline and milliseconds left, every seat's bank and
+    expiries. See :attr:`deadline`, :attr:`ms_left`, :attr:`bank_ms`."""
+    not_joined: tuple[int, ...] = ()
+    """Seats that have not joined yet (a match with a join window deals once all have)."""
+    joined: bool = True
+    """This seat has joined (always true for a spectator and without a join window)."""
     raw: Any = field(default=None, compare=False, repr=False)
     """The :class:`SeatView` this was built from."""
 
@@ -186,6 +194,9 @@ class Observation:
             head_to_head=o.head_to_head,
             rules=rules,
             hand_events=None if hand_events is None else tuple(hand_events),
+            clock=view.clock,
+            not_joined=view.not_joined,
+            joined=view.joined,
             raw=view,
         )
 
@@ -209,6 +220,28 @@ class Observation:
         if self.seat is None or self.seat >= len(self.seat_teams):
             return None
         return self.seat_teams[self.seat]
+
+    @property
+    def deadline(self) -> float | None:
+        """When the awaited seat's time runs out (Unix seconds, server time), if it is timed."""
+        return self.clock.deadline if self.clock is not None else None
+
+    @property
+    def ms_left(self) -> int | None:
+        """Milliseconds the awaited seat had left when this observation was made (``None``
+        when no decision is timed)."""
+        c = self.clock
+        return c.remaining_ms if c is not None and c.deadline is not None else None
+
+    @property
+    def bank_ms(self) -> tuple[int, ...]:
+        """Every seat's clock bank, in milliseconds (empty without a bank)."""
+        return self.clock.bank_ms if self.clock is not None else ()
+
+    @property
+    def must_join(self) -> bool:
+        """This seat has to join (``join_match``) before the first hand is dealt."""
+        return self.seat is not None and not self.joined and self.match_state == "active"
 
     @property
     def whose_turn(self) -> int | None:

@@ -8,17 +8,21 @@ an action whenever the seat must act, and submits it with a request id derived f
 seat and version: a retry (or a restarted bot) can never apply a decision twice. Stale or
 refused actions are skipped (a newer observation follows); a bot that returns an illegal
 action gets its first legal action played instead, with a warning.
+
+When the match has a join window and the seat has not joined, the runner joins it first,
+with a client seed (32 random bytes unless given) mixed into the deals.
 """
 
 from __future__ import annotations
 
+import secrets
 import sys
 import time
 from collections.abc import Callable
 
 from truco_client.bot import Bot
 from truco_client.client import TrucoClient
-from truco_client.errors import IllegalAction, RequestIdReused, StaleVersion
+from truco_client.errors import IllegalAction, RequestIdReused, StaleVersion, TrucoApiError
 from truco_client.observation import Observation
 
 
@@ -36,8 +40,10 @@ def run_bot(
     think_delay: float = 0.0,
     log: Callable[[str], None] = _warn,
     heartbeat_timeout: float = 30.0,
+    client_seed: bytes | None = None,
 ) -> Observation:
-    """Play ``bot`` on the seat of ``token`` until the match ends; return the last observation."""
+    """Play ``bot`` on the seat of ``token`` until the match ends; return the last observation.
+    ``client_seed``: the seed given when joining (``None``: 32 random bytes; ``b""``: none)."""
     own = client is None
     c = (
         client.with_token(token)
@@ -45,12 +51,20 @@ def run_bot(
         else TrucoClient(target or "127.0.0.1:50051", token=token, heartbeat_timeout=heartbeat_timeout)
     )
     started = False
+    joined = False
     acted: set[int] = set()
     last: Observation | None = None
     try:
         for upd in c.stream(match_id, from_version=0):
             obs = upd.observation
             last = obs
+            if obs.must_join and not joined:
+                joined = True
+                seed = secrets.token_bytes(32) if client_seed is None else client_seed
+                try:
+                    c.join_match(match_id, seed)
+                except TrucoApiError as exc:  # the window closed: the stream shows the abort
+                    log(f"join refused: {exc}")
             if not started and obs.seat is not None:
                 bot.on_match_start(obs.seat)
                 started = True

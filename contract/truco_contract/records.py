@@ -284,3 +284,84 @@ def hands_of(entries: Sequence[LogEntry], first_version: int) -> list[RecordedHa
                 )
             )
     return out
+
+
+def replay_record(record: MatchRecord) -> Iterator[Replayed]:
+    """:func:`replay` of a finished record: its setup (:func:`setup_of`), seats, steps,
+    creation time and the creator's seed (what ``truco replay`` and ``truco verify`` run).
+    A record from a file may be anything: a step that cannot even be applied (a seat out of
+    range, an action without its seat) is a :class:`truco_engine.RecordError` too."""
+    m = record.match
+    done = 0
+    try:
+        for point in replay(setup_of(record), m.seats, record.steps, m.created_at, creator_seed_of(record)):
+            yield point
+            done += 1
+    except te.RecordError:
+        raise
+    except (AssertionError, LookupError, TypeError, ValueError) as exc:
+        step = record.steps[done - 1] if 0 < done <= len(record.steps) else None
+        where = f"version {step.version}: " if step is not None else ""
+        raise te.RecordError(f"{where}the step cannot be applied ({exc or type(exc).__name__})") from exc
+
+
+# --------------------------------------------------------------------- the export file
+class RecordFormatError(te.RecordError):
+    """Text that is not a readable match record: not JSON, another format, a malformed field."""
+
+
+def record_to_json(record: MatchRecord) -> str:
+    """The export file of a record: the proto3 JSON mapping of ``truco.v1.MatchRecord``
+    (lowerCamelCase names, bytes in base64, 64-bit integers as strings, fields without
+    presence printed with their defaults), the same object ``GET /v1/matches/{id}/record``
+    returns under ``record``."""
+    from google.protobuf import json_format
+
+    from truco_contract import codec  # the codec imports this module
+
+    data = json_format.MessageToDict(codec.record_to_proto(record), always_print_fields_with_no_presence=True)
+    return json.dumps(_whole_numbers(data), indent=2, ensure_ascii=False) + "\n"
+
+
+def record_from_json(text: str | bytes) -> MatchRecord:
+    """Inverse of :func:`record_to_json`; also reads a ``GetMatchRecordResponse`` (the REST
+    body, ``{"record": {...}}``). Raises :class:`RecordFormatError` saying what is wrong."""
+    from google.protobuf import json_format
+
+    from truco_contract import codec
+    from truco_contract.pb import match_service_pb2
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise RecordFormatError(f"not JSON: {exc}") from None
+    if isinstance(data, dict) and "format" not in data and isinstance(data.get("record"), dict):
+        data = data["record"]
+    if not isinstance(data, dict):
+        raise RecordFormatError("not a match record: the file is not a JSON object")
+    found = data.get("format")
+    if found != FORMAT:
+        raise RecordFormatError(f"not a match record: format is {found!r}, expected {FORMAT!r}")
+    msg = match_service_pb2.MatchRecord()
+    try:
+        json_format.ParseDict(data, msg)
+    except json_format.ParseError as exc:
+        raise RecordFormatError(f"not a match record: {exc}") from None
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise RecordFormatError(f"not a match record: {exc}") from None
+    try:
+        return codec.record_from_proto(msg)
+    except (ValueError, TypeError) as exc:  # codec.DecodeError names the field
+        raise RecordFormatError(f"not a valid match record: {exc}") from None
+
+
+def _whole_numbers(value: Any) -> Any:
+    """``google.protobuf.Struct`` numbers (the rule set) are doubles: print whole ones as
+    integers, as the REST API does."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    return value
