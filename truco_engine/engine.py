@@ -22,6 +22,7 @@ from truco_engine import events as E
 from truco_engine import flor as F
 from truco_engine import variants as V
 from truco_engine.actions import Action
+from truco_engine.enums import Phase
 from truco_engine.errors import (
     IllegalActionError,
     InvalidDeckError,
@@ -51,7 +52,7 @@ def new_match(rules: RuleSet, first_dealer: int | None = None) -> MatchState:
     s.hands = 0
     s.dealer = rules.players - 1 if first_dealer is None else first_dealer % rules.players
     s.hand = None
-    s.phase = "deal"
+    s.phase = Phase.DEAL
     s.winner = None
     s.actions = 0
     return s
@@ -59,18 +60,18 @@ def new_match(rules: RuleSet, first_dealer: int | None = None) -> MatchState:
 
 def needs_deal(state: MatchState) -> bool:
     """Whether the next step is the chance step :func:`deal`."""
-    return state.phase == "deal"
+    return state.phase is Phase.DEAL
 
 
 def is_over(state: MatchState) -> bool:
     """Whether the match has ended."""
-    return state.phase == "over"
+    return state.phase is Phase.OVER
 
 
 def to_act(state: MatchState) -> tuple[int, ...]:
     """The seat(s) that may act now (empty while a deal is awaited or after the match)."""
     h = state.hand
-    if state.phase != "play" or h is None:
+    if state.phase is not Phase.PLAY or h is None:
         return ()
     return (_actor(h),)
 
@@ -97,7 +98,7 @@ def legal_actions(state: MatchState, seat: int) -> list[Action]:
     """Every action ``seat`` may take now, in a deterministic order: plays (in hand order,
     then face down), calls, answers, fold. Empty if the seat is not to act."""
     h = state.hand
-    if state.phase != "play" or h is None or seat != _actor(h):
+    if state.phase is not Phase.PLAY or h is None or seat != _actor(h):
         return []
     r = state.rules
     out: list[Action] = []
@@ -195,9 +196,9 @@ def deal(state: MatchState, deck: Sequence[str], salt: str = "") -> tuple[MatchS
     Cards are dealt one at a time, starting with the mano and following play order, three
     rounds; the next card is turned up where the ranking uses a vira or muestra.
     """
-    if state.phase == "over":
+    if state.phase is Phase.OVER:
         raise MatchOverError()
-    if state.phase != "deal":
+    if state.phase is not Phase.DEAL:
         raise InvalidDeckError("no deal is awaited now: the hand in progress has not ended")
     r = state.rules
     deck = list(deck)
@@ -247,7 +248,7 @@ def _start_hand(s: MatchState, deck: list[str], salt: str, ev: list[Event]) -> N
     h.eleven_decider = None
     h.blind = False
     s.hand = h
-    s.phase = "play"
+    s.phase = Phase.PLAY
     at = r.hand_of_eleven_at
     on_eleven = [side for side in range(r.sides) if at is not None and s.scores[side] >= at]
     if len(on_eleven) == 2 and r.iron_hand:
@@ -293,10 +294,10 @@ def apply(state: MatchState, seat: int, action: Action) -> tuple[MatchState, lis
     Raises :class:`NotYourTurnError` or :class:`IllegalActionError` (listing what is legal)
     without touching the state.
     """
-    if state.phase == "over":
+    if state.phase is Phase.OVER:
         raise MatchOverError()
     h0 = state.hand
-    if state.phase != "play" or h0 is None or seat != _actor(h0):
+    if state.phase is not Phase.PLAY or h0 is None or seat != _actor(h0):
         raise NotYourTurnError(seat, to_act(state))
     legal = legal_actions(state, seat)
     if action not in legal:
@@ -630,7 +631,7 @@ def _decline(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
             )
         )
         _add_points(s, side, value, ev)
-        if s.phase == "play":
+        if s.phase is Phase.PLAY:
             return
         h.over = True
         return
@@ -714,13 +715,13 @@ def _add_points(s: MatchState, side: int, points: int, ev: list[Event]) -> bool:
     if h is not None:
         _reveal_shows(h, ev)
     if s.games[side] >= r.games_to_win:
-        s.phase = "over"
+        s.phase = Phase.OVER
         s.winner = side
         ev.append(Event(E.MatchEnded(winner_team=side, games_won=tuple(s.games))))
     else:
         s.game += 1
         s.scores = [0] * r.sides
-        s.phase = "deal"
+        s.phase = Phase.DEAL
         s.dealer = (s.dealer + 1) % r.players
     return True
 
@@ -750,5 +751,5 @@ def _end_hand(
         if k is not None:
             V.start_sub_hand(s, h, k, ev)
             return
-    s.phase = "deal"
+    s.phase = Phase.DEAL
     s.dealer = (s.dealer + 1) % s.rules.players

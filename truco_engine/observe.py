@@ -14,6 +14,7 @@ from typing import Any
 
 from truco_engine.actions import Action
 from truco_engine.engine import legal_actions, seat_teams, to_act
+from truco_engine.enums import Phase
 from truco_engine.events import CallFamily, Special
 from truco_engine.flor import bet_values
 from truco_engine.state import MatchState
@@ -63,8 +64,8 @@ class Observation:
     """The observing seat's team (score holder) this hand; ``None`` for a spectator."""
     preset: str
     players: int
-    phase: str
-    """``deal`` (between hands), ``play`` or ``over``."""
+    phase: Phase
+    """``deal`` (between hands), ``play`` or ``over`` (a :class:`Phase`, equal to those strings)."""
     game_number: int
     hand_number: int
     """0 before the first hand."""
@@ -110,7 +111,7 @@ class Observation:
             "team": self.team,
             "preset": self.preset,
             "players": self.players,
-            "phase": self.phase,
+            "phase": self.phase.value,
             "game_number": self.game_number,
             "hand_number": self.hand_number,
             "dealer": self.dealer,
@@ -215,7 +216,7 @@ def observe(state: MatchState, seat: int | None) -> Observation:
         for t in h.tricks
     )
     pending: PendingCall | None = None
-    if state.phase == "play":
+    if state.phase is Phase.PLAY:
         if h.eleven_decider is not None:
             pending = PendingCall(
                 family=CallFamily.HAND_OF_ELEVEN,

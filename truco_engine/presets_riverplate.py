@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Final
 
+from truco_engine.enums import Deck, FaltaEnvido, PlayMode, Ranking
 from truco_engine.rules import PRESETS, register_preset
 
 _ARGENTINE: Final = PRESETS["argentine"]
@@ -16,10 +17,10 @@ _ARGENTINE: Final = PRESETS["argentine"]
 URUGUAYAN: Final = dataclasses.replace(
     _ARGENTINE,
     name="uruguayan",
-    ranking="muestra",
+    ranking=Ranking.MUESTRA,
     target_points=30,
     halves=True,
-    falta_envido="half",
+    falta_envido=FaltaEnvido.HALF,
 )
 """Uruguayan truco: muestra and piezas, flor, 30 points in two halves of 15."""
 
@@ -38,8 +39,8 @@ VALENCIAN: Final = dataclasses.replace(
     _ARGENTINE,
     name="valencian",
     players=4,
-    deck="spanish22",
-    ranking="valencian",
+    deck=Deck.SPANISH22,
+    ranking=Ranking.VALENCIAN,
     target_points=12,
     games_to_win=2,
     truco_call_names=("truc", "retruc", "quatre_val"),
@@ -47,7 +48,7 @@ VALENCIAN: Final = dataclasses.replace(
 )
 """Valencian truc: 22 cards, truc / retruc / quatre val, envit, two games (cames) of 12."""
 
-CARANCHO: Final = dataclasses.replace(GAUCHO, name="carancho", players=3, play_mode="carancho")
+CARANCHO: Final = dataclasses.replace(GAUCHO, name="carancho", players=3, play_mode=PlayMode.CARANCHO)
 """Three players: two against the carancho (the mano, who gets a fourth card and discards)."""
 
 PICA_PICA: Final = dataclasses.replace(

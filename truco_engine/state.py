@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from truco_engine.enums import Phase
 from truco_engine.errors import RecordError
 from truco_engine.ranking import StrengthTable, strength_table
 from truco_engine.rules import RuleSet
@@ -266,7 +267,7 @@ class MatchState:
     hands: int
     dealer: int
     hand: HandState | None
-    phase: str
+    phase: Phase
     winner: int | None
     actions: int
 
@@ -295,7 +296,7 @@ class MatchState:
             "hands": self.hands,
             "dealer": self.dealer,
             "hand": self.hand.to_dict() if self.hand is not None else None,
-            "phase": self.phase,
+            "phase": self.phase.value,
             "winner": self.winner,
             "actions": self.actions,
         }
@@ -314,7 +315,7 @@ class MatchState:
             s.hands = d["hands"]
             s.dealer = d["dealer"]
             s.hand = HandState.from_dict(d["hand"], s.rules) if d["hand"] is not None else None
-            s.phase = d["phase"]
+            s.phase = _phase(d["phase"])
             s.winner = d["winner"]
             s.actions = d["actions"]
         except (KeyError, TypeError, IndexError) as exc:
@@ -328,3 +329,9 @@ class MatchState:
 
 
 STATE_FORMAT = "truco-state/1"
+
+
+def _phase(value: object) -> Phase:
+    if not isinstance(value, str) or value not in tuple(Phase):
+        raise RecordError(f"malformed match state: phase {value!r}; phases are: {', '.join(Phase)}")
+    return Phase(value)
