@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from truco_engine import scoring as S
+from truco_engine import variants as V
 from truco_engine.actions import Action
 from truco_engine.engine import legal_actions, seat_teams, to_act
 from truco_engine.enums import Phase
 from truco_engine.events import CallFamily, Special
-from truco_engine.flor import bet_values
 from truco_engine.state import MatchState
 
 
@@ -93,7 +94,9 @@ class Observation:
     awaited: tuple[int, ...]
     """Seats whose decision the game is waiting for (what a turn clock times)."""
     legal_actions: tuple[Action, ...]
-    """What the observing seat may do now (empty for spectators)."""
+    """What the observing seat may do now, whether or not the game waits for it (a truco call
+    out of turn, a flor over a pending envido); empty for spectators. Never anything about
+    what another seat may do."""
     decision: int
     """Identifies the decision point (actions applied so far); grows with each action."""
     winner_team: int | None
@@ -102,6 +105,10 @@ class Observation:
     """Carancho: the seat playing alone against the pair this hand."""
     head_to_head: tuple[int, ...] | None = None
     """Pica-pica: the two seats playing the head-to-head sub-hand in progress."""
+    hand_wins_game: bool = False
+    """The hand is worth the game to its winner (the iron hand; an accepted game step of the
+    truco ladder such as the Valencian joc fora): it scores what it needs to win the game,
+    whatever ``hand_value`` says."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able mapping (for logs and debugging; the wire form is ``truco.v1``)."""
@@ -152,6 +159,7 @@ class Observation:
             "winner_team": self.winner_team,
             "carancho": self.carancho,
             "head_to_head": None if self.head_to_head is None else list(self.head_to_head),
+            "hand_wins_game": self.hand_wins_game,
         }
 
 
@@ -228,7 +236,7 @@ def observe(state: MatchState, seat: int | None) -> Observation:
             )
         elif h.bet is not None:
             b = h.bet
-            accepted, declined = bet_values(state, b)
+            accepted, declined = S.bet_values(state, b)
             pending = PendingCall(
                 family=CallFamily(b.family),
                 name=b.chain[-1],
@@ -244,11 +252,12 @@ def observe(state: MatchState, seat: int | None) -> Observation:
                 name=c.chain[-1],
                 caller=c.caller,
                 responder=c.responder,
-                value_if_accepted=r.truco_ladder[c.level],
+                value_if_accepted=S.ladder_value(state, c.level),
                 value_if_declined=h.value,
             )
     awaited = to_act(state)
-    legal = tuple(legal_actions(state, seat)) if seat is not None and seat in awaited else ()
+    legal = tuple(legal_actions(state, seat)) if seat is not None else ()
+    shape = V.shape_of(r)
     return Observation(
         seat=seat,
         team=team,
@@ -275,6 +284,7 @@ def observe(state: MatchState, seat: int | None) -> Observation:
         legal_actions=legal,
         decision=state.actions,
         winner_team=state.winner,
-        carancho=h.mano if r.play_mode == "carancho" else None,
-        head_to_head=tuple(h.order) if len(h.order) == 2 and r.players > 2 else None,
+        carancho=shape.carancho(h),
+        head_to_head=shape.head_to_head(state, h),
+        hand_wins_game=S.hand_wins_game(state, h),
     )

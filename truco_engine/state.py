@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from truco_engine.enums import Phase
-from truco_engine.errors import RecordError
+from truco_engine.errors import RecordError, TrucoError
+from truco_engine.events import CallFamily
 from truco_engine.ranking import StrengthTable, strength_table
 from truco_engine.rules import RuleSet
 
@@ -64,7 +65,9 @@ class Call:
 
     __slots__ = ("caller", "chain", "family", "level", "responder")
 
-    def __init__(self, family: str, caller: int, responder: int, chain: list[str], level: int = 0) -> None:
+    def __init__(
+        self, family: CallFamily, caller: int, responder: int, chain: list[str], level: int = 0
+    ) -> None:
         self.family = family
         self.caller = caller
         self.responder = responder
@@ -76,7 +79,7 @@ class Call:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "family": self.family,
+            "family": self.family.value,
             "caller": self.caller,
             "responder": self.responder,
             "chain": list(self.chain),
@@ -87,7 +90,7 @@ class Call:
     def from_dict(cls, d: dict[str, Any] | None) -> Call | None:
         if d is None:
             return None
-        return cls(d["family"], d["caller"], d["responder"], list(d["chain"]), d["level"])
+        return cls(CallFamily(d["family"]), d["caller"], d["responder"], list(d["chain"]), d["level"])
 
 
 class HandState:
@@ -104,6 +107,7 @@ class HandState:
         "eleven_side",
         "envido_open",
         "flor_sung",
+        "flor_void",
         "mano",
         "number",
         "order",
@@ -140,6 +144,7 @@ class HandState:
     bet: Call | None
     envido_open: bool
     flor_sung: list[int]
+    flor_void: tuple[int, ...]
     special: str
     eleven_side: int | None
     eleven_decider: int | None
@@ -159,6 +164,7 @@ class HandState:
         self.bet = None
         self.envido_open = rules.envido
         self.flor_sung = []
+        self.flor_void = ()
         self.shows = []
         self.over = False
 
@@ -183,6 +189,7 @@ class HandState:
         h.bet = self.bet.copy() if self.bet else None
         h.envido_open = self.envido_open
         h.flor_sung = list(self.flor_sung)
+        h.flor_void = self.flor_void
         h.special = self.special
         h.eleven_side = self.eleven_side
         h.eleven_decider = self.eleven_decider
@@ -192,7 +199,7 @@ class HandState:
         return h
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "number": self.number,
             "dealer": self.dealer,
             "mano": self.mano,
@@ -218,6 +225,9 @@ class HandState:
             "shows": [[s, f] for s, f in self.shows],
             "over": self.over,
         }
+        if self.flor_void:  # written only when set: states of hands without it keep their form
+            d["flor_void"] = list(self.flor_void)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], rules: RuleSet) -> HandState:
@@ -241,6 +251,7 @@ class HandState:
         h.bet = Call.from_dict(d["bet"])
         h.envido_open = d["envido_open"]
         h.flor_sung = list(d["flor_sung"])
+        h.flor_void = tuple(d.get("flor_void", ()))
         h.special = d["special"]
         h.eleven_side = d["eleven_side"]
         h.eleven_decider = d["eleven_decider"]
@@ -318,7 +329,9 @@ class MatchState:
             s.phase = _phase(d["phase"])
             s.winner = d["winner"]
             s.actions = d["actions"]
-        except (KeyError, TypeError, IndexError) as exc:
+        except TrucoError:
+            raise
+        except (KeyError, TypeError, IndexError, ValueError) as exc:
             raise RecordError(f"malformed match state: {exc!r}") from exc
         return s
 
