@@ -374,9 +374,10 @@ PICA_PICA_PLAYERS: Final = (6, 10)
 
 
 # ---------------------------------------------------------------------- presets
-_PAULISTA = RuleSet()
+_PAULISTA = RuleSet(truco_out_of_turn=True)
 _MINEIRO = RuleSet(
     name="mineiro",
+    truco_out_of_turn=True,
     ranking=Ranking.FIXED_MINEIRO,
     base_value=2,
     truco_ladder=(4, 6, 10, 12),

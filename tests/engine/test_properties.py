@@ -6,7 +6,9 @@ editing this file. Randomness lives in the driver (a seeded ``random.Random``).
 
 Properties (checked together along one random match per example, to keep the suite fast):
 
-* random legal play always ends within a bound on the number of steps;
+* random legal play always ends within a bound on the number of steps, the driver sometimes
+  giving the move to a seat the game is not waiting for (any legal action from any seat);
+* every observation's ``legal_actions`` is that seat's own legal set, awaited or not;
 * each hand's score change equals what its events say it is worth: the accepted value
   (or the hand of eleven / iron hand value), the decline value of the last call, the
   refusal value, plus bets (envido/flor) won;
@@ -41,6 +43,7 @@ from truco_engine import (
     apply,
     deal,
     get_rules,
+    is_legal,
     legal_actions,
     observe,
     preset_names,
@@ -56,6 +59,9 @@ MAX_DEALS = 400
 EXAMPLES = int(os.environ.get("TRUCO_PROPERTY_EXAMPLES", "20"))
 """Examples per case (every preset × player count); raise it for a thorough run."""
 MAX_ACTIONS = 6000
+OUT_OF_TURN = 0.25
+"""How often the driver offers the move to a random other seat (it acts if it has any legal
+action: a truco call out of turn, a flor over a pending envido)."""
 
 
 def _cases() -> list[tuple[str, int]]:
@@ -101,7 +107,14 @@ def play(
             seat = to_act(m.state)[0]
             legal = legal_actions(m.state, seat)
             assert legal, "the seat to act has no legal action"
-            events = m.act(seat, legal[rng.randrange(len(legal))])
+            if rng.random() < OUT_OF_TURN:  # now and then, a seat the game is not waiting for
+                other = rng.randrange(rules.players)
+                extra = legal_actions(m.state, other) if other != seat else []
+                if extra:
+                    seat, legal = other, extra
+            action = legal[rng.randrange(len(legal))]
+            assert is_legal(m.state, seat, action)
+            events = m.act(seat, action)
         yield before, events, m.state
     play.last_record = m.record  # type: ignore[attr-defined]
 
@@ -302,6 +315,9 @@ def check_match(rules: RuleSet, seed: int, start: MatchState | None) -> MatchSta
             if full:  # every field of the serialized observation, now and then
                 seen |= set(_cards_in(o.to_dict(), deck))
             assert seen <= kn.known[v], ("leak in observation", v, seen - kn.known[v])
+            if v is not None and (full or v in o.awaited):  # the seat's own set, awaited or not
+                assert o.legal_actions == tuple(legal_actions(after, v))
+                assert o.awaited == to_act(after)
             if kn.special == "iron" and after.phase == "play":
                 assert o.hand == ()
         if full:
