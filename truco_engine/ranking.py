@@ -11,7 +11,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from truco_engine.cards import FRENCH_RANKS, FRENCH_SUITS, rank, suit
+from truco_engine.enums import PiezaValues
 from truco_engine.ranking_spanish import (
+    PIEZA_ENVIDO,
+    PIEZA_ENVIDO_TEXT,
     muestra_envido,
     muestra_flor_points,
     muestra_has_flor,
@@ -112,6 +115,9 @@ RANKING_FUNCS: Final[dict[str, Callable[[RuleSet, str | None], StrengthTable]]] 
     "valencian": _argentine,
 }
 
+PIEZA_VALUES: Final = {PiezaValues.TABLES: PIEZA_ENVIDO, PiezaValues.TEXT: PIEZA_ENVIDO_TEXT}
+"""The pieza values of each ``pieza_values`` option."""
+
 USES_TURN_UP: Final = {"vira", "muestra"}
 """Rankings that turn up a card after the deal (vira or muestra)."""
 
@@ -152,7 +158,7 @@ def envido_points_for(rules: RuleSet, turn_up: str | None, cards: tuple[str, ...
     """Envido points of a hand under the rule set's ranking (the muestra's piezas count
     their value; every other ranking uses :func:`envido_points`)."""
     if rules.ranking == "muestra":
-        return muestra_envido(cards, turn_up)
+        return muestra_envido(cards, turn_up, PIEZA_VALUES[rules.pieza_values])
     return envido_points(cards)
 
 
@@ -166,5 +172,5 @@ def has_flor_for(rules: RuleSet, turn_up: str | None, cards: tuple[str, ...] | l
 def flor_points_for(rules: RuleSet, turn_up: str | None, cards: tuple[str, ...] | list[str]) -> int:
     """Flor value of a hand under the rule set's ranking."""
     if rules.ranking == "muestra":
-        return muestra_flor_points(cards, turn_up)
+        return muestra_flor_points(cards, turn_up, PIEZA_VALUES[rules.pieza_values])
     return flor_points(cards)

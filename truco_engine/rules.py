@@ -357,8 +357,8 @@ def _validate(r: RuleSet) -> None:
     if r.pica_pica and (r.play_mode is not PlayMode.TEAMS or r.players not in PICA_PICA_PLAYERS):
         raise InvalidRulesError(
             "pica_pica",
-            "head-to-head hands need teams of 3 or 5 (facing seats are opponents only then); "
-            "allowed: true with play_mode 'teams' and players 6 or 10, else false",
+            "head-to-head hands need two teams of 3 to 6 players; "
+            "allowed: true with play_mode 'teams' and players 6, 8, 10 or 12, else false",
         )
     if r.envido and r.deck is Deck.FRENCH40:
         raise InvalidRulesError("envido", "envido is played with a Spanish deck; allowed: false")
@@ -369,7 +369,7 @@ def _validate(r: RuleSet) -> None:
         seen.add(c)
 
 
-PICA_PICA_PLAYERS: Final = (6, 10)
+PICA_PICA_PLAYERS: Final = (6, 8, 10, 12)
 """Table sizes of the head-to-head rounds (seed 001: "Nas modalidades de 6 a 12 pessoas")."""
 
 
@@ -402,6 +402,7 @@ _ARGENTINE = RuleSet(
     iron_hand=False,
     envido=True,
     flor=True,
+    fold_on_envido=FoldOnEnvido.HAND,
 )
 
 PRESETS: Final[dict[str, RuleSet]] = {

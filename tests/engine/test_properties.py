@@ -129,6 +129,10 @@ def near_end(rules: RuleSet, rng: random.Random) -> MatchState:
     return MatchState.from_dict(d)
 
 
+GAME = -1
+"""The value of a hand whose game step (joc fora) was accepted: what its winner needs."""
+
+
 class ValueTracker:
     """Derives from the events alone what each hand should pay, and checks the scores."""
 
@@ -181,8 +185,12 @@ class ValueTracker:
             if self.pending is not None:  # a raise accepts the raised call
                 self.value = self.pending
             assert d["value_if_declined"] == self.value
-            assert d["value_if_accepted"] in r.truco_ladder and d["value_if_accepted"] > self.value
-            self.pending = d["value_if_accepted"]
+            if d["name"] == r.truco_game_call:  # joc fora: the hand is worth the game
+                assert d["value_if_accepted"] == r.target_points - min(self.scores)
+                self.pending = GAME
+            else:
+                assert d["value_if_accepted"] in r.truco_ladder and d["value_if_accepted"] > self.value
+                self.pending = d["value_if_accepted"]
         elif e.kind == EventKind.CALL_ANSWERED and d["family"] == "truco":
             if d["accepted"]:
                 assert self.pending is not None
@@ -194,7 +202,9 @@ class ValueTracker:
                 assert side is None and points == 0
             elif reason == "eleven_refused":
                 assert points == r.hand_of_eleven_refusal
-            elif self.special == "iron" and reason in ("tricks", "all_tied_mano"):
+            elif (self.special == "iron" and reason in ("tricks", "all_tied_mano")) or (
+                self.value == GAME and reason != "declined"  # joc fora accepted
+            ):
                 assert points == r.target_points - self.scores[side]
             else:
                 assert points == self.value, (reason, points, self.value)
