@@ -110,7 +110,7 @@ def void_partners_flor(s: MatchState, h: HandState, seat: int) -> None:
     are void for the hand."""
     if s.rules.flor and s.rules.partner_flor is PartnerFlor.VOIDED:
         side = h.side_of[seat]
-        mates = tuple(x for x in h.order if x != seat and h.side_of[x] == side)
+        mates = tuple(x for x in h.order if x != seat and h.side_of[x] == side and holds_flor(s.rules, h, x))
         if mates:
             h.flor_void = tuple(sorted({*h.flor_void, *mates}))
 
