@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from truco_engine._fast import fast_init
 from truco_engine.errors import TrucoError
 
 KINDS: Final = (
@@ -38,6 +39,7 @@ KINDS: Final = (
 CARD_KINDS: Final = ("play", "discard")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Action:
     """One action of one seat."""

@@ -23,7 +23,7 @@ from truco_engine.enums import Phase
 from truco_engine.errors import InvalidDeckError, MatchOverError
 from truco_engine.events import Event, Special, private
 from truco_engine.moves import apply, awaited, is_legal, legal_actions, verify_action
-from truco_engine.ranking import USES_TURN_UP, strength_table
+from truco_engine.ranking import USES_TURN_UP, deck_set, strength_table
 from truco_engine.rules import RuleSet
 from truco_engine.scoring import (
     ENVIDO_CALLS,
@@ -62,7 +62,7 @@ __all__ = [
 def new_match(rules: RuleSet, first_dealer: int | None = None) -> MatchState:
     """A match before its first deal. The first dealer defaults to the last seat, so seat 0
     is the first hand's mano."""
-    s = MatchState.__new__(MatchState)
+    s = MatchState()
     s.rules = rules
     s.scores = [0] * rules.sides
     s.games = [0] * rules.sides
@@ -73,6 +73,7 @@ def new_match(rules: RuleSet, first_dealer: int | None = None) -> MatchState:
     s.phase = Phase.DEAL
     s.winner = None
     s.actions = 0
+    s.legal_memo = None
     return s
 
 
@@ -122,13 +123,14 @@ def deal(state: MatchState, deck: Sequence[str], salt: str = "") -> tuple[MatchS
         raise InvalidDeckError("no deal is awaited now: the hand in progress has not ended")
     r = state.rules
     deck = list(deck)
-    if (
-        len(deck) != len(r.deck_cards)
-        or not all(isinstance(c, str) for c in deck)
-        or set(deck) != set(r.deck_cards)
-    ):
+    cards = deck_set(r)
+    try:
+        ok = len(deck) == len(cards) and cards.issuperset(deck) and len(set(deck)) == len(deck)
+    except TypeError:  # something unhashable in the list
+        ok = False
+    if not ok:
         raise InvalidDeckError(
-            f"the deck order must be a permutation of the {len(r.deck_cards)} cards of "
+            f"the deck order must be a permutation of the {len(cards)} cards of "
             f"deck '{r.deck}'{' (clean)' if r.clean_deck else ''}"
         )
     s = state.copy()
@@ -145,7 +147,7 @@ def _start_hand(s: MatchState, deck: list[str], salt: str, ev: list[Event]) -> N
     shape = V.shape_of(r)
     cards, nxt = shape.deal(r, deck, order)
     turn_up = deck[nxt] if r.ranking in USES_TURN_UP else None
-    h = HandState.__new__(HandState)
+    h = HandState()
     s.hands += 1
     h.number = s.hands
     h.dealer = s.dealer
@@ -157,6 +159,7 @@ def _start_hand(s: MatchState, deck: list[str], salt: str, ev: list[Event]) -> N
     h.turn_up = turn_up
     h.commitment = deck_commitment(deck, salt)
     h.strength = strength_table(r, turn_up)
+    h.flor_holders = None
     h.start_play(mano, r)
     h.special = ""
     h.eleven_side = None

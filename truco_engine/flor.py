@@ -41,6 +41,8 @@ When and who:
 
 from __future__ import annotations
 
+from typing import Final
+
 from truco_engine import events as E
 from truco_engine import scoring as S
 from truco_engine.actions import Action
@@ -50,19 +52,29 @@ from truco_engine.ranking import flor_points_for, has_flor_for
 from truco_engine.rules import RuleSet
 from truco_engine.state import Call, HandState, MatchState
 
-FLOR_CALLS = S.FLOR_CALLS
+FLOR_CALLS: Final = ("flor", "contraflor", "contraflor_al_resto")
 CONTRAFLOR = Action("contraflor")
 CONTRAFLOR_AL_RESTO = Action("contraflor_al_resto")
 
 
+def flor_holders(r: RuleSet, h: HandState) -> tuple[int, ...]:
+    """The seats dealt (kept, for the carancho) a flor, void or not; computed once a hand."""
+    holders = h.flor_holders
+    if holders is None:
+        dealt, turn_up = h.dealt, h.turn_up
+        holders = tuple(x for x in range(len(dealt)) if has_flor_for(r, turn_up, dealt[x])) if r.flor else ()
+        h.flor_holders = holders
+    return holders
+
+
 def holds_flor(r: RuleSet, h: HandState, seat: int) -> bool:
     """Whether ``seat`` was dealt (kept, for the carancho) a flor that is not void."""
-    return seat not in h.flor_void and has_flor_for(r, h.turn_up, h.dealt[seat])
+    return seat in flor_holders(r, h) and seat not in h.flor_void
 
 
 def played_first_card(h: HandState, seat: int) -> bool:
     """Whether ``seat`` has played its card of the first trick."""
-    return any(p[0] == seat for p in h.tricks[0].plays)
+    return seat in [p[0] for p in h.tricks[0].plays]
 
 
 def window_open(s: MatchState, h: HandState) -> bool:

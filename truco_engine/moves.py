@@ -23,7 +23,7 @@ version check lets one through and answers the other with the new state).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Sequence
 from typing import Final
 
 from truco_engine import actions as A
@@ -32,15 +32,25 @@ from truco_engine import flor as F
 from truco_engine import scoring as S
 from truco_engine import variants as V
 from truco_engine.actions import Action
-from truco_engine.enums import AllTied, FoldOnEnvido, LeadAfterTie, PartnerFlor, Phase
+from truco_engine.enums import AllTied, FoldOnEnvido, LeadAfterTie, PartnerFlor, Phase, PlayMode
 from truco_engine.errors import IllegalActionError, InvalidCardError, MatchOverError, NotYourTurnError
 from truco_engine.events import CallFamily, Event, HandEndReason, private
-from truco_engine.ranking import FACE_DOWN, envido_points_for
+from truco_engine.ranking import FACE_DOWN, deck_set, envido_points_for
+from truco_engine.rules import RuleSet
 from truco_engine.scoring import ENVIDO_CALLS, ENVIDO_MAX, ENVIDO_ORDER
 from truco_engine.state import Call, HandState, MatchState, Trick
 
 NOT_YOUR_TURN: Final = "the game is not waiting for this seat"
 """The reason of a kind the seat may not take now because it is not its decision."""
+_UNSET: Final = "(not worked out yet)"
+
+TURN: Final = "turn"
+"""Situations of a seat: the game waits for it to play (or call) on its turn,"""
+ANSWER: Final = "answer"
+"""to answer a pending call,"""
+ELEVEN: Final = "eleven"
+"""to decide the hand of eleven; or it does not wait for it at all:"""
+OUT_OF_TURN: Final = "out_of_turn"
 
 
 def awaited(h: HandState) -> int:
@@ -57,21 +67,44 @@ def awaited(h: HandState) -> int:
 class Ctx:
     """What every rule asks about one seat at one state, computed once per query."""
 
-    __slots__ = ("aw", "h", "pending", "r", "s", "seat", "sing")
+    __slots__ = (
+        "aw",
+        "block",
+        "envido",
+        "flor",
+        "h",
+        "on_turn",
+        "pending",
+        "r",
+        "s",
+        "seat",
+        "sing",
+        "where",
+    )
 
     def __init__(self, s: MatchState, h: HandState, seat: int) -> None:
         self.s = s
         self.h = h
-        self.r = s.rules
+        r = self.r = s.rules
         self.seat = seat
-        self.aw = awaited(h)
+        aw = self.aw = awaited(h)
+        self.on_turn = on_turn = seat == aw
         self.pending: Call | None = h.bet if h.bet is not None else h.truco
-        self.sing = seat == self.aw and self.r.flor_mandatory and self.flor_now()
-
-    @property
-    def on_turn(self) -> bool:
-        """Whether the game waits for this seat."""
-        return self.seat == self.aw
+        self.flor = on_turn and r.flor and self.flor_now()
+        """The awaited seat may sing flor now."""
+        self.sing = self.flor and r.flor_mandatory
+        self.block: str | None = None
+        """For the awaited seat, a situation that allows one kind of action only."""
+        self.envido: str | None = _UNSET
+        self.where = OUT_OF_TURN if not on_turn else ANSWER if self.pending is not None else TURN
+        if on_turn:
+            if h.eleven_decider is not None:
+                self.where = ELEVEN
+                self.block = "the side at the hand of eleven decides first: accept (play it) or decline"
+            elif len(h.cards[h.mano]) > 3:
+                self.block = "the carancho discards first"
+            elif self.sing:
+                self.block = "a player holding flor must sing it first (flor_mandatory)"
 
     def flor_now(self) -> bool:
         """The awaited seat may sing flor now: on its turn before its first card, or as the
@@ -89,22 +122,25 @@ class Ctx:
         """The carancho has not discarded his fourth card yet (nothing else happens first)."""
         return len(self.h.cards[self.h.mano]) > 3
 
-    def common(self) -> str | None:
-        """The awaited seat's situations that allow only one kind of action."""
-        if self.h.eleven_decider is not None:
-            return "the side at the hand of eleven decides first: accept (play it) or decline"
-        if self.discard_owed():
-            return "the carancho discards first"
-        if self.sing:
-            return "a player holding flor must sing it first (flor_mandatory)"
-        return None
-
 
 class Move:
     """One action kind: its candidates, the one rule saying whether each is legal, and its
     transition."""
 
     kind: str
+    action: Action
+    """The action of this kind when it takes no card."""
+    where: frozenset[str] = frozenset({TURN})
+    """The situations in which an action of this kind can be legal at all (its
+    :meth:`kind_reason` refuses it in every other); :func:`legal_actions` asks only these."""
+
+    def played(self, r: RuleSet) -> bool:
+        """Whether these rules have this kind of action at all (its :meth:`kind_reason`
+        refuses it otherwise)."""
+        return True
+
+    def __init__(self) -> None:
+        self.action = Action(self.kind)
 
     def reason(self, c: Ctx, action: Action) -> str | None:
         """Why ``action`` (of this kind) is illegal for ``c.seat`` now; ``None`` if legal."""
@@ -117,11 +153,17 @@ class Move:
 
     def action_reason(self, c: Ctx, action: Action) -> str | None:
         """Why this particular action is illegal, the kind being allowed (its card, ...)."""
+        if action != self.action:
+            return f"{self.kind} takes no card, slot or face-down flag"
         return None
 
-    def candidates(self, c: Ctx) -> Iterator[Action]:
+    per_action = False
+    """Whether :meth:`action_reason` can refuse a candidate the kind allows (cards, slots);
+    when not, every candidate of an allowed kind is legal."""
+
+    def candidates(self, c: Ctx) -> Sequence[Action]:
         """The actions of this kind worth checking now, in their legal-list order."""
-        yield Action(self.kind)
+        return (self.action,)
 
     def can(self, c: Ctx, action: Action) -> bool:
         return self.reason(c, action) is None
@@ -144,6 +186,9 @@ class Discard(Move):
 
     kind = "discard"
 
+    def played(self, r: RuleSet) -> bool:
+        return r.play_mode is PlayMode.CARANCHO
+
     def kind_reason(self, c: Ctx) -> str | None:
         if not c.on_turn:
             return NOT_YOUR_TURN
@@ -156,16 +201,19 @@ class Discard(Move):
             return f"{action.card} is not in seat {c.seat}'s hand"
         return None
 
-    def candidates(self, c: Ctx) -> Iterator[Action]:
-        for card in c.h.cards[c.seat]:
-            yield A.discard(card)
+    per_action = True
+
+    def candidates(self, c: Ctx) -> Sequence[Action]:
+        return [A.discard(card) for card in c.h.cards[c.seat]]
 
     def do(self, s: MatchState, h: HandState, seat: int, action: Action, ev: list[Event]) -> None:
         card = action.card
         assert card is not None
-        h.cards[seat].remove(card)
-        h.dealt = list(h.dealt)  # shared with the previous state: copy before changing
-        h.dealt[seat] = tuple(h.cards[seat])
+        kept = [c for c in h.cards[seat] if c != card]
+        h.cards[seat] = kept  # replaced, never edited: the list is shared with the previous state
+        h.dealt = list(h.dealt)
+        h.dealt[seat] = tuple(kept)
+        h.flor_holders = None
         ev.append(private(E.CardDiscarded(seat=seat, card=card), (seat,), "card"))
 
 
@@ -180,7 +228,7 @@ class Play(Move):
             return NOT_YOUR_TURN
         if c.pending is not None:
             return "a call must be answered before any card is played"
-        return c.common()
+        return c.block
 
     def face_down_allowed(self, c: Ctx) -> bool:
         fd = c.r.face_down_from_trick
@@ -202,26 +250,26 @@ class Play(Move):
             return "a card may not be played face down in this trick"
         return None
 
-    def candidates(self, c: Ctx) -> Iterator[Action]:
+    per_action = True
+
+    def candidates(self, c: Ctx) -> Sequence[Action]:
         hand = c.h.cards[c.seat]
         if c.h.blind:
-            for i in range(len(hand)):
-                yield A.play_slot(i)
-            return
-        for card in hand:
-            yield A.play(card)
+            return [A.play_slot(i) for i in range(len(hand))]
+        out = [A.play(card) for card in hand]
         if self.face_down_allowed(c):
-            for card in hand:
-                yield A.play(card, face_down=True)
+            out += [A.play(card, face_down=True) for card in hand]
+        return out
 
     def do(self, s: MatchState, h: HandState, seat: int, action: Action, ev: list[Event]) -> None:
-        hand = h.cards[seat]
+        hand = list(h.cards[seat])  # replaced, never edited: the list is shared with the previous state
         if action.slot is not None:
             card = hand.pop(action.slot)
         else:
             assert action.card is not None
             card = action.card
             hand.remove(card)
+        h.cards[seat] = hand
         trick = h.tricks[-1]
         trick.plays.append((seat, card, action.face_down))
         played = E.CardPlayed(seat=seat, card=card, face_down=action.face_down, trick_index=len(h.tricks) - 1)
@@ -320,6 +368,7 @@ class Truco(Move):
     """Call the next step of the truco ladder; as the answer to a ladder call, raise it."""
 
     kind = "truco"
+    where = frozenset({TURN, ANSWER, OUT_OF_TURN})
 
     def kind_reason(self, c: Ctx) -> str | None:
         h, r = c.h, c.r
@@ -330,7 +379,7 @@ class Truco(Move):
         if not c.on_turn and (c.seat not in h.order or c.discard_owed()):
             return NOT_YOUR_TURN
         if c.on_turn:
-            why = c.common()
+            why = c.block
             if why is not None:
                 return why
         call = c.pending
@@ -381,16 +430,37 @@ class Truco(Move):
 class Envido(Move):
     """The envido chain: envido, real envido, falta envido."""
 
+    where = frozenset({TURN, ANSWER})
+
+    def played(self, r: RuleSet) -> bool:
+        return r.envido
+
     def __init__(self, kind: str) -> None:
         self.kind = kind  # one instance per call of the chain
+        super().__init__()
 
     def kind_reason(self, c: Ctx) -> str | None:
+        why = c.envido
+        if why is _UNSET:  # the same for the three calls: worked out once per query
+            why = c.envido = self.chain_reason(c)
+        if why is not None:
+            return why
+        call = c.pending
+        if call is not None and call.family is CallFamily.ENVIDO:
+            last = ENVIDO_ORDER[call.chain[-1]]
+            if ENVIDO_ORDER[self.kind] < last or call.chain.count(self.kind) >= ENVIDO_MAX[self.kind]:
+                return f"{self.kind} cannot follow {', '.join(call.chain)}"
+        return None
+
+    @staticmethod
+    def chain_reason(c: Ctx) -> str | None:
+        """Why no envido call (start or raise) is possible now."""
         h, r = c.h, c.r
         if not c.on_turn:
             return NOT_YOUR_TURN
         if not r.envido:
             return "these rules have no envido"
-        why = c.common()
+        why = c.block
         if why is not None:
             return why
         call = c.pending
@@ -406,9 +476,6 @@ class Envido(Move):
         if call.family is CallFamily.ENVIDO:
             if r.flor and F.envido_barred(c.s, h, c.seat):
                 return "a player holding flor sings flor instead of raising the envido (envido_with_flor)"
-            last = ENVIDO_ORDER[call.chain[-1]]
-            if ENVIDO_ORDER[self.kind] < last or call.chain.count(self.kind) >= ENVIDO_MAX[self.kind]:
-                return f"{self.kind} cannot follow {', '.join(call.chain)}"
             return None
         return f"the {call.family} call must be answered first"
 
@@ -446,6 +513,10 @@ class SingFlor(Move):
     ``flor_mandatory``) out of turn over a pending envido."""
 
     kind = "flor"
+    where = frozenset({TURN, ANSWER, OUT_OF_TURN})
+
+    def played(self, r: RuleSet) -> bool:
+        return r.flor
 
     def kind_reason(self, c: Ctx) -> str | None:
         h, r = c.h, c.r
@@ -454,8 +525,8 @@ class SingFlor(Move):
         window = "flor is sung by a player holding one, in the first trick, before his card, once per hand"
         if c.on_turn:
             if h.eleven_decider is not None or c.discard_owed():
-                return c.common()
-            return None if c.flor_now() else window
+                return c.block
+            return None if c.flor else window
         bet = h.bet
         if r.flor_mandatory or bet is None or bet.family is not CallFamily.ENVIDO or c.seat not in h.order:
             return NOT_YOUR_TURN
@@ -470,8 +541,14 @@ class SingFlor(Move):
 class Contraflor(Move):
     """Raise a pending flor: contraflor, contraflor al resto."""
 
+    where = frozenset({ANSWER})
+
+    def played(self, r: RuleSet) -> bool:
+        return r.flor
+
     def __init__(self, kind: str) -> None:
         self.kind = kind
+        super().__init__()
 
     def kind_reason(self, c: Ctx) -> str | None:
         if not c.on_turn:
@@ -479,7 +556,7 @@ class Contraflor(Move):
         if not c.r.flor:
             return "these rules have no flor"
         call = c.pending
-        if call is None or call.family is not CallFamily.FLOR or Action(self.kind) not in F.raises(c.s, call):
+        if call is None or call.family is not CallFamily.FLOR or self.action not in F.raises(c.s, call):
             return "contraflor answers a flor, by a player holding flor"
         return None
 
@@ -491,8 +568,11 @@ class Contraflor(Move):
 class Answer(Move):
     """Accept or decline the pending call (quiero / no quiero), or decide the hand of eleven."""
 
+    where = frozenset({ANSWER, ELEVEN})
+
     def __init__(self, kind: str) -> None:
         self.kind = kind
+        super().__init__()
 
     def kind_reason(self, c: Ctx) -> str | None:
         if not c.on_turn:
@@ -576,6 +656,10 @@ class Fold(Move):
     """Give up the hand (irse al mazo), on one's turn or as the answer to a pending call."""
 
     kind = "fold"
+    where = frozenset({TURN, ANSWER})
+
+    def played(self, r: RuleSet) -> bool:
+        return r.fold
 
     def kind_reason(self, c: Ctx) -> str | None:
         if not c.on_turn:
@@ -584,7 +668,7 @@ class Fold(Move):
             return "these rules have no folding"
         if not V.shape_of(c.r).may_fold(c.r):
             return "folding is not allowed here"
-        return c.common()
+        return c.block
 
     def do(self, s: MatchState, h: HandState, seat: int, action: Action, ev: list[Event]) -> None:
         r = s.rules
@@ -643,12 +727,36 @@ assert set(MOVES) == set(A.KINDS)
 assert tuple(MOVES)[5:8] == ENVIDO_CALLS
 
 
-def _legal(c: Ctx) -> list[Action]:
-    out: list[Action] = []
-    for m in MOVES.values():
-        if m.kind_reason(c) is None:
-            out.extend(a for a in m.candidates(c) if m.action_reason(c, a) is None)
-    return out
+_ORDER: Final = tuple(MOVES.values())
+_ASKED: dict[tuple[object, ...], tuple[Move, ...]] = {}
+
+
+def _asked(c: Ctx) -> tuple[Move, ...]:
+    """The moves worth asking in the seat's situation under these rules, in legal order."""
+    r = c.r
+    key = (c.where, r.envido, r.flor, r.fold, r.play_mode, r.truco_out_of_turn, r.flor_mandatory)
+    moves = _ASKED.get(key)
+    if moves is None:
+        moves = _ASKED[key] = tuple(m for m in _ORDER if c.where in m.where and m.played(r))
+    return moves
+
+
+def _legal(c: Ctx) -> tuple[Action, ...]:
+    """The seat's legal actions (memoized on the state: states are values)."""
+    memo = c.s.legal_memo
+    if memo is None:
+        memo = c.s.legal_memo = {}
+    got = memo.get(c.seat)
+    if got is None:
+        out: list[Action] = []
+        for m in _asked(c):
+            if m.kind_reason(c) is None:
+                if m.per_action:
+                    out += [a for a in m.candidates(c) if m.action_reason(c, a) is None]
+                else:
+                    out += m.candidates(c)
+        got = memo[c.seat] = tuple(out)
+    return got
 
 
 def _ctx(state: MatchState, seat: int) -> Ctx | None:
@@ -658,21 +766,43 @@ def _ctx(state: MatchState, seat: int) -> Ctx | None:
     return Ctx(state, h, seat)
 
 
+def legal_tuple(state: MatchState, seat: int) -> tuple[Action, ...]:
+    """:func:`legal_actions` as the memoized tuple (do not change it)."""
+    memo = state.legal_memo
+    if memo is not None:
+        got = memo.get(seat)
+        if got is not None:
+            return got
+    c = _ctx(state, seat)
+    return () if c is None else _legal(c)
+
+
 def legal_actions(state: MatchState, seat: int) -> list[Action]:
     """Every action ``seat`` may take now, in a deterministic order: plays (in hand order,
     then face down), calls, answers, fold. Any seat may be asked: one the game is not waiting
     for gets what it may do out of turn (often nothing)."""
+    memo = state.legal_memo
+    if memo is not None:
+        got = memo.get(seat)
+        if got is not None:
+            return list(got)
     c = _ctx(state, seat)
-    return [] if c is None else _legal(c)
+    return [] if c is None else list(_legal(c))
 
 
-def _check(state: MatchState, seat: int, action: Action) -> Ctx:
+def _check(state: MatchState, seat: int, action: Action) -> None:
     if state.phase is Phase.OVER:
         raise MatchOverError()
-    if action.card is not None and action.card not in state.rules.deck_cards:
+    card = action.card
+    if card is not None and card not in deck_set(state.rules):
         raise InvalidCardError(
-            f"{action.card!r} is not a card of this match's deck (deck '{state.rules.deck}')", action.card
+            f"{card!r} is not a card of this match's deck (deck '{state.rules.deck}')", card
         )
+    memo = state.legal_memo
+    if memo is not None:
+        got = memo.get(seat)
+        if got is not None and action in got:
+            return
     c = _ctx(state, seat)
     if c is None:
         raise NotYourTurnError(seat, to_act_of(state))
@@ -680,7 +810,6 @@ def _check(state: MatchState, seat: int, action: Action) -> Ctx:
     if move is None:  # pragma: no cover - Action.from_dict and parse_action refuse other kinds
         raise IllegalActionError(f"unknown action kind {action.kind!r}", _legal(c))
     move.verify(c, action)
-    return c
 
 
 def verify_action(state: MatchState, seat: int, action: Action) -> None:
@@ -691,7 +820,7 @@ def verify_action(state: MatchState, seat: int, action: Action) -> None:
 def is_legal(state: MatchState, seat: int, action: Action) -> bool:
     """Whether :func:`apply` would accept this action now."""
     c = _ctx(state, seat)
-    if c is None or (action.card is not None and action.card not in state.rules.deck_cards):
+    if c is None or (action.card is not None and action.card not in deck_set(state.rules)):
         return False
     move = MOVES.get(action.kind)
     return move is not None and move.can(c, action)

@@ -14,13 +14,16 @@ from typing import Any
 
 from truco_engine import scoring as S
 from truco_engine import variants as V
+from truco_engine._fast import fast_init
 from truco_engine.actions import Action
-from truco_engine.engine import legal_actions, seat_teams, to_act
+from truco_engine.engine import seat_teams, to_act
 from truco_engine.enums import Phase
 from truco_engine.events import CallFamily, Special
-from truco_engine.state import MatchState
+from truco_engine.moves import legal_tuple
+from truco_engine.state import MatchState, Trick
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlayView:
     """One card of a trick as a seat sees it."""
@@ -31,6 +34,7 @@ class PlayView:
     face_down: bool
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrickView:
     """One trick as a seat sees it."""
@@ -42,6 +46,7 @@ class TrickView:
     tied: bool
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PendingCall:
     """The call (or decision) awaiting an answer."""
@@ -55,6 +60,7 @@ class PendingCall:
     value_if_declined: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Observation:
     """What one seat (or a spectator) sees at one moment."""
@@ -201,30 +207,22 @@ def observe(state: MatchState, seat: int | None) -> Observation:
         )
     own: tuple[str, ...] = ()
     hidden = 0
+    cards = h.cards
     if seat is not None:
         if h.blind:
-            hidden = len(h.cards[seat])
+            hidden = len(cards[seat])
         else:
-            own = tuple(h.cards[seat])
+            own = tuple(cards[seat])
     revealed: dict[int, tuple[str, ...]] = {}
     if h.special == "eleven" and team == h.eleven_side and not h.over:
         for x in h.order:
-            if x != seat and h.side_of[x] == team:
-                revealed[x] = tuple(h.cards[x])
-    tricks = tuple(
-        TrickView(
-            leader=t.leader,
-            plays=tuple(
-                PlayView(seat=x, card=c if (not d or x == seat) else None, face_down=d) for x, c, d in t.plays
-            ),
-            winner_seat=t.winner,
-            winner_team=t.side,
-            tied=t.tied,
-        )
-        for t in h.tricks
-    )
+            if x != seat and teams[x] == team:
+                revealed[x] = tuple(cards[x])
+    tricks = tuple([_trick_view(t, seat) for t in h.tricks])
     pending: PendingCall | None = None
     if state.phase is Phase.PLAY:
+        b = h.bet
+        c = h.truco
         if h.eleven_decider is not None:
             pending = PendingCall(
                 family=CallFamily.HAND_OF_ELEVEN,
@@ -234,19 +232,17 @@ def observe(state: MatchState, seat: int | None) -> Observation:
                 value_if_accepted=r.hand_of_eleven_value,
                 value_if_declined=r.hand_of_eleven_refusal,
             )
-        elif h.bet is not None:
-            b = h.bet
+        elif b is not None:
             accepted, declined = S.bet_values(state, b)
             pending = PendingCall(
-                family=CallFamily(b.family),
+                family=b.family,
                 name=b.chain[-1],
                 caller=b.caller,
                 responder=b.responder,
                 value_if_accepted=accepted,
                 value_if_declined=declined,
             )
-        elif h.truco is not None:
-            c = h.truco
+        elif c is not None:
             pending = PendingCall(
                 family=CallFamily.TRUCO,
                 name=c.chain[-1],
@@ -256,7 +252,7 @@ def observe(state: MatchState, seat: int | None) -> Observation:
                 value_if_declined=h.value,
             )
     awaited = to_act(state)
-    legal = tuple(legal_actions(state, seat)) if seat is not None else ()
+    legal = legal_tuple(state, seat) if seat is not None else ()
     shape = V.shape_of(r)
     return Observation(
         seat=seat,
@@ -269,10 +265,10 @@ def observe(state: MatchState, seat: int | None) -> Observation:
         dealer=h.dealer,
         mano=h.mano,
         turn_up=h.turn_up,
-        special=Special(h.special) if h.special else None,
+        special=_SPECIAL[h.special],
         hand=own,
         hidden_hand=hidden,
-        hand_sizes=tuple(len(c) for c in h.cards),
+        hand_sizes=tuple(map(len, cards)),
         revealed=revealed,
         tricks=tricks,
         seat_teams=teams,
@@ -288,3 +284,28 @@ def observe(state: MatchState, seat: int | None) -> Observation:
         head_to_head=shape.head_to_head(state, h),
         hand_wins_game=S.hand_wins_game(state, h),
     )
+
+
+_SPECIAL: dict[str, Special | None] = {"": None, **{m.value: m for m in Special}}
+
+
+def _trick_view(t: Trick, seat: int | None) -> TrickView:
+    """One trick as ``seat`` sees it: a face-down card only to whoever played it. The view of
+    a finished trick without face-down cards is the same for everybody and is kept."""
+    view = t.view
+    if view is not None:
+        return view
+    down = False
+    plays = []
+    for x, c, d in t.plays:
+        if d:
+            down = True
+            plays.append(PlayView(seat=x, card=c if x == seat else None, face_down=True))
+        else:
+            plays.append(PlayView(seat=x, card=c, face_down=False))
+    view = TrickView(
+        leader=t.leader, plays=tuple(plays), winner_seat=t.winner, winner_team=t.side, tied=t.tied
+    )
+    if not down and (t.tied or t.winner is not None):
+        t.view = view  # finished tricks never change (they are shared between states)
+    return view

@@ -122,9 +122,32 @@ USES_TURN_UP: Final = {"vira", "muestra"}
 """Rankings that turn up a card after the deal (vira or muestra)."""
 
 
+_TABLES: dict[tuple[object, ...], StrengthTable] = {}
+_DECK_SETS: dict[tuple[object, ...], frozenset[str]] = {}
+
+
+def _ranking_key(rules: RuleSet) -> tuple[object, ...]:
+    """The rule fields a strength table (and the deck) depend on."""
+    return (rules.ranking, rules.deck, rules.clean_deck, rules.three_never_manilha, rules.extra_manilhas)
+
+
 def strength_table(rules: RuleSet, turn_up: str | None) -> StrengthTable:
-    """Strength of every card of the deck for one hand."""
-    return RANKING_FUNCS[rules.ranking](rules, turn_up)
+    """Strength of every card of the deck for one hand. Tables are computed once per ranking
+    and turn-up card and shared: never change one."""
+    key = (*_ranking_key(rules), turn_up)
+    table = _TABLES.get(key)
+    if table is None:
+        table = _TABLES[key] = RANKING_FUNCS[rules.ranking](rules, turn_up)
+    return table
+
+
+def deck_set(rules: RuleSet) -> frozenset[str]:
+    """The cards of the rule set's deck, as a set (computed once per deck)."""
+    key = _ranking_key(rules)
+    cards = _DECK_SETS.get(key)
+    if cards is None:
+        cards = _DECK_SETS[key] = frozenset(rules.deck_cards)
+    return cards
 
 
 def keeps_in_clean_deck(rules: RuleSet, card: str) -> bool:

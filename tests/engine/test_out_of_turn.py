@@ -159,3 +159,15 @@ def test_observation_carries_the_seats_own_legal_actions_and_the_awaited_seat():
         assert o.legal_actions == tuple(legal_actions(t.state, seat))
     assert [a.text() for a in observe(t.state, 1).legal_actions] == ["truco"]
     assert observe(t.state, None).legal_actions == ()
+
+
+def test_an_action_with_stray_fields_is_not_the_legal_one():
+    t = Table("paulista-2p")
+    t.deal({0: ["3C", "5C", "6C"], 1: ["4H", "5H", "6H"]}, vira="7D")
+    from truco_engine import Action
+
+    with pytest.raises(IllegalActionError, match="truco takes no card"):
+        apply(t.state, 0, Action("truco", card="3C"))
+    legal_actions(t.state, 0)  # with the legal set already worked out, the same answer
+    with pytest.raises(IllegalActionError, match="truco takes no card"):
+        apply(t.state, 0, Action("truco", face_down=True))

@@ -53,6 +53,8 @@ from truco_engine import (
     state_to_json,
     to_act,
 )
+from truco_engine.actions import Action
+from truco_engine.moves import MOVES, Ctx
 from truco_engine.ranking import USES_TURN_UP
 
 MAX_DEALS = 400
@@ -297,6 +299,15 @@ def _observation_cards(o: Any) -> list[str]:
     return out
 
 
+def every_move_asked(state: MatchState, seat: int) -> tuple[Action, ...]:
+    """The legal set asking every action kind's rule, whatever the situation: the same as
+    :func:`legal_actions`, which asks only the kinds possible in the seat's situation."""
+    if state.phase != "play" or state.hand is None:
+        return ()
+    c = Ctx(state, state.hand, seat)
+    return tuple(a for m in MOVES.values() for a in m.candidates(c) if m.can(c, a))
+
+
 def check_match(rules: RuleSet, seed: int, start: MatchState | None) -> MatchState:
     """Play one random match and check every property along the way."""
     deck = frozenset(rules.deck_cards)
@@ -328,6 +339,8 @@ def check_match(rules: RuleSet, seed: int, start: MatchState | None) -> MatchSta
             if v is not None and (full or v in o.awaited):  # the seat's own set, awaited or not
                 assert o.legal_actions == tuple(legal_actions(after, v))
                 assert o.awaited == to_act(after)
+                if full:
+                    assert o.legal_actions == every_move_asked(after, v)
             if kn.special == "iron" and after.phase == "play":
                 assert o.hand == ()
         if full:
