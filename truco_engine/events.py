@@ -419,6 +419,13 @@ class Event:
         return cls(payload, None if private is None else frozenset(private), tuple(d.get("hidden", ())))
 
 
+_SEATS: dict[tuple[int, ...], frozenset[int]] = {}
+
+
 def private(payload: Payload, seats: Iterable[int], *hidden: str) -> Event:
     """An event whose ``hidden`` fields only ``seats`` see."""
-    return Event(payload, frozenset(seats), hidden)
+    key = tuple(seats)
+    who = _SEATS.get(key)
+    if who is None:
+        who = _SEATS[key] = frozenset(key)
+    return Event(payload, who, hidden)

@@ -256,9 +256,9 @@ class Play(Move):
         hand = c.h.cards[c.seat]
         if c.h.blind:
             return [A.play_slot(i) for i in range(len(hand))]
-        out = [A.play(card) for card in hand]
+        out = [_play(card, False) for card in hand]
         if self.face_down_allowed(c):
-            out += [A.play(card, face_down=True) for card in hand]
+            out += [_play(card, True) for card in hand]
         return out
 
     def do(self, s: MatchState, h: HandState, seat: int, action: Action, ev: list[Event]) -> None:
@@ -279,6 +279,23 @@ class Play(Move):
             h.turn = h.order[(h.order.index(seat) + 1) % n]
             return
         finish_trick(s, h, trick, ev)
+
+
+_PLAYS: dict[tuple[str, bool], Action] = {}
+
+
+def _play(card: str, face_down: bool) -> Action:
+    """:func:`truco_engine.actions.play`: one shared ``play`` action per card and side up."""
+    key = (card, face_down)
+    a = _PLAYS.get(key)
+    if a is None:
+        a = _PLAYS[key] = A.play(card, face_down)
+    return a
+
+
+def _steps(r: RuleSet) -> int:
+    """:attr:`RuleSet.ladder_steps`."""
+    return len(r.truco_ladder) + (r.truco_game_call is not None)
 
 
 def finish_trick(s: MatchState, h: HandState, trick: Trick, ev: list[Event]) -> None:
@@ -388,10 +405,10 @@ class Truco(Move):
                 return f"a call is pending: seat {c.aw} answers it first"
             if call.family is not CallFamily.TRUCO:
                 return f"the {call.family} call must be answered first"
-            if call.level + 1 >= r.ladder_steps:
+            if call.level + 1 >= _steps(r):
                 return "the truco ladder is at its top"
             return None
-        if h.truco_level + 1 >= r.ladder_steps:
+        if h.truco_level + 1 >= _steps(r):
             return "the truco ladder is at its top"
         if h.raise_side is not None and h.raise_side != h.side_of[c.seat]:
             return "only the side that accepted the last call may raise"
@@ -801,8 +818,12 @@ def _check(state: MatchState, seat: int, action: Action) -> None:
     memo = state.legal_memo
     if memo is not None:
         got = memo.get(seat)
-        if got is not None and action in got:
-            return
+        if got is not None:
+            for a in got:  # most often the very object legal_actions handed out
+                if a is action:
+                    return
+            if action in got:
+                return
     c = _ctx(state, seat)
     if c is None:
         raise NotYourTurnError(seat, to_act_of(state))

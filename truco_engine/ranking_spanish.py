@@ -18,6 +18,7 @@ Nothing here imports :mod:`truco_engine.ranking` (which imports this module).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Final
 
 from truco_engine.cards import pips
@@ -41,6 +42,12 @@ def piezas(muestra: str) -> dict[str, str]:
     >>> piezas("4o")["12o"]
     '4'
     """
+    return dict(_piezas(muestra))
+
+
+@lru_cache(maxsize=64)
+def _piezas(muestra: str) -> dict[str, str]:
+    """:func:`piezas`, computed once per muestra and shared (never change it)."""
     s = muestra[-1]
     r = muestra[:-1]
     out = {p + s: p for p in PIEZA_RANKS if p != r}
@@ -49,12 +56,15 @@ def piezas(muestra: str) -> dict[str, str]:
     return out
 
 
+_NONE: Final[dict[str, str]] = {}
+
+
 def muestra_strengths(
     deck: Sequence[str], muestra: str, top: Sequence[str], plain: Sequence[str]
 ) -> dict[str, int]:
     """Strength of every card under a muestra: piezas, then ``top`` (strongest first),
     then ``plain`` ranks (weakest first)."""
-    pz = piezas(muestra)
+    pz = _piezas(muestra)
     table: dict[str, int] = {}
     n_top = len(top)
     for card in deck:
@@ -76,7 +86,7 @@ def muestra_envido(
     With a pieza: the best pieza's value plus the best other card (a second pieza counts its
     units only: 29 -> 9). Without: the standard count (20 + two of a suit, else best card).
     """
-    pz = piezas(muestra) if muestra else {}
+    pz = _piezas(muestra) if muestra else _NONE
     found = sorted((values[pz[c]] for c in cards if c in pz), reverse=True)
     if found:
         others = [v % 10 for v in found[1:]] + [pips(c) for c in cards if c not in pz]
@@ -104,7 +114,7 @@ def muestra_has_flor(cards: Sequence[str], muestra: str | None) -> bool:
     wild): three of a suit, a pieza and two of a suit, or two piezas and any card."""
     if len(cards) != 3:
         return False
-    pz = piezas(muestra) if muestra else {}
+    pz = _piezas(muestra) if muestra else _NONE
     suits = {c[-1] for c in cards if c not in pz}
     return len(suits) <= 1
 
@@ -114,7 +124,7 @@ def muestra_flor_points(
 ) -> int:
     """Flor value under a muestra: the best pieza's value, plus the units of any other pieza,
     plus the other cards' pips; without a pieza 20 plus the three cards' pips."""
-    pz = piezas(muestra) if muestra else {}
+    pz = _piezas(muestra) if muestra else _NONE
     found = sorted((values[pz[c]] for c in cards if c in pz), reverse=True)
     rest = sum(pips(c) for c in cards if c not in pz)
     if found:

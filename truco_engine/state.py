@@ -21,7 +21,7 @@ from truco_engine.ranking import StrengthTable, strength_table
 from truco_engine.rules import RuleSet
 
 if TYPE_CHECKING:
-    from truco_engine.observe import TrickView
+    from truco_engine.views import TrickView
 
 Play = tuple[int, str, bool]
 """(seat, card, face_down) of one card played to a trick."""

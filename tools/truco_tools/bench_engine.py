@@ -154,10 +154,11 @@ class _Worker:
 
 
 def compare_builds(
-    against: str, cases: Sequence[str], seconds: float, slices: int, repo: Path
+    against: str, cases: Sequence[str], seconds: float, slices: int, repo: Path, build: Path | None = None
 ) -> list[tuple[str, BenchResult, BenchResult]]:
-    """Run ``cases`` on this checkout's engine and on ``against``'s (a git revision), in
-    alternating slices; return (case, this build, the other build) per case."""
+    """Run ``cases`` on this checkout's engine (or the one under ``build``, e.g. the compiled
+    build) and on ``against``'s (a git revision), in alternating slices; return (case, this
+    build, the other build) per case."""
     here = Path(__file__).resolve().parents[2]
     tools = here / "tools"
     out = []
@@ -169,7 +170,7 @@ def compare_builds(
             capture_output=True,
         )
         try:
-            mine, theirs = _Worker(here, tools), _Worker(other, tools)
+            mine, theirs = _Worker(build or here, tools), _Worker(other, tools)
             try:
                 per = seconds / slices
                 for case in cases:
@@ -206,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=10.0, help="per case and build (default 10)")
     ap.add_argument("--slices", type=int, default=10, help="alternations per case (default 10)")
     ap.add_argument("--against", help="a git revision whose engine runs side by side with this one")
+    ap.add_argument("--build", type=Path, help="run this directory's truco_engine instead of the checkout's")
     args = ap.parse_args(argv)
     cases = args.case or default_cases()
     if not args.against:
@@ -213,8 +215,10 @@ def main(argv: list[str] | None = None) -> int:
             print(result.line())
         return 0
     repo = Path(os.environ.get("TRUCO_REPO", Path(__file__).resolve().parents[2]))
-    print(f"# this build vs {args.against}: {args.seconds:g} s per case and build, {args.slices} slices")
-    for case, mine, theirs in compare_builds(args.against, cases, args.seconds, args.slices, repo):
+    this = "this build" if args.build is None else str(args.build)
+    print(f"# {this} vs {args.against}: {args.seconds:g} s per case and build, {args.slices} slices")
+    runs = compare_builds(args.against, cases, args.seconds, args.slices, repo, args.build)
+    for case, mine, theirs in runs:
         print(
             f"{case}: {mine.hands_per_s:,.0f} hands/s {mine.actions_per_s:,.0f} actions/s | "
             f"{args.against}: {theirs.hands_per_s:,.0f} hands/s {theirs.actions_per_s:,.0f} actions/s | "
