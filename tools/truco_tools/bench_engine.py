@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,7 +124,12 @@ from truco_tools.bench_engine import run_random
 from truco_engine import get_rules
 for line in sys.stdin:
     case, seconds, seed = json.loads(line)
-    r = run_random(get_rules(case), seconds=seconds, seed=seed, case=case)
+    try:
+        rules = get_rules(case)
+    except ValueError:  # a preset or player count this build does not have
+        print("null", flush=True)
+        continue
+    r = run_random(rules, seconds=seconds, seed=seed, case=case)
     print(json.dumps([r.hands, r.actions, r.seconds]), flush=True)
 """
 
@@ -140,11 +145,15 @@ class _Worker:
             text=True,
         )
 
-    def run(self, case: str, seconds: float, seed: int) -> tuple[int, int, float]:
+    def run(self, case: str, seconds: float, seed: int) -> tuple[int, int, float] | None:
+        """One slice of ``case``; ``None`` if this build cannot play it."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(json.dumps([case, seconds, seed]) + "\n")
         self.proc.stdin.flush()
-        hands, actions, took = json.loads(self.proc.stdout.readline())
+        got = json.loads(self.proc.stdout.readline())
+        if got is None:
+            return None
+        hands, actions, took = got
         return int(hands), int(actions), float(took)
 
     def close(self) -> None:
@@ -155,13 +164,12 @@ class _Worker:
 
 def compare_builds(
     against: str, cases: Sequence[str], seconds: float, slices: int, repo: Path, build: Path | None = None
-) -> list[tuple[str, BenchResult, BenchResult]]:
+) -> Iterator[tuple[str, BenchResult, BenchResult | None]]:
     """Run ``cases`` on this checkout's engine (or the one under ``build``, e.g. the compiled
-    build) and on ``against``'s (a git revision), in alternating slices; return (case, this
-    build, the other build) per case."""
+    build) and on ``against``'s (a git revision), in alternating slices; yield (case, this
+    build, the other build or ``None`` where it cannot play the case) per case."""
     here = Path(__file__).resolve().parents[2]
     tools = here / "tools"
-    out = []
     with tempfile.TemporaryDirectory(prefix="truco-bench-") as tmp:
         other = Path(tmp) / "build"
         subprocess.run(
@@ -174,20 +182,24 @@ def compare_builds(
             try:
                 per = seconds / slices
                 for case in cases:
-                    totals = {"mine": [0, 0, 0.0], "theirs": [0, 0, 0.0]}
+                    totals: dict[str, list[float] | None] = {"mine": [0, 0, 0.0], "theirs": [0, 0, 0.0]}
                     for i in range(slices):
                         for name, w in (("mine", mine), ("theirs", theirs)):
-                            h, a, t = w.run(case, per, i)
-                            totals[name][0] += h
-                            totals[name][1] += a
-                            totals[name][2] += t
+                            if totals[name] is None:
+                                continue
+                            got = w.run(case, per, i)
+                            acc = totals[name]
+                            if got is None or acc is None:
+                                totals[name] = None
+                                continue
+                            for k in range(3):
+                                acc[k] += got[k]
                     m, o = totals["mine"], totals["theirs"]
-                    out.append(
-                        (
-                            case,
-                            BenchResult(case, int(m[0]), int(m[1]), m[2]),
-                            BenchResult(case, int(o[0]), int(o[1]), o[2]),
-                        )
+                    assert m is not None
+                    yield (
+                        case,
+                        BenchResult(case, int(m[0]), int(m[1]), m[2]),
+                        None if o is None else BenchResult(case, int(o[0]), int(o[1]), o[2]),
                     )
             finally:
                 mine.close()
@@ -198,7 +210,6 @@ def compare_builds(
                 check=False,
                 capture_output=True,
             )
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,11 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# {this} vs {args.against}: {args.seconds:g} s per case and build, {args.slices} slices")
     runs = compare_builds(args.against, cases, args.seconds, args.slices, repo, args.build)
     for case, mine, theirs in runs:
+        if theirs is None:
+            print(f"{case}: {mine.line().partition(': ')[2]} | {args.against}: cannot play this case")
+            continue
         print(
             f"{case}: {mine.hands_per_s:,.0f} hands/s {mine.actions_per_s:,.0f} actions/s | "
             f"{args.against}: {theirs.hands_per_s:,.0f} hands/s {theirs.actions_per_s:,.0f} actions/s | "
             f"ratio {mine.hands_per_s / max(theirs.hands_per_s, 1e-9):.2f}x hands/s "
-            f"{mine.actions_per_s / max(theirs.actions_per_s, 1e-9):.2f}x actions/s"
+            f"{mine.actions_per_s / max(theirs.actions_per_s, 1e-9):.2f}x actions/s",
+            flush=True,
         )
     return 0
 
