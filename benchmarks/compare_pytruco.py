@@ -6,48 +6,41 @@ machine noise hits both alike. pytruco is used only through its public API
 (``Partida``, ``chi.random_action``, ``chi.is_done``); none of its code is copied.
 
     pip install -e '.[bench]'          # installs pytruco==0.1.3 (benchmark-only extra)
-    python benchmarks/compare_pytruco.py --seconds 20
+    python benchmarks/compare_pytruco.py --seconds 20 [--players 4] [--build build/mypyc]
 
-Prints hands/s and actions/s for each and the ratio.
+Prints hands/s and actions/s for each and the ratio. ``--build DIR`` runs the engine found
+under DIR (the compiled build, docs/engine.md) instead of this checkout's.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
+from typing import Any
 
-from truco_engine import (
-    apply,
-    deal,
-    get_rules,
-    is_over,
-    legal_actions,
-    needs_deal,
-    new_match,
-    observe,
-    to_act,
-)
+te: Any = None  # truco_engine, imported in main() once --build is known
 
 
 def ours(seconds: float, players: int, rng: random.Random) -> tuple[int, int]:
-    rules = get_rules("uruguayan", players=players)
+    rules = te.get_rules("uruguayan", players=players)
     deck = list(rules.deck_cards)
     hands = actions = 0
-    state = new_match(rules)
+    state = te.new_match(rules)
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
-        if is_over(state):
-            state = new_match(rules)
-        if needs_deal(state):
+        if te.is_over(state):
+            state = te.new_match(rules)
+        if te.needs_deal(state):
             rng.shuffle(deck)
-            state, _ = deal(state, deck)
+            state, _ = te.deal(state, deck)
             hands += 1
             continue
-        seat = to_act(state)[0]
-        legal = [a for a in legal_actions(state, seat) if a.kind != "fold"]
-        observe(state, seat)
-        state, _ = apply(state, seat, rng.choice(legal))
+        seat = te.to_act(state)[0]
+        legal = [a for a in te.legal_actions(state, seat) if a.kind != "fold"]
+        te.observe(state, seat)
+        state, _ = te.apply(state, seat, rng.choice(legal))
         actions += 1
     return hands, actions
 
@@ -87,7 +80,15 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0, help="total time per engine (default 20)")
     ap.add_argument("--players", type=int, default=2, choices=[2, 4, 6])
     ap.add_argument("--slices", type=int, default=10, help="alternations (default 10)")
+    ap.add_argument("--build", help="run the truco_engine under this directory (e.g. build/mypyc)")
     args = ap.parse_args()
+    global te
+    if args.build:
+        sys.path.insert(0, args.build)
+    import truco_engine
+
+    te = truco_engine
+    print(f"# truco_engine from {truco_engine.__file__}", flush=True)
     rng = random.Random(0)
     random.seed(0)  # pytruco draws from the module-level generator
     per = args.seconds / args.slices

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from truco_engine._fast import fast_init
 from truco_engine.errors import TrucoError
 
 KINDS: Final = (
@@ -38,6 +39,7 @@ KINDS: Final = (
 CARD_KINDS: Final = ("play", "discard")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Action:
     """One action of one seat."""
@@ -122,3 +124,32 @@ FALTA_ENVIDO: Final = Action("falta_envido")
 FLOR: Final = Action("flor")
 CONTRAFLOR: Final = Action("contraflor")
 CONTRAFLOR_AL_RESTO: Final = Action("contraflor_al_resto")
+
+
+_PLAY: dict[tuple[str, bool], Action] = {}
+_SLOT: dict[int, Action] = {}
+_DISCARD: dict[str, Action] = {}
+
+
+def play(card: str, face_down: bool = False) -> Action:
+    """``Action("play", card, face_down)``, one shared instance per card (actions are frozen)."""
+    a = _PLAY.get((card, face_down))
+    if a is None:
+        a = _PLAY[(card, face_down)] = Action("play", card, face_down)
+    return a
+
+
+def play_slot(slot: int) -> Action:
+    """``Action("play", slot=slot)`` (the iron hand), shared."""
+    a = _SLOT.get(slot)
+    if a is None:
+        a = _SLOT[slot] = Action("play", slot=slot)
+    return a
+
+
+def discard(card: str) -> Action:
+    """``Action("discard", card)``, shared."""
+    a = _DISCARD.get(card)
+    if a is None:
+        a = _DISCARD[card] = Action("discard", card)
+    return a

@@ -17,7 +17,11 @@ class TrucoError(ValueError):
 
 
 class InvalidCardError(TrucoError):
-    """A card code that is not a card of the deck in use."""
+    """A card code that is not a card of the deck in use (``card`` is the code given)."""
+
+    def __init__(self, message: str, card: object = None) -> None:
+        super().__init__(message)
+        self.card = card
 
 
 class InvalidRulesError(TrucoError):
@@ -57,13 +61,15 @@ class IllegalActionError(TrucoError):
 
 
 class NotYourTurnError(IllegalActionError):
-    """A seat acted while another seat is to act (or while a deal is awaited)."""
+    """A seat took an action that is not its to take now: the game waits for another seat's
+    decision (``to_act``), or for a deal. ``legal`` lists what this seat may still do now
+    out of turn (often nothing)."""
 
-    def __init__(self, seat: int, to_act: Sequence[int]) -> None:
+    def __init__(self, seat: int, to_act: Sequence[int], legal: Sequence[Action] = ()) -> None:
         self.seat = seat
         self.to_act = tuple(to_act)
         who = ", ".join(str(s) for s in to_act) if to_act else "nobody (a deal is awaited)"
-        super().__init__(f"seat {seat} may not act now; to act: {who}")
+        super().__init__(f"seat {seat} may not act now; to act: {who}", legal)
 
 
 class MatchOverError(IllegalActionError):

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from truco_engine._fast import fast_init
+
 
 class EventKind(StrEnum):
     """Every kind of engine event: the ``kind`` of its payload class."""
@@ -82,6 +84,7 @@ class HandEndReason(StrEnum):
 
 
 # ------------------------------------------------------------------------ payloads
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HandStarted:
     """A hand started: who deals, who is mano, the turned-up card and the deal's commitment
@@ -97,6 +100,7 @@ class HandStarted:
     special: Special | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CardsDealt:
     """Cards dealt to ``seat``; ``cards`` private to that seat (to nobody in the iron hand)."""
@@ -107,6 +111,7 @@ class CardsDealt:
     count: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CardsRevealed:
     """``seat``'s cards shown: to everybody (``public``: the envido or flor winner's cards at
@@ -121,6 +126,7 @@ class CardsRevealed:
     public: bool
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CardPlayed:
     """A card played to trick ``trick_index``; hidden from the others when face down."""
@@ -132,6 +138,7 @@ class CardPlayed:
     trick_index: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CardDiscarded:
     """The carancho's discard; the card is private to him."""
@@ -141,6 +148,7 @@ class CardDiscarded:
     card: str | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeadToHeadStarted:
     """A head-to-head sub-hand of a pica-pica round starts between ``seats`` (the first is
@@ -152,6 +160,7 @@ class HeadToHeadStarted:
     index: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrickEnded:
     """Trick ``trick_index`` ended: won by ``winner_seat`` (``winner_team``), or tied."""
@@ -163,6 +172,7 @@ class TrickEnded:
     tied: bool
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallMade:
     """A call: ``name`` is the step as the rule set words it (``truco``, ``six``,
@@ -179,6 +189,7 @@ class CallMade:
     cancels: CallFamily | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallAnswered:
     """A call answered (quiero / no quiero); ``value`` is the accepted value, or the points
@@ -191,6 +202,7 @@ class CallAnswered:
     value: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HandOfElevenDecision:
     """The side at the hand of eleven decided whether to play it."""
@@ -201,6 +213,7 @@ class HandOfElevenDecision:
     play: bool
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PointsDeclared:
     """Envido or flor points declared; ``points`` is ``None`` for "son buenas" (not shown)."""
@@ -211,6 +224,7 @@ class PointsDeclared:
     points: int | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BetWon:
     """An envido or flor bet was won by ``winner_team`` (``winner_seat`` is ``None`` when no
@@ -223,6 +237,7 @@ class BetWon:
     points: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Folded:
     """``seat`` folded (went to the mazo) for its team."""
@@ -232,6 +247,7 @@ class Folded:
     team: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HandEnded:
     """A hand (or a head-to-head sub-hand) ended; ``winner_team`` is ``None`` when nobody
@@ -243,6 +259,7 @@ class HandEnded:
     reason: HandEndReason
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScoreChanged:
     """Scores of the current game and games won, index = team."""
@@ -252,6 +269,7 @@ class ScoreChanged:
     games_won: tuple[int, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GameEnded:
     """Game ``game_number`` was won by ``winner_team``."""
@@ -262,6 +280,7 @@ class GameEnded:
     games_won: tuple[int, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MatchEnded:
     """The match ended. The server follows it with its ``match_revealed`` event (seed and
@@ -357,6 +376,7 @@ def payload_from_dict(d: Mapping[str, Any]) -> Payload:
 
 
 # --------------------------------------------------------------------------- events
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Event:
     """One event: a typed payload and who may see its hidden fields."""
@@ -399,6 +419,13 @@ class Event:
         return cls(payload, None if private is None else frozenset(private), tuple(d.get("hidden", ())))
 
 
+_SEATS: dict[tuple[int, ...], frozenset[int]] = {}
+
+
 def private(payload: Payload, seats: Iterable[int], *hidden: str) -> Event:
     """An event whose ``hidden`` fields only ``seats`` see."""
-    return Event(payload, frozenset(seats), hidden)
+    key = tuple(seats)
+    who = _SEATS.get(key)
+    if who is None:
+        who = _SEATS[key] = frozenset(key)
+    return Event(payload, who, hidden)

@@ -8,150 +8,17 @@ of eleven). ``seat=None`` is a spectator: public information only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-
-from truco_engine.actions import Action
-from truco_engine.engine import legal_actions, seat_teams, to_act
+from truco_engine import scoring as S
+from truco_engine import variants as V
+from truco_engine._fast import positional_new
+from truco_engine.engine import seat_teams, to_act
+from truco_engine.enums import Phase
 from truco_engine.events import CallFamily, Special
-from truco_engine.flor import bet_values
-from truco_engine.state import MatchState
+from truco_engine.moves import legal_tuple
+from truco_engine.state import MatchState, Trick
+from truco_engine.views import Observation, PendingCall, PlayView, TrickView
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlayView:
-    """One card of a trick as a seat sees it."""
-
-    seat: int
-    card: str | None
-    """``None`` when played face down and not by the viewer."""
-    face_down: bool
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TrickView:
-    """One trick as a seat sees it."""
-
-    leader: int
-    plays: tuple[PlayView, ...]
-    winner_seat: int | None
-    winner_team: int | None
-    tied: bool
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PendingCall:
-    """The call (or decision) awaiting an answer."""
-
-    family: CallFamily
-    name: str
-    """Last call made (``truco``, ``six``, ``real_envido``, ...; ``hand_of_eleven``)."""
-    caller: int | None
-    responder: int
-    value_if_accepted: int
-    value_if_declined: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Observation:
-    """What one seat (or a spectator) sees at one moment."""
-
-    seat: int | None
-    """The observing seat; ``None`` for a spectator."""
-    team: int | None
-    """The observing seat's team (score holder) this hand; ``None`` for a spectator."""
-    preset: str
-    players: int
-    phase: str
-    """``deal`` (between hands), ``play`` or ``over``."""
-    game_number: int
-    hand_number: int
-    """0 before the first hand."""
-    dealer: int
-    mano: int | None
-    turn_up: str | None
-    """The vira (or muestra) of the hand, if the rules turn one up."""
-    special: Special | None
-    hand: tuple[str, ...]
-    """The seat's own cards (empty for spectators and in the iron hand)."""
-    hidden_hand: int
-    """Own cards the seat holds but may not look at (iron hand)."""
-    hand_sizes: tuple[int, ...]
-    revealed: Mapping[int, tuple[str, ...]]
-    """Other seats' cards the rules let this seat see (partners at the hand of eleven)."""
-    tricks: tuple[TrickView, ...]
-    seat_teams: tuple[int, ...]
-    """The team of every seat this hand (:func:`truco_engine.seat_teams`)."""
-    scores: tuple[int, ...]
-    """Points in the current game, index = team."""
-    games_won: tuple[int, ...]
-    hand_value: int
-    """What the hand is worth now (accepted calls only)."""
-    pending: PendingCall | None
-    awaited: tuple[int, ...]
-    """Seats whose decision the game is waiting for (what a turn clock times)."""
-    legal_actions: tuple[Action, ...]
-    """What the observing seat may do now (empty for spectators)."""
-    decision: int
-    """Identifies the decision point (actions applied so far); grows with each action."""
-    winner_team: int | None
-    """Winning team once the match is over."""
-    carancho: int | None = None
-    """Carancho: the seat playing alone against the pair this hand."""
-    head_to_head: tuple[int, ...] | None = None
-    """Pica-pica: the two seats playing the head-to-head sub-hand in progress."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able mapping (for logs and debugging; the wire form is ``truco.v1``)."""
-        pending = self.pending
-        return {
-            "seat": self.seat,
-            "team": self.team,
-            "preset": self.preset,
-            "players": self.players,
-            "phase": self.phase,
-            "game_number": self.game_number,
-            "hand_number": self.hand_number,
-            "dealer": self.dealer,
-            "mano": self.mano,
-            "turn_up": self.turn_up,
-            "special": None if self.special is None else self.special.value,
-            "hand": list(self.hand),
-            "hidden_hand": self.hidden_hand,
-            "hand_sizes": list(self.hand_sizes),
-            "revealed": {str(k): list(v) for k, v in self.revealed.items()},
-            "tricks": [
-                {
-                    "leader": t.leader,
-                    "plays": [{"seat": p.seat, "card": p.card, "face_down": p.face_down} for p in t.plays],
-                    "winner_seat": t.winner_seat,
-                    "winner_team": t.winner_team,
-                    "tied": t.tied,
-                }
-                for t in self.tricks
-            ],
-            "seat_teams": list(self.seat_teams),
-            "scores": list(self.scores),
-            "games_won": list(self.games_won),
-            "hand_value": self.hand_value,
-            "pending": None
-            if pending is None
-            else {
-                "family": pending.family.value,
-                "name": pending.name,
-                "caller": pending.caller,
-                "responder": pending.responder,
-                "value_if_accepted": pending.value_if_accepted,
-                "value_if_declined": pending.value_if_declined,
-            },
-            "awaited": list(self.awaited),
-            "legal_actions": [a.to_dict() for a in self.legal_actions],
-            "decision": self.decision,
-            "winner_team": self.winner_team,
-            "carancho": self.carancho,
-            "head_to_head": None if self.head_to_head is None else list(self.head_to_head),
-        }
+__all__ = ["Observation", "PendingCall", "PlayView", "TrickView", "observe"]
 
 
 def observe(state: MatchState, seat: int | None) -> Observation:
@@ -192,30 +59,22 @@ def observe(state: MatchState, seat: int | None) -> Observation:
         )
     own: tuple[str, ...] = ()
     hidden = 0
+    cards = h.cards
     if seat is not None:
         if h.blind:
-            hidden = len(h.cards[seat])
+            hidden = len(cards[seat])
         else:
-            own = tuple(h.cards[seat])
+            own = tuple(cards[seat])
     revealed: dict[int, tuple[str, ...]] = {}
     if h.special == "eleven" and team == h.eleven_side and not h.over:
         for x in h.order:
-            if x != seat and h.side_of[x] == team:
-                revealed[x] = tuple(h.cards[x])
-    tricks = tuple(
-        TrickView(
-            leader=t.leader,
-            plays=tuple(
-                PlayView(seat=x, card=c if (not d or x == seat) else None, face_down=d) for x, c, d in t.plays
-            ),
-            winner_seat=t.winner,
-            winner_team=t.side,
-            tied=t.tied,
-        )
-        for t in h.tricks
-    )
+            if x != seat and teams[x] == team:
+                revealed[x] = tuple(cards[x])
+    tricks = tuple([_trick_view(t, seat) for t in h.tricks])
     pending: PendingCall | None = None
-    if state.phase == "play":
+    if state.phase is Phase.PLAY:
+        b = h.bet
+        c = h.truco
         if h.eleven_decider is not None:
             pending = PendingCall(
                 family=CallFamily.HAND_OF_ELEVEN,
@@ -225,55 +84,82 @@ def observe(state: MatchState, seat: int | None) -> Observation:
                 value_if_accepted=r.hand_of_eleven_value,
                 value_if_declined=r.hand_of_eleven_refusal,
             )
-        elif h.bet is not None:
-            b = h.bet
-            accepted, declined = bet_values(state, b)
+        elif b is not None:
+            accepted, declined = S.bet_values(state, b)
             pending = PendingCall(
-                family=CallFamily(b.family),
+                family=b.family,
                 name=b.chain[-1],
                 caller=b.caller,
                 responder=b.responder,
                 value_if_accepted=accepted,
                 value_if_declined=declined,
             )
-        elif h.truco is not None:
-            c = h.truco
+        elif c is not None:
             pending = PendingCall(
                 family=CallFamily.TRUCO,
                 name=c.chain[-1],
                 caller=c.caller,
                 responder=c.responder,
-                value_if_accepted=r.truco_ladder[c.level],
+                value_if_accepted=S.ladder_value(state, c.level),
                 value_if_declined=h.value,
             )
     awaited = to_act(state)
-    legal = tuple(legal_actions(state, seat)) if seat is not None and seat in awaited else ()
-    return Observation(
-        seat=seat,
-        team=team,
-        preset=r.name,
-        players=r.players,
-        phase=state.phase,
-        game_number=state.game,
-        hand_number=h.number,
-        dealer=h.dealer,
-        mano=h.mano,
-        turn_up=h.turn_up,
-        special=Special(h.special) if h.special else None,
-        hand=own,
-        hidden_hand=hidden,
-        hand_sizes=tuple(len(c) for c in h.cards),
-        revealed=revealed,
-        tricks=tricks,
-        seat_teams=teams,
-        scores=tuple(state.scores),
-        games_won=tuple(state.games),
-        hand_value=h.value,
-        pending=pending,
-        awaited=awaited,
-        legal_actions=legal,
-        decision=state.actions,
-        winner_team=state.winner,
-        carancho=h.mano if r.play_mode == "carancho" else None,
-        head_to_head=tuple(h.order) if len(h.order) == 2 and r.players > 2 else None,
+    legal = legal_tuple(state, seat) if seat is not None else ()
+    shape = V.shape_of(r)
+    obs: Observation = _new_observation(  # the fields in their declared order (views.Observation)
+        seat,
+        team,
+        r.name,
+        r.players,
+        state.phase,
+        state.game,
+        h.number,
+        h.dealer,
+        h.mano,
+        h.turn_up,
+        _SPECIAL[h.special],
+        own,
+        hidden,
+        tuple(map(len, cards)),
+        revealed,
+        tricks,
+        teams,
+        tuple(state.scores),
+        tuple(state.games),
+        h.value,
+        pending,
+        awaited,
+        legal,
+        state.actions,
+        state.winner,
+        shape.carancho(h),
+        shape.head_to_head(state, h),
+        S.hand_wins_game(state, h),
     )
+    return obs
+
+
+_new_observation = positional_new(Observation)
+_SPECIAL: dict[str, Special | None] = {"": None, **{m.value: m for m in Special}}
+
+
+def _trick_view(t: Trick, seat: int | None) -> TrickView:
+    """One trick as ``seat`` sees it: a face-down card only to whoever played it. The view of
+    a finished trick without face-down cards is the same for everybody and is kept."""
+    view = t.view
+    if view is not None:
+        return view
+    down = False
+    plays = []
+    for x, c, d in t.plays:
+        if d:
+            down = True
+            plays.append(PlayView(seat=x, card=c if x == seat else None, face_down=True))
+        else:
+            plays.append(PlayView(seat=x, card=c, face_down=False))
+    view = TrickView(
+        leader=t.leader, plays=tuple(plays), winner_seat=t.winner, winner_team=t.side, tied=t.tied
+    )
+    if not down and (t.tied or t.winner is not None):
+        t.view = view  # finished tricks never change (they are shared between states)
+    return view

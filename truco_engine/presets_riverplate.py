@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Final
 
+from truco_engine.enums import Deck, FaltaEnvido, FoldOnEnvido, PartnerFlor, PlayMode, Ranking
 from truco_engine.rules import PRESETS, register_preset
 
 _ARGENTINE: Final = PRESETS["argentine"]
@@ -16,12 +17,15 @@ _ARGENTINE: Final = PRESETS["argentine"]
 URUGUAYAN: Final = dataclasses.replace(
     _ARGENTINE,
     name="uruguayan",
-    ranking="muestra",
+    ranking=Ranking.MUESTRA,
     target_points=30,
     halves=True,
-    falta_envido="half",
+    falta_envido=FaltaEnvido.HALF,
+    fold_on_envido=FoldOnEnvido.DECLINED,
+    partner_flor=PartnerFlor.VOIDED,
 )
-"""Uruguayan truco: muestra and piezas, flor, 30 points in two halves of 15."""
+"""Uruguayan truco: muestra and piezas, flor, 30 points in two halves of 15. Seed 001 describes
+it: the envido speaks for the pair (``partner_flor="voided"``)."""
 
 GAUCHO: Final = dataclasses.replace(
     _ARGENTINE,
@@ -30,30 +34,43 @@ GAUCHO: Final = dataclasses.replace(
     target_points=12,
     games_to_win=2,
     truco_call_names=("truco", "retruco", "vale_quatro"),
+    fold_on_envido=FoldOnEnvido.DECLINED,
+    partner_flor=PartnerFlor.VOIDED,
 )
 """Truco gaúcho / cego: the Argentine card order and calls, games of 12, best of three
-(ruins and boas)."""
+(ruins and boas); seed 001's envido that speaks for the pair."""
 
 VALENCIAN: Final = dataclasses.replace(
     _ARGENTINE,
     name="valencian",
     players=4,
-    deck="spanish22",
-    ranking="valencian",
+    deck=Deck.SPANISH22,
+    ranking=Ranking.VALENCIAN,
     target_points=12,
     games_to_win=2,
     truco_call_names=("truc", "retruc", "quatre_val"),
+    truco_game_call="joc_fora",
     flor=False,
+    fold_on_envido=FoldOnEnvido.DECLINED,
+    partner_flor=PartnerFlor.VOIDED,
 )
-"""Valencian truc: 22 cards, truc / retruc / quatre val, envit, two games (cames) of 12."""
+"""Valencian truc: 22 cards, truc / retruc / quatre val / joc fora (the game at stake), envit,
+two games (cames) of 12."""
 
-CARANCHO: Final = dataclasses.replace(GAUCHO, name="carancho", players=3, play_mode="carancho")
+CARANCHO: Final = dataclasses.replace(GAUCHO, name="carancho", players=3, play_mode=PlayMode.CARANCHO)
 """Three players: two against the carancho (the mano, who gets a fourth card and discards)."""
 
 PICA_PICA: Final = dataclasses.replace(
-    _ARGENTINE, name="pica-pica", players=6, target_points=30, halves=True, pica_pica=True
+    _ARGENTINE,
+    name="pica-pica",
+    players=6,
+    target_points=30,
+    halves=True,
+    pica_pica=True,
+    partner_flor=PartnerFlor.VOIDED,
 )
-"""Six players in two teams of three, to 30; every second hand is head-to-head."""
+"""Six (to twelve) players in two teams, to 30; every second hand is head-to-head (seed 001),
+the envido speaking for the pair in the team hands (seed 001); folding as in seed 003."""
 
 register_preset("uruguayan", URUGUAYAN, "uruguayo", "truco-uruguayo", "uruguay", "muestra")
 register_preset(

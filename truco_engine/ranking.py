@@ -11,7 +11,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from truco_engine.cards import FRENCH_RANKS, FRENCH_SUITS, rank, suit
+from truco_engine.enums import PiezaValues
 from truco_engine.ranking_spanish import (
+    PIEZA_ENVIDO,
+    PIEZA_ENVIDO_TEXT,
     muestra_envido,
     muestra_flor_points,
     muestra_has_flor,
@@ -112,13 +115,39 @@ RANKING_FUNCS: Final[dict[str, Callable[[RuleSet, str | None], StrengthTable]]] 
     "valencian": _argentine,
 }
 
+PIEZA_VALUES: Final = {PiezaValues.TABLES: PIEZA_ENVIDO, PiezaValues.TEXT: PIEZA_ENVIDO_TEXT}
+"""The pieza values of each ``pieza_values`` option."""
+
 USES_TURN_UP: Final = {"vira", "muestra"}
 """Rankings that turn up a card after the deal (vira or muestra)."""
 
 
+_TABLES: dict[tuple[object, ...], StrengthTable] = {}
+_DECK_SETS: dict[tuple[object, ...], frozenset[str]] = {}
+
+
+def _ranking_key(rules: RuleSet) -> tuple[object, ...]:
+    """The rule fields a strength table (and the deck) depend on."""
+    return (rules.ranking, rules.deck, rules.clean_deck, rules.three_never_manilha, rules.extra_manilhas)
+
+
 def strength_table(rules: RuleSet, turn_up: str | None) -> StrengthTable:
-    """Strength of every card of the deck for one hand."""
-    return RANKING_FUNCS[rules.ranking](rules, turn_up)
+    """Strength of every card of the deck for one hand. Tables are computed once per ranking
+    and turn-up card and shared: never change one."""
+    key = (*_ranking_key(rules), turn_up)
+    table = _TABLES.get(key)
+    if table is None:
+        table = _TABLES[key] = RANKING_FUNCS[rules.ranking](rules, turn_up)
+    return table
+
+
+def deck_set(rules: RuleSet) -> frozenset[str]:
+    """The cards of the rule set's deck, as a set (computed once per deck)."""
+    key = _ranking_key(rules)
+    cards = _DECK_SETS.get(key)
+    if cards is None:
+        cards = _DECK_SETS[key] = frozenset(rules.deck_cards)
+    return cards
 
 
 def keeps_in_clean_deck(rules: RuleSet, card: str) -> bool:
@@ -152,7 +181,7 @@ def envido_points_for(rules: RuleSet, turn_up: str | None, cards: tuple[str, ...
     """Envido points of a hand under the rule set's ranking (the muestra's piezas count
     their value; every other ranking uses :func:`envido_points`)."""
     if rules.ranking == "muestra":
-        return muestra_envido(cards, turn_up)
+        return muestra_envido(cards, turn_up, PIEZA_VALUES[rules.pieza_values])
     return envido_points(cards)
 
 
@@ -166,5 +195,5 @@ def has_flor_for(rules: RuleSet, turn_up: str | None, cards: tuple[str, ...] | l
 def flor_points_for(rules: RuleSet, turn_up: str | None, cards: tuple[str, ...] | list[str]) -> int:
     """Flor value of a hand under the rule set's ranking."""
     if rules.ranking == "muestra":
-        return muestra_flor_points(cards, turn_up)
+        return muestra_flor_points(cards, turn_up, PIEZA_VALUES[rules.pieza_values])
     return flor_points(cards)

@@ -8,14 +8,17 @@ Uruguayan truco (seed 001: "a versão uruguaia do jogo usa uma 'Muestra' de cada
 * When the muestra itself is one of those cards, the 12 of the muestra's suit stands in for it
   (takes its place in the order and its envido value).
 * Below the piezas come the fixed top cards 1e > 1b > 7e > 7o, then the Argentine order.
-* Envido/flor values of the piezas: 2 = 30, 4 = 29, 5 = 28, 11 = 27, 10 = 27.
+* Envido/flor values of the piezas: 2 = 30, 4 = 29, 5 = 28, 11 = 27, 10 = 27 (the Uruguayan
+  tables, ``pieza_values="tables"``), or seed 001 as written ("2, 4, 5, Cavaleiro ... valem 30
+  pontos, e o Valete ... vale 29": ``pieza_values="text"``).
 
 Nothing here imports :mod:`truco_engine.ranking` (which imports this module).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Final
 
 from truco_engine.cards import pips
@@ -23,7 +26,10 @@ from truco_engine.cards import pips
 PIEZA_RANKS: Final = ("2", "4", "5", "11", "10")
 """Pieza ranks of the muestra's suit, strongest first."""
 PIEZA_ENVIDO: Final = {"2": 30, "4": 29, "5": 28, "11": 27, "10": 27}
-"""Envido (and flor) value of each pieza rank."""
+"""Envido (and flor) value of each pieza rank, after the Uruguayan tables (the default)."""
+PIEZA_ENVIDO_TEXT: Final = {"2": 30, "4": 30, "5": 30, "11": 30, "10": 29}
+"""The values as seed 001 writes them: "2, 4, 5, Cavaleiro (Cavalo) ... valem 30 pontos, e o
+Valete ... vale 29 pontos" (the caballo is the 11, the sota the 10)."""
 PIEZA_BASE: Final = 110
 """Piezas rank from here up: above the fixed top cards (100–103), below extra manilhas (200)."""
 
@@ -36,6 +42,12 @@ def piezas(muestra: str) -> dict[str, str]:
     >>> piezas("4o")["12o"]
     '4'
     """
+    return dict(_piezas(muestra))
+
+
+@lru_cache(maxsize=64)
+def _piezas(muestra: str) -> dict[str, str]:
+    """:func:`piezas`, computed once per muestra and shared (never change it)."""
     s = muestra[-1]
     r = muestra[:-1]
     out = {p + s: p for p in PIEZA_RANKS if p != r}
@@ -44,12 +56,15 @@ def piezas(muestra: str) -> dict[str, str]:
     return out
 
 
+_NONE: Final[dict[str, str]] = {}
+
+
 def muestra_strengths(
     deck: Sequence[str], muestra: str, top: Sequence[str], plain: Sequence[str]
 ) -> dict[str, int]:
     """Strength of every card under a muestra: piezas, then ``top`` (strongest first),
     then ``plain`` ranks (weakest first)."""
-    pz = piezas(muestra)
+    pz = _piezas(muestra)
     table: dict[str, int] = {}
     n_top = len(top)
     for card in deck:
@@ -63,17 +78,19 @@ def muestra_strengths(
     return table
 
 
-def muestra_envido(cards: Sequence[str], muestra: str | None) -> int:
+def muestra_envido(
+    cards: Sequence[str], muestra: str | None, values: Mapping[str, int] = PIEZA_ENVIDO
+) -> int:
     """Envido points under a muestra.
 
     With a pieza: the best pieza's value plus the best other card (a second pieza counts its
     units only: 29 -> 9). Without: the standard count (20 + two of a suit, else best card).
     """
-    pz = piezas(muestra) if muestra else {}
-    values = sorted((PIEZA_ENVIDO[pz[c]] for c in cards if c in pz), reverse=True)
-    if values:
-        others = [v % 10 for v in values[1:]] + [pips(c) for c in cards if c not in pz]
-        return values[0] + max(others, default=0)
+    pz = _piezas(muestra) if muestra else _NONE
+    found = sorted((values[pz[c]] for c in cards if c in pz), reverse=True)
+    if found:
+        others = [v % 10 for v in found[1:]] + [pips(c) for c in cards if c not in pz]
+        return found[0] + max(others, default=0)
     return standard_envido(cards)
 
 
@@ -97,17 +114,19 @@ def muestra_has_flor(cards: Sequence[str], muestra: str | None) -> bool:
     wild): three of a suit, a pieza and two of a suit, or two piezas and any card."""
     if len(cards) != 3:
         return False
-    pz = piezas(muestra) if muestra else {}
+    pz = _piezas(muestra) if muestra else _NONE
     suits = {c[-1] for c in cards if c not in pz}
     return len(suits) <= 1
 
 
-def muestra_flor_points(cards: Sequence[str], muestra: str | None) -> int:
+def muestra_flor_points(
+    cards: Sequence[str], muestra: str | None, values: Mapping[str, int] = PIEZA_ENVIDO
+) -> int:
     """Flor value under a muestra: the best pieza's value, plus the units of any other pieza,
     plus the other cards' pips; without a pieza 20 plus the three cards' pips."""
-    pz = piezas(muestra) if muestra else {}
-    values = sorted((PIEZA_ENVIDO[pz[c]] for c in cards if c in pz), reverse=True)
+    pz = _piezas(muestra) if muestra else _NONE
+    found = sorted((values[pz[c]] for c in cards if c in pz), reverse=True)
     rest = sum(pips(c) for c in cards if c not in pz)
-    if values:
-        return values[0] + sum(v % 10 for v in values[1:]) + rest
+    if found:
+        return found[0] + sum(v % 10 for v in found[1:]) + rest
     return 20 + rest

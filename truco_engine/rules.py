@@ -15,16 +15,30 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from enum import StrEnum
 from typing import Any, Final
 
 from truco_engine.cards import DECKS
+from truco_engine.enums import (
+    RULE_ENUMS,
+    AllTied,
+    ContraflorAlResto,
+    Deck,
+    FaltaEnvido,
+    FoldOnEnvido,
+    LeadAfterTie,
+    PartnerFlor,
+    PiezaValues,
+    PlayMode,
+    Ranking,
+)
 from truco_engine.errors import InvalidRulesError, UnknownPresetError
 
-RANKINGS: Final = ("vira", "fixed_mineiro", "argentine", "muestra", "valencian")
-PLAY_MODES: Final = ("teams", "individual", "carancho")
-ALL_TIED: Final = ("redeal", "mano")
-LEAD_AFTER_TIE: Final = ("tied_trick_opener", "nearest_to_mano", "mano")
-FALTA_ENVIDO: Final = ("game", "half")
+RANKINGS: Final = tuple(Ranking)
+PLAY_MODES: Final = tuple(PlayMode)
+ALL_TIED: Final = tuple(AllTied)
+LEAD_AFTER_TIE: Final = tuple(LeadAfterTie)
+FALTA_ENVIDO: Final = tuple(FaltaEnvido)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +52,17 @@ class RuleSet:
     """Number of seats. Teams: 2, 4, 6 (and 8, 10, 12 where the ranking allows);
     individual and carancho: 3."""
 
-    play_mode: str = "teams"
+    play_mode: PlayMode = PlayMode.TEAMS
     """``teams``: two sides, partners sit across and alternate; ``individual``: each for
     themselves (3 players); ``carancho``: 3 players, two against the carancho each hand."""
 
-    deck: str = "french40"
+    deck: Deck = Deck.FRENCH40
     """``french40`` (A, 2–7, J, Q, K), ``spanish40`` (1–7, 10–12) or ``spanish22`` (Valencian)."""
 
     clean_deck: bool = False
     """Baralho limpo: play without the 4s, 5s, 6s and 7s that are not manilhas."""
 
-    ranking: str = "vira"
+    ranking: Ranking = Ranking.VIRA
     """How cards rank: ``vira`` (turn-up card sets rotating manilhas), ``fixed_mineiro``
     (zap 4♣ > 7♥ > A♠ > 7♦ always), ``argentine`` (the 14 fixed tiers), ``muestra``
     (Uruguayan muestra and piezas), ``valencian`` (the 22-card truc order)."""
@@ -78,6 +92,17 @@ class RuleSet:
     truco_call_names: tuple[str, ...] = ("truco", "six", "nine", "twelve")
     """Name of each step of the ladder (same length as ``truco_ladder``)."""
 
+    truco_game_call: str | None = None
+    """Name of a last step of the ladder, above ``truco_ladder``, that puts the game at stake:
+    accepted, the hand's winner scores what it needs to win the game (Valencian ``joc_fora``);
+    declined, the caller scores the value before it. ``None``: no such step."""
+
+    truco_out_of_turn: bool = False
+    """Any seat may call truco (or raise, when its side holds the right to) at any moment of
+    the hand while no call is pending, not only on its own turn (seed 000 rule 9: "At any
+    moment during the hand, a player may call truco"). Off: a call is made on one's turn,
+    before one's card."""
+
     fold: bool = False
     """A player may fold (give up the hand at its current value) on their own turn and
     as an answer to a pending call (irse al mazo)."""
@@ -85,11 +110,11 @@ class RuleSet:
     face_down_from_trick: int = 2
     """First trick (1-based) in which a card may be played face down; 0: never."""
 
-    all_tricks_tied: str = "redeal"
+    all_tricks_tied: AllTied = AllTied.REDEAL
     """All three tricks tied: ``redeal`` (nobody scores) or ``mano`` (the first player's
     side wins)."""
 
-    lead_after_tie: str = "tied_trick_opener"
+    lead_after_tie: LeadAfterTie = LeadAfterTie.TIED_TRICK_OPENER
     """Who leads after a tied trick: ``tied_trick_opener``, ``nearest_to_mano`` (the tying
     player nearest the hand's first player) or ``mano`` (the hand's first player)."""
 
@@ -110,7 +135,7 @@ class RuleSet:
     envido: bool = False
     """Envido, real envido and falta envido are played."""
 
-    falta_envido: str = "game"
+    falta_envido: FaltaEnvido = FaltaEnvido.GAME
     """Falta envido is worth what the leader needs to win the game (``game``), or, while
     the leader is in the first half, what it needs to close that half (``half``)."""
 
@@ -128,18 +153,58 @@ class RuleSet:
     """A player holding flor may still call or raise envido (only with ``flor``). Off: a
     player with flor cannot call envido (he sings flor instead); he may still answer one."""
 
+    fold_on_envido: FoldOnEnvido = FoldOnEnvido.DECLINED
+    """Folding as the answer to a pending envido: ``hand`` gives the other side what the hand
+    is worth now and drops the envido (seed 003: "your opponent is awarded whatever the round
+    is currently worth"); ``declined`` counts the envido as declined, plus the hand."""
+
+    partner_flor: PartnerFlor = PartnerFlor.FIRST
+    """An envido called while the caller's partner holds an unsung flor: ``first`` (la flor
+    está primero: the partner sings it before the envido is answered and it voids the envido)
+    or ``voided`` (seed 001: the envido speaks for the pair and voids the partner's flor)."""
+
+    flor_value: int = 3
+    """An unopposed flor, per flor of the singing side; also what a flor scores when its
+    opposing flor gives up ("con flor me achico")."""
+
+    flor_accepted_value: int = 4
+    """Flor against flor, accepted ("con flor quiero"); also what a declined contraflor gives."""
+
+    contraflor: bool = True
+    """A flor may be answered by a contraflor (worth ``contraflor_value``)."""
+
+    contraflor_value: int = 6
+    """An accepted contraflor; also what a contraflor al resto declined after it gives."""
+
+    contraflor_al_resto: ContraflorAlResto = ContraflorAlResto.FALTA
+    """Contraflor al resto: worth the falta envido (``falta``), what the leader needs to win the
+    game (``game``), or not played (``off``)."""
+
+    pieza_values: PiezaValues = PiezaValues.TABLES
+    """Uruguayan piezas for envido and flor: ``tables`` (2 = 30, 4 = 29, 5 = 28, 11 and 10 =
+    27) or ``text`` (seed 001 as written: 2, 4, 5 and 11 = 30, 10 = 29)."""
+
     fold_concedes_envido: bool = False
     """Going to the mazo while envido could still be called (first trick, no envido or flor
     played yet, no truco accepted) gives the other side one extra point, as a declined envido
     would (only with ``envido`` and ``fold``)."""
 
     pica_pica: bool = False
-    """Teams of 3 or 5 (6 or 10 players): every second hand is played head-to-head ('pica-pica',
-    'de punta'): each player plays a one-against-one sub-hand with the opponent facing him,
-    one pair after the other, each sub-hand's points going to the team. No head-to-head hands
-    once a side is within 5 points of the target."""
+    """Teams of 6 to 12 players: every second hand is played head-to-head ('pica-pica',
+    'de punta'): each player plays a one-against-one sub-hand with the opponent facing him
+    (with 8 or 12 players, where the facing seat is a partner: the opponent seated after
+    him), one pair after the other, each sub-hand's points going to the team. No
+    head-to-head hands once a side is within 5 points of the target."""
 
     def __post_init__(self) -> None:
+        for name, enum in RULE_ENUMS.items():  # a name given as a string becomes its member
+            value = getattr(self, name)
+            if not isinstance(value, enum):
+                try:
+                    object.__setattr__(self, name, enum(value))
+                except ValueError:
+                    allowed = ", ".join(m.value for m in enum)
+                    raise InvalidRulesError(name, f"{value!r} is not allowed; allowed: {allowed}") from None
         _validate(self)
 
     # ----------------------------------------------------------------- helpers
@@ -156,14 +221,30 @@ class RuleSet:
     @property
     def sides(self) -> int:
         """Number of score holders: 2 for teams, ``players`` otherwise."""
-        return 2 if self.play_mode == "teams" else self.players
+        return 2 if self.play_mode is PlayMode.TEAMS else self.players
+
+    @property
+    def ladder_steps(self) -> int:
+        """Steps of the truco ladder: ``truco_ladder`` plus the game step, if any."""
+        return len(self.truco_ladder) + (self.truco_game_call is not None)
+
+    def call_name(self, level: int) -> str:
+        """Name of the truco-ladder step ``level`` (0: the first call)."""
+        if level < len(self.truco_call_names):
+            return self.truco_call_names[level]
+        assert self.truco_game_call is not None
+        return self.truco_game_call
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able mapping of every field."""
+        """Plain JSON-able mapping of every field (names as plain strings)."""
         out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            out[f.name] = list(v) if isinstance(v, tuple) else v
+            if isinstance(v, tuple):
+                v = list(v)
+            elif isinstance(v, StrEnum):
+                v = v.value
+            out[f.name] = v
         return out
 
     @classmethod
@@ -196,50 +277,39 @@ def _build(base: RuleSet, overrides: Mapping[str, Any]) -> RuleSet:
     return dataclasses.replace(base, **clean)
 
 
-def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise InvalidRulesError(name, f"{value!r} is not allowed; allowed: {', '.join(allowed)}")
-
-
 def _int(name: str, value: object, lo: int, hi: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
         raise InvalidRulesError(name, f"{value!r} is not allowed; allowed: integers {lo}..{hi}")
 
 
 def _validate(r: RuleSet) -> None:
-    _choice("deck", r.deck, tuple(DECKS))
-    _choice("ranking", r.ranking, RANKINGS)
-    _choice("play_mode", r.play_mode, PLAY_MODES)
-    _choice("all_tricks_tied", r.all_tricks_tied, ALL_TIED)
-    _choice("lead_after_tie", r.lead_after_tie, LEAD_AFTER_TIE)
-    _choice("falta_envido", r.falta_envido, FALTA_ENVIDO)
     if not isinstance(r.name, str) or not r.name:
         raise InvalidRulesError("name", "must be a non-empty string")
-    french = r.deck == "french40"
-    needs_french = r.ranking in ("vira", "fixed_mineiro")
+    french = r.deck is Deck.FRENCH40
+    needs_french = r.ranking in (Ranking.VIRA, Ranking.FIXED_MINEIRO)
     if french != needs_french:
         decks = "french40" if needs_french else "spanish40, spanish22"
-        raise InvalidRulesError("deck", f"{r.deck!r} does not fit ranking {r.ranking!r}; allowed: {decks}")
-    if r.ranking == "valencian" and r.deck != "spanish22":
+        raise InvalidRulesError("deck", f"'{r.deck}' does not fit ranking '{r.ranking}'; allowed: {decks}")
+    if r.ranking is Ranking.VALENCIAN and r.deck is not Deck.SPANISH22:
         raise InvalidRulesError("deck", "ranking 'valencian' needs deck 'spanish22'; allowed: spanish22")
-    if r.deck == "spanish22" and r.ranking != "valencian":
+    if r.deck is Deck.SPANISH22 and r.ranking is not Ranking.VALENCIAN:
         raise InvalidRulesError("ranking", "deck 'spanish22' needs ranking 'valencian'; allowed: valencian")
     allowed_players: tuple[int, ...]
-    if r.play_mode == "teams":
-        allowed_players = (2, 4, 6, 8, 10, 12) if r.deck == "french40" or r.deck == "spanish40" else (2, 4, 6)
+    if r.play_mode is PlayMode.TEAMS:
+        allowed_players = (2, 4, 6) if r.deck is Deck.SPANISH22 else (2, 4, 6, 8, 10, 12)
     else:
         allowed_players = (3,)
     if r.players not in allowed_players:
         raise InvalidRulesError(
             "players",
-            f"{r.players!r} is not allowed with play_mode {r.play_mode!r} and deck {r.deck!r}; "
+            f"{r.players!r} is not allowed with play_mode '{r.play_mode}' and deck '{r.deck}'; "
             f"allowed: {', '.join(map(str, allowed_players))}",
         )
     # Each player needs 3 cards (4 for the carancho), plus a turn-up card where used.
     need = (
         3 * r.players
-        + (1 if r.ranking in ("vira", "muestra") else 0)
-        + (1 if r.play_mode == "carancho" else 0)
+        + (1 if r.ranking in (Ranking.VIRA, Ranking.MUESTRA) else 0)
+        + (1 if r.play_mode is PlayMode.CARANCHO else 0)
     )
     have = len(DECKS[r.deck]) if not r.clean_deck else 24
     if need > have:
@@ -259,42 +329,56 @@ def _validate(r: RuleSet) -> None:
         )
     if len(r.truco_call_names) != len(ladder):
         raise InvalidRulesError("truco_call_names", f"needs {len(ladder)} names, one per ladder step")
+    game_call = r.truco_game_call
+    if game_call is not None and (
+        not isinstance(game_call, str) or not game_call or game_call in r.truco_call_names
+    ):
+        raise InvalidRulesError(
+            "truco_game_call", "must be null or a name that is not one of truco_call_names"
+        )
     if r.hand_of_eleven_at is not None:
         _int("hand_of_eleven_at", r.hand_of_eleven_at, 1, r.target_points - 1)
         _int("hand_of_eleven_value", r.hand_of_eleven_value, 1, 1000)
         _int("hand_of_eleven_refusal", r.hand_of_eleven_refusal, 1, 1000)
-        if r.play_mode != "teams":
+        if r.play_mode is not PlayMode.TEAMS:
             raise InvalidRulesError("hand_of_eleven_at", "only with play_mode 'teams'; allowed: null")
-    if r.clean_deck and r.ranking in ("muestra", "valencian"):
-        raise InvalidRulesError("clean_deck", f"not with ranking {r.ranking!r}; allowed: false")
+    if r.clean_deck and r.ranking in (Ranking.MUESTRA, Ranking.VALENCIAN):
+        raise InvalidRulesError("clean_deck", f"not with ranking '{r.ranking}'; allowed: false")
     if r.flor and not r.envido:
         raise InvalidRulesError("flor", "flor needs envido; allowed: false when envido is false")
     if r.envido_with_flor and not r.flor:
         raise InvalidRulesError("envido_with_flor", "only with flor; allowed: false when flor is false")
+    for name in ("flor_value", "flor_accepted_value", "contraflor_value"):
+        _int(name, getattr(r, name), 1, 1000)
     if r.fold_concedes_envido and not (r.envido and r.fold):
         raise InvalidRulesError(
             "fold_concedes_envido", "only with envido and fold; allowed: false when either is false"
         )
-    if r.pica_pica and (r.play_mode != "teams" or r.players not in (6, 10)):
+    if r.pica_pica and (r.play_mode is not PlayMode.TEAMS or r.players not in PICA_PICA_PLAYERS):
         raise InvalidRulesError(
             "pica_pica",
-            "head-to-head hands need teams of 3 or 5 (facing seats are opponents only then); "
-            "allowed: true with play_mode 'teams' and players 6 or 10, else false",
+            "head-to-head hands need two teams of 3 to 6 players; "
+            "allowed: true with play_mode 'teams' and players 6, 8, 10 or 12, else false",
         )
-    if r.envido and r.deck == "french40":
+    if r.envido and r.deck is Deck.FRENCH40:
         raise InvalidRulesError("envido", "envido is played with a Spanish deck; allowed: false")
     seen: set[str] = set()
     for c in r.extra_manilhas:
         if c not in DECKS[r.deck] or c in seen:
-            raise InvalidRulesError("extra_manilhas", f"{c!r} is not a distinct card of deck {r.deck!r}")
+            raise InvalidRulesError("extra_manilhas", f"{c!r} is not a distinct card of deck '{r.deck}'")
         seen.add(c)
 
 
+PICA_PICA_PLAYERS: Final = (6, 8, 10, 12)
+"""Table sizes of the head-to-head rounds (seed 001: "Nas modalidades de 6 a 12 pessoas")."""
+
+
 # ---------------------------------------------------------------------- presets
-_PAULISTA = RuleSet()
+_PAULISTA = RuleSet(truco_out_of_turn=True)
 _MINEIRO = RuleSet(
     name="mineiro",
-    ranking="fixed_mineiro",
+    truco_out_of_turn=True,
+    ranking=Ranking.FIXED_MINEIRO,
     base_value=2,
     truco_ladder=(4, 6, 10, 12),
     truco_call_names=("truco", "six", "ten", "twelve"),
@@ -305,25 +389,26 @@ _MINEIRO = RuleSet(
 _ARGENTINE = RuleSet(
     name="argentine",
     players=2,
-    deck="spanish40",
-    ranking="argentine",
+    deck=Deck.SPANISH40,
+    ranking=Ranking.ARGENTINE,
     target_points=15,
     truco_ladder=(2, 3, 4),
     truco_call_names=("truco", "retruco", "vale_cuatro"),
     fold=True,
     face_down_from_trick=0,
-    all_tricks_tied="mano",
-    lead_after_tie="nearest_to_mano",
+    all_tricks_tied=AllTied.MANO,
+    lead_after_tie=LeadAfterTie.NEAREST_TO_MANO,
     hand_of_eleven_at=None,
     iron_hand=False,
     envido=True,
     flor=True,
+    fold_on_envido=FoldOnEnvido.HAND,
 )
 
 PRESETS: Final[dict[str, RuleSet]] = {
     "paulista": _PAULISTA,
     "mineiro": _MINEIRO,
-    "manilha-velha": dataclasses.replace(_PAULISTA, name="manilha-velha", ranking="fixed_mineiro"),
+    "manilha-velha": dataclasses.replace(_PAULISTA, name="manilha-velha", ranking=Ranking.FIXED_MINEIRO),
     "argentine": _ARGENTINE,
     "argentine-30": dataclasses.replace(_ARGENTINE, name="argentine-30", target_points=30, halves=True),
 }
@@ -378,11 +463,11 @@ def get_rules(name: str = "paulista", /, **overrides: Any) -> RuleSet:
     extra: dict[str, Any] = {}
     if players is not None:
         extra["players"] = players
-        if players == 3 and base.play_mode == "teams":
-            extra["play_mode"] = "individual"
+        if players == 3 and base.play_mode is PlayMode.TEAMS:
+            extra["play_mode"] = PlayMode.INDIVIDUAL
     extra.update(overrides)
-    if extra.get("players") == 3 and base.play_mode == "teams" and "play_mode" not in extra:
-        extra["play_mode"] = "individual"
+    if extra.get("players") == 3 and base.play_mode is PlayMode.TEAMS and "play_mode" not in extra:
+        extra["play_mode"] = PlayMode.INDIVIDUAL
     # The hand of eleven is "one hand from the end": a new target moves it along
     # (paulista to 24 plays it at 23), unless the override sets it explicitly.
     target = extra.get("target_points")

@@ -1,17 +1,27 @@
 """Match and hand state: plain, slotted containers with cheap copies and canonical JSON.
 
 The state holds hidden information (every hand's cards); it is the server's, never a
-player's. Players get :func:`truco_engine.observe`. Derived data (the strength table) is not
-serialized and is rebuilt on load.
+player's. Players get :func:`truco_engine.observe`. Derived data (the strength table, who holds
+a flor, the legal actions already asked for) is not serialized and is rebuilt on demand.
+
+States are values: the engine never changes a state it has returned, and copies share what
+no transition changes in place (finished tricks, each seat's card list, which a play
+replaces rather than edits). Code outside the engine must not change a state either; build a
+new one (``MatchState.from_dict``) to reach a position.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from truco_engine.errors import RecordError
+from truco_engine.enums import Phase
+from truco_engine.errors import RecordError, TrucoError
+from truco_engine.events import CallFamily
 from truco_engine.ranking import StrengthTable, strength_table
 from truco_engine.rules import RuleSet
+
+if TYPE_CHECKING:
+    from truco_engine.views import TrickView
 
 Play = tuple[int, str, bool]
 """(seat, card, face_down) of one card played to a trick."""
@@ -20,7 +30,7 @@ Play = tuple[int, str, bool]
 class Trick:
     """One trick: who led, the cards played in order, and its outcome once complete."""
 
-    __slots__ = ("leader", "plays", "side", "tied", "winner")
+    __slots__ = ("leader", "plays", "side", "tied", "view", "winner")
 
     def __init__(
         self,
@@ -35,6 +45,9 @@ class Trick:
         self.winner = winner
         self.side = side
         self.tied = tied
+        self.view: TrickView | None = None
+        """Derived: the observation's view of this trick once finished (same for every seat
+        when no card was played face down)."""
 
     def copy(self) -> Trick:
         return Trick(self.leader, list(self.plays), self.winner, self.side, self.tied)
@@ -63,7 +76,9 @@ class Call:
 
     __slots__ = ("caller", "chain", "family", "level", "responder")
 
-    def __init__(self, family: str, caller: int, responder: int, chain: list[str], level: int = 0) -> None:
+    def __init__(
+        self, family: CallFamily, caller: int, responder: int, chain: list[str], level: int = 0
+    ) -> None:
         self.family = family
         self.caller = caller
         self.responder = responder
@@ -75,7 +90,7 @@ class Call:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "family": self.family,
+            "family": self.family.value,
             "caller": self.caller,
             "responder": self.responder,
             "chain": list(self.chain),
@@ -86,7 +101,7 @@ class Call:
     def from_dict(cls, d: dict[str, Any] | None) -> Call | None:
         if d is None:
             return None
-        return cls(d["family"], d["caller"], d["responder"], list(d["chain"]), d["level"])
+        return cls(CallFamily(d["family"]), d["caller"], d["responder"], list(d["chain"]), d["level"])
 
 
 class HandState:
@@ -102,7 +117,9 @@ class HandState:
         "eleven_decider",
         "eleven_side",
         "envido_open",
+        "flor_holders",
         "flor_sung",
+        "flor_void",
         "mano",
         "number",
         "order",
@@ -138,13 +155,19 @@ class HandState:
     truco: Call | None
     bet: Call | None
     envido_open: bool
+    flor_holders: tuple[int, ...] | None
+    """Derived: the seats holding a flor under the rules (void or not), once asked for."""
     flor_sung: list[int]
+    flor_void: tuple[int, ...]
     special: str
     eleven_side: int | None
     eleven_decider: int | None
     blind: bool
     shows: list[tuple[int, str]]
     over: bool
+
+    def __init__(self) -> None:
+        """An empty hand; :func:`truco_engine.deal` and :meth:`from_dict` fill it in."""
 
     def start_play(self, leader: int, rules: RuleSet) -> None:
         """Open the play of a (sub-)hand led by ``leader``: first trick, base value, no call
@@ -158,22 +181,24 @@ class HandState:
         self.bet = None
         self.envido_open = rules.envido
         self.flor_sung = []
+        self.flor_void = ()
         self.shows = []
         self.over = False
 
     def copy(self) -> HandState:
-        h = HandState.__new__(HandState)
+        h = HandState()
         h.number = self.number
         h.dealer = self.dealer
         h.mano = self.mano
         h.order = self.order
         h.side_of = self.side_of
-        h.cards = [list(c) for c in self.cards]
+        h.cards = list(self.cards)  # each seat's list is replaced, never edited, by a play
         h.dealt = self.dealt
         h.turn_up = self.turn_up
         h.commitment = self.commitment
         h.strength = self.strength
-        h.tricks = [t.copy() for t in self.tricks]
+        tricks = self.tricks  # finished tricks never change: share them, copy the current one
+        h.tricks = [*tricks[:-1], tricks[-1].copy()] if tricks else []
         h.turn = self.turn
         h.value = self.value
         h.truco_level = self.truco_level
@@ -181,7 +206,9 @@ class HandState:
         h.truco = self.truco.copy() if self.truco else None
         h.bet = self.bet.copy() if self.bet else None
         h.envido_open = self.envido_open
+        h.flor_holders = self.flor_holders
         h.flor_sung = list(self.flor_sung)
+        h.flor_void = self.flor_void
         h.special = self.special
         h.eleven_side = self.eleven_side
         h.eleven_decider = self.eleven_decider
@@ -191,7 +218,7 @@ class HandState:
         return h
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "number": self.number,
             "dealer": self.dealer,
             "mano": self.mano,
@@ -217,10 +244,13 @@ class HandState:
             "shows": [[s, f] for s, f in self.shows],
             "over": self.over,
         }
+        if self.flor_void:  # written only when set: states of hands without it keep their form
+            d["flor_void"] = list(self.flor_void)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], rules: RuleSet) -> HandState:
-        h = cls.__new__(cls)
+        h = cls()
         h.number = d["number"]
         h.dealer = d["dealer"]
         h.mano = d["mano"]
@@ -239,7 +269,9 @@ class HandState:
         h.truco = Call.from_dict(d["truco"])
         h.bet = Call.from_dict(d["bet"])
         h.envido_open = d["envido_open"]
+        h.flor_holders = None
         h.flor_sung = list(d["flor_sung"])
+        h.flor_void = tuple(d.get("flor_void", ()))
         h.special = d["special"]
         h.eleven_side = d["eleven_side"]
         h.eleven_decider = d["eleven_decider"]
@@ -257,7 +289,19 @@ class MatchState:
     server hangs turn deadlines on it).
     """
 
-    __slots__ = ("actions", "dealer", "game", "games", "hand", "hands", "phase", "rules", "scores", "winner")
+    __slots__ = (
+        "actions",
+        "dealer",
+        "game",
+        "games",
+        "hand",
+        "hands",
+        "legal_memo",
+        "phase",
+        "rules",
+        "scores",
+        "winner",
+    )
 
     rules: RuleSet
     scores: list[int]
@@ -266,12 +310,18 @@ class MatchState:
     hands: int
     dealer: int
     hand: HandState | None
-    phase: str
+    phase: Phase
     winner: int | None
     actions: int
+    legal_memo: dict[int, tuple[Any, ...]] | None
+    """Derived: the legal actions already computed for this state, by seat (never copied,
+    never serialized)."""
+
+    def __init__(self) -> None:
+        """An empty state; :func:`truco_engine.new_match` and :meth:`from_dict` fill it in."""
 
     def copy(self) -> MatchState:
-        s = MatchState.__new__(MatchState)
+        s = MatchState()
         s.rules = self.rules
         s.scores = list(self.scores)
         s.games = list(self.games)
@@ -282,6 +332,7 @@ class MatchState:
         s.phase = self.phase
         s.winner = self.winner
         s.actions = self.actions
+        s.legal_memo = None
         return s
 
     def to_dict(self) -> dict[str, Any]:
@@ -295,7 +346,7 @@ class MatchState:
             "hands": self.hands,
             "dealer": self.dealer,
             "hand": self.hand.to_dict() if self.hand is not None else None,
-            "phase": self.phase,
+            "phase": self.phase.value,
             "winner": self.winner,
             "actions": self.actions,
         }
@@ -306,7 +357,7 @@ class MatchState:
         if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
             raise RecordError(f"not a match state of format {STATE_FORMAT!r}")
         try:
-            s = cls.__new__(cls)
+            s = cls()
             s.rules = RuleSet.from_dict(d["rules"])
             s.scores = list(d["scores"])
             s.games = list(d["games"])
@@ -314,10 +365,13 @@ class MatchState:
             s.hands = d["hands"]
             s.dealer = d["dealer"]
             s.hand = HandState.from_dict(d["hand"], s.rules) if d["hand"] is not None else None
-            s.phase = d["phase"]
+            s.phase = _phase(d["phase"])
             s.winner = d["winner"]
             s.actions = d["actions"]
-        except (KeyError, TypeError, IndexError) as exc:
+            s.legal_memo = None
+        except TrucoError:
+            raise
+        except (KeyError, TypeError, IndexError, ValueError) as exc:
             raise RecordError(f"malformed match state: {exc!r}") from exc
         return s
 
@@ -328,3 +382,9 @@ class MatchState:
 
 
 STATE_FORMAT = "truco-state/1"
+
+
+def _phase(value: object) -> Phase:
+    if not isinstance(value, str) or value not in tuple(Phase):
+        raise RecordError(f"malformed match state: phase {value!r}; phases are: {', '.join(Phase)}")
+    return Phase(value)

@@ -406,12 +406,7 @@ def event_from_proto(msg: event_pb2.Event, where: str = "event") -> EventView:
 
 
 # ----------------------------------------------------------------------- observations
-_PHASE = {
-    "deal": observation_pb2.PHASE_DEAL,
-    "play": observation_pb2.PHASE_PLAY,
-    "over": observation_pb2.PHASE_OVER,
-}
-_PHASE_NAMES = {v: k for k, v in _PHASE.items()}
+_PHASE = _enum(te.Phase, observation_pb2.Phase.DESCRIPTOR)
 _FAMILY = _enum(te.CallFamily, game_pb2.CallFamily.DESCRIPTOR)
 _SPECIAL = _enum(te.Special, game_pb2.Special.DESCRIPTOR)
 _STATUS = _enum(MatchStatus, match_pb2.MatchState.DESCRIPTOR)
@@ -441,7 +436,7 @@ def observation_to_proto(view: SeatView, rules: te.RuleSet) -> observation_pb2.O
         match_state=_STATUS.encode(view.match_state),
         seat=o.seat,
         team=o.team,
-        phase=_PHASE[str(o.phase)],
+        phase=_PHASE.encode(o.phase),
         game_number=o.game_number,
         hand_number=o.hand_number,
         dealer=o.dealer,
@@ -471,6 +466,7 @@ def observation_to_proto(view: SeatView, rules: te.RuleSet) -> observation_pb2.O
         winner_team=o.winner_team,
         carancho=o.carancho,
         head_to_head=o.head_to_head or (),
+        hand_wins_game=o.hand_wins_game,
         rules=rules_summary(rules),
     )
     for seat, cards in o.revealed.items():
@@ -501,9 +497,7 @@ def _opt(msg: Message, name: str) -> int | None:
 
 def observation_from_proto(msg: observation_pb2.Observation, where: str = "observation") -> SeatView:
     """``truco.v1.Observation`` as the engine's observation with its version and state."""
-    phase = _PHASE_NAMES.get(msg.phase)
-    if phase is None:
-        raise DecodeError(f"{where}.phase", f"unknown phase {msg.phase}")
+    phase = _PHASE.decode(msg.phase, f"{where}.phase", optional=False)
     pending = None
     if msg.HasField("pending"):
         pc = msg.pending
@@ -556,6 +550,7 @@ def observation_from_proto(msg: observation_pb2.Observation, where: str = "obser
         winner_team=_opt(msg, "winner_team"),
         carancho=_opt(msg, "carancho"),
         head_to_head=tuple(msg.head_to_head) or None,
+        hand_wins_game=msg.hand_wins_game,
     )
     status = _STATUS.decode(msg.match_state, f"{where}.match_state", optional=False)
     clock = clock_from_proto(msg.clock) if msg.HasField("clock") else None

@@ -104,9 +104,10 @@ def test_not_your_turn_names_the_seat_and_who_is_to_act():
     t = Table("paulista-4p")
     t.deal(vira="7D")
     with pytest.raises(NotYourTurnError) as err:
-        t.act(2, "truco")
+        t.act(2, "play 5S")
     assert (err.value.seat, err.value.to_act) == (2, (0,))
     assert "seat 2 may not act now; to act: 0" in str(err.value)
+    assert [a.text() for a in err.value.legal] == ["truco"]  # what seat 2 may do out of turn
     t.act(0, "truco")
     with pytest.raises(NotYourTurnError, match="to act: 1"):
         t.act(3, "accept")  # the next opponent after the caller answers, not seat 3

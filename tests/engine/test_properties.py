@@ -6,7 +6,9 @@ editing this file. Randomness lives in the driver (a seeded ``random.Random``).
 
 Properties (checked together along one random match per example, to keep the suite fast):
 
-* random legal play always ends within a bound on the number of steps;
+* random legal play always ends within a bound on the number of steps, the driver sometimes
+  giving the move to a seat the game is not waiting for (any legal action from any seat);
+* every observation's ``legal_actions`` is that seat's own legal set, awaited or not;
 * each hand's score change equals what its events say it is worth: the accepted value
   (or the hand of eleven / iron hand value), the decline value of the last call, the
   refusal value, plus bets (envido/flor) won;
@@ -41,6 +43,7 @@ from truco_engine import (
     apply,
     deal,
     get_rules,
+    is_legal,
     legal_actions,
     observe,
     preset_names,
@@ -50,12 +53,17 @@ from truco_engine import (
     state_to_json,
     to_act,
 )
+from truco_engine.actions import Action
+from truco_engine.moves import MOVES, Ctx
 from truco_engine.ranking import USES_TURN_UP
 
 MAX_DEALS = 400
 EXAMPLES = int(os.environ.get("TRUCO_PROPERTY_EXAMPLES", "20"))
 """Examples per case (every preset × player count); raise it for a thorough run."""
 MAX_ACTIONS = 6000
+OUT_OF_TURN = 0.25
+"""How often the driver offers the move to a random other seat (it acts if it has any legal
+action: a truco call out of turn, a flor over a pending envido)."""
 
 
 def _cases() -> list[tuple[str, int]]:
@@ -101,7 +109,14 @@ def play(
             seat = to_act(m.state)[0]
             legal = legal_actions(m.state, seat)
             assert legal, "the seat to act has no legal action"
-            events = m.act(seat, legal[rng.randrange(len(legal))])
+            if rng.random() < OUT_OF_TURN:  # now and then, a seat the game is not waiting for
+                other = rng.randrange(rules.players)
+                extra = legal_actions(m.state, other) if other != seat else []
+                if extra:
+                    seat, legal = other, extra
+            action = legal[rng.randrange(len(legal))]
+            assert is_legal(m.state, seat, action)
+            events = m.act(seat, action)
         yield before, events, m.state
     play.last_record = m.record  # type: ignore[attr-defined]
 
@@ -114,6 +129,10 @@ def near_end(rules: RuleSet, rng: random.Random) -> MatchState:
     d = new_match(rules).to_dict()
     d["scores"] = [rng.randrange(rules.target_points) for _ in range(rules.sides)]
     return MatchState.from_dict(d)
+
+
+GAME = -1
+"""The value of a hand whose game step (joc fora) was accepted: what its winner needs."""
 
 
 class ValueTracker:
@@ -168,8 +187,12 @@ class ValueTracker:
             if self.pending is not None:  # a raise accepts the raised call
                 self.value = self.pending
             assert d["value_if_declined"] == self.value
-            assert d["value_if_accepted"] in r.truco_ladder and d["value_if_accepted"] > self.value
-            self.pending = d["value_if_accepted"]
+            if d["name"] == r.truco_game_call:  # joc fora: the hand is worth the game
+                assert d["value_if_accepted"] == r.target_points - min(self.scores)
+                self.pending = GAME
+            else:
+                assert d["value_if_accepted"] in r.truco_ladder and d["value_if_accepted"] > self.value
+                self.pending = d["value_if_accepted"]
         elif e.kind == EventKind.CALL_ANSWERED and d["family"] == "truco":
             if d["accepted"]:
                 assert self.pending is not None
@@ -181,7 +204,9 @@ class ValueTracker:
                 assert side is None and points == 0
             elif reason == "eleven_refused":
                 assert points == r.hand_of_eleven_refusal
-            elif self.special == "iron" and reason in ("tricks", "all_tied_mano"):
+            elif (self.special == "iron" and reason in ("tricks", "all_tied_mano")) or (
+                self.value == GAME and reason != "declined"  # joc fora accepted
+            ):
                 assert points == r.target_points - self.scores[side]
             else:
                 assert points == self.value, (reason, points, self.value)
@@ -274,6 +299,15 @@ def _observation_cards(o: Any) -> list[str]:
     return out
 
 
+def every_move_asked(state: MatchState, seat: int) -> tuple[Action, ...]:
+    """The legal set asking every action kind's rule, whatever the situation: the same as
+    :func:`legal_actions`, which asks only the kinds possible in the seat's situation."""
+    if state.phase != "play" or state.hand is None:
+        return ()
+    c = Ctx(state, state.hand, seat)
+    return tuple(a for m in MOVES.values() for a in m.candidates(c) if m.can(c, a))
+
+
 def check_match(rules: RuleSet, seed: int, start: MatchState | None) -> MatchState:
     """Play one random match and check every property along the way."""
     deck = frozenset(rules.deck_cards)
@@ -302,6 +336,11 @@ def check_match(rules: RuleSet, seed: int, start: MatchState | None) -> MatchSta
             if full:  # every field of the serialized observation, now and then
                 seen |= set(_cards_in(o.to_dict(), deck))
             assert seen <= kn.known[v], ("leak in observation", v, seen - kn.known[v])
+            if v is not None and (full or v in o.awaited):  # the seat's own set, awaited or not
+                assert o.legal_actions == tuple(legal_actions(after, v))
+                assert o.awaited == to_act(after)
+                if full:
+                    assert o.legal_actions == every_move_asked(after, v)
             if kn.special == "iron" and after.phase == "play":
                 assert o.hand == ()
         if full:

@@ -122,10 +122,33 @@ def test_fold_as_answer_to_pending_truco():
     assert t.ended() == {"winner_team": 0, "points": 1, "reason": "folded"}
 
 
-def test_fold_as_answer_to_pending_envido_pays_the_refusal_too():
-    """Folding to an envido is declining it (1) and giving up the hand (1)."""
+def test_seed_003_fold_to_a_pending_envido_awards_what_the_round_is_worth():
+    """Seed 003: "You can fold on your own turn instead of playing a card, or use it as your
+    answer to a pending Truco or Envido call" -- "When you fold, your opponent is awarded
+    whatever the round is currently worth: 1 point if no Truco call has been accepted yet".
+    The pending envido is dropped: nobody scores it."""
     t = table().play("0 envido", "1 fold")
+    assert t.scores == [1, 0]
+    assert t.ended() == {"winner_team": 0, "points": 1, "reason": "folded"}
+    assert not t.of(EventKind.BET_WON)
+    assert get_rules("argentine").fold_on_envido == "hand"
+
+
+def test_seed_003_fold_to_an_envido_that_interrupted_a_truco():
+    """The envido answered a pending truco; folding to it awards the round's current value
+    (the truco was never accepted: 1)."""
+    t = table().play("0 truco", "1 envido", "0 fold")
+    assert t.scores == [0, 1] and not t.of(EventKind.BET_WON)
+
+
+def test_option_fold_counts_the_pending_envido_as_declined():
+    """``fold_on_envido="declined"`` (the earlier reading, kept in the presets no text
+    describes): folding to an envido is declining it (1) and giving up the hand (1)."""
+    t = table(fold_on_envido="declined").play("0 envido", "1 fold")
     assert t.scores == [2, 0]
+    assert t.of(EventKind.BET_WON) == [{"family": "envido", "winner_seat": 0, "winner_team": 0, "points": 1}]
+    for preset in ("uruguayan", "gaucho", "carancho", "valencian"):
+        assert get_rules(preset).fold_on_envido == "declined"
 
 
 def test_caller_cannot_fold_own_call():

@@ -169,12 +169,54 @@ def test_pica_pica_stops_near_the_target():
     assert len(t.hand.order) == 6
 
 
-def test_pica_pica_needs_teams_of_three_or_five():
+def test_pica_pica_at_every_table_from_six_to_twelve():
+    """001: "Nas modalidades de 6 a 12 pessoas, as rodadas ímpares são jogadas em equipes e as
+    rodadas pares são jogadas individualmente" -- 6, 8, 10 and 12 players; not 2 or 4."""
     assert get_rules("argentine-6p", pica_pica=True).pica_pica
-    assert get_rules("pica-pica-10p").players == 10
-    for n in (4, 8):
+    for n in (6, 8, 10, 12):
+        assert get_rules(f"pica-pica-{n}p").players == n
+    for n in (2, 4):
         with pytest.raises(InvalidRulesError, match="pica_pica"):
             get_rules("argentine", players=n, pica_pica=True)
+
+
+@pytest.mark.parametrize(
+    ("players", "mano", "pairs"),
+    [
+        (6, 0, [(0, 3), (1, 4), (2, 5)]),  # facing seats are opponents
+        (10, 3, [(3, 8), (4, 9), (5, 0), (6, 1), (7, 2)]),
+        (8, 0, [(0, 5), (1, 4), (2, 7), (3, 6)]),  # facing is a partner: the next seat instead
+        (8, 1, [(1, 4), (2, 7), (3, 6), (5, 0)]),
+        (12, 0, [(0, 7), (1, 6), (2, 9), (3, 8), (4, 11), (5, 10)]),
+    ],
+)
+def test_who_plays_whom_in_the_head_to_head_round(players, mano, pairs):
+    """001: "somente os jogadores que estão de frente para o outro (as chamadas partidas de
+    testa)". With 6 or 10 players the facing seat is an opponent; with 8 or 12 it is a partner
+    (seats alternate), so each player meets the opponent seated just after the partner facing
+    him. Every player plays exactly once, against an opponent; pairs go round from the mano."""
+    from truco_engine.variants import head_to_head_pairs
+
+    got = list(head_to_head_pairs(players, mano))
+    assert got == pairs
+    assert sorted(x for p in got for x in p) == list(range(players))
+    assert all(a % 2 != b % 2 for a, b in got)
+
+
+def test_pica_pica_eight_players_alternate_team_and_head_to_head_hands():
+    t = Table("pica-pica-8p").deal()
+    assert len(t.hand.order) == 8
+    t.play("0 fold")
+    t.deal()  # hand 2: seat 1 is the mano
+    seen = []
+    while t.state.phase == "play":
+        seen.append(t.hand.order)
+        a = t.hand.order[0]
+        t.play(f"{a} fold")
+    assert seen == [(1, 4), (2, 7), (3, 6), (5, 0)]
+    # hand 1: seat 0 folded (team 1 scores 1); then each sub-hand's point goes to the team of
+    # the folder's opponent: seats 1, 3, 5 fold for team 1 (team 0 scores 3), seat 2 for team 0.
+    assert t.scores == [3, 1 + 1]
 
 
 # ------------------------------------------------------------ 8 to 12 players

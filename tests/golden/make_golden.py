@@ -27,6 +27,7 @@ import json
 import random
 import sys
 import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,25 +47,47 @@ from truco_engine import (  # noqa: E402
     to_act,
 )
 from truco_engine.actions import Action  # noqa: E402
+from truco_engine.scoring import ENVIDO_CALLS  # noqa: E402
 
-CASES: dict[str, int] = {
-    "paulista-2p": 2,
-    "paulista-4p": 2,
-    "paulista-6p": 1,
-    "mineiro-2p": 2,
-    "mineiro-4p": 1,
-    "manilha-velha-4p": 1,
-    "argentine-2p": 2,
-    "argentine-4p": 1,
-    "argentine-30-2p": 1,
-    "uruguayan-2p": 1,
-    "gaucho-4p": 1,
-    "valencian-4p": 1,
-    "argentine-3p": 1,
-    "carancho-3p": 1,
-    "pica-pica-6p": 1,
+
+@dataclass(frozen=True)
+class Case:
+    """One golden case: a preset (``NAME-Np``) with house rules, the runs recorded (each run
+    ``n`` is a seed), and what the driver may do besides the defaults."""
+
+    preset: str
+    runs: tuple[int, ...] = (1,)
+    overrides: dict[str, Any] = field(default_factory=dict)
+    raise_envido: bool = False
+    """Answer an envido with a raise (envido, real envido, falta envido) 15 % of the time."""
+
+
+CASES: dict[str, Case] = {
+    "paulista-2p": Case("paulista-2p", (1, 2)),
+    "paulista-4p": Case("paulista-4p", (1, 2)),
+    "paulista-6p": Case("paulista-6p"),
+    "mineiro-2p": Case("mineiro-2p", (1, 2)),
+    "mineiro-4p": Case("mineiro-4p"),
+    "manilha-velha-4p": Case("manilha-velha-4p"),
+    "argentine-2p": Case("argentine-2p", (1, 2)),
+    "argentine-4p": Case("argentine-4p"),
+    "argentine-30-2p": Case("argentine-30-2p"),
+    "uruguayan-2p": Case("uruguayan-2p"),
+    "gaucho-4p": Case("gaucho-4p"),
+    "valencian-4p": Case("valencian-4p"),
+    "argentine-3p": Case("argentine-3p"),
+    "carancho-3p": Case("carancho-3p"),
+    "pica-pica-6p": Case("pica-pica-6p"),
+    # Whole-match structures (tests/engine/test_golden_matches.py checks that each file
+    # shows what it is here for; the run numbers were picked for that):
+    # best of three (seed 000), with a redeal after three tied tricks on the way;
+    "paulista-best-of-3-2p": Case("paulista-2p", (17,), {"games_to_win": 2}),
+    # pica-pica at eight (the head-to-head pairs when the facing seat is a partner);
+    "pica-pica-8p": Case("pica-pica-8p"),
+    # a game, and the match, ending in the middle of a hand on an accepted falta envido.
+    "argentine-falta-2p": Case("argentine-2p", (64,), raise_envido=True),
 }
-"""Case (preset with player count) and how many matches to record for it."""
+"""Case name (the files are ``NAME-N.json``) and what it records."""
 
 MAX_STEPS = 3000
 
@@ -77,9 +100,11 @@ def play_match(case: str, n: int) -> MatchRecord:
     """One match of ``case`` played by the seeded random driver: a call is answered with
     accept (60 %), decline (25 %) or a raise (15 %); on its turn a seat calls truco 8 % of
     the time, envido 8 % where it is legal, else plays a random card (face down included
-    where legal), or any legal action when no card may be played (flor, discard)."""
+    where legal), or any legal action when no card may be played (flor, discard). Only the
+    seat the game waits for acts (out-of-turn calls are pinned by the unit tests)."""
+    spec = CASES[case]
     rng = random.Random(seed_of(case, n))
-    rules = get_rules(case)
+    rules = get_rules(spec.preset, **spec.overrides)
     m = Match(rules)
     deck = list(rules.deck_cards)
     hands = 0
@@ -92,12 +117,17 @@ def play_match(case: str, n: int) -> MatchRecord:
             m.deal(deck, salt=f"golden-{case}-{n}-{hands}")
             continue
         seat = to_act(m.state)[0]
-        legal = {a.kind: a for a in legal_actions(m.state, seat)}
-        plays = [a for a in legal_actions(m.state, seat) if a.kind == "play"]
+        options = legal_actions(m.state, seat)
+        legal = {a.kind: a for a in options}
+        plays = [a for a in options if a.kind == "play"]
         x = rng.random()
         if "accept" in legal:
             kind = "accept" if x < 0.6 or len(legal) == 1 else "decline" if x < 0.85 else "truco"
-            action = legal.get(kind, legal["accept"])
+            raises = [a for a in options if a.kind in ENVIDO_CALLS]
+            if kind == "truco" and spec.raise_envido and raises:
+                action = raises[rng.randrange(len(raises))]
+            else:
+                action = legal.get(kind, legal["accept"])
         elif "truco" in legal and x < 0.08:
             action = legal["truco"]
         elif "envido" in legal and x < 0.16:
@@ -105,7 +135,6 @@ def play_match(case: str, n: int) -> MatchRecord:
         elif plays:
             action = plays[rng.randrange(len(plays))]
         else:  # must sing flor, discard (carancho), …: any legal action
-            options = legal_actions(m.state, seat)
             action = options[rng.randrange(len(options))]
         m.act(seat, action)
     raise AssertionError(f"{case}-{n}: the match did not end")
@@ -160,9 +189,7 @@ def dump(data: dict[str, Any]) -> str:
 
 
 def files() -> list[tuple[str, int, Path]]:
-    return [
-        (case, n, HERE / f"{case}-{n}.json") for case, count in CASES.items() for n in range(1, count + 1)
-    ]
+    return [(case, n, HERE / f"{case}-{n}.json") for case, spec in CASES.items() for n in spec.runs]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -100,8 +100,10 @@ async def test_seat_credential_cannot_act_for_another_seat(service: MatchService
     created = await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
     mid, tokens = created.match.match_id, created.seat_tokens
     other = 1 - (await view_of(service, mid, tokens[0])).observation.awaited[0]
+    # Paulista lets a seat call truco out of turn, but never play a card out of turn.
+    card = (await view_of(service, mid, tokens[other])).observation.hand[0]
     with pytest.raises(E.NotYourTurn):
-        await act(service, mid, tokens[other], te.Action("truco"))
+        await act(service, mid, tokens[other], te.Action("play", card=card))
     with pytest.raises(E.PermissionDenied):
         await act(service, mid, created.spectator_token, te.Action("truco"))
     with pytest.raises(E.Unauthenticated):
