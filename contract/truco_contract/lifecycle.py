@@ -141,9 +141,12 @@ class Life:
         """Milliseconds the awaited decision has run for at ``now``."""
         return max(0, now - self.since) if self.awaited is not None else 0
 
-    def stop(self, tc: TimeControl | None, now: int) -> int:
-        """The awaited decision is over at ``now``: when timed, charge the seat's bank and add
-        the increment; returns the milliseconds its clock ran (0 when not timed)."""
+    def stop(self, tc: TimeControl | None, now: int, by: int | None = None) -> int:
+        """The awaited decision is over at ``now``, ended by seat ``by`` (``None``: by the
+        server). When timed, the awaited seat's bank pays for the time over its allowance;
+        the increment is added only when that seat made the decision itself (not when another
+        seat's call out of turn interrupted it). Returns the milliseconds the clock of ``by``
+        ran (0 when not timed or when ``by`` was not the awaited seat)."""
         seat, timed = self.awaited, self.timed
         self.awaited, self.decision, self.timed = None, -1, False
         if seat is None or not timed or tc is None:
@@ -151,8 +154,8 @@ class Life:
         ran = max(0, now - self.since)
         if self.bank:
             over = max(0, ran - self.allowance)
-            self.bank[seat] = max(0, self.bank[seat] - over) + tc.increment
-        return ran
+            self.bank[seat] = max(0, self.bank[seat] - over) + (tc.increment if by == seat else 0)
+        return ran if by == seat else 0
 
     def wait_for(
         self, tc: TimeControl | None, seat: int, decision: int, now: int, first_of_hand: bool

@@ -170,7 +170,7 @@ def act(setup: Setup, state: te.MatchState, life: Life, seat: int, action: te.Ac
     new_state, events = te.apply(state, seat, action)
     life = life.copy()
     life.last_activity = now
-    ran = life.stop(setup.lifecycle.time_control, now)
+    ran = life.stop(setup.lifecycle.time_control, now, by=seat)
     entries: list[LogEntry] = list(events)
     new_state = _after(setup, new_state, life, entries, now)
     return Step(new_state, life, entries, ran)

@@ -312,7 +312,8 @@ CASES = [
     ),
     Case(
         "act/not-your-turn",
-        lambda c: submit(c, action_pb2.Action(call_truco=action_pb2.CallTruco()), c.token(c.idle)),
+        # (paulista lets a seat call truco out of turn, never fold out of turn)
+        lambda c: submit(c, action_pb2.Action(fold=action_pb2.Fold()), c.token(c.idle)),
         G.FAILED_PRECONDITION,
         "NOT_YOUR_TURN",
     ),
