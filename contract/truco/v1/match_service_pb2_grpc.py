@@ -223,8 +223,8 @@ class MatchServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def AddTime(self, request, context):
-        """Adds time to a seat's clock (its current decision and its bank), or to
-        every seat's. Only the creating operator.
+        """Adds time to a seat's clock (into its bank; without a bank, onto the
+        decision being timed), or to every seat's. Only the creating operator.
 
         Errors: INVALID_ARGUMENT; FAILED_PRECONDITION (MATCH_NOT_ACTIVE, or the
         match has no clock); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.

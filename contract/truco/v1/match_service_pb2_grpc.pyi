@@ -126,8 +126,8 @@ class MatchServiceStub:
     Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
     """
     AddTime: _grpc.UnaryUnaryMultiCallable[_match_service_pb2.AddTimeRequest, _match_service_pb2.AddTimeResponse]
-    """Adds time to a seat's clock (its current decision and its bank), or to
-    every seat's. Only the creating operator.
+    """Adds time to a seat's clock (into its bank; without a bank, onto the
+    decision being timed), or to every seat's. Only the creating operator.
 
     Errors: INVALID_ARGUMENT; FAILED_PRECONDITION (MATCH_NOT_ACTIVE, or the
     match has no clock); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
@@ -238,8 +238,8 @@ class MatchServiceAsyncStub(MatchServiceStub):
     Errors: NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
     """
     AddTime: _aio.UnaryUnaryMultiCallable[_match_service_pb2.AddTimeRequest, _match_service_pb2.AddTimeResponse]  # type: ignore[assignment]
-    """Adds time to a seat's clock (its current decision and its bank), or to
-    every seat's. Only the creating operator.
+    """Adds time to a seat's clock (into its bank; without a bank, onto the
+    decision being timed), or to every seat's. Only the creating operator.
 
     Errors: INVALID_ARGUMENT; FAILED_PRECONDITION (MATCH_NOT_ACTIVE, or the
     match has no clock); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
@@ -401,8 +401,8 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _match_service_pb2.AddTimeRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_match_service_pb2.AddTimeResponse, _abc.Awaitable[_match_service_pb2.AddTimeResponse]]:
-        """Adds time to a seat's clock (its current decision and its bank), or to
-        every seat's. Only the creating operator.
+        """Adds time to a seat's clock (into its bank; without a bank, onto the
+        decision being timed), or to every seat's. Only the creating operator.
 
         Errors: INVALID_ARGUMENT; FAILED_PRECONDITION (MATCH_NOT_ACTIVE, or the
         match has no clock); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
