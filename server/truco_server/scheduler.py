@@ -31,13 +31,17 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from truco_server import metrics
-from truco_server.errors import ServiceError
+from truco_server.errors import MatchNotFound, ServiceError
 from truco_server.service import MatchService
 from truco_server.storage import MatchStore, StorageError
 from truco_server.storage.base import CLOCK, WEBHOOK, Claim
 from truco_server.webhooks import Deliverer
 
 log = structlog.get_logger("truco.scheduler")
+
+MISSING_MATCH_TRIES = 10
+MISSING_MATCH_RETRY_MS = 1_000
+"""A wakeup of a match the store does not hold is tried this many times, this far apart."""
 
 Handler = Callable[[Claim], Awaitable[tuple[int | None, bytes]]]
 """Does a claimed item's work; returns its next due time (ms; ``None``: done) and new data."""
@@ -128,7 +132,17 @@ def clock_reader(service: MatchService, store: MatchStore, *, tick: float = 0.25
     """The reader of the match wakeups (the clock, abandonment, relays)."""
 
     async def wake(claim: Claim) -> tuple[int | None, bytes]:
-        return await service.wake_match(claim.item), b""
+        try:
+            nxt = await service.wake_match(claim.item)
+        except MatchNotFound:
+            # A match's wakeup is registered before its creation commits (so that a worker
+            # dying in between loses nothing): a reader may get there first. Look again a
+            # few times before dropping the wakeup of a match that is not there.
+            misses = int(claim.data or b"0") + 1
+            if misses > MISSING_MATCH_TRIES:
+                return None, b""
+            return round(time.time() * 1000) + MISSING_MATCH_RETRY_MS, str(misses).encode()
+        return nxt, (b"0" if claim.data not in (b"", b"0") else b"")
 
     return QueueReader(store, CLOCK, wake, owned=False, tick=tick)
 

@@ -853,13 +853,12 @@ class MatchService:
     async def wake_match(self, match_id: str) -> int | None:
         """Do what is due in a match now (the scheduler's call for a claimed match): a clock
         expiry, a default move for an away seat, the end of the join window, the idle
-        timeout. Returns the next wakeup (ms since the epoch), or ``None``."""
+        timeout. Returns the next wakeup (ms since the epoch), or ``None``. Raises
+        :class:`MatchNotFound` for a match the store does not hold (yet: its wakeup is
+        registered before its creation commits; or any more)."""
         if self.relay is not None and not await self.relay(match_id):
             return round(self.now() * 1000) + 1_000  # another relay holds the outbox
-        try:
-            loaded = await self._load(match_id, fresh=True)
-        except E.MatchNotFound:
-            return None
+        loaded = await self._load(match_id, fresh=True)
         for _ in range(5):
             if loaded.status is not MatchStatus.ACTIVE:
                 return None

@@ -9,6 +9,8 @@ serve` worker processes pointed at the cluster URL, bots over the public gRPC AP
 * What a client sees when the primary dies in the middle of its action (docs/operations.md,
   "Failover"): the call fails or is slow; a retry with the same request id lands exactly
   once.
+* Clocked matches nobody plays, running through the same failover and worker restart: every
+  expiry applied exactly once (each stored log equals the pure table's).
 
 Real processes on loopback only; the failover takes a few seconds (1 s failure detection in
 the test cluster).
@@ -31,7 +33,8 @@ from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.crc import key_slot
 
-from tests.e2e.client import Player, Stub, Tracker, act, create, get, server_state
+from tests.e2e.client import Created, Player, Stub, Tracker, act, create, get, server_state
+from tests.e2e.stalled import any_expiry, check_stalled, clocked, wait_over
 from truco_tools.cluster_load import ClusterBots, LoadStats, WorkerProcess, start_workers
 from truco_tools.redis_cluster import LocalRedisCluster
 
@@ -39,6 +42,7 @@ WORKER_SETTINGS = {
     "TRUCO_EVENT_LOG_MAX_LEN": "100000",  # a resumed stream gets events, never a trimmed log
     "TRUCO_REDIS_RETRY_SECONDS": "20",  # longer than a failover of the test cluster
     "TRUCO_HEARTBEAT_INTERVAL_SECONDS": "2",
+    "TRUCO_SCHEDULER_TICK_SECONDS": "0.05",
 }
 
 
@@ -59,12 +63,23 @@ async def until(condition: Callable[[], bool], timeout: float, what: str) -> Non
         await asyncio.sleep(0.05)
 
 
-async def campaign(cluster: LocalRedisCluster, workers: list[WorkerProcess], matches: int) -> LoadStats:
-    """All ``matches`` at once; a primary killed once 15 % are done, worker 2 killed and
+STALLED = 6
+"""Clocked matches nobody plays, created just before the failover: their expiries run on
+through the failover and the worker's restart."""
+
+
+async def campaign(
+    cluster: LocalRedisCluster, workers: list[WorkerProcess], matches: int
+) -> tuple[LoadStats, list[Created]]:
+    """All ``matches`` at once; once 15 % are done, ``STALLED`` clocked matches nobody plays
+    and, as soon as their first expiry is applied, a primary killed; worker 2 killed and
     started again once 40 % are done."""
     stats = LoadStats()
     t0 = time.monotonic()
-    async with ClusterBots([w.address for w in workers], seed=matches, stats=stats) as bots:
+    async with (
+        ClusterBots([w.address for w in workers], seed=matches, stats=stats) as bots,
+        grpc.aio.insecure_channel(workers[0].address) as ch,
+    ):
         play = asyncio.ensure_future(bots.run(matches, concurrency=matches))
         budget = 60 + matches
 
@@ -72,6 +87,16 @@ async def campaign(cluster: LocalRedisCluster, workers: list[WorkerProcess], mat
             return lambda: play.done() or stats.matches_finished >= share * matches
 
         await until(done(0.15), budget, "15 % of the matches")
+        stub = Stub(ch)
+        stalled = [await create(stub, "paulista", 2, settings=clocked()) for _ in range(STALLED)]
+        rc = aioredis_cluster(cluster)
+        try:
+            deadline = time.monotonic() + 20
+            while not await any_expiry(rc, stalled):
+                assert time.monotonic() < deadline, "no expiry applied before the failover"
+                await asyncio.sleep(0.05)
+        finally:
+            await rc.aclose()
         failover = await asyncio.to_thread(cluster.kill_primary)
         killed, promoted = failover.killed.index, failover.promoted.index
         print(f"\nprimary node {killed} killed, node {promoted} primary after {failover.seconds:.1f} s")
@@ -86,7 +111,23 @@ async def campaign(cluster: LocalRedisCluster, workers: list[WorkerProcess], mat
         assert not play.done() or play.exception() is None
         await asyncio.wait_for(play, budget)
     print(f"{matches} matches in {time.monotonic() - t0:.1f} s: {stats.summary()}")
-    return stats
+    return stats, stalled
+
+
+async def check_clocks(
+    cluster: LocalRedisCluster, workers: list[WorkerProcess], stalled: list[Created]
+) -> None:
+    """The stalled matches ended by forfeit with every expiry applied exactly once, across the
+    failover and the worker's restart."""
+    rc = aioredis_cluster(cluster)
+    try:
+        async with grpc.aio.insecure_channel(workers[2].address) as ch:
+            stub = Stub(ch)
+            await wait_over(stub, stalled, 60, rc)
+            total = await check_stalled(stub, rc, stalled)
+    finally:
+        await rc.aclose()
+    print(f"{len(stalled)} clocked matches: {total} expiries, each applied once")
 
 
 def aioredis_cluster(cluster: LocalRedisCluster) -> AsyncRedisCluster:
@@ -116,9 +157,10 @@ def check_streams(stats: LoadStats, matches: int) -> None:
 async def test_40_matches_across_three_workers_through_a_failover_and_a_worker_restart(
     redis_cluster: LocalRedisCluster, workers: list[WorkerProcess]
 ) -> None:
-    stats = await campaign(redis_cluster, workers, 40)
+    stats, stalled = await campaign(redis_cluster, workers, 40)
     check_streams(stats, 40)
     check_store(redis_cluster, stats)
+    await check_clocks(redis_cluster, workers, stalled)
 
 
 @pytest.mark.cluster
@@ -126,9 +168,10 @@ async def test_40_matches_across_three_workers_through_a_failover_and_a_worker_r
 async def test_200_matches_across_three_workers_through_a_failover_and_a_worker_restart(
     redis_cluster: LocalRedisCluster, workers: list[WorkerProcess]
 ) -> None:
-    stats = await campaign(redis_cluster, workers, 200)
+    stats, stalled = await campaign(redis_cluster, workers, 200)
     check_streams(stats, 200)
     check_store(redis_cluster, stats)
+    await check_clocks(redis_cluster, workers, stalled)
 
 
 @pytest.mark.timeout(120)

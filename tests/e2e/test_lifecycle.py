@@ -12,7 +12,6 @@ awarding the match, spectators kept some actions behind and shown each finished 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import signal
 import subprocess
@@ -28,24 +27,29 @@ import redis.asyncio as aioredis
 from google.protobuf.duration_pb2 import Duration
 
 import truco_engine as te
-from tests.e2e.client import Created, Stub, Tracker, act, bearer, create, get, rich
+from tests.e2e.client import Tracker, act, bearer, create, get, rich
 from tests.e2e.conftest import WorkerFactory
-from truco_contract import codec, records, table
+from tests.e2e.stalled import (
+    FORFEIT_AFTER,
+    any_expiry,
+    check_stalled,
+    clocked,
+    record_of,
+    stored_log,
+    wait_over,
+)
+from truco_contract import records
 from truco_contract.events import (
-    LogEntry,
     MatchAborted,
     MatchAdjudicated,
-    MatchForfeited,
     TimeAdded,
     TimeoutCause,
     TurnTimedOut,
-    entry_to_dict,
 )
 from truco_contract.pb import action_pb2, match_pb2
 from truco_contract.pb import match_service_pb2 as MS
 from truco_contract.pb import match_service_pb2_grpc as MSG
 from truco_server.config import ApiKey
-from truco_server.persisted import unpack_entry
 from truco_tools.redis_proc import free_port
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
@@ -54,90 +58,7 @@ FAST = {"scheduler_tick_seconds": 0.05}
 """Workers that look for due matches every 50 ms (the default is 250 ms)."""
 RESIGN = action_pb2.Action(resign=action_pb2.Resign())
 OPERATOR_KEY = "ops-key"
-FORFEIT_AFTER = 3
 STALLED_MATCHES = 6
-
-
-def clocked(
-    per_decision_s: int = 1, forfeit_after: int = FORFEIT_AFTER, **more: Any
-) -> match_pb2.MatchSettings:
-    tc = match_pb2.TimeControl(per_decision=Duration(seconds=per_decision_s), forfeit_after=forfeit_after)
-    return match_pb2.MatchSettings(time_control=tc, **more)
-
-
-async def stored_log(r: aioredis.Redis, match_id: str) -> list[tuple[int, LogEntry, int]]:
-    """(version, entry, ms after creation) of every entry the server holds for a match."""
-    out = []
-    for eid, fields in await r.xrange(f"truco:{{{match_id}}}:events"):
-        entry, ms = unpack_entry(fields[b"e"])
-        out.append((int(eid.split(b"-")[0]), entry, ms))
-    return out
-
-
-async def record_of(stub: Stub, m: Created) -> records.MatchRecord:
-    resp = await stub.GetMatchRecord(
-        MS.GetMatchRecordRequest(match_id=m.match_id), metadata=bearer(m.tokens[0])
-    )
-    return codec.record_from_proto(resp.record)
-
-
-def expected_log(record: records.MatchRecord) -> list[LogEntry]:
-    """The log of a match nobody plays, computed by the pure table from the record's setup
-    (its seed is in the reveal): each expiry applied at its deadline, until the match ends."""
-    setup = records.setup_of(record)
-    step = table.start(setup, record.match.seats, records.creator_seed_of(record), now=0)
-    state, life, log = step.state, step.life, list(step.entries)
-    while not te.is_over(state):
-        due = table.due(setup, state, life)
-        assert due is not None, "a clocked match always has a deadline"
-        nxt = table.expire(setup, state, life, TimeoutCause.CLOCK, due)
-        assert nxt is not None, "an expiry at its deadline always applies"
-        state, life = nxt.state, nxt.life
-        log.extend(nxt.entries)
-    return log
-
-
-async def _any_expiry(r: aioredis.Redis, matches: list[Created]) -> bool:
-    logs = [await stored_log(r, m.match_id) for m in matches]
-    return any(isinstance(e, TurnTimedOut) for held in logs for _, e, _ in held)
-
-
-async def wait_over(stub: Stub, matches: list[Created], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    pending = list(matches)
-    while pending:
-        assert time.monotonic() < deadline, f"{len(pending)} matches still active after {timeout} s"
-        views = [await get(stub, m.match_id, m.tokens[0]) for m in pending]
-        pending = [
-            m for m, v in zip(pending, views, strict=True) if v.match.state == match_pb2.MATCH_STATE_ACTIVE
-        ]
-        await asyncio.sleep(0.2)
-
-
-async def check_stalled(stub: Stub, r: aioredis.Redis, matches: list[Created]) -> int:
-    """Every match ended by forfeit, its log the pure table's, each expiry once and never
-    before its deadline. Returns the number of expiries."""
-    total = 0
-    for m in matches:
-        record = await record_of(stub, m)
-        held = await stored_log(r, m.match_id)
-        assert [v for v, _, _ in held] == list(range(1, len(held) + 1)), "versions contiguous"
-        want = [entry_to_dict(e) for e in expected_log(record)]
-        got = [entry_to_dict(e) for _, e, _ in held]
-        assert got == want, f"{m.match_id}: the stored log is not the pure table's"
-        timeouts = [(v, e, ms) for v, e, ms in held if isinstance(e, TurnTimedOut)]
-        forfeits = [e for _, e, _ in held if isinstance(e, MatchForfeited)]
-        assert len(forfeits) == 1 and forfeits[0].expiries == FORFEIT_AFTER
-        clock_steps = [s for s in record.steps if s.cause is records.StepCause.CLOCK]
-        assert len(clock_steps) == len(timeouts), "one record step per expiry"
-        assert len({s.version for s in clock_steps}) == len(clock_steps), "no expiry recorded twice"
-        # each decision ran its full second: an expiry never comes before its deadline
-        times = [0] + [ms for _, _, ms in timeouts]
-        assert all(b - a >= 1000 for a, b in itertools.pairwise(times)), times
-        result = record.match.result
-        assert result is not None and result.winner_team != forfeits[0].team
-        total += len(timeouts)
-    return total
 
 
 async def test_stalled_matches_time_out_exactly_once_with_two_workers_racing(
@@ -201,7 +122,7 @@ async def test_expiries_are_applied_once_when_a_worker_is_killed_mid_run(
         matches = [await create(stub, "paulista", 2, settings=clocked()) for _ in range(STALLED_MATCHES)]
         # the child alone applies the first expiries ...
         deadline = time.monotonic() + 20
-        while not await _any_expiry(r, matches):
+        while not await any_expiry(r, matches):
             assert time.monotonic() < deadline, "no expiry applied by the child worker"
             await asyncio.sleep(0.05)
     async with make_worker(**FAST) as w, grpc.aio.insecure_channel(w.grpc_address) as ch:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 
 import pytest
 
@@ -14,7 +15,9 @@ from truco_contract.views import SeatView
 from truco_server import errors as E
 from truco_server.api import types as T
 from truco_server.api.auth import MatchCredential, Operator, parse_token
+from truco_server.scheduler import MISSING_MATCH_RETRY_MS, MISSING_MATCH_TRIES, clock_reader
 from truco_server.service import MatchService, unpack_entry
+from truco_server.storage.base import CLOCK
 
 
 def cred(token: str) -> MatchCredential:
@@ -236,3 +239,28 @@ async def test_cancel_is_idempotent_but_a_finished_match_stays_finished(
     await play_out(service, done.match.match_id, done.seat_tokens, random.Random(5))
     with pytest.raises(E.MatchNotActive):
         await service.cancel_match(operator, T.CancelMatchRequest(done.match.match_id))
+
+
+async def test_a_wakeup_claimed_before_its_match_exists_is_tried_again(service: MatchService) -> None:
+    """A match's wakeup is queued before its creation commits, so a reader can claim it first
+    (seen on a loaded Redis Cluster, where a clock then never ran): the wakeup is tried again a
+    second later, not dropped; a wakeup of a match that never comes is dropped after a few tries."""
+    store = service.store
+    reader = clock_reader(service, store)
+    now = round(time.time() * 1000)
+    await store.queue_add(CLOCK, "m-not-yet", now)
+    assert await reader.run_once() == 1
+    later = now + MISSING_MATCH_RETRY_MS + 50
+    shard_claims = [
+        c
+        for s in await store.queue_due(CLOCK, later)
+        for c in await store.queue_claim(CLOCK, s, later, 1, 10)
+    ]
+    assert [(c.item, c.data) for c in shard_claims] == [("m-not-yet", b"1")]
+    # ... and a wakeup whose match never appears is dropped after MISSING_MATCH_TRIES tries
+    for c in shard_claims:
+        await store.queue_finish(CLOCK, c.item, c.lease, None, b"", owned=False)
+    await store.queue_add(CLOCK, "m-never", now, str(MISSING_MATCH_TRIES).encode())
+    assert await reader.run_once() == 1
+    far = now + 10 * MISSING_MATCH_RETRY_MS
+    assert await store.queue_due(CLOCK, far) == []
