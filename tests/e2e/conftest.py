@@ -8,8 +8,14 @@ so a test can compare it with what a client was sent.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +24,7 @@ import pytest_asyncio
 from truco_server.config import Settings
 from truco_server.grpc_server import Worker
 from truco_server.service_wiring import servicer_factory
+from truco_tools.redis_proc import free_port
 
 
 def e2e_settings(redis_url: str, **overrides: Any) -> Settings:
@@ -62,3 +69,31 @@ def make_worker(clean_redis_url: str) -> WorkerFactory:
 async def worker(make_worker: WorkerFactory) -> AsyncIterator[Worker]:
     async with make_worker() as w:
         yield w
+
+
+@contextmanager
+def serve_process(redis_url: str, log_dir: Path, *args: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """``truco serve`` (open mode, plus ``args``) as a child process on a free loopback port,
+    for tests that SIGKILL a worker; yields the process and its gRPC address. Its output goes to
+    ``log_dir/serve.log``; it is killed at the end if still running."""
+    port = free_port("127.0.0.1")
+    log_path = log_dir / "serve.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
+    cmd = [
+        sys.executable, "-m", "truco_cli.main", "serve",
+        "--redis", redis_url, "--grpc-port", str(port), "--metrics-port", "0",
+        "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning", *args,
+    ]  # fmt: skip
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            deadline = time.monotonic() + 20
+            while "gRPC listening" not in log_path.read_text(errors="replace"):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError("truco serve did not start: " + log_path.read_text())
+                time.sleep(0.05)
+            yield proc, f"127.0.0.1:{port}"
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)

@@ -15,7 +15,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +27,7 @@ from google.protobuf.duration_pb2 import Duration
 
 import truco_engine as te
 from tests.e2e.client import Tracker, act, bearer, create, get, rich
-from tests.e2e.conftest import WorkerFactory
+from tests.e2e.conftest import WorkerFactory, serve_process
 from tests.e2e.stalled import (
     FORFEIT_AFTER,
     any_expiry,
@@ -50,7 +49,6 @@ from truco_contract.pb import action_pb2, match_pb2
 from truco_contract.pb import match_service_pb2 as MS
 from truco_contract.pb import match_service_pb2_grpc as MSG
 from truco_server.config import ApiKey
-from truco_tools.redis_proc import free_port
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
 
@@ -87,29 +85,9 @@ async def test_stalled_matches_time_out_exactly_once_with_two_workers_racing(
 
 @pytest.fixture
 def serve(clean_redis_url: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """``truco serve`` on the test's Redis, as a child process the test can SIGKILL."""
-    port = free_port("127.0.0.1")
-    log_path = tmp_path / "serve.log"
-    log = log_path.open("wb")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
-    cmd = [
-        sys.executable, "-m", "truco_cli.main", "serve",
-        "--redis", clean_redis_url, "--grpc-port", str(port), "--metrics-port", "0",
-        "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning", "--scheduler-tick", "0.05",
-    ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 20
-        while "gRPC listening" not in log_path.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("truco serve did not start: " + log_path.read_text())
-            time.sleep(0.05)
-        yield proc, f"127.0.0.1:{port}"
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-        log.close()
+    """``truco serve`` on the test's Redis (50 ms scheduler ticks), a child process to SIGKILL."""
+    with serve_process(clean_redis_url, tmp_path, "--scheduler-tick", "0.05") as served:
+        yield served
 
 
 async def test_expiries_are_applied_once_when_a_worker_is_killed_mid_run(

@@ -8,8 +8,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,8 +33,7 @@ from tests.e2e.client import (
     server_state,
     stored_events,
 )
-from tests.e2e.conftest import WorkerFactory
-from tests.helpers.redis_proc import free_port
+from tests.e2e.conftest import WorkerFactory, serve_process
 from truco_contract.pb import action_pb2, match_pb2
 from truco_server.grpc_server import Worker
 
@@ -139,27 +136,8 @@ async def test_two_workers_serve_one_match_alternately(make_worker: WorkerFactor
 @pytest.fixture
 def serve_subprocess(clean_redis_url: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """``truco serve`` as a child process on a free loopback port (open mode)."""
-    port = free_port()
-    log = (tmp_path / "serve.log").open("wb")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
-    cmd = [
-        sys.executable, "-m", "truco_cli.main", "serve",
-        "--redis", clean_redis_url, "--grpc-port", str(port), "--metrics-port", "0",
-        "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning",
-    ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 20
-        while "gRPC listening" not in (tmp_path / "serve.log").read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("truco serve did not start: " + (tmp_path / "serve.log").read_text())
-            time.sleep(0.05)
-        yield proc, f"127.0.0.1:{port}"
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-        log.close()
+    with serve_process(clean_redis_url, tmp_path) as served:
+        yield served
 
 
 async def test_worker_killed_mid_match_another_finishes_it(

@@ -13,7 +13,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from aiohttp import web
 from standardwebhooks import Webhook as Verifier
 
 from tests.e2e.client import Player, act, bearer, create, rich
-from tests.e2e.conftest import WorkerFactory
+from tests.e2e.conftest import WorkerFactory, serve_process
 from truco_contract.pb import action_pb2, match_pb2, operator_service_pb2, operator_service_pb2_grpc
 from truco_contract.pb import match_service_pb2 as MS
 from truco_contract.pb import match_service_pb2_grpc as MSG
@@ -186,29 +185,9 @@ async def test_a_delivery_is_given_up_after_the_schedule_and_shown_as_failed(
 @pytest.fixture
 def serve_webhooks(clean_redis_url: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """``truco serve`` delivering webhooks to loopback, as a child process we can SIGKILL."""
-    port = free_port("127.0.0.1")
-    log = (tmp_path / "serve.log").open("wb")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
-    cmd = [
-        sys.executable, "-m", "truco_cli.main", "serve",
-        "--redis", clean_redis_url, "--grpc-port", str(port), "--metrics-port", "0",
-        "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning",
-        "--webhook-allow", LOOPBACK, "--webhook-timeout", "2", "--webhook-retry-schedule", "0.2,0.2",
-        "--scheduler-tick", "0.05",
-    ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 20
-        while "gRPC listening" not in (tmp_path / "serve.log").read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("truco serve did not start: " + (tmp_path / "serve.log").read_text())
-            time.sleep(0.05)
-        yield proc, f"127.0.0.1:{port}"
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-        log.close()
+    args = ("--webhook-allow", LOOPBACK, "--webhook-timeout", "2", "--webhook-retry-schedule", "0.2,0.2")
+    with serve_process(clean_redis_url, tmp_path, *args, "--scheduler-tick", "0.05") as served:
+        yield served
 
 
 async def test_a_worker_killed_mid_delivery_leaves_it_to_another_with_the_same_id(
