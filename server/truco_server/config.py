@@ -115,6 +115,10 @@ class Settings:
     redis_wait_timeout_ms: int = 100
     """With `TRUCO_REDIS_WAIT_REPLICAS`: longest wait for the acknowledgements; a commit that
     times out is still answered (it is applied) and counted in `truco_redis_wait_short_total`."""
+    cors_origins: tuple[str, ...] = ()
+    """Comma-separated origins (`https://app.example`, `http://localhost:5173`) whose browser
+    pages may call the REST face directly (CORS); `*`: any origin. Empty: CORS off
+    (docs/rest.md, "Browser apps on other origins")."""
 
     @property
     def store_description(self) -> str:
@@ -226,6 +230,25 @@ def _log_level(text: str) -> str:
     if value not in LOG_LEVELS:
         raise ValueError("one of " + ", ".join(LOG_LEVELS))
     return value
+
+
+def parse_cors_origins(text: str) -> tuple[str, ...]:
+    """Parse `TRUCO_CORS_ORIGINS`: `*` or comma-separated `scheme://host[:port]` origins, exactly
+    as a browser sends them in `Origin` (no path, no trailing slash); scheme and host are
+    lower-cased."""
+    origins: list[str] = []
+    for raw in text.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        if entry != "*":
+            scheme, sep, rest = entry.partition("://")
+            entry = f"{scheme.lower()}{sep}{rest.lower()}"
+            if not re.fullmatch(r"https?://(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?", entry):
+                raise ValueError(f"{raw.strip()!r} is not an origin like https://app.example[:port] or *")
+        if entry not in origins:
+            origins.append(entry)
+    return tuple(origins)
 
 
 def _redis_url(text: str) -> str | None:
@@ -340,6 +363,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "redis_wait_timeout_ms", "TRUCO_REDIS_WAIT_TIMEOUT_MS", "--redis-wait-timeout", _positive_int, "MS"
     ),
+    Option("cors_origins", "TRUCO_CORS_ORIGINS", "--cors-origins", parse_cors_origins, "LIST"),
 )
 
 

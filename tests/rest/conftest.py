@@ -79,6 +79,7 @@ async def rest_worker(clean_redis_url: str) -> AsyncIterator[RestWorker]:
 class Served:
     base: str
     proc: subprocess.Popen[str]
+    grpc_address: str = ""
 
 
 def _drain(stream: Any, keep: list[str]) -> None:
@@ -120,6 +121,7 @@ def served(clean_redis_url: str) -> Iterator[Served]:
         text=True,
     )
     base = None
+    grpc_address = ""
     seen: list[str] = []
     deadline = time.monotonic() + 30
     assert proc.stdout is not None
@@ -128,6 +130,9 @@ def served(clean_redis_url: str) -> Iterator[Served]:
         if not line:
             break
         seen.append(line)
+        g = re.search(r"gRPC listening on (\S+)", line)
+        if g:
+            grpc_address = g.group(1)
         m = re.search(r"REST/JSON listening on (http://\S+)", line)
         if m:
             base = m.group(1)
@@ -140,7 +145,7 @@ def served(clean_redis_url: str) -> Iterator[Served]:
         proc.wait(10)
         pytest.fail("truco serve did not announce its REST port:\n" + "".join(seen))
     try:
-        yield Served(base, proc)
+        yield Served(base, proc, grpc_address)
     finally:
         proc.terminate()
         try:

@@ -1,9 +1,20 @@
 """The reference page (/play) in Debian's headless chromium, driven by playwright-core.
 
-A person's view: the page creates a match, opens the SSE stream, the other seats are the
-page's in-page random bots, and the test clicks seat 0's legal action buttons until the
-match is over; then the screenshot must show a rendered page (many distinct colors), and the
-server must agree the match finished. Missing chromium or node is a failure, not a skip.
+A person's view, at a desktop's width (1280 px) and a phone's (390 px, mobile viewport):
+
+- create: the page creates a match with the operator key typed into its create form, the
+  other seats are the page's in-page random bots, the test clicks seat 0's buttons to the end;
+- join and spectate: a match created over REST beforehand; one page joins seat 0 through the
+  join form, another joins seat 1 with a ``#match=..&seat=..`` link, a third watches through
+  the spectate form; the test plays both seats to the end.
+
+Every page must fit its viewport (no horizontal scrolling), log sentences rather than
+``key=value`` text, raise no script error, and the spectator must never see a card in hand
+or an action button; the server must agree the match finished; screenshots must show a
+rendered page. Missing chromium or node is a failure, not a skip.
+
+The screenshots in docs/images/ come from this test:
+``TRUCO_SCREENSHOTS=docs/images .venv/bin/python -m pytest tests/rest/test_browser.py``.
 """
 
 from __future__ import annotations
@@ -13,17 +24,20 @@ import os
 import shutil
 import subprocess
 import urllib.request
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.rest.conftest import ACME_KEY, Served
+from tests.rest.conftest import ACME_KEY, REPO, Served
 from tests.rest.png import color_histogram
 
 pytestmark = pytest.mark.timeout(300)
 
 BROWSER_DIR = Path(__file__).resolve().parent / "browser"
 CHROMIUM = os.environ.get("TRUCO_TEST_CHROMIUM", "/usr/bin/chromium")
+VIEWPORTS = {"desktop": (1280, 900, False), "phone": (390, 844, True)}
 
 
 def _playwright_core() -> None:
@@ -41,7 +55,7 @@ def _playwright_core() -> None:
     )
 
 
-def test_reference_page_plays_a_full_match_in_chromium(served: Served, tmp_path: Path) -> None:
+def _node() -> str:
     if not Path(CHROMIUM).exists():
         pytest.fail(
             f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does)",
@@ -51,35 +65,96 @@ def test_reference_page_plays_a_full_match_in_chromium(served: Served, tmp_path:
     if node is None:
         pytest.fail("node is not installed", pytrace=False)
     _playwright_core()
-    shot = tmp_path / "play.png"
+    return node
+
+
+def _rest(served: Served, method: str, path: str, token: str, body: Any = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(
+        f"{served.base}{path}",
+        data=data,
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.load(resp)
+
+
+def _drive(served: Served, tmp_path: Path, mode: str, viewport: str, **extra: str) -> dict[str, Any]:
+    node = _node()
+    width, height, mobile = VIEWPORTS[viewport]
     env = {
         **os.environ,
         "BASE": served.base,
-        "SCREENSHOT": str(shot),
+        "SHOT_DIR": str(tmp_path),
+        "MODE": mode,
+        "WIDTH": str(width),
+        "HEIGHT": str(height),
+        "MOBILE": "1" if mobile else "0",
         "PRESET": "paulista",
         "CHROMIUM": CHROMIUM,
         "BUDGET_MS": "150000",
         "API_KEY": ACME_KEY,
+        **extra,
     }
     done = subprocess.run(
         [node, "play_match.mjs"], cwd=BROWSER_DIR, env=env, capture_output=True, text=True, timeout=240
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    summary: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["problems"] == [], summary
     assert summary["clicks"] >= 1, summary
-    assert summary["status"].startswith("Match over"), summary
 
-    # The server agrees: the match the page created is finished.
-    req = urllib.request.Request(
-        f"{served.base}/v1/matches/{summary['matchId']}", headers={"Authorization": f"Bearer {ACME_KEY}"}
-    )
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        match = json.load(resp)["match"]
+    # The server agrees: the match is finished.
+    match = _rest(served, "GET", f"/v1/matches/{summary['matchId']}", ACME_KEY)["match"]
     assert match["state"] == "MATCH_STATE_FINISHED"
 
-    # The screenshot shows a rendered page, not a blank one.
-    colors = color_histogram(shot.read_bytes())
-    total = sum(colors.values())
-    assert len(colors) >= 200, f"only {len(colors)} distinct colors"
-    assert colors.most_common(1)[0][1] < 0.8 * total, "one color covers most of the page"
+    # The screenshots show a rendered page, not a blank one.
+    assert summary["shots"], summary
+    for shot in summary["shots"]:
+        colors = color_histogram(Path(shot).read_bytes())
+        total = sum(colors.values())
+        assert len(colors) >= 100, f"{shot}: only {len(colors)} distinct colors"
+        assert colors.most_common(1)[0][1] < 0.8 * total, f"{shot}: one color covers most of the page"
+    keep = os.environ.get("TRUCO_SCREENSHOTS")
+    if keep:
+        target = REPO / keep
+        target.mkdir(parents=True, exist_ok=True)
+        for shot in summary["shots"]:
+            shutil.copy(shot, target / f"play-{viewport}-{Path(shot).name.split('-', 2)[-1]}")
+    return summary
+
+
+@pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
+def test_create_a_match_and_play_it_against_the_in_page_bots(
+    served: Served, tmp_path: Path, viewport: str
+) -> None:
+    summary = _drive(served, tmp_path, "create", viewport)
+    assert summary["status"]["creator"].startswith("Match over"), summary
+
+
+@pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
+def test_join_two_seats_by_token_and_spectate(served: Served, tmp_path: Path, viewport: str) -> None:
+    created = _rest(
+        served,
+        "POST",
+        "/v1/matches",
+        ACME_KEY,
+        {"requestId": str(uuid.uuid4()), "rules": {"preset": "paulista"}, "players": 2},
+    )
+    tokens = [c["token"] for c in created["seatCredentials"]]
+    summary = _drive(
+        served,
+        tmp_path,
+        "join",
+        viewport,
+        MATCH_ID=created["match"]["matchId"],
+        SEAT0=tokens[0],
+        SEAT1=tokens[1],
+        SPECTATOR=created["spectatorToken"],
+    )
+    for page in ("seat0", "seat1", "spectator"):
+        assert summary["status"][page].startswith("Match over"), summary
+        assert summary["fragmentLeft"][page] == "", summary  # the token is gone from the address bar
+    assert summary["status"]["seat0"].endswith(("(you win!)", "(you lose)")), summary
+    assert "you" not in summary["status"]["spectator"], summary

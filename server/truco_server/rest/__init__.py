@@ -26,8 +26,8 @@ def attach(ctx: Any, api: MatchApi, others: Sequence[tuple[ServiceDescriptor, ob
     worker's cleanup phase: listener closed, in-flight requests given the shutdown grace,
     streams already ended with UNAVAILABLE by the service layer.
     """
-    face = RestFace(api, others=others)
     settings = ctx.settings
+    face = RestFace(api, others=others, cors_origins=settings.cors_origins)
 
     async def start() -> None:
         ctx.http_port = await face.start(

@@ -37,6 +37,7 @@ from truco_contract.pb import match_pb2, match_service_pb2
 from truco_server import errors as E
 from truco_server.api.auth import Credentials
 from truco_server.api.wire import INTERNAL, MatchApi, to_status
+from truco_server.rest.cors import CorsPolicy
 from truco_server.rest.openapi import build_openapi
 from truco_server.rest.routes import (
     TRANSPORT_QUERY_PARAMS,
@@ -187,6 +188,7 @@ class RestFace:
         *,
         others: Sequence[tuple[ServiceDescriptor, object]] = (),
         version: str = "v1",
+        cors_origins: Sequence[str] = (),
     ) -> None:
         self.api = api
         self.routes = routes_of(SERVICE)
@@ -198,6 +200,7 @@ class RestFace:
                     raise ValueError(f"two services define {r.method_name}")
                 self._apis[r.method_name] = other
             self.routes = [*self.routes, *more]
+        self.cors = CorsPolicy(cors_origins, {r.http_method for r in self.routes})
         self.openapi = build_openapi(self.routes, title="Truco API", version=version)
         self._openapi_body = _dumps(self.openapi)
         self._runner: web.AppRunner | None = None
@@ -212,6 +215,7 @@ class RestFace:
         app.router.add_get("/openapi.json", self._openapi, name="openapi")
         app.router.add_get("/", self._root, name="root")
         app.router.add_get("/play", self._play, name="play")
+        self.cors.install(app)
         return app
 
     @web.middleware

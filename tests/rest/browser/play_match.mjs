@@ -1,82 +1,199 @@
-// Plays one full match on the reference page (/play) in Debian's headless chromium:
-// the other seats are the page's in-page random bots, this script clicks seat 0's legal
-// action buttons at random. Prints one JSON summary line; writes a screenshot.
+// Drives the reference page (/play) in Debian's headless chromium and prints one JSON summary
+// line. Two scenarios, at any viewport width:
 //
-//   BASE=http://127.0.0.1:8080 SCREENSHOT=/tmp/x.png [PRESET=paulista] [API_KEY=...] node play_match.mjs
+//   MODE=create  the page creates a match (operator key typed into the create form), its other
+//                seats are the page's in-page random bots, this script clicks seat 0's buttons.
+//   MODE=join    a match created beforehand (MATCH_ID, SEAT0, SEAT1, SPECTATOR tokens): one page
+//                joins seat 0 through the "join" form, a second joins seat 1 with a
+//                #match=..&seat=.. link, a third spectates through the "spectate" form; the
+//                script clicks the two seats' buttons at random until the match is over.
+//
+// Every page is checked for horizontal overflow (nothing may be wider than the viewport),
+// page errors, a readable log (sentences, no key=value), and that a spectator never sees a
+// card in hand or an action button.
+//
+//   BASE=http://127.0.0.1:8080 SHOT_DIR=/tmp/shots [MODE=create] [WIDTH=390 HEIGHT=844 MOBILE=1]
+//   [API_KEY=...] [PRESET=paulista] node play_match.mjs
 import { chromium } from "playwright-core";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const base = process.env.BASE;
-const screenshot = process.env.SCREENSHOT;
-const preset = process.env.PRESET || "paulista";
-const budgetMs = Number(process.env.BUDGET_MS || 150000);
-const maxClicks = 600;
-if (!base || !screenshot) throw new Error("set BASE and SCREENSHOT");
+const env = process.env;
+const base = env.BASE;
+const shotDir = env.SHOT_DIR;
+const mode = env.MODE || "create";
+const width = Number(env.WIDTH || 1280);
+const height = Number(env.HEIGHT || 900);
+const mobile = env.MOBILE === "1";
+const tag = `${mode}-${width}`;
+const budgetMs = Number(env.BUDGET_MS || 150000);
+const maxClicks = 800;
+if (!base || !shotDir) throw new Error("set BASE and SHOT_DIR");
 
 const started = Date.now();
 const profile = mkdtempSync(join(tmpdir(), "truco-chromium-"));
 const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  executablePath: env.CHROMIUM || "/usr/bin/chromium",
   headless: true,
-  viewport: { width: 1280, height: 900 },
+  viewport: { width, height },
+  deviceScaleFactor: 1,
+  isMobile: mobile,
+  hasTouch: mobile,
   args: [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
   ],
 });
 const problems = [];
+const shots = [];
 let clicks = 0;
-let status = "";
-let matchId = "";
-try {
-  const page = context.pages()[0] || (await context.newPage());
-  page.on("pageerror", (e) => problems.push("pageerror: " + e.message));
-  page.on("console", (m) => { if (m.type() === "error") problems.push("console: " + m.text()); });
-  page.setDefaultTimeout(20000);
-  await page.goto(`${base}/play?delay=20`);
-  if (process.env.API_KEY) await page.fill("#apikey", process.env.API_KEY);
-  await page.fill("#preset", preset);
-  await page.selectOption("#others", "bot");
-  await page.click("#create");
-  await page.waitForFunction(() => document.querySelector("#status").dataset.state === "playing");
-  matchId = await page.evaluate(() => game.id);
+const summary = { mode, width, matchId: "", clicks: 0, status: {}, logLines: {}, fragmentLeft: {}, shots };
 
-  while (Date.now() - started < budgetMs && clicks < maxClicks) {
-    await page.waitForFunction(
-      () => ["over", "error"].includes(document.querySelector("#status").dataset.state) ||
-        document.querySelector("#actions button:not([disabled])") !== null,
-      null, { timeout: 30000 },
-    );
-    const state = await page.getAttribute("#status", "data-state");
-    if (state !== "playing") break;
-    const buttons = page.locator("#actions button:not([disabled])");
-    const n = await buttons.count();
-    if (n === 0) continue;
-    const pick = buttons.nth(Math.floor(Math.random() * n));
-    try {
-      await pick.click({ timeout: 5000 });
-      clicks += 1;
-    } catch (e) {
-      // The SSE update re-rendered the buttons between count() and click(): look again.
-    }
+function watch(page, name) {
+  page.on("pageerror", (e) => problems.push(`${name} pageerror: ${e.message}`));
+  page.on("console", (m) => {
+    // A 409 (STALE_VERSION: an in-page bot or a click raced the stream) is retried by design.
+    if (m.type() === "error" && !/status of 409/.test(m.text())) problems.push(`${name} console: ${m.text()}`);
+  });
+  page.setDefaultTimeout(20000);
+}
+let firstPageUsed = false;
+async function newPage(name) {
+  const page = !firstPageUsed && context.pages().length ? context.pages()[0] : await context.newPage();
+  firstPageUsed = true;
+  watch(page, name);
+  return page;
+}
+const state = (page) => page.getAttribute("#status", "data-state");
+async function overflow(page, name) {
+  const w = await page.evaluate(() => document.documentElement.scrollWidth);
+  if (w > width) problems.push(`${name}: page is ${w}px wide in a ${width}px viewport`);
+}
+async function shoot(page, name) {
+  const path = join(shotDir, `${tag}-${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  shots.push(path);
+}
+async function clickOne(page) {
+  const buttons = page.locator("#actions button:not([disabled])");
+  const n = await buttons.count();
+  if (n === 0) return false;
+  try {
+    await buttons.nth(Math.floor(Math.random() * n)).click({ timeout: 5000 });
+    clicks += 1;
+    return true;
+  } catch (e) {
+    return false; // the stream re-rendered the buttons between count() and click(): look again
   }
-  status = (await page.textContent("#status")) || "";
-  const state = await page.getAttribute("#status", "data-state");
-  if (state !== "over") problems.push(`match not over: state=${state} status=${status}`);
-  await page.waitForTimeout(300);
-  await page.screenshot({ path: screenshot, fullPage: true });
+}
+async function checkSpectator(page) {
+  const seen = await page.evaluate(() => ({
+    cards: document.querySelectorAll("#hand .card[data-card]").length,
+    buttons: document.querySelectorAll("#actions button").length,
+  }));
+  if (seen.cards || seen.buttons) problems.push(`spectator sees ${seen.cards} cards in hand, ${seen.buttons} buttons`);
+}
+async function finalChecks(page, name) {
+  summary.status[name] = (await page.textContent("#status")) || "";
+  if ((await state(page)) !== "over") problems.push(`${name}: match not over: ${summary.status[name]}`);
+  const lines = await page.$$eval("#log li", (els) => els.map((e) => e.textContent));
+  summary.logLines[name] = lines.length;
+  const raw = lines.filter((l) => /\w=\S/.test(l));
+  if (raw.length) problems.push(`${name}: key=value lines in the log: ${raw.slice(0, 3).join(" | ")}`);
+  if (!lines.some((l) => / plays /.test(l))) problems.push(`${name}: no "plays" sentence in the log`);
+  if (!lines.some((l) => /wins the match/.test(l))) problems.push(`${name}: no "wins the match" sentence`);
+  summary.fragmentLeft[name] = await page.evaluate(() => location.hash);
+  await overflow(page, name);
+}
+
+let pages = {};
+try {
+  if (mode === "create") {
+    const page = await newPage("creator");
+    pages = { creator: page };
+    await page.goto(`${base}/play?delay=20`);
+    if (env.API_KEY) await page.fill("#apikey", env.API_KEY);
+    await page.fill("#preset", env.PRESET || "paulista");
+    await page.selectOption("#others", "bot");
+    await overflow(page, "creator (form)");
+    await page.click("#create");
+    await page.waitForFunction(() => document.querySelector("#status").dataset.state === "playing");
+    summary.matchId = await page.evaluate(() => game.id);
+    if (await page.inputValue("#apikey")) problems.push("the operator key stayed in the form after creating");
+    while (Date.now() - started < budgetMs && clicks < maxClicks) {
+      await page.waitForFunction(
+        () => ["over", "error"].includes(document.querySelector("#status").dataset.state) ||
+          document.querySelector("#actions button:not([disabled])") !== null,
+        null, { timeout: 30000 },
+      );
+      if ((await state(page)) !== "playing") break;
+      await clickOne(page);
+      if (clicks === 3 && !shots.length) { await overflow(page, "creator (playing)"); await shoot(page, "playing"); }
+    }
+    await page.waitForTimeout(300);
+    if (!shots.length) await shoot(page, "playing");  // a very short match: the final table
+    await finalChecks(page, "creator");
+  } else {
+    const id = env.MATCH_ID;
+    summary.matchId = id;
+    const seat0 = await newPage("seat0");
+    const seat1 = await newPage("seat1");
+    const watcher = await newPage("spectator");
+    pages = { seat0, seat1, spectator: watcher };
+    // seat 0: the join form
+    await seat0.goto(`${base}/play`);
+    await seat0.click("#join-summary");
+    await seat0.fill("#join-match", id);
+    await seat0.fill("#join-token", env.SEAT0);
+    await seat0.click("#join");
+    // seat 1: a link with the token after '#'
+    await seat1.goto(`${base}/play#match=${encodeURIComponent(id)}&seat=${encodeURIComponent(env.SEAT1)}`);
+    // the spectator: the spectate form
+    await watcher.goto(`${base}/play`);
+    await watcher.click("#watch-summary");
+    await watcher.fill("#watch-match", id);
+    await watcher.fill("#watch-token", env.SPECTATOR);
+    await watcher.click("#watch");
+    for (const [name, page] of Object.entries(pages)) {
+      await page.waitForFunction(() => document.querySelector("#status").dataset.state === "playing", null,
+        { timeout: 20000 }).catch(() => problems.push(`${name} never connected`));
+    }
+    const titles = [await seat0.textContent("#me-title"), await seat1.textContent("#me-title")];
+    if (!titles[0].startsWith("Seat 0") || !titles[1].startsWith("Seat 1")) problems.push("seat titles: " + titles.join(" / "));
+    let idle = 0;
+    while (Date.now() - started < budgetMs && clicks < maxClicks) {
+      if ((await state(seat0)) !== "playing" && (await state(seat1)) !== "playing") break;
+      const moved = (await clickOne(seat0)) || (await clickOne(seat1));
+      if (!moved) { await seat0.waitForTimeout(40); idle += 1; } else idle = 0;
+      if (idle > 400) { problems.push("nobody could move for 16 s"); break; }
+      if (clicks >= 4 && moved && !shots.length) {
+        await checkSpectator(watcher);
+        await shoot(seat0, "seat0"); await shoot(watcher, "spectator");
+      }
+      if (clicks % 10 === 0 && moved) await checkSpectator(watcher);
+    }
+    await watcher.waitForFunction(() => document.querySelector("#status").dataset.state !== "playing", null,
+      { timeout: 15000 }).catch(() => {});
+    await seat0.waitForTimeout(300);
+    if (!shots.length) { await shoot(seat0, "seat0"); await shoot(watcher, "spectator"); }
+    for (const [name, page] of Object.entries(pages)) await finalChecks(page, name);
+    await checkSpectator(watcher);
+  }
 } catch (e) {
   problems.push("script: " + (e && e.stack ? e.stack : e));
-  try {
-    const page = context.pages()[0];
-    problems.push("page log tail: " + ((await page.textContent("#log")) || "").split("\n").slice(-25).join(" | "));
-    problems.push("status: " + (await page.textContent("#status")) + " / " + (await page.textContent("#action-error")));
-    await page.screenshot({ path: screenshot, fullPage: true });
-  } catch (e2) { problems.push("no diagnostics: " + e2); }
+  for (const [name, page] of Object.entries(pages)) {
+    try {
+      const log = await page.$$eval("#log li", (els) => els.slice(-15).map((x) => x.textContent));
+      problems.push(`${name} log tail: ${log.join(" | ")}; status: ${await page.textContent("#status")}`);
+      await shoot(page, "failed-" + name);
+    } catch (e2) { problems.push(`${name}: no diagnostics: ${e2}`); }
+  }
 } finally {
   await context.close();
   rmSync(profile, { recursive: true, force: true });
 }
-console.log(JSON.stringify({ matchId, clicks, status, problems, seconds: (Date.now() - started) / 1000 }));
+summary.clicks = clicks;
+summary.problems = problems;
+summary.seconds = (Date.now() - started) / 1000;
+console.log(JSON.stringify(summary));
