@@ -9,8 +9,10 @@ import time
 from pathlib import Path
 
 from tests.leagues_service.workers import Lobby, every_match, make_bots, two_workers
+from truco_client import TrucoClient
 from truco_client.leagues import LeagueClient
 from truco_contract.pb import league_service_pb2 as lpb
+from truco_server.league_service.outcomes import outcome_of
 from truco_server.leagues import Entrant, EventSpec, FormatKind, Result, create_event
 
 LEAGUE_TIMEOUT = 240.0
@@ -106,3 +108,102 @@ def test_swiss_of_16_bots_through_the_lobby(clean_redis_url: str, tmp_path: Path
             e for p in pairings.pairings if p.second and not p.result.forfeit for e in (p.first, p.second)
         )
         assert {e.player_id: e.games for e in board} == dict(rated)
+
+
+def test_double_round_robin_with_duplicate_deals(clean_redis_url: str, tmp_path: Path) -> None:
+    """Every deal is played exactly twice, seats swapped, and the standings compare the two
+    tables deal by deal."""
+    with two_workers(clean_redis_url, tmp_path) as (a, b), LeagueClient(a.address) as ops:
+        bots = make_bots(ops, 4, max_concurrent=2)  # both tables of a pairing at once
+        lobby = Lobby(bots)
+        lobby.start([b.address, a.address])
+        try:
+            lg = ops.create_league(
+                "duplicate", "double_round_robin", preset="argentine", overrides={"target_points": 3},
+                entrants=[bot.bot_id for bot in bots], duplicate="tables", join_window=60,
+            )  # fmt: skip
+            ops.start(lg.league_id)
+            done = ops.wait_finished(lg.league_id, LEAGUE_TIMEOUT)
+        finally:
+            lobby.close()
+        assert not lobby.errors
+        pairings = ops.pairings(lg.league_id)
+        assert done.total_rounds == 6 and len(pairings.pairings) == 12  # every pair twice
+        with TrucoClient(a.address, api_key="any (open mode)") as c:
+            deal_sets: collections.Counter[str] = collections.Counter()
+            for p in pairings.pairings:
+                ta, tb = p.tables
+                assert ta.deal_set == tb.deal_set and list(ta.sides) == [p.first, p.second]
+                assert list(tb.sides) == [p.second, p.first]  # the seats swapped
+                deal_sets.update([ta.deal_set, tb.deal_set])
+                ra, rb = c.get_match_record(ta.match_id), c.get_match_record(tb.match_id)
+                assert [s.player_id for s in ta.seats] == [p.first, p.second]
+                assert [s.player_id for s in tb.seats] == [p.second, p.first]
+                assert ra.reveal is not None and rb.reveal is not None
+                both = min(len(ra.reveal.deals), len(rb.reveal.deals))
+                assert both >= 1
+                for k in range(both):  # the same deck order for every deal played at both tables
+                    assert ra.reveal.deals[k].cards == rb.reveal.deals[k].cards
+                    assert ra.reveal.deals[k].operator_deck and rb.reveal.deals[k].operator_deck
+                assert [h.dealer for h in ra.hands[:both]] == [h.dealer for h in rb.hands[:both]]
+                # the comparison: the first entrant's net on each deal, from the two records
+                da, db = outcome_of(ra).deals, outcome_of(rb).deals
+                assert sum(x for x, _ in da) == ra.match.result.scores[0]  # type: ignore[union-attr]
+                nets = [(da[k][0] - da[k][1]) + (db[k][1] - db[k][0]) for k in range(both)]
+                assert [d.net for d in p.result.deals] == nets
+                assert [d.deal for d in p.result.deals] == list(range(both))
+                assert p.result.net == sum(nets)
+                winner = p.first if sum(nets) > 0 else p.second if sum(nets) < 0 else ""
+                assert p.result.winner == winner
+                assert p.result.first_points - p.result.second_points == sum(nets)
+            assert set(deal_sets.values()) == {2}  # each deal set at exactly two tables
+        standings = ops.standings(lg.league_id)
+        results = results_of(pairings)
+        expected = create_event(
+            EventSpec(FormatKind.DOUBLE_ROUND_ROBIN),
+            [Entrant(bot.bot_id, i) for i, bot in enumerate(bots, 1)],
+        ).standings(results)
+        assert [(s.entrant_id, s.score) for s in standings.standings] == [
+            (e.entrant_id, e.score) for e in expected
+        ]
+        tables = [t.match_id for p in pairings.pairings for t in p.tables]
+        assert sorted(every_match(a.address)) == sorted(tables) and len(tables) == 24
+
+
+def test_knockout_of_11_with_byes_and_a_worker_killed(clean_redis_url: str, tmp_path: Path) -> None:
+    """The top five seeds get the byes of a 16-line bracket; one worker is SIGKILLed right
+    after the start, while the first round is paired and created: the other finishes the
+    tournament, with every match created once and rated once."""
+    with two_workers(clean_redis_url, tmp_path) as (a, b), LeagueClient(b.address) as ops:
+        bots = make_bots(ops, 11)
+        lobby = Lobby(bots)
+        lobby.start([b.address, a.address])
+        try:
+            lg = ops.create_league(
+                "cup", "single_elimination", preset="argentine", overrides={"target_points": 3},
+                entrants=[bot.bot_id for bot in bots], join_window=60,
+            )  # fmt: skip
+            ops.start(lg.league_id)
+            a.kill()
+            done = ops.wait_finished(lg.league_id, LEAGUE_TIMEOUT)
+        finally:
+            lobby.close()
+        assert not lobby.errors
+        assert done.total_rounds == 4
+        pairings = ops.pairings(lg.league_id)
+        first = [p for p in pairings.pairings if p.round == 1]
+        seeds = {bot.bot_id: i for i, bot in enumerate(bots, 1)}
+        assert sorted(seeds[p.first] for p in first if not p.second) == [1, 2, 3, 4, 5]
+        assert len([p for p in first if p.second]) == 3  # seeds 6..11 play
+        assert [len([p for p in pairings.pairings if p.round == r]) for r in (1, 2, 3, 4)] == [8, 4, 2, 1]
+        for p in pairings.pairings:
+            assert p.result.winner in (p.first, p.second or p.first)
+        final = next(p for p in pairings.pairings if p.round == 4)
+        standings = ops.standings(lg.league_id)
+        assert standings.standings[0].entrant_id == final.result.winner and standings.standings[0].rank == 1
+        tables = [t.match_id for p in pairings.pairings for t in p.tables]
+        assert len(tables) == 10 and sorted(every_match(b.address)) == sorted(tables)  # n - 1 matches
+        board = ops.leaderboard(done.rating_family, 100)
+        assert sum(e.games for e in board) == 2 * len(
+            [p for p in pairings.pairings if p.second and not p.result.forfeit]
+        )
