@@ -100,18 +100,25 @@ async def play_match(matches: MatchService, match_id: str, tokens: list[str], rn
         n += 1
 
 
-async def run_league(s: Stack, league_id: str, seed: int = 1, max_passes: int = 500) -> LeagueDoc:
+async def play_round(s: Stack, doc: LeagueDoc, rng: random.Random) -> None:
+    """Play every match of the league that is under way."""
+    for t in doc.tables.values():
+        if t.match_id and not t.done:
+            snap = await s.store.load(t.match_id)
+            assert snap is not None
+            if snap.status == "active":
+                await play_match(s.matches, t.match_id, [tok for _, _, tok in t.seats], rng)
+
+
+async def run_league(
+    s: Stack, league_id: str, seed: int = 1, max_passes: int = 500, operator: Operator = OPERATOR
+) -> LeagueDoc:
     """Advance the league and play every match it creates until it is finished."""
     rng = random.Random(seed)
     for _ in range(max_passes):
         await s.leagues.advance(league_id)
-        doc = await s.leagues.get_league(OPERATOR, league_id)
+        doc = await s.leagues.get_league(operator, league_id)
         if doc.state == State.FINISHED:
             return doc
-        for t in doc.tables.values():
-            if t.match_id and not t.done:
-                snap = await s.store.load(t.match_id)
-                assert snap is not None
-                if snap.status == "active":
-                    await play_match(s.matches, t.match_id, [tok for _, _, tok in t.seats], rng)
+        await play_round(s, doc, rng)
     raise AssertionError("the league did not finish")
