@@ -182,7 +182,7 @@ async def test_each_match_is_rated_once(any_stack: Stack) -> None:
 
     t = decided[0]
     again = RatedMatch(t.match_id, done.family, ((t.sides[0],), (t.sides[1],)), (1, 2))
-    assert await any_stack.leagues._rate(OPERATOR.name, again) is False  # the book knows it
+    assert await any_stack.leagues._rate(OPERATOR.name, done.family, [again]) == []  # the book knows it
 
 
 async def _next(gen: object, timeout: float = 5.0) -> object:

@@ -205,7 +205,7 @@ class LeagueDoc:
 
     # -------------------------------------------------------------- bytes
     def to_bytes(self) -> bytes:
-        return orjson.dumps(dataclasses.asdict(self))
+        return orjson.dumps(self)  # orjson writes dataclasses natively (a tenth of asdict's time)
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> LeagueDoc:

@@ -76,6 +76,7 @@ from truco_server.leagues import (
     DealSets,
     DuplicateMode,
     DuplicateOptions,
+    Event,
     LeaderboardEntry,
     LeagueError,
     NoValidPairingError,
@@ -83,6 +84,7 @@ from truco_server.leagues import (
     RatedMatch,
     RatingBook,
     RegistrationClosedError,
+    Result,
     Standing,
     compare_pair,
     parse_format,
@@ -112,6 +114,8 @@ match-ended event woke it (the events are the fast path)."""
 LEASE_MS = 10_000
 """How long a worker holds a league's job; another worker takes it over after a death."""
 CAS_ATTEMPTS = 20
+COLLECT_CONCURRENCY = 16
+"""Matches looked at (and their records read) at once when collecting a round's results."""
 TERMINAL = {MatchStatus.FINISHED.value, MatchStatus.ABORTED.value, MatchStatus.CANCELLED.value}
 _ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
 
@@ -443,19 +447,20 @@ class LeagueService:
         book = RatingBook.from_dict(_json(got[1]))
         return book.leaderboard(family, min(limit or 50, 500))
 
-    async def _rate(self, owner: str, match: RatedMatch) -> bool:
-        """Apply one match to the owner's book of its family (once: a match id the book has
-        applied is skipped)."""
-        doc_id = self._ratings_id(owner, match.family)
+    async def _rate(self, owner: str, family: str, played: Sequence[RatedMatch]) -> list[str]:
+        """Apply finished matches of one family to the owner's book in one write, each once (a
+        match id the book has applied is skipped); returns the ids applied now."""
+        doc_id = self._ratings_id(owner, family)
         for _ in range(CAS_ATTEMPTS):
             got = await self.store.doc_get(RATINGS, doc_id)
             version, book = (
                 (0, RatingBook()) if got is None else (got[0], RatingBook.from_dict(_json(got[1])))
             )
-            if not book.apply(match):
-                return False
+            applied = [m.match_id for m in played if book.apply(m)]
+            if not applied:
+                return []
             if await self.store.doc_put(RATINGS, doc_id, version, _dumps(book.to_dict())):
-                return True
+                return applied
         raise E.ServiceError("the rating book changed too often", code=E.Code.ABORTED, reason="ABORTED")
 
     # =================================================================== bot accounts
@@ -608,18 +613,22 @@ class LeagueService:
             return True
         # 3. results of finished matches
         changed = False
-        for t in tables:
-            if t.done:
-                continue
-            snap = await self.store.load(t.match_id)
-            if snap is None or snap.status not in TERMINAL:
-                continue
-            record = await self.matches.get_match_record(
-                Operator(doc.owner), T.GetMatchRecordRequest(t.match_id)
-            )
+        limit = asyncio.Semaphore(COLLECT_CONCURRENCY)
+
+        async def collect(t: TableDoc) -> bool:
+            async with limit:
+                snap = await self.store.load(t.match_id)
+                if snap is None or snap.status not in TERMINAL:
+                    return False
+                record = await self.matches.get_match_record(
+                    Operator(doc.owner), T.GetMatchRecordRequest(t.match_id)
+                )
             out = outcome_of(record.record)
             t.done, t.winner_side, t.forfeit = True, out.winner_side, out.forfeit
             t.points, t.deals = list(out.points), [list(d) for d in out.deals]
+            return True
+
+        if any(await asyncio.gather(*(collect(t) for t in tables if not t.done))):
             changed = True
         for p in current:
             if p.result is None and p.tables and all(doc.tables[k].done for k in p.tables):
@@ -639,7 +648,7 @@ class LeagueService:
             return False
         event = doc.event()
         results = doc.results()
-        if doc.round > 0 and event.is_finished(results, doc.withdrawn()):
+        if doc.round > 0 and self._finished(doc, event, results):
             doc.state = State.FINISHED
             log.info("league finished", league_id=doc.league_id, rounds=doc.round)
             return True
@@ -660,6 +669,15 @@ class LeagueService:
             doc.pairings.append(pd)
         log.info("league round paired", league_id=doc.league_id, round=doc.round, pairings=len(paired))
         return True
+
+    @staticmethod
+    def _finished(doc: LeagueDoc, event: Event, results: Sequence[Result]) -> bool:
+        """Every round played: a round robin's and a Swiss's count is fixed (asking the Swiss
+        would pair a round again to see whether it has tables); a knockout's depends on the
+        results (the grand final's reset)."""
+        if parse_format(doc.format) in ELIMINATION:
+            return event.is_finished(results, doc.withdrawn())
+        return doc.round >= event.total_rounds()
 
     # ------------------------------------------------------------------- tables
     def _deals(self, doc: LeagueDoc, rules: te.RuleSet, deal_set: str) -> tuple[tuple[str, ...], ...]:
@@ -704,16 +722,18 @@ class LeagueService:
 
     async def _finish_tables(self, doc: LeagueDoc, tables: Sequence[TableDoc]) -> None:
         players = doc.entrant_players()
+        played = []
         for t in tables:
             for _seat, player, _token in t.seats:
-                if player.startswith(BOT_PREFIX):
+                if player.startswith(BOT_PREFIX) and not t.released:
                     await self.store.assignment_delete(player, t.match_id)
             if t.rated or t.winner_side is None or t.forfeit:
                 continue  # forfeits and matches without a winner are not rated
             sides = tuple(tuple(players[e]) for e in t.sides)
-            ranks = ranks_from_winner(sides, t.winner_side)
-            if await self._rate(doc.owner, RatedMatch(t.match_id, doc.family, sides, ranks)):
-                log.info("match rated", league_id=doc.league_id, match_id=t.match_id)
+            played.append(RatedMatch(t.match_id, doc.family, sides, ranks_from_winner(sides, t.winner_side)))
+        if played:
+            applied = await self._rate(doc.owner, doc.family, played)
+            log.info("matches rated", league_id=doc.league_id, matches=len(applied))
 
     def _decide(self, doc: LeagueDoc, p: PairingDoc) -> dict[str, Any]:
         """The result of a pairing whose matches are all over."""
