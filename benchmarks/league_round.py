@@ -13,7 +13,9 @@ store is a ``redis-server`` started on a free loopback port and stopped at the e
     python benchmarks/league_round.py --entrants 200 --rounds 5
 
 Prints, per round: the pass that pairs it and creates its matches, then the pass that
-collects its results, rates its matches and pairs the next round.
+collects its results, rates its matches and pairs the next round, each with how much of it
+was the pairing library (``Swiss.pairings``) and the match creations (``CreateMatch``); the
+rest is collecting results, rating and the league document's writes.
 """
 
 from __future__ import annotations
@@ -35,11 +37,32 @@ from truco_contract.pb import match_pb2, match_service_pb2  # noqa: E402
 from truco_server.api import types as T  # noqa: E402
 from truco_server.api.auth import Operator  # noqa: E402
 from truco_server.league_service import EntrantDoc, LeagueService, LeagueSpec  # noqa: E402
+from truco_server.leagues import Swiss  # noqa: E402
 from truco_server.service import MatchService  # noqa: E402
 from truco_server.storage import RedisMatchStore  # noqa: E402
 from truco_tools.redis_proc import start_redis  # noqa: E402
 
 OPERATOR = Operator("bench")
+SPENT = {"pairing": 0.0, "create": 0.0}
+
+
+def _timed_pairings() -> None:
+    pair = Swiss.pairings
+
+    def timed(self: Swiss, *args: object, **kwargs: object) -> object:
+        t = time.perf_counter()
+        try:
+            return pair(self, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            SPENT["pairing"] += time.perf_counter() - t
+
+    Swiss.pairings = timed  # type: ignore[assignment,method-assign]
+
+
+def _parts(total: float) -> str:
+    p, c = SPENT["pairing"], SPENT["create"]
+    SPENT.update(pairing=0.0, create=0.0)
+    return f"{total:.2f} s (pairing {p:.2f} s, creating matches {c:.2f} s, the rest {total - p - c:.2f} s)"
 
 
 async def run(entrants: int, rounds: int, seed: int) -> None:
@@ -48,6 +71,17 @@ async def run(entrants: int, rounds: int, seed: int) -> None:
     try:
         matches = MatchService(store)
         leagues = LeagueService(store, matches)
+        create = leagues.create_match
+
+        async def timed_create(op: Operator, req: T.CreateMatchRequest) -> T.CreateMatchResponse:
+            t = time.perf_counter()
+            try:
+                return await create(op, req)
+            finally:
+                SPENT["create"] += time.perf_counter() - t
+
+        leagues.create_match = timed_create
+        _timed_pairings()
         template = match_service_pb2.CreateMatchRequest(rules=match_pb2.RuleSet(preset="argentine"))
         spec = LeagueSpec(
             name="bench",
@@ -63,7 +97,7 @@ async def run(entrants: int, rounds: int, seed: int) -> None:
         await leagues.advance(doc.league_id)
         first = time.perf_counter() - t0
         print(f"{entrants} entrants, Swiss of {rounds} rounds, redis-server on loopback")
-        print(f"round 1: pair + create {entrants // 2} matches: {first:.2f} s")
+        print(f"round 1: pair + create {entrants // 2} matches: {_parts(first)}")
         for r in range(1, rounds + 1):
             current = await leagues.get_league(OPERATOR, doc.league_id)
             t_adj = time.perf_counter()
@@ -76,9 +110,9 @@ async def run(entrants: int, rounds: int, seed: int) -> None:
             await leagues.advance(doc.league_id)
             took = time.perf_counter() - t1
             nxt = "" if r == rounds else f", pair round {r + 1} + create its matches"
+            print(f"round {r}: collect {entrants // 2} results + rate{nxt}: {_parts(took)}")
             print(
-                f"round {r}: collect {entrants // 2} results + rate{nxt}: {took:.2f} s "
-                f"(ending the matches by AdjudicateMatch, not counted: {adjudicated:.2f} s)"
+                f"  (ending the round's matches by AdjudicateMatch first, not counted: {adjudicated:.2f} s)"
             )
         done = await leagues.get_league(OPERATOR, doc.league_id)
         print(f"state {done.state}, {len(done.tables)} matches")
