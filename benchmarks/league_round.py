@@ -115,7 +115,8 @@ async def run(entrants: int, rounds: int, seed: int) -> None:
                 f"  (ending the round's matches by AdjudicateMatch first, not counted: {adjudicated:.2f} s)"
             )
         done = await leagues.get_league(OPERATOR, doc.league_id)
-        print(f"state {done.state}, {len(done.tables)} matches")
+        size = len(done.to_bytes())
+        print(f"state {done.state}, {len(done.tables)} matches; league document {size:,} bytes")
     finally:
         await store.close()
         redis.stop()

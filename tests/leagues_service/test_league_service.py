@@ -245,3 +245,31 @@ async def test_documents_compare_and_set(any_stack: Stack) -> None:
     assert await store.assignments("bot_1") == {"m1": b"a"}
     assert await store.assignment_delete("bot_1", "m1")
     assert not await store.assignment_delete("bot_1", "m1")
+
+
+async def test_a_duplicate_pairing_is_decided_deal_by_deal_as_in_the_docs(any_stack: Stack) -> None:
+    """docs/leagues.md, Example 3 and "Duplicate deals in the service": the deal points of the
+    two matches become the pairing's result with its deal-by-deal comparison."""
+    from truco_server.league_service.documents import PairingDoc, TableDoc
+
+    sp = dataclasses.replace(
+        spec("round_robin", 2, duplicate="tables"), entrants=(EntrantDoc("A", 1), EntrantDoc("B", 2))
+    )
+    doc = await any_stack.leagues.create_league(OPERATOR, sp)
+    a = TableDoc("r1.t1.a", "r1.t1", ["A", "B"], done=True, winner_side=0)
+    a.deals = [[12, 0], [0, 3], [1, 2], [2, 3], [0, 1]]
+    b = TableDoc("r1.t1.b", "r1.t1", ["B", "A"], done=True, winner_side=0)
+    b.deals = [[2, 0], [1, 1], [3, 1], [2, 1]]
+    doc.tables = {a.key: a, b.key: b}
+    result = any_stack.leagues._decide(doc, PairingDoc(1, 1, "A", "B", tables=[a.key, b.key]))
+    assert result["deals"] == [
+        [0, 12, -2, 10, 6],
+        [1, -3, 0, -3, -3],
+        [2, -1, -2, -3, -3],
+        [3, -1, -1, -2, -2],
+    ]
+    assert (result["net"], result["imps"], result["winner"]) == (2, -2, "A")  # net decides by default
+    assert (result["first_points"], result["second_points"]) == (18, 16)
+    doc.duplicate["scoring"] = "imps"
+    by_imps = any_stack.leagues._decide(doc, PairingDoc(1, 1, "A", "B", tables=[a.key, b.key]))
+    assert by_imps["winner"] == "B"
