@@ -1,5 +1,5 @@
 """Fixtures of the league service tests: the service on a real ``redis-server`` (and on the
-in-memory store where the store does not matter), and helpers that play a league's matches
+in-memory store where the store does not matter), and functions that play a league's matches
 through the match service only."""
 
 from __future__ import annotations
