@@ -172,8 +172,9 @@ def test_double_round_robin_with_duplicate_deals(clean_redis_url: str, tmp_path:
 
 def test_knockout_of_11_with_byes_and_a_worker_killed(clean_redis_url: str, tmp_path: Path) -> None:
     """The top five seeds get the byes of a 16-line bracket; one worker is SIGKILLed right
-    after the start, while the first round is paired and created: the other finishes the
-    tournament, with every match created once and rated once."""
+    after the start (when it may be pairing or creating the first round; test_worker_death.py
+    kills at every point of it deterministically): the other finishes the tournament, with
+    every match created once and rated once."""
     with two_workers(clean_redis_url, tmp_path) as (a, b), LeagueClient(b.address) as ops:
         bots = make_bots(ops, 11)
         lobby = Lobby(bots)

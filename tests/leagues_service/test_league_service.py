@@ -273,3 +273,25 @@ async def test_a_duplicate_pairing_is_decided_deal_by_deal_as_in_the_docs(any_st
     doc.duplicate["scoring"] = "imps"
     by_imps = any_stack.leagues._decide(doc, PairingDoc(1, 1, "A", "B", tables=[a.key, b.key]))
     assert by_imps["winner"] == "B"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "n", "duplicate"),
+    [("double_elimination", 5, ""), ("single_elimination", 4, "tables"), ("swiss", 6, "tables")],
+)
+async def test_formats_run_to_the_end(stack: Stack, fmt: str, n: int, duplicate: str) -> None:
+    rounds = 3 if fmt == "swiss" else None
+    doc = await stack.leagues.create_league(OPERATOR, spec(fmt, n, rounds=rounds, duplicate=duplicate))
+    await stack.leagues.start(OPERATOR, doc.league_id)
+    done = await run_league(stack, doc.league_id, seed=n)
+    assert all(p.result is not None for p in done.pairings)
+    if fmt != "swiss":  # a knockout pairing always has a winner, duplicate or not
+        assert all(p.result["winner"] for p in done.pairings)  # type: ignore[index]
+    tables = [done.tables[k] for p in done.pairings for k in p.tables]
+    assert all(len(p.tables) == (2 if duplicate else 1) for p in done.pairings if p.second)
+    assert all(t.done and t.match_id for t in tables)
+    _, table = await stack.leagues.standings(OPERATOR, doc.league_id)
+    assert table[0].rank == 1 and len(table) == n
+    if fmt == "double_elimination":
+        final = [p for p in done.pairings if p.label.startswith("GF")]
+        assert final and table[0].entrant_id == final[-1].result["winner"]  # type: ignore[index]
