@@ -47,6 +47,10 @@ async def test_unknown_format_is_a_typed_error(any_stack: Stack) -> None:
         ({"name": ""}, "name"),
         ({"template": template("carancho")}, "rules"),  # three players each for himself
         ({"template": template("paulista")}, "entrants[0].members"),  # single players, 2 a side
+        (
+            {"template": template(join_window=duration_pb2.Duration(nanos=500_000_000))},
+            "settings.join_window",
+        ),
     ],
 )
 async def test_bad_league_options_name_the_field(

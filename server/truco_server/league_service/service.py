@@ -244,10 +244,8 @@ class LeagueService:
             ) from exc
         if rules.play_mode != "teams" or rules.players % 2:
             raise _invalid("rules", f"{rules.name} is not played by two sides; a league needs two sides")
-        tc = base.lifecycle.time_control
-        if tc is not None and tc.problems():
-            f, d = tc.problems()[0]
-            raise _invalid(f"settings.time_control.{f}", d)
+        # the match service's own check of match settings (every match is created with them)
+        self.matches._lifecycle(base.lifecycle)
         mode, deal_sets, scoring = spec.duplicate
         try:
             dup = DuplicateOptions(
