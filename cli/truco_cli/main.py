@@ -5,6 +5,7 @@ truco replay FILE           replay a record (truco_cli.engine_commands)
 truco record / verify       export a match's record, check it (truco_cli.record_commands)
 truco bench engine|service  benchmarks (truco_cli.bench_commands)
 truco play / watch / demo / bot / bots eval   clients (truco_cli.client_commands)
+truco league ...            leagues, bot accounts, the bot lobby (truco_cli.league_commands)
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from truco_cli import bench_commands, client_commands, engine_commands, optional, record_commands
+from truco_cli import (
+    bench_commands,
+    client_commands,
+    engine_commands,
+    league_commands,
+    optional,
+    record_commands,
+)
 
 
 def _needs_server(name: str) -> int:
@@ -33,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     record_commands.register(sub)
     bench_commands.register(sub)
     client_commands.register(sub)
+    league_commands.register(sub)
     return parser
 
 

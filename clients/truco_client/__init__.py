@@ -7,6 +7,8 @@
   ``my_cards``, ``strength()``, ``envido_points()``…), the same over gRPC and in-process.
 * :func:`write_record` / :func:`read_record` — a match's record (``get_match_record``) as
   the file ``truco replay`` and ``truco verify`` read.
+* :class:`LeagueClient` / :func:`run_lobby` — leagues and tournaments of an operator, bot
+  accounts, and the bot lobby that hands a bot each match it is paired in.
 * :class:`Bot` — subclass it, implement ``choose(observation)``; run it with
   ``truco bot MODULE:Class`` or :func:`run_local`.
 """
@@ -29,6 +31,7 @@ from truco_client.errors import (
     Unauthenticated,
     Unavailable,
 )
+from truco_client.leagues import Assignment, LeagueClient, run_lobby
 from truco_client.local import LocalResults, run_local
 from truco_client.observation import Event, HandTracker, Observation, Pending, Play, Trick
 from truco_client.records import MatchRecord, RecordFormatError, read_record, write_record
@@ -38,6 +41,7 @@ from truco_contract.views import ClockView
 __all__ = [
     "Action",
     "ActionResult",
+    "Assignment",
     "AsyncTrucoClient",
     "Bot",
     "ClockView",
@@ -47,6 +51,7 @@ __all__ = [
     "IllegalAction",
     "InvalidArgument",
     "JoinResult",
+    "LeagueClient",
     "LocalResults",
     "MatchRecord",
     "MatchView",
@@ -69,6 +74,7 @@ __all__ = [
     "Update",
     "actions",
     "read_record",
+    "run_lobby",
     "run_local",
     "write_record",
 ]

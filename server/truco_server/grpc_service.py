@@ -1,5 +1,6 @@
 """The gRPC adapters: ``truco.v1.MatchService`` over :class:`truco_server.api.wire.MatchApi`,
-``truco.v1.OperatorService`` over :class:`truco_server.api.operator_wire.OperatorApi`.
+``truco.v1.OperatorService`` over :class:`truco_server.api.operator_wire.OperatorApi`,
+``truco.v1.LeagueService`` over :class:`truco_server.api.league_wire.LeagueApi`.
 
 Each method passes the call's metadata (credentials) and the request to the API method of
 the same name and returns what it returns; :func:`truco_server.grpc_errors.map_service_errors`
@@ -15,18 +16,22 @@ from typing import Any
 import grpc
 
 from truco_contract.pb import (
+    league_service_pb2,
+    league_service_pb2_grpc,
     match_service_pb2,
     match_service_pb2_grpc,
     operator_service_pb2,
     operator_service_pb2_grpc,
 )
 from truco_server.api.auth import Credentials
+from truco_server.api.league_wire import LeagueApi
 from truco_server.api.operator_wire import OperatorApi
 from truco_server.api.wire import MatchApi
 from truco_server.grpc_errors import map_service_errors
 
 pb = match_service_pb2
 opb = operator_service_pb2
+lpb = league_service_pb2
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
@@ -127,3 +132,87 @@ class GrpcOperatorService(operator_service_pb2_grpc.OperatorServiceServicer):
         self, request: opb.ListWebhookDeliveriesRequest, context: Context
     ) -> opb.ListWebhookDeliveriesResponse:
         return await self.api.ListWebhookDeliveries(_creds(context), request)
+
+
+class GrpcLeagueService(league_service_pb2_grpc.LeagueServiceServicer):
+    """``truco.v1.LeagueService`` over :class:`truco_server.api.league_wire.LeagueApi` (thin)."""
+
+    def __init__(self, api: LeagueApi) -> None:
+        self.api = api
+
+    @map_service_errors
+    async def StreamAssignments(
+        self, request: lpb.StreamAssignmentsRequest, context: Context
+    ) -> AsyncIterator[lpb.StreamAssignmentsResponse]:
+        async for message in self.api.StreamAssignments(_creds(context), request):
+            yield message
+
+    @map_service_errors
+    async def CreateLeague(
+        self, request: lpb.CreateLeagueRequest, context: Context
+    ) -> lpb.CreateLeagueResponse:
+        return await self.api.CreateLeague(_creds(context), request)
+
+    @map_service_errors
+    async def GetLeague(self, request: lpb.GetLeagueRequest, context: Context) -> lpb.GetLeagueResponse:
+        return await self.api.GetLeague(_creds(context), request)
+
+    @map_service_errors
+    async def ListLeagues(self, request: lpb.ListLeaguesRequest, context: Context) -> lpb.ListLeaguesResponse:
+        return await self.api.ListLeagues(_creds(context), request)
+
+    @map_service_errors
+    async def RegisterEntrant(
+        self, request: lpb.RegisterEntrantRequest, context: Context
+    ) -> lpb.RegisterEntrantResponse:
+        return await self.api.RegisterEntrant(_creds(context), request)
+
+    @map_service_errors
+    async def WithdrawEntrant(
+        self, request: lpb.WithdrawEntrantRequest, context: Context
+    ) -> lpb.WithdrawEntrantResponse:
+        return await self.api.WithdrawEntrant(_creds(context), request)
+
+    @map_service_errors
+    async def StartLeague(self, request: lpb.StartLeagueRequest, context: Context) -> lpb.StartLeagueResponse:
+        return await self.api.StartLeague(_creds(context), request)
+
+    @map_service_errors
+    async def PauseLeague(self, request: lpb.PauseLeagueRequest, context: Context) -> lpb.PauseLeagueResponse:
+        return await self.api.PauseLeague(_creds(context), request)
+
+    @map_service_errors
+    async def ResumeLeague(
+        self, request: lpb.ResumeLeagueRequest, context: Context
+    ) -> lpb.ResumeLeagueResponse:
+        return await self.api.ResumeLeague(_creds(context), request)
+
+    @map_service_errors
+    async def GetStandings(
+        self, request: lpb.GetStandingsRequest, context: Context
+    ) -> lpb.GetStandingsResponse:
+        return await self.api.GetStandings(_creds(context), request)
+
+    @map_service_errors
+    async def ListPairings(
+        self, request: lpb.ListPairingsRequest, context: Context
+    ) -> lpb.ListPairingsResponse:
+        return await self.api.ListPairings(_creds(context), request)
+
+    @map_service_errors
+    async def CreateBotAccount(
+        self, request: lpb.CreateBotAccountRequest, context: Context
+    ) -> lpb.CreateBotAccountResponse:
+        return await self.api.CreateBotAccount(_creds(context), request)
+
+    @map_service_errors
+    async def ListBotAccounts(
+        self, request: lpb.ListBotAccountsRequest, context: Context
+    ) -> lpb.ListBotAccountsResponse:
+        return await self.api.ListBotAccounts(_creds(context), request)
+
+    @map_service_errors
+    async def GetLeaderboard(
+        self, request: lpb.GetLeaderboardRequest, context: Context
+    ) -> lpb.GetLeaderboardResponse:
+        return await self.api.GetLeaderboard(_creds(context), request)

@@ -25,7 +25,7 @@ import json
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -103,6 +103,9 @@ class Operators:
     heartbeat_seconds: float = 5.0
     stopping: asyncio.Event | None = None
     _hooks: Lru[str, tuple[float, list[WebhookInfo]]] = field(default_factory=lambda: Lru(1024))
+    listeners: list[Callable[[str, Sequence[OperatorEvent]], Awaitable[None]]] = field(default_factory=list)
+    """Called with each batch of an owner's events once they are in its stream (the league
+    service wakes the leagues whose matches ended); at least once, like the stream."""
 
     # ------------------------------------------------------------------------ relay
     async def relay(self, match_id: str) -> bool:
@@ -131,6 +134,8 @@ class Operators:
         )
         for ev in events:
             metrics.OPERATOR_EVENTS.labels(ev.type.value).inc()
+        for listener in self.listeners:
+            await listener(owner, events)
         hooks = await self._webhooks_of(owner)
         for ev in events:
             wanted = [h for h in hooks if h.wants(ev.type.value)]

@@ -7,13 +7,20 @@ side (event streams, webhooks), the queue readers, and the gRPC and REST faces o
 
 from __future__ import annotations
 
-from truco_contract.pb import operator_service_pb2, operator_service_pb2_grpc
+from truco_contract.pb import (
+    league_service_pb2,
+    league_service_pb2_grpc,
+    operator_service_pb2,
+    operator_service_pb2_grpc,
+)
 from truco_server import rest
 from truco_server.api.auth import Authenticator
+from truco_server.api.league_wire import LeagueApi
 from truco_server.api.operator_wire import OperatorApi
 from truco_server.api.wire import MatchApi
 from truco_server.grpc_server import Servicers, WorkerContext
-from truco_server.grpc_service import GrpcMatchService, GrpcOperatorService
+from truco_server.grpc_service import GrpcLeagueService, GrpcMatchService, GrpcOperatorService
+from truco_server.league_service import LeagueService
 from truco_server.operators import Operators
 from truco_server.scheduler import clock_reader, webhook_reader
 from truco_server.service import MatchService, ServiceDefaults
@@ -21,11 +28,12 @@ from truco_server.storage import StoreSettings, open_store
 from truco_server.webhooks import Deliverer, Destinations, parse_schedule
 
 OPERATOR_SERVICE = operator_service_pb2.DESCRIPTOR.services_by_name["OperatorService"]
+LEAGUE_SERVICE = league_service_pb2.DESCRIPTOR.services_by_name["LeagueService"]
 
 
-def build_services(ctx: WorkerContext) -> tuple[MatchService, Operators]:
+def build_services(ctx: WorkerContext) -> tuple[MatchService, Operators, LeagueService]:
     """The transport-neutral services of a worker (shared by the gRPC and REST faces), with
-    the readers of the clock and webhook queues started and stopped with the worker."""
+    the readers of the clock, webhook and league queues started and stopped with the worker."""
     s = ctx.settings
     store = open_store(
         s.redis_url,
@@ -61,24 +69,30 @@ def build_services(ctx: WorkerContext) -> tuple[MatchService, Operators]:
         stopping=ctx.streams.shutdown_event,
     )
     service.relay = operators.relay
+    leagues = LeagueService(
+        store, service, heartbeat_seconds=s.heartbeat_interval_seconds, stopping=ctx.streams.shutdown_event
+    )
+    operators.listeners.append(leagues.on_events)
     for reader in (
         clock_reader(service, store, tick=s.scheduler_tick_seconds),
         webhook_reader(deliverer, store, tick=s.scheduler_tick_seconds),
+        leagues.reader(tick=s.scheduler_tick_seconds),
     ):
         ctx.add_startup(reader.start)
         ctx.add_cleanup(reader.stop)
     ctx.add_cleanup(deliverer.close)
-    return service, operators
+    return service, operators, leagues
 
 
 def servicer_factory(ctx: WorkerContext) -> Servicers:
     """The gRPC servicers; the API layer under them also serves REST/JSON on
     `settings.http_port`."""
-    service, operators = build_services(ctx)
+    service, operators, leagues = build_services(ctx)
     auth = Authenticator(ctx.settings)
     api = MatchApi(service, auth, ctx.streams)
     operator_api = OperatorApi(operators, auth, ctx.streams)
-    rest.attach(ctx, api, [(OPERATOR_SERVICE, operator_api)])
+    league_api = LeagueApi(leagues, auth, ctx.streams)
+    rest.attach(ctx, api, [(OPERATOR_SERVICE, operator_api), (LEAGUE_SERVICE, league_api)])
     return Servicers(
         GrpcMatchService(api),
         [
@@ -86,6 +100,11 @@ def servicer_factory(ctx: WorkerContext) -> Servicers:
                 OPERATOR_SERVICE.full_name,
                 operator_service_pb2_grpc.add_OperatorServiceServicer_to_server,
                 GrpcOperatorService(operator_api),
-            )
+            ),
+            (
+                LEAGUE_SERVICE.full_name,
+                league_service_pb2_grpc.add_LeagueServiceServicer_to_server,
+                GrpcLeagueService(league_api),
+            ),
         ],
     )

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
 
 __all__ = [
+    "LEAGUE",
     "LOG_TRIMMED",
     "CommitResult",
     "Event",
@@ -253,6 +254,9 @@ CLOCK = "clock"
 """The sharded queue of match wakeups (item: a match id; the scheduler drains it)."""
 WEBHOOK = "webhook"
 """The sharded queue of webhook deliveries (item: ``<webhook id> <event id>``)."""
+LEAGUE = "league"
+"""The sharded queue of league jobs (item: a league id; :mod:`truco_server.league_service`
+advances the league: pairs a round, creates its matches, collects results)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -512,6 +516,44 @@ class MatchStore(Protocol):
 
     async def delivery_log(self, owner: str, webhook_id: str, limit: int) -> list[bytes]:
         """The newest ``limit`` delivery states of a webhook, newest first."""
+        ...
+
+    # -- leagues: documents, indexes, bot assignments ------------------------------
+    #
+    # A league, a bot account and a rating family's book are each one *document*: opaque
+    # bytes with a version, replaced only by a compare-and-set on that version, each in a
+    # slot of its own (``{lg:<kind>:<id>}``). An operator's documents of a kind are listed in
+    # an index in the operator's slot; a bot's current assignments are a hash in the bot's
+    # slot. See docs/storage.md, "Leagues".
+
+    async def doc_get(self, kind: str, doc_id: str) -> tuple[int, bytes] | None:
+        """A document and its version (from 1), or ``None`` when there is none."""
+        ...
+
+    async def doc_put(self, kind: str, doc_id: str, expected_version: int, data: bytes) -> bool:
+        """Replace the document if its version is ``expected_version`` (0: create it, only
+        if there is none); the version becomes ``expected_version + 1``. ``False``, and
+        nothing written, when the version differs."""
+        ...
+
+    async def doc_index_add(self, owner: str, kind: str, doc_id: str, time_ms: int) -> None:
+        """List ``doc_id`` among the owner's documents of ``kind`` (ordered by ``time_ms``)."""
+        ...
+
+    async def doc_index(self, owner: str, kind: str, limit: int) -> list[str]:
+        """The owner's newest ``limit`` document ids of ``kind``, newest first."""
+        ...
+
+    async def assignment_put(self, bot_id: str, match_id: str, data: bytes) -> None:
+        """Record (or replace) an assignment of a bot to a match."""
+        ...
+
+    async def assignment_delete(self, bot_id: str, match_id: str) -> bool:
+        """Remove a bot's assignment; ``False`` when there was none."""
+        ...
+
+    async def assignments(self, bot_id: str) -> dict[str, bytes]:
+        """A bot's current assignments by match id."""
         ...
 
     async def read_record(self, match_id: str) -> list[bytes] | None:

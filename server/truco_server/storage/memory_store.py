@@ -86,6 +86,9 @@ class MemoryMatchStore:
         self._owner_index: dict[str, list[str]] = {}  # owner -> sorted sort_keys
         self._queues: dict[str, dict[str, tuple[int, bytes]]] = {}  # queue -> item -> (due, data)
         self._operators: dict[str, _Operator] = {}
+        self._docs: dict[tuple[str, str], tuple[int, bytes]] = {}
+        self._doc_index: dict[tuple[str, str], dict[str, int]] = {}
+        self._assignments: dict[str, dict[str, bytes]] = {}
         self._changed = asyncio.Condition()
         self._feed = MemoryFeed()
 
@@ -370,6 +373,34 @@ class MemoryMatchStore:
         return True
 
     # -- operators ----------------------------------------------------------------------
+
+    # -- leagues: documents, indexes, bot assignments ------------------------------
+
+    async def doc_get(self, kind: str, doc_id: str) -> tuple[int, bytes] | None:
+        return self._docs.get((kind, doc_id))
+
+    async def doc_put(self, kind: str, doc_id: str, expected_version: int, data: bytes) -> bool:
+        current = self._docs.get((kind, doc_id))
+        if (current[0] if current is not None else 0) != expected_version:
+            return False
+        self._docs[(kind, doc_id)] = (expected_version + 1, bytes(data))
+        return True
+
+    async def doc_index_add(self, owner: str, kind: str, doc_id: str, time_ms: int) -> None:
+        self._doc_index.setdefault((owner, kind), {}).setdefault(doc_id, time_ms)
+
+    async def doc_index(self, owner: str, kind: str, limit: int) -> list[str]:
+        found = self._doc_index.get((owner, kind), {})
+        return sorted(found, key=lambda d: (-found[d], d))[:limit]
+
+    async def assignment_put(self, bot_id: str, match_id: str, data: bytes) -> None:
+        self._assignments.setdefault(bot_id, {})[match_id] = bytes(data)
+
+    async def assignment_delete(self, bot_id: str, match_id: str) -> bool:
+        return self._assignments.get(bot_id, {}).pop(match_id, None) is not None
+
+    async def assignments(self, bot_id: str) -> dict[str, bytes]:
+        return dict(self._assignments.get(bot_id, {}))
 
     def _operator(self, owner: str) -> _Operator:
         return self._operators.setdefault(owner, _Operator())

@@ -314,6 +314,18 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1
 """
 
+DOC_PUT_LUA = """
+-- KEYS: a document's hash (fields v = version, d = data).  ARGV: expected version, data.
+-- Compare-and-set: writes the data and version + 1 only if the version is the expected one
+-- (0: no document yet); returns 1 when written, 0 when the version differs.
+local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+if v ~= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'v', v + 1, 'd', ARGV[2])
+return 1
+"""
+
 DELIVERY_LOG_PUT_LUA = """
 -- KEYS: a webhook's deliveries hash, their order zset.  ARGV: delivery id, data, event time
 -- (ms), deliveries kept.  Records a delivery's state; the oldest beyond the limit go.
@@ -348,6 +360,7 @@ _QUEUE_ADD = Lua(QUEUE_ADD_LUA)
 _QUEUE_CLAIM = Lua(QUEUE_CLAIM_LUA)
 _QUEUE_FINISH = Lua(QUEUE_FINISH_LUA)
 _WEBHOOK_PUT = Lua(WEBHOOK_PUT_LUA)
+_DOC_PUT = Lua(DOC_PUT_LUA)
 _DELIVERY_LOG_PUT = Lua(DELIVERY_LOG_PUT_LUA)
 
 
@@ -1285,6 +1298,84 @@ class RedisMatchStore:
             return await self._r.hmget(ok.deliveries(webhook_id), ids)
 
         return [_b(x) for x in await self._retrying("delivery_log", go) if x is not None]
+
+    # -- leagues: documents, indexes, bot assignments (docs/storage.md, "Leagues") -------
+
+    def doc_key(self, kind: str, doc_id: str) -> str:
+        """A document's hash: ``truco:{lg:<kind>:<id>}:doc`` (a slot of its own)."""
+        return f"{self._prefix}:{{lg:{kind}:{doc_id}}}:doc"
+
+    def doc_index_key(self, owner: str, kind: str) -> str:
+        """The owner's index of documents of ``kind``, in the operator's slot."""
+        return f"{self._prefix}:{{op:{owner}}}:docs:{kind}"
+
+    def assignments_key(self, bot_id: str) -> str:
+        return f"{self._prefix}:{{bot:{bot_id}}}:assignments"
+
+    async def doc_get(self, kind: str, doc_id: str) -> tuple[int, bytes] | None:
+        key = self.doc_key(kind, doc_id)
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._r.hmget(key, ["v", "d"])
+
+        v, d = await self._retrying("doc_get", go)
+        return None if v is None else (int(v), _b(d))
+
+    async def doc_put(self, kind: str, doc_id: str, expected_version: int, data: bytes) -> bool:
+        key = self.doc_key(kind, doc_id)
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._script(_DOC_PUT, [key], [expected_version, data], durable=True)
+
+        return bool(int(await self._retrying("doc_put", go)))
+
+    async def doc_index_add(self, owner: str, kind: str, doc_id: str, time_ms: int) -> None:
+        key = self.doc_index_key(owner, kind)
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._r.zadd(key, {doc_id: time_ms}, nx=True)
+
+        await self._retrying("doc_index_add", go)
+
+    async def doc_index(self, owner: str, kind: str, limit: int) -> list[str]:
+        key = self.doc_index_key(owner, kind)
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._r.zrevrange(key, 0, limit - 1)
+
+        return [_s(x) for x in await self._retrying("doc_index", go)]
+
+    async def assignment_put(self, bot_id: str, match_id: str, data: bytes) -> None:
+        key = self.assignments_key(bot_id)
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._r.hset(key, match_id, data)
+
+        await self._retrying("assignment_put", go)
+
+    async def assignment_delete(self, bot_id: str, match_id: str) -> bool:
+        key = self.assignments_key(bot_id)
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._r.hdel(key, match_id)
+
+        return bool(int(await self._retrying("assignment_delete", go)))
+
+    async def assignments(self, bot_id: str) -> dict[str, bytes]:
+        key = self.assignments_key(bot_id)
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._r.hgetall(key)
+
+        raw = await self._retrying("assignments", go)
+        return {_s(k): _b(v) for k, v in raw.items()}
 
     @_timed("read_record")
     async def read_record(self, match_id: str) -> list[bytes] | None:

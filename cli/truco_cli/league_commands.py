@@ -1,0 +1,436 @@
+"""``truco league ...``: run leagues and tournaments on a server, and bots in its lobby.
+
+    truco league bots create --count 8 -o bots.json     bot accounts (ids and credentials)
+    truco league create "Friday" --format swiss --rounds 3 --entrants-from bots.json
+    truco league lobby bots.json --bot rules            the bots play what they are paired in
+    truco league start LEAGUE
+    truco league follow LEAGUE                          each round as it is played, to the end
+    truco league standings LEAGUE --format csv          standings (table, csv or json)
+    truco league pairings LEAGUE --format json          pairings and results
+    truco league results LEAGUE                         one line per match
+    truco league records LEAGUE --dir records/          every match's record (truco verify reads them)
+    truco league leaderboard argentine-2p               a rating family's leaderboard
+
+The operator's API key comes from ``--api-key`` or ``TRUCO_API_KEY``. Exit status: 0 when it
+worked; 1 when the server refused (one line on stderr); 2 for a file that cannot be read or
+written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from truco_cli.client_commands import _friendly
+
+
+def _client(args: argparse.Namespace) -> Any:
+    from truco_client.leagues import LeagueClient
+
+    return LeagueClient(
+        args.server, api_key=args.api_key or os.environ.get("TRUCO_API_KEY"), timeout=args.timeout
+    )
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _overrides(items: list[str]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"truco league: --set takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = _value(value.strip())
+    return out
+
+
+def _read_bots(path: str) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"truco league: {path}: {exc}") from None
+    if not isinstance(data, list) or not all(isinstance(b, dict) and "bot_id" in b for b in data):
+        raise SystemExit(f"truco league: {path}: not a bot file (truco league bots create -o FILE)")
+    return data
+
+
+def _emit(rows: list[dict[str, Any]], fmt: str, output: str | None) -> int:
+    from truco_contract.leagues import rows_to_csv, rows_to_json
+
+    if fmt == "csv":
+        text = rows_to_csv(rows)
+    elif fmt == "json":
+        text = rows_to_json(rows)
+    else:
+        text = _table(rows)
+    if output in (None, "-"):
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"truco league: {output}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "(none)\n"
+    cols = list(rows[0])
+    cells = [[_cell(r.get(c, "")) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def _state(league: Any) -> str:
+    from truco_contract.pb import league_service_pb2 as lpb
+
+    return lpb.LeagueState.Name(league.state).removeprefix("LEAGUE_STATE_").lower()
+
+
+def _summary(league: Any) -> str:
+    return (
+        f"{league.league_id} {league.name!r}: {league.format}, {_state(league)}, round "
+        f"{league.current_round}/{league.total_rounds}, {len(league.entrants)} entrants, "
+        f"rating family {league.rating_family}"
+    )
+
+
+# ---------------------------------------------------------------------------- commands
+def _bots_create(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        made = []
+        for i in range(args.count):
+            name = args.name if args.count == 1 else f"{args.name} {i + 1}"
+            bot = c.create_bot(name, args.max_concurrent)
+            made.append({"bot_id": bot.bot_id, "name": bot.name, "token": bot.token})
+    text = json.dumps(made, indent=2) + "\n"
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+            os.chmod(args.output, 0o600)  # bot credentials
+        except OSError as exc:
+            print(f"truco league: {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        print(f"{len(made)} bot accounts written to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _bots_list(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        rows = [
+            {"bot_id": b.bot_id, "name": b.name, "max_concurrent": b.max_concurrent} for b in c.list_bots()
+        ]
+    return _emit(rows, args.format, None)
+
+
+def _create(args: argparse.Namespace) -> int:
+    entrants: list[Any] = list(args.entrant or [])
+    for path in args.entrants_from or []:
+        entrants += [b["bot_id"] for b in _read_bots(path)]
+    for team in args.team or []:
+        name, _, members = team.partition("=")
+        entrants.append((name, [m for m in members.split(",") if m]))
+    with _client(args) as c:
+        league = c.create_league(
+            args.name,
+            args.format,
+            preset=args.preset,
+            overrides=_overrides(args.set or []),
+            rounds=args.rounds,
+            entrants=entrants,
+            duplicate=args.duplicate or "",
+            deal_sets=args.deal_sets or "",
+            duplicate_scoring=args.duplicate_scoring or "",
+            tie_breaks=[t for t in (args.tie_breaks or "").split(",") if t],
+            join_window=args.join_window,
+            turn_timeout=args.turn_timeout,
+            request_id=args.request_id,
+        )
+    print(league.league_id)
+    print(_summary(league), file=sys.stderr)
+    return 0
+
+
+def _register(args: argparse.Namespace) -> int:
+    entrant: Any = (args.entrant, args.members.split(",")) if args.members else args.entrant
+    with _client(args) as c:
+        print(_summary(c.register(args.league, entrant, args.seed)))
+    return 0
+
+
+def _simple(method: str) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        with _client(args) as c:
+            if method == "withdraw":
+                league = c.withdraw(args.league, args.entrant)
+            else:
+                league = getattr(c, method)(args.league)
+            print(_summary(league))
+        return 0
+
+    return run
+
+
+def _standings(args: argparse.Namespace) -> int:
+    from truco_contract.leagues import standings_rows
+
+    with _client(args) as c:
+        return _emit(standings_rows(c.standings(args.league)), args.format, args.output)
+
+
+def _pairings(args: argparse.Namespace) -> int:
+    from truco_contract.leagues import pairings_rows
+
+    with _client(args) as c:
+        return _emit(pairings_rows(c.pairings(args.league, args.round)), args.format, args.output)
+
+
+def _results(args: argparse.Namespace) -> int:
+    from truco_contract.leagues import results_rows
+
+    with _client(args) as c:
+        return _emit(results_rows(c.pairings(args.league, args.round)), args.format, args.output)
+
+
+def _records(args: argparse.Namespace) -> int:
+    from truco_client.client import TrucoClient
+    from truco_contract import records
+
+    out = Path(args.dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"truco league: {args.dir}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    api_key = args.api_key or os.environ.get("TRUCO_API_KEY") or "-"
+    n = 0
+    with _client(args) as c, TrucoClient(args.server, api_key=api_key, timeout=args.timeout) as matches:
+        for p in c.pairings(args.league).pairings:
+            for t in p.tables:
+                if not t.match_id:
+                    continue
+                text = records.record_to_json(matches.get_match_record(t.match_id))
+                try:
+                    (out / f"{t.key}.{t.match_id}.json").write_text(text, encoding="utf-8")
+                except OSError as exc:
+                    print(f"truco league: {out}: {exc.strerror or exc}", file=sys.stderr)
+                    return 2
+                n += 1
+    print(f"{n} match records written to {out}", file=sys.stderr)
+    return 0
+
+
+def _follow(args: argparse.Namespace) -> int:
+    from truco_contract.leagues import pairings_rows, standings_rows
+    from truco_contract.pb import league_service_pb2 as lpb
+
+    shown: set[tuple[int, int]] = set()
+    deadline = None if args.timeout_total is None else time.monotonic() + args.timeout_total
+    with _client(args) as c:
+        while True:
+            league = c.get_league(args.league)
+            for row in pairings_rows(c.pairings(args.league)):
+                key = (row["round"], row["table"])
+                if row["winner"] != "" and key not in shown:
+                    shown.add(key)
+                    score = (
+                        "" if row["second"] == "(bye)" else f" {row['first_points']}-{row['second_points']}"
+                    )
+                    forfeit = " (forfeit)" if row["forfeit"] is True else ""
+                    where = f"round {row['round']} table {row['table']}"
+                    print(f"{where}: {row['first']} v {row['second']}{score} -> {row['winner']}{forfeit}")
+            if league.state == lpb.LEAGUE_STATE_FINISHED:
+                print(_summary(league) + (f" ({league.finish_reason})" if league.finish_reason else ""))
+                sys.stdout.write(_table(standings_rows(c.standings(args.league))))
+                return 0
+            if deadline is not None and time.monotonic() > deadline:
+                print(f"truco league follow: not finished after {args.timeout_total:g}s", file=sys.stderr)
+                return 1
+            time.sleep(args.poll)
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        rows = [
+            {"rank": e.rank, "player": e.player_id, "ordinal": round(e.ordinal, 3), "mu": round(e.mu, 3),
+             "sigma": round(e.sigma, 3), "games": e.games}
+            for e in c.leaderboard(args.family, args.limit)
+        ]  # fmt: skip
+    return _emit(rows, args.format, args.output)
+
+
+def _lobby(args: argparse.Namespace) -> int:
+    from truco_bots import get_bot
+    from truco_client.leagues import run_lobby
+
+    bots = _read_bots(args.bots)
+    bot_class = get_bot(args.bot)
+    stop = threading.Event()
+    servers = args.server.split(",")
+    played: dict[str, int] = {}
+
+    def run(b: dict[str, Any]) -> None:
+        played[b["bot_id"]] = run_lobby(
+            servers, b["bot_id"], b["token"], bot_class, max_concurrent=args.max_concurrent, stop=stop,
+            log=lambda m: print(m, file=sys.stderr, flush=True),
+        )  # fmt: skip
+
+    threads = [threading.Thread(target=run, args=(b,), daemon=True) for b in bots]
+    for t in threads:
+        t.start()
+    print(f"{len(bots)} {args.bot} bots in the lobby of {args.server}", file=sys.stderr, flush=True)
+    try:
+        if args.until_finished:
+            from truco_client.leagues import LeagueClient
+
+            with LeagueClient(servers[0], api_key=args.api_key or os.environ.get("TRUCO_API_KEY")) as c:
+                c.wait_finished(args.until_finished, timeout=args.timeout_total or 7 * 24 * 3600.0)
+            stop.set()
+        while any(t.is_alive() for t in threads):
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        stop.set()
+    for t in threads:
+        t.join(10)
+    print(f"{sum(played.values())} matches played", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------- parser
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--server", default="127.0.0.1:50051", help="HOST:PORT (comma-separated for several)")
+    p.add_argument("--api-key", help="the operator's API key (or TRUCO_API_KEY)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per call (default 10)")
+
+
+def _export(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument("-o", "--output", help="file to write (default: standard output)")
+
+
+def register(sub: Any) -> None:
+    """Add ``league`` to the ``truco`` parser."""
+    lg = sub.add_parser("league", help="leagues and tournaments: create, register, start, follow, export")
+    cmds = lg.add_subparsers(dest="league_command", metavar="COMMAND", required=True)
+
+    bots = cmds.add_parser("bots", help="bot accounts (entrants that play through the lobby)")
+    bcmds = bots.add_subparsers(dest="bots_command", metavar="COMMAND", required=True)
+    b = bcmds.add_parser("create", help="create bot accounts; prints (or writes) their ids and credentials")
+    b.add_argument("--name", default="bot")
+    b.add_argument("--count", type=int, default=1)
+    b.add_argument("--max-concurrent", type=int, default=1, help="matches at once (default 1)")
+    b.add_argument("-o", "--output", help="JSON file of the accounts (default: standard output)")
+    _common(b)
+    b.set_defaults(func=_friendly(_bots_create))
+    b = bcmds.add_parser("list", help="the operator's bot accounts")
+    b.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    _common(b)
+    b.set_defaults(func=_friendly(_bots_list))
+
+    c = cmds.add_parser("create", help="create a league (prints its id)")
+    c.add_argument("name")
+    formats = "round_robin, double_round_robin, swiss, single_elimination, double_elimination"
+    c.add_argument("--format", required=True, help=formats)
+    c.add_argument("--preset", default="argentine")
+    c.add_argument("--set", action="append", metavar="KEY=VALUE", help="rule override, e.g. target_points=15")
+    c.add_argument("--rounds", type=int, help="swiss: the number of rounds")
+    c.add_argument("--entrant", action="append", metavar="ID", help="an entrant (player or bot id), by seed")
+    c.add_argument("--entrants-from", action="append", metavar="BOTS.json", help="every bot of a bot file")
+    c.add_argument("--team", action="append", metavar="NAME=A,B", help="a team entrant and its members")
+    c.add_argument(
+        "--duplicate", choices=("off", "tables"), help="duplicate deals (two tables, seats swapped)"
+    )
+    c.add_argument("--deal-sets", choices=("pairing", "round"))
+    c.add_argument("--duplicate-scoring", choices=("net", "imps"))
+    c.add_argument("--tie-breaks", help="comma-separated order, e.g. sonneborn_berger,buchholz")
+    c.add_argument("--join-window", type=float, help="seconds every seat has to join (a no-show forfeits)")
+    c.add_argument("--turn-timeout", type=float, help="seconds per decision")
+    c.add_argument("--request-id", help="idempotency key (a retry returns the same league)")
+    _common(c)
+    c.set_defaults(func=_friendly(_create))
+
+    r = cmds.add_parser("register", help="register an entrant")
+    r.add_argument("league")
+    r.add_argument("entrant")
+    r.add_argument("--members", help="comma-separated members of a team entrant")
+    r.add_argument("--seed", type=int, default=0, help="its seed (default: the next free)")
+    _common(r)
+    r.set_defaults(func=_friendly(_register))
+    w = cmds.add_parser("withdraw", help="withdraw an entrant")
+    w.add_argument("league")
+    w.add_argument("entrant")
+    _common(w)
+    w.set_defaults(func=_friendly(_simple("withdraw")))
+    for name, help_text in (
+        ("start", "start a league (round 1 is paired)"),
+        ("pause", "pause: no new round is paired"),
+        ("resume", "resume a paused league"),
+        ("show", "a league's state"),
+    ):
+        p = cmds.add_parser(name, help=help_text)
+        p.add_argument("league")
+        _common(p)
+        p.set_defaults(func=_friendly(_simple("get_league" if name == "show" else name)))
+
+    f = cmds.add_parser("follow", help="print results as they come, then the standings")
+    f.add_argument("league")
+    f.add_argument("--poll", type=float, default=1.0, help="seconds between looks (default 1)")
+    f.add_argument("--timeout-total", type=float, help="give up after this many seconds")
+    _common(f)
+    f.set_defaults(func=_friendly(_follow))
+    for name, func, help_text in (
+        ("standings", _standings, "the standings"),
+        ("pairings", _pairings, "the pairings and their results"),
+        ("results", _results, "one line per match"),
+    ):
+        p = cmds.add_parser(name, help=help_text)
+        p.add_argument("league")
+        if name != "standings":
+            p.add_argument("--round", type=int, default=0, help="only this round")
+        _export(p)
+        _common(p)
+        p.set_defaults(func=_friendly(func))
+    rec = cmds.add_parser("records", help="write every match's record to a directory")
+    rec.add_argument("league")
+    rec.add_argument("--dir", required=True)
+    _common(rec)
+    rec.set_defaults(func=_friendly(_records))
+    lb = cmds.add_parser("leaderboard", help="a rating family's leaderboard")
+    lb.add_argument("family", help="e.g. argentine-2p (truco league show gives a league's family)")
+    lb.add_argument("--limit", type=int, default=50)
+    _export(lb)
+    _common(lb)
+    lb.set_defaults(func=_friendly(_leaderboard))
+    lo = cmds.add_parser("lobby", help="run built-in bots for the accounts of a bot file")
+    lo.add_argument("bots", help="a bot file (truco league bots create -o FILE)")
+    lo.add_argument("--bot", default="rules", help="built-in bot: random, rules, mcts")
+    lo.add_argument(
+        "--max-concurrent", type=int, default=0, help="matches at once per bot (0: the account's)"
+    )
+    lo.add_argument("--until-finished", metavar="LEAGUE", help="stop once this league is finished")
+    lo.add_argument("--timeout-total", type=float, help="with --until-finished: give up after this long")
+    _common(lo)
+    lo.set_defaults(func=_friendly(_lobby))

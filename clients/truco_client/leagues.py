@@ -1,0 +1,304 @@
+"""Leagues, bot accounts and the bot lobby (``truco.v1.LeagueService``).
+
+Operator side::
+
+    from truco_client.leagues import LeagueClient
+
+    with LeagueClient("127.0.0.1:50051", api_key="secret") as leagues:
+        bots = [leagues.create_bot(f"bot {i}") for i in range(8)]
+        lg = leagues.create_league("Friday", "swiss", preset="argentine", rounds=3,
+                                   entrants=[b.bot_id for b in bots], join_window=60)
+        leagues.start(lg.league_id)
+        print(leagues.standings(lg.league_id))
+
+Bot side (the lobby: one connection, every match the bot is paired in, as it is paired)::
+
+    from truco_client.leagues import run_lobby
+    run_lobby("127.0.0.1:50051", bot.bot_id, bot.token, lambda: MyBot())
+
+Messages are the contract's protos (``truco.v1.League``, ``LeaguePairing``...);
+:mod:`truco_contract.leagues` turns standings and pairings into CSV or JSON rows.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import grpc
+
+from truco_client._core import CHANNEL_OPTIONS, RetryPolicy, Seconds, lifecycle_of, metadata, new_request_id
+from truco_client.bot import Bot
+from truco_client.errors import RETRYABLE, from_rpc_error
+from truco_client.runner import run_bot
+from truco_contract import codec
+from truco_contract.leagues import Assignment, assignment_from_proto
+from truco_contract.lifecycle import TimeControl
+from truco_contract.pb import league_service_pb2, league_service_pb2_grpc, match_pb2
+
+pb = league_service_pb2
+T = TypeVar("T")
+
+EntrantLike = str | tuple[str, Sequence[str]] | league_service_pb2.Entrant
+"""An entrant: its id (a player or a bot id), ``(team id, member ids)``, or the message."""
+
+
+def _entrant(e: EntrantLike, seed: int = 0) -> league_service_pb2.Entrant:
+    if isinstance(e, pb.Entrant):
+        return e
+    if isinstance(e, str):
+        return pb.Entrant(entrant_id=e, seed=seed)
+    return pb.Entrant(entrant_id=e[0], seed=seed, members=list(e[1]))
+
+
+class LeagueClient:
+    """Blocking client of ``truco.v1.LeagueService``; unary calls are retried on UNAVAILABLE
+    (creation with a stable request id, so a retry never makes a second league)."""
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        *,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        retry: RetryPolicy | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
+    ) -> None:
+        self.target = target
+        self.api_key = api_key
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        if credentials is not None:
+            self._channel = grpc.secure_channel(target, credentials, options=CHANNEL_OPTIONS)
+        else:
+            self._channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self._stub = league_service_pb2_grpc.LeagueServiceStub(self._channel)
+        self._rng = random.Random()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> LeagueClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: str, request: Any) -> Any:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return getattr(self._stub, method)(
+                    request, timeout=self.timeout, metadata=metadata(self.api_key)
+                )
+            except grpc.RpcError as err:
+                code = err.code() if hasattr(err, "code") else None
+                if code not in RETRYABLE or attempt >= self.retry.attempts:
+                    raise from_rpc_error(err) from None
+            time.sleep(self.retry.backoff(attempt, self._rng))
+
+    # ------------------------------------------------------------------ leagues
+    def create_league(
+        self,
+        name: str,
+        format: str,
+        *,
+        preset: str = "argentine",
+        overrides: Mapping[str, Any] | None = None,
+        rounds: int | None = None,
+        entrants: Sequence[EntrantLike] = (),
+        duplicate: str = "",
+        deal_sets: str = "",
+        duplicate_scoring: str = "",
+        tie_breaks: Sequence[str] = (),
+        join_window: Seconds | None = None,
+        turn_timeout: float | timedelta | None = None,
+        time_control: TimeControl | None = None,
+        request_id: str | None = None,
+    ) -> league_service_pb2.League:
+        """A new league in registration (entrants get seeds in the order given)."""
+        rules = match_pb2.RuleSet(preset=preset)
+        if overrides:
+            rules.overrides.update(dict(overrides))
+        settings = codec.settings_to_proto(
+            {}, lifecycle_of(time_control=time_control, join_window=join_window)
+        )
+        if turn_timeout:
+            seconds = (
+                turn_timeout.total_seconds() if isinstance(turn_timeout, timedelta) else float(turn_timeout)
+            )
+            settings.turn_timeout.FromNanoseconds(round(seconds * 1e9))
+        req = pb.CreateLeagueRequest(
+            name=name,
+            format=format,
+            rules=rules,
+            settings=settings,
+            rounds=rounds or 0,
+            duplicate=pb.DuplicateSettings(mode=duplicate, deal_sets=deal_sets, scoring=duplicate_scoring),
+            tie_breaks=list(tie_breaks),
+            entrants=[_entrant(e, i) for i, e in enumerate(entrants, 1)],
+            request_id=request_id or new_request_id(),
+        )
+        return self._call("CreateLeague", req).league  # type: ignore[no-any-return]
+
+    def get_league(self, league_id: str) -> league_service_pb2.League:
+        return self._call("GetLeague", pb.GetLeagueRequest(league_id=league_id)).league  # type: ignore[no-any-return]
+
+    def list_leagues(self) -> list[league_service_pb2.League]:
+        return list(self._call("ListLeagues", pb.ListLeaguesRequest()).leagues)
+
+    def register(self, league_id: str, entrant: EntrantLike, seed: int = 0) -> league_service_pb2.League:
+        req = pb.RegisterEntrantRequest(league_id=league_id, entrant=_entrant(entrant, seed))
+        return self._call("RegisterEntrant", req).league  # type: ignore[no-any-return]
+
+    def withdraw(self, league_id: str, entrant_id: str) -> league_service_pb2.League:
+        req = pb.WithdrawEntrantRequest(league_id=league_id, entrant_id=entrant_id)
+        return self._call("WithdrawEntrant", req).league  # type: ignore[no-any-return]
+
+    def start(self, league_id: str) -> league_service_pb2.League:
+        return self._call("StartLeague", pb.StartLeagueRequest(league_id=league_id)).league  # type: ignore[no-any-return]
+
+    def pause(self, league_id: str) -> league_service_pb2.League:
+        return self._call("PauseLeague", pb.PauseLeagueRequest(league_id=league_id)).league  # type: ignore[no-any-return]
+
+    def resume(self, league_id: str) -> league_service_pb2.League:
+        return self._call("ResumeLeague", pb.ResumeLeagueRequest(league_id=league_id)).league  # type: ignore[no-any-return]
+
+    def standings(self, league_id: str) -> league_service_pb2.GetStandingsResponse:
+        return self._call("GetStandings", pb.GetStandingsRequest(league_id=league_id))  # type: ignore[no-any-return]
+
+    def pairings(self, league_id: str, round: int = 0) -> league_service_pb2.ListPairingsResponse:
+        req = pb.ListPairingsRequest(league_id=league_id, round=round)
+        return self._call("ListPairings", req)  # type: ignore[no-any-return]
+
+    def leaderboard(self, family: str, limit: int = 50) -> list[league_service_pb2.LeaderboardEntry]:
+        req = pb.GetLeaderboardRequest(family=family, page_size=limit)
+        return list(self._call("GetLeaderboard", req).entries)
+
+    def wait_finished(self, league_id: str, timeout: float, poll: float = 0.5) -> league_service_pb2.League:
+        """Poll until the league is finished (``TimeoutError`` after ``timeout`` seconds)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            lg = self.get_league(league_id)
+            if lg.state == pb.LEAGUE_STATE_FINISHED:
+                return lg
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"league {league_id} not finished after {timeout:g}s (round {lg.current_round})"
+                )
+            time.sleep(poll)
+
+    # ------------------------------------------------------------------ bots
+    def create_bot(self, name: str, max_concurrent: int = 1) -> league_service_pb2.BotAccount:
+        """A bot account; its ``token`` is shown only here."""
+        req = pb.CreateBotAccountRequest(name=name, max_concurrent=max_concurrent)
+        return self._call("CreateBotAccount", req).bot  # type: ignore[no-any-return]
+
+    def list_bots(self) -> list[league_service_pb2.BotAccount]:
+        return list(self._call("ListBotAccounts", pb.ListBotAccountsRequest()).bots)
+
+
+def assignments(
+    target: str | Sequence[str],
+    bot_id: str,
+    token: str,
+    *,
+    max_concurrent: int = 0,
+    retry: RetryPolicy | None = None,
+    heartbeat_timeout: float = 30.0,
+    stop: threading.Event | None = None,
+) -> Iterator[Assignment | str]:
+    """The bot lobby as an iterator: each :class:`Assignment` to play, or the match id of an
+    assignment that ended. Reconnects after a cut (the server sends the current assignments
+    again; one already handed out is not repeated), moving to the next of several targets."""
+    targets = [target] if isinstance(target, str) else list(target)
+    retry = retry or RetryPolicy()
+    rng = random.Random()
+    seen: set[str] = set()
+    failures = 0
+    while stop is None or not stop.is_set():
+        channel = grpc.insecure_channel(targets[failures % len(targets)], options=CHANNEL_OPTIONS)
+        stub = league_service_pb2_grpc.LeagueServiceStub(channel)
+        call = stub.StreamAssignments(
+            pb.StreamAssignmentsRequest(bot_id=bot_id, max_concurrent=max_concurrent),
+            metadata=metadata(token),
+        )
+        watchdog = threading.Timer(heartbeat_timeout, call.cancel)
+        try:
+            watchdog.start()
+            for msg in call:
+                watchdog.cancel()
+                watchdog = threading.Timer(heartbeat_timeout, call.cancel)
+                watchdog.start()
+                failures = 0
+                if stop is not None and stop.is_set():
+                    return
+                kind = msg.WhichOneof("message")
+                if kind == "assignment" and msg.assignment.match_id not in seen:
+                    seen.add(msg.assignment.match_id)
+                    yield assignment_from_proto(msg.assignment)
+                elif kind == "released_match_id":
+                    seen.discard(msg.released_match_id)
+                    yield msg.released_match_id
+        except grpc.RpcError as err:
+            if err.code() not in (*RETRYABLE, grpc.StatusCode.CANCELLED):
+                raise from_rpc_error(err) from None
+            failures += 1
+            if failures >= retry.attempts:
+                raise from_rpc_error(err) from None
+        finally:
+            watchdog.cancel()
+            channel.close()
+        if stop is None or not stop.is_set():
+            time.sleep(retry.backoff(max(1, failures), rng))
+
+
+def run_lobby(
+    target: str | Sequence[str],
+    bot_id: str,
+    token: str,
+    make_bot: Callable[[], Bot],
+    *,
+    max_concurrent: int = 0,
+    stop: threading.Event | None = None,
+    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
+    matches: int | None = None,
+) -> int:
+    """Play every match the lobby assigns ``bot_id``, each with a fresh ``make_bot()`` on a
+    thread of its own, until ``stop`` is set (or ``matches`` were played); returns the number
+    of matches played."""
+    stop = stop or threading.Event()
+    targets = [target] if isinstance(target, str) else list(target)
+    threads: list[threading.Thread] = []
+    played = 0
+    lock = threading.Lock()
+
+    def play(a: Assignment) -> None:
+        nonlocal played
+        try:
+            run_bot(make_bot(), targets, a.match_id, a.token, log=log)
+        except Exception as exc:  # one match failing must not stop the lobby
+            log(f"{bot_id}: match {a.match_id} failed: {exc!r}")
+        with lock:
+            played += 1
+            if matches is not None and played >= matches:
+                stop.set()
+
+    for item in assignments(target, bot_id, token, max_concurrent=max_concurrent, stop=stop):
+        if isinstance(item, Assignment):
+            t = threading.Thread(target=play, args=(item,), name=f"lobby-{item.match_id}", daemon=True)
+            t.start()
+            threads.append(t)
+        threads = [t for t in threads if t.is_alive()]
+    for t in threads:
+        t.join()
+    return played
+
+
+__all__ = ["Assignment", "LeagueClient", "assignments", "run_lobby"]

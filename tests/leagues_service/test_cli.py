@@ -1,0 +1,88 @@
+"""``truco league``: the walkthrough of docs/leagues.md against a ``truco serve`` worker on a
+real ``redis-server``: bot accounts, a league, the lobby (a ``truco league lobby`` child
+process), start, follow, standings and results as CSV and JSON, every match's record."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.leagues_service.workers import start_serve
+from truco_cli import main as cli
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_bot_league_from_nothing_with_the_cli(
+    clean_redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    serve = start_serve(clean_redis_url, tmp_path / "serve.log")
+    lobby: subprocess.Popen[bytes] | None = None
+    try:
+        srv = ("--server", serve.address)
+        bots_file = tmp_path / "bots.json"
+        code, _, err = run(capsys, "league", "bots", "create", "--count", "4", "-o", str(bots_file), *srv)
+        assert code == 0 and "4 bot accounts" in err
+        bots = json.loads(bots_file.read_text())
+        assert len(bots) == 4 and all(b["token"].startswith("tb1.") for b in bots)
+        code, out, err = run(
+            capsys, "league", "create", "Friday", "--format", "round_robin", "--preset", "argentine",
+            "--set", "target_points=3", "--entrants-from", str(bots_file), "--join-window", "60", *srv,
+        )  # fmt: skip
+        assert code == 0, err
+        league = out.strip()
+        assert "round_robin, registration, round 0/3, 4 entrants" in err
+        log = (tmp_path / "lobby.log").open("wb")
+        env = {k: v for k, v in os.environ.items() if k != "TRUCO_API_KEY"}
+        lobby = subprocess.Popen(
+            [sys.executable, "-m", "truco_cli.main", "league", "lobby", str(bots_file), "--bot", "rules",
+             "--until-finished", league, "--timeout-total", "120", *srv],
+            stdout=log, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+        log.close()
+        code, out, _ = run(capsys, "league", "start", league, *srv)
+        assert code == 0 and "running" in out
+        code, out, err = run(
+            capsys, "league", "follow", league, "--poll", "0.2", "--timeout-total", "120", *srv
+        )
+        assert code == 0, err
+        assert out.count(" -> ") == 6 and "finished, round 3/3" in out  # six matches, then the table
+        code, out, _ = run(capsys, "league", "standings", league, "--format", "csv", *srv)
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert [r["rank"] for r in rows] == ["1", "2", "3", "4"]
+        assert sum(float(r["score"]) for r in rows) == 6.0  # one point per match
+        assert {"buchholz", "sonneborn_berger", "points_difference"} <= set(rows[0])
+        code, out, _ = run(capsys, "league", "pairings", league, "--format", "json", *srv)
+        pairings = json.loads(out)
+        assert len(pairings) == 6 and all(p["winner"] for p in pairings)
+        code, out, _ = run(capsys, "league", "results", league, "--format", "csv", *srv)
+        matches = list(csv.DictReader(io.StringIO(out)))
+        assert len(matches) == 6 and all(m["done"] == "True" for m in matches)
+        code, _, err = run(capsys, "league", "records", league, "--dir", str(tmp_path / "records"), *srv)
+        assert code == 0 and "6 match records" in err
+        files = sorted((tmp_path / "records").iterdir())
+        assert len(files) == 6
+        code, out, _ = run(capsys, "verify", "-q", str(files[0]))
+        assert code == 0
+        code, out, _ = run(capsys, "league", "leaderboard", "argentine-2p", *srv)
+        assert code == 0 and len(out.strip().splitlines()) == 5  # a header and the four bots
+        code, _, err = run(capsys, "league", "create", "x", "--format", "ladder", *srv)
+        assert code == 1 and "unknown format 'ladder'" in err
+        assert lobby.wait(30) == 0
+        assert "matches played" in (tmp_path / "lobby.log").read_text()
+    finally:
+        if lobby is not None and lobby.poll() is None:
+            lobby.kill()
+            lobby.wait(10)
+        serve.kill()

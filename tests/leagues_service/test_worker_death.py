@@ -1,0 +1,114 @@
+"""A worker that dies at any point of the league job (between any two store calls, in the
+middle of creating a match) loses nothing and doubles nothing: another worker goes on, every
+table gets exactly one match, every match is rated once. Real ``redis-server``.
+
+The dying worker is a league service and a match service over a store that raises at its
+k-th call (a BaseException, so nothing catches it), for every k of a pass."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import random
+from typing import Any
+
+from tests.leagues_service.conftest import Stack, make_stack, play_round, run_league, spec
+from truco_server.api.auth import Operator
+from truco_server.league_service import EntrantDoc, State
+from truco_server.league_service.documents import RATINGS
+from truco_server.leagues import RatingBook
+from truco_server.storage import MatchStore
+
+
+class Died(BaseException):
+    """The worker's process is gone."""
+
+
+class DyingStore:
+    """Delegates to a real store and raises :class:`Died` at the ``at``-th awaited call."""
+
+    def __init__(self, store: MatchStore, at: int) -> None:
+        self._store = store
+        self._at = at
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._store, name)
+        if not callable(value) or name in ("queue_shards", "subscribe"):
+            return value
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            if self.calls == self._at:
+                raise Died(name)
+            return await value(*args, **kwargs)
+
+        return call
+
+
+async def _matches_of(store: MatchStore, owner: str) -> list[str]:
+    out, token = [], None
+    while True:
+        page, token = await store.list_matches(owner, None, 100, token)
+        out += [e.match_id for e in page]
+        if token is None:
+            return out
+
+
+async def _check(s: Stack, operator: Operator, league_id: str) -> None:
+    doc = await s.leagues.get_league(operator, league_id)
+    assert doc.state == State.FINISHED
+    tables = [doc.tables[k] for p in doc.pairings for k in p.tables]
+    ids = [t.match_id for t in tables]
+    assert all(ids) and len(set(ids)) == len(ids)
+    assert sorted(await _matches_of(s.store, operator.name)) == sorted(ids)  # none lost, none doubled
+    for p in doc.pairings:
+        assert p.result is not None
+    got = await s.store.doc_get(RATINGS, f"{operator.name}/{doc.family}")
+    assert got is not None
+    import orjson
+
+    book = RatingBook.from_dict(orjson.loads(got[1]))
+    rated = collections.Counter(
+        player
+        for t in tables
+        if t.winner_side is not None and not t.forfeit
+        for e in t.sides
+        for player in doc.entrant_players()[e]
+    )
+    assert {p: book.rating(doc.family, p).games for p in rated} == dict(rated)
+
+
+async def _run(stack: Stack, phase: str) -> int:
+    """Kill a worker at every store call of one pass; return the number of points tried."""
+    k = 0
+    while True:
+        k += 1
+        operator = Operator(f"acme-{phase}-{k}")
+        bots = [(await stack.leagues.create_bot(operator, f"b{i}", 2))[0].bot_id for i in range(2)]
+        sp = spec("swiss", 5, rounds=2)
+        entrants = (*sp.entrants[:3], *(EntrantDoc(b, 4 + i) for i, b in enumerate(bots)))
+        doc = await stack.leagues.create_league(operator, dataclasses.replace(sp, entrants=entrants))
+        await stack.leagues.start(operator, doc.league_id)
+        if phase == "results":  # the pass that collects round 1, rates it and pairs round 2
+            await stack.leagues.advance(doc.league_id)
+            await play_round(stack, await stack.leagues.get_league(operator, doc.league_id), random.Random(k))
+        dying = DyingStore(stack.store, k)
+        worker = make_stack(dying)  # type: ignore[arg-type]
+        try:
+            await worker.leagues.advance(doc.league_id)
+            survived = True
+        except Died:
+            survived = False
+        await run_league(stack, doc.league_id, seed=k, operator=operator)
+        await _check(stack, operator, doc.league_id)
+        if survived:
+            return k
+
+
+async def test_death_at_every_point_of_pairing_and_creation(stack: Stack) -> None:
+    assert await _run(stack, "pairing") > 10
+
+
+async def test_death_at_every_point_of_collecting_and_rating(stack: Stack) -> None:
+    assert await _run(stack, "results") > 10
