@@ -52,15 +52,18 @@ def one_run(repo: Path, timeout: float) -> tuple[float, str]:
     grpc_port = _free_port()
     env = dict(os.environ)
     env.pop("VIRTUAL_ENV", None)
-    env.update(
-        TRUCO_GRPC_PORT=str(grpc_port), TRUCO_HTTP_PORT=str(_free_port()), TRUCO_METRICS_PORT="0"
-    )
+    env.update(TRUCO_GRPC_PORT=str(grpc_port), TRUCO_HTTP_PORT=str(_free_port()), TRUCO_METRICS_PORT="0")
     env.pop("REDIS_URL", None)
     log = work / "make.log"
     start = time.perf_counter()
     with log.open("w") as out:
         proc = subprocess.Popen(
-            ["make", "serve"], cwd=clone, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            ["make", "serve"],
+            cwd=clone,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         while not _serving(f"127.0.0.1:{grpc_port}"):
