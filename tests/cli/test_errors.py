@@ -224,3 +224,17 @@ def test_bot_shows_progress_and_demo_uses_a_running_server(server: EmbeddedServe
 
     with TrucoClient(server.address, api_key="ops-secret") as client:
         assert client.get_match(match_id).match.state == "finished"  # it played on that server
+
+
+def test_bots_eval_takes_a_bot_of_your_own(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = "truco_client.examples.high_card:HighCardBot"
+    done = run_main(
+        capsys, "bots", "eval", "--pair", f"{spec}:random", "--preset", "paulista-2p", "--matches", "2"
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"| {spec} vs random | paulista-2p | 2 |" in done.stdout
+    from truco_bots import split_pair
+
+    assert split_pair("rules:random") == ("rules", "random")
+    assert split_pair(f"rules:{spec}") == ("rules", spec)
+    assert split_pair(f"{spec}:{spec}") == (spec, spec)
