@@ -218,7 +218,8 @@ def test_the_hand_marks_its_top_cards_and_shows_the_suit_legend() -> None:
 
 @pytest.mark.parametrize("form", ["code", "play code"])
 def test_play_takes_a_card_code(form: str) -> None:
-    child = _spawn("--preset", "paulista-2p", "--seed", "codes", "--bot-seed", "1")
+    bot = "rules" if form == "code" else "truco_client.examples.high_card:HighCardBot"  # a bot of your own
+    child = _spawn("--preset", "paulista-2p", "--seed", "codes", "--bot-seed", "1", "--bot", bot)
     try:
         screen = _prompt(child)
         assert "Suits: C ♣ clubs, H ♥ hearts, S ♠ spades, D ♦ diamonds" in screen
