@@ -1,11 +1,14 @@
 """The ``truco`` command.
 
 truco serve                 run a worker (truco_cli.serve; server install)
+truco match create          create a match, print its id and credentials (truco_cli.match_commands)
 truco replay FILE           replay a record (truco_cli.engine_commands)
 truco record / verify       export a match's record, check it (truco_cli.record_commands)
 truco bench engine|service  benchmarks (truco_cli.bench_commands)
 truco play / watch / demo / bot / bots eval   clients (truco_cli.client_commands)
 truco league ...            leagues, bot accounts, the bot lobby (truco_cli.league_commands)
+
+Every user mistake is one line on stderr and a non-zero exit (truco_cli.errors).
 """
 
 from __future__ import annotations
@@ -13,15 +16,36 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from truco_cli import (
     bench_commands,
     client_commands,
     engine_commands,
     league_commands,
+    match_commands,
     optional,
     record_commands,
 )
+from truco_cli.errors import run_command
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``truco play: unrecognized arguments: --x (see truco play
+    --help)`` and exit status 2, for the command and every subcommand."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("truco-service")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown"
 
 
 def _needs_server(name: str) -> int:
@@ -30,13 +54,15 @@ def _needs_server(name: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="truco", description="Truco as a service.")
+    parser = Parser(prog="truco", description="Truco as a service.")
+    parser.add_argument("--version", action="version", version=f"truco {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     if optional.serve is not None:
         optional.serve.register(sub)
     else:
         p = sub.add_parser("serve", help="run a worker (needs the server install)")
         p.set_defaults(func=lambda args: _needs_server("serve"), any_arguments=True)
+    match_commands.register(sub)
     engine_commands.register(sub)
     record_commands.register(sub)
     bench_commands.register(sub)
@@ -49,12 +75,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "any_arguments", False):
-        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        prog = " ".join(["truco", *(p for p in (args.command, getattr(args, "subcommand", None)) if p)])
+        print(f"{prog}: unrecognized arguments: {' '.join(unknown)} (see {prog} --help)", file=sys.stderr)
+        return 2
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
         return 2
-    return int(func(args) or 0)
+    return run_command(func, args)
 
 
 if __name__ == "__main__":

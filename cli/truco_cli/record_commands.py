@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import truco_engine as te
-from truco_cli.client_commands import _friendly
 from truco_contract import records
 from truco_contract.verify import verify_json
 
@@ -105,7 +104,7 @@ def register(sub: Any) -> None:
     r.add_argument("--api-key", help="the owning operator's API key (or TRUCO_API_KEY)")
     r.add_argument("-o", "--output", help="file to write (default: standard output)")
     r.add_argument("--timeout", type=float, default=10.0, help="seconds per call (default 10)")
-    r.set_defaults(func=_friendly(_record))
+    r.set_defaults(func=_record)
 
     v = sub.add_parser(
         "verify", help="check a match record: seeds, commitments, every deal and step, the result"

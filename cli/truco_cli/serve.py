@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import sys
 
 from truco_server.config import ConfigError, Settings, add_arguments, load_settings
@@ -29,14 +30,59 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"truco serve: {exc}", file=sys.stderr)
         return 2
+    busy = _busy_port(settings)
+    if busy is not None:
+        print(f"truco serve: {busy}", file=sys.stderr)
+        return 2
     configure_logging(settings.log_level)
 
     def announce(worker: Worker) -> None:
         _print_listening(settings, worker)
 
-    with contextlib.suppress(KeyboardInterrupt):  # signal handlers normally catch it
-        asyncio.run(serve(settings, servicer_factory, on_started=announce))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # signal handlers normally catch it
+            asyncio.run(serve(settings, servicer_factory, on_started=announce))
+    except (RuntimeError, OSError) as exc:
+        # grpc raises RuntimeError("Failed to bind to address ..."); aiohttp and the metrics
+        # server an OSError (EADDRINUSE) for the HTTP ports.
+        if isinstance(exc, RuntimeError) and "Failed to bind" not in str(exc):
+            raise
+        if isinstance(exc, OSError) and exc.errno not in (errno.EADDRINUSE, errno.EACCES):
+            raise
+        print(f"truco serve: {_bind_message(settings, exc)}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _bind_message(settings: Settings, exc: BaseException) -> str:
+    busy = _busy_port(settings)
+    if busy is not None:
+        return busy
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).split(";")[0]
+    return f"cannot listen on {settings.host}: {reason}"
+
+
+def _busy_port(settings: Settings) -> str | None:
+    """The first configured port that cannot be bound on the host, as a one-line message."""
+    import socket
+
+    for name, port, flag, env in (
+        ("gRPC", settings.grpc_port, "--grpc-port", "TRUCO_GRPC_PORT"),
+        ("REST", settings.http_port, "--http-port", "TRUCO_HTTP_PORT"),
+        ("metrics", settings.metrics_port, "--metrics-port", "TRUCO_METRICS_PORT"),
+    ):
+        if not port:
+            continue
+        family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((settings.host, port))
+            except OSError as exc:
+                return (
+                    f"cannot listen on {settings.host}:{port} for {name} ({exc.strerror or exc}); "
+                    f"choose another port with {flag} or {env} (0 picks a free one)"
+                )
+    return None
 
 
 def _print_listening(settings: Settings, worker: Worker) -> None:

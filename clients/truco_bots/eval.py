@@ -62,11 +62,11 @@ HEADER = (
 def _chunk(
     a: str, b: str, preset: str, first: int, n: int, seed: int, bot_args: dict[str, dict[str, Any]]
 ) -> tuple[int, int, int, int, int, float]:
-    from truco_bots import get_bot
+    from truco_bots import load_bot
     from truco_client.local import run_local
 
     def factory(name: str) -> Any:
-        cls = get_bot(name)
+        cls = load_bot(name)
         kwargs = bot_args.get(name, {})
 
         class Configured(cls):  # type: ignore[valid-type,misc]
@@ -92,7 +92,8 @@ def evaluate(
     bot_args: dict[str, dict[str, Any]] | None = None,
     progress: bool = True,
 ) -> PairResult:
-    """Play ``matches`` between bots ``a`` and ``b`` (built-in names) on ``preset``."""
+    """Play ``matches`` between bots ``a`` and ``b`` (built-in names or ``MODULE:Class``) on
+    ``preset``."""
     chunk += chunk % 2  # keep duplicate pairs in one chunk
     out = PairResult(a, b, preset, 0, 0, 0, 0, 0.0, 0)
     start = time.perf_counter()
@@ -127,13 +128,14 @@ def evaluate(
 
 
 def parse_bot_args(items: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """``mcts.iterations=200`` -> {"mcts": {"iterations": 200}}."""
+    """``mcts.iterations=200`` -> {"mcts": {"iterations": 200}} (``mybot:MyBot.depth=3`` for a
+    bot of your own)."""
     out: dict[str, dict[str, Any]] = {}
     for item in items:
         key, _, value = item.partition("=")
-        bot, _, param = key.partition(".")
-        if not param:
-            raise SystemExit(f"--bot-arg wants BOT.PARAM=VALUE, got {item!r}")
+        bot, _, param = key.rpartition(".")
+        if not bot or not param or "=" not in item:
+            raise ValueError(f"--bot-arg wants BOT.PARAM=VALUE, got {item!r}")
         try:
             parsed: Any = json.loads(value)
         except json.JSONDecodeError:
@@ -143,7 +145,12 @@ def parse_bot_args(items: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--pair", action="append", required=True, help="A:B, e.g. rules:random (repeatable)")
+    p.add_argument(
+        "--pair",
+        action="append",
+        required=True,
+        help="A:B, each a built-in bot or MODULE:Class, e.g. rules:random, mybot:MyBot:rules (repeatable)",
+    )
     p.add_argument("--preset", action="append", required=True, help="preset, e.g. paulista (repeatable)")
     p.add_argument("--matches", type=int, default=1000, help="matches per pair and preset (default 1000)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
@@ -154,10 +161,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Evaluate every pair on every preset. A bad pair, bot, preset or ``--bot-arg`` raises
+    :class:`ValueError` (one line) before any match is played."""
+    import truco_engine as te
+    from truco_bots import load_bot, split_pair
+
     bot_args = parse_bot_args(args.bot_arg)
+    pairs = [split_pair(pair) for pair in args.pair]
+    for a, b in pairs:
+        load_bot(a)
+        load_bot(b)
+    for preset in args.preset:
+        te.get_rules(preset)
     results = []
-    for pair in args.pair:
-        a, _, b = pair.partition(":")
+    for a, b in pairs:
         for preset in args.preset:
             r = evaluate(
                 a,
@@ -186,7 +203,11 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m truco_bots.eval", description=__doc__.split("\n")[0])
     add_arguments(p)
-    return run(p.parse_args(argv))
+    try:
+        return run(p.parse_args(argv))
+    except ValueError as exc:
+        print(f"{p.prog}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -146,7 +146,9 @@ class AsyncTrucoClient:
             await asyncio.sleep(self.retry.backoff(attempt, self._rng))
 
     def _token(self, token: str | None) -> str | None:
-        return token if token is not None else self.token
+        """The credential of a match call: the ``token`` given, else the client's token, else its
+        API key (the same rule on every call; the server says which credential it wanted)."""
+        return token if token is not None else (self.token or self.api_key)
 
     def _op(self, api_key: str | None) -> Metadata:
         return metadata(api_key if api_key is not None else (self.api_key or self.token))
@@ -219,7 +221,7 @@ class AsyncTrucoClient:
 
     async def get_match(self, match_id: str, *, token: str | None = None) -> MatchView:
         req = match_service_pb2.GetMatchRequest(match_id=match_id)
-        md = metadata(self._token(token) or self.api_key)
+        md = metadata(self._token(token))
         view = match_view(await self._call(lambda s: s.GetMatch(req, metadata=md, timeout=self.timeout)))
         self._rules[match_id] = view.rules
         return view
@@ -274,7 +276,7 @@ class AsyncTrucoClient:
     async def get_match_record(self, match_id: str, *, token: str | None = None) -> MatchRecord:
         """See :meth:`truco_client.TrucoClient.get_match_record`."""
         req = match_service_pb2.GetMatchRecordRequest(match_id=match_id)
-        md = metadata(self._token(token) or self.api_key)
+        md = metadata(self._token(token))
         resp: match_service_pb2.GetMatchRecordResponse = await self._call(
             lambda s: s.GetMatchRecord(req, metadata=md, timeout=self.timeout)
         )

@@ -167,7 +167,9 @@ class TrucoClient:
             time.sleep(self.retry.backoff(attempt, self._rng))
 
     def _token(self, token: str | None) -> str | None:
-        return token if token is not None else self.token
+        """The credential of a match call: the ``token`` given, else the client's token, else its
+        API key (the same rule on every call; the server says which credential it wanted)."""
+        return token if token is not None else (self.token or self.api_key)
 
     def _op(self, api_key: str | None) -> Metadata:
         return metadata(api_key if api_key is not None else (self.api_key or self.token))
@@ -253,7 +255,7 @@ class TrucoClient:
     def get_match(self, match_id: str, *, token: str | None = None) -> MatchView:
         """The match and, for seat / spectator credentials, the caller's observation."""
         req = match_service_pb2.GetMatchRequest(match_id=match_id)
-        md = metadata(self._token(token) or self.api_key)
+        md = metadata(self._token(token))
         view = match_view(self._call(lambda s: s.GetMatch(req, metadata=md, timeout=self.timeout)))
         self._rules[match_id] = view.rules
         return view
@@ -310,7 +312,7 @@ class TrucoClient:
         spectator token, or the owner's API key (like ``get_match``). Write it to a file with
         :func:`truco_client.write_record`."""
         req = match_service_pb2.GetMatchRecordRequest(match_id=match_id)
-        md = metadata(self._token(token) or self.api_key)
+        md = metadata(self._token(token))
         resp = self._call(lambda s: s.GetMatchRecord(req, metadata=md, timeout=self.timeout))
         return codec.record_from_proto(resp.record)
 

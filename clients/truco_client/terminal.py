@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TextIO
 
 import truco_engine as te
@@ -16,9 +16,11 @@ from truco_client.bot import Bot
 from truco_client.client import TrucoClient
 from truco_client.observation import Event, Observation
 from truco_contract.events import MatchCancelled
+from truco_engine.ranking import MANILHA_BASE
 
 SUITS = {"C": "♣", "H": "♥", "S": "♠", "D": "♦", "e": "⚔", "b": "♣", "c": "♥", "o": "◆"}
 SUIT_WORDS = {"e": "espadas", "b": "bastos", "c": "copas", "o": "oros"}
+FRENCH_SUIT_WORDS = {"C": "clubs", "H": "hearts", "S": "spades", "D": "diamonds"}
 RED = {"H", "D", "c", "o"}
 
 
@@ -49,27 +51,61 @@ class Style:
         return self._w("33", t)
 
     def card(self, code: str | None) -> str:
+        """A card as its API code followed by its suit symbol (``7e⚔``, ``4C♣``): what is
+        shown is what is typed."""
         if not code:
             return "??"
-        text = code[:-1] + SUITS.get(code[-1], code[-1])
+        text = card_label(code)
         return self.red(text) if code[-1] in RED else text
 
 
-def card_boxes(cards: Sequence[str | None], style: Style, numbered: bool = False) -> list[str]:
-    """Cards drawn as three text rows of boxes (``None``: a face-down card)."""
+def card_label(code: str) -> str:
+    """``7e`` -> ``7e⚔``: the code the API (and the ``play`` prompt) uses, then the symbol."""
+    return code + SUITS.get(code[-1], "")
+
+
+def suit_legend(rules: te.RuleSet | None) -> str:
+    """The suit letters of the deck in use, as the API's card codes spell them (docs/cards.md)."""
+    spanish = rules is not None and rules.deck != te.Deck.FRENCH40
+    if spanish:
+        names = ", ".join(f"{k} {SUITS[k]} {v}" for k, v in SUIT_WORDS.items())
+        return f"Suits: {names}. Type a card by its code: 7e, 12c, 1b."
+    names = ", ".join(f"{k} {SUITS[k]} {v}" for k, v in FRENCH_SUIT_WORDS.items())
+    return f"Suits: {names}. Type a card by its code: 4C, 7H, AS."
+
+
+def top_cards(obs: Observation) -> dict[str, str]:
+    """The cards of the hand that outrank every plain card this hand, with what they are
+    called: ``manilha`` where a turned-up card (vira, muestra) or a fixed list makes them,
+    ``top card`` for the fixed top four of the River Plate games (1e, 1b, 7e, 7o)."""
+    if obs.rules is None:
+        return {}
+    strengths = obs.strengths()
+    word = "manilha" if obs.rules.deck == te.Deck.FRENCH40 or obs.turn_up else "top card"
+    return {c: word for c in obs.my_cards if c and strengths.get(c, 0) >= MANILHA_BASE}
+
+
+def card_boxes(
+    cards: Sequence[str | None],
+    style: Style,
+    numbered: bool = False,
+    marks: Collection[str] = (),
+) -> list[str]:
+    """Cards drawn as three text rows of boxes (``None``: a face-down card); a card in
+    ``marks`` gets a star (the hand's manilhas or top cards)."""
     if not cards:
         return ["(none)"]
     top, mid, bot = [], [], []
     for c in cards:
-        label = "▒▒▒" if c is None else c[:-1] + SUITS.get(c[-1], c[-1])
-        pad = label.center(4)
+        label = "▒▒▒" if c is None else card_label(c) + ("★" if c in marks else "")
+        pad = label.center(5)
         shown = style.red(pad) if c is not None and c[-1] in RED else pad
-        top.append("┌────┐")
+        top.append("┌─────┐")
         mid.append(f"│{shown}│")
-        bot.append("└────┘")
+        bot.append("└─────┘")
     rows = [" ".join(top), " ".join(mid), " ".join(bot)]
     if numbered:
-        rows.append(" ".join(f"  {i + 1}   " for i in range(len(cards))))
+        rows.append(" ".join(f"   {i + 1}   " for i in range(len(cards))))
     return rows
 
 
@@ -211,7 +247,12 @@ def render(obs: Observation, names: Names, style: Style) -> str:
             lines.append(f" Your cards: {obs.hidden_count} face down (iron hand: you play blind)")
         else:
             lines.append(" Your cards:")
-            lines.extend("   " + row for row in card_boxes(list(obs.my_cards), style))
+            marks = top_cards(obs)
+            lines.extend("   " + row for row in card_boxes(list(obs.my_cards), style, marks=marks))
+            for word in sorted(set(marks.values())):
+                shown = " ".join(style.card(c) for c, w in marks.items() if w == word)
+                lines.append(style.yellow(f" ★ {word}: {shown} (beats every plain card this hand)"))
+            lines.append(style.dim(" " + suit_legend(obs.rules)))
     if obs.is_over:
         w = obs.winner_team
         lines.append(style.bold(" Match over." + (f" Winner: team {w}" if w is not None else "")))
@@ -220,8 +261,50 @@ def render(obs: Observation, names: Names, style: Style) -> str:
     return "\n".join(lines)
 
 
+ALIASES = {
+    "quiero": "accept",
+    "yes": "accept",
+    "no quiero": "decline",
+    "no": "decline",
+    "mazo": "fold",
+    "al mazo": "fold",
+    "retruco": "truco",
+    "vale cuatro": "truco",
+    "vale 4": "truco",
+}
+"""Words a player may type for an action kind (the kind itself always works)."""
+
+CHOICE_HINT = "type a number, a card code (7e, play 7e) or an action (truco, accept, fold); q quits"
+
+
+def parse_choice(text: str, legal: Sequence[Action]) -> Action | None:
+    """The legal action a line of input names, or ``None``. Accepted: the action's number in
+    the list (1-based), a card code (``7e``: face up; ``7e down``), the action's text form
+    (``play 7e``, ``truco``, ``envido``) or a word for it (``quiero``, ``mazo``)."""
+    words = " ".join(text.strip().split())
+    if not words:
+        return None
+    if words.isdigit():
+        i = int(words)
+        return legal[i - 1] if 1 <= i <= len(legal) else None
+    low = ALIASES.get(words.lower(), words.lower())
+    if low.startswith("play "):
+        low = low[5:]
+    for a in legal:
+        if low == a.text().lower():
+            return a
+        if a.kind == "play" and a.card is not None:
+            spoken = f"{a.card} down" if a.face_down else a.card
+            if low == spoken.lower():
+                return a
+        if a.kind == "play" and a.slot is not None and low in (f"#{a.slot}", f"#{a.slot + 1}"):
+            return a
+    return None
+
+
 def ask_action(obs: Observation, style: Style, read: Callable[[str], str], out: TextIO) -> Action | None:
-    """Show the legal actions as numbered choices and read one (``None``: quit)."""
+    """Show the legal actions as numbered choices and read one (``None``: quit, on ``q``,
+    end of input or Ctrl-C)."""
     print(style.bold(" Your move:"), file=out)
     for i, a in enumerate(obs.legal_actions):
         print(f"   {i + 1}) {action_label(a, style, obs)}", file=out)
@@ -229,18 +312,15 @@ def ask_action(obs: Observation, style: Style, read: Callable[[str], str], out: 
     while True:
         try:
             text = read("> ").strip()
-        except EOFError:
+        except (EOFError, KeyboardInterrupt):
+            print(file=out)
             return None
         if text.lower() in ("q", "quit", "exit"):
             return None
-        if text.isdigit() and 1 <= int(text) <= len(obs.legal_actions):
-            return obs.legal_actions[int(text) - 1]
-        for a in obs.legal_actions:  # also accept the text form: "truco", "play 4C"
-            if text.lower() == a.text().lower() or (
-                a.kind == "play" and text.upper() == (a.card or "").upper()
-            ):
-                return a
-        print(f"   type a number from 1 to {len(obs.legal_actions)} (q quits)", file=out)
+        action = parse_choice(text, obs.legal_actions)
+        if action is not None:
+            return action
+        print(f"   {text!r} is not one of the moves above: {CHOICE_HINT}", file=out, flush=True)
 
 
 def human_loop(
@@ -322,21 +402,26 @@ def start_bots(
     *,
     think_delay: float = 0.0,
     seed: int | None = None,
+    stop: threading.Event | None = None,
+    err: TextIO = sys.stderr,
 ) -> list[threading.Thread]:
-    """Run bots on the given seats (the classes cycled over them), each on its own thread."""
+    """Run bots on the given seats (the classes cycled over them), each on its own daemon
+    thread. Once ``stop`` is set (the caller is leaving and closes the connection) a bot whose
+    stream breaks ends quietly; before that, a bot that fails says so in one line on ``err``."""
     from truco_client.runner import run_bot
+
+    def play(bot: Bot, seat: int, token: str) -> None:
+        try:
+            run_bot(bot, None, match_id, token, client=client, think_delay=think_delay, log=lambda _m: None)
+        except Exception as exc:
+            if stop is None or not stop.is_set():
+                print(f"bot on seat {seat} stopped: {exc}", file=err, flush=True)
 
     threads = []
     for i, (seat, token) in enumerate(seats_tokens):
         cls = bot_classes[i % len(bot_classes)]
         bot = cls(seed=None if seed is None else seed + seat)
-        t = threading.Thread(
-            target=run_bot,
-            args=(bot, None, match_id, token),
-            kwargs={"client": client, "think_delay": think_delay, "log": lambda _m: None},
-            name=f"bot-seat-{seat}",
-            daemon=True,
-        )
+        t = threading.Thread(target=play, args=(bot, seat, token), name=f"bot-seat-{seat}", daemon=True)
         t.start()
         threads.append(t)
     return threads

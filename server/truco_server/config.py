@@ -62,7 +62,9 @@ class Settings:
     api_keys: tuple[ApiKey, ...] = ()
     """Operator API keys (create, list, cancel matches): comma-separated `name=secret`
     entries (a bare `secret` is named `key-<sha256 prefix>`). Without keys the worker runs
-    open: every caller is the operator `public` (for development; set keys in production)."""
+    open: any operator call (with or without a key) acts as the operator `public`; reading a
+    match still needs a credential, a match token or any key (for development; set keys in
+    production)."""
     log_level: str = "info"
     """Minimum log level."""
     shutdown_grace_seconds: float = 10.0

@@ -65,7 +65,7 @@ def test_play_shows_cards_and_score() -> None:
     try:
         child.expect(r"\n> ")
         screen = child.before
-        assert "Score" in screen and "Your cards:" in screen and "┌────┐" in screen
+        assert "Score" in screen and "Your cards:" in screen and "┌─────┐" in screen
         assert any(s in screen for s in "♣♥♠♦")
         assert "Vira:" in screen
         child.sendline("q")
@@ -146,3 +146,120 @@ def test_bots_eval_command() -> None:
     )
     assert "| rules vs random | argentine | 4 |" in out.stdout
     assert "4/4 matches" in out.stderr  # progress output
+
+
+def _prompt(child: pexpect.spawn) -> str:
+    child.expect(r"\n> ")
+    return str(child.before)
+
+
+def _spawn(*argv: str) -> pexpect.spawn:
+    return pexpect.spawn(
+        TRUCO,
+        ["play", "--delay", "0", "--no-color", *argv],
+        env=_env(),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 120),
+    )
+
+
+def test_parse_choice_takes_numbers_card_codes_and_words() -> None:
+    from truco_client import actions as A
+    from truco_client.terminal import parse_choice
+
+    legal = [A.play("7e"), A.play("7e", face_down=True), A.play("12c"), A.truco(), A.accept(), A.fold()]
+    assert parse_choice("3", legal) == A.play("12c")
+    assert parse_choice("7e", legal) == A.play("7e")
+    assert parse_choice("7E", legal) == A.play("7e")
+    assert parse_choice("play 7e", legal) == A.play("7e")
+    assert parse_choice("  play   12c ", legal) == A.play("12c")
+    assert parse_choice("7e down", legal) == A.play("7e", face_down=True)
+    assert parse_choice("truco", legal) == A.truco()
+    assert parse_choice("quiero", legal) == A.accept()
+    assert parse_choice("mazo", legal) == A.fold()
+    for wrong in ("", "0", "7", "1b", "play", "envido", "xyz"):
+        assert parse_choice(wrong, legal) is None, wrong
+
+
+def test_the_hand_marks_its_top_cards_and_shows_the_suit_legend() -> None:
+    """Every observation of a local match: the starred cards are exactly the hand's cards that
+    outrank every plain card, and the legend spells the deck's suit letters."""
+    import random
+
+    import truco_engine as te
+    from truco_bots import RandomBot
+    from truco_client.local import play_local_match
+    from truco_client.terminal import Names, Style, render, top_cards
+
+    seen = {"manilha": 0, "top card": 0}
+    for preset in ("paulista-2p", "argentine"):
+        rules = te.get_rules(preset)
+
+        def check(seat: int, obs: object, _events: object, rules: te.RuleSet = rules) -> None:
+            from truco_client.observation import Observation
+
+            assert isinstance(obs, Observation)
+            if not obs.my_cards or obs.is_over:
+                return
+            marks = top_cards(obs)
+            strengths = obs.strengths()
+            assert set(marks) == {c for c in obs.my_cards if strengths[c] >= 100}
+            text = render(obs, Names(["a", "b"], seat), Style(False))
+            legend = "e ⚔ espadas" if rules.deck != te.Deck.FRENCH40 else "C ♣ clubs"
+            assert f"Suits: {legend}" in text
+            for card, word in marks.items():
+                seen[word] += 1
+                assert f"{card}" in text and f"★ {word}:" in text
+
+        play_local_match([RandomBot(seed=1), RandomBot(seed=2)], rules, random.Random(7), on_update=check)
+    assert seen["manilha"] > 0 and seen["top card"] > 0
+
+
+@pytest.mark.parametrize("form", ["code", "play code"])
+def test_play_takes_a_card_code(form: str) -> None:
+    bot = "rules" if form == "code" else "truco_client.examples.high_card:HighCardBot"  # a bot of your own
+    child = _spawn("--preset", "paulista-2p", "--seed", "codes", "--bot-seed", "1", "--bot", bot)
+    try:
+        screen = _prompt(child)
+        assert "Suits: C ♣ clubs, H ♥ hearts, S ♠ spades, D ♦ diamonds" in screen
+        import re
+
+        first = re.search(r"\d+\) play (\w+?)[♣♥♠♦]", screen)
+        assert first is not None, screen
+        code = first.group(1)
+        child.sendline(code if form == "code" else f"play {code}")
+        # Submitted as that card: played, or refused because a bot's call out of turn came first.
+        assert child.expect([f"You played {re.escape(code)}", "refused: "]) in (0, 1)
+        _prompt(child)
+        child.sendline("nonsense")
+        child.expect("is not one of the moves above")
+        child.sendline("q")
+        child.expect("Bye.")
+        child.expect(pexpect.EOF, timeout=30)
+    finally:
+        child.close(force=False)
+    assert child.exitstatus == 0
+    assert "Traceback" not in str(child.before)
+
+
+@pytest.mark.parametrize("how", ["q", "eof", "ctrl-c"])
+def test_play_exits_cleanly(how: str) -> None:
+    """q, end of input and Ctrl-C at the prompt end the client with status 0 and no traceback
+    (from the main thread or the bots' threads), while the bots are still playing."""
+    child = _spawn("--preset", "argentine", "--seed", "exit", "--bot", "random,rules", "--players", "4")
+    try:
+        _prompt(child)
+        if how == "q":
+            child.sendline("q")
+        elif how == "eof":
+            child.sendeof()
+        else:
+            child.sendintr()
+        child.expect(pexpect.EOF, timeout=90)  # the in-process server's shutdown, on a loaded machine
+        rest = str(child.before)
+    finally:
+        child.close(force=False)
+    assert "Bye." in rest
+    assert "Traceback" not in rest and "Exception in thread" not in rest
+    assert child.exitstatus == 0, rest

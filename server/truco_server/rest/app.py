@@ -40,6 +40,9 @@ from truco_server.api.wire import INTERNAL, MatchApi, to_status
 from truco_server.rest.cors import CorsPolicy
 from truco_server.rest.openapi import build_openapi
 from truco_server.rest.routes import (
+    SSE_END_EVENT,
+    SSE_ERROR_EVENT,
+    SSE_UPDATE_EVENT,
     TRANSPORT_QUERY_PARAMS,
     Route,
     decode_request,
@@ -481,17 +484,17 @@ class _SseWriter:
     async def message(self, message: Message) -> None:
         kind = message.WhichOneof("message") or "message"
         payload = message_to_json(message)
-        if kind == "update":
+        if kind == SSE_UPDATE_EVENT:
             # id = version: EventSource sends it back as Last-Event-ID when it reconnects.
-            await self._event("update", payload, str(cast(Any, message).update.version))
+            await self._event(SSE_UPDATE_EVENT, payload, str(cast(Any, message).update.version))
         else:
             await self._event(kind, payload)
 
     async def error(self, status: status_pb2.Status) -> None:
-        await self._event("rpc_error", status_json(status))
+        await self._event(SSE_ERROR_EVENT, status_json(status))
 
     async def end(self) -> None:
-        await self._event("end", {})
+        await self._event(SSE_END_EVENT, {})
 
 
 def reference_page() -> str:

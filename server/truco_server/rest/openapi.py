@@ -15,7 +15,16 @@ from google.protobuf import descriptor
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
 from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
-from truco_server.rest.routes import FD, Route, enum_type, message_type
+from truco_server.rest.routes import (
+    FD,
+    SSE_END_EVENT,
+    SSE_ERROR_EVENT,
+    SSE_HEARTBEAT_EVENT,
+    SSE_UPDATE_EVENT,
+    Route,
+    enum_type,
+    message_type,
+)
 
 JSON = dict[str, Any]
 
@@ -218,8 +227,8 @@ def _operation(route: Route, builder: SchemaBuilder) -> JSON:
                     "A stream of StreamObservationsResponse messages: NDJSON (one JSON object "
                     'per line; a final {"error": Status} line when the server ends the stream '
                     "with an error) or, with `Accept: text/event-stream`, Server-Sent Events "
-                    "(`event: update` with `id: <version>`, `event: heartbeat`, `event: error`, "
-                    "`event: end`)."
+                    f"(`event: {SSE_UPDATE_EVENT}` with `id: <version>`, `event: {SSE_HEARTBEAT_EVENT}`, "
+                    f"`event: {SSE_ERROR_EVENT}` with a Status, `event: {SSE_END_EVENT}`)."
                 ),
                 "content": {ct: {"schema": ok_schema} for ct in STREAM_CONTENT_TYPES},
             },

@@ -35,6 +35,13 @@ FD = descriptor.FieldDescriptor
 #: Query parameters the transport itself reads (never request fields).
 TRANSPORT_QUERY_PARAMS = frozenset({"access_token"})
 
+SSE_UPDATE_EVENT = "update"
+SSE_HEARTBEAT_EVENT = "heartbeat"
+SSE_ERROR_EVENT = "rpc_error"
+"""The SSE event that ends a stream with a ``google.rpc.Status`` (not ``error``: an
+``EventSource`` fires ``error`` itself on every dropped connection)."""
+SSE_END_EVENT = "end"
+
 _VAR = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)(?:=([^}]*))?\}")
 
 
