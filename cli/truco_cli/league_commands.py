@@ -27,8 +27,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from truco_cli.client_commands import _friendly
-
 
 def _client(args: argparse.Namespace) -> Any:
     from truco_client.leagues import LeagueClient
@@ -344,11 +342,11 @@ def register(sub: Any) -> None:
     b.add_argument("--max-concurrent", type=int, default=1, help="matches at once (default 1)")
     b.add_argument("-o", "--output", help="JSON file of the accounts (default: standard output)")
     _common(b)
-    b.set_defaults(func=_friendly(_bots_create))
+    b.set_defaults(func=_bots_create)
     b = bcmds.add_parser("list", help="the operator's bot accounts")
     b.add_argument("--format", choices=("table", "csv", "json"), default="table")
     _common(b)
-    b.set_defaults(func=_friendly(_bots_list))
+    b.set_defaults(func=_bots_list)
 
     c = cmds.add_parser("create", help="create a league (prints its id)")
     c.add_argument("name")
@@ -370,7 +368,7 @@ def register(sub: Any) -> None:
     c.add_argument("--turn-timeout", type=float, help="seconds per decision")
     c.add_argument("--request-id", help="idempotency key (a retry returns the same league)")
     _common(c)
-    c.set_defaults(func=_friendly(_create))
+    c.set_defaults(func=_create)
 
     r = cmds.add_parser("register", help="register an entrant")
     r.add_argument("league")
@@ -378,12 +376,12 @@ def register(sub: Any) -> None:
     r.add_argument("--members", help="comma-separated members of a team entrant")
     r.add_argument("--seed", type=int, default=0, help="its seed (default: the next free)")
     _common(r)
-    r.set_defaults(func=_friendly(_register))
+    r.set_defaults(func=_register)
     w = cmds.add_parser("withdraw", help="withdraw an entrant")
     w.add_argument("league")
     w.add_argument("entrant")
     _common(w)
-    w.set_defaults(func=_friendly(_simple("withdraw")))
+    w.set_defaults(func=_simple("withdraw"))
     for name, help_text in (
         ("start", "start a league (round 1 is paired)"),
         ("pause", "pause: no new round is paired"),
@@ -393,14 +391,14 @@ def register(sub: Any) -> None:
         p = cmds.add_parser(name, help=help_text)
         p.add_argument("league")
         _common(p)
-        p.set_defaults(func=_friendly(_simple("get_league" if name == "show" else name)))
+        p.set_defaults(func=_simple("get_league" if name == "show" else name))
 
     f = cmds.add_parser("follow", help="print results as they come, then the standings")
     f.add_argument("league")
     f.add_argument("--poll", type=float, default=1.0, help="seconds between looks (default 1)")
     f.add_argument("--timeout-total", type=float, help="give up after this many seconds")
     _common(f)
-    f.set_defaults(func=_friendly(_follow))
+    f.set_defaults(func=_follow)
     for name, func, help_text in (
         ("standings", _standings, "the standings"),
         ("pairings", _pairings, "the pairings and their results"),
@@ -412,18 +410,18 @@ def register(sub: Any) -> None:
             p.add_argument("--round", type=int, default=0, help="only this round")
         _export(p)
         _common(p)
-        p.set_defaults(func=_friendly(func))
+        p.set_defaults(func=func)
     rec = cmds.add_parser("records", help="write every match's record to a directory")
     rec.add_argument("league")
     rec.add_argument("--dir", required=True)
     _common(rec)
-    rec.set_defaults(func=_friendly(_records))
+    rec.set_defaults(func=_records)
     lb = cmds.add_parser("leaderboard", help="a rating family's leaderboard")
     lb.add_argument("family", help="e.g. argentine-2p (truco league show gives a league's family)")
     lb.add_argument("--limit", type=int, default=50)
     _export(lb)
     _common(lb)
-    lb.set_defaults(func=_friendly(_leaderboard))
+    lb.set_defaults(func=_leaderboard)
     lo = cmds.add_parser("lobby", help="run built-in bots for the accounts of a bot file")
     lo.add_argument("bots", help="a bot file (truco league bots create -o FILE)")
     lo.add_argument("--bot", default="rules", help="built-in bot: random, rules, mcts")
@@ -433,4 +431,4 @@ def register(sub: Any) -> None:
     lo.add_argument("--until-finished", metavar="LEAGUE", help="stop once this league is finished")
     lo.add_argument("--timeout-total", type=float, help="with --until-finished: give up after this long")
     _common(lo)
-    lo.set_defaults(func=_friendly(_lobby))
+    lo.set_defaults(func=_lobby)
