@@ -236,6 +236,12 @@ class UnimplementedMatchService(match_service_pb2_grpc.MatchServiceServicer):
     async def AdjudicateMatch(self, request: Any, context: Any) -> Any:
         await self._unimplemented(context)
 
+    async def Connect(
+        self, request_iterator: Any, context: Any
+    ) -> AsyncIterator[match_service_pb2.ConnectResponse]:
+        await self._unimplemented(context)
+        yield match_service_pb2.ConnectResponse()  # pragma: no cover
+
 
 def _unimplemented_factory(_: WorkerContext) -> match_service_pb2_grpc.MatchServiceServicer:
     return UnimplementedMatchService()
