@@ -71,14 +71,14 @@ class PlayerConnection:
         self,
         api: MatchApi,
         *,
-        max_subscriptions: int = MAX_SUBSCRIPTIONS,
-        max_in_flight: int = MAX_IN_FLIGHT,
-        out_queue: int = OUT_QUEUE,
+        max_subscriptions: int | None = None,
+        max_in_flight: int | None = None,
+        out_queue: int | None = None,
     ) -> None:
         self.api = api
-        self.max_subscriptions = max_subscriptions
-        self._out: asyncio.Queue[pb.ConnectResponse | _End] = asyncio.Queue(out_queue)
-        self._slots = asyncio.Semaphore(max_in_flight)
+        self.max_subscriptions = max_subscriptions or MAX_SUBSCRIPTIONS
+        self._out: asyncio.Queue[pb.ConnectResponse | _End] = asyncio.Queue(out_queue or OUT_QUEUE)
+        self._slots = asyncio.Semaphore(max_in_flight or MAX_IN_FLIGHT)
         self._subs: dict[int, tuple[Credentials, str, asyncio.Task[None]]] = {}
         self._actions: set[asyncio.Task[None]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -86,7 +86,7 @@ class PlayerConnection:
         self._leaving: set[asyncio.Task[Any] | None] = set()
         self._reading = True
         self._closing = False
-        self._closer: asyncio.Future[None] | None = None
+        self._closer: asyncio.Task[None] | None = None
 
     async def run(self, requests: AsyncIterator[pb.ConnectRequest]) -> AsyncIterator[pb.ConnectResponse]:
         """The server's messages until the client has half-closed and every subscription
@@ -96,6 +96,7 @@ class PlayerConnection:
             if streams is not None:  # the worker's drain waits for the connection
                 await stack.enter_async_context(streams.track())
             reader = asyncio.ensure_future(self._read(requests))
+            watch = asyncio.ensure_future(self._stop_on(self.api.service.stopping))
             try:
                 while True:
                     msg = await self._out.get()
@@ -107,9 +108,26 @@ class PlayerConnection:
             finally:
                 reader.cancel()
                 tasks = [*self._tasks, *self._actions]
+                tasks.append(watch)
+                if self._closer is not None:
+                    tasks.append(self._closer)
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(reader, *tasks, return_exceptions=True)
+
+    async def _put_end(self) -> None:
+        await self._out.put(_End())
+
+    async def _stop_on(self, shutdown: asyncio.Event) -> None:
+        """End the connection with UNAVAILABLE (SHUTTING_DOWN) when the worker stops, even
+        when no subscription is open to notice it."""
+        await shutdown.wait()
+        while True:  # make room: what is queued is not delivered anyway
+            try:
+                self._out.put_nowait(_End(E.ShuttingDown()))
+                return
+            except asyncio.QueueFull:
+                self._out.get_nowait()
 
     # --------------------------------------------------------------------------- reading
     async def _read(self, requests: AsyncIterator[pb.ConnectRequest]) -> None:
@@ -144,7 +162,7 @@ class PlayerConnection:
         try:
             self._out.put_nowait(_End())
         except asyncio.QueueFull:
-            self._closer = asyncio.ensure_future(self._out.put(_End()))
+            self._closer = asyncio.ensure_future(self._put_end())
 
     # ----------------------------------------------------------------------- subscribing
     def _subscribe(self, sub: pb.ConnectSubscribe) -> None:
