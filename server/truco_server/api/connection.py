@@ -2,12 +2,12 @@
 for every seat credential a client holds, the observation updates out and the actions in.
 
 It is a multiplexer over the same API methods the unary path calls, so it gives the same
-guarantees with the same code: each subscription is :meth:`MatchApi.StreamObservations`
-(resume from a version, snapshots, heartbeats with the clock, presence), each action is
-:meth:`MatchApi.SubmitAction` (request ids, expected versions, the service's one atomic
-commit). What differs is only the framing: every message names its subscription, and a
-refused action is a ``ConnectActionError`` message carrying the ``google.rpc.Status``
-SubmitAction would end with, instead of the end of a call.
+guarantees with the same code: each subscription is :meth:`MatchApi.stream_updates` (what
+StreamObservations sends: resume from a version, snapshots, heartbeats with the clock,
+presence), each action is :meth:`MatchApi.SubmitAction` (request ids, expected versions,
+the service's one atomic commit). What differs is only the framing: every message names its
+subscription, and a refused action is a ``ConnectActionError`` message carrying the
+``google.rpc.Status`` SubmitAction would end with, instead of the end of a call.
 
 Bounds (DESIGN invariant 7): at most :attr:`PlayerConnection.max_subscriptions` open
 subscriptions (more are refused with RESOURCE_EXHAUSTED), at most
@@ -202,10 +202,12 @@ class PlayerConnection:
         me = asyncio.current_task()
         status = _OK
         try:
-            async for message in self.api.StreamObservations(creds, request):
-                await self._out.put(
-                    pb.ConnectResponse(update=pb.ConnectUpdate(subscription_id=sid, message=message))
-                )
+            async for upd in self.api.stream_updates(creds, request):
+                out = pb.ConnectResponse()  # encoded in place (nested constructors copy twice)
+                update = out.update
+                update.subscription_id = sid
+                self.api.fill_update(update.message, upd)
+                await self._out.put(out)
         except asyncio.CancelledError:
             if me not in self._leaving:
                 raise
@@ -246,9 +248,10 @@ class PlayerConnection:
                 )
             structlog.contextvars.bind_contextvars(match_id=match_id, request_id=request.request_id or None)
             response = await self.api.SubmitAction(creds, request)
-            out = pb.ConnectResponse(
-                result=pb.ConnectActionResult(subscription_id=sid, action_id=aid, response=response)
-            )
+            out = pb.ConnectResponse()
+            result = out.result
+            result.subscription_id, result.action_id = sid, aid
+            result.response.CopyFrom(response)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
