@@ -146,6 +146,7 @@ def serve_subprocess(clean_redis_url: str, tmp_path: Path) -> Iterator[tuple[sub
         sys.executable, "-m", "truco_cli.main", "serve",
         "--redis", clean_redis_url, "--grpc-port", str(port), "--metrics-port", "0",
         "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning",
+        "--workers", "1",  # one worker process: the one the test kills
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:

@@ -195,6 +195,7 @@ def serve_webhooks(clean_redis_url: str, tmp_path: Path) -> Iterator[tuple[subpr
         "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning",
         "--webhook-allow", LOOPBACK, "--webhook-timeout", "2", "--webhook-retry-schedule", "0.2,0.2",
         "--scheduler-tick", "0.05",
+        "--workers", "1",  # one worker process: the one the test kills
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
