@@ -11,6 +11,10 @@ What runs (all started here, all stopped here by pid, nothing leaves 127.0.0.1):
   is its turn (a random legal action with ``expected_version`` and a ``request_id``); a
   finished match is replaced by a new one, so the number of live matches stays constant.
 
+Then, against the same worker and Redis, the same bots over the player connection
+(``Connect``; :mod:`truco_tools.bench_connection`), the no-work server's bidirectional form
+of that pattern, and the connection load against ``truco serve --workers 2``.
+
 Figures (one ``name: value`` line each): actions/s; SubmitAction latency p50/p99;
 action-to-observation delivery p50/p99 (SubmitAction sent -> the new version arrives on
 another seat's stream); Redis commands per action (``INFO commandstats`` delta over the
