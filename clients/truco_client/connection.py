@@ -318,6 +318,12 @@ class PlayerConnection:
                     seat.queue.put_nowait(upd)
         elif kind == "result" or kind == "error":
             body = msg.result if kind == "result" else msg.error
+            if kind == "result":  # a result may stand for its seat's update (see the proto)
+                seat = self._seats.get(msg.result.subscription_id)
+                if seat is not None:
+                    upd = seat.state.accept_result(msg.result.response)
+                    if upd is not None:
+                        seat.queue.put_nowait(upd)
             pending = self._pending.get(body.action_id)
             if pending is not None and not pending[2].done():
                 if kind == "result":

@@ -39,7 +39,7 @@ from typing import IO
 from truco_server.config import Settings
 
 READY = "gRPC listening on "
-START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 120.0
 _PR_SET_PDEATHSIG = 1
 
 

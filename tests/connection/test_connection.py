@@ -146,18 +146,29 @@ async def test_typed_errors_are_messages_and_the_connection_goes_on(worker: Work
         raw.subscribe(4, tokens[0], "no-such-match")
         ended = (await raw.next("ended")).ended
         assert ended.subscription_id == 4 and ended.status.code != 0
-        # both seats still get the update of the applied action
-        got = set()
-        while len(got) < 2:
+        # the other seat gets the update of the applied action; for the actor the result
+        # continued what its subscription delivered, so it stood for the update
+        upd = (await raw.next("update")).update
+        while upd.message.update.version != res.response.version:
             upd = (await raw.next("update")).update
-            if upd.message.update.version == res.response.version:
-                got.add(upd.subscription_id)
+        assert upd.subscription_id == other
+        assert res.response.events[0].version == version + 1
+        assert res.response.observation.version == res.response.version
         # a duplicate subscription id is a protocol error: the connection ends INVALID_ARGUMENT
         raw.subscribe(1, tokens[0], mid)
+        rest: list[pb.ConnectResponse] = []
         with pytest.raises(grpc.aio.AioRpcError) as info:
             while True:
-                await raw.next()
+                rest.append(await raw.next())
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        # nothing else came for the actor at the result's version (nor anything earlier)
+        assert not [
+            m
+            for m in rest
+            if m.WhichOneof("message") == "update"
+            and m.update.subscription_id == sid
+            and m.update.message.update.version <= res.response.version
+        ]
 
 
 async def test_resume_heartbeats_and_unsubscribe(make_worker: WorkerFactory) -> None:

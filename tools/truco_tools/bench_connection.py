@@ -38,10 +38,11 @@ class Figures(Protocol):
 
 
 class _Match:
-    __slots__ = ("done", "mid", "n", "players", "rng", "sent", "sids", "slot")
+    __slots__ = ("done", "last", "mid", "n", "players", "rng", "sent", "sids", "slot")
 
     def __init__(self, slot: int, mid: str, sids: list[int], rng: random.Random) -> None:
         self.rng = rng
+        self.last = [-1] * len(sids)  # last version each seat's subscription delivered
         self.slot = slot
         self.mid = mid
         self.sids = sids
@@ -134,6 +135,7 @@ class ConnectionBots:
                 self._update(msg.update)
             elif kind == "result":
                 self._result(msg.result.action_id, ok=True)
+                self._standing(msg.result)
             elif kind == "error":
                 code = msg.error.status.code
                 self.fig.errors += 1
@@ -151,6 +153,19 @@ class ConnectionBots:
             self.fig.actions += 1
             self.fig.submit_ms.append((time.perf_counter() - t0) * 1000)
 
+    def _standing(self, r: pb.ConnectActionResult) -> None:
+        """A result that continues its subscription stands for the update (the server sends
+        none): the same rule as the SDK's ``StreamState.accept_result``."""
+        found = self._subs.get(r.subscription_id)
+        if found is None:
+            return
+        m, seat = found
+        resp = r.response
+        if not resp.events or resp.events[0].version != m.last[seat] + 1:
+            return
+        if resp.observation.version == resp.version:
+            self._seen(m, seat, resp)
+
     def _update(self, u: pb.ConnectUpdate) -> None:
         if not u.message.HasField("update"):
             return
@@ -159,6 +174,12 @@ class ConnectionBots:
             return
         m, seat = found
         upd = u.message.update
+        if upd.version <= m.last[seat] and not upd.snapshot:
+            return
+        self._seen(m, seat, upd)
+
+    def _seen(self, m: _Match, seat: int, upd: Any) -> None:
+        m.last[seat] = upd.version
         now = time.perf_counter()
         if upd.events and self.fig.measuring:
             got = m.sent.get(upd.events[0].version - 1)

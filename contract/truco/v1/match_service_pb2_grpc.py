@@ -267,6 +267,11 @@ class MatchServiceServicer:
         over, it was refused, or the client unsubscribed). An error of one
         subscription or action never ends the connection.
 
+        A result whose first event directly follows the last version its
+        subscription delivered, and whose observation is at the result's version,
+        also stands for that subscription's update at that version: the update
+        is not sent, and the client takes the result as the update.
+
         The connection itself needs no credential. It ends with UNAVAILABLE
         (SHUTTING_DOWN) when the server stops: reconnect, possibly to another
         worker, subscribe again with from_version set to the last version seen

@@ -157,6 +157,11 @@ class MatchServiceStub:
     over, it was refused, or the client unsubscribed). An error of one
     subscription or action never ends the connection.
 
+    A result whose first event directly follows the last version its
+    subscription delivered, and whose observation is at the result's version,
+    also stands for that subscription's update at that version: the update
+    is not sent, and the client takes the result as the update.
+
     The connection itself needs no credential. It ends with UNAVAILABLE
     (SHUTTING_DOWN) when the server stops: reconnect, possibly to another
     worker, subscribe again with from_version set to the last version seen
@@ -295,6 +300,11 @@ class MatchServiceAsyncStub(MatchServiceStub):
     and ConnectSubscriptionEnded when a subscription ends (its match is
     over, it was refused, or the client unsubscribed). An error of one
     subscription or action never ends the connection.
+
+    A result whose first event directly follows the last version its
+    subscription delivered, and whose observation is at the result's version,
+    also stands for that subscription's update at that version: the update
+    is not sent, and the client takes the result as the update.
 
     The connection itself needs no credential. It ends with UNAVAILABLE
     (SHUTTING_DOWN) when the server stops: reconnect, possibly to another
@@ -497,6 +507,11 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
         and ConnectSubscriptionEnded when a subscription ends (its match is
         over, it was refused, or the client unsubscribed). An error of one
         subscription or action never ends the connection.
+
+        A result whose first event directly follows the last version its
+        subscription delivered, and whose observation is at the result's version,
+        also stands for that subscription's update at that version: the update
+        is not sent, and the client takes the result as the update.
 
         The connection itself needs no credential. It ends with UNAVAILABLE
         (SHUTTING_DOWN) when the server stops: reconnect, possibly to another

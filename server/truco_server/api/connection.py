@@ -9,6 +9,11 @@ the service's one atomic commit). What differs is only the framing: every messag
 subscription, and a refused action is a ``ConnectActionError`` message carrying the
 ``google.rpc.Status`` SubmitAction would end with, instead of the end of a call.
 
+One message less per action: a result whose first event directly follows the last version
+its subscription delivered (and whose observation is at the result's version) stands for that
+subscription's update, which is then not sent (the client applies the same rule; the
+bidirectional stream keeps the order, so both sides agree on what was delivered).
+
 Bounds (DESIGN invariant 7): at most :attr:`PlayerConnection.max_subscriptions` open
 subscriptions (more are refused with RESOURCE_EXHAUSTED), at most
 :attr:`PlayerConnection.max_in_flight` actions being handled (the reader waits for one to
@@ -81,6 +86,8 @@ class PlayerConnection:
         self._slots = asyncio.Semaphore(max_in_flight or MAX_IN_FLIGHT)
         self._subs: dict[int, tuple[Credentials, str, asyncio.Task[None]]] = {}
         self._actions: set[asyncio.Task[None]] = set()
+        self._delivered: dict[int, int] = {}
+        """The last version each subscription delivered (by an update or a result)."""
         self._tasks: set[asyncio.Task[None]] = set()
         """Subscriptions (also those being unsubscribed) and refusals being sent."""
         self._leaving: set[asyncio.Task[Any] | None] = set()
@@ -186,6 +193,7 @@ class PlayerConnection:
         found = self._subs.pop(sid, None)
         if found is not None:
             self._leaving.add(found[2])
+            found[2].add_done_callback(self._leaving.discard)
             found[2].cancel()  # _follow sends the end
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -202,7 +210,12 @@ class PlayerConnection:
         me = asyncio.current_task()
         status = _OK
         try:
+            delivered = self._delivered
             async for upd in self.api.stream_updates(creds, request):
+                if upd.view is not None:
+                    if not upd.snapshot and upd.version <= delivered.get(sid, -1):
+                        continue  # an action's result already stood for this update
+                    delivered[sid] = upd.version
                 out = pb.ConnectResponse()  # encoded in place (nested constructors copy twice)
                 update = out.update
                 update.subscription_id = sid
@@ -221,6 +234,7 @@ class PlayerConnection:
             found = self._subs.get(sid)
             if found is not None and found[2] is me:
                 del self._subs[sid]
+                self._delivered.pop(sid, None)
         await self._send(self._ended(sid, status))
 
     @staticmethod
@@ -252,6 +266,16 @@ class PlayerConnection:
             result = out.result
             result.subscription_id, result.action_id = sid, aid
             result.response.CopyFrom(response)
+            # the result continues what the subscription delivered: it stands for the update
+            last = self._delivered.get(sid)
+            events = response.events
+            if (
+                last is not None
+                and events
+                and events[0].version == last + 1
+                and response.observation.version == response.version
+            ):
+                self._delivered[sid] = response.version
         except asyncio.CancelledError:
             raise
         except Exception as exc:
