@@ -203,6 +203,7 @@ def worker_command(spec: WorkerSpec, host: str, extra_args: Sequence[str]) -> li
         "--grpc-port", str(spec.grpc_port),
         "--http-port", str(spec.http_port),
         "--metrics-port", str(spec.metrics_port),
+        "--workers", "1",  # one process per listed worker (each on its own ports)
         *extra_args,
     ]  # fmt: skip
 

@@ -53,6 +53,7 @@ def test_generated_package_imports_from_proto_package_path() -> None:
         "GetMatchRecord",
         "AddTime",
         "AdjudicateMatch",
+        "Connect",
     }
     assert hasattr(match_service_pb2_grpc, "add_MatchServiceServicer_to_server")
 
@@ -65,6 +66,9 @@ def test_every_rpc_has_an_http_annotation() -> None:
     service = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
     for method in service.methods:
         rule = method.GetOptions().Extensions[annotations_pb2.http]
+        if method.client_streaming:  # the player connection: gRPC only, REST keeps its routes
+            assert not rule.WhichOneof("pattern"), f"{method.name} streams requests: no HTTP rule"
+            continue
         assert rule.WhichOneof("pattern"), f"{method.name} has no google.api.http rule"
 
 

@@ -1,4 +1,6 @@
-"""``truco serve``: run a worker (gRPC, REST/JSON and metrics) until SIGTERM or Ctrl-C."""
+"""``truco serve``: run a worker (gRPC, REST/JSON and metrics) until SIGTERM or Ctrl-C; with
+``--workers N`` (default: the cores this process may use, with a Redis store) N workers
+behind the same ports (:mod:`truco_server.worker_group`)."""
 
 from __future__ import annotations
 
@@ -30,11 +32,20 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"truco serve: {exc}", file=sys.stderr)
         return 2
-    busy = _busy_port(settings)
+    # (a worker of a group shares its ports with its siblings: only the group checks them)
+    busy = None if settings.reuse_port else _busy_port(settings)
     if busy is not None:
         print(f"truco serve: {busy}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
+    if settings.effective_workers > 1:
+        if settings.redis_url is None:
+            print("truco serve: --workers above 1 needs a Redis store (--redis)", file=sys.stderr)
+            return 2
+        from truco_server.worker_group import WorkerGroup
+
+        argv = sys.argv[sys.argv.index("serve") + 1 :] if "serve" in sys.argv else []
+        return WorkerGroup(settings, argv).run()
 
     def announce(worker: Worker) -> None:
         _print_listening(settings, worker)

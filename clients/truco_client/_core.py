@@ -286,9 +286,25 @@ class StreamState:
         """The update to hand to the caller, or ``None`` (heartbeat, duplicate)."""
         if msg.WhichOneof("message") != "update":
             return None
-        u = msg.update
+        return self.accept_update(msg.update)
+
+    def accept_result(self, resp: match_service_pb2.SubmitActionResponse) -> Update | None:
+        """An action's result on the player connection, when it stands for this stream's
+        update (its first event directly follows the last version seen and its observation
+        is at its version; the server then sends no update for it), else ``None``."""
         last = self.last_version
-        if u.snapshot:
+        events = resp.events
+        if last is None or not events or events[0].version != last + 1:
+            return None
+        if resp.observation.version != resp.version:
+            return None
+        return self.accept_update(resp)
+
+    def accept_update(self, u: Any) -> Update | None:
+        """An ``ObservationUpdate`` (or a ``SubmitActionResponse`` standing for one)."""
+        last = self.last_version
+        snapshot = bool(getattr(u, "snapshot", False))
+        if snapshot:
             if last is not None and u.version <= last:
                 self.duplicates_dropped += 1
                 return None
@@ -307,4 +323,4 @@ class StreamState:
         obs = Observation.from_view(
             codec.observation_from_proto(u.observation), self.rules, self.tracker.events
         )
-        return Update(u.version, tuple(events), obs, u.snapshot)
+        return Update(u.version, tuple(events), obs, snapshot)

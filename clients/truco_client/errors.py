@@ -102,28 +102,40 @@ def from_rpc_error(err: grpc.RpcError) -> TrucoApiError:
     call: Any = err
     code: grpc.StatusCode = call.code() if hasattr(call, "code") else grpc.StatusCode.UNKNOWN
     message: str = (call.details() if hasattr(call, "details") else None) or str(err)
+    trailing = call.trailing_metadata() if hasattr(call, "trailing_metadata") else None
+    for key, value in trailing or ():
+        if key == "grpc-status-details-bin" and isinstance(value, bytes):
+            return _typed(code, message, status_pb2.Status.FromString(value))
+    return _typed(code, message, None)
+
+
+_CODES = {c.value[0]: c for c in grpc.StatusCode}
+
+
+def from_status(status: status_pb2.Status) -> TrucoApiError:
+    """The typed error of a ``google.rpc.Status`` received as a message (the player
+    connection's refused actions and ended subscriptions)."""
+    return _typed(_CODES.get(status.code, grpc.StatusCode.UNKNOWN), status.message, status)
+
+
+def _typed(code: grpc.StatusCode, message: str, status: status_pb2.Status | None) -> TrucoApiError:
     reason = ""
     legal: tuple[Action, ...] = ()
     version: int | None = None
     violations: tuple[tuple[str, str], ...] = ()
-    trailing = call.trailing_metadata() if hasattr(call, "trailing_metadata") else None
-    for key, value in trailing or ():
-        if key != "grpc-status-details-bin" or not isinstance(value, bytes):
-            continue
-        status = status_pb2.Status.FromString(value)
-        for detail in status.details:
-            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-                info = error_details_pb2.ErrorInfo()
-                detail.Unpack(info)
-                reason = info.reason
-            elif detail.Is(truco_error_details_pb2.IllegalActionDetail.DESCRIPTOR):
-                ill = truco_error_details_pb2.IllegalActionDetail()
-                detail.Unpack(ill)
-                legal = tuple(codec.action_from_proto(a) for a in ill.legal_actions)
-                version = ill.current_version
-            elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-                bad = error_details_pb2.BadRequest()
-                detail.Unpack(bad)
-                violations = tuple((v.field, v.description) for v in bad.field_violations)
+    for detail in status.details if status is not None else ():
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            reason = info.reason
+        elif detail.Is(truco_error_details_pb2.IllegalActionDetail.DESCRIPTOR):
+            ill = truco_error_details_pb2.IllegalActionDetail()
+            detail.Unpack(ill)
+            legal = tuple(codec.action_from_proto(a) for a in ill.legal_actions)
+            version = ill.current_version
+        elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            bad = error_details_pb2.BadRequest()
+            detail.Unpack(bad)
+            violations = tuple((v.field, v.description) for v in bad.field_violations)
     cls = _BY_CODE.get(code, TrucoApiError)
     return cls(code, message, reason, legal, version, violations)

@@ -3,6 +3,11 @@
     from truco_client.runner import run_bot
     final = run_bot(MyBot(), "127.0.0.1:50051", match_id, seat_token)
 
+By default the runner plays over the player connection (``Connect``: one bidirectional stream,
+:mod:`truco_client.connection`); :func:`play_seat` plays a seat on a connection a program
+already holds, so one connection carries every seat it plays. With ``connection=False`` (or a
+``client``) it uses the unary calls and a server stream instead.
+
 The runner follows the seat's stream (which resumes by itself after a cut), asks the bot for
 an action whenever the seat must act, and submits it with a request id derived from the match,
 seat and version: a retry (or a restarted bot) can never apply a decision twice. Stale or
@@ -15,6 +20,7 @@ with a client seed (32 random bytes unless given) mixed into the deals.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import sys
 import time
@@ -22,6 +28,7 @@ from collections.abc import Callable
 
 from truco_client.bot import Bot
 from truco_client.client import TrucoClient
+from truco_client.connection import PlayerConnection
 from truco_client.errors import IllegalAction, RequestIdReused, StaleVersion, TrucoApiError
 from truco_client.observation import Observation
 
@@ -41,9 +48,23 @@ def run_bot(
     log: Callable[[str], None] = _warn,
     heartbeat_timeout: float = 30.0,
     client_seed: bytes | None = None,
+    connection: bool = True,
 ) -> Observation:
     """Play ``bot`` on the seat of ``token`` until the match ends; return the last observation.
-    ``client_seed``: the seed given when joining (``None``: 32 random bytes; ``b""``: none)."""
+    ``client_seed``: the seed given when joining (``None``: 32 random bytes; ``b""``: none).
+    ``connection``: play over the player connection (the default, unless a sync ``client``
+    is given) or over unary calls and a server stream."""
+    if connection and client is None:
+
+        async def over_connection() -> Observation:
+            async with PlayerConnection(
+                target or "127.0.0.1:50051", heartbeat_timeout=heartbeat_timeout
+            ) as conn:
+                return await play_seat(
+                    conn, bot, match_id, token, think_delay=think_delay, log=log, client_seed=client_seed
+                )
+
+        return asyncio.run(over_connection())
     own = client is None
     c = (
         client.with_token(token)
@@ -95,5 +116,65 @@ def run_bot(
     finally:
         if own:
             c.close()
+    assert last is not None
+    return last
+
+
+async def play_seat(
+    conn: PlayerConnection,
+    bot: Bot,
+    match_id: str,
+    token: str,
+    *,
+    think_delay: float = 0.0,
+    log: Callable[[str], None] = _warn,
+    client_seed: bytes | None = None,
+) -> Observation:
+    """:func:`run_bot` on a player connection the caller holds (it may carry other seats):
+    the same decisions, request ids and handling of refusals."""
+    seat = await conn.seat(match_id, token, from_version=0)
+    started = False
+    joined = False
+    acted: set[int] = set()
+    last: Observation | None = None
+    try:
+        async for upd in seat:
+            obs = upd.observation
+            last = obs
+            if obs.must_join and not joined:
+                joined = True
+                seed = secrets.token_bytes(32) if client_seed is None else client_seed
+                try:
+                    await seat.join(seed)
+                except TrucoApiError as exc:  # the window closed: the stream shows the abort
+                    log(f"join refused: {exc}")
+            if not started and obs.seat is not None:
+                bot.on_match_start(obs.seat)
+                started = True
+            bot.on_observation(obs)
+            if obs.is_over:
+                bot.on_match_end(obs)
+                return obs
+            if not obs.is_my_turn or obs.version in acted:
+                continue
+            action = bot.choose(obs)
+            if action not in obs.legal_actions:
+                log(f"{bot!r} chose {action}, which is not legal; playing {obs.legal_actions[0]} instead")
+                action = obs.legal_actions[0]
+            if think_delay:
+                await asyncio.sleep(think_delay)
+            try:
+                await seat.submit(
+                    action,
+                    request_id=f"{match_id}:{obs.seat}:{obs.version}",
+                    expected_version=obs.version,
+                )
+            except (StaleVersion, RequestIdReused):
+                pass  # a newer observation is on its way / already applied
+            except IllegalAction as exc:
+                log(f"action refused: {exc}")
+            acted.add(obs.version)
+    finally:
+        await seat.close()
     assert last is not None
     return last

@@ -121,6 +121,26 @@ class Settings:
     """Comma-separated origins (`https://app.example`, `http://localhost:5173`) whose browser
     pages may call the REST face directly (CORS); `*`: any origin. Empty: CORS off
     (docs/rest.md, "Browser apps on other origins")."""
+    workers: int = 0
+    """Worker processes `truco serve` runs behind the same ports (`SO_REUSEPORT`), with their
+    Prometheus metrics aggregated on one `/metrics`. 0: the number of cores this process may
+    use (`os.sched_getaffinity`) with a Redis store, 1 with the in-memory store (which lives
+    in one process and cannot be shared)."""
+    reuse_port: bool = False
+    """Bind the gRPC and REST ports with `SO_REUSEPORT`, so that several workers share them
+    (set by `truco serve --workers N` for its workers; otherwise two servers must never share a
+    port by accident)."""
+
+    @property
+    def effective_workers(self) -> int:
+        """The worker processes to run: `workers`, or its default (see `workers`)."""
+        if self.workers:
+            return self.workers
+        if self.redis_url is None:
+            return 1
+        return max(
+            1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        )
 
     @property
     def store_description(self) -> str:
@@ -183,6 +203,15 @@ def parse_api_keys(text: str) -> tuple[ApiKey, ...]:
     if len(set(names)) != len(names):
         raise ConfigError("TRUCO_API_KEYS: operator names must be unique")
     return tuple(keys)
+
+
+def _flag(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected 1/0, true/false, yes/no or on/off")
 
 
 def _port(text: str) -> int:
@@ -341,6 +370,8 @@ OPTIONS: tuple[Option, ...] = (
         "SECONDS",
     ),
     Option("webhook_allow", "TRUCO_WEBHOOK_ALLOW", "--webhook-allow", str.strip, "LIST"),
+    Option("workers", "TRUCO_WORKERS", "--workers", _non_negative_int, "N"),
+    Option("reuse_port", "TRUCO_REUSE_PORT", None, _flag),
     Option(
         "webhook_timeout_seconds",
         "TRUCO_WEBHOOK_TIMEOUT_SECONDS",

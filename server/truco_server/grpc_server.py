@@ -236,6 +236,12 @@ class UnimplementedMatchService(match_service_pb2_grpc.MatchServiceServicer):
     async def AdjudicateMatch(self, request: Any, context: Any) -> Any:
         await self._unimplemented(context)
 
+    async def Connect(
+        self, request_iterator: Any, context: Any
+    ) -> AsyncIterator[match_service_pb2.ConnectResponse]:
+        await self._unimplemented(context)
+        yield match_service_pb2.ConnectResponse()  # pragma: no cover
+
 
 def _unimplemented_factory(_: WorkerContext) -> match_service_pb2_grpc.MatchServiceServicer:
     return UnimplementedMatchService()
@@ -244,8 +250,9 @@ def _unimplemented_factory(_: WorkerContext) -> match_service_pb2_grpc.MatchServ
 def server_options(settings: Settings) -> list[tuple[str, int]]:
     """Channel arguments of the worker's gRPC server."""
     options = [
-        # Two servers must never silently share a port (tests, misconfigured hosts).
-        ("grpc.so_reuseport", 0),
+        # Two servers must never silently share a port (tests, misconfigured hosts), unless
+        # they are the workers of one `truco serve --workers N` (settings.reuse_port).
+        ("grpc.so_reuseport", 1 if settings.reuse_port else 0),
         # Server pings idle connections to detect dead peers (e.g. a phone that vanished).
         ("grpc.keepalive_time_ms", 60_000),
         ("grpc.keepalive_timeout_ms", 20_000),

@@ -24,6 +24,7 @@ from truco_contract.pb import (
     operator_service_pb2_grpc,
 )
 from truco_server.api.auth import Credentials
+from truco_server.api.connection import PlayerConnection
 from truco_server.api.league_wire import LeagueApi
 from truco_server.api.operator_wire import OperatorApi
 from truco_server.api.wire import MatchApi
@@ -93,6 +94,13 @@ class GrpcMatchService(match_service_pb2_grpc.MatchServiceServicer):
         self, request: pb.AdjudicateMatchRequest, context: Context
     ) -> pb.AdjudicateMatchResponse:
         return await self.api.AdjudicateMatch(_creds(context), request)
+
+    @map_service_errors
+    async def Connect(
+        self, request_iterator: AsyncIterator[pb.ConnectRequest], context: Context
+    ) -> AsyncIterator[pb.ConnectResponse]:
+        async for message in PlayerConnection(self.api).run(request_iterator):
+            yield message
 
 
 class GrpcOperatorService(operator_service_pb2_grpc.OperatorServiceServicer):

@@ -83,6 +83,7 @@ ACTIONS = Counter(
 STREAM_SUBSCRIBERS = Gauge(
     "truco_stream_subscribers",
     "Observation streams currently open on this worker.",
+    multiprocess_mode="livesum",  # `truco serve --workers N`: the sum over the live workers
 )
 LIFECYCLE_STEPS = Counter(
     "truco_lifecycle_steps_total",

@@ -73,7 +73,7 @@ async def worker(make_worker: WorkerFactory) -> AsyncIterator[Worker]:
 
 @contextmanager
 def serve_process(redis_url: str, log_dir: Path, *args: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """``truco serve`` (open mode, plus ``args``) as a child process on a free loopback port,
+    """``truco serve --workers 1`` (open mode, plus ``args``) as a child process on a free loopback port,
     for tests that SIGKILL a worker; yields the process and its gRPC address. Its output goes to
     ``log_dir/serve.log``; it is killed at the end if still running."""
     port = free_port("127.0.0.1")
@@ -82,7 +82,8 @@ def serve_process(redis_url: str, log_dir: Path, *args: str) -> Iterator[tuple[s
     cmd = [
         sys.executable, "-m", "truco_cli.main", "serve",
         "--redis", redis_url, "--grpc-port", str(port), "--metrics-port", "0",
-        "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning", *args,
+        "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning",
+        "--workers", "1", *args,  # one worker process: the one a test kills
     ]  # fmt: skip
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)

@@ -40,6 +40,7 @@ def start_serve(redis_url: str, log: Path) -> Serve:
         sys.executable, "-m", "truco_cli.main", "serve",
         "--redis", redis_url, "--grpc-port", str(port), "--metrics-port", "0",
         "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning",
+        "--workers", "1",  # one worker process: the one a test kills
     ]  # fmt: skip
     out = log.open("wb")
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)

@@ -11,6 +11,10 @@ What runs (all started here, all stopped here by pid, nothing leaves 127.0.0.1):
   is its turn (a random legal action with ``expected_version`` and a ``request_id``); a
   finished match is replaced by a new one, so the number of live matches stays constant.
 
+Then, against the same worker and Redis, the same bots over the player connection
+(``Connect``; :mod:`truco_tools.bench_connection`), the no-work server's bidirectional form
+of that pattern, and the connection load against ``truco serve --workers 2``.
+
 Figures (one ``name: value`` line each): actions/s; SubmitAction latency p50/p99;
 action-to-observation delivery p50/p99 (SubmitAction sent -> the new version arrives on
 another seat's stream); Redis commands per action (``INFO commandstats`` delta over the
@@ -42,6 +46,13 @@ import grpc
 import redis
 
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
+from truco_tools.bench_connection import (
+    PATTERN_CONNECT,
+    ConnectionBots,
+    pattern_connect_handler,
+    pattern_connect_load,
+    stubs_of,
+)
 from truco_tools.bench_rest import play_seats
 from truco_tools.redis_proc import RedisProcess, free_port, start_redis
 
@@ -89,6 +100,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             },
         ),
         ("--quiet", {"action": "store_true", "help": "service: no progress lines"}),
+        (
+            "--no-connection",
+            {"action": "store_true", "help": "service: skip the player-connection (Connect) measurement"},
+        ),
+        (
+            "--no-workers",
+            {"action": "store_true", "help": "service: skip the --workers 2 measurement"},
+        ),
         ("--no-rest", {"action": "store_true", "help": "service: skip the REST/JSON measurement"}),
         (
             "--no-paced",
@@ -130,13 +149,18 @@ def _child(cmd: list[str], ready: str, timeout: float = 30.0) -> Iterator[subpro
 
 
 def _worker_cmd(
-    redis_url: str, port: int, http_port: int, args: argparse.Namespace, metrics_port: int = 0
+    redis_url: str,
+    port: int,
+    http_port: int,
+    args: argparse.Namespace,
+    metrics_port: int = 0,
+    workers: int = 1,
 ) -> list[str]:
     cmd = [
         sys.executable, "-m", "truco_cli.main", "serve",
         "--redis", redis_url, "--host", HOST, "--grpc-port", str(port),
         "--metrics-port", str(metrics_port), "--http-port", str(http_port), "--log-level", "warning",
-        "--max-concurrent-rpcs", "0",
+        "--max-concurrent-rpcs", "0", "--workers", str(workers),
     ]  # fmt: skip
     if args.event_log_max_len:
         cmd += ["--event-log-max-len", str(args.event_log_max_len)]
@@ -196,6 +220,7 @@ async def _echo_server(port: int) -> None:
                 {
                     "Act": grpc.unary_unary_rpc_method_handler(act),
                     "Stream": grpc.unary_stream_rpc_method_handler(stream),
+                    PATTERN_CONNECT: pattern_connect_handler(body),
                 },
             ),
         )
@@ -541,6 +566,12 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 think_ms = min(60_000.0, 1000.0 * args.matches / (PACED_LOAD * saturated))
                 progress(f"the same bots paced (mean think {think_ms:.0f} ms): latency below saturation")
                 paced = await _paced_phase(f"{HOST}:{worker_port}", args, think_ms, warmup, seconds)
+            conn: dict[str, float] = {}
+            if not args.no_connection:
+                progress("the same bots over the player connection (one Connect stream per 25 matches)")
+                conn = await _connection_phase(
+                    f"{HOST}:{worker_port}", args, warmup, seconds, [worker.pid], metrics_port, rp.pid
+                )
             rest: dict[str, float] = {}
             if not args.no_rest:
                 progress(f"the same load over REST/JSON (NDJSON streams) on port {http_port}")
@@ -551,6 +582,13 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             pattern_rate = await _pattern_load(
                 f"{HOST}:{echo_port}", args.matches, args.players, min(seconds, 5.0)
             )
+            conn_pattern_rate = 0.0
+            if conn:
+                progress("measuring the player connection's pattern on the server that does no work")
+                conn_pattern_rate = await _connect_pattern(f"{HOST}:{echo_port}", args, min(seconds, 5.0))
+        two: dict[str, float] = {}
+        if conn and not args.no_workers:
+            two = await _two_workers_phase(rp, args, warmup, seconds, progress)
         # the benchmark's own probes (memory samples) are not the service's commands
         calls = {k: after.get(k, 0) - before.get(k, 0) for k in after if not k.startswith(("memory", "scan"))}
         total_cmds = sum(calls.values())
@@ -608,6 +646,39 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             out(f"paced SubmitAction p99 (ms): {paced['submit_p99_ms']:.2f}")
             out(f"paced delivery p50 (ms): {paced['delivery_p50_ms']:.2f}")
             out(f"paced delivery p99 (ms): {paced['delivery_p99_ms']:.2f}")
+        if conn:
+            results.update({f"connection_{k}": v for k, v in conn.items()})
+            rate = conn["actions_per_s"]
+            out(f"connection actions/s: {rate:.0f}")
+            out(f"connection / unary actions/s: {rate / results['actions_per_s']:.2f}")
+            out(f"connection action p50 (ms): {conn['submit_p50_ms']:.2f}")
+            out(f"connection action p99 (ms): {conn['submit_p99_ms']:.2f}")
+            out(f"connection delivery p50 (ms): {conn['delivery_p50_ms']:.2f}")
+            out(f"connection delivery p99 (ms): {conn['delivery_p99_ms']:.2f}")
+            out(
+                f"connection worker CPU per action (ms): {conn['worker_cpu_ms_per_action']:.3f} "
+                f"(unary: {results['worker_cpu_ms_per_action']:.3f})"
+            )
+            out(f"connection client CPU per action (ms): {conn['client_cpu_ms_per_action']:.3f}")
+            out(f"connection redis write round trips (commits) per action: {conn['commits_per_action']:.2f}")
+            results["connection_pattern_actions_per_s"] = conn_pattern_rate
+            out(f"no-work server, connection pattern, actions/s: {conn_pattern_rate:.0f}")
+            if conn_pattern_rate:
+                out(f"connection actions/s / its no-work pattern: {rate / conn_pattern_rate:.2f}")
+        if two:
+            results.update({f"workers2_{k}": v for k, v in two.items()})
+            out(f"--workers 2 connection actions/s: {two['actions_per_s']:.0f}")
+            out(f"--workers 2 / --workers 1 actions/s: {two['actions_per_s'] / conn['actions_per_s']:.2f}")
+            out(
+                "--workers 2 worker CPU per action (ms, both workers): "
+                f"{two['worker_cpu_ms_per_action']:.3f} "
+                f"(--workers 1: {conn['worker_cpu_ms_per_action']:.3f})"
+            )
+            out(
+                f"--workers 2 CPU shares: workers {100 * two['worker_cpu_share']:.0f}%, "
+                f"client {100 * two['client_cpu_share']:.0f}%, redis {100 * two['redis_cpu_share']:.0f}% "
+                f"of a core, on {os.cpu_count()} cores"
+            )
         if rest:
             results.update({f"rest_{k}": v for k, v in rest.items()})
             out(f"REST actions/s: {rest['actions_per_s']:.0f}")
@@ -676,6 +747,96 @@ async def _paced_phase(
         for ch in channels:
             await ch.close()
     return {"think_ms": think_ms, **fig.summary(elapsed)}
+
+
+async def _connection_phase(
+    address: str,
+    args: argparse.Namespace,
+    warmup: float,
+    seconds: float,
+    worker_pids: list[int],
+    metrics_port: int,
+    redis_pid: int | None = None,
+) -> dict[str, float]:
+    """The same bots over the player connection: both seats of 25 matches on each Connect
+    stream. Worker CPU is the sum over ``worker_pids``; commits from the worker's metrics."""
+    fig = Figures()
+    stop = asyncio.Event()
+    n_channels = args.channels or max(1, -(-args.matches // 25))
+    channels = [_channel(address, i) for i in range(n_channels)]
+    bots = ConnectionBots(stubs_of(channels), args.preset, args.players, args.seed, args.think_ms, fig, stop)
+    pids = {"client": os.getpid(), **({"redis": redis_pid} if redis_pid else {})}
+    try:
+        await bots.start()
+        slots = [asyncio.ensure_future(bots.run_slot(i)) for i in range(args.matches)]
+        try:
+            await asyncio.sleep(warmup)
+            fig.reset()
+            fig.measuring = True
+            commits0 = await asyncio.to_thread(_commits, metrics_port)
+            cpu0 = sum(_cpu_seconds(p) for p in worker_pids)
+            other0 = {k: _cpu_seconds(p) for k, p in pids.items()}
+            t0 = time.perf_counter()
+            await asyncio.sleep(seconds)
+            elapsed = time.perf_counter() - t0
+            fig.measuring = False
+            cpu = sum(_cpu_seconds(p) for p in worker_pids) - cpu0
+            other = {k: _cpu_seconds(p) - other0[k] for k, p in pids.items()}
+            commits = await asyncio.to_thread(_commits, metrics_port) - commits0
+        finally:
+            stop.set()
+            for slot in slots:
+                slot.cancel()
+            await asyncio.gather(*slots, return_exceptions=True)
+    finally:
+        await bots.close()
+        for ch in channels:
+            await ch.close()
+    actions = max(fig.actions, 1)
+    return {
+        **fig.summary(elapsed),
+        "worker_cpu_ms_per_action": 1000 * cpu / actions,
+        "worker_cpu_share": cpu / elapsed,
+        **{f"{k}_cpu_ms_per_action": 1000 * v / actions for k, v in other.items()},
+        **{f"{k}_cpu_share": v / elapsed for k, v in other.items()},
+        "commits_per_action": commits / actions,
+        "errors": fig.errors,
+    }
+
+
+async def _connect_pattern(address: str, args: argparse.Namespace, seconds: float) -> float:
+    n_channels = args.channels or max(1, -(-args.matches // 25))
+    channels = [_channel(address, i) for i in range(n_channels)]
+    try:
+        return await pattern_connect_load(channels, PATTERN_SERVICE, args.matches, args.players, seconds)
+    finally:
+        for ch in channels:
+            await ch.close()
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (Linux ``/proc``)."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+async def _two_workers_phase(
+    rp: RedisProcess,
+    args: argparse.Namespace,
+    warmup: float,
+    seconds: float,
+    progress: Callable[[str], None],
+) -> dict[str, float]:
+    """The connection load against ``truco serve --workers 2`` (same Redis, new ports)."""
+    port, http_port, metrics_port = free_port(HOST), free_port(HOST), free_port(HOST)
+    cmd = _worker_cmd(rp.url, port, http_port, args, metrics_port, workers=2)
+    with _child(cmd, "workers: 2") as group:
+        pids = _children(group.pid)
+        progress(f"the connection load against `truco serve --workers 2` (worker pids {pids})")
+        return await _connection_phase(f"{HOST}:{port}", args, warmup, seconds, pids, metrics_port, rp.pid)
 
 
 async def _rest_phase(

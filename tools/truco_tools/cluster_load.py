@@ -83,7 +83,7 @@ class WorkerProcess:
             sys.executable, "-m", "truco_cli.main", "serve",
             "--host", self.host, "--grpc-port", str(self.grpc_port),
             "--http-port", "0", "--metrics-port", "0", "--log-level", "warning",
-            "--max-concurrent-rpcs", "0", "--shutdown-grace", "1",
+            "--max-concurrent-rpcs", "0", "--shutdown-grace", "1", "--workers", "1",
             *self.extra_args,
         ]  # fmt: skip
         self.starts += 1

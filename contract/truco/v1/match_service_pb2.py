@@ -25,13 +25,14 @@ _sym_db = _symbol_database.Default()
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
 from truco.v1 import action_pb2 as truco_dot_v1_dot_action__pb2
 from truco.v1 import event_pb2 as truco_dot_v1_dot_event__pb2
 from truco.v1 import match_pb2 as truco_dot_v1_dot_match__pb2
 from truco.v1 import observation_pb2 as truco_dot_v1_dot_observation__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ctruco/v1/match_service.proto\x12\x08truco.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15truco/v1/action.proto\x1a\x14truco/v1/event.proto\x1a\x14truco/v1/match.proto\x1a\x1atruco/v1/observation.proto\"\xf6\x01\n\x12\x43reateMatchRequest\x12 \n\x05rules\x18\x01 \x01(\x0b\x32\x11.truco.v1.RuleSet\x12\x0f\n\x07players\x18\x02 \x01(\x05\x12!\n\x05seats\x18\x03 \x03(\x0b\x32\x12.truco.v1.SeatSpec\x12\x0c\n\x04seed\x18\x04 \x01(\x0c\x12(\n\x0b\x64\x65\x63k_orders\x18\x05 \x03(\x0b\x32\x13.truco.v1.DeckOrder\x12)\n\x08settings\x18\x06 \x01(\x0b\x32\x17.truco.v1.MatchSettings\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12\x13\n\x0b\x63lient_seed\x18\x08 \x01(\x0c\"\x82\x01\n\x13\x43reateMatchResponse\x12\x1e\n\x05match\x18\x01 \x01(\x0b\x32\x0f.truco.v1.Match\x12\x32\n\x10seat_credentials\x18\x02 \x03(\x0b\x32\x18.truco.v1.SeatCredential\x12\x17\n\x0fspectator_token\x18\x03 \x01(\t\"\x91\x01\n\x13SubmitActionRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x1d\n\x10\x65xpected_version\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12 \n\x06\x61\x63tion\x18\x04 \x01(\x0b\x32\x10.truco.v1.ActionB\x13\n\x11_expected_version\"t\n\x14SubmitActionResponse\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x1f\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x0f.truco.v1.Event\x12*\n\x0bobservation\x18\x03 \x01(\x0b\x32\x15.truco.v1.Observation\"Y\n\x19StreamObservationsRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x19\n\x0c\x66rom_version\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x0f\n\r_from_version\"\x80\x01\n\x1aStreamObservationsResponse\x12-\n\x06update\x18\x01 \x01(\x0b\x32\x1b.truco.v1.ObservationUpdateH\x00\x12(\n\theartbeat\x18\x02 \x01(\x0b\x32\x13.truco.v1.HeartbeatH\x00\x42\t\n\x07message\"\x83\x01\n\x11ObservationUpdate\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x1f\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x0f.truco.v1.Event\x12*\n\x0bobservation\x18\x03 \x01(\x0b\x32\x15.truco.v1.Observation\x12\x10\n\x08snapshot\x18\x04 \x01(\x08\"m\n\tHeartbeat\x12/\n\x0bserver_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x1e\n\x05\x63lock\x18\x03 \x01(\x0b\x32\x0f.truco.v1.Clock\"#\n\x0fGetMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"^\n\x10GetMatchResponse\x12\x1e\n\x05match\x18\x01 \x01(\x0b\x32\x0f.truco.v1.Match\x12*\n\x0bobservation\x18\x02 \x01(\x0b\x32\x15.truco.v1.Observation\"`\n\x12ListMatchesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12#\n\x05state\x18\x03 \x01(\x0e\x32\x14.truco.v1.MatchState\"P\n\x13ListMatchesResponse\x12 \n\x07matches\x18\x01 \x03(\x0b\x32\x0f.truco.v1.Match\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"J\n\x12\x43\x61ncelMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"5\n\x13\x43\x61ncelMatchResponse\x12\x1e\n\x05match\x18\x01 \x01(\x0b\x32\x0f.truco.v1.Match\"9\n\x10JoinMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x13\n\x0b\x63lient_seed\x18\x02 \x01(\x0c\"P\n\x11JoinMatchResponse\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12*\n\x0bobservation\x18\x02 \x01(\x0b\x32\x15.truco.v1.Observation\")\n\x15GetMatchRecordRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"?\n\x16GetMatchRecordResponse\x12%\n\x06record\x18\x01 \x01(\x0b\x32\x15.truco.v1.MatchRecord\"h\n\x0e\x41\x64\x64TimeRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12(\n\x05\x61\x64\x64\x65\x64\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationB\x07\n\x05_seat\"1\n\x0f\x41\x64\x64TimeResponse\x12\x1e\n\x05match\x18\x01 \x01(\x0b\x32\x0f.truco.v1.Match\"O\n\x16\x41\x64judicateMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x13\n\x0bwinner_team\x18\x02 \x01(\x05\x12\x0e\n\x06reason\x18\x03 \x01(\t\"9\n\x17\x41\x64judicateMatchResponse\x12\x1e\n\x05match\x18\x01 \x01(\x0b\x32\x0f.truco.v1.Match\"\xb2\x01\n\x0bMatchRecord\x12\x0e\n\x06\x66ormat\x18\x01 \x01(\t\x12\x1e\n\x05match\x18\x02 \x01(\x0b\x32\x0f.truco.v1.Match\x12%\n\x05hands\x18\x03 \x03(\x0b\x32\x16.truco.v1.RecordedHand\x12#\n\x05steps\x18\x04 \x03(\x0b\x32\x14.truco.v1.RecordStep\x12\'\n\x06reveal\x18\x05 \x01(\x0b\x32\x17.truco.v1.MatchRevealed\"r\n\x0cRecordedHand\x12\x13\n\x0bhand_number\x18\x01 \x01(\x05\x12\x13\n\x0bgame_number\x18\x02 \x01(\x05\x12\x0e\n\x06\x64\x65\x61ler\x18\x03 \x01(\x05\x12\x17\n\x0f\x64\x65\x63k_commitment\x18\x04 \x01(\t\x12\x0f\n\x07version\x18\x05 \x01(\x03\"\xc8\x03\n\nRecordStep\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12(\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\x04seat\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\"\n\x05\x63\x61use\x18\x04 \x01(\x0e\x32\x13.truco.v1.StepCause\x12\x10\n\x08\x63lock_ms\x18\x05 \x01(\x03\x12\"\n\x06\x61\x63tion\x18\n \x01(\x0b\x32\x10.truco.v1.ActionH\x00\x12$\n\x04join\x18\x0b \x01(\x0b\x32\x14.truco.v1.SeatJoinedH\x00\x12\'\n\x08\x61\x64\x64_time\x18\x0c \x01(\x0b\x32\x13.truco.v1.TimeAddedH\x00\x12\x30\n\nadjudicate\x18\r \x01(\x0b\x32\x1a.truco.v1.MatchAdjudicatedH\x00\x12*\n\x06\x63\x61ncel\x18\x0e \x01(\x0b\x32\x18.truco.v1.MatchCancelledH\x00\x12\'\n\x05\x61\x62ort\x18\x0f \x01(\x0b\x32\x16.truco.v1.MatchAbortedH\x00\x12+\n\x07\x66orfeit\x18\x10 \x01(\x0b\x32\x18.truco.v1.MatchForfeitedH\x00\x42\x06\n\x04stepB\x07\n\x05_seat*\x88\x01\n\tStepCause\x12\x1a\n\x16STEP_CAUSE_UNSPECIFIED\x10\x00\x12\x15\n\x11STEP_CAUSE_PLAYER\x10\x01\x12\x14\n\x10STEP_CAUSE_CLOCK\x10\x02\x12\x1b\n\x17STEP_CAUSE_DISCONNECTED\x10\x03\x12\x15\n\x11STEP_CAUSE_SERVER\x10\x04\x32\x99\t\n\x0cMatchService\x12\x62\n\x0b\x43reateMatch\x12\x1c.truco.v1.CreateMatchRequest\x1a\x1d.truco.v1.CreateMatchResponse\"\x16\x82\xd3\xe4\x93\x02\x10\"\x0b/v1/matches:\x01*\x12x\n\x0cSubmitAction\x12\x1d.truco.v1.SubmitActionRequest\x1a\x1e.truco.v1.SubmitActionResponse\")\x82\xd3\xe4\x93\x02#\"\x1e/v1/matches/{match_id}/actions:\x01*\x12\x94\x01\n\x12StreamObservations\x12#.truco.v1.StreamObservationsRequest\x1a$.truco.v1.StreamObservationsResponse\"1\x82\xd3\xe4\x93\x02+\x12)/v1/matches/{match_id}:streamObservations0\x01\x12\x61\n\x08GetMatch\x12\x19.truco.v1.GetMatchRequest\x1a\x1a.truco.v1.GetMatchResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/matches/{match_id}\x12_\n\x0bListMatches\x12\x1c.truco.v1.ListMatchesRequest\x1a\x1d.truco.v1.ListMatchesResponse\"\x13\x82\xd3\xe4\x93\x02\r\x12\x0b/v1/matches\x12t\n\x0b\x43\x61ncelMatch\x12\x1c.truco.v1.CancelMatchRequest\x1a\x1d.truco.v1.CancelMatchResponse\"(\x82\xd3\xe4\x93\x02\"\"\x1d/v1/matches/{match_id}:cancel:\x01*\x12l\n\tJoinMatch\x12\x1a.truco.v1.JoinMatchRequest\x1a\x1b.truco.v1.JoinMatchResponse\"&\x82\xd3\xe4\x93\x02 \"\x1b/v1/matches/{match_id}:join:\x01*\x12z\n\x0eGetMatchRecord\x12\x1f.truco.v1.GetMatchRecordRequest\x1a .truco.v1.GetMatchRecordResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/v1/matches/{match_id}/record\x12i\n\x07\x41\x64\x64Time\x12\x18.truco.v1.AddTimeRequest\x1a\x19.truco.v1.AddTimeResponse\")\x82\xd3\xe4\x93\x02#\"\x1e/v1/matches/{match_id}:addTime:\x01*\x12\x84\x01\n\x0f\x41\x64judicateMatch\x12 .truco.v1.AdjudicateMatchRequest\x1a!.truco.v1.AdjudicateMatchResponse\",\x82\xd3\xe4\x93\x02&\"!/v1/matches/{match_id}:adjudicate:\x01*b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ctruco/v1/match_service.proto\x12\x08truco.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x15truco/v1/action.proto\x1a\x14truco/v1/event.proto\x1a\x14truco/v1/match.proto\x1a\x1atruco/v1/observation.proto\"\xf6\x01\n\x12\x43reateMatchRequest\x12 \n\x05rules\x18\x01 \x01(\x0b\x32\x11.truco.v1.RuleSet\x12\x0f\n\x07players\x18\x02 \x01(\x05\x12!\n\x05seats\x18\x03 \x03(\x0b\x32\x12.truco.v1.SeatSpec\x12\x0c\n\x04seed\x18\x04 \x01(\x0c\x12(\n\x0b\x64\x65\x63k_orders\x18\x05 \x03(\x0b\x32\x13.truco.v1.DeckOrder\x12)\n\x08settings\x18\x06 \x01(\x0b\x32\x17.truco.v1.MatchSettings\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12\x13\n\x0b\x63lient_seed\x18\x08 \x01(\x0c\"\x82\x01\n\x13\x43reateMatchResponse\x12\x1e\n\x05match\x18\x01 \x01(\x0b\x32\x0f.truco.v1.Match\x12\x32\n\x10seat_credentials\x18\x02 \x03(\x0b\x32\x18.truco.v1.SeatCredential\x12\x17\n\x0fspectator_token\x18\x03 \x01(\t\"\x91\x01\n\x13SubmitActionRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x1d\n\x10\x65xpected_version\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12 \n\x06\x61\x63tion\x18\x04 \x01(\x0b\x32\x10.truco.v1.ActionB\x13\n\x11_expected_version\"t\n\x14SubmitActionResponse\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x1f\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x0f.truco.v1.Event\x12*\n\x0bobservation\x18\x03 \x01(\x0b\x32\x15.truco.v1.Observation\"Y\n\x19StreamObservationsRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x19\n\x0c\x66rom_version\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x0f\n\r_from_version\"\x80\x01\n\x1aStreamObservationsResponse\x12-\n\x06update\x18\x01 \x01(\x0b\x32\x1b.truco.v1.ObservationUpdateH\x00\x12(\n\theartbeat\x18\x02 \x01(\x0b\x32\x13.truco.v1.HeartbeatH\x00\x42\t\n\x07message\"\x83\x01\n\x11ObservationUpdate\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x1f\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x0f.truco.v1.Event\x12*\n\x0bobservation\x18\x03 \x01(\x0b\x32\x15.truco.v1.Observation\x12\x10\n\x08snapshot\x18\x04 \x01(\x08\"m\n\tHeartbeat\x12/\n\x0bserver_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x1e\n\x05\x63lock\x18\x03 \x01(\x0b\x32\x0f.truco.v1.Clock\"#\n\x0fGetMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"^\n\x10GetMatchResponse\x12\x1e\n\x05match\x18\x01 \x01(\x0b\x32\x0f.truco.v1.Match\x12*\n\x0bobservation\x18\x02 \x01(\x0b\x32\x15.truco.v1.Observation\"`\n\x12ListMatchesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12#\n\x05state\x18\x03 \x01(\x0e\x32\x14.truco.v1.MatchState\"P\n\x13ListMatchesResponse\x12 \n\x07matches\x18\x01 \x03(\x0b\x32\x0f.truco.v1.Match\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"J\n\x12\x43\x61ncelMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"5\n\x13\x43\x61ncelMatchResponse\x12\x1e\n\x05match\x18\x01 \x01(\x0b\x32\x0f.truco.v1.Match\"9\n\x10JoinMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x13\n\x0b\x63lient_seed\x18\x02 \x01(\x0c\"P\n\x11JoinMatchResponse\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12*\n\x0bobservation\x18\x02 \x01(\x0b\x32\x15.truco.v1.Observation\")\n\x15GetMatchRecordRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"?\n\x16GetMatchRecordResponse\x12%\n\x06record\x18\x01 \x01(\x0b\x32\x15.truco.v1.MatchRecord\"h\n\x0e\x41\x64\x64TimeRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12(\n\x05\x61\x64\x64\x65\x64\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationB\x07\n\x05_seat\"1\n\x0f\x41\x64\x64TimeResponse\x12\x1e\n\x05match\x18\x01 \x01(\x0b\x32\x0f.truco.v1.Match\"O\n\x16\x41\x64judicateMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x13\n\x0bwinner_team\x18\x02 \x01(\x05\x12\x0e\n\x06reason\x18\x03 \x01(\t\"9\n\x17\x41\x64judicateMatchResponse\x12\x1e\n\x05match\x18\x01 \x01(\x0b\x32\x0f.truco.v1.Match\"\xb2\x01\n\x0bMatchRecord\x12\x0e\n\x06\x66ormat\x18\x01 \x01(\t\x12\x1e\n\x05match\x18\x02 \x01(\x0b\x32\x0f.truco.v1.Match\x12%\n\x05hands\x18\x03 \x03(\x0b\x32\x16.truco.v1.RecordedHand\x12#\n\x05steps\x18\x04 \x03(\x0b\x32\x14.truco.v1.RecordStep\x12\'\n\x06reveal\x18\x05 \x01(\x0b\x32\x17.truco.v1.MatchRevealed\"r\n\x0cRecordedHand\x12\x13\n\x0bhand_number\x18\x01 \x01(\x05\x12\x13\n\x0bgame_number\x18\x02 \x01(\x05\x12\x0e\n\x06\x64\x65\x61ler\x18\x03 \x01(\x05\x12\x17\n\x0f\x64\x65\x63k_commitment\x18\x04 \x01(\t\x12\x0f\n\x07version\x18\x05 \x01(\x03\"\xc8\x03\n\nRecordStep\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12(\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\x04seat\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\"\n\x05\x63\x61use\x18\x04 \x01(\x0e\x32\x13.truco.v1.StepCause\x12\x10\n\x08\x63lock_ms\x18\x05 \x01(\x03\x12\"\n\x06\x61\x63tion\x18\n \x01(\x0b\x32\x10.truco.v1.ActionH\x00\x12$\n\x04join\x18\x0b \x01(\x0b\x32\x14.truco.v1.SeatJoinedH\x00\x12\'\n\x08\x61\x64\x64_time\x18\x0c \x01(\x0b\x32\x13.truco.v1.TimeAddedH\x00\x12\x30\n\nadjudicate\x18\r \x01(\x0b\x32\x1a.truco.v1.MatchAdjudicatedH\x00\x12*\n\x06\x63\x61ncel\x18\x0e \x01(\x0b\x32\x18.truco.v1.MatchCancelledH\x00\x12\'\n\x05\x61\x62ort\x18\x0f \x01(\x0b\x32\x16.truco.v1.MatchAbortedH\x00\x12+\n\x07\x66orfeit\x18\x10 \x01(\x0b\x32\x18.truco.v1.MatchForfeitedH\x00\x42\x06\n\x04stepB\x07\n\x05_seat\"\xac\x01\n\x0e\x43onnectRequest\x12/\n\tsubscribe\x18\x01 \x01(\x0b\x32\x1a.truco.v1.ConnectSubscribeH\x00\x12)\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x17.truco.v1.ConnectActionH\x00\x12\x33\n\x0bunsubscribe\x18\x03 \x01(\x0b\x32\x1c.truco.v1.ConnectUnsubscribeH\x00\x42\t\n\x07message\"x\n\x10\x43onnectSubscribe\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\x03\x12\r\n\x05token\x18\x02 \x01(\t\x12\x10\n\x08match_id\x18\x03 \x01(\t\x12\x19\n\x0c\x66rom_version\x18\x04 \x01(\x03H\x00\x88\x01\x01\x42\x0f\n\r_from_version\"k\n\rConnectAction\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\x03\x12\x11\n\taction_id\x18\x02 \x01(\x03\x12.\n\x07request\x18\x03 \x01(\x0b\x32\x1d.truco.v1.SubmitActionRequest\"-\n\x12\x43onnectUnsubscribe\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\x03\"\xdc\x01\n\x0f\x43onnectResponse\x12)\n\x06update\x18\x01 \x01(\x0b\x32\x17.truco.v1.ConnectUpdateH\x00\x12/\n\x06result\x18\x02 \x01(\x0b\x32\x1d.truco.v1.ConnectActionResultH\x00\x12-\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x1c.truco.v1.ConnectActionErrorH\x00\x12\x33\n\x05\x65nded\x18\x04 \x01(\x0b\x32\".truco.v1.ConnectSubscriptionEndedH\x00\x42\t\n\x07message\"_\n\rConnectUpdate\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\x03\x12\x35\n\x07message\x18\x02 \x01(\x0b\x32$.truco.v1.StreamObservationsResponse\"s\n\x13\x43onnectActionResult\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\x03\x12\x11\n\taction_id\x18\x02 \x01(\x03\x12\x30\n\x08response\x18\x03 \x01(\x0b\x32\x1e.truco.v1.SubmitActionResponse\"d\n\x12\x43onnectActionError\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\x03\x12\x11\n\taction_id\x18\x02 \x01(\x03\x12\"\n\x06status\x18\x03 \x01(\x0b\x32\x12.google.rpc.Status\"W\n\x18\x43onnectSubscriptionEnded\x12\x17\n\x0fsubscription_id\x18\x01 \x01(\x03\x12\"\n\x06status\x18\x02 \x01(\x0b\x32\x12.google.rpc.Status*\x88\x01\n\tStepCause\x12\x1a\n\x16STEP_CAUSE_UNSPECIFIED\x10\x00\x12\x15\n\x11STEP_CAUSE_PLAYER\x10\x01\x12\x14\n\x10STEP_CAUSE_CLOCK\x10\x02\x12\x1b\n\x17STEP_CAUSE_DISCONNECTED\x10\x03\x12\x15\n\x11STEP_CAUSE_SERVER\x10\x04\x32\xdd\t\n\x0cMatchService\x12\x62\n\x0b\x43reateMatch\x12\x1c.truco.v1.CreateMatchRequest\x1a\x1d.truco.v1.CreateMatchResponse\"\x16\x82\xd3\xe4\x93\x02\x10\"\x0b/v1/matches:\x01*\x12x\n\x0cSubmitAction\x12\x1d.truco.v1.SubmitActionRequest\x1a\x1e.truco.v1.SubmitActionResponse\")\x82\xd3\xe4\x93\x02#\"\x1e/v1/matches/{match_id}/actions:\x01*\x12\x94\x01\n\x12StreamObservations\x12#.truco.v1.StreamObservationsRequest\x1a$.truco.v1.StreamObservationsResponse\"1\x82\xd3\xe4\x93\x02+\x12)/v1/matches/{match_id}:streamObservations0\x01\x12\x61\n\x08GetMatch\x12\x19.truco.v1.GetMatchRequest\x1a\x1a.truco.v1.GetMatchResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/matches/{match_id}\x12_\n\x0bListMatches\x12\x1c.truco.v1.ListMatchesRequest\x1a\x1d.truco.v1.ListMatchesResponse\"\x13\x82\xd3\xe4\x93\x02\r\x12\x0b/v1/matches\x12t\n\x0b\x43\x61ncelMatch\x12\x1c.truco.v1.CancelMatchRequest\x1a\x1d.truco.v1.CancelMatchResponse\"(\x82\xd3\xe4\x93\x02\"\"\x1d/v1/matches/{match_id}:cancel:\x01*\x12l\n\tJoinMatch\x12\x1a.truco.v1.JoinMatchRequest\x1a\x1b.truco.v1.JoinMatchResponse\"&\x82\xd3\xe4\x93\x02 \"\x1b/v1/matches/{match_id}:join:\x01*\x12z\n\x0eGetMatchRecord\x12\x1f.truco.v1.GetMatchRecordRequest\x1a .truco.v1.GetMatchRecordResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/v1/matches/{match_id}/record\x12i\n\x07\x41\x64\x64Time\x12\x18.truco.v1.AddTimeRequest\x1a\x19.truco.v1.AddTimeResponse\")\x82\xd3\xe4\x93\x02#\"\x1e/v1/matches/{match_id}:addTime:\x01*\x12\x84\x01\n\x0f\x41\x64judicateMatch\x12 .truco.v1.AdjudicateMatchRequest\x1a!.truco.v1.AdjudicateMatchResponse\",\x82\xd3\xe4\x93\x02&\"!/v1/matches/{match_id}:adjudicate:\x01*\x12\x42\n\x07\x43onnect\x12\x18.truco.v1.ConnectRequest\x1a\x19.truco.v1.ConnectResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -58,58 +59,76 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MATCHSERVICE'].methods_by_name['AddTime']._serialized_options = b'\202\323\344\223\002#\"\036/v1/matches/{match_id}:addTime:\001*'
   _globals['_MATCHSERVICE'].methods_by_name['AdjudicateMatch']._loaded_options = None
   _globals['_MATCHSERVICE'].methods_by_name['AdjudicateMatch']._serialized_options = b'\202\323\344\223\002&\"!/v1/matches/{match_id}:adjudicate:\001*'
-  _globals['_STEPCAUSE']._serialized_start=3094
-  _globals['_STEPCAUSE']._serialized_end=3230
-  _globals['_CREATEMATCHREQUEST']._serialized_start=233
-  _globals['_CREATEMATCHREQUEST']._serialized_end=479
-  _globals['_CREATEMATCHRESPONSE']._serialized_start=482
-  _globals['_CREATEMATCHRESPONSE']._serialized_end=612
-  _globals['_SUBMITACTIONREQUEST']._serialized_start=615
-  _globals['_SUBMITACTIONREQUEST']._serialized_end=760
-  _globals['_SUBMITACTIONRESPONSE']._serialized_start=762
-  _globals['_SUBMITACTIONRESPONSE']._serialized_end=878
-  _globals['_STREAMOBSERVATIONSREQUEST']._serialized_start=880
-  _globals['_STREAMOBSERVATIONSREQUEST']._serialized_end=969
-  _globals['_STREAMOBSERVATIONSRESPONSE']._serialized_start=972
-  _globals['_STREAMOBSERVATIONSRESPONSE']._serialized_end=1100
-  _globals['_OBSERVATIONUPDATE']._serialized_start=1103
-  _globals['_OBSERVATIONUPDATE']._serialized_end=1234
-  _globals['_HEARTBEAT']._serialized_start=1236
-  _globals['_HEARTBEAT']._serialized_end=1345
-  _globals['_GETMATCHREQUEST']._serialized_start=1347
-  _globals['_GETMATCHREQUEST']._serialized_end=1382
-  _globals['_GETMATCHRESPONSE']._serialized_start=1384
-  _globals['_GETMATCHRESPONSE']._serialized_end=1478
-  _globals['_LISTMATCHESREQUEST']._serialized_start=1480
-  _globals['_LISTMATCHESREQUEST']._serialized_end=1576
-  _globals['_LISTMATCHESRESPONSE']._serialized_start=1578
-  _globals['_LISTMATCHESRESPONSE']._serialized_end=1658
-  _globals['_CANCELMATCHREQUEST']._serialized_start=1660
-  _globals['_CANCELMATCHREQUEST']._serialized_end=1734
-  _globals['_CANCELMATCHRESPONSE']._serialized_start=1736
-  _globals['_CANCELMATCHRESPONSE']._serialized_end=1789
-  _globals['_JOINMATCHREQUEST']._serialized_start=1791
-  _globals['_JOINMATCHREQUEST']._serialized_end=1848
-  _globals['_JOINMATCHRESPONSE']._serialized_start=1850
-  _globals['_JOINMATCHRESPONSE']._serialized_end=1930
-  _globals['_GETMATCHRECORDREQUEST']._serialized_start=1932
-  _globals['_GETMATCHRECORDREQUEST']._serialized_end=1973
-  _globals['_GETMATCHRECORDRESPONSE']._serialized_start=1975
-  _globals['_GETMATCHRECORDRESPONSE']._serialized_end=2038
-  _globals['_ADDTIMEREQUEST']._serialized_start=2040
-  _globals['_ADDTIMEREQUEST']._serialized_end=2144
-  _globals['_ADDTIMERESPONSE']._serialized_start=2146
-  _globals['_ADDTIMERESPONSE']._serialized_end=2195
-  _globals['_ADJUDICATEMATCHREQUEST']._serialized_start=2197
-  _globals['_ADJUDICATEMATCHREQUEST']._serialized_end=2276
-  _globals['_ADJUDICATEMATCHRESPONSE']._serialized_start=2278
-  _globals['_ADJUDICATEMATCHRESPONSE']._serialized_end=2335
-  _globals['_MATCHRECORD']._serialized_start=2338
-  _globals['_MATCHRECORD']._serialized_end=2516
-  _globals['_RECORDEDHAND']._serialized_start=2518
-  _globals['_RECORDEDHAND']._serialized_end=2632
-  _globals['_RECORDSTEP']._serialized_start=2635
-  _globals['_RECORDSTEP']._serialized_end=3091
-  _globals['_MATCHSERVICE']._serialized_start=3233
-  _globals['_MATCHSERVICE']._serialized_end=4410
+  _globals['_STEPCAUSE']._serialized_start=4200
+  _globals['_STEPCAUSE']._serialized_end=4336
+  _globals['_CREATEMATCHREQUEST']._serialized_start=258
+  _globals['_CREATEMATCHREQUEST']._serialized_end=504
+  _globals['_CREATEMATCHRESPONSE']._serialized_start=507
+  _globals['_CREATEMATCHRESPONSE']._serialized_end=637
+  _globals['_SUBMITACTIONREQUEST']._serialized_start=640
+  _globals['_SUBMITACTIONREQUEST']._serialized_end=785
+  _globals['_SUBMITACTIONRESPONSE']._serialized_start=787
+  _globals['_SUBMITACTIONRESPONSE']._serialized_end=903
+  _globals['_STREAMOBSERVATIONSREQUEST']._serialized_start=905
+  _globals['_STREAMOBSERVATIONSREQUEST']._serialized_end=994
+  _globals['_STREAMOBSERVATIONSRESPONSE']._serialized_start=997
+  _globals['_STREAMOBSERVATIONSRESPONSE']._serialized_end=1125
+  _globals['_OBSERVATIONUPDATE']._serialized_start=1128
+  _globals['_OBSERVATIONUPDATE']._serialized_end=1259
+  _globals['_HEARTBEAT']._serialized_start=1261
+  _globals['_HEARTBEAT']._serialized_end=1370
+  _globals['_GETMATCHREQUEST']._serialized_start=1372
+  _globals['_GETMATCHREQUEST']._serialized_end=1407
+  _globals['_GETMATCHRESPONSE']._serialized_start=1409
+  _globals['_GETMATCHRESPONSE']._serialized_end=1503
+  _globals['_LISTMATCHESREQUEST']._serialized_start=1505
+  _globals['_LISTMATCHESREQUEST']._serialized_end=1601
+  _globals['_LISTMATCHESRESPONSE']._serialized_start=1603
+  _globals['_LISTMATCHESRESPONSE']._serialized_end=1683
+  _globals['_CANCELMATCHREQUEST']._serialized_start=1685
+  _globals['_CANCELMATCHREQUEST']._serialized_end=1759
+  _globals['_CANCELMATCHRESPONSE']._serialized_start=1761
+  _globals['_CANCELMATCHRESPONSE']._serialized_end=1814
+  _globals['_JOINMATCHREQUEST']._serialized_start=1816
+  _globals['_JOINMATCHREQUEST']._serialized_end=1873
+  _globals['_JOINMATCHRESPONSE']._serialized_start=1875
+  _globals['_JOINMATCHRESPONSE']._serialized_end=1955
+  _globals['_GETMATCHRECORDREQUEST']._serialized_start=1957
+  _globals['_GETMATCHRECORDREQUEST']._serialized_end=1998
+  _globals['_GETMATCHRECORDRESPONSE']._serialized_start=2000
+  _globals['_GETMATCHRECORDRESPONSE']._serialized_end=2063
+  _globals['_ADDTIMEREQUEST']._serialized_start=2065
+  _globals['_ADDTIMEREQUEST']._serialized_end=2169
+  _globals['_ADDTIMERESPONSE']._serialized_start=2171
+  _globals['_ADDTIMERESPONSE']._serialized_end=2220
+  _globals['_ADJUDICATEMATCHREQUEST']._serialized_start=2222
+  _globals['_ADJUDICATEMATCHREQUEST']._serialized_end=2301
+  _globals['_ADJUDICATEMATCHRESPONSE']._serialized_start=2303
+  _globals['_ADJUDICATEMATCHRESPONSE']._serialized_end=2360
+  _globals['_MATCHRECORD']._serialized_start=2363
+  _globals['_MATCHRECORD']._serialized_end=2541
+  _globals['_RECORDEDHAND']._serialized_start=2543
+  _globals['_RECORDEDHAND']._serialized_end=2657
+  _globals['_RECORDSTEP']._serialized_start=2660
+  _globals['_RECORDSTEP']._serialized_end=3116
+  _globals['_CONNECTREQUEST']._serialized_start=3119
+  _globals['_CONNECTREQUEST']._serialized_end=3291
+  _globals['_CONNECTSUBSCRIBE']._serialized_start=3293
+  _globals['_CONNECTSUBSCRIBE']._serialized_end=3413
+  _globals['_CONNECTACTION']._serialized_start=3415
+  _globals['_CONNECTACTION']._serialized_end=3522
+  _globals['_CONNECTUNSUBSCRIBE']._serialized_start=3524
+  _globals['_CONNECTUNSUBSCRIBE']._serialized_end=3569
+  _globals['_CONNECTRESPONSE']._serialized_start=3572
+  _globals['_CONNECTRESPONSE']._serialized_end=3792
+  _globals['_CONNECTUPDATE']._serialized_start=3794
+  _globals['_CONNECTUPDATE']._serialized_end=3889
+  _globals['_CONNECTACTIONRESULT']._serialized_start=3891
+  _globals['_CONNECTACTIONRESULT']._serialized_end=4006
+  _globals['_CONNECTACTIONERROR']._serialized_start=4008
+  _globals['_CONNECTACTIONERROR']._serialized_end=4108
+  _globals['_CONNECTSUBSCRIPTIONENDED']._serialized_start=4110
+  _globals['_CONNECTSUBSCRIPTIONENDED']._serialized_end=4197
+  _globals['_MATCHSERVICE']._serialized_start=4339
+  _globals['_MATCHSERVICE']._serialized_end=5584
 # @@protoc_insertion_point(module_scope)

@@ -10,6 +10,7 @@ from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.rpc import status_pb2 as _status_pb2
 from truco.v1 import action_pb2 as _action_pb2
 from truco.v1 import event_pb2 as _event_pb2
 from truco.v1 import match_pb2 as _match_pb2
@@ -944,3 +945,304 @@ class RecordStep(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_step) -> _WhichOneofReturnType_step | None: ...
 
 Global___RecordStep: _TypeAlias = RecordStep  # noqa: Y015
+
+@_typing.final
+class ConnectRequest(_message.Message):
+    """One client message of Connect."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUBSCRIBE_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    UNSUBSCRIBE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def subscribe(self) -> Global___ConnectSubscribe:
+        """Follow a seat (or a spectator view) and allow acting for it."""
+
+    @_builtins.property
+    def action(self) -> Global___ConnectAction:
+        """Submit an action for a subscribed seat."""
+
+    @_builtins.property
+    def unsubscribe(self) -> Global___ConnectUnsubscribe:
+        """Stop following a subscription (answered with ConnectSubscriptionEnded)."""
+
+    def __init__(
+        self,
+        *,
+        subscribe: Global___ConnectSubscribe | None = ...,
+        action: Global___ConnectAction | None = ...,
+        unsubscribe: Global___ConnectUnsubscribe | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "message", b"message", "subscribe", b"subscribe", "unsubscribe", b"unsubscribe"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "message", b"message", "subscribe", b"subscribe", "unsubscribe", b"unsubscribe"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["subscribe", "action", "unsubscribe"]  # noqa: Y015
+    _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
+
+Global___ConnectRequest: _TypeAlias = ConnectRequest  # noqa: Y015
+
+@_typing.final
+class ConnectSubscribe(_message.Message):
+    """Subscribes a credential on a Connect stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUBSCRIPTION_ID_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    FROM_VERSION_FIELD_NUMBER: _builtins.int
+    subscription_id: _builtins.int
+    """The client's name for this subscription, unique among the open
+    subscriptions of the connection; every message about it carries it.
+    """
+    token: _builtins.str
+    """A seat or spectator token returned by CreateMatch."""
+    match_id: _builtins.str
+    """Match id."""
+    from_version: _builtins.int
+    """As StreamObservationsRequest.from_version: the last version processed
+    (resume), or unset for a snapshot.
+    """
+    def __init__(
+        self,
+        *,
+        subscription_id: _builtins.int = ...,
+        token: _builtins.str = ...,
+        match_id: _builtins.str = ...,
+        from_version: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_from_version", b"_from_version", "from_version", b"from_version"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_from_version", b"_from_version", "from_version", b"from_version", "match_id", b"match_id", "subscription_id", b"subscription_id", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__from_version: _TypeAlias = _typing.Literal["from_version"]  # noqa: Y015
+    _WhichOneofArgType__from_version: _TypeAlias = _typing.Literal["_from_version", b"_from_version"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__from_version) -> _WhichOneofReturnType__from_version | None: ...
+
+Global___ConnectSubscribe: _TypeAlias = ConnectSubscribe  # noqa: Y015
+
+@_typing.final
+class ConnectAction(_message.Message):
+    """An action on a Connect stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUBSCRIPTION_ID_FIELD_NUMBER: _builtins.int
+    ACTION_ID_FIELD_NUMBER: _builtins.int
+    REQUEST_FIELD_NUMBER: _builtins.int
+    subscription_id: _builtins.int
+    """The subscription whose credential acts."""
+    action_id: _builtins.int
+    """The client's correlation id, echoed in the result or error."""
+    @_builtins.property
+    def request(self) -> Global___SubmitActionRequest:
+        """The action, as SubmitAction takes it (match_id may be left empty: the
+        subscription's match).
+        """
+
+    def __init__(
+        self,
+        *,
+        subscription_id: _builtins.int = ...,
+        action_id: _builtins.int = ...,
+        request: Global___SubmitActionRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["request", b"request"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_id", b"action_id", "request", b"request", "subscription_id", b"subscription_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConnectAction: _TypeAlias = ConnectAction  # noqa: Y015
+
+@_typing.final
+class ConnectUnsubscribe(_message.Message):
+    """Ends a subscription of a Connect stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUBSCRIPTION_ID_FIELD_NUMBER: _builtins.int
+    subscription_id: _builtins.int
+    """The subscription."""
+    def __init__(
+        self,
+        *,
+        subscription_id: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["subscription_id", b"subscription_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConnectUnsubscribe: _TypeAlias = ConnectUnsubscribe  # noqa: Y015
+
+@_typing.final
+class ConnectResponse(_message.Message):
+    """One server message of Connect."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    UPDATE_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    ENDED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def update(self) -> Global___ConnectUpdate:
+        """An update or heartbeat of a subscription."""
+
+    @_builtins.property
+    def result(self) -> Global___ConnectActionResult:
+        """An action was applied (or was a retry of an applied one)."""
+
+    @_builtins.property
+    def error(self) -> Global___ConnectActionError:
+        """An action was refused."""
+
+    @_builtins.property
+    def ended(self) -> Global___ConnectSubscriptionEnded:
+        """A subscription ended."""
+
+    def __init__(
+        self,
+        *,
+        update: Global___ConnectUpdate | None = ...,
+        result: Global___ConnectActionResult | None = ...,
+        error: Global___ConnectActionError | None = ...,
+        ended: Global___ConnectSubscriptionEnded | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ended", b"ended", "error", b"error", "message", b"message", "result", b"result", "update", b"update"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ended", b"ended", "error", b"error", "message", b"message", "result", b"result", "update", b"update"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["update", "result", "error", "ended"]  # noqa: Y015
+    _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
+
+Global___ConnectResponse: _TypeAlias = ConnectResponse  # noqa: Y015
+
+@_typing.final
+class ConnectUpdate(_message.Message):
+    """An update or heartbeat of one subscription."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUBSCRIPTION_ID_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    subscription_id: _builtins.int
+    """The subscription."""
+    @_builtins.property
+    def message(self) -> Global___StreamObservationsResponse:
+        """The same message StreamObservations sends."""
+
+    def __init__(
+        self,
+        *,
+        subscription_id: _builtins.int = ...,
+        message: Global___StreamObservationsResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "subscription_id", b"subscription_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConnectUpdate: _TypeAlias = ConnectUpdate  # noqa: Y015
+
+@_typing.final
+class ConnectActionResult(_message.Message):
+    """The result of a ConnectAction."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUBSCRIPTION_ID_FIELD_NUMBER: _builtins.int
+    ACTION_ID_FIELD_NUMBER: _builtins.int
+    RESPONSE_FIELD_NUMBER: _builtins.int
+    subscription_id: _builtins.int
+    """The subscription that acted."""
+    action_id: _builtins.int
+    """The action's action_id."""
+    @_builtins.property
+    def response(self) -> Global___SubmitActionResponse:
+        """The same response SubmitAction returns."""
+
+    def __init__(
+        self,
+        *,
+        subscription_id: _builtins.int = ...,
+        action_id: _builtins.int = ...,
+        response: Global___SubmitActionResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["response", b"response"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_id", b"action_id", "response", b"response", "subscription_id", b"subscription_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConnectActionResult: _TypeAlias = ConnectActionResult  # noqa: Y015
+
+@_typing.final
+class ConnectActionError(_message.Message):
+    """A refused ConnectAction."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUBSCRIPTION_ID_FIELD_NUMBER: _builtins.int
+    ACTION_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    subscription_id: _builtins.int
+    """The subscription that acted."""
+    action_id: _builtins.int
+    """The action's action_id."""
+    @_builtins.property
+    def status(self) -> _status_pb2.Status:
+        """The status SubmitAction would have ended with (code, message, details)."""
+
+    def __init__(
+        self,
+        *,
+        subscription_id: _builtins.int = ...,
+        action_id: _builtins.int = ...,
+        status: _status_pb2.Status | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_id", b"action_id", "status", b"status", "subscription_id", b"subscription_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConnectActionError: _TypeAlias = ConnectActionError  # noqa: Y015
+
+@_typing.final
+class ConnectSubscriptionEnded(_message.Message):
+    """The end of a subscription of a Connect stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUBSCRIPTION_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    subscription_id: _builtins.int
+    """The subscription."""
+    @_builtins.property
+    def status(self) -> _status_pb2.Status:
+        """OK when the match is over or the client unsubscribed; otherwise why the
+        subscription was refused or ended (the status StreamObservations would
+        have ended with).
+        """
+
+    def __init__(
+        self,
+        *,
+        subscription_id: _builtins.int = ...,
+        status: _status_pb2.Status | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["status", b"status", "subscription_id", b"subscription_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConnectSubscriptionEnded: _TypeAlias = ConnectSubscriptionEnded  # noqa: Y015

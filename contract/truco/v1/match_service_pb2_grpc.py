@@ -93,6 +93,11 @@ class MatchServiceStub:
                 request_serializer=truco_dot_v1_dot_match__service__pb2.AdjudicateMatchRequest.SerializeToString,
                 response_deserializer=truco_dot_v1_dot_match__service__pb2.AdjudicateMatchResponse.FromString,
                 _registered_method=True)
+        self.Connect = channel.stream_stream(
+                '/truco.v1.MatchService/Connect',
+                request_serializer=truco_dot_v1_dot_match__service__pb2.ConnectRequest.SerializeToString,
+                response_deserializer=truco_dot_v1_dot_match__service__pb2.ConnectResponse.FromString,
+                _registered_method=True)
 
 
 class MatchServiceServicer:
@@ -244,6 +249,42 @@ class MatchServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Connect(self, request_iterator, context):
+        """The player connection: one bidirectional stream per client connection
+        that carries, for every seat credential the client holds (one match or
+        hundreds), the observation updates out and the actions in. No REST
+        route: REST keeps StreamObservations and SubmitAction.
+
+        The client subscribes each credential under a subscription_id of its
+        choice (ConnectSubscribe, with from_version to resume), then sends
+        actions for it (ConnectAction: the same SubmitActionRequest, request_id
+        and expected_version as SubmitAction). The server sends every update
+        and heartbeat of every subscription (the same messages as
+        StreamObservations, tagged with the subscription), the result of every
+        action (ConnectActionResult) or its typed error as a message
+        (ConnectActionError: the google.rpc.Status SubmitAction would end with),
+        and ConnectSubscriptionEnded when a subscription ends (its match is
+        over, it was refused, or the client unsubscribed). An error of one
+        subscription or action never ends the connection.
+
+        A result whose first event directly follows the last version its
+        subscription delivered, and whose observation is at the result's version,
+        also stands for that subscription's update at that version: the update
+        is not sent, and the client takes the result as the update.
+
+        The connection itself needs no credential. It ends with UNAVAILABLE
+        (SHUTTING_DOWN) when the server stops: reconnect, possibly to another
+        worker, subscribe again with from_version set to the last version seen
+        of each match, and resend unanswered actions with the same request_id.
+
+        Limits: at most 1,000 subscriptions per connection (more:
+        ConnectSubscriptionEnded with RESOURCE_EXHAUSTED) and 64 actions in
+        flight (the server reads no further until one is answered).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MatchServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -296,6 +337,11 @@ def add_MatchServiceServicer_to_server(servicer, server):
                     servicer.AdjudicateMatch,
                     request_deserializer=truco_dot_v1_dot_match__service__pb2.AdjudicateMatchRequest.FromString,
                     response_serializer=truco_dot_v1_dot_match__service__pb2.AdjudicateMatchResponse.SerializeToString,
+            ),
+            'Connect': grpc.stream_stream_rpc_method_handler(
+                    servicer.Connect,
+                    request_deserializer=truco_dot_v1_dot_match__service__pb2.ConnectRequest.FromString,
+                    response_serializer=truco_dot_v1_dot_match__service__pb2.ConnectResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -577,6 +623,33 @@ class MatchService:
             '/truco.v1.MatchService/AdjudicateMatch',
             truco_dot_v1_dot_match__service__pb2.AdjudicateMatchRequest.SerializeToString,
             truco_dot_v1_dot_match__service__pb2.AdjudicateMatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Connect(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/truco.v1.MatchService/Connect',
+            truco_dot_v1_dot_match__service__pb2.ConnectRequest.SerializeToString,
+            truco_dot_v1_dot_match__service__pb2.ConnectResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -139,6 +139,38 @@ class MatchServiceStub:
     Errors: INVALID_ARGUMENT (no such team); FAILED_PRECONDITION
     (MATCH_NOT_ACTIVE); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
     """
+    Connect: _grpc.StreamStreamMultiCallable[_match_service_pb2.ConnectRequest, _match_service_pb2.ConnectResponse]
+    """The player connection: one bidirectional stream per client connection
+    that carries, for every seat credential the client holds (one match or
+    hundreds), the observation updates out and the actions in. No REST
+    route: REST keeps StreamObservations and SubmitAction.
+
+    The client subscribes each credential under a subscription_id of its
+    choice (ConnectSubscribe, with from_version to resume), then sends
+    actions for it (ConnectAction: the same SubmitActionRequest, request_id
+    and expected_version as SubmitAction). The server sends every update
+    and heartbeat of every subscription (the same messages as
+    StreamObservations, tagged with the subscription), the result of every
+    action (ConnectActionResult) or its typed error as a message
+    (ConnectActionError: the google.rpc.Status SubmitAction would end with),
+    and ConnectSubscriptionEnded when a subscription ends (its match is
+    over, it was refused, or the client unsubscribed). An error of one
+    subscription or action never ends the connection.
+
+    A result whose first event directly follows the last version its
+    subscription delivered, and whose observation is at the result's version,
+    also stands for that subscription's update at that version: the update
+    is not sent, and the client takes the result as the update.
+
+    The connection itself needs no credential. It ends with UNAVAILABLE
+    (SHUTTING_DOWN) when the server stops: reconnect, possibly to another
+    worker, subscribe again with from_version set to the last version seen
+    of each match, and resend unanswered actions with the same request_id.
+
+    Limits: at most 1,000 subscriptions per connection (more:
+    ConnectSubscriptionEnded with RESOURCE_EXHAUSTED) and 64 actions in
+    flight (the server reads no further until one is answered).
+    """
 
 @_typing.type_check_only
 class MatchServiceAsyncStub(MatchServiceStub):
@@ -250,6 +282,38 @@ class MatchServiceAsyncStub(MatchServiceStub):
 
     Errors: INVALID_ARGUMENT (no such team); FAILED_PRECONDITION
     (MATCH_NOT_ACTIVE); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+    """
+    Connect: _aio.StreamStreamMultiCallable[_match_service_pb2.ConnectRequest, _match_service_pb2.ConnectResponse]  # type: ignore[assignment]
+    """The player connection: one bidirectional stream per client connection
+    that carries, for every seat credential the client holds (one match or
+    hundreds), the observation updates out and the actions in. No REST
+    route: REST keeps StreamObservations and SubmitAction.
+
+    The client subscribes each credential under a subscription_id of its
+    choice (ConnectSubscribe, with from_version to resume), then sends
+    actions for it (ConnectAction: the same SubmitActionRequest, request_id
+    and expected_version as SubmitAction). The server sends every update
+    and heartbeat of every subscription (the same messages as
+    StreamObservations, tagged with the subscription), the result of every
+    action (ConnectActionResult) or its typed error as a message
+    (ConnectActionError: the google.rpc.Status SubmitAction would end with),
+    and ConnectSubscriptionEnded when a subscription ends (its match is
+    over, it was refused, or the client unsubscribed). An error of one
+    subscription or action never ends the connection.
+
+    A result whose first event directly follows the last version its
+    subscription delivered, and whose observation is at the result's version,
+    also stands for that subscription's update at that version: the update
+    is not sent, and the client takes the result as the update.
+
+    The connection itself needs no credential. It ends with UNAVAILABLE
+    (SHUTTING_DOWN) when the server stops: reconnect, possibly to another
+    worker, subscribe again with from_version set to the last version seen
+    of each match, and resend unanswered actions with the same request_id.
+
+    Limits: at most 1,000 subscriptions per connection (more:
+    ConnectSubscriptionEnded with RESOURCE_EXHAUSTED) and 64 actions in
+    flight (the server reads no further until one is answered).
     """
 
 class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -419,6 +483,44 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
 
         Errors: INVALID_ARGUMENT (no such team); FAILED_PRECONDITION
         (MATCH_NOT_ACTIVE); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+        """
+
+    @_abc_1.abstractmethod
+    def Connect(
+        self,
+        request_iterator: _MaybeAsyncIterator[_match_service_pb2.ConnectRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_match_service_pb2.ConnectResponse], _abc.AsyncIterator[_match_service_pb2.ConnectResponse]]:
+        """The player connection: one bidirectional stream per client connection
+        that carries, for every seat credential the client holds (one match or
+        hundreds), the observation updates out and the actions in. No REST
+        route: REST keeps StreamObservations and SubmitAction.
+
+        The client subscribes each credential under a subscription_id of its
+        choice (ConnectSubscribe, with from_version to resume), then sends
+        actions for it (ConnectAction: the same SubmitActionRequest, request_id
+        and expected_version as SubmitAction). The server sends every update
+        and heartbeat of every subscription (the same messages as
+        StreamObservations, tagged with the subscription), the result of every
+        action (ConnectActionResult) or its typed error as a message
+        (ConnectActionError: the google.rpc.Status SubmitAction would end with),
+        and ConnectSubscriptionEnded when a subscription ends (its match is
+        over, it was refused, or the client unsubscribed). An error of one
+        subscription or action never ends the connection.
+
+        A result whose first event directly follows the last version its
+        subscription delivered, and whose observation is at the result's version,
+        also stands for that subscription's update at that version: the update
+        is not sent, and the client takes the result as the update.
+
+        The connection itself needs no credential. It ends with UNAVAILABLE
+        (SHUTTING_DOWN) when the server stops: reconnect, possibly to another
+        worker, subscribe again with from_version set to the last version seen
+        of each match, and resend unanswered actions with the same request_id.
+
+        Limits: at most 1,000 subscriptions per connection (more:
+        ConnectSubscriptionEnded with RESOURCE_EXHAUSTED) and 64 actions in
+        flight (the server reads no further until one is answered).
         """
 
 def add_MatchServiceServicer_to_server(servicer: MatchServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -20,7 +20,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import structlog
-from google.protobuf import any_pb2, timestamp_pb2
+from google.protobuf import any_pb2
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
@@ -174,6 +174,14 @@ class MatchApi:
     async def StreamObservations(
         self, creds: Credentials, request: pb.StreamObservationsRequest
     ) -> AsyncIterator[pb.StreamObservationsResponse]:
+        async for upd in self.stream_updates(creds, request):
+            yield self.update_message(upd)
+
+    async def stream_updates(
+        self, creds: Credentials, request: pb.StreamObservationsRequest
+    ) -> AsyncIterator[T.StreamUpdate]:
+        """StreamObservations before encoding (the player connection encodes each update
+        into its own message, :meth:`fill_update`)."""
         caller = self.auth.viewer(creds)
         req = T.StreamRequest(
             match_id=_match_id(request.match_id),
@@ -181,29 +189,34 @@ class MatchApi:
         )
         if self.streams is None:
             async for upd in self.service.stream(caller, req):
-                yield self.update_message(upd)
+                yield upd
             return
         async with self.streams.track():  # the worker's drain waits for it; refused once stopping
             async for upd in self.service.stream(caller, req):
-                yield self.update_message(upd)
+                yield upd
 
     def update_message(self, upd: T.StreamUpdate) -> pb.StreamObservationsResponse:
         """One stream message (an update or a heartbeat)."""
+        msg = pb.StreamObservationsResponse()
+        self.fill_update(msg, upd)
+        return msg
+
+    def fill_update(self, msg: pb.StreamObservationsResponse, upd: T.StreamUpdate) -> None:
+        """Write a stream message into ``msg`` (an empty one). Filled in place: building the
+        inner message and then the outer one copies the observation twice (measured 50 against
+        30 µs for a message with 30 legal actions)."""
         if upd.view is None:
-            now = timestamp_pb2.Timestamp()
-            now.GetCurrentTime()
-            beat = pb.Heartbeat(server_time=now, version=upd.version)
+            beat = msg.heartbeat
+            beat.server_time.GetCurrentTime()
+            beat.version = upd.version
             if upd.clock is not None:
                 beat.clock.CopyFrom(codec.clock_to_proto(upd.clock))
-            return pb.StreamObservationsResponse(heartbeat=beat)
-        return pb.StreamObservationsResponse(
-            update=pb.ObservationUpdate(
-                version=upd.version,
-                events=self.protos.events(upd.events),
-                observation=self.protos.observation(upd.view, upd.rules),
-                snapshot=upd.snapshot,
-            )
-        )
+            return
+        update = msg.update
+        update.version = upd.version
+        update.events.extend(self.protos.events(upd.events))
+        update.observation.CopyFrom(self.protos.observation(upd.view, upd.rules))
+        update.snapshot = upd.snapshot
 
     # --------------------------------------------------------------------- GetMatch
     async def GetMatch(self, creds: Credentials, request: pb.GetMatchRequest) -> pb.GetMatchResponse:

@@ -31,7 +31,10 @@ def attach(ctx: Any, api: MatchApi, others: Sequence[tuple[ServiceDescriptor, ob
 
     async def start() -> None:
         ctx.http_port = await face.start(
-            settings.host, settings.http_port, shutdown_timeout=settings.shutdown_grace_seconds
+            settings.host,
+            settings.http_port,
+            shutdown_timeout=settings.shutdown_grace_seconds,
+            reuse_port=settings.reuse_port,
         )
 
     ctx.add_startup(start)

@@ -410,8 +410,11 @@ class RestFace:
             raise RuntimeError("REST face not started")
         return self._port
 
-    async def start(self, host: str, port: int, *, shutdown_timeout: float = 10.0) -> int:
-        """Bind and serve; returns the bound port (``port`` 0 picks a free one)."""
+    async def start(
+        self, host: str, port: int, *, shutdown_timeout: float = 10.0, reuse_port: bool = False
+    ) -> int:
+        """Bind and serve; returns the bound port (``port`` 0 picks a free one; ``reuse_port``:
+        ``SO_REUSEPORT``, for the workers of one ``truco serve --workers N``)."""
         if self._runner is not None:
             raise RuntimeError("REST face already started")
         runner = web.AppRunner(
@@ -422,7 +425,7 @@ class RestFace:
             shutdown_timeout=shutdown_timeout,
         )
         await runner.setup()
-        site = web.TCPSite(runner, host, port, reuse_port=False)
+        site = web.TCPSite(runner, host, port, reuse_port=reuse_port)
         try:
             await site.start()
         except BaseException:

@@ -1,0 +1,337 @@
+"""The player connection (``MatchService.Connect``) for asyncio programs: one bidirectional
+stream to the server carrying every seat the program plays, the updates in and the actions
+out.
+
+    async with PlayerConnection("127.0.0.1:50051") as conn:
+        seat = await conn.seat(match_id, token)          # subscribe (from version 0)
+        async for update in seat:                        # resumes by itself after a cut
+            if update.observation.is_my_turn:
+                await seat.submit(action, request_id=..., expected_version=update.version)
+
+Each seat is resumed from the last version it received when the connection is cut (the
+server stopped, the worker died, a silent connection): the program reconnects (to the next
+target, with backoff), subscribes every open seat again with its last version, and sends
+the actions still unanswered again with their request ids, so an action is applied once.
+A refused action raises the same typed errors as :meth:`AsyncTrucoClient.submit_action`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import grpc
+
+import truco_engine as te
+from truco_client._core import (
+    CHANNEL_OPTIONS,
+    ActionResult,
+    RetryPolicy,
+    StreamState,
+    Update,
+    action_result,
+    metadata,
+    new_request_id,
+    submit_request,
+)
+from truco_client.actions import Action
+from truco_client.errors import RETRYABLE, Unavailable, from_rpc_error, from_status
+from truco_contract import codec
+from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
+
+pb = match_service_pb2
+_END = object()
+
+
+class Seat:
+    """One subscription of a :class:`PlayerConnection`: iterate it for updates, ``submit``
+    to act. Iteration ends after the update that shows the match over."""
+
+    def __init__(self, conn: PlayerConnection, sid: int, token: str, state: StreamState) -> None:
+        self.conn = conn
+        self.id = sid
+        self.token = token
+        self.state = state
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.closed = False
+
+    @property
+    def match_id(self) -> str:
+        return self.state.match_id
+
+    def subscribe_message(self) -> pb.ConnectRequest:
+        sub = pb.ConnectSubscribe(subscription_id=self.id, token=self.token, match_id=self.match_id)
+        if self.state.last_version is not None:
+            sub.from_version = self.state.last_version
+        return pb.ConnectRequest(subscribe=sub)
+
+    def __aiter__(self) -> AsyncIterator[Update]:
+        return self._updates()
+
+    async def _updates(self) -> AsyncIterator[Update]:
+        while True:
+            item = await self.queue.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+            if item.observation.is_over:
+                return
+
+    async def submit(
+        self, action: Action, *, request_id: str | None = None, expected_version: int | None = None
+    ) -> ActionResult:
+        """Submit an action for this seat; the result, or the typed error of a refusal."""
+        rid = request_id or new_request_id()
+        req = submit_request(self.match_id, action, rid, expected_version)
+        resp = await self.conn._act(self, req)
+        return action_result(resp, self.state.rules, rid)
+
+    async def join(self, client_seed: bytes = b"") -> None:
+        """JoinMatch for this seat (a unary call on the connection's channel)."""
+        try:
+            await self.conn._stub().JoinMatch(
+                pb.JoinMatchRequest(match_id=self.match_id, client_seed=client_seed),
+                metadata=metadata(self.token),
+                timeout=10,
+            )
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+
+    async def close(self) -> None:
+        """Unsubscribe (the server ends the subscription)."""
+        await self.conn._unsubscribe(self)
+
+
+class PlayerConnection:
+    """asyncio client of ``Connect``; see the module docstring."""
+
+    def __init__(
+        self,
+        target: str | Sequence[str] = "127.0.0.1:50051",
+        *,
+        retry: RetryPolicy | None = None,
+        heartbeat_timeout: float = 30.0,
+        credentials: grpc.ChannelCredentials | None = None,
+    ) -> None:
+        self.targets = [target] if isinstance(target, str) else list(target)
+        if not self.targets:
+            raise ValueError("give at least one target, e.g. '127.0.0.1:50051'")
+        self.retry = retry or RetryPolicy()
+        self.heartbeat_timeout = heartbeat_timeout
+        self.credentials = credentials
+        self.reconnects = 0
+        self._index = 0
+        self._ids = itertools.count(1)
+        self._seats: dict[int, Seat] = {}
+        self._pending: dict[int, tuple[Seat, pb.SubmitActionRequest, asyncio.Future[Any]]] = {}
+        self._rules: dict[str, te.RuleSet] = {}
+        self._outbox: asyncio.Queue[pb.ConnectRequest | None] | None = None
+        self._channel: grpc.aio.Channel | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._connected = asyncio.Event()
+        self._rng = random.Random()
+        self._closed = False
+        self._call: Any = None
+
+    async def __aenter__(self) -> PlayerConnection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --------------------------------------------------------------------------- public
+    async def seat(
+        self, match_id: str, token: str, *, from_version: int | None = 0, rules: te.RuleSet | None = None
+    ) -> Seat:
+        """Subscribe a credential (from ``from_version``; ``None``: a snapshot first)."""
+        if rules is None:
+            rules = self._rules.get(match_id) or await self._rules_of(match_id, token)
+        self._rules[match_id] = rules
+        seat = Seat(self, next(self._ids), token, StreamState(match_id, from_version, rules))
+        self._seats[seat.id] = seat
+        self._start()
+        self._send(seat.subscribe_message())
+        return seat
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._call is not None:
+            self._call.cancel()  # a task blocked in the call's read does not always see its own cancel
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
+            self._runner = None
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
+        for _seat, _req, fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(Unavailable(grpc.StatusCode.UNAVAILABLE, "connection closed"))
+        for seat in self._seats.values():
+            seat.queue.put_nowait(_END)
+
+    # ------------------------------------------------------------------------- internal
+    def _stub(self) -> Any:
+        if self._channel is None:
+            target = self.targets[self._index % len(self.targets)]
+            if self.credentials is not None:
+                self._channel = grpc.aio.secure_channel(target, self.credentials, options=CHANNEL_OPTIONS)
+            else:
+                self._channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        return match_service_pb2_grpc.MatchServiceStub(self._channel)
+
+    async def _rules_of(self, match_id: str, token: str) -> te.RuleSet:
+        """The match's rules (GetMatch), retried over the targets like the unary client."""
+        req = pb.GetMatchRequest(match_id=match_id)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                if attempt == 1:  # on the connection's channel
+                    resp = await self._stub().GetMatch(req, metadata=metadata(token), timeout=10)
+                else:  # the connection's target may be the one that failed: try the next ones
+                    target = self.targets[(self._index + attempt - 1) % len(self.targets)]
+                    async with grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS) as ch:
+                        stub: Any = match_service_pb2_grpc.MatchServiceStub(ch)
+                        resp = await stub.GetMatch(req, metadata=metadata(token), timeout=10)
+                return codec.match_from_proto(resp.match).rules
+            except grpc.RpcError as err:
+                code = err.code() if hasattr(err, "code") else None
+                if code not in RETRYABLE or attempt >= self.retry.attempts or self.credentials is not None:
+                    raise from_rpc_error(err) from None
+            await asyncio.sleep(self.retry.backoff(attempt, self._rng))
+
+    def _start(self) -> None:
+        if self._closed:
+            raise Unavailable(grpc.StatusCode.UNAVAILABLE, "connection closed")
+        if self._runner is None:
+            self._runner = asyncio.ensure_future(self._run())
+
+    def _send(self, msg: pb.ConnectRequest) -> None:
+        if self._outbox is not None:
+            self._outbox.put_nowait(msg)
+        # not connected: _run sends every open subscription and pending action on connecting
+
+    async def _act(self, seat: Seat, req: pb.SubmitActionRequest) -> Any:
+        aid = next(self._ids)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[aid] = (seat, req, fut)
+        self._start()
+        self._send(
+            pb.ConnectRequest(action=pb.ConnectAction(subscription_id=seat.id, action_id=aid, request=req))
+        )
+        try:
+            return await fut
+        finally:
+            self._pending.pop(aid, None)
+
+    async def _unsubscribe(self, seat: Seat) -> None:
+        if self._seats.pop(seat.id, None) is not None:
+            self._send(pb.ConnectRequest(unsubscribe=pb.ConnectUnsubscribe(subscription_id=seat.id)))
+            seat.queue.put_nowait(_END)
+
+    async def _requests(
+        self, box: asyncio.Queue[pb.ConnectRequest | None]
+    ) -> AsyncIterator[pb.ConnectRequest]:
+        while True:
+            msg = await box.get()
+            if msg is None:
+                return
+            yield msg
+
+    async def _run(self) -> None:
+        failures = 0
+        while not self._closed:
+            box: asyncio.Queue[pb.ConnectRequest | None] = asyncio.Queue()
+            for seat in self._seats.values():
+                box.put_nowait(seat.subscribe_message())
+            for aid, (seat, req, _fut) in self._pending.items():
+                box.put_nowait(
+                    pb.ConnectRequest(
+                        action=pb.ConnectAction(subscription_id=seat.id, action_id=aid, request=req)
+                    )
+                )
+            self._outbox = box
+            call: Any = self._stub().Connect(self._requests(box))
+            self._call = call
+            try:
+                it = call.__aiter__()
+                while True:
+                    timeout = self.heartbeat_timeout if self._seats else None
+                    try:
+                        msg = await asyncio.wait_for(it.__anext__(), timeout)
+                    except StopAsyncIteration:
+                        break
+                    except TimeoutError:
+                        break  # a silent connection: reconnect
+                    failures = 0
+                    self._dispatch(msg)
+            except grpc.RpcError as err:
+                if self._closed:
+                    return
+                code = err.code() if hasattr(err, "code") else None
+                if code not in RETRYABLE:
+                    self._fail(from_rpc_error(err))
+                    return
+            finally:
+                self._outbox = None
+                box.put_nowait(None)  # ends the request iterator grpc is consuming
+                self._call = None
+                call.cancel()
+            if not self._seats and not self._pending:
+                self._runner = None
+                return
+            failures += 1
+            self.reconnects += 1
+            if failures >= self.retry.attempts:
+                self._fail(
+                    Unavailable(grpc.StatusCode.UNAVAILABLE, f"connection lost {failures} times in a row")
+                )
+                return
+            self._index += 1
+            if len(self.targets) > 1 and self._channel is not None:
+                await self._channel.close()
+                self._channel = None
+            await asyncio.sleep(self.retry.backoff(failures, self._rng))
+
+    def _fail(self, err: Exception) -> None:
+        self._runner = None
+        for _seat, _req, fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(err)
+        for seat in list(self._seats.values()):
+            seat.queue.put_nowait(err)
+        self._seats.clear()
+
+    def _dispatch(self, msg: pb.ConnectResponse) -> None:
+        kind = msg.WhichOneof("message")
+        if kind == "update":
+            seat = self._seats.get(msg.update.subscription_id)
+            if seat is not None:
+                upd = seat.state.accept(msg.update.message)
+                if upd is not None:
+                    seat.queue.put_nowait(upd)
+        elif kind == "result" or kind == "error":
+            body = msg.result if kind == "result" else msg.error
+            if kind == "result":  # a result may stand for its seat's update (see the proto)
+                seat = self._seats.get(msg.result.subscription_id)
+                if seat is not None:
+                    upd = seat.state.accept_result(msg.result.response)
+                    if upd is not None:
+                        seat.queue.put_nowait(upd)
+            pending = self._pending.get(body.action_id)
+            if pending is not None and not pending[2].done():
+                if kind == "result":
+                    pending[2].set_result(msg.result.response)
+                else:
+                    pending[2].set_exception(from_status(msg.error.status))
+        elif kind == "ended":
+            seat = self._seats.pop(msg.ended.subscription_id, None)
+            if seat is not None:
+                status = msg.ended.status
+                seat.queue.put_nowait(_END if status.code == 0 else from_status(status))

@@ -1,0 +1,290 @@
+"""The player connection (``MatchService.Connect``): one bidirectional stream that carries,
+for every seat credential a client holds, the observation updates out and the actions in.
+
+It is a multiplexer over the same API methods the unary path calls, so it gives the same
+guarantees with the same code: each subscription is :meth:`MatchApi.stream_updates` (what
+StreamObservations sends: resume from a version, snapshots, heartbeats with the clock,
+presence), each action is :meth:`MatchApi.SubmitAction` (request ids, expected versions,
+the service's one atomic commit). What differs is only the framing: every message names its
+subscription, and a refused action is a ``ConnectActionError`` message carrying the
+``google.rpc.Status`` SubmitAction would end with, instead of the end of a call.
+
+One message less per action: a result whose first event directly follows the last version
+its subscription delivered (and whose observation is at the result's version) stands for that
+subscription's update, which is then not sent (the client applies the same rule; the
+bidirectional stream keeps the order, so both sides agree on what was delivered).
+
+Bounds (DESIGN invariant 7): at most :attr:`PlayerConnection.max_subscriptions` open
+subscriptions (more are refused with RESOURCE_EXHAUSTED), at most
+:attr:`PlayerConnection.max_in_flight` actions being handled (the reader waits for one to
+finish before it reads the next message), and a bounded queue of outgoing messages: a client
+that does not read stalls its subscriptions, whose store queues then overflow, and they resume
+with a snapshot (the same rule as a slow server stream).
+
+The connection ends with UNAVAILABLE (SHUTTING_DOWN) when the worker stops; a protocol
+error (no message set, a subscription id that is already open) ends it with INVALID_ARGUMENT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any
+
+import structlog
+from google.rpc import status_pb2  # type: ignore[import-untyped]
+
+from truco_contract.pb import match_service_pb2
+from truco_server import errors as E
+from truco_server.api.auth import Credentials
+from truco_server.api.wire import INTERNAL, MatchApi, to_status
+
+pb = match_service_pb2
+log = structlog.get_logger("truco_server.connection")
+
+MAX_SUBSCRIPTIONS = 1000
+"""Open subscriptions per connection."""
+MAX_IN_FLIGHT = 64
+"""Actions of one connection handled at the same time."""
+OUT_QUEUE = 1024
+"""Outgoing messages buffered per connection."""
+
+_OK = status_pb2.Status(code=0)
+
+
+class _End:
+    """Queued last: the connection's work is done (or ``error`` ends it)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.error = error
+
+
+def _status(exc: BaseException) -> status_pb2.Status:
+    if isinstance(exc, E.ServiceError):
+        return to_status(exc)
+    log.error("unexpected error on a player connection", exc_info=exc)
+    return to_status(INTERNAL)
+
+
+class PlayerConnection:
+    """One ``Connect`` stream: :meth:`run` turns the client's messages into the server's."""
+
+    def __init__(
+        self,
+        api: MatchApi,
+        *,
+        max_subscriptions: int | None = None,
+        max_in_flight: int | None = None,
+        out_queue: int | None = None,
+    ) -> None:
+        self.api = api
+        self.max_subscriptions = max_subscriptions or MAX_SUBSCRIPTIONS
+        self._out: asyncio.Queue[pb.ConnectResponse | _End] = asyncio.Queue(out_queue or OUT_QUEUE)
+        self._slots = asyncio.Semaphore(max_in_flight or MAX_IN_FLIGHT)
+        self._subs: dict[int, tuple[Credentials, str, asyncio.Task[None]]] = {}
+        self._actions: set[asyncio.Task[None]] = set()
+        self._delivered: dict[int, int] = {}
+        """The last version each subscription delivered (by an update or a result)."""
+        self._tasks: set[asyncio.Task[None]] = set()
+        """Subscriptions (also those being unsubscribed) and refusals being sent."""
+        self._leaving: set[asyncio.Task[Any] | None] = set()
+        self._reading = True
+        self._closing = False
+        self._closer: asyncio.Task[None] | None = None
+
+    async def run(self, requests: AsyncIterator[pb.ConnectRequest]) -> AsyncIterator[pb.ConnectResponse]:
+        """The server's messages until the client has half-closed and every subscription
+        and action is done, or until an error ends the connection (raised)."""
+        streams = self.api.streams
+        async with contextlib.AsyncExitStack() as stack:
+            if streams is not None:  # the worker's drain waits for the connection
+                await stack.enter_async_context(streams.track())
+            reader = asyncio.ensure_future(self._read(requests))
+            watch = asyncio.ensure_future(self._stop_on(self.api.service.stopping))
+            try:
+                while True:
+                    msg = await self._out.get()
+                    if isinstance(msg, _End):
+                        if msg.error is not None:
+                            raise msg.error
+                        return
+                    yield msg
+            finally:
+                reader.cancel()
+                tasks = [*self._tasks, *self._actions]
+                tasks.append(watch)
+                if self._closer is not None:
+                    tasks.append(self._closer)
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(reader, *tasks, return_exceptions=True)
+
+    async def _put_end(self) -> None:
+        await self._out.put(_End())
+
+    async def _stop_on(self, shutdown: asyncio.Event) -> None:
+        """End the connection with UNAVAILABLE (SHUTTING_DOWN) when the worker stops, even
+        when no subscription is open to notice it."""
+        await shutdown.wait()
+        while True:  # make room: what is queued is not delivered anyway
+            try:
+                self._out.put_nowait(_End(E.ShuttingDown()))
+                return
+            except asyncio.QueueFull:
+                self._out.get_nowait()
+
+    # --------------------------------------------------------------------------- reading
+    async def _read(self, requests: AsyncIterator[pb.ConnectRequest]) -> None:
+        try:
+            async for req in requests:
+                kind = req.WhichOneof("message")
+                if kind == "action":
+                    await self._slots.acquire()
+                    task = asyncio.ensure_future(self._act(req.action))
+                    self._actions.add(task)
+                    task.add_done_callback(self._acted)
+                elif kind == "subscribe":
+                    self._subscribe(req.subscribe)
+                elif kind == "unsubscribe":
+                    self._unsubscribe(req.unsubscribe.subscription_id)
+                else:
+                    raise E.InvalidArgument("a ConnectRequest must set subscribe, action or unsubscribe")
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # ends the connection with it
+            await self._out.put(_End(exc))
+            return
+        self._reading = False
+        self._maybe_done()
+
+    def _maybe_done(self) -> None:
+        """Queue the end once the client has half-closed and nothing is left to send."""
+        me = asyncio.current_task()
+        if self._reading or self._actions or any(t is not me for t in self._tasks) or self._closing:
+            return
+        self._closing = True
+        try:
+            self._out.put_nowait(_End())
+        except asyncio.QueueFull:
+            self._closer = asyncio.ensure_future(self._put_end())
+
+    # ----------------------------------------------------------------------- subscribing
+    def _subscribe(self, sub: pb.ConnectSubscribe) -> None:
+        sid = sub.subscription_id
+        if sid in self._subs:
+            raise E.InvalidArgument(
+                f"subscription_id {sid} is already open on this connection",
+                field_violations=[E.FieldViolation("subscribe.subscription_id", "already open")],
+            )
+        creds = Credentials.from_pairs((("authorization", f"Bearer {sub.token}"),))
+        request = pb.StreamObservationsRequest(match_id=sub.match_id)
+        if sub.HasField("from_version"):
+            request.from_version = sub.from_version
+        if len(self._subs) >= self.max_subscriptions:
+            refused = E.ResourceExhausted(f"at most {self.max_subscriptions} subscriptions per connection")
+            self._spawn(self._send(self._ended(sid, to_status(refused))))
+            return
+        self._subs[sid] = (creds, sub.match_id, self._spawn(self._follow(sid, creds, request)))
+
+    def _unsubscribe(self, sid: int) -> None:
+        found = self._subs.pop(sid, None)
+        if found is not None:
+            self._leaving.add(found[2])
+            found[2].add_done_callback(self._leaving.discard)
+            found[2].cancel()  # _follow sends the end
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _send(self, msg: pb.ConnectResponse) -> None:
+        await self._out.put(msg)
+        self._maybe_done()
+
+    async def _follow(self, sid: int, creds: Credentials, request: pb.StreamObservationsRequest) -> None:
+        me = asyncio.current_task()
+        status = _OK
+        try:
+            delivered = self._delivered
+            async for upd in self.api.stream_updates(creds, request):
+                if upd.view is not None:
+                    if not upd.snapshot and upd.version <= delivered.get(sid, -1):
+                        continue  # an action's result already stood for this update
+                    delivered[sid] = upd.version
+                out = pb.ConnectResponse()  # encoded in place (nested constructors copy twice)
+                update = out.update
+                update.subscription_id = sid
+                self.api.fill_update(update.message, upd)
+                await self._out.put(out)
+        except asyncio.CancelledError:
+            if me not in self._leaving:
+                raise
+            self._leaving.discard(me)  # unsubscribed: say so below (the connection goes on)
+        except E.ShuttingDown as exc:
+            await self._out.put(_End(exc))  # the whole connection ends: reconnect elsewhere
+            return
+        except Exception as exc:
+            status = _status(exc)
+        finally:
+            found = self._subs.get(sid)
+            if found is not None and found[2] is me:
+                del self._subs[sid]
+                self._delivered.pop(sid, None)
+        await self._send(self._ended(sid, status))
+
+    @staticmethod
+    def _ended(sid: int, status: status_pb2.Status) -> pb.ConnectResponse:
+        return pb.ConnectResponse(ended=pb.ConnectSubscriptionEnded(subscription_id=sid, status=status))
+
+    # --------------------------------------------------------------------------- acting
+    async def _act(self, action: pb.ConnectAction) -> None:
+        sid, aid = action.subscription_id, action.action_id
+        try:
+            found = self._subs.get(sid)
+            if found is None:
+                raise E.InvalidArgument(
+                    f"no open subscription {sid} on this connection",
+                    field_violations=[E.FieldViolation("action.subscription_id", "not subscribed")],
+                )
+            creds, match_id, _ = found
+            request = action.request
+            if not request.match_id:
+                request.match_id = match_id
+            elif request.match_id != match_id:
+                raise E.InvalidArgument(
+                    "action.request.match_id is not the subscription's match",
+                    field_violations=[E.FieldViolation("action.request.match_id", "another match")],
+                )
+            structlog.contextvars.bind_contextvars(match_id=match_id, request_id=request.request_id or None)
+            response = await self.api.SubmitAction(creds, request)
+            out = pb.ConnectResponse()
+            result = out.result
+            result.subscription_id, result.action_id = sid, aid
+            result.response.CopyFrom(response)
+            # the result continues what the subscription delivered: it stands for the update
+            last = self._delivered.get(sid)
+            events = response.events
+            if (
+                last is not None
+                and events
+                and events[0].version == last + 1
+                and response.observation.version == response.version
+            ):
+                self._delivered[sid] = response.version
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            out = pb.ConnectResponse(
+                error=pb.ConnectActionError(subscription_id=sid, action_id=aid, status=_status(exc))
+            )
+        await self._out.put(out)
+
+    def _acted(self, task: asyncio.Task[Any]) -> None:
+        self._actions.discard(task)
+        self._slots.release()
+        self._maybe_done()
