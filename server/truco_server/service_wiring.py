@@ -7,6 +7,8 @@ side (event streams, webhooks), the queue readers, and the gRPC and REST faces o
 
 from __future__ import annotations
 
+import structlog
+
 from truco_contract.pb import operator_service_pb2, operator_service_pb2_grpc
 from truco_server import rest
 from truco_server.api.auth import Authenticator
@@ -15,10 +17,13 @@ from truco_server.api.wire import MatchApi
 from truco_server.grpc_server import Servicers, WorkerContext
 from truco_server.grpc_service import GrpcMatchService, GrpcOperatorService
 from truco_server.operators import Operators
+from truco_server.quotas import Quotas
 from truco_server.scheduler import clock_reader, webhook_reader
 from truco_server.service import MatchService, ServiceDefaults
 from truco_server.storage import StoreSettings, open_store
 from truco_server.webhooks import Deliverer, Destinations, parse_schedule
+
+_log = structlog.get_logger("truco_server.wiring")
 
 OPERATOR_SERVICE = operator_service_pb2.DESCRIPTOR.services_by_name["OperatorService"]
 
@@ -38,6 +43,7 @@ def build_services(ctx: WorkerContext) -> tuple[MatchService, Operators]:
         ),
     )
     ctx.add_cleanup(store.close)
+    ctx.add_readiness(store.ping)
     service = MatchService(
         store,
         heartbeat_seconds=s.heartbeat_interval_seconds,
@@ -76,7 +82,12 @@ def servicer_factory(ctx: WorkerContext) -> Servicers:
     `settings.http_port`."""
     service, operators = build_services(ctx)
     auth = Authenticator(ctx.settings)
-    api = MatchApi(service, auth, ctx.streams)
+    if auth.open:
+        _log.warning(
+            "no operator API keys configured (TRUCO_API_KEYS): every operator call is the "
+            "operator 'public'; for development only"
+        )
+    api = MatchApi(service, auth, ctx.streams, Quotas(ctx.settings))
     operator_api = OperatorApi(operators, auth, ctx.streams)
     rest.attach(ctx, api, [(OPERATOR_SERVICE, operator_api)])
     return Servicers(
