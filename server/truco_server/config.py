@@ -126,7 +126,7 @@ class Settings:
     allowed); 0: no limit."""
     quota_matches_per_minute: float = 6000.0
     """Matches one operator may create per minute on a worker (a burst of a tenth of that, at
-    least 10, is allowed); 0: no limit."""
+    least 1, is allowed); 0: no limit."""
 
     @property
     def store_description(self) -> str:

@@ -89,7 +89,7 @@ class Quotas:
         self.max_streams = settings.quota_streams
         self.actions = RateLimit(ACTIONS, per_second, per_second, f"{per_second:g} per second", clock=clock)
         self.matches = RateLimit(
-            MATCHES, per_minute / 60.0, max(10.0, per_minute / 10), f"{per_minute:g} per minute", clock=clock
+            MATCHES, per_minute / 60.0, max(1.0, per_minute / 10), f"{per_minute:g} per minute", clock=clock
         )
         self._open: dict[str, int] = {}
 

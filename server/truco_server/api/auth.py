@@ -75,7 +75,9 @@ class Credentials:
                     bearer = rest.strip()
             elif key == "x-api-key":
                 api_key = text.strip()
-        if bearer is not None and parse_token(bearer) is None:
+        # A bearer shaped like a match credential stays one (a malformed one is refused, never
+        # taken as an operator key, which an open worker would accept).
+        if bearer is not None and not bearer.startswith(TOKEN_PREFIX + "."):
             api_key, bearer = api_key or bearer, None
         return cls(bearer, api_key)
 
@@ -141,7 +143,8 @@ class Authenticator:
         if creds.bearer is None:
             raise E.Unauthenticated("missing credential: send 'authorization: Bearer <seat token>'")
         cred = parse_token(creds.bearer)
-        assert cred is not None  # Credentials only keeps match credentials as bearer
+        if cred is None:
+            raise E.Unauthenticated("malformed credential")
         return cred
 
     def viewer(self, creds: Credentials) -> Caller:
