@@ -37,7 +37,9 @@ async def test_a_recreated_match_id_is_never_served_from_the_old_incarnation(
         match_id, old_token = old.match.match_id, old.seat_credentials[0].token
         get = MS.GetMatchRequest(match_id=match_id)
         old_view = await sb.GetMatch(get, metadata=bearer(old_token))
-        stream = sb.StreamObservations(MS.StreamObservationsRequest(match_id=match_id), metadata=bearer(old_token))
+        stream = sb.StreamObservations(
+            MS.StreamObservationsRequest(match_id=match_id), metadata=bearer(old_token)
+        )
         first = await stream.read()
         assert first.update.observation.hand == old_view.observation.hand
 
@@ -67,7 +69,9 @@ async def test_a_recreated_match_id_is_never_served_from_the_old_incarnation(
         seen = await sb.GetMatch(get, metadata=bearer(new_token))
         assert seen.observation.hand == truth.observation.hand
         assert seen.match.fairness.seed_hash == truth.match.fairness.seed_hash
-        fresh = sb.StreamObservations(MS.StreamObservationsRequest(match_id=match_id), metadata=bearer(new_token))
+        fresh = sb.StreamObservations(
+            MS.StreamObservationsRequest(match_id=match_id), metadata=bearer(new_token)
+        )
         got = await fresh.read()
         assert got.update.observation.hand == truth.observation.hand
         fresh.cancel()

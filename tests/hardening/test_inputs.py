@@ -86,10 +86,19 @@ async def test_oversized_fields_are_refused_before_anything_is_stored(env: Env) 
     )
     assert details(err).fields == ["action.play_card.card"]
     for request, field in (
-        (MS.CreateMatchRequest(seats=[match_pb2.SeatSpec(display_name="n" * 65)] * 2), "seats[0].display_name"),
+        (
+            MS.CreateMatchRequest(seats=[match_pb2.SeatSpec(display_name="n" * 65)] * 2),
+            "seats[0].display_name",
+        ),
         (MS.CreateMatchRequest(request_id="q" * 129), "request_id"),
-        (MS.CreateMatchRequest(settings=match_pb2.MatchSettings(labels={"k" * 65: "v"})), "settings.labels.key"),
-        (MS.CreateMatchRequest(settings=match_pb2.MatchSettings(labels={"k": "v" * 257})), "settings.labels['k']"),
+        (
+            MS.CreateMatchRequest(settings=match_pb2.MatchSettings(labels={"k" * 65: "v"})),
+            "settings.labels.key",
+        ),
+        (
+            MS.CreateMatchRequest(settings=match_pb2.MatchSettings(labels={"k": "v" * 257})),
+            "settings.labels['k']",
+        ),
         (MS.CreateMatchRequest(client_seed=b"s" * 300), "client_seed"),
     ):
         err = await env.refused(env.stub.CreateMatch(request))
@@ -119,7 +128,9 @@ async def test_malformed_input_is_a_typed_error(env: Env) -> None:
     for _ in range(30):
         node = node.fields["a"].struct_value
     err = await env.refused(
-        env.stub.CreateMatch(MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset="paulista", overrides=deep)))
+        env.stub.CreateMatch(
+            MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset="paulista", overrides=deep))
+        )
     )
     assert details(err).code == G.INVALID_ARGUMENT
     mid = env.made.match_id
@@ -151,17 +162,30 @@ async def test_malformed_rest_input_is_a_json_error(env: Env) -> None:
     await expect("POST", "/v1/matches", 400, data=deep, headers={"Content-Type": "application/json"})
     nested = '{"rules": {"overrides": ' + '{"a": ' * 200 + "1" + "}" * 200 + "}}"
     await expect("POST", "/v1/matches", 400, data=nested, headers={"Content-Type": "application/json"})
-    await expect("POST", "/v1/matches", 400, data='{"players": NaN}', headers={"Content-Type": "application/json"})
+    await expect(
+        "POST", "/v1/matches", 400, data='{"players": NaN}', headers={"Content-Type": "application/json"}
+    )
     await expect("POST", "/v1/matches", 400, data="<xml/>", headers={"Content-Type": "application/xml"})
     await expect("POST", "/v1/matches", 400, json={"requestId": "x" * 200_000})
-    body = await expect("POST", f"/v1/matches/{mid}/actions", 400, headers=auth,
-                        json={"action": {"playCard": {"card": "Z" * 100_000}}})
+    body = await expect(
+        "POST",
+        f"/v1/matches/{mid}/actions",
+        400,
+        headers=auth,
+        json={"action": {"playCard": {"card": "Z" * 100_000}}},
+    )
     assert "Z" * 50 not in json.dumps(body)
-    await expect("GET", f"/v1/matches/{mid}:streamObservations", 400,
-                 headers={**auth, "Accept": "text/event-stream", "Last-Event-ID": str(2**64)})
+    await expect(
+        "GET",
+        f"/v1/matches/{mid}:streamObservations",
+        400,
+        headers={**auth, "Accept": "text/event-stream", "Last-Event-ID": str(2**64)},
+    )
     for token in (f"tc1.{mid}.0.\u00e9\u00e9", f"tc1.{mid}.\u0663.{'0' * 40}", f"tc1.{mid}.{'9' * 5000}.0"):
         await expect("GET", f"/v1/matches/{mid}", 401, headers={"Authorization": f"Bearer {token}"})
     await expect("GET", f"/v1/matches?{'q' * 5000}=1", 400, headers={"X-Api-Key": "k"})
+    # only match credentials in URLs: an operator key there would expose every match
+    await expect("GET", f"/v1/matches/{mid}:streamObservations?access_token=an-api-key", 401)
 
 
 async def test_an_unknown_match_and_a_bad_credential_answer_alike(env: Env) -> None:
@@ -169,7 +193,9 @@ async def test_an_unknown_match_and_a_bad_credential_answer_alike(env: Env) -> N
     real = env.made.tokens[0].rsplit(".", 1)[0] + "." + "0" * 40
     answers = []
     for token, match_id in ((forged, "m0123456789abcdef0123"), (real, env.made.match_id)):
-        err = await env.refused(env.stub.GetMatch(MS.GetMatchRequest(match_id=match_id), metadata=bearer(token)))
+        err = await env.refused(
+            env.stub.GetMatch(MS.GetMatchRequest(match_id=match_id), metadata=bearer(token))
+        )
         answers.append((err.code(), details(err).reason, err.details()))
     assert answers[0] == answers[1] and answers[0][0] == G.UNAUTHENTICATED
 

@@ -17,7 +17,7 @@ from truco_contract.pb import match_service_pb2 as MS
 from truco_server.config import Settings
 from truco_server.quotas import Quotas
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.timeout(60)]
 G = grpc.StatusCode
 
 
@@ -25,6 +25,7 @@ def _refused(quota: str) -> float:
     return REGISTRY.get_sample_value("truco_quota_exceeded_total", {"quota": quota}) or 0.0
 
 
+@pytest.mark.asyncio
 async def test_quotas_over_grpc_and_rest(make_worker: WorkerFactory) -> None:
     limits = {"quota_streams": 2, "quota_actions_per_second": 0.5, "quota_matches_per_minute": 3}
     async with (
@@ -64,7 +65,9 @@ async def test_quotas_over_grpc_and_rest(make_worker: WorkerFactory) -> None:
         spectate.cancel()
 
         # actions: a burst of 1, then one every 2 s
-        fold = MS.SubmitActionRequest(match_id=made.match_id, action=action_pb2.Action(fold=action_pb2.Fold()))
+        fold = MS.SubmitActionRequest(
+            match_id=made.match_id, action=action_pb2.Action(fold=action_pb2.Fold())
+        )
         with pytest.raises(grpc.aio.AioRpcError) as first:
             await stub.SubmitAction(fold, metadata=bearer(made.tokens[1]))  # refused by the rules
         assert first.value.code() != G.RESOURCE_EXHAUSTED

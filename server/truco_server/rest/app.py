@@ -36,7 +36,7 @@ from prometheus_client import Counter, Histogram
 from truco_contract.pb import match_pb2, match_service_pb2
 from truco_server import errors as E
 from truco_server.api import limits
-from truco_server.api.auth import Credentials
+from truco_server.api.auth import Credentials, parse_token
 from truco_server.api.wire import INTERNAL, MatchApi, as_service_error, to_status
 from truco_server.rest.openapi import build_openapi
 from truco_server.rest.routes import (
@@ -196,7 +196,10 @@ def _credentials(request: web.Request, route: Route) -> Credentials:
                 "access_token is only accepted on streaming routes: send 'Authorization: Bearer <token>'",
                 field_violations=[E.FieldViolation("access_token", "only for streaming routes")],
             )
-        if not auth and token:
+        if parse_token(token) is None:
+            # an operator key in a URL (history, proxy logs) would expose every match
+            raise E.Unauthenticated("access_token takes a match credential only, never an API key")
+        if not auth:
             md.append(("authorization", f"Bearer {token}"))
     return Credentials.from_pairs(md)
 
