@@ -294,7 +294,7 @@ class RestFace:
             elapsed = time.perf_counter() - start
             HTTP_REQUESTS.labels(label, request.method, str(code)).inc()
             HTTP_SECONDS.labels(label).observe(elapsed)
-            level = "debug" if code < 500 else "info"
+            level = "debug" if code < 400 else "info"  # as gRPC: every refusal at info
             # The path only, never the query string (it may carry access_token).
             getattr(_log, level)(
                 "http request",
