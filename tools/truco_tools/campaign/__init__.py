@@ -15,6 +15,7 @@ page). Phases (:mod:`.chaos`, :mod:`.fuzz`):
   version it was answered with, and no two acknowledged actions share a version), every
   stream contiguous or ending in a typed error, every match played to its end. Worker and
   Redis memory are sampled every second.
+* **leaks**: the oracle of :mod:`.leaks` over random matches of every preset and table size.
 * **fuzz**: random, malformed and adversarial requests over gRPC (raw bytes too) and REST
   (JSON) to every RPC of one worker; nothing may answer INTERNAL/UNKNOWN (or HTTP 5xx), and a
   rejected request must leave a watched match's version and Redis's key count unchanged.
@@ -43,9 +44,15 @@ class Profile:
     pause_seconds: float
     fuzz_inputs: int
     """Per transport."""
+    leak_matches: int
+    """Random matches the leak oracle watches (presets and table sizes in turn)."""
+    leak_max_actions: int
+    """Actions per watched match at most (the short form does not finish them)."""
 
 
 SHORT = Profile("short", workers=2, concurrency=8, soak_seconds=10, chaos_seconds=30, worker_kills=2,
-                redis_restarts=1, redis_pauses=1, pause_seconds=3, fuzz_inputs=1500)  # fmt: skip
+                redis_restarts=1, redis_pauses=1, pause_seconds=3, fuzz_inputs=1500,
+                leak_matches=78, leak_max_actions=12)  # fmt: skip
 LONG = Profile("long", workers=3, concurrency=24, soak_seconds=600, chaos_seconds=300, worker_kills=24,
-               redis_restarts=6, redis_pauses=6, pause_seconds=5, fuzz_inputs=12000)  # fmt: skip
+               redis_restarts=6, redis_pauses=6, pause_seconds=5, fuzz_inputs=12000,
+               leak_matches=380, leak_max_actions=400)  # fmt: skip

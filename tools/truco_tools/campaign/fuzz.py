@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,8 +137,9 @@ async def _watch(r: aioredis.Redis, match_id: str) -> tuple[Any, frozenset[Any]]
     return (version, await r.hlen(f"truco:{{{match_id}}}:req")), keys
 
 
-async def run_fuzz(inputs: int, seed: int = 12) -> list[FuzzResult]:
-    """``inputs`` requests per transport against a fresh worker and Redis."""
+@asynccontextmanager
+async def worker_env() -> AsyncIterator[tuple[str, Worker]]:
+    """A fresh ``redis-server`` and one in-process worker on it (quotas off), stopped after."""
     rp = start_redis()
     settings = Settings(
         redis_url=rp.url,
@@ -144,14 +147,25 @@ async def run_fuzz(inputs: int, seed: int = 12) -> list[FuzzResult]:
         http_port=0,
         metrics_port=0,
         shutdown_grace_seconds=1.0,
+        event_log_max_len=100_000,
         quota_actions_per_second=0,
         quota_matches_per_minute=0,
+        quota_streams=0,
     )
     worker = Worker(settings, servicer_factory)
-    results = [FuzzResult("grpc"), FuzzResult("rest")]
     try:
         await worker.start()
-        r = aioredis.Redis.from_url(rp.url)
+        yield rp.url, worker
+    finally:
+        await worker.stop()
+        rp.stop()
+
+
+async def run_fuzz(redis_url: str, worker: Worker, inputs: int, seed: int = 12) -> list[FuzzResult]:
+    """``inputs`` requests per transport against ``worker`` (whose store is ``redis_url``)."""
+    results = [FuzzResult("grpc"), FuzzResult("rest")]
+    r = aioredis.Redis.from_url(redis_url)
+    try:
         async with grpc.aio.insecure_channel(worker.grpc_address) as ch, aiohttp.ClientSession() as http:
             stub = match_service_pb2_grpc.MatchServiceStub(ch)
             made = await stub.CreateMatch(match_service_pb2.CreateMatchRequest(request_id="watched"))
@@ -161,12 +175,10 @@ async def run_fuzz(inputs: int, seed: int = 12) -> list[FuzzResult]:
             gen = Gen(rng, mid, tokens, ["watched", f"{mid}-r1"])
             methods = list(SERVICE.methods)
             await _grpc_phase(ch, r, gen, methods, mid, inputs, results[0])
-            await _rest_phase(http, f"http://127.0.0.1:{worker.http_port}", r, gen, methods, mid, inputs,
-                              results[1])  # fmt: skip
-        await r.aclose()
+            base = f"http://127.0.0.1:{worker.http_port}"
+            await _rest_phase(http, base, r, gen, methods, mid, inputs, results[1])
     finally:
-        await worker.stop()
-        rp.stop()
+        await r.aclose()
     return results
 
 

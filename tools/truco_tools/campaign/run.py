@@ -15,7 +15,10 @@ from pathlib import Path
 
 from truco_tools.campaign import LONG, SHORT, Profile
 from truco_tools.campaign.chaos import LoadResult, memory_growth, run_load
-from truco_tools.campaign.fuzz import FuzzResult, run_fuzz
+from truco_tools.campaign.fuzz import FuzzResult, run_fuzz, worker_env
+from truco_tools.campaign.leaks import LeakResult, run_leaks
+
+PHASES = ("load", "fuzz", "leaks")
 
 
 @dataclass
@@ -23,21 +26,35 @@ class Report:
     profile: Profile
     loads: list[LoadResult]
     fuzz: list[FuzzResult]
+    leaks: LeakResult
     seconds: float
     started: str
     machine: str
+    phases: tuple[str, ...] = PHASES
+
+    @property
+    def section(self) -> str:
+        """The report section it writes: the form, with the phases when not all ran."""
+        name = self.profile.name
+        return name if self.phases == PHASES else f"{name}:{'+'.join(self.phases)}"
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.loads) and all(not f.bad and not f.changed for f in self.fuzz)
+        fuzz_ok = all(not f.bad and not f.changed for f in self.fuzz)
+        leaks_ok = not self.leaks.leaks and not self.leaks.errors
+        return all(r.ok for r in self.loads) and fuzz_ok and leaks_ok
+
+    @property
+    def _only(self) -> str:
+        return "" if self.phases == PHASES else " --only " + ",".join(self.phases)
 
     def markdown(self) -> str:
         p = self.profile
         out = [
-            f"## Campaign `{p.name}`: {'PASSED' if self.ok else 'FAILED'}",
+            f"## Campaign `{self.section}`: {'PASSED' if self.ok else 'FAILED'}",
             "",
             f"Run {self.started} on {self.machine}, {self.seconds:.0f} s in all, with "
-            f"`truco campaign --{p.name}` (loopback only; {p.workers} `truco serve` workers, "
+            f"`truco campaign --{p.name}{self._only}` (loopback only; {p.workers} `truco serve` workers, "
             f"{p.concurrency} matches at once, one `redis-server` with an append-only file).",
             "",
             "| phase | seconds | matches finished | actions acknowledged (checked) | faults | lost | doubled "
@@ -73,22 +90,40 @@ class Report:
         for f in self.fuzz:
             answers = ", ".join(f"{k} {n}" for k, n in sorted(f.codes.items()))
             out.append(f"| {f.transport} | {f.inputs} | {len(f.bad)} | {len(f.changed)} | {answers} |")
+        lk = self.leaks
+        out += [
+            "",
+            f"Leak oracle: {lk.matches} random matches of {len(lk.presets)} presets (every table size "
+            f"in turn), each seat and a spectator on its own stream: {lk.messages} messages checked "
+            f"against the server's state and stored events, **{len(lk.leaks)} leaks**, "
+            f"{len(lk.errors)} matches that failed to play.",
+        ]
         problems = [x for r in self.loads for x in r.lost + r.doubled + r.unfinished]
+        problems += lk.leaks + lk.errors
         problems += [x for f in self.fuzz for x in f.bad + f.changed]
         if problems:
             out += ["", "First problems:", "", *[f"- `{x[:300]}`" for x in problems[:10]]]
         return "\n".join(out) + "\n"
 
 
-async def campaign(profile: Profile) -> Report:
+async def campaign(profile: Profile, phases: tuple[str, ...] = PHASES) -> Report:
+    """Run ``phases`` of the campaign (all by default)."""
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     machine = f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs"
     machine += f", Python {platform.python_version()}"
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="truco-campaign-") as tmp:
-        loads = [await run_load(profile, Path(tmp), chaos=chaos) for chaos in (False, True)]
-    fuzz = await run_fuzz(profile.fuzz_inputs)
-    return Report(profile, loads, fuzz, time.monotonic() - t0, started, machine)
+        chaos_too = (False, True) if "load" in phases else ()
+        loads = [await run_load(profile, Path(tmp), chaos=chaos) for chaos in chaos_too]
+    fuzz: list[FuzzResult] = []
+    leaks = LeakResult()
+    async with worker_env() as (redis_url, worker):
+        if "fuzz" in phases:
+            fuzz = await run_fuzz(redis_url, worker, profile.fuzz_inputs)
+        if "leaks" in phases:
+            leaks = await run_leaks(redis_url, worker.grpc_address, profile.leak_matches,
+                                    max_actions=profile.leak_max_actions)  # fmt: skip
+    return Report(profile, loads, fuzz, leaks, time.monotonic() - t0, started, machine, phases)
 
 
 MARKER = "<!-- campaign:{name} -->"
@@ -97,7 +132,7 @@ MARKER = "<!-- campaign:{name} -->"
 def write_report(path: Path, report: Report) -> None:
     """Replace the profile's section of ``path`` (between its markers), keeping the rest."""
     text = path.read_text() if path.exists() else ""
-    begin, end = MARKER.format(name=report.profile.name), MARKER.format(name=report.profile.name + ":end")
+    begin, end = MARKER.format(name=report.section), MARKER.format(name=report.section + ":end")
     section = f"{begin}\n{report.markdown()}{end}"
     if begin in text and end in text:
         head, rest = text.split(begin, 1)
@@ -118,12 +153,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     store = {"action": "store_const", "dest": "profile"}
     form.add_argument("--short", const=SHORT, help="about 1 minute (CI)", **store)  # type: ignore[arg-type]
     form.add_argument("--long", const=LONG, help="about 16 minutes", **store)  # type: ignore[arg-type]
+    parser.add_argument(
+        "--only", type=lambda text: tuple(text.split(",")), default=PHASES, help="phases: load,fuzz,leaks"
+    )
     parser.add_argument("--out", type=Path, help="rewrite the form's section of this report")
 
 
 def command(args: argparse.Namespace) -> int:
     logging.disable(logging.WARNING)
-    report = asyncio.run(campaign(args.profile or SHORT))
+    unknown = set(args.only) - set(PHASES)
+    if unknown:
+        print(f"truco campaign: unknown phases {sorted(unknown)}; phases are {', '.join(PHASES)}")
+        return 2
+    report = asyncio.run(campaign(args.profile or SHORT, tuple(p for p in PHASES if p in args.only)))
     print(report.markdown())
     if args.out is not None:
         write_report(args.out, report)
