@@ -124,12 +124,24 @@ class Checker:
         self.checked_actions = 0
 
     def match_done(self, mid: str) -> None:
+        """Check ``mid``; the check's own reads wait out a Redis restart or pause (up to a minute)."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return self._match_done(mid)
+            except (redis.ConnectionError, redis.TimeoutError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def _match_done(self, mid: str) -> None:
         acks = self.result.stats.acks
         for m, rid, version in acks[self._seen :]:
             self._pending.setdefault(m, []).append((rid, version))
         self._seen = len(acks)
-        mine = self._pending.pop(mid, [])
+        mine = self._pending.get(mid, [])
         stored = self.r.hmget(f"truco:{{{mid}}}:req", [rid for rid, _ in mine]) if mine else []
+        status = self.r.hget(f"truco:{{{mid}}}:match", "status")  # both read before any verdict
         by_version: dict[int, str] = {}
         for (rid, version), raw in zip(mine, stored, strict=True):
             if raw is None or int(str(raw, "ascii").split(":", 1)[0]) != version:  # type: ignore[arg-type]
@@ -137,8 +149,8 @@ class Checker:
             other = by_version.setdefault(version, rid)
             if other != rid:
                 self.result.doubled.append(f"{mid} v{version}: {other} and {rid}")
+        self._pending.pop(mid, None)
         self.checked_actions += len(mine)
-        status = self.r.hget(f"truco:{{{mid}}}:match", "status")
         if status != b"finished":
             self.result.unfinished.append(f"{mid}: {status!r}")
 
