@@ -44,18 +44,12 @@ class Report:
         leaks_ok = not self.leaks.leaks and not self.leaks.errors
         return all(r.ok for r in self.loads) and fuzz_ok and leaks_ok
 
-    @property
-    def _only(self) -> str:
-        return "" if self.phases == PHASES else " --only " + ",".join(self.phases)
-
-    def markdown(self) -> str:
+    def _load_lines(self) -> list[str]:
         p = self.profile
         out = [
-            f"## Campaign `{self.section}`: {'PASSED' if self.ok else 'FAILED'}",
             "",
-            f"Run {self.started} on {self.machine}, {self.seconds:.0f} s in all, with "
-            f"`truco campaign --{p.name}{self._only}` (loopback only; {p.workers} `truco serve` workers, "
-            f"{p.concurrency} matches at once, one `redis-server` with an append-only file).",
+            f"{p.workers} `truco serve` workers, {p.concurrency} matches at once, one `redis-server` "
+            "with an append-only file.",
             "",
             "| phase | seconds | matches finished | actions acknowledged (checked) | faults | lost | doubled "
             "| unfinished | unreported gaps | duplicates | INTERNAL/UNKNOWN |",
@@ -78,26 +72,43 @@ class Report:
                 out.append(
                     f"- {r.phase} memory (mean of the first and last fifth after a 20 % warm-up, "
                     f"{len(r.samples)} samples a second apart): largest worker RSS "
-                    f"{g['worker_rss_mb'][0]} -> "
-                    f"{g['worker_rss_mb'][1]} MB (x{g['worker_ratio']}), Redis `used_memory` "
-                    f"{g['redis_used_mb'][0]} -> {g['redis_used_mb'][1]} MB (x{g['redis_ratio']}); "
-                    f"{r.stats.actions / r.seconds:.0f} actions/s."
+                    f"{g['worker_rss_mb'][0]} -> {g['worker_rss_mb'][1]} MB (x{g['worker_ratio']}), "
+                    f"Redis `used_memory` {g['redis_used_mb'][0]} -> {g['redis_used_mb'][1]} MB "
+                    f"(x{g['redis_ratio']}); {r.stats.actions / r.seconds:.0f} actions/s."
                 )
             s = r.stats
             out.append(f"- {r.phase} retries: {dict(s.retries)}; streams broken {dict(s.stream_breaks)}.")
-        out += ["", "| fuzz | inputs | INTERNAL/UNKNOWN or 5xx | state changed by a rejected input "
-                "| answers |", "|---|---|---|---|---|"]  # fmt: skip
-        for f in self.fuzz:
-            answers = ", ".join(f"{k} {n}" for k, n in sorted(f.codes.items()))
-            out.append(f"| {f.transport} | {f.inputs} | {len(f.bad)} | {len(f.changed)} | {answers} |")
-        lk = self.leaks
-        out += [
+        return out
+
+    @property
+    def _only(self) -> str:
+        return "" if self.phases == PHASES else " --only " + ",".join(self.phases)
+
+    def markdown(self) -> str:
+        p = self.profile
+        out = [
+            f"## Campaign `{self.section}`: {'PASSED' if self.ok else 'FAILED'}",
             "",
-            f"Leak oracle: {lk.matches} random matches of {len(lk.presets)} presets (every table size "
-            f"in turn), each seat and a spectator on its own stream: {lk.messages} messages checked "
-            f"against the server's state and stored events, **{len(lk.leaks)} leaks**, "
-            f"{len(lk.errors)} matches that failed to play.",
+            f"Run {self.started} on {self.machine}, {self.seconds:.0f} s in all, with "
+            f"`truco campaign --{p.name}{self._only}` (loopback only).",
         ]
+        if self.loads:
+            out += self._load_lines()
+        if self.fuzz:
+            out += ["", "| fuzz | inputs | INTERNAL/UNKNOWN or 5xx | state changed by a rejected input "
+                    "| answers |", "|---|---|---|---|---|"]  # fmt: skip
+            for f in self.fuzz:
+                answers = ", ".join(f"{k} {n}" for k, n in sorted(f.codes.items()))
+                out.append(f"| {f.transport} | {f.inputs} | {len(f.bad)} | {len(f.changed)} | {answers} |")
+        lk = self.leaks
+        if "leaks" in self.phases:
+            out += [
+                "",
+                f"Leak oracle: {lk.matches} random matches of {len(lk.presets)} presets (every table size "
+                f"in turn, at most {p.leak_max_actions} actions each), each seat and a spectator on its "
+                f"own stream: {lk.messages} messages checked against the server's state and stored "
+                f"events, **{len(lk.leaks)} leaks**, {len(lk.errors)} matches that failed to play.",
+            ]
         problems = [x for r in self.loads for x in r.lost + r.doubled + r.unfinished]
         problems += lk.leaks + lk.errors
         problems += [x for f in self.fuzz for x in f.bad + f.changed]
