@@ -66,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     engine_commands.register(sub)
     record_commands.register(sub)
     bench_commands.register(sub)
+    if optional.campaign is not None:
+        c = sub.add_parser("campaign", help="load, chaos and fuzz on loopback (docs/reliability.md)")
+        optional.campaign.add_arguments(c)
+        c.set_defaults(func=optional.campaign.command)
+    else:
+        p = sub.add_parser("campaign", help="load, chaos and fuzz (needs the server install)")
+        p.set_defaults(func=lambda args: _needs_server("campaign"), any_arguments=True)
     client_commands.register(sub)
     league_commands.register(sub)
     return parser

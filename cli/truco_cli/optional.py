@@ -15,12 +15,14 @@ SERVER_HINT = "install the server: pip install 'truco-service[server]'"
 embedded: ModuleType | None
 serve: ModuleType | None
 bench_service: ModuleType | None
+campaign: ModuleType | None
 try:
     from truco_cli import serve
     from truco_server import embedded
     from truco_tools import bench_service
+    from truco_tools.campaign import run as campaign
 except ImportError as exc:  # a client-only install
-    embedded = serve = bench_service = None
+    embedded = serve = bench_service = campaign = None
     SERVER_MISSING: str | None = f"{exc.name or exc}: not installed"
 else:
     SERVER_MISSING = None

@@ -47,10 +47,30 @@ class RetryPolicy:
     max_backoff: float = 3.0
     multiplier: float = 2.0
 
-    def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
-        """Delay before retry number ``attempt`` (1-based)."""
+    def backoff(self, attempt: int, rng: random.Random | None = None, err: object = None) -> float:
+        """Delay before retry number ``attempt`` (1-based); at least the delay the server
+        asked for in the failed call's ``google.rpc.RetryInfo`` (a store fault), when ``err``
+        (the ``grpc.RpcError``) carries one."""
         cap = min(self.max_backoff, self.initial_backoff * self.multiplier ** max(0, attempt - 1))
-        return (rng or random).uniform(cap / 2, cap)
+        return max((rng or random).uniform(cap / 2, cap), min(self.max_backoff, server_retry_delay(err)))
+
+
+def server_retry_delay(err: object) -> float:
+    """Seconds of the ``google.rpc.RetryInfo`` in a failed call's status details (0 without)."""
+    trailers = getattr(err, "trailing_metadata", None)
+    if trailers is None:
+        return 0.0
+    from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+
+    for key, value in trailers() or ():
+        if key != "grpc-status-details-bin":
+            continue
+        for detail in status_pb2.Status.FromString(value).details:
+            if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                info = error_details_pb2.RetryInfo()
+                detail.Unpack(info)
+                return float(info.retry_delay.ToMilliseconds()) / 1000
+    return 0.0
 
 
 def new_request_id() -> str:

@@ -142,8 +142,9 @@ class AsyncTrucoClient:
                 code = err.code() if hasattr(err, "code") else None
                 if code not in RETRYABLE or attempt >= self.retry.attempts:
                     raise from_rpc_error(err) from None
+                failed = err
             await self._channels.rotate()
-            await asyncio.sleep(self.retry.backoff(attempt, self._rng))
+            await asyncio.sleep(self.retry.backoff(attempt, self._rng, failed))
 
     def _token(self, token: str | None) -> str | None:
         """The credential of a match call: the ``token`` given, else the client's token, else its

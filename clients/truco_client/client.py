@@ -163,8 +163,9 @@ class TrucoClient:
                 code = err.code() if hasattr(err, "code") else None
                 if code not in RETRYABLE or attempt >= self.retry.attempts:
                     raise from_rpc_error(err) from None
+                failed = err
             self._channels.rotate()
-            time.sleep(self.retry.backoff(attempt, self._rng))
+            time.sleep(self.retry.backoff(attempt, self._rng, failed))
 
     def _token(self, token: str | None) -> str | None:
         """The credential of a match call: the ``token`` given, else the client's token, else its

@@ -141,6 +141,18 @@ class Settings:
         return max(
             1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         )
+    readiness_interval_seconds: float = 1.0
+    """How often the worker PINGs its store; health (readiness) is NOT_SERVING while the store
+    does not answer within this time, SERVING again as soon as it does."""
+    quota_streams: int = 16
+    """Most streams one match credential (seat or spectator token) may hold open on a worker;
+    0: no limit (docs/operations.md, "Quotas")."""
+    quota_actions_per_second: float = 50.0
+    """Actions per second one seat credential may submit on a worker (a burst of as many is
+    allowed); 0: no limit."""
+    quota_matches_per_minute: float = 6000.0
+    """Matches one operator may create per minute on a worker (a burst of a tenth of that, at
+    least 1, is allowed); 0: no limit."""
 
     @property
     def store_description(self) -> str:
@@ -397,6 +409,28 @@ OPTIONS: tuple[Option, ...] = (
         "redis_wait_timeout_ms", "TRUCO_REDIS_WAIT_TIMEOUT_MS", "--redis-wait-timeout", _positive_int, "MS"
     ),
     Option("cors_origins", "TRUCO_CORS_ORIGINS", "--cors-origins", parse_cors_origins, "LIST"),
+    Option(
+        "readiness_interval_seconds",
+        "TRUCO_READINESS_INTERVAL_SECONDS",
+        "--readiness-interval",
+        _positive_float,
+        "SECONDS",
+    ),
+    Option("quota_streams", "TRUCO_QUOTA_STREAMS", "--quota-streams", _non_negative_int, "N"),
+    Option(
+        "quota_actions_per_second",
+        "TRUCO_QUOTA_ACTIONS_PER_SECOND",
+        "--quota-actions-per-second",
+        _non_negative_float,
+        "N",
+    ),
+    Option(
+        "quota_matches_per_minute",
+        "TRUCO_QUOTA_MATCHES_PER_MINUTE",
+        "--quota-matches-per-minute",
+        _non_negative_float,
+        "N",
+    ),
 )
 
 

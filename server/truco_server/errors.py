@@ -59,6 +59,32 @@ class Reason(enum.StrEnum):
     WEBHOOK_NOT_FOUND = "WEBHOOK_NOT_FOUND"
     DESTINATION_NOT_ALLOWED = "DESTINATION_NOT_ALLOWED"
     INTERNAL = "INTERNAL"
+    STORE_UNAVAILABLE = "STORE_UNAVAILABLE"
+    QUOTA_EXCEEDED = "QUOTA_EXCEEDED"
+
+
+#: Longest piece of a caller's input an error message or field violation quotes.
+QUOTE_LIMIT = 40
+
+
+def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr`` of a caller's input for an error message, cut to ``limit`` characters (an
+    error never echoes input of any size back, nor into the log)."""
+    return clip(repr(value), limit)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters (ending in ``...`` when cut)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class QuotaViolation:
+    """One exceeded quota (``google.rpc.QuotaFailure.Violation``): ``subject`` is the quota's
+    name (``actions_per_second``...), ``description`` the limit in words."""
+
+    subject: str
+    description: str
 
 
 @dataclass(frozen=True)
@@ -81,6 +107,9 @@ class ServiceError(Exception):
             API layer encodes them with the contract's codec).
         current_version: the match version the check was made against, when known.
         metadata: extra ErrorInfo metadata (string to string; never secrets or hidden cards).
+        retry_after: seconds after which a retry may succeed (``google.rpc.RetryInfo``; REST
+            ``Retry-After``), for UNAVAILABLE and RESOURCE_EXHAUSTED.
+        quota_violations: for a quota, which one (``google.rpc.QuotaFailure``).
     """
 
     default_code: ClassVar[Code] = Code.INTERNAL
@@ -96,6 +125,8 @@ class ServiceError(Exception):
         legal_actions: Sequence[Action] | None = None,
         current_version: int | None = None,
         metadata: Mapping[str, str] | None = None,
+        retry_after: float | None = None,
+        quota_violations: Sequence[QuotaViolation] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -105,6 +136,8 @@ class ServiceError(Exception):
         self.legal_actions = None if legal_actions is None else tuple(legal_actions)
         self.current_version = current_version
         self.metadata = dict(metadata or {})
+        self.retry_after = retry_after
+        self.quota_violations = tuple(quota_violations)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code.name}, {self.reason}, {self.message!r})"
@@ -184,6 +217,34 @@ class ResourceExhausted(ServiceError):
 
     default_code = Code.RESOURCE_EXHAUSTED
     default_reason = Reason.RESOURCE_EXHAUSTED
+
+
+class QuotaExceeded(ResourceExhausted):
+    """A per-credential quota was hit (open streams, actions per second, matches created per
+    minute): retry after ``retry_after`` seconds."""
+
+    default_reason = Reason.QUOTA_EXCEEDED
+
+    def __init__(self, quota: str, limit: str, retry_after: float) -> None:
+        super().__init__(
+            f"quota {quota} exceeded ({limit}); retry in {retry_after:.3g}s",
+            retry_after=retry_after,
+            quota_violations=[QuotaViolation(quota, limit)],
+            metadata={"quota": quota},
+        )
+
+
+class Unavailable(ServiceError):
+    """The store cannot be reached (Redis down, paused, failing over): nothing is known to
+    have been written; retry (an action with the same ``request_id``) after ``retry_after``."""
+
+    default_code = Code.UNAVAILABLE
+    default_reason = Reason.STORE_UNAVAILABLE
+
+    def __init__(
+        self, message: str = "the match store is unavailable; retry", retry_after: float = 1.0
+    ) -> None:
+        super().__init__(message, retry_after=retry_after)
 
 
 class ShuttingDown(ServiceError):

@@ -18,7 +18,8 @@ import grpc
 import structlog
 from grpc_status import rpc_status
 
-from truco_server.api.wire import INTERNAL, to_status
+from truco_server.api import limits
+from truco_server.api.wire import INTERNAL, as_service_error, to_status
 from truco_server.errors import ServiceError
 
 _log = structlog.get_logger("truco_server.grpc")
@@ -40,8 +41,11 @@ async def abort_with_service_error(
 
 
 async def _handle(exc: BaseException, context: grpc.aio.ServicerContext[Any, Any]) -> NoReturn:
-    if isinstance(exc, ServiceError):
-        await abort_with_service_error(context, exc)
+    typed = as_service_error(exc)
+    if typed is not None:
+        if not isinstance(exc, ServiceError):
+            _log.warning("store unavailable", error=f"{type(exc).__name__}: {exc}"[:300])
+        await abort_with_service_error(context, typed)
     _log.exception("unexpected error in handler")
     await abort_with_service_error(context, INTERNAL)
 
@@ -49,7 +53,9 @@ async def _handle(exc: BaseException, context: grpc.aio.ServicerContext[Any, Any
 def map_service_errors(method: _F) -> _F:
     """Decorator for async servicer methods (coroutines or async generators).
 
-    ``ServiceError`` -> its status with details; ``grpc.aio.AbortError`` and cancellation pass
+    The request is checked first (:func:`truco_server.api.limits.require`: parsed, within
+    its size limits). ``ServiceError`` -> its status with details, a store fault -> UNAVAILABLE
+    (:func:`~truco_server.api.wire.as_service_error`); ``grpc.aio.AbortError`` and cancellation pass
     through untouched; anything else is logged with its traceback and answered INTERNAL.
     """
     if inspect.isasyncgenfunction(method):
@@ -59,6 +65,7 @@ def map_service_errors(method: _F) -> _F:
             self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]
         ) -> AsyncIterator[Any]:
             try:
+                limits.require(request)
                 async for message in method(self, request, context):
                     yield message
             except (grpc.aio.AbortError, asyncio.CancelledError, GeneratorExit):
@@ -71,6 +78,7 @@ def map_service_errors(method: _F) -> _F:
     @functools.wraps(method)
     async def unary_wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         try:
+            limits.require(request)
             return await method(self, request, context)
         except (grpc.aio.AbortError, asyncio.CancelledError):
             raise

@@ -27,11 +27,14 @@ import grpc
 import structlog
 
 from truco_server import metrics
+from truco_server.api import limits
 
 _log = structlog.get_logger("truco_server.grpc")
 
 #: Request fields bound into the log context when present and non-empty.
 _CONTEXT_FIELDS = ("request_id", "match_id")
+#: Characters of a request's `request_id` / `match_id` bound into the log context.
+LOGGED_CHARS = 128
 
 
 def _split_method(full_method: str) -> tuple[str, str]:
@@ -108,7 +111,8 @@ class _Call:
         fields = _context_fields(request)
         if not fields:
             return
-        values = {name: value for name in fields if (value := getattr(request, name))}
+        # cut to the limit the servicer enforces: an oversized value is never logged whole
+        values = {name: value[:LOGGED_CHARS] for name in fields if (value := getattr(request, name))}
         if values:
             structlog.contextvars.bind_contextvars(**values)
 
@@ -293,6 +297,8 @@ def _wrap_handler(
         return lambda: _Call(m)
 
     deserializer = handler.request_deserializer
+    if service.startswith("truco."):  # ours: unparsable bytes reach the servicer, which refuses them
+        deserializer = limits.tolerant(deserializer)
     serializer = handler.response_serializer
     if handler.unary_unary is not None:
         return grpc.unary_unary_rpc_method_handler(

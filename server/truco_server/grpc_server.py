@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, TypeVar
@@ -40,6 +41,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
 from truco_server import metrics
+from truco_server.api import limits
 from truco_server.config import Settings
 from truco_server.errors import ShuttingDown
 from truco_server.grpc_instrumentation import InstrumentedRegistry
@@ -149,6 +151,7 @@ class StreamRegistry:
 
 
 Cleanup = Callable[[], Awaitable[None] | None]
+ReadinessCheck = Callable[[float], Awaitable[None]]
 
 
 @dataclass
@@ -161,6 +164,14 @@ class WorkerContext:
     """The bound REST/JSON port, set by the REST face's startup hook (None: no REST face)."""
     _cleanups: list[Cleanup] = field(default_factory=list)
     _startups: list[Cleanup] = field(default_factory=list)
+    _readiness: list[ReadinessCheck] = field(default_factory=list)
+
+    def add_readiness(self, check: ReadinessCheck) -> None:
+        """Add a readiness check: an async callable taking a timeout in seconds that returns
+        when the dependency answers and raises otherwise (``MatchStore.ping``). The worker
+        runs every check each ``readiness_interval_seconds``; health is NOT_SERVING while one
+        fails and SERVING again when all pass."""
+        self._readiness.append(check)
 
     def add_startup(self, callback: Cleanup) -> None:
         """Run `callback` (sync or async) when the worker starts, right after the gRPC
@@ -261,6 +272,8 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
         ("grpc.http2.max_ping_strikes", 2),
+        # Requests are small; a bigger one is refused (RESOURCE_EXHAUSTED) before it is read.
+        ("grpc.max_receive_message_length", limits.MAX_MESSAGE_BYTES),
     ]
     if settings.max_connection_age_seconds > 0:
         options += [
@@ -290,6 +303,57 @@ class Worker:
         self._grpc_port: int | None = None
         self._stopping: asyncio.Task[None] | None = None
         self._service_names: list[str] = [MATCH_SERVICE_NAME]
+        self._ready = True
+        self._readiness_task: asyncio.Task[None] | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether the last readiness checks passed (health SERVING)."""
+        return self._ready
+
+    async def _set_health(
+        self, status: Any, *, overall: bool = False
+    ) -> None:
+        """Set every service's health (readiness); with ``overall`` also the server's ``""``
+        (liveness: SERVING from start to shutdown, whatever the store does)."""
+        for name in (*self._service_names, *([""] if overall else [])):
+            await self.health.set(name, status)
+
+    async def check_readiness(self) -> bool:
+        """Run the readiness checks once and set the services' health accordingly
+        (``truco.v1.MatchService`` and the others: SERVING when every check passed,
+        NOT_SERVING otherwise; the server's ``""`` stays SERVING, so a liveness probe does not
+        restart a worker whose store is away); a change is logged once."""
+        timeout = self.settings.readiness_interval_seconds
+        failure: str | None = None
+        for check in self.context._readiness:
+            try:
+                await check(timeout)
+            except Exception as exc:
+                failure = f"{type(exc).__name__}: {exc}"[:300]
+                break
+        ready = failure is None
+        if self._stopping is not None:
+            return ready  # shutting down: health stays NOT_SERVING
+        if ready != self._ready:
+            self._ready = ready
+            if ready:
+                _log.info("store reachable again; readiness SERVING")
+            else:
+                _log.warning("store unreachable; readiness NOT_SERVING", error=failure)
+            serving = health_pb2.HealthCheckResponse
+            await self._set_health(serving.SERVING if ready else serving.NOT_SERVING)
+        return ready
+
+    async def _readiness_loop(self) -> None:
+        interval = self.settings.readiness_interval_seconds
+        while True:
+            started = time.monotonic()
+            try:
+                await self.check_readiness()
+            except Exception:  # never let the probe die
+                _log.exception("readiness check failed")
+            await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))
 
     @property
     def grpc_port(self) -> int:
@@ -361,9 +425,9 @@ class Worker:
             await self._run_cleanups()
             raise
         self._metrics = metrics.start_metrics_server(settings.metrics_port, settings.host)
-        for name in self._service_names:
-            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await self._set_health(health_pb2.HealthCheckResponse.SERVING, overall=True)
+        if self.context._readiness:
+            self._readiness_task = asyncio.create_task(self._readiness_loop(), name="readiness")
         _log.info(
             "worker started",
             grpc=self.grpc_address,
@@ -388,6 +452,11 @@ class Worker:
     async def _stop(self, grace: float | None) -> None:
         grace = self.settings.shutdown_grace_seconds if grace is None else grace
         _log.info("worker stopping", grace_s=grace, open_streams=self.streams.active)
+        if self._readiness_task is not None:
+            self._readiness_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._readiness_task
+            self._readiness_task = None
         await self.health.enter_graceful_shutdown()
         if self.settings.shutdown_drain_seconds > 0:
             await asyncio.sleep(self.settings.shutdown_drain_seconds)

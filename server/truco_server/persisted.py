@@ -66,7 +66,18 @@ class Meta:
     labels: dict[str, str] = field(default_factory=dict)
     lifecycle: dict[str, Any] = field(default_factory=dict)
     source: str = DealSource.SERVER_SEED.value
+    request_fingerprint: str = ""
+    """What CreateMatch was asked for (:func:`create_fingerprint`), to tell a retry of the
+    same ``request_id`` from a reuse with another body; empty for matches made before."""
     format: int = 3
+
+    @property
+    def incarnation(self) -> str:
+        """Which creation of ``match_id`` this is: a match id comes back when a request id is
+        reused after its match expired (or a store lost it), its incarnation never (it is
+        derived from the random credential key). Every per-worker cache of match data is
+        keyed or checked by it."""
+        return hashlib.sha256(self.cred_key.encode()).hexdigest()[:16]
 
     def to_bytes(self) -> bytes:
         """zlib-compressed canonical JSON (about half the size: it is kept in Redis for the
@@ -159,6 +170,12 @@ def unpack_entry(raw: bytes) -> tuple[LogEntry, int]:
 def action_fingerprint(action: te.Action) -> str:
     """Short digest of an action: tells a retry from a reused ``request_id``."""
     return hashlib.sha256(canonical(action.to_dict())).hexdigest()[:12]
+
+
+def create_fingerprint(request: Mapping[str, Any]) -> str:
+    """Short digest of what a CreateMatch asked for (rules, seats, seed, decks, settings):
+    tells a retry from a ``request_id`` reused with another body."""
+    return hashlib.sha256(canonical(dict(request))).hexdigest()[:16]
 
 
 def compact_reply(seat: int, fingerprint: str, count: int) -> bytes:

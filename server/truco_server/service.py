@@ -68,6 +68,7 @@ from truco_server.persisted import (
     Meta,
     action_fingerprint,
     compact_reply,
+    create_fingerprint,
     decode_state,
     encode_state,
     info_of,
@@ -148,7 +149,7 @@ class MatchService:
             VIEW_CACHE_SIZE * 2
         )
         self._views: Lru[tuple[str, int, int], tuple[te.MatchState, SeatView]] = Lru(VIEW_CACHE_SIZE)
-        self._histories: Lru[tuple[str, int], history.History] = Lru(64)
+        self._histories: Lru[tuple[str, str, int], history.History] = Lru(64)
         self._touched: Lru[tuple[str, int], float] = Lru(cache_size)
         self.relay: Callable[[str], Awaitable[bool]] | None = None
         """Moves a match's outbox to its operator's stream and webhooks
@@ -204,7 +205,7 @@ class MatchService:
 
     async def _history(self, loaded: Loaded) -> history.History:
         """The match's whole history up to ``loaded.version``, rebuilt from its record."""
-        key = (loaded.match_id, loaded.version)
+        key = (loaded.match_id, loaded.meta.incarnation, loaded.version)
         hit = self._histories.get(key)
         if hit is None:
             raw = await self.store.read_record(loaded.match_id)
@@ -529,6 +530,18 @@ class MatchService:
         else:
             source = DealSource.SERVER_SEED
         seats = table.seats_of(rules, [(s.name, s.kind) for s in req.seats])
+        fingerprint = create_fingerprint(
+            {
+                "rules": rules.to_dict(),
+                "seats": seats_to_dicts(seats),
+                "seed": req.seed.hex() if req.seed is not None else None,
+                "decks": [list(d) for d in req.deck_orders],
+                "first_dealer": req.first_dealer,
+                "labels": dict(req.labels),
+                "lifecycle": lifecycle.to_dict(),
+                "client_seed": req.client_seed.hex(),
+            }
+        )
         meta = Meta(
             match_id=match_id,
             owner=operator.name,
@@ -542,6 +555,7 @@ class MatchService:
             labels=dict(req.labels),
             lifecycle=lifecycle.to_dict(),
             source=source.value,
+            request_fingerprint=fingerprint if req.request_id else "",
         )
         setup = meta.setup()
         step = table.start(setup, seats, req.client_seed, 0)
@@ -567,6 +581,8 @@ class MatchService:
             loaded = await self._load(match_id, fresh=True)
             if loaded.meta.owner != operator.name:  # pragma: no cover - ids are per owner
                 raise E.RequestIdReused("request_id already used") from None
+            if loaded.meta.request_fingerprint not in ("", fingerprint):
+                raise E.RequestIdReused("request_id was already used to create a different match") from None
             log.info("create_match.replayed", match_id=match_id)
             return self._created(loaded)
         loaded.version = version
@@ -744,7 +760,13 @@ class MatchService:
         fresh = False
         for _attempt in range(4):
             loaded = await self._load(match_id, fresh=fresh)
-            seat = self._acting_seat(loaded, cred)
+            try:
+                seat = self._acting_seat(loaded, cred)
+            except E.Unauthenticated:
+                if fresh:
+                    raise
+                fresh = True  # the cached copy may be an earlier incarnation of this id
+                continue
             if action.card is not None and action.card not in loaded.rules.deck_cards:
                 where = "action.discard.card" if action.kind == "discard" else "action.play_card.card"
                 metrics.ACTIONS.labels("invalid").inc()
@@ -995,10 +1017,18 @@ class MatchService:
         finally:
             metrics.STREAM_SUBSCRIBERS.dec()
 
-    async def _at_least(self, match_id: str, version: int) -> Loaded:
-        cur = await self._load(match_id)
-        if cur.version < version:
-            cur = await self._load(match_id, fresh=True)
+    async def _at_least(self, loaded: Loaded, version: int) -> Loaded:
+        cur = await self._load(loaded.match_id)
+        if cur.version < version or cur.meta.incarnation != loaded.meta.incarnation:
+            cur = await self._load(loaded.match_id, fresh=True)
+        return self._same(loaded, cur)
+
+    @staticmethod
+    def _same(loaded: Loaded, cur: Loaded) -> Loaded:
+        """``cur`` when it is the incarnation a stream started on; else the match it followed
+        is gone (expired, or lost by the store, and its id created again): NOT_FOUND."""
+        if cur.meta.incarnation != loaded.meta.incarnation:
+            raise E.MatchNotFound(f"match {loaded.match_id!r} no longer exists")
         return cur
 
     async def _follow(self, loaded: Loaded, viewer: int, last: int) -> AsyncIterator[T.StreamUpdate]:
@@ -1017,7 +1047,7 @@ class MatchService:
                 if stop in done:
                     raise E.ShuttingDown()
                 if not done:
-                    cur = await self._load(match_id)
+                    cur = self._same(loaded, await self._load(match_id, fresh=True))
                     await self._touch(cur, viewer)
                     clock = clock_view(cur.life, cur.meta.created_at, self.now())
                     yield T.StreamUpdate(last, (), None, cur.rules, clock=clock)
@@ -1026,7 +1056,7 @@ class MatchService:
                 nxt = None
                 delayed = self._delay(loaded, viewer) > 0
                 if isinstance(batch, LogTrimmed) or delayed:  # fell behind, or sees it late
-                    cur = await self._load(match_id, fresh=True)
+                    cur = self._same(loaded, await self._load(match_id, fresh=True))
                     sub.resume_from(cur.version)
                     await self._touch(cur, viewer)
                     target, seen = await self._target(cur, viewer)
@@ -1043,7 +1073,7 @@ class MatchService:
                     yield T.StreamUpdate(target, events, seen, cur.rules)
                     continue
                 end = batch[-1][0]
-                cur = await self._at_least(match_id, end)
+                cur = await self._at_least(loaded, end)
                 events = self._views_of(cur, batch, viewer)
                 if cur.version > end:  # more commits since the batch: their events too
                     events += await self._events(cur, end, cur.version, viewer)

@@ -7,6 +7,8 @@ side (event streams, webhooks), the queue readers, and the gRPC and REST faces o
 
 from __future__ import annotations
 
+import structlog
+
 from truco_contract.pb import (
     league_service_pb2,
     league_service_pb2_grpc,
@@ -22,10 +24,13 @@ from truco_server.grpc_server import Servicers, WorkerContext
 from truco_server.grpc_service import GrpcLeagueService, GrpcMatchService, GrpcOperatorService
 from truco_server.league_service import LeagueService
 from truco_server.operators import Operators
+from truco_server.quotas import Quotas
 from truco_server.scheduler import clock_reader, webhook_reader
 from truco_server.service import MatchService, ServiceDefaults
 from truco_server.storage import StoreSettings, open_store
 from truco_server.webhooks import Deliverer, Destinations, parse_schedule
+
+_log = structlog.get_logger("truco_server.wiring")
 
 OPERATOR_SERVICE = operator_service_pb2.DESCRIPTOR.services_by_name["OperatorService"]
 LEAGUE_SERVICE = league_service_pb2.DESCRIPTOR.services_by_name["LeagueService"]
@@ -46,6 +51,7 @@ def build_services(ctx: WorkerContext) -> tuple[MatchService, Operators, LeagueS
         ),
     )
     ctx.add_cleanup(store.close)
+    ctx.add_readiness(store.ping)
     service = MatchService(
         store,
         heartbeat_seconds=s.heartbeat_interval_seconds,
@@ -89,7 +95,12 @@ def servicer_factory(ctx: WorkerContext) -> Servicers:
     `settings.http_port`."""
     service, operators, leagues = build_services(ctx)
     auth = Authenticator(ctx.settings)
-    api = MatchApi(service, auth, ctx.streams)
+    if auth.open:
+        _log.warning(
+            "no operator API keys configured (TRUCO_API_KEYS): every operator call is the "
+            "operator 'public'; for development only"
+        )
+    api = MatchApi(service, auth, ctx.streams, Quotas(ctx.settings))
     operator_api = OperatorApi(operators, auth, ctx.streams)
     league_api = LeagueApi(leagues, auth, ctx.streams)
     rest.attach(ctx, api, [(OPERATOR_SERVICE, operator_api), (LEAGUE_SERVICE, league_api)])

@@ -17,6 +17,7 @@ from truco_client import (
     NotFound,
     RetryPolicy,
     TrucoClient,
+    Unauthenticated,
     Update,
 )
 from truco_client import actions as A
@@ -75,6 +76,8 @@ def test_create_get_list_cancel(client: TrucoClient) -> None:
     cancelled = client.cancel_match(m.match_id, "test over")
     assert cancelled.state == "cancelled"
     with pytest.raises(NotFound):
+        client.get_match("m-does-not-exist")  # the operator's look
+    with pytest.raises(Unauthenticated):  # a match credential never tells an unknown match
         client.get_match("m-does-not-exist", token=m.seat_tokens[0])
 
 

@@ -323,9 +323,12 @@ def test_probes_use_the_grpc_port() -> None:
     assert container and env
     grpc_port_path = container.group(1)
     assert env.group(1) == grpc_port_path
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        match = re.search(probe + r":\n\s+grpc:\n\s+port: " + ref + r'\n\s+service: ""', deployment)
-        assert match, f'{probe}: no native gRPC probe for service ""'
+    # readiness follows the store (the match service's health), liveness the process ("")
+    probes = (("startupProbe", '""'), ("readinessProbe", "truco.v1.MatchService"), ("livenessProbe", '""'))
+    for probe, name in probes:
+        service_line = r"\n\s+service: " + re.escape(name)
+        match = re.search(probe + r":\n\s+grpc:\n\s+port: " + ref + service_line, deployment)
+        assert match, f"{probe}: no native gRPC probe for service {name}"
         assert match.group(1) == grpc_port_path, f"{probe} checks {match.group(1)}, not {grpc_port_path}"
     service = template_text("service.yaml")
     assert re.search(r"- name: grpc\n\s+port: \{\{\s*" + re.escape(grpc_port_path), service)

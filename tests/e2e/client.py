@@ -6,18 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 import redis.asyncio as aioredis
-from google.protobuf.json_format import MessageToDict
-from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 
-import truco_engine as te
-from truco_contract.events import entry_to_dict
 from truco_contract.pb import (
     action_pb2,
     match_pb2,
@@ -26,7 +21,6 @@ from truco_contract.pb import (
     observation_pb2,
 )
 from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
-from truco_server.persisted import decode_state, unpack_entry
 
 MS = match_service_pb2
 Stub = match_service_pb2_grpc.MatchServiceStub
@@ -204,86 +198,13 @@ class Tracker:
 
 
 # ------------------------------------------------------------------ server-side looks
-async def server_state(r: aioredis.Redis, match_id: str) -> tuple[int, te.MatchState]:
-    version, raw = await r.hmget(f"truco:{{{match_id}}}:match", ["version", "state"])
-    return int(version), decode_state(raw)[0]
-
-
-async def stored_events(r: aioredis.Redis, match_id: str) -> dict[int, dict[str, Any]]:
-    entries = await r.xrange(f"truco:{{{match_id}}}:events")
-    return {int(eid.split(b"-")[0]): entry_to_dict(unpack_entry(fields[b"e"])[0]) for eid, fields in entries}
-
-
-def hidden_cards(state: te.MatchState, viewer: int | None) -> set[str]:
-    """Cards ``viewer`` (``None``: a spectator) is not entitled to see right now, according
-    to the server's own state: other seats' hands (teammates' hands are shown in a hand of
-    eleven), one's own hand when it is dealt blind, face-down cards played by others."""
-    h = state.hand
-    if h is None:
-        return set()
-    side = None if viewer is None else h.side_of[viewer]
-    eleven_shown = h.special == "eleven" and side is not None and side == h.eleven_side and not h.over
-    hidden: set[str] = set()
-    for s, cards in enumerate(h.cards):
-        if s == viewer and not h.blind:
-            continue
-        if eleven_shown and s != viewer and h.side_of[s] == side:
-            continue
-        hidden.update(cards)
-    for t in h.tricks:
-        for x, card, face_down in t.plays:
-            if face_down and x != viewer and card:
-                hidden.add(card)
-    return hidden
-
-
-def strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from strings(v)
-
-
-def message_strings(msg: Message) -> set[str]:
-    return set(strings(MessageToDict(msg)))
-
-
-def private_cards(stored: dict[str, Any], viewer: int | None) -> set[str]:
-    """Values of the hidden fields of a stored event that ``viewer`` may not see."""
-    private = stored.get("private_to")
-    if private is None or (viewer is not None and viewer in private):
-        return set()
-    out: set[str] = set()
-    for key in stored.get("hidden", ()):
-        out.update(strings(stored.get(key)))
-    return out
-
-
-def leaks_in_events(
-    events: Iterable[Any], stored: dict[int, dict[str, Any]], viewer: int | None
-) -> list[tuple[int, set[str]]]:
-    """(version, leaked cards) for each received event that shows a hidden field's value.
-    ``match_revealed`` (the seed and every deal, sent once the match is over) is public by
-    design and skipped."""
-    found = []
-    for ev in events:
-        if ev.kind == "match_revealed":
-            continue
-        secret = private_cards(stored[ev.version], viewer)
-        leaked = secret & message_strings(ev)
-        if leaked:
-            found.append((ev.version, leaked))
-    return found
-
-
-def leaks_in_observation(
-    obs: observation_pb2.Observation, state: te.MatchState, viewer: int | None
-) -> set[str]:
-    return hidden_cards(state, viewer) & message_strings(obs)
+# The leak oracle is shared with the campaign (docs/reliability.md): one definition.
+from truco_tools.campaign.leaks import (  # noqa: E402
+    leaks_in_events,
+    leaks_in_observation,
+    server_state,
+    stored_events,
+)
 
 
 # ------------------------------------------------------------------------------ playing

@@ -228,8 +228,8 @@ CASES = [
     Case(
         "act/unknown-match",
         lambda c: submit(c, play("4C"), match_id="m-nope"),
-        G.NOT_FOUND,
-        "MATCH_NOT_FOUND",
+        G.UNAUTHENTICATED,  # a match credential never tells an unknown match
+        "INVALID_CREDENTIAL",
     ),
     Case("act/empty-action", lambda c: submit(c, None), G.INVALID_ARGUMENT, "INVALID_REQUEST", "action"),
     Case(
@@ -375,8 +375,8 @@ CASES = [
     Case(
         "stream/unknown-match",
         lambda c: stream(c, c.token(0), match_id="m-nope"),
-        G.NOT_FOUND,
-        "MATCH_NOT_FOUND",
+        G.UNAUTHENTICATED,  # a match credential never tells an unknown match
+        "INVALID_CREDENTIAL",
     ),
     Case(
         "stream/from-version-beyond",

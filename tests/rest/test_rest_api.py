@@ -300,8 +300,9 @@ async def test_every_error_case_matches_grpc(rest_worker: RestWorker) -> None:
          "CancelMatch", {"matchId": mid}, 403, 7, "PERMISSION_DENIED"),
         ("cancel: seat credential", "POST", f"/v1/matches/{mid}:cancel", {}, seat,
          "CancelMatch", {"matchId": mid}, 401, 16, "INVALID_CREDENTIAL"),
+        # a match credential never tells an unknown match from a bad credential
         ("stream: unknown match", "GET", "/v1/matches/m0000:streamObservations", None, seat,
-         "StreamObservations", {"matchId": "m0000"}, 404, 5, "MATCH_NOT_FOUND"),
+         "StreamObservations", {"matchId": "m0000"}, 401, 16, "INVALID_CREDENTIAL"),
         ("stream: no credential", "GET", f"/v1/matches/{mid}:streamObservations", None, {},
          "StreamObservations", {"matchId": mid}, 401, 16, "INVALID_CREDENTIAL"),
         ("stream: from_version ahead", "GET", f"/v1/matches/{mid}:streamObservations?from_version=99999",

@@ -51,6 +51,9 @@ RETRY_CODES = frozenset(
         grpc.StatusCode.CANCELLED,
     }
 )
+#: A match credential's match is gone: NOT_FOUND once its stream was open, UNAUTHENTICATED
+#: on a new call (the server does not tell an unknown match from a bad credential).
+LOST_CODES = frozenset({grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNAUTHENTICATED})
 #: The action was refused because the seat's view is behind: the stream brings the new one.
 STALE_CODES = frozenset({grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION})
 
@@ -180,6 +183,8 @@ class LoadStats:
     final_versions: dict[str, int] = field(default_factory=dict)
     matches_recreated: int = 0
     """Matches a failover lost whole, created again with the same request id."""
+    acks: list[tuple[str, str, int]] = field(default_factory=list)
+    """(match, request id, version answered) of every action answered OK."""
 
     def summary(self) -> str:
         return (
@@ -350,7 +355,7 @@ class ClusterBots:
                         await self._act(mid, token, seat, obs.version, action)
             except grpc.aio.AioRpcError as exc:
                 self.stats.stream_breaks[exc.code().name] += 1
-                if exc.code() == grpc.StatusCode.NOT_FOUND:
+                if exc.code() in LOST_CODES:
                     raise MatchLost(mid) from exc
                 if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
                     # from_version beyond the match's version: what this seat saw last was
@@ -368,14 +373,17 @@ class ClusterBots:
         while True:
             tries += 1
             try:
-                await self._stub().SubmitAction(request, metadata=_md(token), timeout=self.action_timeout)
+                resp = await self._stub().SubmitAction(
+                    request, metadata=_md(token), timeout=self.action_timeout
+                )
                 self.stats.actions += 1
+                self.stats.acks.append((mid, request.request_id, int(resp.version)))
                 if tries > 1:
                     self.stats.ok_after_retry += 1
                 return
             except grpc.aio.AioRpcError as exc:
                 code = exc.code()
-                if code == grpc.StatusCode.NOT_FOUND:
+                if code in LOST_CODES:
                     raise MatchLost(mid) from exc
                 if code in STALE_CODES:
                     self.stats.stale += 1

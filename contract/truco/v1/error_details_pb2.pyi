@@ -79,6 +79,16 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     ERROR_REASON_INTERNAL: _ErrorReason.ValueType  # 17
     """INTERNAL: a fault of the server."""
+    ERROR_REASON_STORE_UNAVAILABLE: _ErrorReason.ValueType  # 18
+    """UNAVAILABLE: the match store (Redis) cannot be reached. Nothing is known
+    to have been written: retry after google.rpc.RetryInfo's delay (an action
+    with the same request_id, so it is applied at most once).
+    """
+    ERROR_REASON_QUOTA_EXCEEDED: _ErrorReason.ValueType  # 19
+    """RESOURCE_EXHAUSTED: a per-credential quota (open streams, actions per
+    second, matches created per minute) was hit; google.rpc.QuotaFailure
+    names it and google.rpc.RetryInfo says when to retry.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Error model (every RPC of MatchService). Errors are a google.rpc.Status with
@@ -102,10 +112,12 @@ class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     | UNAUTHENTICATED     | missing or bad credential               | ErrorInfo                        |
     | PERMISSION_DENIED   | credential not allowed to do this       | ErrorInfo                        |
     | ALREADY_EXISTS      | request_id reused, other action/seat    | ErrorInfo                        |
+    | RESOURCE_EXHAUSTED  | a per-credential quota                  | ErrorInfo, QuotaFailure,         |
+    |                     |                                         | RetryInfo                        |
     | RESOURCE_EXHAUSTED  | concurrent-RPC limit (gRPC itself)      | none                             |
     | UNAVAILABLE         | server shutting down; retry             | ErrorInfo                        |
-    | INTERNAL            | a server bug; today also a store fault  | ErrorInfo                        |
-    |                     | (Redis unreachable)                     |                                  |
+    | UNAVAILABLE         | the store (Redis) unreachable; retry    | ErrorInfo, RetryInfo             |
+    | INTERNAL            | a server bug                            | ErrorInfo                        |
 
     Machine-readable error reasons (ErrorInfo.reason without the prefix).
     """
@@ -163,6 +175,16 @@ not a public address and not allowed by the server; see docs/webhooks.md).
 """
 ERROR_REASON_INTERNAL: ErrorReason.ValueType  # 17
 """INTERNAL: a fault of the server."""
+ERROR_REASON_STORE_UNAVAILABLE: ErrorReason.ValueType  # 18
+"""UNAVAILABLE: the match store (Redis) cannot be reached. Nothing is known
+to have been written: retry after google.rpc.RetryInfo's delay (an action
+with the same request_id, so it is applied at most once).
+"""
+ERROR_REASON_QUOTA_EXCEEDED: ErrorReason.ValueType  # 19
+"""RESOURCE_EXHAUSTED: a per-credential quota (open streams, actions per
+second, matches created per minute) was hit; google.rpc.QuotaFailure
+names it and google.rpc.RetryInfo says when to retry.
+"""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
 @_typing.final

@@ -68,20 +68,28 @@ class Credentials:
         bearer: str | None = None
         api_key: str | None = None
         for key, value in pairs or ():
-            text = value.decode() if isinstance(value, bytes) else value
+            text = value.decode(errors="replace") if isinstance(value, bytes) else value
             if key == "authorization":
                 scheme, _, rest = text.partition(" ")
                 if scheme.lower() == "bearer" and rest.strip():
                     bearer = rest.strip()
             elif key == "x-api-key":
                 api_key = text.strip()
-        if bearer is not None and parse_token(bearer) is None:
+        # A bearer shaped like a match credential stays one (a malformed one is refused, never
+        # taken as an operator key, which an open worker would accept).
+        if bearer is not None and not bearer.startswith(TOKEN_PREFIX + "."):
             api_key, bearer = api_key or bearer, None
         return cls(bearer, api_key)
 
 
+MAX_TOKEN_CHARS = 256
+"""Longest credential (match credential or API key) read; a longer one is refused unread."""
+
+
 def parse_token(token: str) -> MatchCredential | None:
     """The parts of a match credential, or ``None`` when ``token`` is not one."""
+    if len(token) > MAX_TOKEN_CHARS:
+        return None
     parts = token.split(".")
     if len(parts) != 4 or parts[0] != TOKEN_PREFIX:
         return None
@@ -106,7 +114,8 @@ def verify(cred: MatchCredential, match_id: str, cred_key: str, seats: int) -> i
     viewer = SPECTATOR if who == "s" else int(who) if number else None
     if viewer is None or not (viewer == SPECTATOR or 0 <= viewer < seats):
         raise E.Unauthenticated("malformed credential")
-    if not hmac.compare_digest(issue(match_id, cred_key, viewer), cred.token):
+    # bytes: compare_digest refuses str with non-ASCII characters
+    if not hmac.compare_digest(issue(match_id, cred_key, viewer).encode(), cred.token.encode()):
         raise E.Unauthenticated("invalid credential")
     return viewer
 
@@ -134,14 +143,15 @@ class Authenticator:
         if creds.bearer is None:
             raise E.Unauthenticated("missing credential: send 'authorization: Bearer <seat token>'")
         cred = parse_token(creds.bearer)
-        assert cred is not None  # Credentials only keeps match credentials as bearer
+        if cred is None:
+            raise E.Unauthenticated("malformed credential")
         return cred
 
     def viewer(self, creds: Credentials) -> Caller:
         """A match credential or, without one, the operator's key (the owner looks on)."""
         if creds.bearer is not None:
             return self.seat(creds)
-        found = self._operator(creds.api_key) if creds.api_key is not None else None
+        found = self._operator(creds.api_key)  # open: ``public``, with or without a key
         if found is None:
             raise E.Unauthenticated(
                 "send a match credential or an operator API key: 'authorization: Bearer <token>'"
@@ -153,6 +163,8 @@ class Authenticator:
             return PUBLIC_OPERATOR
         if api_key is None:
             return None
+        if len(api_key) > MAX_TOKEN_CHARS:
+            raise E.Unauthenticated("unknown API key")
         key = self.settings.api_key_for(api_key)
         if key is None:
             raise E.Unauthenticated("unknown API key")

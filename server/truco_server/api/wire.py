@@ -15,14 +15,17 @@ Errors: :func:`to_status` turns a :class:`~truco_server.errors.ServiceError` int
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import structlog
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 import truco_engine as te
 from truco_contract import codec
@@ -32,9 +35,11 @@ from truco_contract.pb import event_pb2, match_pb2, match_service_pb2, observati
 from truco_contract.views import SeatView
 from truco_server import errors as E
 from truco_server.api import types as T
-from truco_server.api.auth import Authenticator, Credentials
+from truco_server.api.auth import Authenticator, Caller, Credentials, MatchCredential
 from truco_server.lru import Lru
+from truco_server.quotas import Quotas
 from truco_server.service import VIEW_CACHE_SIZE, MatchService
+from truco_server.storage import StoreUnavailable
 
 pb = match_service_pb2
 
@@ -71,13 +76,17 @@ def to_status(err: E.ServiceError) -> status_pb2.Status:
     """The ``google.rpc.Status`` (code, message, details) of a service error: always an
     ``ErrorInfo`` (domain ``truco.v1``, the reason, metadata); a ``BadRequest`` with the field
     violations for INVALID_ARGUMENT; a ``truco.v1.IllegalActionDetail`` with the legal actions
-    for illegal or stale actions."""
+    for illegal or stale actions; a ``RetryInfo`` when a retry may succeed later
+    (UNAVAILABLE, quotas) and a ``QuotaFailure`` naming the quota. Messages are cut to
+    :data:`MESSAGE_LIMIT` characters."""
     details = [
         _pack(error_details_pb2.ErrorInfo(reason=err.reason, domain=E.ERROR_DOMAIN, metadata=err.metadata))
     ]
     if err.field_violations or err.code is E.Code.INVALID_ARGUMENT:
         violations = [
-            error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+            error_details_pb2.BadRequest.FieldViolation(
+                field=_clip(v.field), description=_clip(v.description)
+            )
             for v in err.field_violations
         ]
         details.append(_pack(error_details_pb2.BadRequest(field_violations=violations)))
@@ -88,11 +97,65 @@ def to_status(err: E.ServiceError) -> status_pb2.Status:
         if err.current_version is not None:
             detail.current_version = err.current_version
         details.append(_pack(detail))
-    return status_pb2.Status(code=err.code.value, message=err.message, details=details)
+    if err.quota_violations:
+        quota = error_details_pb2.QuotaFailure(
+            violations=[
+                error_details_pb2.QuotaFailure.Violation(subject=v.subject, description=v.description)
+                for v in err.quota_violations
+            ]
+        )
+        details.append(_pack(quota))
+    if err.retry_after is not None:
+        delay = duration_pb2.Duration()
+        delay.FromMilliseconds(max(1, round(err.retry_after * 1000)))
+        details.append(_pack(error_details_pb2.RetryInfo(retry_delay=delay)))
+    return status_pb2.Status(code=err.code.value, message=_clip(err.message), details=details)
+
+
+#: Longest error message a caller is sent (a message quotes at most a short prefix of any
+#: input, :func:`truco_server.errors.quote`; this is the backstop).
+MESSAGE_LIMIT = 500
+
+
+def _clip(text: str) -> str:
+    return E.clip(text, MESSAGE_LIMIT)
 
 
 INTERNAL = E.ServiceError("internal error", code=E.Code.INTERNAL)
 """What a caller sees of an unexpected failure (details are in the worker's log only)."""
+
+#: Seconds a caller is told to wait after a store fault (``RetryInfo``, ``Retry-After``).
+STORE_RETRY_SECONDS = 1.0
+
+
+_STORE_FAULTS = (StoreUnavailable, RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError)
+
+
+def as_service_error(exc: BaseException) -> E.ServiceError | None:
+    """The typed error a transport answers for an exception raised below the API layer: a
+    :class:`~truco_server.errors.ServiceError` as it is; a store fault (Redis unreachable
+    after the store's own retries, or a connection or timeout error escaping it)
+    :class:`~truco_server.errors.Unavailable`; ``None`` for anything else, which the
+    transport logs and answers :data:`INTERNAL`. Both transports call this, so a fault is
+    classified once."""
+    if isinstance(exc, E.ServiceError):
+        return exc
+    if isinstance(exc, _STORE_FAULTS):
+        return E.Unavailable(retry_after=STORE_RETRY_SECONDS)
+    return None
+
+
+@contextlib.contextmanager
+def uniform(caller: Caller) -> Iterator[None]:
+    """A match credential for a match that does not exist is answered like a bad credential
+    (UNAUTHENTICATED), so a made-up token cannot tell a real match id from an unknown one.
+    An operator still gets NOT_FOUND: it may list its matches anyway."""
+    try:
+        yield
+    except E.MatchNotFound:
+        if isinstance(caller, MatchCredential):
+            raise E.Unauthenticated("invalid credential") from None
+        raise
 
 
 # ------------------------------------------------------------------------ proto caching
@@ -129,17 +192,25 @@ class MatchApi:
     """``truco.v1.MatchService`` over :class:`MatchService` (see the module docstring)."""
 
     def __init__(
-        self, service: MatchService, auth: Authenticator, streams: StreamTracker | None = None
+        self,
+        service: MatchService,
+        auth: Authenticator,
+        streams: StreamTracker | None = None,
+        quotas: Quotas | None = None,
     ) -> None:
         self.service = service
         self.auth = auth
         self.streams = streams
+        self.quotas = quotas
         self.protos = Protos()
 
     # ------------------------------------------------------------------ CreateMatch
     async def CreateMatch(self, creds: Credentials, request: pb.CreateMatchRequest) -> pb.CreateMatchResponse:
         operator = self.auth.operator(creds)
-        created = await self.service.create_match(operator, decode_create(request))
+        decoded = decode_create(request)
+        if self.quotas is not None:
+            self.quotas.create(operator.name)
+        created = await self.service.create_match(operator, decoded)
         resp = pb.CreateMatchResponse(
             match=codec.match_to_proto(created.match), spectator_token=created.spectator_token
         )
@@ -162,7 +233,10 @@ class MatchApi:
             request_id=request.request_id or None,
             expected_version=request.expected_version if request.HasField("expected_version") else None,
         )
-        result = await self.service.submit_action(cred, req)
+        if self.quotas is not None:
+            self.quotas.action(cred.token)
+        with uniform(cred):
+            result = await self.service.submit_action(cred, req)
         structlog.contextvars.bind_contextvars(seat=result.seat)
         return pb.SubmitActionResponse(
             version=result.version,
@@ -187,13 +261,22 @@ class MatchApi:
             match_id=_match_id(request.match_id),
             from_version=request.from_version if request.HasField("from_version") else None,
         )
-        if self.streams is None:
-            async for upd in self.service.stream(caller, req):
-                yield upd
-            return
-        async with self.streams.track():  # the worker's drain waits for it; refused once stopping
-            async for upd in self.service.stream(caller, req):
-                yield upd
+        async with contextlib.AsyncExitStack() as held:
+            if self.quotas is not None:
+                key = caller.token if isinstance(caller, MatchCredential) else f"operator:{caller.name}"
+                await held.enter_async_context(self.quotas.stream(key))
+            if self.streams is not None:  # the worker's drain waits for it; refused once stopping
+                await held.enter_async_context(self.streams.track())
+            started = False
+            try:
+                async for upd in self.service.stream(caller, req):
+                    started = True
+                    yield upd
+            except E.MatchNotFound:
+                if started:  # the match vanished under an open stream (a store lost it)
+                    raise
+                with uniform(caller):
+                    raise
 
     def update_message(self, upd: T.StreamUpdate) -> pb.StreamObservationsResponse:
         """One stream message (an update or a heartbeat)."""
@@ -221,7 +304,8 @@ class MatchApi:
     # --------------------------------------------------------------------- GetMatch
     async def GetMatch(self, creds: Credentials, request: pb.GetMatchRequest) -> pb.GetMatchResponse:
         caller = self.auth.viewer(creds)
-        got = await self.service.get_match(caller, T.GetMatchRequest(_match_id(request.match_id)))
+        with uniform(caller):
+            got = await self.service.get_match(caller, T.GetMatchRequest(_match_id(request.match_id)))
         return pb.GetMatchResponse(
             match=codec.match_to_proto(got.match),
             observation=self.protos.observation(got.view, got.match.rules),
@@ -255,9 +339,10 @@ class MatchApi:
     # -------------------------------------------------------------------- JoinMatch
     async def JoinMatch(self, creds: Credentials, request: pb.JoinMatchRequest) -> pb.JoinMatchResponse:
         cred = self.auth.seat(creds)
-        joined = await self.service.join_match(
-            cred, T.JoinMatchRequest(_match_id(request.match_id), request.client_seed)
-        )
+        with uniform(cred):
+            joined = await self.service.join_match(
+                cred, T.JoinMatchRequest(_match_id(request.match_id), request.client_seed)
+            )
         return pb.JoinMatchResponse(
             version=joined.version, observation=self.protos.observation(joined.view, joined.rules)
         )
@@ -267,9 +352,10 @@ class MatchApi:
         self, creds: Credentials, request: pb.GetMatchRecordRequest
     ) -> pb.GetMatchRecordResponse:
         caller = self.auth.viewer(creds)
-        got = await self.service.get_match_record(
-            caller, T.GetMatchRecordRequest(_match_id(request.match_id))
-        )
+        with uniform(caller):
+            got = await self.service.get_match_record(
+                caller, T.GetMatchRecordRequest(_match_id(request.match_id))
+            )
         return pb.GetMatchRecordResponse(record=codec.record_to_proto(got.record))
 
     # ---------------------------------------------------------------------- AddTime

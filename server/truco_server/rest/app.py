@@ -30,13 +30,14 @@ import structlog
 from aiohttp import web
 from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import Message
-from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
+from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped]
 from prometheus_client import Counter, Histogram
 
 from truco_contract.pb import match_pb2, match_service_pb2
 from truco_server import errors as E
-from truco_server.api.auth import Credentials
-from truco_server.api.wire import INTERNAL, MatchApi, to_status
+from truco_server.api import limits
+from truco_server.api.auth import Credentials, parse_token
+from truco_server.api.wire import INTERNAL, MatchApi, as_service_error, to_status
 from truco_server.rest.cors import CorsPolicy
 from truco_server.rest.openapi import build_openapi
 from truco_server.rest.routes import (
@@ -59,7 +60,19 @@ SERVICE = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
 RESUME_FIELD = "from_version"
 #: Browser reconnect delay announced to SSE clients (``retry:``), milliseconds.
 SSE_RETRY_MS = 1000
-MAX_BODY_BYTES = 256 * 1024
+MAX_BODY_BYTES = limits.MAX_MESSAGE_BYTES
+#: Content types a request body may be declared as and still be read as JSON: JSON itself,
+#: none (aiohttp reports ``application/octet-stream``), and what tools send for JSON typed on
+#: a command line (``curl -d`` says form-urlencoded, many HTTP libraries text/plain). A body
+#: declared as anything else (multipart, XML...) is refused rather than misread.
+JSON_TYPES = (
+    "application/json",
+    "application/octet-stream",
+    "text/plain",
+    "application/x-www-form-urlencoded",
+)
+#: Most digits of a Last-Event-ID (a version number; int64).
+VERSION_DIGITS = 18
 
 NDJSON = "application/x-ndjson"
 EVENT_STREAM = "text/event-stream"
@@ -114,14 +127,41 @@ def status_json(status: status_pb2.Status) -> dict[str, Any]:
     return message_to_json(status)
 
 
+def retry_after_seconds(status: status_pb2.Status) -> int | None:
+    """The whole seconds of the status's ``google.rpc.RetryInfo`` (rounded up), or ``None``."""
+    for detail in status.details:
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            info = error_details_pb2.RetryInfo()
+            detail.Unpack(info)
+            millis: int = info.retry_delay.ToMilliseconds()
+            return max(1, -(-millis // 1000))
+    return None
+
+
 def error_response(status: status_pb2.Status) -> web.Response:
+    """The HTTP answer of an error: the JSON Status, its HTTP status, and ``Retry-After``
+    (from the status's ``RetryInfo``; 1 s for any other 503)."""
     code = http_status(status.code)
     headers = {"Cache-Control": "no-store"}
+    retry_after = retry_after_seconds(status)
     if code == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="truco"'
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
     elif code == 503:
         headers["Retry-After"] = "1"
     return web.json_response(status_json(status), status=code, headers=headers, dumps=_dumps)
+
+
+def _unexpected(exc: Exception, where: str) -> status_pb2.Status:
+    """The Status of an exception that is not a ServiceError: a store fault is UNAVAILABLE
+    (logged as a warning), anything else INTERNAL (logged with its traceback)."""
+    typed = as_service_error(exc)
+    if typed is not None:
+        _log.warning("store unavailable", where=where, error=f"{type(exc).__name__}: {exc}"[:300])
+        return to_status(typed)
+    _log.exception(f"unexpected error in {where}")
+    return to_status(INTERNAL)
 
 
 def _transport_status(code: int, message: str) -> status_pb2.Status:
@@ -160,7 +200,10 @@ def _credentials(request: web.Request, route: Route) -> Credentials:
                 "access_token is only accepted on streaming routes: send 'Authorization: Bearer <token>'",
                 field_violations=[E.FieldViolation("access_token", "only for streaming routes")],
             )
-        if not auth and token:
+        if parse_token(token) is None:
+            # an operator key in a URL (history, proxy logs) would expose every match
+            raise E.Unauthenticated("access_token takes a match credential only, never an API key")
+        if not auth:
             md.append(("authorization", f"Bearer {token}"))
     return Credentials.from_pairs(md)
 
@@ -176,6 +219,12 @@ def _bind_log_context(route: Route, message: Message | None) -> None:
         }
         if values:
             structlog.contextvars.bind_contextvars(**values)
+
+
+def _json_content(request: web.Request) -> bool:
+    """Whether the declared body type may be read as JSON (:data:`JSON_TYPES`, ``...+json``)."""
+    kind = request.content_type.lower()
+    return kind in JSON_TYPES or kind.endswith("+json")
 
 
 def _wants_sse(request: web.Request) -> bool:
@@ -252,7 +301,7 @@ class RestFace:
             elapsed = time.perf_counter() - start
             HTTP_REQUESTS.labels(label, request.method, str(code)).inc()
             HTTP_SECONDS.labels(label).observe(elapsed)
-            level = "debug" if code < 500 else "info"
+            level = "debug" if code < 400 else "info"  # as gRPC: every refusal at info
             # The path only, never the query string (it may carry access_token).
             getattr(_log, level)(
                 "http request",
@@ -290,7 +339,13 @@ class RestFace:
         try:
             creds = _credentials(request, route)
             body = await request.read() if route.body else b""
+            if body and not _json_content(request):
+                raise E.InvalidArgument(
+                    "the body must be JSON: send 'Content-Type: application/json'",
+                    field_violations=[E.FieldViolation("Content-Type", "must be application/json")],
+                )
             message = decode_request(route, request.match_info, list(request.query.items()), body)
+            limits.require(message)
         except E.ServiceError as exc:
             _bind_log_context(route, None)
             return error_response(to_status(exc))
@@ -308,9 +363,8 @@ class RestFace:
                 response = await method(creds, message)
             except E.ServiceError as exc:
                 return error_response(to_status(exc))
-            except Exception:
-                _log.exception("unexpected error in REST handler")
-                return error_response(to_status(INTERNAL))
+            except Exception as exc:
+                return error_response(_unexpected(exc, "REST handler"))
             body = encode_response(route, response)
             return web.json_response(body, dumps=_dumps, headers={"Cache-Control": "no-store"})
 
@@ -329,7 +383,8 @@ class RestFace:
                 resumed = message.HasField(RESUME_FIELD)
                 last_event_id = request.headers.get("Last-Event-ID", "").strip()
                 if not resumed and last_event_id:
-                    if not last_event_id.isdigit():
+                    digits = last_event_id.isascii() and last_event_id.isdigit()
+                    if not digits or len(last_event_id) > VERSION_DIGITS:
                         return error_response(
                             to_status(
                                 E.InvalidArgument(
@@ -365,9 +420,8 @@ class RestFace:
                 first = None
             except E.ServiceError as exc:
                 return error_response(to_status(exc))
-            except Exception:
-                _log.exception("unexpected error in REST stream")
-                return error_response(to_status(INTERNAL))
+            except Exception as exc:
+                return error_response(_unexpected(exc, "REST stream"))
             if sse and resumed and first is not None and _over_and_nothing_new(first):
                 # The match is over and the client has everything: 204 tells a browser's
                 # EventSource to stop reconnecting.
@@ -391,9 +445,8 @@ class RestFace:
                 await writer.error(to_status(exc))
             except (ConnectionResetError, asyncio.CancelledError):
                 raise
-            except Exception:
-                _log.exception("unexpected error in REST stream")
-                await writer.error(to_status(INTERNAL))
+            except Exception as exc:
+                await writer.error(_unexpected(exc, "REST stream"))
             else:
                 await writer.end()
             await response.write_eof()

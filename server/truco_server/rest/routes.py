@@ -214,6 +214,10 @@ def _bad(field: str, message: str) -> E.InvalidArgument:
     return E.InvalidArgument(message, field_violations=[E.FieldViolation(field, message)])
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _set_path(target: dict[str, Any], path: str, value: Any) -> None:
     parts = path.split(".")
     for part in parts[:-1]:
@@ -236,7 +240,11 @@ def _query_value(path: str, f: descriptor.FieldDescriptor, raw: str) -> Any:
         return int(raw)
     if f.type == FD.TYPE_BYTES:
         # URL-safe base64 is common in query strings; the JSON mapping wants standard.
-        return base64.b64encode(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))).decode()
+        try:
+            raw_bytes = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
+        except ValueError:
+            raise _bad(path, "expected base64") from None
+        return base64.b64encode(raw_bytes).decode()
     return raw
 
 
@@ -260,9 +268,11 @@ def decode_request(
     if route.body:
         if body.strip():
             try:
-                parsed = json.loads(body)
+                parsed = json.loads(body, parse_constant=_no_constant)
+            except RecursionError:
+                raise _bad("body", "the body is nested too deeply") from None
             except (ValueError, UnicodeDecodeError) as exc:
-                raise _bad("body", f"the body is not valid JSON: {exc}") from None
+                raise _bad("body", E.clip(f"the body is not valid JSON: {exc}", 120)) from None
         else:
             parsed = {}
         if route.body == "*":
@@ -282,7 +292,7 @@ def decode_request(
         if found is None:
             allowed = sorted({p for p, _ in index.values()})
             hint = f"allowed: {', '.join(allowed)}" if allowed else "this route takes none"
-            raise _bad(key, f"unknown query parameter {key!r} ({hint})")
+            raise _bad(E.quote(key, 40), f"unknown query parameter {E.quote(key)} ({hint})")
         path, f = found
         value = _query_value(path, f, raw)
         if _repeated(f):
@@ -304,9 +314,9 @@ def decode_request(
     try:
         json_format.ParseDict(data, message)
     except json_format.ParseError as exc:
-        raise _bad("body", str(exc)) from None
+        raise _bad("body", E.clip(str(exc), 200)) from None
     except (ValueError, TypeError, RecursionError) as exc:
-        raise _bad("body", f"cannot read the request: {exc}") from None
+        raise _bad("body", E.clip(f"cannot read the request: {exc}", 200)) from None
     return message
 
 

@@ -560,6 +560,11 @@ class MatchStore(Protocol):
         """Every record step of the match, oldest first; ``None`` if the match does not exist."""
         ...
 
+    async def ping(self, timeout: float) -> None:
+        """Return when the store answers within ``timeout`` seconds (one round trip, no
+        retries); raise :class:`StoreUnavailable` otherwise. The worker's readiness probe."""
+        ...
+
     async def close(self) -> None:
         """Release connections and background tasks."""
         ...

@@ -478,6 +478,9 @@ class MemoryMatchStore:
         m = self._get(match_id)
         return None if m is None else list(m.record)
 
+    async def ping(self, timeout: float) -> None:
+        return None  # in the worker's own memory: always there
+
     async def close(self) -> None:
         self._matches.clear()
         self._owner_index.clear()

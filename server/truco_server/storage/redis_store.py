@@ -98,6 +98,7 @@ from redis.exceptions import (
     NoScriptError,
     ReadOnlyError,
     RedisClusterException,
+    RedisError,
     ResponseError,
     SlotNotCoveredError,
     TryAgainError,
@@ -596,6 +597,11 @@ def _node_kwargs_of(client: RedisCluster) -> dict[str, Any]:
     return kwargs
 
 
+DEFAULT_SOCKET_TIMEOUT = 5.0
+"""Seconds a command of a standalone server may wait for its reply (or a connection to
+open) unless the URL says otherwise."""
+
+
 class RedisMatchStore:
     """A :class:`~.base.MatchStore` on Redis (see the module docstring).
 
@@ -683,8 +689,17 @@ class RedisMatchStore:
                 decode_responses=False,
             )
             return cls(client, settings, sentinel=sentinel, max_connections=max_connections, **kwargs)
+        # A paused or unreachable server must fail a command (which is then retried, and
+        # answered UNAVAILABLE after `retry_seconds`), never hang it: the same defaults as
+        # the cluster and Sentinel forms; the URL's own `socket_timeout` and
+        # `socket_connect_timeout` win.
         pool = aioredis.BlockingConnectionPool.from_url(
-            url, max_connections=max_connections, timeout=pool_timeout, decode_responses=False
+            url,
+            max_connections=max_connections,
+            timeout=pool_timeout,
+            decode_responses=False,
+            socket_timeout=DEFAULT_SOCKET_TIMEOUT,
+            socket_connect_timeout=DEFAULT_SOCKET_TIMEOUT,
         )
         return cls(aioredis.Redis(connection_pool=pool), settings, max_connections=max_connections, **kwargs)
 
@@ -1462,6 +1477,14 @@ class RedisMatchStore:
             page = found[:page_size]
             return page, encode_page_token(owner, page[-1].sort_key)
         return found, None
+
+    async def ping(self, timeout: float) -> None:
+        try:
+            await asyncio.wait_for(self._r.ping(), timeout)
+        except (TimeoutError, RedisError, OSError) as exc:
+            raise StoreUnavailable(
+                f"Redis did not answer PING within {timeout:g}s: {type(exc).__name__}"
+            ) from exc
 
     async def close(self) -> None:
         if self._hub is not None:

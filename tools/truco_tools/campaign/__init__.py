@@ -1,0 +1,58 @@
+"""The hardening campaign: load, chaos and fuzz against real workers on a real Redis, all on
+loopback, bounded in count and time, stopping by itself; its figures become
+``docs/reliability.md``.
+
+``truco campaign --short`` (the test suite runs it, ``tests/hardening/test_campaign.py``) or
+``truco campaign --long`` (the documented form; ``--out docs/reliability.md`` rewrites the
+page). Phases (:mod:`.chaos`, :mod:`.fuzz`):
+
+* **load and chaos**: ``truco serve`` worker processes on one ``redis-server`` with an
+  append-only file; random bots (:class:`truco_tools.cluster_load.ClusterBots`) play many
+  matches at once, each seat on its own stream, acting through random workers with request
+  ids, while the chaos schedule SIGKILLs and restarts workers, restarts Redis (reloading the
+  append-only file) and pauses it (SIGSTOP) for seconds. Checked: no lost or doubled action
+  (every acknowledged action's request id is in the match's idempotency record with the
+  version it was answered with, and no two acknowledged actions share a version), every
+  stream contiguous or ending in a typed error, every match played to its end. Worker and
+  Redis memory are sampled every second.
+* **leaks**: the oracle of :mod:`.leaks` over random matches of every preset and table size.
+* **fuzz**: random, malformed and adversarial requests over gRPC (raw bytes too) and REST
+  (JSON) to every RPC of one worker; nothing may answer INTERNAL/UNKNOWN (or HTTP 5xx), and a
+  rejected request must leave a watched match's version and Redis's key count unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How much a campaign does."""
+
+    name: str
+    workers: int
+    concurrency: int
+    """Matches played at once."""
+    soak_seconds: float
+    """Load without faults (the memory series)."""
+    chaos_seconds: float
+    """Load with the faults below spread over it."""
+    worker_kills: int
+    redis_restarts: int
+    redis_pauses: int
+    pause_seconds: float
+    fuzz_inputs: int
+    """Per transport."""
+    leak_matches: int
+    """Random matches the leak oracle watches (presets and table sizes in turn)."""
+    leak_max_actions: int
+    """Actions per watched match at most (the short form does not finish them)."""
+
+
+SHORT = Profile("short", workers=2, concurrency=8, soak_seconds=10, chaos_seconds=30, worker_kills=2,
+                redis_restarts=1, redis_pauses=1, pause_seconds=3, fuzz_inputs=1500,
+                leak_matches=78, leak_max_actions=12)  # fmt: skip
+LONG = Profile("long", workers=3, concurrency=24, soak_seconds=600, chaos_seconds=300, worker_kills=24,
+               redis_restarts=6, redis_pauses=6, pause_seconds=5, fuzz_inputs=12000,
+               leak_matches=200, leak_max_actions=400)  # fmt: skip

@@ -1,0 +1,227 @@
+"""Load, soak and chaos: bots on worker processes and one ``redis-server`` (append-only file),
+faults injected by pid, invariants checked at the end (see the package docstring)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from truco_tools.campaign import Profile
+from truco_tools.cluster_load import ClusterBots, LoadStats, WorkerProcess, start_workers
+from truco_tools.redis_proc import RedisProcess, start_redis
+
+#: Settings of the campaign's workers: quick store-fault answers; quotas off (the bots are
+#: one operator playing as fast as they can, which is the load, not abuse).
+WORKER_SETTINGS = {
+    "TRUCO_REDIS_RETRY_SECONDS": "2",
+    "TRUCO_QUOTA_ACTIONS_PER_SECOND": "0",
+    "TRUCO_QUOTA_MATCHES_PER_MINUTE": "0",
+    "TRUCO_QUOTA_STREAMS": "0",
+    "TRUCO_EVENT_LOG_MAX_LEN": "100000",
+    # finished matches leave Redis after a minute, so a soak's Redis memory can level off
+    "TRUCO_FINISHED_MATCH_TTL_SECONDS": "60",
+}
+
+
+@dataclass
+class Sample:
+    t: float
+    worker_rss: list[int]
+    redis_used: int
+
+
+@dataclass
+class LoadResult:
+    phase: str
+    seconds: float
+    stats: LoadStats
+    faults: Counter[str] = field(default_factory=Counter)
+    samples: list[Sample] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    doubled: list[str] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)
+    internal: int = 0
+    checked_actions: int = 0
+
+    @property
+    def ok(self) -> bool:
+        s = self.stats
+        return not (self.lost or self.doubled or self.unfinished or s.unreported_gaps or s.duplicates
+                    or self.internal)  # fmt: skip
+
+
+def _rss(pid: int) -> int:
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+async def _sampler(
+    workers: list[WorkerProcess], r: redis.Redis, into: list[Sample], stop: asyncio.Event
+) -> None:
+    start = time.monotonic()
+    while not stop.is_set():
+        used = 0
+        with contextlib.suppress(redis.RedisError):
+            used = int(await asyncio.to_thread(lambda: r.info("memory")["used_memory"]))
+        rss = [_rss(w.pid) if w.running() else 0 for w in workers]
+        into.append(Sample(time.monotonic() - start, rss, used))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
+
+
+async def _chaos(
+    profile: Profile, workers: list[WorkerProcess], rp: RedisProcess, faults: Counter[str]
+) -> None:
+    """The faults of the profile, spread evenly over its chaos time, in a fixed rotation."""
+    plan = (["kill"] * profile.worker_kills + ["restart"] * profile.redis_restarts
+            + ["pause"] * profile.redis_pauses)  # fmt: skip
+    # interleave: kills between the Redis faults
+    order = sorted(range(len(plan)), key=lambda i: (i % max(1, profile.worker_kills), i))
+    gap = profile.chaos_seconds / (len(plan) + 1)
+    for n, i in enumerate(order):
+        await asyncio.sleep(gap)
+        kind = plan[i]
+        if kind == "kill":
+            w = workers[n % len(workers)]
+            w.kill()
+            await asyncio.to_thread(w.start)
+            await asyncio.to_thread(w.wait_ready)
+        elif kind == "restart":
+            await asyncio.to_thread(rp.stop)  # SIGTERM: Redis flushes its append-only file
+            await asyncio.to_thread(rp.restart)
+        else:
+            os.kill(rp.pid, signal.SIGSTOP)
+            try:
+                await asyncio.sleep(profile.pause_seconds)
+            finally:
+                os.kill(rp.pid, signal.SIGCONT)
+        faults[kind] += 1
+
+
+class Checker:
+    """No lost action: every acknowledged request id of a finished match is in its
+    idempotency record with the answered version. No doubled action: no two acknowledged
+    actions share a version of a match. Checked as each match ends (finished matches leave
+    Redis after a minute)."""
+
+    def __init__(self, result: LoadResult, r: redis.Redis) -> None:
+        self.result, self.r = result, r
+        self._seen = 0
+        self._pending: dict[str, list[tuple[str, int]]] = {}
+        self.checked_actions = 0
+
+    def match_done(self, mid: str) -> None:
+        """Check ``mid``; the check's own reads wait out a Redis restart or pause (up to a minute)."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return self._match_done(mid)
+            except (redis.ConnectionError, redis.TimeoutError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def _match_done(self, mid: str) -> None:
+        acks = self.result.stats.acks
+        for m, rid, version in acks[self._seen :]:
+            self._pending.setdefault(m, []).append((rid, version))
+        self._seen = len(acks)
+        mine = self._pending.get(mid, [])
+        stored = self.r.hmget(f"truco:{{{mid}}}:req", [rid for rid, _ in mine]) if mine else []
+        status = self.r.hget(f"truco:{{{mid}}}:match", "status")  # both read before any verdict
+        by_version: dict[int, str] = {}
+        for (rid, version), raw in zip(mine, stored, strict=True):
+            if raw is None or int(str(raw, "ascii").split(":", 1)[0]) != version:  # type: ignore[arg-type]
+                self.result.lost.append(f"{mid} {rid} answered v{version}, stored {raw!r}")
+            other = by_version.setdefault(version, rid)
+            if other != rid:
+                self.result.doubled.append(f"{mid} v{version}: {other} and {rid}")
+        self._pending.pop(mid, None)
+        self.checked_actions += len(mine)
+        if status != b"finished":
+            self.result.unfinished.append(f"{mid}: {status!r}")
+
+
+async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResult:
+    """One phase: ``soak_seconds`` without faults, or ``chaos_seconds`` with them; then the
+    matches in progress are played to their end (no fault) and the invariants checked."""
+    seconds = profile.chaos_seconds if chaos else profile.soak_seconds
+    phase = "chaos" if chaos else "soak"
+    rdir = workdir / f"redis-{phase}"
+    rdir.mkdir(parents=True, exist_ok=True)
+    rp = start_redis(workdir=rdir, appendonly=True)
+    workers: list[WorkerProcess] = []
+    result = LoadResult(phase, seconds, LoadStats())
+    try:
+        workers = start_workers(profile.workers, rp.url, workdir / f"logs-{phase}", settings=WORKER_SETTINGS)
+        r = redis.Redis.from_url(rp.url, socket_timeout=10)
+        sampled = asyncio.Event()
+        async with ClusterBots([w.address for w in workers], seed=7, stats=result.stats) as bots:
+            sampler = asyncio.ensure_future(_sampler(workers, r, result.samples, sampled))
+            counter = itertools.count()
+            deadline = time.monotonic() + seconds
+            played: list[str] = []
+            checker = Checker(result, r)
+
+            async def slot() -> None:
+                # a slot starts matches until the deadline and plays each to its end: every
+                # match must be finishable, through the faults
+                while time.monotonic() < deadline:
+                    mid = await bots.play_match(next(counter))
+                    played.append(mid)
+                    await asyncio.to_thread(checker.match_done, mid)
+
+            slots = asyncio.gather(*(slot() for _ in range(profile.concurrency)))
+            if chaos:
+                await _chaos(profile, workers, rp, result.faults)
+            await slots
+            sampled.set()
+            await sampler
+        result.checked_actions = checker.checked_actions
+        retries = result.stats.retries
+        result.internal = retries["INTERNAL"] + retries["UNKNOWN"]
+        r.close()
+    finally:
+        for w in workers:
+            w.stop()
+        if rp.running():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(rp.pid, signal.SIGCONT)
+        rp.stop()
+    return result
+
+
+def memory_growth(samples: list[Sample], warmup: float = 0.2) -> dict[str, Any]:
+    """First and last fifth (after ``warmup`` of the series) of worker RSS and Redis memory,
+    and their ratio: flat memory is a ratio near 1."""
+    if len(samples) < 10:
+        return {}
+    body = samples[int(len(samples) * warmup) :]
+    k = max(1, len(body) // 5)
+
+    def mean(xs: list[float]) -> float:
+        return sum(xs) / len(xs)
+
+    w0 = mean([max(s.worker_rss) for s in body[:k]])
+    w1 = mean([max(s.worker_rss) for s in body[-k:]])
+    r0 = mean([s.redis_used for s in body[:k]])
+    r1 = mean([s.redis_used for s in body[-k:]])
+    return {
+        "worker_rss_mb": (round(w0 / 2**20, 1), round(w1 / 2**20, 1)),
+        "redis_used_mb": (round(r0 / 2**20, 1), round(r1 / 2**20, 1)),
+        "worker_ratio": round(w1 / w0, 3) if w0 else None,
+        "redis_ratio": round(r1 / r0, 3) if r0 else None,
+    }

@@ -1,0 +1,237 @@
+"""The leak oracle (invariant "no leak"): nothing a seat or a spectator receives shows a card
+it may not see, judged against what the server itself holds in Redis -- the match state at the
+version of an observation, and each stored event's hidden fields. Shared by the end-to-end
+tests (``tests/e2e/client.py``) and the campaign's leak phase (:func:`run_leaks`): random
+matches of every preset, every seat and a spectator each on its own stream, every message
+checked."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import redis.asyncio as aioredis
+from google.protobuf.json_format import MessageToDict
+from google.protobuf.message import Message
+
+import truco_engine as te
+from truco_contract.events import entry_to_dict
+from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc, observation_pb2
+from truco_server.persisted import decode_state, unpack_entry
+
+MS = match_service_pb2
+
+
+async def server_state(r: aioredis.Redis, match_id: str) -> tuple[int, te.MatchState]:
+    version, raw = await r.hmget(f"truco:{{{match_id}}}:match", ["version", "state"])
+    return int(version), decode_state(raw)[0]  # type: ignore[arg-type]
+
+
+async def stored_events(r: aioredis.Redis, match_id: str) -> dict[int, dict[str, Any]]:
+    entries: Any = await r.xrange(f"truco:{{{match_id}}}:events")
+    return {int(eid.split(b"-")[0]): entry_to_dict(unpack_entry(fields[b"e"])[0]) for eid, fields in entries}
+
+
+def hidden_cards(state: te.MatchState, viewer: int | None) -> set[str]:
+    """Cards ``viewer`` (``None``: a spectator) is not entitled to see right now, according
+    to the server's own state: other seats' hands (teammates' hands are shown in a hand of
+    eleven), one's own hand when it is dealt blind, face-down cards played by others."""
+    h = state.hand
+    if h is None:
+        return set()
+    side = None if viewer is None else h.side_of[viewer]
+    eleven_shown = h.special == "eleven" and side is not None and side == h.eleven_side and not h.over
+    hidden: set[str] = set()
+    for s, cards in enumerate(h.cards):
+        if s == viewer and not h.blind:
+            continue
+        if eleven_shown and s != viewer and h.side_of[s] == side:
+            continue
+        hidden.update(cards)
+    for t in h.tricks:
+        for x, card, face_down in t.plays:
+            if face_down and x != viewer and card:
+                hidden.add(card)
+    return hidden
+
+
+def strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings(v)
+
+
+def message_strings(msg: Message) -> set[str]:
+    return set(strings(MessageToDict(msg)))
+
+
+def private_cards(stored: dict[str, Any], viewer: int | None) -> set[str]:
+    """Values of the hidden fields of a stored event that ``viewer`` may not see."""
+    private = stored.get("private_to")
+    if private is None or (viewer is not None and viewer in private):
+        return set()
+    out: set[str] = set()
+    for key in stored.get("hidden", ()):
+        out.update(strings(stored.get(key)))
+    return out
+
+
+def leaks_in_events(
+    events: Iterable[Any], stored: dict[int, dict[str, Any]], viewer: int | None
+) -> list[tuple[int, set[str]]]:
+    """(version, leaked cards) for each received event that shows a hidden field's value.
+    ``match_revealed`` (the seed and every deal, sent once the match is over) is public by
+    design and skipped."""
+    found = []
+    for ev in events:
+        if ev.kind == "match_revealed":
+            continue
+        secret = private_cards(stored[ev.version], viewer)
+        leaked = secret & message_strings(ev)
+        if leaked:
+            found.append((ev.version, leaked))
+    return found
+
+
+def leaks_in_observation(
+    obs: observation_pb2.Observation, state: te.MatchState, viewer: int | None
+) -> set[str]:
+    return hidden_cards(state, viewer) & message_strings(obs)
+
+
+# --------------------------------------------------------------------------- the phase
+@dataclass
+class LeakResult:
+    matches: int = 0
+    presets: set[str] = field(default_factory=set)
+    messages: int = 0
+    """Stream messages checked (every update of every seat's and spectator's stream)."""
+    leaks: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def cases() -> list[tuple[str, int]]:
+    """Every preset at every table size its rules allow."""
+    out = []
+    for name in te.preset_names():
+        for n in range(2, 13):
+            try:
+                te.get_rules(name, players=n)
+            except te.InvalidRulesError:
+                continue
+            out.append((name, n))
+    return out
+
+
+class _Stream:
+    def __init__(self, stub: Any, match_id: str, token: str) -> None:
+        self.messages: list[Any] = []
+        self.version = -1
+        self.obs: Any = None
+        self.error: grpc.aio.AioRpcError | None = None
+        self._changed = asyncio.Event()
+        self._call = stub.StreamObservations(
+            MS.StreamObservationsRequest(match_id=match_id), metadata=(("authorization", f"Bearer {token}"),)
+        )
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        try:
+            async for msg in self._call:
+                if msg.HasField("update"):
+                    self.messages.append(msg.update)
+                    self.version, self.obs = msg.update.version, msg.update.observation
+                    self._changed.set()
+        except grpc.aio.AioRpcError as exc:
+            self.error = exc
+        self._changed.set()
+
+    async def at(self, version: int, timeout: float = 10.0) -> None:
+        async def until() -> None:
+            while self.version < version and self.error is None and not self._task.done():
+                self._changed.clear()
+                await self._changed.wait()
+
+        await asyncio.wait_for(until(), timeout)
+
+    async def close(self) -> None:
+        self._call.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def _one(stub: Any, r: aioredis.Redis, name: str, players: int, rng: random.Random, out: LeakResult,
+               max_actions: int) -> None:  # fmt: skip
+    made = await stub.CreateMatch(
+        MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset=name), players=players)
+    )
+    mid = made.match.match_id
+    tokens = [c.token for c in sorted(made.seat_credentials, key=lambda c: c.seat)]
+    viewers: list[tuple[int | None, _Stream]] = [(s, _Stream(stub, mid, t)) for s, t in enumerate(tokens)]
+    viewers.append((None, _Stream(stub, mid, made.spectator_token)))
+    checked = {id(s): 0 for _, s in viewers}
+    version = made.match.version
+    try:
+        for n in range(max_actions + 1):
+            for _, s in viewers:
+                await s.at(version)
+            at_version, state = await server_state(r, mid)
+            stored = await stored_events(r, mid)
+            for viewer, s in viewers:
+                for upd in s.messages[checked[id(s)] :]:
+                    out.messages += 1
+                    for v, cards in leaks_in_events(upd.events, stored, viewer):
+                        out.leaks.append(f"{name}-{players}p {mid} viewer {viewer} v{v}: event shows {cards}")
+                    if upd.version == at_version:
+                        cards = leaks_in_observation(upd.observation, state, viewer)
+                        if cards:
+                            out.leaks.append(
+                                f"{name}-{players}p {mid} viewer {viewer} v{upd.version}: {cards}"
+                            )
+                checked[id(s)] = len(s.messages)
+            obs = viewers[0][1].obs
+            if obs is None or obs.match_state != match_pb2.MATCH_STATE_ACTIVE or n == max_actions:
+                break
+            seat = obs.awaited[0]
+            mine = viewers[seat][1].obs
+            action = rng.choice(list(mine.legal_actions))
+            req = MS.SubmitActionRequest(match_id=mid, action=action, request_id=f"{mid}-{n}",
+                                         expected_version=version)  # fmt: skip
+            resp = await stub.SubmitAction(req, metadata=(("authorization", f"Bearer {tokens[seat]}"),))
+            version = resp.version
+    finally:
+        for _, s in viewers:
+            await s.close()
+    out.matches += 1
+    out.presets.add(name)
+
+
+async def run_leaks(
+    redis_url: str, address: str, matches: int, *, seed: int = 5, max_actions: int = 400
+) -> LeakResult:
+    """``matches`` random matches spread over :func:`cases` (each at least once when
+    ``matches`` allows), played on the worker at ``address``, whose store is ``redis_url``."""
+    out = LeakResult()
+    rng = random.Random(seed)
+    all_cases = cases()
+    r = aioredis.Redis.from_url(redis_url)
+    try:
+        async with grpc.aio.insecure_channel(address) as ch:
+            stub = match_service_pb2_grpc.MatchServiceStub(ch)
+            for i in range(matches):
+                name, players = all_cases[i % len(all_cases)]
+                try:
+                    await _one(stub, r, name, players, rng, out, max_actions)
+                except (grpc.aio.AioRpcError, TimeoutError) as exc:
+                    out.errors.append(f"{name}-{players}p: {type(exc).__name__}: {str(exc)[:200]}")
+    finally:
+        await r.aclose()
+    return out

@@ -1,0 +1,183 @@
+"""Run a campaign (:mod:`truco_tools.campaign`) and write its report, ``docs/reliability.md``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import logging
+import os
+import platform
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from truco_tools.campaign import LONG, SHORT, Profile
+from truco_tools.campaign.chaos import LoadResult, memory_growth, run_load
+from truco_tools.campaign.fuzz import FuzzResult, run_fuzz, worker_env
+from truco_tools.campaign.leaks import LeakResult, run_leaks
+
+PHASES = ("load", "fuzz", "leaks")
+
+
+@dataclass
+class Report:
+    profile: Profile
+    loads: list[LoadResult]
+    fuzz: list[FuzzResult]
+    leaks: LeakResult
+    seconds: float
+    started: str
+    machine: str
+    phases: tuple[str, ...] = PHASES
+
+    @property
+    def section(self) -> str:
+        """The report section it writes: the form, with the phases when not all ran."""
+        name = self.profile.name
+        return name if self.phases == PHASES else f"{name}:{'+'.join(self.phases)}"
+
+    @property
+    def ok(self) -> bool:
+        fuzz_ok = all(not f.bad and not f.changed for f in self.fuzz)
+        leaks_ok = not self.leaks.leaks and not self.leaks.errors
+        return all(r.ok for r in self.loads) and fuzz_ok and leaks_ok
+
+    def _load_lines(self) -> list[str]:
+        p = self.profile
+        out = [
+            "",
+            f"{p.workers} `truco serve` workers, {p.concurrency} matches at once, one `redis-server` "
+            "with an append-only file.",
+            "",
+            "| phase | seconds | matches finished | actions acknowledged (checked) | faults | lost | doubled "
+            "| unfinished | unreported gaps | duplicates | INTERNAL/UNKNOWN |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in self.loads:
+            s = r.stats
+            faults = ", ".join(f"{n} {k}" for k, n in sorted(r.faults.items())) or "none"
+            out.append(
+                f"| {r.phase} | {r.seconds:g} | {s.matches_finished} | {s.actions} ({r.checked_actions}) "
+                f"| {faults} | {len(r.lost)} | {len(r.doubled)} | {len(r.unfinished)} "
+                f"| {len(s.unreported_gaps)} | {len(s.duplicates)} | {r.internal} |"
+            )
+        out += ["", "Fault names: `kill` a worker SIGKILLed and started again; `restart` Redis stopped "
+                "(SIGTERM) and started on its append-only file; `pause` Redis SIGSTOPped for "
+                f"{p.pause_seconds:g} s.", ""]  # fmt: skip
+        for r in self.loads:
+            g = memory_growth(r.samples)
+            if g:
+                out.append(
+                    f"- {r.phase} memory (mean of the first and last fifth after a 20 % warm-up, "
+                    f"{len(r.samples)} samples a second apart): largest worker RSS "
+                    f"{g['worker_rss_mb'][0]} -> {g['worker_rss_mb'][1]} MB (x{g['worker_ratio']}), "
+                    f"Redis `used_memory` {g['redis_used_mb'][0]} -> {g['redis_used_mb'][1]} MB "
+                    f"(x{g['redis_ratio']}); {r.stats.actions / r.seconds:.0f} actions/s."
+                )
+            s = r.stats
+            out.append(f"- {r.phase} retries: {dict(s.retries)}; streams broken {dict(s.stream_breaks)}.")
+        return out
+
+    @property
+    def _only(self) -> str:
+        return "" if self.phases == PHASES else " --only " + ",".join(self.phases)
+
+    def markdown(self) -> str:
+        p = self.profile
+        out = [
+            f"## Campaign `{self.section}`: {'PASSED' if self.ok else 'FAILED'}",
+            "",
+            f"Run {self.started} on {self.machine}, {self.seconds:.0f} s in all, with "
+            f"`truco campaign --{p.name}{self._only}` (loopback only).",
+        ]
+        if self.loads:
+            out += self._load_lines()
+        if self.fuzz:
+            out += ["", "| fuzz | inputs | INTERNAL/UNKNOWN or 5xx | state changed by a rejected input "
+                    "| answers |", "|---|---|---|---|---|"]  # fmt: skip
+            for f in self.fuzz:
+                answers = ", ".join(f"{k} {n}" for k, n in sorted(f.codes.items()))
+                out.append(f"| {f.transport} | {f.inputs} | {len(f.bad)} | {len(f.changed)} | {answers} |")
+        lk = self.leaks
+        if "leaks" in self.phases:
+            out += [
+                "",
+                f"Leak oracle: {lk.matches} random matches of {len(lk.presets)} presets (every table size "
+                f"in turn, at most {p.leak_max_actions} actions each), each seat and a spectator on its "
+                f"own stream: {lk.messages} messages checked against the server's state and stored "
+                f"events, **{len(lk.leaks)} leaks**, {len(lk.errors)} matches that failed to play.",
+            ]
+        problems = [x for r in self.loads for x in r.lost + r.doubled + r.unfinished]
+        problems += lk.leaks + lk.errors
+        problems += [x for f in self.fuzz for x in f.bad + f.changed]
+        if problems:
+            out += ["", "First problems:", "", *[f"- `{x[:300]}`" for x in problems[:10]]]
+        return "\n".join(out) + "\n"
+
+
+async def campaign(profile: Profile, phases: tuple[str, ...] = PHASES) -> Report:
+    """Run ``phases`` of the campaign (all by default)."""
+    started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    machine = f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs"
+    machine += f", Python {platform.python_version()}"
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="truco-campaign-") as tmp:
+        chaos_too = (False, True) if "load" in phases else ()
+        loads = [await run_load(profile, Path(tmp), chaos=chaos) for chaos in chaos_too]
+    fuzz: list[FuzzResult] = []
+    leaks = LeakResult()
+    async with worker_env() as (redis_url, worker):
+        if "fuzz" in phases:
+            fuzz = await run_fuzz(redis_url, worker, profile.fuzz_inputs)
+        if "leaks" in phases:
+            leaks = await run_leaks(redis_url, worker.grpc_address, profile.leak_matches,
+                                    max_actions=profile.leak_max_actions)  # fmt: skip
+    return Report(profile, loads, fuzz, leaks, time.monotonic() - t0, started, machine, phases)
+
+
+MARKER = "<!-- campaign:{name} -->"
+
+
+def write_report(path: Path, report: Report) -> None:
+    """Replace the profile's section of ``path`` (between its markers), keeping the rest."""
+    text = path.read_text() if path.exists() else ""
+    begin, end = MARKER.format(name=report.section), MARKER.format(name=report.section + ":end")
+    section = f"{begin}\n{report.markdown()}{end}"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + section + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section + "\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="truco campaign", description="load, chaos and fuzz on loopback")
+    add_arguments(parser)
+    return command(parser.parse_args(argv))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    form = parser.add_mutually_exclusive_group()
+    store = {"action": "store_const", "dest": "profile"}
+    form.add_argument("--short", const=SHORT, help="about 1 minute (CI)", **store)  # type: ignore[arg-type]
+    form.add_argument("--long", const=LONG, help="about 16 minutes", **store)  # type: ignore[arg-type]
+    parser.add_argument(
+        "--only", type=lambda text: tuple(text.split(",")), default=PHASES, help="phases: load,fuzz,leaks"
+    )
+    parser.add_argument("--out", type=Path, help="rewrite the form's section of this report")
+
+
+def command(args: argparse.Namespace) -> int:
+    logging.disable(logging.WARNING)
+    unknown = set(args.only) - set(PHASES)
+    if unknown:
+        print(f"truco campaign: unknown phases {sorted(unknown)}; phases are {', '.join(PHASES)}")
+        return 2
+    report = asyncio.run(campaign(args.profile or SHORT, tuple(p for p in PHASES if p in args.only)))
+    print(report.markdown())
+    if args.out is not None:
+        write_report(args.out, report)
+    return 0 if report.ok else 1
