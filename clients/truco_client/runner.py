@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from truco_client.actions import Action
 from truco_client.bot import Bot
 from truco_client.client import TrucoClient
 from truco_client.connection import PlayerConnection
@@ -35,6 +36,48 @@ from truco_client.observation import Observation
 
 def _warn(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+class _Seat:
+    """What one seat's bot does with each observation, the same over unary calls and over a
+    player connection: join once (with a client seed), tell the bot, ask it for an action when
+    the seat must act (once per version; an illegal choice becomes the first legal action)."""
+
+    def __init__(self, bot: Bot, log: Callable[[str], None], client_seed: bytes | None) -> None:
+        self.bot, self.log, self.client_seed = bot, log, client_seed
+        self.started = self.joined = False
+        self.acted: set[int] = set()
+
+    def join_seed(self, obs: Observation) -> bytes | None:
+        """The seed to join with, once, when the seat must join."""
+        if not obs.must_join or self.joined:
+            return None
+        self.joined = True
+        return secrets.token_bytes(32) if self.client_seed is None else self.client_seed
+
+    def decide(self, obs: Observation) -> Action | None:
+        """Tell the bot about ``obs``; the action to submit now, if any."""
+        bot = self.bot
+        if not self.started and obs.seat is not None:
+            bot.on_match_start(obs.seat)
+            self.started = True
+        bot.on_observation(obs)
+        if obs.is_over:
+            bot.on_match_end(obs)
+            return None
+        if not obs.is_my_turn or obs.version in self.acted:
+            return None
+        self.acted.add(obs.version)
+        action = bot.choose(obs)
+        if action not in obs.legal_actions:
+            self.log(f"{bot!r} chose {action}, which is not legal; playing {obs.legal_actions[0]} instead")
+            action = obs.legal_actions[0]
+        return action
+
+    @staticmethod
+    def request_id(match_id: str, obs: Observation) -> str:
+        """Derived from the match, seat and version: a retry never applies a decision twice."""
+        return f"{match_id}:{obs.seat}:{obs.version}"
 
 
 def run_bot(
@@ -71,48 +114,32 @@ def run_bot(
         if client is not None
         else TrucoClient(target or "127.0.0.1:50051", token=token, heartbeat_timeout=heartbeat_timeout)
     )
-    started = False
-    joined = False
-    acted: set[int] = set()
+    seat = _Seat(bot, log, client_seed)
     last: Observation | None = None
     try:
         for upd in c.stream(match_id, from_version=0):
-            obs = upd.observation
-            last = obs
-            if obs.must_join and not joined:
-                joined = True
-                seed = secrets.token_bytes(32) if client_seed is None else client_seed
+            obs = last = upd.observation
+            seed = seat.join_seed(obs)
+            if seed is not None:
                 try:
                     c.join_match(match_id, seed)
                 except TrucoApiError as exc:  # the window closed: the stream shows the abort
                     log(f"join refused: {exc}")
-            if not started and obs.seat is not None:
-                bot.on_match_start(obs.seat)
-                started = True
-            bot.on_observation(obs)
+            action = seat.decide(obs)
             if obs.is_over:
-                bot.on_match_end(obs)
                 return obs
-            if not obs.is_my_turn or obs.version in acted:
+            if action is None:
                 continue
-            action = bot.choose(obs)
-            if action not in obs.legal_actions:
-                log(f"{bot!r} chose {action}, which is not legal; playing {obs.legal_actions[0]} instead")
-                action = obs.legal_actions[0]
             if think_delay:
                 time.sleep(think_delay)
             try:
                 c.submit_action(
-                    match_id,
-                    action,
-                    request_id=f"{match_id}:{obs.seat}:{obs.version}",
-                    expected_version=obs.version,
+                    match_id, action, request_id=seat.request_id(match_id, obs), expected_version=obs.version
                 )
             except (StaleVersion, RequestIdReused):
                 pass  # a newer observation is on its way / already applied
             except IllegalAction as exc:
                 log(f"action refused: {exc}")
-            acted.add(obs.version)
     finally:
         if own:
             c.close()
@@ -133,47 +160,32 @@ async def play_seat(
     """:func:`run_bot` on a player connection the caller holds (it may carry other seats):
     the same decisions, request ids and handling of refusals."""
     seat = await conn.seat(match_id, token, from_version=0)
-    started = False
-    joined = False
-    acted: set[int] = set()
+    turns = _Seat(bot, log, client_seed)
     last: Observation | None = None
     try:
         async for upd in seat:
-            obs = upd.observation
-            last = obs
-            if obs.must_join and not joined:
-                joined = True
-                seed = secrets.token_bytes(32) if client_seed is None else client_seed
+            obs = last = upd.observation
+            seed = turns.join_seed(obs)
+            if seed is not None:
                 try:
                     await seat.join(seed)
                 except TrucoApiError as exc:  # the window closed: the stream shows the abort
                     log(f"join refused: {exc}")
-            if not started and obs.seat is not None:
-                bot.on_match_start(obs.seat)
-                started = True
-            bot.on_observation(obs)
+            action = turns.decide(obs)
             if obs.is_over:
-                bot.on_match_end(obs)
                 return obs
-            if not obs.is_my_turn or obs.version in acted:
+            if action is None:
                 continue
-            action = bot.choose(obs)
-            if action not in obs.legal_actions:
-                log(f"{bot!r} chose {action}, which is not legal; playing {obs.legal_actions[0]} instead")
-                action = obs.legal_actions[0]
             if think_delay:
                 await asyncio.sleep(think_delay)
             try:
                 await seat.submit(
-                    action,
-                    request_id=f"{match_id}:{obs.seat}:{obs.version}",
-                    expected_version=obs.version,
+                    action, request_id=turns.request_id(match_id, obs), expected_version=obs.version
                 )
             except (StaleVersion, RequestIdReused):
                 pass  # a newer observation is on its way / already applied
             except IllegalAction as exc:
                 log(f"action refused: {exc}")
-            acted.add(obs.version)
     finally:
         await seat.close()
     assert last is not None
