@@ -347,7 +347,7 @@ class Worker:
 
     async def _readiness_loop(self) -> None:
         interval = self.settings.readiness_interval_seconds
-        while True:
+        while self._stopping is None:  # (a cancellation that asyncio.wait_for swallowed ends it too)
             started = time.monotonic()
             try:
                 await self.check_readiness()
@@ -453,9 +453,11 @@ class Worker:
         grace = self.settings.shutdown_grace_seconds if grace is None else grace
         _log.info("worker stopping", grace_s=grace, open_streams=self.streams.active)
         if self._readiness_task is not None:
+            # Cancel it, and wait at most one more round: on Python 3.11 a cancellation that
+            # lands while a store ping completes can be swallowed by asyncio.wait_for, and the
+            # loop then ends by itself at its next turn (it checks `_stopping`).
             self._readiness_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._readiness_task
+            await asyncio.wait({self._readiness_task}, timeout=self.settings.readiness_interval_seconds + 2)
             self._readiness_task = None
         await self.health.enter_graceful_shutdown()
         if self.settings.shutdown_drain_seconds > 0:

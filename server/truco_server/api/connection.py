@@ -37,6 +37,7 @@ from google.rpc import status_pb2  # type: ignore[import-untyped]
 
 from truco_contract.pb import match_service_pb2
 from truco_server import errors as E
+from truco_server.api import limits
 from truco_server.api.auth import Credentials
 from truco_server.api.wire import INTERNAL, MatchApi, to_status
 
@@ -140,6 +141,7 @@ class PlayerConnection:
     async def _read(self, requests: AsyncIterator[pb.ConnectRequest]) -> None:
         try:
             async for req in requests:
+                limits.require(req)  # malformed bytes or oversized fields: INVALID_ARGUMENT, the end
                 kind = req.WhichOneof("message")
                 if kind == "action":
                     await self._slots.acquire()
