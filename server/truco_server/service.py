@@ -110,6 +110,20 @@ class ServiceDefaults:
 
 
 # ----------------------------------------------------------------------------- service
+def rules_of(preset: str, overrides: dict[str, Any]) -> te.RuleSet:
+    """The rule set of a preset with overrides; a bad one is INVALID_ARGUMENT (INVALID_RULES)
+    naming the offending field (the matches' and the leagues' one check)."""
+    try:
+        return te.get_rules(preset, **overrides)
+    except te.TrucoError as exc:
+        field_name = getattr(exc, "field", "rules")
+        raise E.InvalidArgument(
+            str(exc),
+            reason=E.Reason.INVALID_RULES,
+            field_violations=[E.FieldViolation(field_name, str(exc))],
+        ) from exc
+
+
 class MatchService:
     """The product's operations over a :class:`MatchStore`."""
 
@@ -472,18 +486,10 @@ class MatchService:
         return requested
 
     async def create_match(self, operator: Operator, req: T.CreateMatchRequest) -> T.CreateMatchResponse:
-        try:
-            overrides = dict(req.overrides)
-            if req.players is not None:
-                overrides["players"] = req.players
-            rules = te.get_rules(req.preset, **overrides)
-        except te.TrucoError as exc:
-            field_name = getattr(exc, "field", "rules")
-            raise E.InvalidArgument(
-                str(exc),
-                reason=E.Reason.INVALID_RULES,
-                field_violations=[E.FieldViolation(field_name, str(exc))],
-            ) from exc
+        overrides = dict(req.overrides)
+        if req.players is not None:
+            overrides["players"] = req.players
+        rules = rules_of(req.preset, overrides)
         if req.seats and len(req.seats) != rules.players:
             raise E.InvalidArgument(
                 f"{len(req.seats)} seats given for {rules.players} players",

@@ -93,7 +93,7 @@ from truco_server.leagues import (
 )
 from truco_server.leagues.formats import ELIMINATION
 from truco_server.scheduler import QueueReader
-from truco_server.service import MatchService
+from truco_server.service import MatchService, rules_of
 from truco_server.storage import MatchStore
 from truco_server.storage.base import LEAGUE as LEAGUE_QUEUE
 from truco_server.storage.base import Claim
@@ -233,15 +233,7 @@ class LeagueService:
         except LeagueError as exc:
             raise league_error(exc) from exc
         base = decode_create(spec.template)
-        try:
-            rules = te.get_rules(base.preset, **dict(base.overrides))
-        except te.TrucoError as exc:
-            field_name = getattr(exc, "field", "rules")
-            raise E.InvalidArgument(
-                str(exc),
-                reason=E.Reason.INVALID_RULES,
-                field_violations=[E.FieldViolation(field_name, str(exc))],
-            ) from exc
+        rules = rules_of(base.preset, dict(base.overrides))
         if rules.play_mode != "teams" or rules.players % 2:
             raise _invalid("rules", f"{rules.name} is not played by two sides; a league needs two sides")
         # the match service's own check of match settings (every match is created with them)
