@@ -8,7 +8,6 @@ play`` and ``truco demo``, examples and tests); in-memory store unless given a R
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 from typing import Any
 
@@ -38,7 +37,7 @@ class EmbeddedServer:
 
     def start(self) -> EmbeddedServer:
         if self.quiet:
-            configure_logging("error", stream=sys.stderr)
+            configure_logging("error", stream="stderr")
 
         ready = threading.Event()
         errors: list[BaseException] = []

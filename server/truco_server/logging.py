@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 import structlog
 import structlog.tracebacks
@@ -53,10 +53,35 @@ def _shared_processors() -> list[Processor]:
     ]
 
 
-def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
-    """Configure structlog and the stdlib root logger to write JSON lines to `stream`."""
+class _CurrentStream:
+    """Writes to whatever `sys.stdout` (or `sys.stderr`) is when a line is written.
+
+    Holding the stream object found at configuration time breaks when it is later replaced
+    and closed (a test runner's capture, a daemonised process): every log call would then
+    raise "I/O operation on closed file" inside the code that logged.
+    """
+
+    def __init__(self, name: Literal["stdout", "stderr"]) -> None:
+        self._name = name
+
+    def _target(self) -> TextIO:
+        target: TextIO = getattr(sys, self._name)
+        return target
+
+    def write(self, text: str) -> int:
+        return self._target().write(text)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+
+def configure_logging(level: str = "info", stream: TextIO | Literal["stdout", "stderr"] = "stdout") -> None:
+    """Configure structlog and the stdlib root logger to write JSON lines to `stream`.
+
+    `"stdout"` and `"stderr"` mean the process's stream at the time each line is written.
+    """
     numeric = _LEVELS[level.lower()]
-    out = stream if stream is not None else sys.stdout
+    out: Any = _CurrentStream(stream) if isinstance(stream, str) else stream
     structlog.configure(
         processors=[
             *_shared_processors(),

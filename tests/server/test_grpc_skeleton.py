@@ -10,6 +10,7 @@ import asyncio
 import io
 import json
 import socket
+import sys
 import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any
@@ -484,6 +485,36 @@ def test_every_setting_has_an_option_and_a_documented_row() -> None:
 
 
 # --- logging --------------------------------------------------------------------------
+
+
+def test_logs_follow_the_current_stdout_even_after_the_first_one_is_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream replaced and closed after configuration (a capture, a daemon) breaks no log call."""
+    import logging
+
+    import structlog
+
+    from truco_server.logging import configure_logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    first = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", first)
+    configure_logging("info")
+    try:
+        structlog.get_logger().info("one")
+        first.close()
+        second = io.StringIO()
+        monkeypatch.setattr(sys, "stdout", second)
+        structlog.get_logger().info("two")
+        logging.getLogger("stdlib.side").warning("three")
+    finally:
+        structlog.reset_defaults()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    lines = [json.loads(line) for line in second.getvalue().splitlines()]
+    assert [line["event"] for line in lines] == ["two", "three"]
 
 
 def test_log_lines_are_json_with_bound_context_and_no_secrets() -> None:
