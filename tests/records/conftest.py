@@ -98,14 +98,16 @@ def played(server: EmbeddedServer, tmp_path_factory: pytest.TempPathFactory) -> 
     match lasts five hands or more is kept."""
     seeds: tuple[bytes | None, ...] = (b"seat zero's seed", b"seat one's seed", None, b"")
     with TrucoClient(server.address, api_key=API_KEY, timeout=10.0) as client:
+        ended: list[tuple[int, object, object]] = []
         for attempt in range(10):
             m = client.create_match("paulista", players=4, join_window=60, client_seed=b"the creator's seed")
             play_to_end(client, m, seeds, attempt)
             record = client.get_match_record(m.match_id, token=m.seat_tokens[0])
             if len(record.hands) >= 5:
                 break
+            ended.append((len(record.hands), record.match.state, record.match.result))
         else:
-            raise AssertionError("no match lasted five hands")
+            raise AssertionError(f"no match lasted five hands: (hands, state, result) {ended}")
     path = tmp_path_factory.mktemp("record") / "match.json"
     write_record(record, path)
     return Played(m, record, path, seeds)
