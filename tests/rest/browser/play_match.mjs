@@ -54,7 +54,15 @@ function watch(page, name) {
   page.on("pageerror", (e) => problems.push(`${name} pageerror: ${e.message}`));
   page.on("console", (m) => {
     // A 409 (STALE_VERSION: an in-page bot or a click raced the stream) is retried by design.
-    if (m.type() === "error" && !/status of 409/.test(m.text())) problems.push(`${name} console: ${m.text()}`);
+    if (m.type() === "error" && !/status of (409|[45]\d\d)/.test(m.text())) problems.push(`${name} console: ${m.text()}`);
+  });
+  // Refused requests are reported with what was asked and why (the console only has the status).
+  page.on("response", async (r) => {
+    if (r.status() < 400 || r.status() === 409) return;
+    let body = "";
+    try { body = (await r.text()).slice(0, 300); } catch { body = "(no body)"; }
+    const sent = (r.request().postData() || "").slice(0, 300);
+    problems.push(`${name}: ${r.request().method()} ${new URL(r.url()).pathname} -> ${r.status()} ${body} (sent ${sent})`);
   });
   page.setDefaultTimeout(20000);
 }
