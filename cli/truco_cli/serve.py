@@ -12,7 +12,7 @@ import sys
 
 from truco_server.config import ConfigError, Settings, add_arguments, load_settings
 from truco_server.grpc_server import Worker, serve
-from truco_server.logging import configure_logging
+from truco_server.logging import configure_logging, get_logger
 from truco_server.service_wiring import servicer_factory
 
 
@@ -107,4 +107,12 @@ def _print_listening(settings: Settings, worker: Worker) -> None:
     metrics_port = worker.metrics_port
     lines.append(f"metrics on :{metrics_port}" if metrics_port else "metrics disabled")
     lines.append(f"store: {settings.store_description}")
-    print("\n".join(lines), flush=True)
+    # stdout carries JSON log lines only (what a log collector reads); the banner is for people.
+    print("\n".join(lines), file=sys.stderr, flush=True)
+    get_logger("truco_server.serve").info(
+        "serving",
+        grpc_address=worker.grpc_address,
+        http_port=http_port or None,
+        metrics_port=metrics_port or None,
+        store=settings.store_description,
+    )

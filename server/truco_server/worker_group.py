@@ -11,7 +11,8 @@ serving itself:
   (``PROMETHEUS_MULTIPROC_DIR``, a private temporary directory) and the parent serves the
   aggregate on the metrics port (counters and histograms summed; the stream gauge summed
   over the live workers);
-* it prints the usual "listening" lines once every child is ready;
+* it prints the usual "listening" lines (on stderr) once every child is ready; the children's
+  JSON log lines go straight to the shared stdout;
 * on SIGTERM or SIGINT it sends SIGTERM to every child (each shuts down gracefully: health
   NOT_SERVING, drain, streams ended UNAVAILABLE), waits for them, SIGKILLs any that outlive
   the grace, removes the metrics directory and exits: one clean shutdown;
@@ -62,10 +63,16 @@ class _Child:
     address: str = ""
 
 
+def _to_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 class WorkerGroup:
     """The parent of ``N`` workers; :meth:`run` until a signal (see the module docstring)."""
 
-    def __init__(self, settings: Settings, argv: Sequence[str], out: Callable[[str], None] = print) -> None:
+    def __init__(
+        self, settings: Settings, argv: Sequence[str], out: Callable[[str], None] | None = None
+    ) -> None:
         self.n = settings.effective_workers
         host = settings.host
         self.settings = replace(
@@ -74,7 +81,7 @@ class WorkerGroup:
             http_port=settings.http_port or _free_port(host),
         )
         self.argv = list(argv)
-        self.out = out
+        self.out = out if out is not None else _to_stderr
         self.dir = tempfile.mkdtemp(prefix="truco-metrics-")
         self.children: list[_Child] = []
         self._stop = threading.Event()
@@ -95,7 +102,7 @@ class WorkerGroup:
         env["TRUCO_WORKER_INDEX"] = str(index)
         proc = subprocess.Popen(
             self._command(),
-            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,  # its banner (read here); its JSON logs go straight to stdout
             env=env,
             text=True,
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
@@ -105,16 +112,17 @@ class WorkerGroup:
         return child
 
     def _pump(self, child: _Child) -> None:
-        """Read a child's output: its listening line marks it ready; the rest is passed on."""
-        stream: IO[str] | None = child.proc.stdout
+        """Read a child's stderr: its listening line marks it ready, the rest of its banner is
+        dropped (the group prints one for all), anything else is passed on to stderr."""
+        stream: IO[str] | None = child.proc.stderr
         for line in stream or ():
             if line.startswith(READY) and not child.ready.is_set():
                 child.address = line[len(READY) :].strip()
                 child.ready.set()
                 continue
-            if child.ready.is_set() and not line.startswith(("REST/JSON listening", "metrics ", "store: ")):
-                sys.stdout.write(line)
-                sys.stdout.flush()
+            if not line.startswith(("REST/JSON listening", "metrics ", "store: ")):
+                sys.stderr.write(line)
+                sys.stderr.flush()
 
     # ------------------------------------------------------------------------------ metrics
     def _start_metrics(self) -> None:
@@ -183,7 +191,6 @@ class WorkerGroup:
                 ]
             )
         )
-        sys.stdout.flush()
 
     def _dead(self, child: _Child) -> None:
         from prometheus_client import multiprocess

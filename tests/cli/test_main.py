@@ -37,7 +37,8 @@ def test_cli_announces_where_it_listens(capsys: pytest.CaptureFixture[str]) -> N
         metrics_port = 9100
 
     serve._print_listening(Settings(redis_url="redis://:pw@r:6379/0"), FakeWorker())  # type: ignore[arg-type]
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.err  # the banner is for people: stdout carries JSON log lines only
     assert "gRPC listening on 127.0.0.1:50051" in out
     assert "metrics on :9100" in out
     assert "store: redis://:***@r:6379/0" in out
