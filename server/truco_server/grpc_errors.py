@@ -21,6 +21,7 @@ from grpc_status import rpc_status
 from truco_server.api import limits
 from truco_server.api.wire import INTERNAL, as_service_error, to_status
 from truco_server.errors import ServiceError
+from truco_server.logging import bind_refusal
 
 _log = structlog.get_logger("truco_server.grpc")
 
@@ -36,6 +37,7 @@ async def abort_with_service_error(
     context: grpc.aio.ServicerContext[Any, Any], err: ServiceError
 ) -> NoReturn:
     """End the current RPC with ``err``'s status and details (raises ``grpc.aio.AbortError``)."""
+    bind_refusal(err.reason)
     await context.abort_with_status(to_grpc_status(err))
     raise AssertionError("abort_with_status returned")  # pragma: no cover
 

@@ -1,8 +1,10 @@
 """structlog configuration: JSON lines with UTC timestamps and per-call context.
 
 Call `configure_logging(level)` once at start-up. Per-RPC context (`request_id`, `match_id`,
-`seat`, `grpc_method`) is bound with structlog's contextvars by the gRPC interceptor, and
-`bind_seat()` adds the seat once a handler has authenticated the caller. Credentials are
+`seat`, `grpc_method`) is bound with structlog's contextvars by the gRPC interceptor;
+`bind_operator()` and `bind_seat()` add who is calling once a handler has authenticated the
+caller, and `bind_refusal()` the typed reason of a refused call, so the `rpc finished` and
+`http request` lines say who was refused and why. Credentials are
 never bound or logged.
 
 Records from the standard `logging` module (grpc, redis, asyncio) go through the same
@@ -114,6 +116,18 @@ def get_logger(name: str | None = None) -> Any:
     """A structlog logger; `name` is bound as `logger`."""
     logger = structlog.get_logger()
     return logger.bind(logger=name) if name else logger
+
+
+def bind_operator(name: str) -> None:
+    """Bind the operator a call acts for (its key's name, or the owner of the match a seat
+    credential belongs to) to the current call's log context."""
+    structlog.contextvars.bind_contextvars(operator=name)
+
+
+def bind_refusal(reason: str) -> None:
+    """Bind the typed reason (``ErrorInfo.reason``) a call is refused with, for its
+    ``rpc finished`` / ``http request`` line."""
+    structlog.contextvars.bind_contextvars(reason=reason)
 
 
 def bind_seat(seat: int | None) -> None:

@@ -61,6 +61,7 @@ from truco_server import errors as E
 from truco_server import history, metrics
 from truco_server.api import types as T
 from truco_server.api.auth import SPECTATOR, Caller, MatchCredential, Operator, verify
+from truco_server.logging import bind_operator
 from truco_server.lru import Lru
 from truco_server.operators import outbox_item
 from truco_server.persisted import (
@@ -264,7 +265,9 @@ class MatchService:
     def _seat_of(loaded: Loaded, cred: MatchCredential) -> int:
         """Seat index, or SPECTATOR, for a match credential; raises Unauthenticated."""
         meta = loaded.meta
-        return verify(cred, meta.match_id, meta.cred_key, len(meta.seats))
+        seat = verify(cred, meta.match_id, meta.cred_key, len(meta.seats))
+        bind_operator(meta.owner)
+        return seat
 
     def _viewer(self, loaded: Loaded, caller: Caller) -> int:
         """Who is looking: a seat, or SPECTATOR (spectator credential or the owner)."""

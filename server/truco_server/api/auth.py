@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from truco_server import errors as E
 from truco_server.config import Settings
+from truco_server.logging import bind_operator
 
 SPECTATOR = -1
 """The viewer number of a match's spectators (and of its owner looking on)."""
@@ -168,4 +169,5 @@ class Authenticator:
         key = self.settings.api_key_for(api_key)
         if key is None:
             raise E.Unauthenticated("unknown API key")
+        bind_operator(key.name)
         return Operator(key.name)

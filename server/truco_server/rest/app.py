@@ -38,6 +38,7 @@ from truco_server import errors as E
 from truco_server.api import limits
 from truco_server.api.auth import Credentials, parse_token
 from truco_server.api.wire import INTERNAL, MatchApi, as_service_error, to_status
+from truco_server.logging import bind_refusal
 from truco_server.rest.cors import CorsPolicy
 from truco_server.rest.openapi import build_openapi
 from truco_server.rest.routes import (
@@ -142,6 +143,10 @@ def error_response(status: status_pb2.Status) -> web.Response:
     """The HTTP answer of an error: the JSON Status, its HTTP status, and ``Retry-After``
     (from the status's ``RetryInfo``; 1 s for any other 503)."""
     code = http_status(status.code)
+    if status.details and status.details[0].Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+        info = error_details_pb2.ErrorInfo()
+        status.details[0].Unpack(info)
+        bind_refusal(info.reason)
     headers = {"Cache-Control": "no-store"}
     retry_after = retry_after_seconds(status)
     if code == 401:
