@@ -185,6 +185,12 @@ class LoadStats:
     """Matches a failover lost whole, created again with the same request id."""
     acks: list[tuple[str, str, int]] = field(default_factory=list)
     """(match, request id, version answered) of every action answered OK."""
+    recreated_at: dict[str, int] = field(default_factory=dict)
+    """Match -> ``len(acks)`` when it was last created again: the acknowledgements before
+    that index belong to the incarnation that was lost."""
+    same_deal_again: list[str] = field(default_factory=list)
+    """Matches created again (after being lost whole) with the lost incarnation's deal
+    commitment: a worker served a match that no longer existed. Must stay empty."""
 
     def summary(self) -> str:
         return (
@@ -252,9 +258,15 @@ class ClusterBots:
         request = MS.CreateMatchRequest(
             rules=match_pb2.RuleSet(preset=self.preset), players=self.players, request_id=f"create-{index}"
         )
+        lost_commitment: str | None = None
         while True:
             created = await self._create(request)
             mid = str(created.match.match_id)
+            commitment = str(created.match.fairness.seed_hash)
+            if lost_commitment is not None:
+                self.stats.recreated_at[mid] = len(self.stats.acks)
+                if commitment and commitment == lost_commitment:
+                    self.stats.same_deal_again.append(mid)
             tokens = [c.token for c in sorted(created.seat_credentials, key=lambda c: c.seat)]
             rng = random.Random(f"{index}")
             self.live.add(mid)
@@ -269,9 +281,14 @@ class ClusterBots:
                 for t in seats:
                     t.cancel()
                 outcomes = await asyncio.gather(*seats, return_exceptions=True)
-            failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
+            # the seat that failed first decides: the others were cancelled here because of it
+            errors = [o for o in outcomes if isinstance(o, BaseException)]
+            failure = next((e for e in errors if not isinstance(e, asyncio.CancelledError)), None)
+            if failure is None and errors:
+                failure = errors[0]
             if isinstance(failure, MatchLost):
                 self.stats.matches_recreated += 1
+                lost_commitment = commitment
                 continue
             if failure is not None:
                 raise failure

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import shutil
 import signal
 import time
 from collections import Counter
@@ -18,7 +19,7 @@ import redis
 
 from truco_tools.campaign import Profile
 from truco_tools.cluster_load import ClusterBots, LoadStats, WorkerProcess, start_workers
-from truco_tools.redis_proc import RedisProcess, start_redis
+from truco_tools.redis_proc import LOG_NAME, RedisProcess, start_redis
 
 #: Settings of the campaign's workers: quick store-fault answers; quotas off (the bots are
 #: one operator playing as fast as they can, which is the load, not abuse).
@@ -49,15 +50,18 @@ class LoadResult:
     samples: list[Sample] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)
     doubled: list[str] = field(default_factory=list)
+    same_deal_again: list[str] = field(default_factory=list)
     unfinished: list[str] = field(default_factory=list)
     internal: int = 0
     checked_actions: int = 0
+    set_aside: int = 0
+    """Acknowledged actions of incarnations a Redis data loss took (not checked)."""
 
     @property
     def ok(self) -> bool:
         s = self.stats
         return not (self.lost or self.doubled or self.unfinished or s.unreported_gaps or s.duplicates
-                    or self.internal)  # fmt: skip
+                    or self.internal or self.same_deal_again)  # fmt: skip
 
 
 def _rss(pid: int) -> int:
@@ -87,7 +91,7 @@ async def _chaos(
 ) -> None:
     """The faults of the profile, spread evenly over its chaos time, in a fixed rotation."""
     plan = (["kill"] * profile.worker_kills + ["restart"] * profile.redis_restarts
-            + ["pause"] * profile.redis_pauses)  # fmt: skip
+            + ["pause"] * profile.redis_pauses + ["loss"] * profile.redis_losses)  # fmt: skip
     # interleave: kills between the Redis faults
     order = sorted(range(len(plan)), key=lambda i: (i % max(1, profile.worker_kills), i))
     gap = profile.chaos_seconds / (len(plan) + 1)
@@ -102,6 +106,8 @@ async def _chaos(
         elif kind == "restart":
             await asyncio.to_thread(rp.stop)  # SIGTERM: Redis flushes its append-only file
             await asyncio.to_thread(rp.restart)
+        elif kind == "loss":
+            await asyncio.to_thread(_lose_data, rp)
         else:
             os.kill(rp.pid, signal.SIGSTOP)
             try:
@@ -111,17 +117,33 @@ async def _chaos(
         faults[kind] += 1
 
 
+def _lose_data(rp: RedisProcess) -> None:
+    """SIGKILL Redis, remove its data files (append-only file, snapshot), start it empty."""
+    rp.kill()
+    assert rp.workdir is not None
+    for path in rp.workdir.iterdir():
+        if path.name == LOG_NAME:
+            continue
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    rp.restart()
+
+
 class Checker:
     """No lost action: every acknowledged request id of a finished match is in its
     idempotency record with the answered version. No doubled action: no two acknowledged
     actions share a version of a match. Checked as each match ends (finished matches leave
-    Redis after a minute)."""
+    Redis after a minute). The acknowledgements of an incarnation a data loss took are set
+    aside: the loss is the fault, and the new incarnation reuses the match id."""
 
     def __init__(self, result: LoadResult, r: redis.Redis) -> None:
         self.result, self.r = result, r
         self._seen = 0
-        self._pending: dict[str, list[tuple[str, int]]] = {}
+        self._pending: dict[str, list[tuple[int, str, int]]] = {}
         self.checked_actions = 0
+        self.set_aside = 0
 
     def match_done(self, mid: str) -> None:
         """Check ``mid``; the check's own reads wait out a Redis restart or pause (up to a minute)."""
@@ -136,10 +158,14 @@ class Checker:
 
     def _match_done(self, mid: str) -> None:
         acks = self.result.stats.acks
-        for m, rid, version in acks[self._seen :]:
-            self._pending.setdefault(m, []).append((rid, version))
+        for index in range(self._seen, len(acks)):
+            m, rid, version = acks[index]
+            self._pending.setdefault(m, []).append((index, rid, version))
         self._seen = len(acks)
-        mine = self._pending.get(mid, [])
+        current = self.result.stats.recreated_at.get(mid, 0)
+        every = self._pending.get(mid, [])
+        mine = [(rid, version) for index, rid, version in every if index >= current]
+        self.set_aside += len(every) - len(mine)
         stored = self.r.hmget(f"truco:{{{mid}}}:req", [rid for rid, _ in mine]) if mine else []
         status = self.r.hget(f"truco:{{{mid}}}:match", "status")  # both read before any verdict
         by_version: dict[int, str] = {}
@@ -191,6 +217,8 @@ async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResul
             sampled.set()
             await sampler
         result.checked_actions = checker.checked_actions
+        result.set_aside = checker.set_aside
+        result.same_deal_again = list(result.stats.same_deal_again)
         retries = result.stats.retries
         result.internal = retries["INTERNAL"] + retries["UNKNOWN"]
         r.close()

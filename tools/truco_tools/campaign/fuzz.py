@@ -100,8 +100,13 @@ class Gen:
                 return
             if f.message_type.full_name == "google.protobuf.Struct":
                 s = getattr(msg, f.name)
-                s.update({r.choice(["players", "target_points", "name", "flor", "x" * 70]): r.choice(
-                    [2, 4, 6, 7, -3, "z", True, None, [1, 2], {"deep": {"er": 1}}])})
+                s.update(
+                    {
+                        r.choice(["players", "target_points", "name", "flor", "x" * 70]): r.choice(
+                            [2, 4, 6, 7, -3, "z", True, None, [1, 2], {"deep": {"er": 1}}]
+                        )
+                    }
+                )
                 return
             if depth > 3:
                 return

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from truco_server.logging import configure_logging
 from truco_tools.campaign import LONG, SHORT, Profile
 from truco_tools.campaign.chaos import LoadResult, memory_growth, run_load
 from truco_tools.campaign.fuzz import FuzzResult, run_fuzz, worker_env
@@ -52,8 +53,8 @@ class Report:
             "with an append-only file.",
             "",
             "| phase | seconds | matches finished | actions acknowledged (checked) | faults | lost | doubled "
-            "| unfinished | unreported gaps | duplicates | INTERNAL/UNKNOWN |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| unfinished | unreported gaps | duplicates | INTERNAL/UNKNOWN | lost deal served again |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in self.loads:
             s = r.stats
@@ -61,11 +62,13 @@ class Report:
             out.append(
                 f"| {r.phase} | {r.seconds:g} | {s.matches_finished} | {s.actions} ({r.checked_actions}) "
                 f"| {faults} | {len(r.lost)} | {len(r.doubled)} | {len(r.unfinished)} "
-                f"| {len(s.unreported_gaps)} | {len(s.duplicates)} | {r.internal} |"
+                f"| {len(s.unreported_gaps)} | {len(s.duplicates)} | {r.internal} "
+                f"| {len(r.same_deal_again)} |"
             )
         out += ["", "Fault names: `kill` a worker SIGKILLed and started again; `restart` Redis stopped "
                 "(SIGTERM) and started on its append-only file; `pause` Redis SIGSTOPped for "
-                f"{p.pause_seconds:g} s.", ""]  # fmt: skip
+                f"{p.pause_seconds:g} s; `loss` Redis SIGKILLed and started with its files removed "
+                "(every match gone).", ""]  # fmt: skip
         for r in self.loads:
             g = memory_growth(r.samples)
             if g:
@@ -78,6 +81,13 @@ class Report:
                 )
             s = r.stats
             out.append(f"- {r.phase} retries: {dict(s.retries)}; streams broken {dict(s.stream_breaks)}.")
+            if s.matches_recreated:
+                out.append(
+                    f"- {r.phase}: {s.matches_recreated} matches lost whole and created again with their "
+                    f"request id (a new incarnation, a new deal commitment: "
+                    f"{len(r.same_deal_again)} got the lost one's); {r.set_aside} acknowledged actions "
+                    "of the lost incarnations set aside, not checked (the data loss lost them)."
+                )
         return out
 
     @property
@@ -109,7 +119,7 @@ class Report:
                 f"own stream: {lk.messages} messages checked against the server's state and stored "
                 f"events, **{len(lk.leaks)} leaks**, {len(lk.errors)} matches that failed to play.",
             ]
-        problems = [x for r in self.loads for x in r.lost + r.doubled + r.unfinished]
+        problems = [x for r in self.loads for x in r.lost + r.doubled + r.unfinished + r.same_deal_again]
         problems += lk.leaks + lk.errors
         problems += [x for f in self.fuzz for x in f.bad + f.changed]
         if problems:
@@ -172,6 +182,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def command(args: argparse.Namespace) -> int:
     logging.disable(logging.WARNING)
+    # the in-process worker's own log lines go to stderr: stdout is the report
+    configure_logging("error", stream="stderr")
     unknown = set(args.only) - set(PHASES)
     if unknown:
         print(f"truco campaign: unknown phases {sorted(unknown)}; phases are {', '.join(PHASES)}")
