@@ -95,6 +95,10 @@ log = structlog.get_logger("truco.service")
 EVERYONE = -2
 """Cache key of what every viewer sees alike (a public event)."""
 VIEW_CACHE_SIZE = 512
+ENDED_CACHE_SIZE = 256
+"""Ended matches a worker keeps decoded (their last streams, records and GetMatch calls
+come soon after the end); apart from the live ones, so that under a steady load a worker's
+memory follows the matches in play, not the matches played."""
 """Views (and their events) kept per worker; see ``MatchService.__init__``."""
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -147,6 +151,7 @@ class MatchService:
         self.now = clock
         """The service's time (seconds since the epoch); tests pass their own."""
         self._cache: Lru[str, Loaded] = Lru(cache_size)
+        self._ended: Lru[str, Loaded] = Lru(ENDED_CACHE_SIZE)
         # decoded stored events by (match, version): each blob is decoded once per worker,
         # not once per subscriber (and not at all for this worker's own commits)
         # (each cached value remembers what it was made from -- the stored bytes, the entry,
@@ -241,14 +246,15 @@ class MatchService:
     # ------------------------------------------------------------------------- cache
     async def _load(self, match_id: str, *, fresh: bool = False) -> Loaded:
         if not fresh:
-            hit = self._cache.get(match_id)
+            hit = self._cached(match_id)
             if hit is not None:
                 return hit
         snap = await self.store.load(match_id)
         if snap is None:
             self._cache.pop(match_id)
+            self._ended.pop(match_id)
             raise E.MatchNotFound(f"no match {match_id!r}")
-        old = self._cache.get(match_id)
+        old = self._cached(match_id)
         if old is not None and old.meta_bytes == snap.meta:  # the same incarnation: reuse its setup
             meta, setup = old.meta, old.setup
         else:
@@ -257,8 +263,20 @@ class MatchService:
         state, life = decode_state(snap.state)
         loaded = Loaded(meta, setup, state, life, snap.version, MatchStatus(snap.status), snap.updated_at)
         loaded.meta_bytes = snap.meta
-        self._cache.put(match_id, loaded)
+        self._keep(loaded)
         return loaded
+
+    def _cached(self, match_id: str) -> Loaded | None:
+        hit = self._cache.get(match_id)
+        return hit if hit is not None else self._ended.get(match_id)
+
+    def _keep(self, loaded: Loaded) -> None:
+        """Cache ``loaded``: a live match among the live ones, an ended one among the ended."""
+        if loaded.status is MatchStatus.ACTIVE:
+            self._cache.put(loaded.match_id, loaded)
+        else:
+            self._cache.pop(loaded.match_id)
+            self._ended.put(loaded.match_id, loaded)
 
     # -------------------------------------------------------------------------- auth
     @staticmethod
@@ -403,7 +421,7 @@ class MatchService:
             self._relay_soon(meta.match_id)
         for i, (entry, raw) in enumerate(zip(step.entries, raws, strict=True), loaded.version + 1):
             self._entries.put((meta.match_id, i), (raw, entry, now))
-        self._cache.put(meta.match_id, done)
+        self._keep(done)
         return done, res
 
     def _outbox(self, done: Loaded, entries: Sequence[LogEntry], first_version: int) -> list[bytes]:
@@ -596,7 +614,7 @@ class MatchService:
             return self._created(loaded)
         loaded.version = version
         loaded.meta_bytes = meta_bytes
-        self._cache.put(match_id, loaded)
+        self._keep(loaded)
         if outbox:
             self._relay_soon(match_id)
         metrics.MATCHES_CREATED.inc()

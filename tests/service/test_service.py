@@ -264,3 +264,28 @@ async def test_a_wakeup_claimed_before_its_match_exists_is_tried_again(service: 
     assert await reader.run_once() == 1
     far = now + 10 * MISSING_MATCH_RETRY_MS
     assert await store.queue_due(CLOCK, far) == []
+
+
+async def test_a_worker_keeps_every_live_match_and_only_the_latest_ended_ones(
+    service: MatchService, operator: Operator
+) -> None:
+    """Memory follows the matches in play: ended matches leave the live cache for a small one
+    of their own, and one evicted from it is read from the store again when asked for."""
+    from truco_server.service import ENDED_CACHE_SIZE
+
+    created = [
+        await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+        for _ in range(ENDED_CACHE_SIZE + 13)
+    ]
+    live, ended = created[:3], created[3:]
+    for c in ended:
+        await service.cancel_match(operator, T.CancelMatchRequest(c.match.match_id))
+    assert {m for m in (c.match.match_id for c in created) if m in service._cache} == {
+        c.match.match_id for c in live
+    }
+    assert len(service._ended) == ENDED_CACHE_SIZE
+    first = ended[0].match.match_id
+    assert first not in service._ended  # the oldest ended match was evicted...
+    got = await service.get_match(cred(ended[0].spectator_token), T.GetMatchRequest(first))
+    assert got.match.state is MatchStatus.CANCELLED  # ...and is read from the store again
+    assert first in service._ended and first not in service._cache
