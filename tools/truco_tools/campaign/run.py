@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime
 import logging
 import os
@@ -32,6 +33,8 @@ class Report:
     started: str
     machine: str
     phases: tuple[str, ...] = PHASES
+    overrides: str = ""
+    """The command line's overrides of the form (e.g. `` --soak-seconds 240``)."""
 
     @property
     def section(self) -> str:
@@ -100,7 +103,7 @@ class Report:
             f"## Campaign `{self.section}`: {'PASSED' if self.ok else 'FAILED'}",
             "",
             f"Run {self.started} on {self.machine}, {self.seconds:.0f} s in all, with "
-            f"`truco campaign --{p.name}{self._only}` (loopback only).",
+            f"`truco campaign --{p.name}{self._only}{self.overrides}` (loopback only).",
         ]
         if self.loads:
             out += self._load_lines()
@@ -178,6 +181,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--only", type=lambda text: tuple(text.split(",")), default=PHASES, help="phases: load,fuzz,leaks"
     )
     parser.add_argument("--out", type=Path, help="rewrite the form's section of this report")
+    parser.add_argument("--soak-seconds", type=float, help="override the form's soak time")
+    parser.add_argument("--concurrency", type=int, help="override the form's matches played at once")
 
 
 def command(args: argparse.Namespace) -> int:
@@ -188,7 +193,16 @@ def command(args: argparse.Namespace) -> int:
     if unknown:
         print(f"truco campaign: unknown phases {sorted(unknown)}; phases are {', '.join(PHASES)}")
         return 2
-    report = asyncio.run(campaign(args.profile or SHORT, tuple(p for p in PHASES if p in args.only)))
+    profile = args.profile or SHORT
+    overrides = ""
+    if args.soak_seconds is not None:
+        profile = dataclasses.replace(profile, soak_seconds=args.soak_seconds)
+        overrides += f" --soak-seconds {args.soak_seconds:g}"
+    if args.concurrency is not None:
+        profile = dataclasses.replace(profile, concurrency=args.concurrency)
+        overrides += f" --concurrency {args.concurrency}"
+    report = asyncio.run(campaign(profile, tuple(p for p in PHASES if p in args.only)))
+    report.overrides = overrides
     print(report.markdown())
     if args.out is not None:
         write_report(args.out, report)
