@@ -86,6 +86,9 @@ def _busy_port(settings: Settings) -> str | None:
             continue
         family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
         with socket.socket(family, socket.SOCK_STREAM) as probe:
+            # as the servers themselves bind: a port whose last listener left connections in
+            # TIME_WAIT (a worker killed and started again) is free, one being listened on is not
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind((settings.host, port))
             except OSError as exc:

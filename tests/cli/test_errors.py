@@ -120,6 +120,31 @@ def test_serve_on_a_busy_port_is_one_line(capsys: pytest.CaptureFixture[str]) ->
     one_line_error(done, f"truco serve: cannot listen on 127.0.0.1:{port} for gRPC", "--grpc-port")
 
 
+def test_a_port_left_in_time_wait_by_a_killed_worker_is_not_busy() -> None:
+    """A worker SIGKILLed and started again on its port finds the old connections in
+    TIME_WAIT; the servers bind through them (SO_REUSEADDR), so the start-up check must too."""
+    from truco_cli import serve
+    from truco_server.config import Settings
+
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = listener.accept()
+    accepted.close()  # the server's side closes first: its end of the connection is in TIME_WAIT
+    listener.close()
+    client.close()
+    settings = Settings(grpc_port=port, http_port=0, metrics_port=0)
+    assert serve._busy_port(settings) is None
+    with socket.socket() as busy:  # while something listens on it, it is busy
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        busy.bind(("127.0.0.1", port))
+        busy.listen()
+        assert f"127.0.0.1:{port}" in (serve._busy_port(settings) or "")
+
+
 def test_a_bot_of_your_own_in_a_module_that_fails_to_import(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("raise RuntimeError('boom')\n")
     one_line_error(
