@@ -71,9 +71,15 @@ class MatchRecord:
         if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:
             raise RecordError(f"not a match record of format {RECORD_FORMAT!r}")
         steps = data.get("steps")
-        if not isinstance(steps, list):
-            raise RecordError("record 'steps' must be a list")
-        return cls(RuleSet.from_dict(data["rules"]), data.get("first_dealer"), list(steps))
+        if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
+            raise RecordError("record 'steps' must be a list of objects")
+        first_dealer = data.get("first_dealer")
+        if first_dealer is not None and (not isinstance(first_dealer, int) or isinstance(first_dealer, bool)):
+            raise RecordError("record 'first_dealer' must be a seat number or null")
+        rules = data.get("rules")
+        if not isinstance(rules, dict):
+            raise RecordError("record 'rules' must be an object of rule fields")
+        return cls(RuleSet.from_dict(rules), first_dealer, list(steps))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> MatchRecord:
@@ -108,13 +114,26 @@ class Match:
 
 def replay(record: MatchRecord) -> MatchState:
     """Rebuild the state a record describes, step by step (raising on any illegal step)."""
-    state = new_match(record.rules, record.first_dealer)
+    try:
+        state = new_match(record.rules, record.first_dealer)
+    except (TrucoError, LookupError, TypeError, ValueError) as exc:
+        raise RecordError(f"the match cannot be set up: {exc}") from exc
     for i, step in enumerate(record.steps):
         try:
             if "deal" in step:
-                state, _ = deal(state, step["deal"], step.get("salt", ""))
+                deck, salt = step["deal"], step.get("salt", "")
+                if not isinstance(deck, list) or not all(isinstance(c, str) for c in deck):
+                    raise RecordError(f"step {i}: 'deal' must be a list of card codes")
+                if not isinstance(salt, str):
+                    raise RecordError(f"step {i}: 'salt' must be a string")
+                state, _ = deal(state, deck, salt)
             else:
-                state, _ = apply(state, int(step["seat"]), Action.from_dict(step["action"]))
-        except (TrucoError, KeyError, TypeError) as exc:
+                seat = step.get("seat")
+                if not isinstance(seat, int) or isinstance(seat, bool):
+                    raise RecordError(f"step {i}: 'seat' must be a seat number")
+                state, _ = apply(state, seat, Action.from_dict(step.get("action")))
+        except RecordError:
+            raise
+        except (TrucoError, LookupError, TypeError, ValueError) as exc:
             raise RecordError(f"step {i}: {exc}") from exc
     return state

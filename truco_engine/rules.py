@@ -13,6 +13,7 @@ naming the field and the allowed values. See ``docs/rules/`` for the sources.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from enum import StrEnum
@@ -250,6 +251,8 @@ class RuleSet:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RuleSet:
         """Inverse of :meth:`to_dict`; unknown fields are refused."""
+        if not isinstance(data, Mapping):
+            raise InvalidRulesError("rules", f"must be an object of rule fields, got {type(data).__name__}")
         return _build(cls(), data)
 
     def replace(self, **overrides: Any) -> RuleSet:
@@ -258,6 +261,22 @@ class RuleSet:
 
 
 _FIELD_NAMES: Final = {f.name for f in fields(RuleSet)}
+_FIELD_TYPES: Final = typing.get_type_hints(RuleSet)
+
+
+def _type_problem(hint: Any, value: object) -> str | None:
+    """What is wrong with the type of ``value`` for a field of type ``hint``, for the types
+    :func:`_validate` does not check itself (``None``: nothing): flags, and lists, whose items
+    later code hashes or prints as names (numbers and names get their allowed values from
+    :func:`_validate` and the enums)."""
+    if hint is bool:
+        return None if isinstance(value, bool) else "expected true or false"
+    if typing.get_origin(hint) is tuple:
+        if not isinstance(value, tuple):
+            return "expected a list"
+        if typing.get_args(hint)[0] is str and not all(isinstance(v, str) for v in value):
+            return "expected a list of names (strings)"
+    return None
 
 
 def _build(base: RuleSet, overrides: Mapping[str, Any]) -> RuleSet:
@@ -271,8 +290,10 @@ def _build(base: RuleSet, overrides: Mapping[str, Any]) -> RuleSet:
         default = getattr(base, k)
         if isinstance(default, tuple) and isinstance(v, list | tuple):
             v = tuple(v)
-        if isinstance(default, bool) and not isinstance(v, bool):
-            raise InvalidRulesError(k, f"expected true or false, got {v!r}")
+        problem = _type_problem(_FIELD_TYPES[k], v)
+        if problem is not None:
+            shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
+            raise InvalidRulesError(k, f"{problem}, got {shown}")
         clean[k] = v
     return dataclasses.replace(base, **clean)
 
@@ -457,7 +478,15 @@ def find_preset(name: str) -> tuple[str, int | None]:
 
 
 def get_rules(name: str = "paulista", /, **overrides: Any) -> RuleSet:
-    """The rule set of a preset (name, alias or ``NAME-Np``) with house-rule overrides."""
+    """The rule set of a preset (name, alias or ``NAME-Np``) with house-rule overrides.
+
+    ``name`` is not a house rule: a rule set keeps the name of the preset it was built from
+    (what a match shows, what ratings group by), so overriding it raises
+    :class:`InvalidRulesError` rather than passing one preset off as another."""
+    if "name" in overrides:
+        raise InvalidRulesError(
+            "name", "is the preset's name, not a house rule: pick the preset by name and override its fields"
+        )
     key, players = find_preset(name)
     base = PRESETS[key]
     extra: dict[str, Any] = {}

@@ -328,7 +328,7 @@ def record_from_json(text: str | bytes) -> MatchRecord:
     body, ``{"record": {...}}``). Raises :class:`RecordFormatError` saying what is wrong."""
     from google.protobuf import json_format
 
-    from truco_contract import codec
+    from truco_contract import codec, json_mapping
     from truco_contract.pb import match_service_pb2
 
     try:
@@ -344,7 +344,9 @@ def record_from_json(text: str | bytes) -> MatchRecord:
         raise RecordFormatError(f"not a match record: format is {found!r}, expected {FORMAT!r}")
     msg = match_service_pb2.MatchRecord()
     try:
-        json_format.ParseDict(data, msg)
+        json_mapping.parse_dict(data, msg)
+    except json_mapping.Base64FieldError as exc:
+        raise RecordFormatError(f"not a match record: {exc}") from None
     except json_format.ParseError as exc:
         raise RecordFormatError(f"not a match record: {exc}") from None
     except (ValueError, TypeError, RecursionError) as exc:

@@ -69,7 +69,8 @@ class Credentials:
         bearer: str | None = None
         api_key: str | None = None
         for key, value in pairs or ():
-            text = value.decode(errors="replace") if isinstance(value, bytes) else value
+            # as text that encodes: an HTTP header's undecodable bytes arrive as lone surrogates
+            text = value.decode(errors="replace") if isinstance(value, bytes) else _encodable(value)
             if key == "authorization":
                 scheme, _, rest = text.partition(" ")
                 if scheme.lower() == "bearer" and rest.strip():
@@ -81,6 +82,11 @@ class Credentials:
         if bearer is not None and not bearer.startswith(TOKEN_PREFIX + "."):
             api_key, bearer = api_key or bearer, None
         return cls(bearer, api_key)
+
+
+def _encodable(text: str) -> str:
+    """``text`` with what UTF-8 cannot encode (lone surrogates) replaced by ``?``."""
+    return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
 
 
 MAX_TOKEN_CHARS = 256

@@ -49,6 +49,7 @@ from truco_server.rest.routes import (
     Route,
     decode_request,
     encode_response,
+    last_event_version,
     message_to_json,
     routes_of,
 )
@@ -72,8 +73,6 @@ JSON_TYPES = (
     "text/plain",
     "application/x-www-form-urlencoded",
 )
-#: Most digits of a Last-Event-ID (a version number; int64).
-VERSION_DIGITS = 18
 
 NDJSON = "application/x-ndjson"
 EVENT_STREAM = "text/event-stream"
@@ -386,20 +385,14 @@ class RestFace:
             resumed = False
             if RESUME_FIELD in route.input.fields_by_name:
                 resumed = message.HasField(RESUME_FIELD)
-                last_event_id = request.headers.get("Last-Event-ID", "").strip()
-                if not resumed and last_event_id:
-                    digits = last_event_id.isascii() and last_event_id.isdigit()
-                    if not digits or len(last_event_id) > VERSION_DIGITS:
-                        return error_response(
-                            to_status(
-                                E.InvalidArgument(
-                                    "Last-Event-ID must be a version number",
-                                    field_violations=[E.FieldViolation("Last-Event-ID", "not a number")],
-                                )
-                            )
-                        )
-                    setattr(message, RESUME_FIELD, int(last_event_id))
-                    resumed = True
+                if not resumed:
+                    try:
+                        version = last_event_version(request.headers.get("Last-Event-ID", ""))
+                    except E.ServiceError as exc:
+                        return error_response(to_status(exc))
+                    if version is not None:
+                        setattr(message, RESUME_FIELD, version)
+                        resumed = True
             return await self._stream(request, route, message, creds, sse=sse, resumed=resumed)
 
         return handle

@@ -16,7 +16,6 @@ Binding (as in google/api/http.proto, grpc-gateway and Envoy's transcoder):
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -28,6 +27,7 @@ from google.protobuf import descriptor, json_format
 from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
+from truco_contract import json_mapping
 from truco_server import errors as E
 
 FD = descriptor.FieldDescriptor
@@ -238,13 +238,8 @@ def _query_value(path: str, f: descriptor.FieldDescriptor, raw: str) -> Any:
         raise _bad(path, "expected true or false")
     if f.type == FD.TYPE_ENUM and re.fullmatch(r"-?\d+", raw):
         return int(raw)
-    if f.type == FD.TYPE_BYTES:
-        # URL-safe base64 is common in query strings; the JSON mapping wants standard.
-        try:
-            raw_bytes = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
-        except ValueError:
-            raise _bad(path, "expected base64") from None
-        return base64.b64encode(raw_bytes).decode()
+    # a bytes field stays base64 text (URL-safe is common in query strings): the JSON mapping
+    # reads either alphabet, and json_mapping.parse_dict refuses what is neither
     return raw
 
 
@@ -312,12 +307,34 @@ def decode_request(
         _set_path(data, path, path_params[path.replace(".", "__")])
     message = route.request_class()()
     try:
-        json_format.ParseDict(data, message)
+        json_mapping.parse_dict(data, message)
+    except json_mapping.Base64FieldError as exc:
+        raise E.InvalidArgument(
+            str(exc), field_violations=[E.FieldViolation(exc.path, "not base64 (standard or URL-safe)")]
+        ) from None
     except json_format.ParseError as exc:
         raise _bad("body", E.clip(str(exc), 200)) from None
     except (ValueError, TypeError, RecursionError) as exc:
         raise _bad("body", E.clip(f"cannot read the request: {exc}", 200)) from None
     return message
+
+
+#: Most digits of a Last-Event-ID (a version number; int64).
+VERSION_DIGITS = 18
+
+
+def last_event_version(header: str) -> int | None:
+    """The version a Server-Sent Events ``Last-Event-ID`` header resumes from (``None`` when
+    empty); anything but ASCII digits (at most :data:`VERSION_DIGITS`) is InvalidArgument."""
+    text = header.strip()
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit()) or len(text) > VERSION_DIGITS:
+        raise E.InvalidArgument(
+            "Last-Event-ID must be a version number",
+            field_violations=[E.FieldViolation("Last-Event-ID", "not a number")],
+        )
+    return int(text)
 
 
 def encode_response(route: Route, message: Message) -> dict[str, Any]:

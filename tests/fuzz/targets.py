@@ -1,0 +1,589 @@
+"""Coverage-guided fuzz targets (atheris) for the parsers of untrusted text.
+
+Run one with ``python -m tests.fuzz.targets NAME [libFuzzer flags] [corpus dirs]`` from the
+repository root (``scripts/fuzz.py`` runs them all for a time; ``tests/fuzz`` runs each for a
+fixed number of inputs). Targets (:data:`TARGETS`):
+
+* ``records`` -- what ``truco verify`` and ``truco replay`` read: a match's export
+  (``truco-match-record/1``, :func:`truco_contract.records.record_from_json`, then
+  :func:`truco_contract.verify.verify_json`) and the engine's own record (``truco-record/1``,
+  :mod:`truco_engine.record`), both through the CLI's :func:`truco_cli.engine_commands.replay_any`.
+  Oracle: ``replay_any`` raises only :class:`truco_engine.TrucoError` (the record error types),
+  ``verify_json`` never raises (a fault is a report), and a record that verifies also replays,
+  to the state the verifier ended with.
+* ``rest`` -- one REST call, in process and without sockets: the route, path variables, query,
+  body (JSON or raw text), ``Authorization``/``X-Api-Key`` and ``Last-Event-ID``, decoded as the
+  REST face does (:func:`truco_server.rest.routes.decode_request`, the limits of
+  :mod:`truco_server.api.limits`, the credentials of :mod:`truco_server.api.auth`), then served
+  by the API layer both transports call, on an in-memory store holding a live match. Oracle:
+  only :class:`truco_server.errors.ServiceError` comes out, never one whose status is INTERNAL
+  or UNKNOWN, and a refused call leaves the store as it was.
+
+Seeds: ``tests/fuzz/corpus/<target>/`` (real records and request bodies, written by
+``python -m tests.fuzz.targets --write-corpus``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import ipaddress
+import json
+import random
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:  # the project is imported inside the targets, after atheris instruments it
+    import truco_engine as te
+
+CORPUS = Path(__file__).parent / "corpus"
+API_KEY = "fuzz-operator-key"
+
+
+class Finding(AssertionError):
+    """An input the oracle refuses (atheris reports it with the input that caused it)."""
+
+
+# ================================================================================ records
+def _engine_record(rng: random.Random, preset: str, **overrides: Any) -> str:
+    """A whole engine record (``truco-record/1``) of random legal play."""
+    import truco_engine as te
+
+    rules = te.get_rules(preset, **overrides)
+    match = te.Match(rules, first_dealer=rng.randrange(rules.players))
+    for _ in range(2000):
+        if te.is_over(match.state):
+            break
+        if te.needs_deal(match.state):
+            deck = list(te.DECKS[rules.deck])
+            rng.shuffle(deck)
+            match.deal(deck, salt=f"{rng.getrandbits(32):08x}")
+            continue
+        seat = te.to_act(match.state)[0]
+        legal = te.legal_actions(match.state, seat)
+        match.act(seat, rng.choice([a for a in legal if a.kind != "fold"] or legal))
+    return match.record.to_json()
+
+
+def record_seeds() -> Iterator[tuple[str, str]]:
+    """(name, text) of real records of both formats: short matches of several presets, with
+    join windows, client seeds and the operator's deck orders."""
+    import truco_engine as te
+    from tests.records.local import play_record
+    from truco_contract import records
+    from truco_contract.events import DealSource
+
+    rng = random.Random(20)
+    for preset, kw, joins in (
+        ("paulista-2p", {"target_points": 3}, [b"j" * 16, b""]),
+        ("argentine-2p", {"target_points": 5}, None),
+        ("mineiro-4p", {"target_points": 2}, None),
+        ("uruguayan-2p", {"target_points": 4}, [b"", b"k" * 24]),
+    ):
+        rules = te.get_rules(preset, **kw)
+        rec = play_record(rules, rng, join_seeds=joins, creator_seed=b"c" * 8)
+        yield f"match-{preset}.json", records.record_to_json(rec)
+    rules = te.get_rules("paulista-2p", target_points=2)
+    deck = list(te.DECKS[rules.deck])
+    rng.shuffle(deck)
+    rec = play_record(rules, rng, source=DealSource.OPERATOR_DECKS, deck_orders=[deck])
+    yield "match-operator-deck.json", records.record_to_json(rec)
+    for preset, kw in (("paulista-2p", {"target_points": 3}), ("argentine-2p", {"target_points": 4})):
+        yield f"engine-{preset}.json", _engine_record(rng, preset, **kw) + "\n"
+
+
+def records_target(data: bytes) -> None:
+    import truco_engine as te
+    from truco_cli.engine_commands import replay_any
+    from truco_contract.verify import verify_json
+
+    text = data.decode("utf-8", "surrogatepass") if _utf8(data) else None
+    replayed: te.MatchState | None = None
+    if text is not None:
+        try:
+            replayed = replay_any(text)
+        except te.TrucoError:
+            pass
+        except Exception as exc:
+            raise Finding(f"replay_any raised {type(exc).__name__}: {exc}"[:400]) from exc
+    try:
+        report = verify_json(data)
+    except Exception as exc:
+        raise Finding(f"verify_json raised {type(exc).__name__}: {exc}"[:400]) from exc
+    if report.ok:
+        if replayed is None:
+            raise Finding("a record that verifies does not replay")
+        assert report.final is not None
+        if te.state_to_json(report.final) != te.state_to_json(replayed):
+            raise Finding("a record that verifies replays to another state than the verifier's")
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+# =================================================================================== rest
+@dataclass
+class RestEnv:
+    """The API layer on an in-memory store with one live match (seats joined, a few moves)."""
+
+    loop: asyncio.AbstractEventLoop
+    store: Any
+    apis: dict[str, Any]
+    routes: dict[str, Any]
+    match_api: Any
+    match_id: str = ""
+    tokens: dict[str, str] = field(default_factory=dict)
+    fresh: str = ""
+    """The fingerprint of the live match as created (each input meets the match in that state)."""
+    calls: int = 0
+    timeouts: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+    last_refusal: str = ""
+
+    def match_fingerprint(self) -> str:
+        """A digest of everything the store holds of the live match."""
+        m = self.store._matches.get(self.match_id)
+        if m is None:
+            return "gone"
+        h = hashlib.sha256(m.meta + m.state + str(m.version).encode())
+        h.update(
+            repr((len(m.events), sorted(m.requests), len(m.record), sorted(m.presence.items()))).encode()
+        )
+        h.update(repr((len(m.outbox), m.expires_at, m.relay is not None)).encode())
+        return h.hexdigest()
+
+    def fingerprint(self) -> tuple[Any, ...]:
+        """What a refused call must leave alone: the live match in full, and how many matches,
+        listings, queued items, operators, operator events and documents the store holds."""
+        s = self.store
+        return (
+            self.match_fingerprint(),
+            len(s._matches),
+            sum(len(v) for v in s._owner_index.values()),
+            sum(len(v) for v in s._queues.values()),
+            len(s._operators),
+            sum(len(o.events) + len(o.webhooks) for o in s._operators.values()),
+            len(s._docs),
+        )
+
+
+def _offline_destinations() -> type:
+    from truco_server import errors as E
+    from truco_server.webhooks import Destinations
+
+    class OfflineDestinations(Destinations):
+        """The worker's webhook destination check without the name lookup: the fuzzer never
+        leaves the process (a host name is taken as one that does not resolve; an IP literal
+        is checked as the worker checks it)."""
+
+        async def check(self, url: str) -> None:
+            problem = self.problem(url)
+            host = (urlsplit(url).hostname or "").rstrip(".") if problem is None else ""
+            try:
+                ipaddress.ip_address(host)
+            except ValueError:
+                if problem is None:
+                    problem = "the host does not resolve (no name lookups in the fuzzer)"
+            if problem is not None:
+                raise E.InvalidArgument(
+                    f"webhook url refused: {problem}",
+                    reason=E.Reason.DESTINATION_NOT_ALLOWED,
+                    field_violations=[E.FieldViolation("url", problem)],
+                )
+            await super().check(url)  # getaddrinfo of an IP literal does no lookup
+
+    return OfflineDestinations
+
+
+def _rest_env() -> RestEnv:
+    from truco_server.api.auth import Authenticator
+    from truco_server.api.operator_wire import OperatorApi
+    from truco_server.api.wire import MatchApi
+    from truco_server.config import ApiKey, Settings
+    from truco_server.logging import configure_logging
+    from truco_server.operators import Operators
+    from truco_server.rest.app import SERVICE
+    from truco_server.rest.routes import routes_of
+    from truco_server.service import MatchService
+    from truco_server.storage import MemoryMatchStore
+    from truco_server.webhooks import Deliverer
+
+    configure_logging("critical", "stderr")
+    OfflineDestinations = _offline_destinations()
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    store = MemoryMatchStore()
+    settings = Settings(api_keys=(ApiKey(name="ops", secret=API_KEY),))
+    auth = Authenticator(settings)
+    service = MatchService(store, heartbeat_seconds=0.05)
+    destinations = OfflineDestinations("")
+    operators = Operators(store, Deliverer(store, destinations), destinations, heartbeat_seconds=0.05)
+    service.relay = operators.relay
+    api = MatchApi(service, auth)
+    operator_api = OperatorApi(operators, auth)
+    from truco_server.service_wiring import OPERATOR_SERVICE
+
+    routes = {r.method_name: r for r in routes_of(SERVICE)}
+    apis: dict[str, Any] = dict.fromkeys(routes, api)
+    for r in routes_of(OPERATOR_SERVICE):
+        routes[r.method_name] = r
+        apis[r.method_name] = operator_api
+    return RestEnv(loop, store, apis, routes, api)
+
+
+async def _new_match(env: RestEnv) -> None:
+    """A new live match (the same seed, so the same deal and state each time)."""
+    from truco_contract.pb import match_pb2
+    from truco_contract.pb import match_service_pb2 as MS
+    from truco_server.api.auth import Credentials
+
+    created = await env.match_api.CreateMatch(
+        Credentials(api_key=API_KEY),
+        MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset="argentine"), players=2, seed=b"f" * 32),
+    )
+    env.match_id = created.match.match_id
+    env.tokens = {f"$seat{c.seat}": c.token for c in created.seat_credentials}
+    env.tokens["$spectator"] = created.spectator_token
+    env.tokens["$key"] = API_KEY
+
+
+_ENV: RestEnv | None = None
+RESET_EVERY = 500
+"""Calls before the environment starts again (a bounded store, matches not played out)."""
+
+
+def rest_env() -> RestEnv:
+    global _ENV
+    if _ENV is None or _ENV.calls >= RESET_EVERY:
+        if _ENV is not None:
+            _ENV.loop.close()
+        _ENV = _rest_env()
+    return _ENV
+
+
+def _subst(env: RestEnv, value: Any) -> Any:
+    """``$match``, ``$seat0``... in the envelope's strings become the live match's."""
+    if isinstance(value, str):
+        if "$" not in value:
+            return value
+        value = value.replace("$match", env.match_id)
+        for k, v in env.tokens.items():
+            value = value.replace(k, v)
+        return value
+    if isinstance(value, list):
+        return [_subst(env, v) for v in value]
+    if isinstance(value, dict):
+        return {k: _subst(env, v) for k, v in value.items()}
+    return value
+
+
+def rest_seeds() -> Iterator[tuple[str, str]]:
+    """(name, envelope) of real REST calls on the live match (and new ones)."""
+    seat0 = {"authorization": "Bearer $seat0"}
+    ops = {"x-api-key": "$key"}
+    import truco_engine as te
+
+    deck = list(te.DECKS["spanish40"])
+    random.Random(3).shuffle(deck)
+    # the live match (argentine, seed "f" * 32) is at version 4, seat 0 to act with 2o, 5e, 7e
+    calls: list[tuple[str, dict[str, Any]]] = [
+        (
+            "create",
+            {
+                "route": "CreateMatch",
+                "headers": ops,
+                "body": {
+                    "requestId": "table-1",
+                    "rules": {"preset": "argentine", "overrides": {"target_points": 15}},
+                    "players": 2,
+                    "seats": [{"displayName": "ana"}, {"displayName": "bot", "kind": "SEAT_KIND_BOT"}],
+                    "seed": "c2VlZC1zZWVkLXNlZWQtc2VlZA==",
+                    "clientSeed": "Y2xpZW50",
+                    "settings": {
+                        "labels": {"league": "l1"},
+                        "joinWindow": "30s",
+                        "spectatorDelayActions": 2,
+                        "timeControl": {
+                            "perDecision": "20s",
+                            "bank": "60s",
+                            "increment": "1s",
+                            "forfeitAfter": 2,
+                            "onExpiry": "EXPIRY_ACTION_DEFAULT_MOVE",
+                        },
+                    },
+                },
+            },
+        ),
+        (
+            "create-decks",
+            {
+                "route": "CreateMatch",
+                "headers": ops,
+                "body": {"rules": {"preset": "argentine-4p"}, "deckOrders": [{"cards": deck}]},
+            },
+        ),
+        (
+            "create-raw",
+            {
+                "route": "CreateMatch",
+                "headers": ops,
+                "body": '{"players": 2, "rules": {"preset": "mineiro"}}',
+            },
+        ),
+        (
+            "submit",
+            {
+                "route": "SubmitAction",
+                "headers": seat0,
+                "path": {"match_id": "$match"},
+                "body": {"requestId": "r-1", "expectedVersion": "4", "action": {"playCard": {"card": "2o"}}},
+            },
+        ),
+        (
+            "submit-call",
+            {
+                "route": "SubmitAction",
+                "headers": seat0,
+                "path": {"match_id": "$match"},
+                "body": {"action": {"callTruco": {}}},
+            },
+        ),
+        (
+            "submit-envido",
+            {
+                "route": "SubmitAction",
+                "headers": seat0,
+                "path": {"match_id": "$match"},
+                "body": {"action": {"callEnvido": {"kind": "ENVIDO_KIND_REAL_ENVIDO"}}},
+            },
+        ),
+        (
+            "submit-fold",
+            {
+                "route": "SubmitAction",
+                "headers": seat0,
+                "path": {"match_id": "$match"},
+                "body": {"action": {"fold": {}}, "requestId": "f"},
+            },
+        ),
+        (
+            "join",
+            {
+                "route": "JoinMatch",
+                "headers": {"authorization": "Bearer $seat1"},
+                "path": {"match_id": "$match"},
+                "body": {"clientSeed": "am9pbi1zZWVk"},
+            },
+        ),
+        (
+            "get",
+            {
+                "route": "GetMatch",
+                "headers": {"authorization": "Bearer $spectator"},
+                "path": {"match_id": "$match"},
+            },
+        ),
+        (
+            "list",
+            {
+                "route": "ListMatches",
+                "headers": ops,
+                "query": [["pageSize", "5"], ["state", "MATCH_STATE_ACTIVE"]],
+            },
+        ),
+        (
+            "cancel",
+            {"route": "CancelMatch", "headers": ops, "path": {"match_id": "$match"}, "body": {"reason": "x"}},
+        ),
+        ("record", {"route": "GetMatchRecord", "headers": seat0, "path": {"match_id": "$match"}}),
+        (
+            "adjudicate",
+            {
+                "route": "AdjudicateMatch",
+                "headers": ops,
+                "path": {"match_id": "$match"},
+                "body": {"winnerTeam": 1, "reason": "dispute"},
+            },
+        ),
+        (
+            "stream",
+            {
+                "route": "StreamObservations",
+                "headers": {**seat0, "last-event-id": "2"},
+                "path": {"match_id": "$match"},
+            },
+        ),
+        (
+            "stream-from",
+            {
+                "route": "StreamObservations",
+                "headers": {"x-api-key": "$key"},
+                "path": {"match_id": "$match"},
+                "query": [["fromVersion", "1"]],
+            },
+        ),
+        (
+            "webhook",
+            {"route": "CreateWebhook", "headers": ops, "body": {"url": "https://93.184.215.14/hook"}},
+        ),
+    ]
+    for name, call in calls:
+        yield f"{name}.json", json.dumps(call, indent=1) + "\n"
+
+
+def _decode_envelope(data: bytes) -> dict[str, Any]:
+    """The call an input describes: a JSON envelope, or else raw text as a CreateMatch body."""
+    try:
+        env = json.loads(data)
+    except (ValueError, RecursionError):
+        env = None
+    if not isinstance(env, dict) or not isinstance(env.get("route"), str):
+        return {"route": "CreateMatch", "headers": {"x-api-key": "$key"}, "raw": data}
+    return env
+
+
+def _pairs(value: Any) -> list[tuple[str, str]]:
+    if isinstance(value, dict):
+        value = list(value.items())
+    if not isinstance(value, list):
+        return []
+    return [(str(p[0]), str(p[1])) for p in value if isinstance(p, list | tuple) and len(p) == 2]
+
+
+def rest_target(data: bytes) -> None:
+    from truco_server import errors as E
+    from truco_server.api import limits
+    from truco_server.api.auth import Credentials
+    from truco_server.api.wire import to_status
+    from truco_server.rest.routes import decode_request, last_event_version
+
+    env = rest_env()
+    call = _decode_envelope(data)
+    route = env.routes.get(call["route"])
+    if route is None:
+        return
+    env.calls += 1
+    if env.fresh != env.match_fingerprint():  # the last call changed it: the next one gets a new one
+        env.loop.run_until_complete(_new_match(env))
+        env.fresh = env.match_fingerprint()
+    call = _subst(env, call)
+    headers = {k.lower(): v for k, v in _pairs(call.get("headers"))}
+    raw = call.get("raw")
+    if raw is None:
+        body = call.get("body")
+        raw = b"" if body is None else (body if isinstance(body, str) else json.dumps(body))
+        raw = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    path_params = {k: v for k, v in _pairs(call.get("path"))}
+    for name in route.path_fields:
+        path_params.setdefault(name.replace(".", "__"), env.match_id)
+    before = env.fingerprint()
+    try:
+        creds = Credentials.from_pairs(list(headers.items()))
+        message: Any = decode_request(route, path_params, _pairs(call.get("query")), raw)
+        limits.require(message)
+        if (
+            route.server_streaming
+            and "last-event-id" in headers
+            and "from_version" in route.input.fields_by_name
+        ):
+            version = last_event_version(headers["last-event-id"])
+            if version is not None and not message.HasField("from_version"):
+                message.from_version = version
+        method = getattr(env.apis[route.method_name], route.method_name)
+        env.loop.run_until_complete(_serve(env, route, method, creds, message))
+    except E.ServiceError as exc:
+        status = to_status(exc)
+        if status.code in (2, 13):  # UNKNOWN, INTERNAL
+            raise Finding(f"{route.method_name} answered code {status.code}: {status.message}"[:400]) from exc
+        if not exc.reason:
+            raise Finding(f"{route.method_name}: an error without a reason: {exc}") from exc
+        env.refused[exc.reason] = env.refused.get(exc.reason, 0) + 1
+        env.last_refusal = f"{exc.reason}: {exc}"
+        if env.fingerprint() != before:
+            raise Finding(f"{route.method_name} was refused ({exc.reason}) but changed the store") from exc
+    except Finding:
+        raise
+    except Exception as exc:
+        raise Finding(f"{route.method_name} raised {type(exc).__name__}: {exc}"[:400]) from exc
+
+
+async def _serve(env: RestEnv, route: Any, method: Callable[..., Any], creds: Any, message: Any) -> None:
+    if not route.server_streaming:
+        response = await method(creds, message)
+        response.SerializeToString()
+        return
+    stream = method(creds, message)
+    try:
+        first = await asyncio.wait_for(anext(stream), 2.0)
+        first.SerializeToString()
+    except StopAsyncIteration:
+        pass
+    except TimeoutError:
+        env.timeouts += 1
+    finally:
+        with contextlib.suppress(Exception):
+            await stream.aclose()
+
+
+# ================================================================================ running
+TARGETS: dict[str, Callable[[bytes], None]] = {"records": records_target, "rest": rest_target}
+SEEDS: dict[str, Callable[[], Iterator[tuple[str, str]]]] = {"records": record_seeds, "rest": rest_seeds}
+MAX_LEN = {"records": 16384, "rest": 4096}
+
+
+def write_corpus() -> None:
+    """Write every target's seeds under :data:`CORPUS` (committed)."""
+    for name, seeds in SEEDS.items():
+        folder = CORPUS / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for file, text in seeds():
+            (folder / file).write_text(text, encoding="utf-8")
+            print(f"{folder / file}: {len(text)} bytes")
+
+
+def main(argv: list[str]) -> None:
+    if argv[1:2] == ["--write-corpus"]:
+        write_corpus()
+        return
+    if len(argv) < 2 or argv[1] not in TARGETS:
+        sys.exit(
+            f"usage: python -m tests.fuzz.targets {{{','.join(TARGETS)}}} [libFuzzer flags] [corpus dirs]"
+        )
+    import logging
+
+    import atheris  # type: ignore[import-untyped]
+
+    from tests.fuzz.mutator import mutate
+
+    logging.disable(logging.CRITICAL)
+    name = argv[1]
+    target = TARGETS[name]
+    flags = argv[2:]
+    if not any(f.startswith("-max_len=") for f in flags):
+        flags.append(f"-max_len={MAX_LEN[name]}")
+    with atheris.instrument_imports(include=["truco_engine", "truco_contract", "truco_server", "truco_cli"]):
+        import truco_cli.engine_commands  # noqa: F401
+        import truco_contract.verify  # noqa: F401
+        import truco_engine.record  # noqa: F401
+        import truco_server.rest.routes
+        import truco_server.service_wiring  # noqa: F401
+    atheris.Setup(
+        [argv[0], *flags],
+        target,
+        custom_mutator=lambda data, max_size, seed: mutate(data, max_size, seed, atheris.Mutate),
+    )
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main(sys.argv)
