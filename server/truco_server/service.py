@@ -253,7 +253,7 @@ class MatchService:
         else:
             meta = Meta.from_bytes(snap.meta)
             setup = meta.setup()
-        state, life = decode_state(snap.state)
+        state, life = decode_state(snap.state, setup.rules)
         loaded = Loaded(meta, setup, state, life, snap.version, MatchStatus(snap.status), snap.updated_at)
         loaded.meta_bytes = snap.meta
         self._cache.put(match_id, loaded)
