@@ -359,14 +359,7 @@ class MatchService:
         summary = listing(info_of(done)) if status is not None or relist else None
         raw_record = None
         if record is not None:
-            stamped = records.RecordStep(
-                **{
-                    **records.step_to_dict(record),
-                    "version": new_version,
-                    "time": now,
-                    "clock_ms": step.clock_ms,
-                }
-            )
+            stamped = dataclasses.replace(record, version=new_version, time=now, clock_ms=step.clock_ms)
             raw_record = records.pack_step(stamped, meta.created_at)
         outbox = self._outbox(done, step.entries, loaded.version + 1)
         raws = [pack_entry(e, ms) for e in step.entries]
