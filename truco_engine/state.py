@@ -335,11 +335,14 @@ class MatchState:
         s.legal_memo = None
         return s
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able mapping of the whole state (hidden information included)."""
-        return {
+    def to_dict(self, *, rules: bool = True) -> dict[str, Any]:
+        """JSON-able mapping of the whole state (hidden information included).
+
+        ``rules=False`` leaves the rule set out (the larger part of the mapping, and of the
+        cost of building it): for a store that keeps the match's rules once beside its
+        states and passes them back to :meth:`from_dict`."""
+        d: dict[str, Any] = {
             "format": STATE_FORMAT,
-            "rules": self.rules.to_dict(),
             "scores": list(self.scores),
             "games": list(self.games),
             "game": self.game,
@@ -350,15 +353,20 @@ class MatchState:
             "winner": self.winner,
             "actions": self.actions,
         }
+        if rules:
+            d["rules"] = self.rules.to_dict()
+        return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> MatchState:
-        """Inverse of :meth:`to_dict`."""
+    def from_dict(cls, d: dict[str, Any], rules: RuleSet | None = None) -> MatchState:
+        """Inverse of :meth:`to_dict`. ``rules``: the match's rule set, needed for a mapping
+        made with ``to_dict(rules=False)``; when given it is used, and a rule set in ``d``
+        (every mapping made with ``rules=True`` has one) is not read."""
         if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
             raise RecordError(f"not a match state of format {STATE_FORMAT!r}")
         try:
             s = cls()
-            s.rules = RuleSet.from_dict(d["rules"])
+            s.rules = RuleSet.from_dict(d["rules"]) if rules is None else rules
             s.scores = list(d["scores"])
             s.games = list(d["games"])
             s.game = d["game"]

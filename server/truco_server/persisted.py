@@ -143,13 +143,17 @@ class Loaded:
 def encode_state(state: te.MatchState, life: Life) -> bytes:
     """The state blob: JSON (keys in the engine's order: the blob is never compared, only
     decoded) and zlib level 1: written on every action, so it is on the hot path; level 6 and
-    sorted keys cost twice the CPU for 3 % fewer bytes."""
-    return zlib.compress(orjson.dumps({"s": state.to_dict(), "l": life.to_dict()}), 1)
+    sorted keys cost twice the CPU for 3 % fewer bytes. The rule set is left out: the match's
+    :class:`Meta` holds it, written once (with it, the blob cost twice as much to build)."""
+    return zlib.compress(orjson.dumps({"s": state.to_dict(rules=False), "l": life.to_dict()}), 1)
 
 
-def decode_state(raw: bytes) -> tuple[te.MatchState, Life]:
+def decode_state(raw: bytes, rules: te.RuleSet) -> tuple[te.MatchState, Life]:
+    """Inverse of :func:`encode_state`; ``rules`` are the match's (from its :class:`Meta`).
+    A blob written by an earlier build carries its own copy of the same rules, which is not
+    read."""
     d = orjson.loads(zlib.decompress(raw))
-    return te.MatchState.from_dict(d["s"]), Life.from_dict(d["l"])
+    return te.MatchState.from_dict(d["s"], rules), Life.from_dict(d["l"])
 
 
 def pack_entry(entry: LogEntry, ms: int) -> bytes:

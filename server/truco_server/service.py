@@ -260,7 +260,7 @@ class MatchService:
         else:
             meta = Meta.from_bytes(snap.meta)
             setup = meta.setup()
-        state, life = decode_state(snap.state)
+        state, life = decode_state(snap.state, setup.rules)
         loaded = Loaded(meta, setup, state, life, snap.version, MatchStatus(snap.status), snap.updated_at)
         loaded.meta_bytes = snap.meta
         self._keep(loaded)
@@ -380,14 +380,7 @@ class MatchService:
         summary = listing(info_of(done)) if status is not None or relist else None
         raw_record = None
         if record is not None:
-            stamped = records.RecordStep(
-                **{
-                    **records.step_to_dict(record),
-                    "version": new_version,
-                    "time": now,
-                    "clock_ms": step.clock_ms,
-                }
-            )
+            stamped = dataclasses.replace(record, version=new_version, time=now, clock_ms=step.clock_ms)
             raw_record = records.pack_step(stamped, meta.created_at)
         outbox = self._outbox(done, step.entries, loaded.version + 1)
         raws = [pack_entry(e, ms) for e in step.entries]

@@ -39,6 +39,7 @@ from truco_engine import (
     Match,
     MatchRecord,
     MatchState,
+    RecordError,
     RuleSet,
     apply,
     deal,
@@ -354,6 +355,10 @@ def check_match(rules: RuleSet, seed: int, start: MatchState | None) -> MatchSta
 def _check_json_round_trip(rules: RuleSet, state: MatchState) -> None:
     back = state_from_json(state_to_json(state))
     assert back == state
+    bare = state.to_dict(rules=False)  # what a store keeping the rules beside the state holds
+    assert "rules" not in bare and MatchState.from_dict(bare, rules) == state
+    with pytest.raises(RecordError):  # without the rules it is no state
+        MatchState.from_dict(bare)
     if back.phase == "play":  # the rebuilt state behaves the same
         seat = to_act(back)[0]
         legal = legal_actions(state, seat)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import redis.asyncio as aioredis
 from redis.asyncio.connection import Connection
@@ -56,3 +58,30 @@ async def test_commit_with_any_number_of_events(redis_store: RedisMatchStore, n_
         reply=b"ok",
     )
     assert res.version == version + n_events
+
+
+async def test_concurrent_commits_share_few_connections_and_close_leaves_none(clean_redis_url: str) -> None:
+    """Commits keep a few connections between calls instead of handing each back to the
+    pool; concurrent commits still each get one, and closing the store closes them all."""
+    store = RedisMatchStore.from_url(clean_redis_url)
+    admin = aioredis.Redis.from_url(clean_redis_url)
+    try:
+        ids = [f"m{i}" for i in range(12)]
+        versions = [await new_match(store, m) for m in ids]
+        done = await asyncio.gather(*(play(store, m, v, 5) for m, v in zip(ids, versions, strict=True)))
+        assert done == [v + 5 for v in versions]
+        for m, v in zip(ids, done, strict=True):
+            events = await store.read_events(m, 0, 100)
+            assert isinstance(events, list) and [x for x, _ in events] == list(range(1, v + 1))
+        clients = await admin.client_list()
+        assert 2 <= len(clients) <= 1 + 12 + 1  # the admin, the store's (at most one per flow + one)
+        await store.close()
+        me = [str(await admin.client_id())]
+        for _ in range(100):  # the server sees the closes a moment later
+            left = [c["id"] for c in await admin.client_list()]
+            if left == me:
+                break
+            await asyncio.sleep(0.02)
+        assert left == me
+    finally:
+        await admin.aclose()

@@ -21,14 +21,15 @@ from google.protobuf.message import Message
 import truco_engine as te
 from truco_contract.events import entry_to_dict
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc, observation_pb2
-from truco_server.persisted import decode_state, unpack_entry
+from truco_server.persisted import Meta, decode_state, unpack_entry
 
 MS = match_service_pb2
 
 
 async def server_state(r: aioredis.Redis, match_id: str) -> tuple[int, te.MatchState]:
-    version, raw = await r.hmget(f"truco:{{{match_id}}}:match", ["version", "state"])
-    return int(version), decode_state(raw)[0]  # type: ignore[arg-type]
+    version, raw, meta = await r.hmget(f"truco:{{{match_id}}}:match", ["version", "state", "meta"])
+    assert isinstance(version, bytes) and isinstance(raw, bytes) and isinstance(meta, bytes), match_id
+    return int(version), decode_state(raw, te.RuleSet.from_dict(Meta.from_bytes(meta).rules))[0]
 
 
 async def stored_events(r: aioredis.Redis, match_id: str) -> dict[int, dict[str, Any]]:

@@ -1,0 +1,78 @@
+"""The stored state blob: the rule set lives in the match's metadata only, and a blob written
+by an earlier build (with the rules inside the state) still loads and plays on."""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+import orjson
+import redis.asyncio as aioredis
+
+import truco_engine as te
+from truco_contract.events import MatchStatus
+from truco_contract.lifecycle import Life
+from truco_server.api import types as T
+from truco_server.api.auth import Operator
+from truco_server.persisted import Meta, decode_state, encode_state
+from truco_server.service import MatchService
+from truco_server.storage import RedisMatchStore
+
+from .test_service import act, cred, play_out
+
+
+def _earlier_blob(state: te.MatchState, life: Life) -> bytes:
+    """The state blob as builds before this one wrote it: the engine's whole state mapping,
+    its rule set included."""
+    return zlib.compress(orjson.dumps({"s": state.to_dict(), "l": life.to_dict()}), 1)
+
+
+def test_the_blob_leaves_the_rules_to_the_metadata() -> None:
+    rules = te.get_rules("argentine", players=4)
+    state = te.new_match(rules)
+    te.deal(state, list(rules.deck_cards))
+    life = Life(joined=[True] * 4, started=True)
+    blob = encode_state(state, life)
+    assert "rules" not in orjson.loads(zlib.decompress(blob))["s"]
+    back, _ = decode_state(blob, rules)
+    assert back == state and back.rules is rules
+    old = _earlier_blob(state, life)
+    assert len(blob) < len(old)
+    assert decode_state(old, rules)[0] == state
+
+
+async def test_a_match_stored_by_an_earlier_build_plays_on(clean_redis_url: str) -> None:
+    store = RedisMatchStore.from_url(clean_redis_url)
+    r = aioredis.from_url(clean_redis_url)
+    try:
+        first = MatchService(store)
+        created = await first.create_match(Operator("acme"), T.CreateMatchRequest(preset="paulista-2p"))
+        mid = created.match.match_id
+        rng = random.Random(3)
+        await play_out(first, mid, created.seat_tokens, rng, limit=6)
+        key = store.keys_for(mid).match
+        raw_meta, raw_state = await r.hmget(key, ["meta", "state"])
+        rules = te.RuleSet.from_dict(Meta.from_bytes(raw_meta).rules)
+        state, life = decode_state(raw_state, rules)
+        assert state.actions > 0
+        before = await first.get_match(cred(created.seat_tokens[0]), T.GetMatchRequest(mid))
+        await r.hset(key, "state", _earlier_blob(state, life))  # as an earlier build left it
+
+        later = MatchService(store)  # a worker that never saw the match: it loads the old blob
+        seen = await later.get_match(cred(created.seat_tokens[0]), T.GetMatchRequest(mid))
+        assert seen.view == before.view
+        view = seen.view
+        while view.match_state is MatchStatus.ACTIVE:
+            seat = view.observation.awaited[0]
+            view = (await later.get_match(cred(created.seat_tokens[seat]), T.GetMatchRequest(mid))).view
+            action = rng.choice(view.observation.legal_actions)
+            res = await act(later, mid, created.seat_tokens[seat], action, expected_version=view.version)
+            view = res.view
+        done = await later.get_match(cred(created.spectator_token), T.GetMatchRequest(mid))
+        assert done.match.state is MatchStatus.FINISHED
+        raw_state = await r.hget(key, "state")  # rewritten the new way by the later commits
+        assert "rules" not in orjson.loads(zlib.decompress(raw_state))["s"]
+        assert decode_state(raw_state, rules)[0].phase == "over"
+    finally:
+        await r.aclose()
+        await store.close()
