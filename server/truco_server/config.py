@@ -126,6 +126,11 @@ class Settings:
     Prometheus metrics aggregated on one `/metrics`. 0: the number of cores this process may
     use (`os.sched_getaffinity`) with a Redis store, 1 with the in-memory store (which lives
     in one process and cannot be shared)."""
+    state_with_rules: bool = False
+    """Write the rule set into every stored match state, as builds up to 0.2.0 need to read
+    it. Set it on the new workers during a rolling update from such a build (old and new
+    workers serving the same matches), unset it once no old worker is left (docs/operations.md,
+    "Upgrading"). Off: the state is a third the size and cost."""
     reuse_port: bool = False
     """Bind the gRPC and REST ports with `SO_REUSEPORT`, so that several workers share them
     (set by `truco serve --workers N` for its workers; otherwise two servers must never share a
@@ -141,6 +146,7 @@ class Settings:
         return max(
             1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         )
+
     readiness_interval_seconds: float = 1.0
     """How often the worker PINGs its store; health (readiness) is NOT_SERVING while the store
     does not answer within this time, SERVING again as soon as it does."""
@@ -384,6 +390,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("webhook_allow", "TRUCO_WEBHOOK_ALLOW", "--webhook-allow", str.strip, "LIST"),
     Option("workers", "TRUCO_WORKERS", "--workers", _non_negative_int, "N"),
     Option("reuse_port", "TRUCO_REUSE_PORT", None, _flag),
+    Option("state_with_rules", "TRUCO_STATE_WITH_RULES", None, _flag),
     Option(
         "webhook_timeout_seconds",
         "TRUCO_WEBHOOK_TIMEOUT_SECONDS",

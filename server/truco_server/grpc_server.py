@@ -311,9 +311,7 @@ class Worker:
         """Whether the last readiness checks passed (health SERVING)."""
         return self._ready
 
-    async def _set_health(
-        self, status: Any, *, overall: bool = False
-    ) -> None:
+    async def _set_health(self, status: Any, *, overall: bool = False) -> None:
         """Set every service's health (readiness); with ``overall`` also the server's ``""``
         (liveness: SERVING from start to shutdown, whatever the store does)."""
         for name in (*self._service_names, *([""] if overall else [])):

@@ -140,12 +140,13 @@ class Loaded:
         return self.meta.match_id
 
 
-def encode_state(state: te.MatchState, life: Life) -> bytes:
+def encode_state(state: te.MatchState, life: Life, *, with_rules: bool = False) -> bytes:
     """The state blob: JSON (keys in the engine's order: the blob is never compared, only
     decoded) and zlib level 1: written on every action, so it is on the hot path; level 6 and
     sorted keys cost twice the CPU for 3 % fewer bytes. The rule set is left out: the match's
-    :class:`Meta` holds it, written once (with it, the blob cost twice as much to build)."""
-    return zlib.compress(orjson.dumps({"s": state.to_dict(rules=False), "l": life.to_dict()}), 1)
+    :class:`Meta` holds it, written once (with it, the blob cost twice as much to build);
+    ``with_rules`` puts it in, for builds up to 0.2.0 (``TRUCO_STATE_WITH_RULES``)."""
+    return zlib.compress(orjson.dumps({"s": state.to_dict(rules=with_rules), "l": life.to_dict()}), 1)
 
 
 def decode_state(raw: bytes, rules: te.RuleSet) -> tuple[te.MatchState, Life]:

@@ -142,8 +142,11 @@ class MatchService:
         queue_size: int = 256,
         defaults: ServiceDefaults | None = None,
         clock: Callable[[], float] = time.time,
+        state_with_rules: bool = False,
     ) -> None:
         self.store = store
+        self.state_with_rules = state_with_rules
+        """Stored states carry the rule set (for builds up to 0.2.0 in the same fleet)."""
         self.queue_size = queue_size
         self.heartbeat_seconds = heartbeat_seconds
         self.stopping = stopping or asyncio.Event()
@@ -395,7 +398,7 @@ class MatchService:
             res = await self.store.commit(
                 meta.match_id,
                 expected_version=loaded.version,
-                state=encode_state(step.state, step.life),
+                state=encode_state(step.state, step.life, with_rules=self.state_with_rules),
                 events=raws,
                 request_id=request_id,
                 reply=reply,
@@ -589,7 +592,7 @@ class MatchService:
             version = await self.store.create(
                 match_id,
                 meta_bytes,
-                encode_state(step.state, step.life),
+                encode_state(step.state, step.life, with_rules=self.state_with_rules),
                 [pack_entry(e, 0) for e in step.entries],
                 MatchIndexEntry(
                     match_id, operator.name, MatchStatus.ACTIVE, meta.created_at, listing(info_of(loaded))

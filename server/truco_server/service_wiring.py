@@ -58,6 +58,7 @@ def build_services(ctx: WorkerContext) -> tuple[MatchService, Operators, LeagueS
         stopping=ctx.streams.shutdown_event,
         queue_size=s.subscriber_queue_size,
         defaults=ServiceDefaults(idle_timeout_ms=s.idle_timeout_seconds * 1000),
+        state_with_rules=s.state_with_rules,
     )
     destinations = Destinations(s.webhook_allow)
     deliverer = Deliverer(

@@ -76,3 +76,23 @@ async def test_a_match_stored_by_an_earlier_build_plays_on(clean_redis_url: str)
     finally:
         await r.aclose()
         await store.close()
+
+
+async def test_state_with_rules_writes_what_an_earlier_build_reads(clean_redis_url: str) -> None:
+    """During a rolling update from a build up to 0.2.0 (``TRUCO_STATE_WITH_RULES``), every
+    stored state carries its rule set, which is how an earlier build reads it."""
+    store = RedisMatchStore.from_url(clean_redis_url)
+    r = aioredis.from_url(clean_redis_url)
+    try:
+        svc = MatchService(store, state_with_rules=True)
+        created = await svc.create_match(Operator("acme"), T.CreateMatchRequest(preset="paulista-2p"))
+        mid = created.match.match_id
+        await play_out(svc, mid, created.seat_tokens, random.Random(5), limit=4)
+        raw_state = await r.hget(store.keys_for(mid).match, "state")
+        d = orjson.loads(zlib.decompress(raw_state))
+        state = te.MatchState.from_dict(d["s"])  # an earlier build's read: the rules from the state
+        assert state.actions > 0
+        assert state.rules == te.get_rules("paulista", players=2)
+    finally:
+        await r.aclose()
+        await store.close()
