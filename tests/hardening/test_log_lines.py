@@ -5,10 +5,6 @@ for (the key's name, or the owner of the match a seat credential belongs to)."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +14,7 @@ import grpc
 import pytest
 
 from tests.e2e.client import MS, Stub, bearer, create, rich
+from tests.helpers.serve import serve_apart
 from truco_contract.pb import action_pb2, match_pb2
 
 SECRET = "acme-secret-1"
@@ -29,32 +26,8 @@ pytestmark = pytest.mark.timeout(300)
 def served(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     """``truco serve`` (in-memory store, the key ``acme``) as a child process: its stdout is
     the log a collector would read (the process's own logging configuration, as deployed)."""
-    out, err = tmp_path / "stdout", tmp_path / "stderr"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
-    env["TRUCO_API_KEYS"] = f"acme={SECRET}"
-    cmd = [
-        sys.executable, "-m", "truco_cli.main", "serve", "--grpc-port", "0", "--http-port", "0",
-        "--metrics-port", "0", "--host", "127.0.0.1", "--log-level", "info",
-    ]  # fmt: skip
-    with out.open("wb") as o, err.open("wb") as e:
-        proc = subprocess.Popen(cmd, stdout=o, stderr=e, env=env)
-    try:
-        deadline = time.monotonic() + 60
-        while "store: " not in err.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("truco serve did not start: " + err.read_text(errors="replace"))
-            time.sleep(0.05)
-        banner = err.read_text()
-        grpc_address = banner.split("gRPC listening on ", 1)[1].split()[0]
-        rest = banner.split("REST/JSON listening on ", 1)[1].split()[0]
-        yield grpc_address, rest, out
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with serve_apart(tmp_path, env={"TRUCO_API_KEYS": f"acme={SECRET}"}) as s:
+        yield s.grpc_address, s.rest_url, s.stdout
 
 
 def _lines(out: Path, event: str) -> list[dict[str, object]]:
