@@ -111,12 +111,12 @@ async def test_a_reissued_credential_is_refused_on_a_worker_that_cached_the_matc
         act.expected_version = new.version
         done = await b.SubmitAction(act, metadata=bearer(new.token))
         assert done.version > new.version
-        other = m.tokens[1 - seat]
+        other = m.tokens[(seat + 1) % len(m.tokens)]
         assert (await a.GetMatch(get, metadata=bearer(other))).match.version == done.version
         # a retried CreateMatch hands out the current credentials
         again = await create(b, "paulista", api_key=KEY, request_id="table-1")
         assert again.match_id == m.match_id and again.tokens[seat] == new.token
-        assert again.tokens[1 - seat] == other
+        assert again.tokens[(seat + 1) % len(m.tokens)] == other
         # the record has the step (and replays: GetMatchRecord rebuilds it)
         record = await a.GetMatchRecord(MS.GetMatchRecordRequest(match_id=m.match_id), metadata=bearer(other))
         steps = [s.reissue_credential for s in record.record.steps if s.HasField("reissue_credential")]
@@ -197,11 +197,11 @@ async def test_a_retried_reissue_is_idempotent_over_grpc_and_rest(make_worker: W
             status, body = await call(http, "POST", url, {"spectators": True, "requestId": "rotate-1"}, KEY)
             assert status == 409 and body["details"][0]["reason"] == "REQUEST_ID_REUSED", body
             # a seat's action whose request id happens to be the operator's is told apart
-            seat, act = await legal_action(a, m.match_id, [m.tokens[0], first.token])
+            tokens = [first.token if i == 1 else t for i, t in enumerate(m.tokens)]
+            seat, act = await legal_action(a, m.match_id, tokens)
             act.request_id = "reissue:rotate-1"
             assert len(reissue_key("rotate-1")) > limits.FIELD_LIMITS["request_id"].chars
-            token = first.token if seat == 1 else m.tokens[0]
-            assert (await a.SubmitAction(act, metadata=bearer(token))).version > first.version
+            assert (await a.SubmitAction(act, metadata=bearer(tokens[seat]))).version > first.version
             # a new request id issues a new credential; REST spectators' re-issue
             status, body = await call(http, "POST", url, {"seat": 1, "requestId": "rotate-2"}, KEY)
             assert status == 200 and body["token"] != first.token
