@@ -53,6 +53,7 @@ def test_generated_package_imports_from_proto_package_path() -> None:
         "GetMatchRecord",
         "AddTime",
         "AdjudicateMatch",
+        "ReissueCredential",
         "Connect",
     }
     assert hasattr(match_service_pb2_grpc, "add_MatchServiceServicer_to_server")

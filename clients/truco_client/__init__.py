@@ -14,7 +14,15 @@
 """
 
 from truco_client import actions
-from truco_client._core import ActionResult, CreatedMatch, JoinResult, MatchView, RetryPolicy, Update
+from truco_client._core import (
+    ActionResult,
+    CreatedMatch,
+    JoinResult,
+    MatchView,
+    ReissuedCredential,
+    RetryPolicy,
+    Update,
+)
 from truco_client.actions import Action
 from truco_client.aio import AsyncTrucoClient
 from truco_client.bot import Bot
@@ -61,6 +69,7 @@ __all__ = [
     "PermissionDenied",
     "Play",
     "RecordFormatError",
+    "ReissuedCredential",
     "RequestIdReused",
     "RetryPolicy",
     "StaleVersion",

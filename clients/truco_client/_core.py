@@ -121,6 +121,19 @@ class ActionResult:
 
 
 @dataclass(frozen=True)
+class ReissuedCredential:
+    """Result of ``reissue_credential``: the new credential (the previous one is refused)."""
+
+    token: str
+    seat: int | None
+    """The seat; ``None`` for the spectators' credential."""
+    version: int
+    """Match version of the ``credential_reissued`` event."""
+    expires_at: float | None
+    """Seconds since the epoch (``credential_ttl``); ``None``: as long as the match is kept."""
+
+
+@dataclass(frozen=True)
 class JoinResult:
     """Result of ``join_match``."""
 
@@ -173,6 +186,7 @@ def lifecycle_of(
     disconnect_grace: Seconds | None = None,
     spectator_delay: int = 0,
     show_hands: bool = False,
+    credential_ttl: Seconds | None = None,
 ) -> Lifecycle:
     """The lifecycle settings of ``create_match``'s keyword arguments (``None``: unset; the
     server checks the values)."""
@@ -183,6 +197,7 @@ def lifecycle_of(
         disconnect_grace=milliseconds(disconnect_grace) if disconnect_grace is not None else 0,
         spectator_delay=spectator_delay,
         show_hands=show_hands,
+        credential_ttl=milliseconds(credential_ttl) if credential_ttl is not None else 0,
     )
 
 
@@ -278,6 +293,30 @@ def add_time_request(match_id: str, added: Seconds, seat: int | None) -> match_s
     if seat is not None:
         req.seat = seat
     return req
+
+
+def reissue_request(
+    match_id: str, seat: int | None, request_id: str | None
+) -> match_service_pb2.ReissueCredentialRequest:
+    """A re-issue of ``seat``'s credential (``None``: the spectators'), with a request id so a
+    retry returns the same token."""
+    req = match_service_pb2.ReissueCredentialRequest(
+        match_id=match_id, request_id=request_id or new_request_id()
+    )
+    if seat is None:
+        req.spectators = True
+    else:
+        req.seat = seat
+    return req
+
+
+def reissued(resp: match_service_pb2.ReissueCredentialResponse) -> ReissuedCredential:
+    return ReissuedCredential(
+        resp.token,
+        resp.seat if resp.HasField("seat") else None,
+        resp.version,
+        resp.expire_time.ToMilliseconds() / 1000 if resp.HasField("expire_time") else None,
+    )
 
 
 def match_view(resp: match_service_pb2.GetMatchResponse) -> MatchView:

@@ -26,6 +26,7 @@ from truco_client._core import (
     JoinResult,
     MatchView,
     Metadata,
+    ReissuedCredential,
     RetryPolicy,
     Seconds,
     StreamState,
@@ -39,6 +40,8 @@ from truco_client._core import (
     match_view,
     metadata,
     new_request_id,
+    reissue_request,
+    reissued,
     state_filter,
     submit_request,
 )
@@ -179,6 +182,7 @@ class AsyncTrucoClient:
         spectator_delay: int = 0,
         show_hands: bool = False,
         client_seed: bytes | None = None,
+        credential_ttl: Seconds | None = None,
     ) -> CreatedMatch:
         req = create_request(
             preset,
@@ -197,6 +201,7 @@ class AsyncTrucoClient:
                 disconnect_grace=disconnect_grace,
                 spectator_delay=spectator_delay,
                 show_hands=show_hands,
+                credential_ttl=credential_ttl,
             ),
             client_seed=client_seed,
         )
@@ -293,6 +298,22 @@ class AsyncTrucoClient:
             lambda s: s.AddTime(req, metadata=md, timeout=self.timeout)
         )
         return codec.match_from_proto(resp.match)
+
+    async def reissue_credential(
+        self,
+        match_id: str,
+        seat: int | None,
+        *,
+        request_id: str | None = None,
+        api_key: str | None = None,
+    ) -> ReissuedCredential:
+        """See :meth:`truco_client.TrucoClient.reissue_credential`."""
+        req = reissue_request(match_id, seat, request_id)
+        md = self._op(api_key)
+        resp: match_service_pb2.ReissueCredentialResponse = await self._call(
+            lambda s: s.ReissueCredential(req, metadata=md, timeout=self.timeout)
+        )
+        return reissued(resp)
 
     async def adjudicate_match(
         self, match_id: str, winner_team: int, reason: str = "", *, api_key: str | None = None

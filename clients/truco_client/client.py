@@ -35,6 +35,7 @@ from truco_client._core import (
     JoinResult,
     MatchView,
     Metadata,
+    ReissuedCredential,
     RetryPolicy,
     Seconds,
     StreamState,
@@ -48,6 +49,8 @@ from truco_client._core import (
     match_view,
     metadata,
     new_request_id,
+    reissue_request,
+    reissued,
     state_filter,
     submit_request,
 )
@@ -202,6 +205,7 @@ class TrucoClient:
         spectator_delay: int = 0,
         show_hands: bool = False,
         client_seed: bytes | None = None,
+        credential_ttl: Seconds | None = None,
     ) -> CreatedMatch:
         """Create a match (operator API key). ``seats`` are display names or (name, "bot").
 
@@ -210,7 +214,8 @@ class TrucoClient:
         ``turn_timeout`` (that many seconds per decision); ``join_window``, ``idle_timeout``,
         ``disconnect_grace`` in seconds (or ``timedelta``); ``spectator_delay`` in actions;
         ``show_hands`` shows spectators each hand's cards once it is over; ``client_seed``
-        (at most 64 bytes) is the creator's entropy, mixed into every deal."""
+        (at most 64 bytes) is the creator's entropy, mixed into every deal; ``credential_ttl``
+        (seconds) how long each match credential is valid after it was issued."""
         req = create_request(
             preset,
             players,
@@ -228,6 +233,7 @@ class TrucoClient:
                 disconnect_grace=disconnect_grace,
                 spectator_delay=spectator_delay,
                 show_hands=show_hands,
+                credential_ttl=credential_ttl,
             ),
             client_seed=client_seed,
         )
@@ -327,6 +333,22 @@ class TrucoClient:
         return codec.match_from_proto(
             self._call(lambda s: s.AddTime(req, metadata=md, timeout=self.timeout)).match
         )
+
+    def reissue_credential(
+        self,
+        match_id: str,
+        seat: int | None,
+        *,
+        request_id: str | None = None,
+        api_key: str | None = None,
+    ) -> ReissuedCredential:
+        """A new credential for ``seat`` (``None``: the spectators') of an active match; the
+        previous one is refused from now on, and streams opened with it end UNAUTHENTICATED
+        (the creating operator's API key). Retried with the same request id, so a retry gets
+        the same token."""
+        req = reissue_request(match_id, seat, request_id)
+        md = self._op(api_key)
+        return reissued(self._call(lambda s: s.ReissueCredential(req, metadata=md, timeout=self.timeout)))
 
     def adjudicate_match(
         self, match_id: str, winner_team: int, reason: str = "", *, api_key: str | None = None

@@ -638,6 +638,7 @@ def settings_to_proto(labels: Mapping[str, str], lc: Lifecycle) -> match_pb2.Mat
         ("join_window", lc.join_window),
         ("idle_timeout", lc.idle_timeout),
         ("disconnect_grace", lc.disconnect_grace),
+        ("credential_ttl", lc.credential_ttl),
     ):
         if value:
             getattr(m, name).CopyFrom(_duration(value))
@@ -674,6 +675,7 @@ def lifecycle_from_proto(m: match_pb2.MatchSettings, where: str = "settings") ->
         disconnect_grace=_ms(m.disconnect_grace),
         spectator_delay=m.spectator_delay_actions,
         show_hands=m.show_hands_to_spectators,
+        credential_ttl=_ms(m.credential_ttl),
     )
 
 

@@ -202,6 +202,15 @@ class TimeAdded:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CredentialReissued:
+    """The creator re-issued the credential of ``seat`` (``None``: the spectators'); the
+    previous one is refused from this version on. Never carries the token."""
+
+    kind: ClassVar[str] = "credential_reissued"
+    seat: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CardList:
     """A list of cards (one seat's hand)."""
 
@@ -229,6 +238,7 @@ ServicePayload = (
     | MatchAborted
     | TimeAdded
     | HandCardsShown
+    | CredentialReissued
 )
 """A payload the service adds to the log (public, but ``hand_cards_shown``: see
 :data:`SPECTATORS_ONLY`)."""
@@ -250,6 +260,7 @@ SERVICE_PAYLOADS: dict[str, type[ServicePayload]] = {
         MatchAborted,
         TimeAdded,
         HandCardsShown,
+        CredentialReissued,
     )
 }
 

@@ -62,6 +62,9 @@ class Lifecycle:
     """Spectators see the match this many actions late."""
     show_hands: bool = False
     """Spectators see every seat's cards once a hand is over."""
+    credential_ttl: int = 0
+    """A match credential is valid this long after it was issued; 0: as long as the match is
+    kept."""
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -99,6 +102,18 @@ class Life:
     """Time that decision has before the bank is used (ms)."""
     last_activity: int = 0
     """Time of the last step (ms since creation)."""
+    credentials: list[list[int]] = field(default_factory=list)
+    """Per viewer (the seats, then the spectators last): ``[generation, issued at]`` of its
+    current credential (ms since creation); empty until the first re-issue (every viewer at
+    generation 0, issued at creation)."""
+
+    def credential(self, viewer: int) -> tuple[int, int]:
+        """``(generation, issued at)`` of the current credential of ``viewer`` (a seat, or a
+        negative number for the spectators)."""
+        if not self.credentials:
+            return 0, 0
+        gen, at = self.credentials[viewer if viewer >= 0 else len(self.joined)]
+        return gen, at
 
     def copy(self) -> Life:
         return Life(
@@ -113,6 +128,7 @@ class Life:
             timed=self.timed,
             allowance=self.allowance,
             last_activity=self.last_activity,
+            credentials=[list(c) for c in self.credentials],
         )
 
     def to_dict(self) -> dict[str, Any]:

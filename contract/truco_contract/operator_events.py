@@ -2,7 +2,8 @@
 
 A match's log says everything; an operator's backend wants only the moments that change what
 it shows or owes: a match was created, started (its first deal), a hand ended, the match ended
-(with its result), was aborted or cancelled, a seat's clock ran out. :func:`of_entries` picks
+(with its result), was aborted or cancelled, a seat's clock ran out, a credential was
+re-issued. :func:`of_entries` picks
 them out of one commit's log entries, so the same commit that writes the log decides them.
 
 An event's ``id`` is ``<match_id>:<version>`` (the version of the log entry it reports): it is
@@ -18,6 +19,7 @@ from enum import StrEnum
 
 import truco_engine as te
 from truco_contract.events import (
+    CredentialReissued,
     EventView,
     LogEntry,
     MatchAborted,
@@ -39,6 +41,7 @@ class OperatorEventType(StrEnum):
     ABORTED = "match.aborted"
     CANCELLED = "match.cancelled"
     TURN_TIMED_OUT = "match.turn_timed_out"
+    CREDENTIAL_REISSUED = "match.credential_reissued"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,6 +81,8 @@ def type_of(entry: LogEntry) -> OperatorEventType | None:
         return OperatorEventType.CANCELLED
     if isinstance(entry, TurnTimedOut):
         return OperatorEventType.TURN_TIMED_OUT
+    if isinstance(entry, CredentialReissued):
+        return OperatorEventType.CREDENTIAL_REISSUED
     return None
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import truco_engine as te
 from truco_contract import table
 from truco_contract.events import (
+    CredentialReissued,
     DealSource,
     LogEntry,
     MatchAborted,
@@ -65,6 +66,7 @@ class RecordStep:
     cancel: MatchCancelled | None = None
     abort: MatchAborted | None = None
     forfeit: MatchForfeited | None = None
+    reissue_credential: CredentialReissued | None = None
 
 
 # ------------------------------------------------------------------ compact storage
@@ -90,6 +92,8 @@ def pack_step(step: RecordStep, created_at: float) -> bytes:
         body = ["x", step.abort.reason, list(step.abort.seats)]
     elif step.forfeit is not None:
         body = ["f", step.forfeit.seat, step.forfeit.team, step.forfeit.expiries]
+    elif step.reissue_credential is not None:
+        body = ["k", step.reissue_credential.seat]
     else:
         raise ValueError("a record step needs a step")
     ms = round((step.time - created_at) * 1000)
@@ -123,6 +127,8 @@ def unpack_step(raw: bytes, created_at: float) -> RecordStep:
         common["abort"] = MatchAborted(reason=rest[0], seats=tuple(rest[1]))
     elif kind == "f":
         common["forfeit"] = MatchForfeited(seat=rest[0], team=rest[1], expiries=rest[2])
+    elif kind == "k":
+        common["reissue_credential"] = CredentialReissued(seat=rest[0])
     else:
         raise ValueError(f"unknown record step kind {kind!r}")
     return RecordStep(**common)
@@ -170,6 +176,8 @@ def apply_step(
         return table.cancel(setup, state, life, step.cancel.reason)
     if step.abort is not None:
         return table.abort(setup, state, life, step.abort.reason)
+    if step.reissue_credential is not None:
+        return table.reissue(setup, state, life, step.reissue_credential.seat, now)
     raise te.RecordError(f"version {step.version}: an empty step")
 
 

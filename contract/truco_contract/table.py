@@ -19,6 +19,7 @@ import truco_engine as te
 from truco_contract.events import (
     CardList,
     ClientSeed,
+    CredentialReissued,
     DealSource,
     Fairness,
     HandCardsShown,
@@ -219,6 +220,19 @@ def add_time(setup: Setup, state: te.MatchState, life: Life, seat: int | None, m
         elif life.awaited == x and life.timed:
             life.allowance += ms
     return Step(state, life, [TimeAdded(seat=seat, added=ms)])
+
+
+def reissue(setup: Setup, state: te.MatchState, life: Life, seat: int | None, now: int) -> Step:
+    """The creator re-issues the credential of ``seat`` (``None``: the spectators'): its
+    generation goes up by one, issued ``now``; the previous credential is refused from here on."""
+    if seat is not None and not 0 <= seat < setup.rules.players:
+        raise te.TrucoError(f"seat {seat} is not a seat; seats are 0..{setup.rules.players - 1}")
+    life = life.copy()
+    if not life.credentials:
+        life.credentials = [[0, 0] for _ in range(setup.rules.players + 1)]
+    slot = life.credentials[setup.rules.players if seat is None else seat]
+    slot[0], slot[1] = slot[0] + 1, now
+    return Step(state, life, [CredentialReissued(seat=seat)])
 
 
 def adjudicate(

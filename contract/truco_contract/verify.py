@@ -309,6 +309,7 @@ def _describe(step: RecordStep) -> str:
         ("cancel", "cancellation"),
         ("abort", "abort"),
         ("forfeit", "forfeit"),
+        ("reissue_credential", "credential re-issue"),
     ):
         if getattr(step, name) is not None:
             return what

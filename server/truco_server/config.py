@@ -16,7 +16,7 @@ import hashlib
 import itertools
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,10 +61,19 @@ class Settings:
     """Prometheus `/metrics` port; 0 disables the endpoint."""
     api_keys: tuple[ApiKey, ...] = ()
     """Operator API keys (create, list, cancel matches): comma-separated `name=secret`
-    entries (a bare `secret` is named `key-<sha256 prefix>`). Without keys the worker runs
-    open: any operator call (with or without a key) acts as the operator `public`; reading a
-    match still needs a credential, a match token or any key (for development; set keys in
-    production)."""
+    entries (a bare `secret` is named `key-<sha256 prefix>`); one name may have several keys
+    (old and new during a rotation). Without keys (and without `TRUCO_API_KEYS_FILE`) the
+    worker runs open: any operator call (with or without a key) acts as the operator `public`;
+    reading a match still needs a credential, a match token or any key (for development; set
+    keys in production)."""
+    api_keys_file: str | None = None
+    """A file of operator API keys in the format of `TRUCO_API_KEYS` (commas or one entry per
+    line; `#` starts a comment), accepted in addition to them and re-read when it changes, so
+    keys rotate without a restart (docs/operations.md, "Rotating operator keys"). Set, the
+    worker is never open, even while the file holds no key."""
+    api_keys_poll_seconds: float = 5.0
+    """How often a worker looks whether `TRUCO_API_KEYS_FILE` changed (and SIGHUP re-reads
+    it at once)."""
     log_level: str = "info"
     """Minimum log level."""
     shutdown_grace_seconds: float = 10.0
@@ -166,14 +175,20 @@ class Settings:
         return "in-memory" if self.redis_url is None else redact_url(self.redis_url)
 
     def api_key_for(self, secret: str) -> ApiKey | None:
-        """The configured API key with this secret, if any (constant time per key)."""
-        import hmac
+        """The API key of `TRUCO_API_KEYS` with this secret, if any (the worker's
+        `truco_server.api.auth.KeyRing` adds the keys file)."""
+        return find_api_key(self.api_keys, secret)
 
-        found: ApiKey | None = None
-        for key in self.api_keys:
-            if hmac.compare_digest(key.secret.encode(), secret.encode()):
-                found = key
-        return found
+
+def find_api_key(keys: Iterable[ApiKey], secret: str) -> ApiKey | None:
+    """The key with this secret, if any (every key compared, in constant time per key)."""
+    import hmac
+
+    found: ApiKey | None = None
+    for key in keys:
+        if hmac.compare_digest(key.secret.encode(), secret.encode()):
+            found = key
+    return found
 
 
 _SECRET_QUERY = re.compile(r"((?:^|&)[a-z_]*password=)[^&]*")
@@ -198,12 +213,15 @@ def redact_url(url: str) -> str:
 
 
 def parse_api_keys(text: str) -> tuple[ApiKey, ...]:
-    """Parse `TRUCO_API_KEYS`: comma-separated `name=secret` or bare `secret` entries.
+    """Parse `TRUCO_API_KEYS`: comma-separated `name=secret` or bare `secret` entries (newlines
+    separate entries too, and `#` starts a comment to the end of its line, for the keys file).
 
-    A bare secret is named `key-<fingerprint>`. Whitespace around entries is ignored.
+    A bare secret is named `key-<fingerprint>`. Whitespace around entries is ignored. One
+    operator name may have several keys (a rotation's old and new); a secret may appear once.
     """
     keys: list[ApiKey] = []
-    for raw in text.split(","):
+    lines = (line.partition("#")[0] for line in text.splitlines())
+    for raw in ",".join(lines).split(","):
         entry = raw.strip()
         if not entry:
             continue
@@ -217,10 +235,23 @@ def parse_api_keys(text: str) -> tuple[ApiKey, ...]:
         if not name:
             key = ApiKey(name=f"key-{key.fingerprint}", secret=secret)
         keys.append(key)
-    names = [k.name for k in keys]
-    if len(set(names)) != len(names):
-        raise ConfigError("TRUCO_API_KEYS: operator names must be unique")
+    secrets = [k.secret for k in keys]
+    if len(set(secrets)) != len(secrets):
+        raise ConfigError("TRUCO_API_KEYS: the same secret is given twice")
     return tuple(keys)
+
+
+def read_api_keys_file(path: str) -> tuple[ApiKey, ...]:
+    """The keys of a `TRUCO_API_KEYS_FILE` (raises OSError or ConfigError; the message never
+    quotes a secret)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read(1 << 20)
+    return parse_api_keys(text)
+
+
+def _path(text: str) -> str | None:
+    value = text.strip()
+    return value or None
 
 
 def _flag(text: str) -> bool:
@@ -334,6 +365,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("http_port", "TRUCO_HTTP_PORT", "--http-port", _port, "PORT"),
     Option("metrics_port", "TRUCO_METRICS_PORT", "--metrics-port", _port, "PORT"),
     Option("api_keys", "TRUCO_API_KEYS", None, parse_api_keys),
+    Option("api_keys_file", "TRUCO_API_KEYS_FILE", "--api-keys-file", _path, "PATH"),
+    Option(
+        "api_keys_poll_seconds",
+        "TRUCO_API_KEYS_POLL_SECONDS",
+        "--api-keys-poll",
+        _positive_float,
+        "SECONDS",
+    ),
     Option("log_level", "TRUCO_LOG_LEVEL", "--log-level", _log_level, "LEVEL"),
     Option(
         "shutdown_grace_seconds",

@@ -247,6 +247,9 @@ class UnimplementedMatchService(match_service_pb2_grpc.MatchServiceServicer):
     async def AdjudicateMatch(self, request: Any, context: Any) -> Any:
         await self._unimplemented(context)
 
+    async def ReissueCredential(self, request: Any, context: Any) -> Any:
+        await self._unimplemented(context)
+
     async def Connect(
         self, request_iterator: Any, context: Any
     ) -> AsyncIterator[match_service_pb2.ConnectResponse]:

@@ -96,6 +96,12 @@ class GrpcMatchService(match_service_pb2_grpc.MatchServiceServicer):
         return await self.api.AdjudicateMatch(_creds(context), request)
 
     @map_service_errors
+    async def ReissueCredential(
+        self, request: pb.ReissueCredentialRequest, context: Context
+    ) -> pb.ReissueCredentialResponse:
+        return await self.api.ReissueCredential(_creds(context), request)
+
+    @map_service_errors
     async def Connect(
         self, request_iterator: AsyncIterator[pb.ConnectRequest], context: Context
     ) -> AsyncIterator[pb.ConnectResponse]:

@@ -150,6 +150,18 @@ STREAM_GAPS = Counter(
     "Match streams whose log no longer continues what this worker delivered (events lost or "
     "rewritten by a failover, or trimmed while disconnected): their subscribers get a snapshot.",
 )
+API_KEYS = Gauge(
+    "truco_api_keys",
+    "Operator API keys this worker accepts (TRUCO_API_KEYS plus TRUCO_API_KEYS_FILE); the "
+    "'api keys loaded' log line names their fingerprints.",
+    multiprocess_mode="liveall",  # one value per worker: a worker that missed a reload shows
+)
+API_KEY_RELOADS = Counter(
+    "truco_api_key_reloads_total",
+    "Re-reads of TRUCO_API_KEYS_FILE after it changed (or on SIGHUP), by result: loaded, or "
+    "error (unreadable or invalid: the last good keys stay).",
+    ("result",),
+)
 #: Allowed values of the `result` label of `truco_actions_total`.
 ACTION_RESULTS = ("accepted", "replayed", "illegal", "stale", "invalid", "error")
 

@@ -101,8 +101,9 @@ class Meta:
     def seat_infos(self) -> tuple[SeatInfo, ...]:
         return tuple(seat_from_dict(s) for s in self.seats)
 
-    def token(self, viewer: int) -> str:
-        return issue(self.match_id, self.cred_key, viewer)
+    def token(self, viewer: int, generation: int = 0) -> str:
+        """The credential of ``viewer`` at ``generation`` (``Life.credential``)."""
+        return issue(self.match_id, self.cred_key, viewer, generation)
 
     def at(self, now: float) -> int:
         """``now`` (seconds since the epoch) as the match's time: ms since its creation."""

@@ -38,6 +38,7 @@ import structlog
 import truco_engine as te
 from truco_contract import operator_events, records, table
 from truco_contract.events import (
+    CredentialReissued,
     DealSource,
     EventView,
     LogEntry,
@@ -103,6 +104,13 @@ memory follows the matches in play, not the matches played."""
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
 TERMINAL = (MatchStatus.FINISHED, MatchStatus.CANCELLED, MatchStatus.ABORTED)
+
+
+def reissue_key(request_id: str) -> str:
+    """Where a re-issue's ``request_id`` is kept in the match's request records, which the
+    seats' actions share: 136 characters, longer than any request id a seat may send (128,
+    :data:`truco_server.api.limits.FIELD_LIMITS`), so the two never meet."""
+    return "reissue:" + hashlib.sha256(request_id.encode()).hexdigest() * 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,13 +290,36 @@ class MatchService:
             self._ended.put(loaded.match_id, loaded)
 
     # -------------------------------------------------------------------------- auth
-    @staticmethod
-    def _seat_of(loaded: Loaded, cred: MatchCredential) -> int:
-        """Seat index, or SPECTATOR, for a match credential; raises Unauthenticated."""
-        meta = loaded.meta
-        seat = verify(cred, meta.match_id, meta.cred_key, len(meta.seats))
+    def _seat_of(self, loaded: Loaded, cred: MatchCredential) -> int:
+        """Seat index, or SPECTATOR, for a match credential; raises Unauthenticated (for a
+        credential that was re-issued since, or is past the match's ``credential_ttl``, too:
+        the same answer as for an invalid one)."""
+        meta, life = loaded.meta, loaded.life
+        viewer = verify(cred, meta.match_id, meta.cred_key, len(meta.seats), lambda v: life.credential(v)[0])
+        if self._expired(loaded, viewer):
+            raise E.Unauthenticated("invalid credential")
         bind_operator(meta.owner)
-        return seat
+        return viewer
+
+    def _expires_at(self, loaded: Loaded, viewer: int) -> float | None:
+        """When the current credential of ``viewer`` expires (seconds since the epoch), or
+        ``None`` when it lasts as long as the match is kept."""
+        ttl = loaded.setup.lifecycle.credential_ttl
+        if not ttl:
+            return None
+        return loaded.meta.created_at + (loaded.life.credential(viewer)[1] + ttl) / 1000
+
+    def _expired(self, loaded: Loaded, viewer: int) -> bool:
+        end = self._expires_at(loaded, viewer)
+        return end is not None and self.now() >= end
+
+    def _still_valid(self, loaded: Loaded, caller: Caller, viewer: int, generation: int) -> None:
+        """An open stream's credential is still the current one and not expired (checked at
+        every message: a re-issue or an expiry ends the stream with UNAUTHENTICATED)."""
+        if isinstance(caller, MatchCredential) and (
+            loaded.life.credential(viewer)[0] != generation or self._expired(loaded, viewer)
+        ):
+            raise E.Unauthenticated("invalid credential")
 
     def _viewer(self, loaded: Loaded, caller: Caller) -> int:
         """Who is looking: a seat, or SPECTATOR (spectator credential or the owner)."""
@@ -487,7 +518,7 @@ class MatchService:
         tc = requested.time_control
         if tc is not None:
             problems += [E.FieldViolation(f"settings.time_control.{f}", d) for f, d in tc.problems()]
-        for name in ("join_window", "idle_timeout", "disconnect_grace"):
+        for name in ("join_window", "idle_timeout", "disconnect_grace", "credential_ttl"):
             value = getattr(requested, name)
             if not 0 <= value <= MAX_DURATION_MS or 0 < value < 1000:
                 problems.append(E.FieldViolation(f"settings.{name}", "between 1 second and 1 day, or unset"))
@@ -618,10 +649,12 @@ class MatchService:
         return self._created(loaded)
 
     def _created(self, loaded: Loaded) -> T.CreateMatchResponse:
-        meta = loaded.meta
-        return T.CreateMatchResponse(
-            info_of(loaded), tuple(meta.token(i) for i in range(len(meta.seats))), meta.token(SPECTATOR)
-        )
+        """The match and its current credentials (a retried CreateMatch after a re-issue gets
+        the re-issued ones)."""
+        meta, life = loaded.meta, loaded.life
+        seats = tuple(meta.token(i, life.credential(i)[0]) for i in range(len(meta.seats)))
+        spectators = meta.token(SPECTATOR, life.credential(SPECTATOR)[0])
+        return T.CreateMatchResponse(info_of(loaded), seats, spectators)
 
     # ------------------------------------------------------------------------- query
     async def get_match(self, caller: Caller, req: T.GetMatchRequest) -> T.GetMatchResponse:
@@ -735,6 +768,87 @@ class MatchService:
         done = await self._step(req.match_id, decide)
         log.info("adjudicate_match", match_id=req.match_id, winner_team=req.winner_team)
         return T.MatchResponse(info_of(done))
+
+    async def reissue_credential(
+        self, operator: Operator, req: T.ReissueCredentialRequest
+    ) -> T.ReissueCredentialResponse:
+        """A new credential for one seat (``None``: the spectators), committed as a step (a
+        ``credential_reissued`` event), so the previous one is refused on every worker from its
+        version on. Idempotent on ``request_id``: its record holds the viewer, the generation
+        and the time it was issued, so a retry rebuilds the same token."""
+        viewer = SPECTATOR if req.seat is None else req.seat
+        key = None if req.request_id is None else reissue_key(req.request_id)
+        if key is not None:
+            first = await self._reissued(operator, req.match_id, key, viewer)
+            if first is not None:
+                return first
+        for _ in range(5):
+            loaded = await self._load(req.match_id, fresh=True)
+            self._own(loaded, operator)
+            self._active(loaded)
+            if req.seat is not None and not 0 <= req.seat < loaded.rules.players:
+                raise E.InvalidArgument(
+                    f"seat must be 0..{loaded.rules.players - 1}",
+                    field_violations=[E.FieldViolation("seat", "no such seat")],
+                )
+            now = loaded.meta.at(self.now())
+            step = table.reissue(loaded.setup, loaded.state, loaded.life, req.seat, now)
+            generation, at = step.life.credential(viewer)
+            record = records.RecordStep(
+                version=0, time=0.0, reissue_credential=CredentialReissued(seat=req.seat)
+            )
+            try:
+                done, res = await self._commit(
+                    loaded,
+                    step,
+                    record,
+                    request_id=key,
+                    reply=b"%d:reissue.%d.%d:1" % (viewer, generation, at),
+                )
+            except VersionConflict:
+                metrics.COMMIT_CONFLICTS.inc()
+                continue
+            if res.duplicate:  # a concurrent retry committed it first
+                fresh = await self._load(req.match_id, fresh=True)
+                return self._reissue_reply(fresh, viewer, res.version, res.reply)
+            log.info("reissue_credential", match_id=req.match_id, seat=req.seat)
+            return self._reissue_reply(done, viewer, done.version, None)
+        raise E.ServiceError(
+            "the match kept changing; retry", code=E.Code.ABORTED, reason=E.Reason.STALE_VERSION
+        )
+
+    async def _reissued(
+        self, operator: Operator, match_id: str, key: str, viewer: int
+    ) -> T.ReissueCredentialResponse | None:
+        """The first result of a retried re-issue, or ``None`` when ``key`` is new."""
+        loaded = await self._load(match_id, fresh=True)
+        self._own(loaded, operator)
+        found = await self.store.lookup_request(match_id, key)
+        if found is None:
+            return None
+        return self._reissue_reply(loaded, viewer, found.version, found.reply)
+
+    def _reissue_reply(
+        self, loaded: Loaded, viewer: int, version: int, reply: bytes | None
+    ) -> T.ReissueCredentialResponse:
+        """The response of a re-issue: of the current credential (``reply`` None), or of the one
+        a recorded ``reply`` (``<viewer>:reissue.<generation>.<issued at>:1``) describes."""
+        if reply is None:
+            generation, at = loaded.life.credential(viewer)
+        else:
+            first, kind, _ = reply.decode().split(":")
+            parts = kind.split(".")
+            if int(first) != viewer or len(parts) != 3 or parts[0] != "reissue":
+                raise E.RequestIdReused("request_id was already used for another credential")
+            generation, at = int(parts[1]), int(parts[2])
+        ttl = loaded.setup.lifecycle.credential_ttl
+        expires = loaded.meta.created_at + (at + ttl) / 1000 if ttl else None
+        return T.ReissueCredentialResponse(
+            loaded.meta.token(viewer, generation),
+            None if viewer == SPECTATOR else viewer,
+            version,
+            expires,
+        )
 
     @staticmethod
     def _active(loaded: Loaded) -> None:
@@ -1015,6 +1129,7 @@ class MatchService:
         match_id, from_version = req.match_id, req.from_version
         loaded = await self._load(match_id, fresh=True)
         viewer = self._viewer(loaded, caller)
+        generation = loaded.life.credential(viewer)[0]
         if from_version is not None and (from_version < 0 or from_version > loaded.version):
             raise E.InvalidArgument(
                 f"from_version must be 0..{loaded.version}",
@@ -1033,7 +1148,7 @@ class MatchService:
             last = max(target, from_version or 0)
             if loaded.status is not MatchStatus.ACTIVE:
                 return
-            async for upd in self._follow(loaded, viewer, last):
+            async for upd in self._follow(loaded, caller, viewer, generation, last):
                 yield upd
                 if upd.match_state is not MatchStatus.ACTIVE:
                     return
@@ -1054,7 +1169,9 @@ class MatchService:
             raise E.MatchNotFound(f"match {loaded.match_id!r} no longer exists")
         return cur
 
-    async def _follow(self, loaded: Loaded, viewer: int, last: int) -> AsyncIterator[T.StreamUpdate]:
+    async def _follow(
+        self, loaded: Loaded, caller: Caller, viewer: int, generation: int, last: int
+    ) -> AsyncIterator[T.StreamUpdate]:
         match_id = loaded.match_id
         sub = self.store.subscribe(match_id, loaded.version, queue_size=self.queue_size)
         it = sub.__aiter__()
@@ -1071,6 +1188,7 @@ class MatchService:
                     raise E.ShuttingDown()
                 if not done:
                     cur = self._same(loaded, await self._load(match_id, fresh=True))
+                    self._still_valid(cur, caller, viewer, generation)
                     await self._touch(cur, viewer)
                     clock = clock_view(cur.life, cur.meta.created_at, self.now())
                     yield T.StreamUpdate(last, (), None, cur.rules, clock=clock)
@@ -1080,6 +1198,7 @@ class MatchService:
                 delayed = self._delay(loaded, viewer) > 0
                 if isinstance(batch, LogTrimmed) or delayed:  # fell behind, or sees it late
                     cur = self._same(loaded, await self._load(match_id, fresh=True))
+                    self._still_valid(cur, caller, viewer, generation)
                     sub.resume_from(cur.version)
                     await self._touch(cur, viewer)
                     target, seen = await self._target(cur, viewer)
@@ -1097,6 +1216,7 @@ class MatchService:
                     continue
                 end = batch[-1][0]
                 cur = await self._at_least(loaded, end)
+                self._still_valid(cur, caller, viewer, generation)
                 events = self._views_of(cur, batch, viewer)
                 if cur.version > end:  # more commits since the batch: their events too
                     events += await self._events(cur, end, cur.version, viewer)

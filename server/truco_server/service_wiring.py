@@ -7,6 +7,10 @@ side (event streams, webhooks), the queue readers, and the gRPC and REST faces o
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import threading
+
 import structlog
 
 from truco_contract.pb import (
@@ -16,7 +20,7 @@ from truco_contract.pb import (
     operator_service_pb2_grpc,
 )
 from truco_server import rest
-from truco_server.api.auth import Authenticator
+from truco_server.api.auth import Authenticator, KeyRing
 from truco_server.api.league_wire import LeagueApi
 from truco_server.api.operator_wire import OperatorApi
 from truco_server.api.wire import MatchApi
@@ -91,6 +95,20 @@ def build_services(ctx: WorkerContext) -> tuple[MatchService, Operators, LeagueS
     return service, operators, leagues
 
 
+def _reload_on_sighup(ctx: WorkerContext, keys: KeyRing) -> None:
+    """SIGHUP re-reads the operator keys file at once (the worker's loop runs the reload; only
+    in the main thread, where a signal handler can be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGHUP, keys.reload_now)
+
+    def remove() -> None:
+        loop.remove_signal_handler(signal.SIGHUP)
+
+    ctx.add_cleanup(remove)
+
+
 def servicer_factory(ctx: WorkerContext) -> Servicers:
     """The gRPC servicers; the API layer under them also serves REST/JSON on
     `settings.http_port`."""
@@ -101,6 +119,8 @@ def servicer_factory(ctx: WorkerContext) -> Servicers:
             "no operator API keys configured (TRUCO_API_KEYS): every operator call is the "
             "operator 'public'; for development only"
         )
+    if auth.keys.path is not None:
+        ctx.add_startup(lambda: _reload_on_sighup(ctx, auth.keys))
     api = MatchApi(service, auth, ctx.streams, Quotas(ctx.settings))
     operator_api = OperatorApi(operators, auth, ctx.streams)
     league_api = LeagueApi(leagues, auth, ctx.streams)

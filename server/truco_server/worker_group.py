@@ -16,6 +16,7 @@ serving itself:
 * on SIGTERM or SIGINT it sends SIGTERM to every child (each shuts down gracefully: health
   NOT_SERVING, drain, streams ended UNAVAILABLE), waits for them, SIGKILLs any that outlive
   the grace, removes the metrics directory and exits: one clean shutdown;
+* SIGHUP is passed on to every child (each re-reads ``TRUCO_API_KEYS_FILE``);
 * a child that dies is started again; a child is killed with the parent (``PR_SET_PDEATHSIG``
   on Linux), so killing the parent never leaves workers behind.
 """
@@ -150,6 +151,7 @@ class WorkerGroup:
         """Serve until SIGTERM/SIGINT; returns the exit status."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self._stop.set())
+        signal.signal(signal.SIGHUP, lambda *_: self._signal_children(signal.SIGHUP))
         try:
             self.children = [self._spawn(i) for i in range(self.n)]
             deadline = time.monotonic() + START_TIMEOUT_S
@@ -174,6 +176,11 @@ class WorkerGroup:
             return 0
         finally:
             self._shutdown()
+
+    def _signal_children(self, sig: signal.Signals) -> None:
+        for child in self.children:
+            with contextlib.suppress(ProcessLookupError):
+                child.proc.send_signal(sig)
 
     def _announce(self) -> None:
         s = self.settings

@@ -60,7 +60,7 @@ RUNTIME_ENV = frozenset(
 CHART_ENV = frozenset(
     {
         "REDIS_URL",
-        "TRUCO_API_KEYS",
+        "TRUCO_API_KEYS_FILE",
         "TRUCO_HOST",
         "TRUCO_GRPC_PORT",
         "TRUCO_HTTP_PORT",
@@ -232,7 +232,9 @@ def test_chart_reserved_env_list_matches_what_the_deployment_sets() -> None:
     match = re.search(r'define "truco.reservedEnv" -\}\}\s*(.*?)\s*\{\{-? end', helpers, re.DOTALL)
     assert match, "_helpers.tpl: truco.reservedEnv not found"
     reserved = set(match.group(1).split())
-    assert reserved == set(ENV_ENTRY.findall(template_text("deployment.yaml")))
+    # plus TRUCO_API_KEYS, which the chart never sets (its keys are a mounted file) and extraEnv
+    # may not set either (a plain value would hold the secrets)
+    assert reserved == set(ENV_ENTRY.findall(template_text("deployment.yaml"))) | {"TRUCO_API_KEYS"}
     assert reserved <= SETTINGS_ENV
 
 
@@ -271,9 +273,17 @@ def test_dockerfile_sets_only_real_settings_or_runtime_variables() -> None:
 
 # ------------------------------------------------------------------------------ secrets
 def test_api_keys_come_only_from_a_secret() -> None:
-    body = env_entry_body(template_text("deployment.yaml"), "TRUCO_API_KEYS")
-    assert "valueFrom:" in body and "secretKeyRef:" in body and ".Values.apiKeys.existingSecret" in body
-    assert not re.search(r"^\s*value:", body, re.MULTILINE)
+    text = template_text("deployment.yaml")
+    # a Secret volume (updated in place when the Secret changes: keys rotate without a restart),
+    # mounted whole (a subPath mount is never updated), read as TRUCO_API_KEYS_FILE
+    assert "- name: TRUCO_API_KEYS\n" not in text
+    volume = env_entry_body(text.split("      volumes:", 1)[1], "api-keys")
+    assert "secret:" in volume and "secretName: {{ .Values.apiKeys.existingSecret }}" in volume
+    assert "path: api-keys" in volume
+    mount = env_entry_body(text.split("volumeMounts:", 1)[1], "api-keys")
+    assert "mountPath: /etc/truco/api-keys" in mount and "subPath" not in mount
+    body = env_entry_body(text, "TRUCO_API_KEYS_FILE")
+    assert "value: /etc/truco/api-keys/api-keys" in body
     for path in template_files():
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"^kind:\s*ConfigMap", text, re.MULTILINE), f"{path.name} makes a ConfigMap"

@@ -68,6 +68,7 @@ def test_openapi_document_shape() -> None:
         "GetMatchRecord": ("/v1/matches/{match_id}/record", "get"),
         "AddTime": ("/v1/matches/{match_id}:addTime", "post"),
         "AdjudicateMatch": ("/v1/matches/{match_id}:adjudicate", "post"),
+        "ReissueCredential": ("/v1/matches/{match_id}:reissueCredential", "post"),
     }
     schemas = doc["components"]["schemas"]
     obs = schemas["truco.v1.Observation"]["properties"]

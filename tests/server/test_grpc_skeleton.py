@@ -467,8 +467,10 @@ def test_config_api_keys_from_environment_only() -> None:
     assert s.api_key_for("s3cret") == s.api_keys[0]
     assert s.api_key_for("nope") is None
     assert "s3cret" not in repr(s)
+    rotating = load_settings(None, {"TRUCO_API_KEYS": "a=x,a=y"})  # one operator, old and new key
+    assert [(k.name, k.secret) for k in rotating.api_keys] == [("a", "x"), ("a", "y")]
     with pytest.raises(ConfigError):
-        load_settings(None, {"TRUCO_API_KEYS": "a=x,a=y"})
+        load_settings(None, {"TRUCO_API_KEYS": "a=x,b=x"})
     assert all(o.flag is None for o in config.OPTIONS if o.name == "api_keys")
 
 

@@ -365,6 +365,7 @@ class MatchSettings(_message.Message):
     DISCONNECT_GRACE_FIELD_NUMBER: _builtins.int
     SPECTATOR_DELAY_ACTIONS_FIELD_NUMBER: _builtins.int
     SHOW_HANDS_TO_SPECTATORS_FIELD_NUMBER: _builtins.int
+    CREDENTIAL_TTL_FIELD_NUMBER: _builtins.int
     spectator_delay_actions: _builtins.int
     """Spectators see the match this many actions late (0: live)."""
     show_hands_to_spectators: _builtins.bool
@@ -407,6 +408,14 @@ class MatchSettings(_message.Message):
         turn after turn, until it is back. Unset: never.
         """
 
+    @_builtins.property
+    def credential_ttl(self) -> _duration_pb2.Duration:
+        """Every match credential (seat and spectator tokens) is valid for this
+        long after it was issued (at creation, or by ReissueCredential), then
+        refused like an invalid one. Unset: valid as long as the match is kept
+        (TRUCO_FINISHED_MATCH_TTL_SECONDS after its end). 1 second to 1 day.
+        """
+
     def __init__(
         self,
         *,
@@ -418,10 +427,11 @@ class MatchSettings(_message.Message):
         disconnect_grace: _duration_pb2.Duration | None = ...,
         spectator_delay_actions: _builtins.int = ...,
         show_hands_to_spectators: _builtins.bool = ...,
+        credential_ttl: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["credential_ttl", b"credential_ttl", "disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "labels", b"labels", "show_hands_to_spectators", b"show_hands_to_spectators", "spectator_delay_actions", b"spectator_delay_actions", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["credential_ttl", b"credential_ttl", "disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "labels", b"labels", "show_hands_to_spectators", b"show_hands_to_spectators", "spectator_delay_actions", b"spectator_delay_actions", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -774,6 +774,84 @@ class AdjudicateMatchResponse(_message.Message):
 Global___AdjudicateMatchResponse: _TypeAlias = AdjudicateMatchResponse  # noqa: Y015
 
 @_typing.final
+class ReissueCredentialRequest(_message.Message):
+    """Request of ReissueCredential."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    SPECTATORS_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    """Match id."""
+    seat: _builtins.int
+    """The seat whose credential to re-issue."""
+    spectators: _builtins.bool
+    """Re-issue the spectators' credential instead (seat unset)."""
+    request_id: _builtins.str
+    """Client id of this request: a retry with the same id returns the same
+    token. Unset: every call issues a new one.
+    """
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        seat: _builtins.int | None = ...,
+        spectators: _builtins.bool = ...,
+        request_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "match_id", b"match_id", "request_id", b"request_id", "seat", b"seat", "spectators", b"spectators"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+
+Global___ReissueCredentialRequest: _TypeAlias = ReissueCredentialRequest  # noqa: Y015
+
+@_typing.final
+class ReissueCredentialResponse(_message.Message):
+    """Response of ReissueCredential."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKEN_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    EXPIRE_TIME_FIELD_NUMBER: _builtins.int
+    token: _builtins.str
+    """The new credential (`authorization: Bearer <token>`)."""
+    seat: _builtins.int
+    """Its seat; unset for the spectators' credential."""
+    version: _builtins.int
+    """The match version of the CredentialReissued event."""
+    @_builtins.property
+    def expire_time(self) -> _timestamp_pb2.Timestamp:
+        """When the new credential expires (MatchSettings.credential_ttl); unset:
+        when the match is no longer kept.
+        """
+
+    def __init__(
+        self,
+        *,
+        token: _builtins.str = ...,
+        seat: _builtins.int | None = ...,
+        version: _builtins.int = ...,
+        expire_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "expire_time", b"expire_time", "seat", b"seat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "expire_time", b"expire_time", "seat", b"seat", "token", b"token", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+
+Global___ReissueCredentialResponse: _TypeAlias = ReissueCredentialResponse  # noqa: Y015
+
+@_typing.final
 class MatchRecord(_message.Message):
     """A match's complete record (GetMatchRecord; exported as its JSON mapping)."""
 
@@ -875,6 +953,7 @@ class RecordStep(_message.Message):
     CANCEL_FIELD_NUMBER: _builtins.int
     ABORT_FIELD_NUMBER: _builtins.int
     FORFEIT_FIELD_NUMBER: _builtins.int
+    REISSUE_CREDENTIAL_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """Match version after the step."""
     seat: _builtins.int
@@ -915,6 +994,10 @@ class RecordStep(_message.Message):
     def forfeit(self) -> _event_pb2.MatchForfeited:
         """A seat's expiries forfeited the match."""
 
+    @_builtins.property
+    def reissue_credential(self) -> _event_pb2.CredentialReissued:
+        """The creator re-issued a credential."""
+
     def __init__(
         self,
         *,
@@ -930,14 +1013,15 @@ class RecordStep(_message.Message):
         cancel: _event_pb2.MatchCancelled | None = ...,
         abort: _event_pb2.MatchAborted | None = ...,
         forfeit: _event_pb2.MatchForfeited | None = ...,
+        reissue_credential: _event_pb2.CredentialReissued | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "forfeit", b"forfeit", "join", b"join", "seat", b"seat", "step", b"step", "time", b"time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "seat", b"seat", "step", b"step", "time", b"time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "cause", b"cause", "clock_ms", b"clock_ms", "forfeit", b"forfeit", "join", b"join", "seat", b"seat", "step", b"step", "time", b"time", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "cause", b"cause", "clock_ms", b"clock_ms", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "seat", b"seat", "step", b"step", "time", b"time", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
-    _WhichOneofReturnType_step: _TypeAlias = _typing.Literal["action", "join", "add_time", "adjudicate", "cancel", "abort", "forfeit"]  # noqa: Y015
+    _WhichOneofReturnType_step: _TypeAlias = _typing.Literal["action", "join", "add_time", "adjudicate", "cancel", "abort", "forfeit", "reissue_credential"]  # noqa: Y015
     _WhichOneofArgType_step: _TypeAlias = _typing.Literal["step", b"step"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...

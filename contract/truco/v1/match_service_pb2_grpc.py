@@ -93,6 +93,11 @@ class MatchServiceStub:
                 request_serializer=truco_dot_v1_dot_match__service__pb2.AdjudicateMatchRequest.SerializeToString,
                 response_deserializer=truco_dot_v1_dot_match__service__pb2.AdjudicateMatchResponse.FromString,
                 _registered_method=True)
+        self.ReissueCredential = channel.unary_unary(
+                '/truco.v1.MatchService/ReissueCredential',
+                request_serializer=truco_dot_v1_dot_match__service__pb2.ReissueCredentialRequest.SerializeToString,
+                response_deserializer=truco_dot_v1_dot_match__service__pb2.ReissueCredentialResponse.FromString,
+                _registered_method=True)
         self.Connect = channel.stream_stream(
                 '/truco.v1.MatchService/Connect',
                 request_serializer=truco_dot_v1_dot_match__service__pb2.ConnectRequest.SerializeToString,
@@ -249,6 +254,26 @@ class MatchServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReissueCredential(self, request, context):
+        """Issues a new credential for one seat (or for the spectators) of a
+        match; the previous one is refused from then on, on every worker, with
+        the same UNAUTHENTICATED answer as an invalid credential, and streams
+        and player-connection subscriptions opened with it end with
+        UNAUTHENTICATED at their next message. Every seat sees a
+        CredentialReissued event (without the token). Only the creating
+        operator, while the match is active. Idempotent on request_id: a retry
+        returns the same token instead of issuing another (even once the match
+        is over).
+
+        Errors: INVALID_ARGUMENT (no such seat, or both or neither of seat and
+        spectators); ALREADY_EXISTS (REQUEST_ID_REUSED) for a request_id used
+        for another seat; FAILED_PRECONDITION (MATCH_NOT_ACTIVE); NOT_FOUND;
+        UNAUTHENTICATED; PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Connect(self, request_iterator, context):
         """The player connection: one bidirectional stream per client connection
         that carries, for every seat credential the client holds (one match or
@@ -337,6 +362,11 @@ def add_MatchServiceServicer_to_server(servicer, server):
                     servicer.AdjudicateMatch,
                     request_deserializer=truco_dot_v1_dot_match__service__pb2.AdjudicateMatchRequest.FromString,
                     response_serializer=truco_dot_v1_dot_match__service__pb2.AdjudicateMatchResponse.SerializeToString,
+            ),
+            'ReissueCredential': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReissueCredential,
+                    request_deserializer=truco_dot_v1_dot_match__service__pb2.ReissueCredentialRequest.FromString,
+                    response_serializer=truco_dot_v1_dot_match__service__pb2.ReissueCredentialResponse.SerializeToString,
             ),
             'Connect': grpc.stream_stream_rpc_method_handler(
                     servicer.Connect,
@@ -623,6 +653,33 @@ class MatchService:
             '/truco.v1.MatchService/AdjudicateMatch',
             truco_dot_v1_dot_match__service__pb2.AdjudicateMatchRequest.SerializeToString,
             truco_dot_v1_dot_match__service__pb2.AdjudicateMatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReissueCredential(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/truco.v1.MatchService/ReissueCredential',
+            truco_dot_v1_dot_match__service__pb2.ReissueCredentialRequest.SerializeToString,
+            truco_dot_v1_dot_match__service__pb2.ReissueCredentialResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -139,6 +139,22 @@ class MatchServiceStub:
     Errors: INVALID_ARGUMENT (no such team); FAILED_PRECONDITION
     (MATCH_NOT_ACTIVE); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
     """
+    ReissueCredential: _grpc.UnaryUnaryMultiCallable[_match_service_pb2.ReissueCredentialRequest, _match_service_pb2.ReissueCredentialResponse]
+    """Issues a new credential for one seat (or for the spectators) of a
+    match; the previous one is refused from then on, on every worker, with
+    the same UNAUTHENTICATED answer as an invalid credential, and streams
+    and player-connection subscriptions opened with it end with
+    UNAUTHENTICATED at their next message. Every seat sees a
+    CredentialReissued event (without the token). Only the creating
+    operator, while the match is active. Idempotent on request_id: a retry
+    returns the same token instead of issuing another (even once the match
+    is over).
+
+    Errors: INVALID_ARGUMENT (no such seat, or both or neither of seat and
+    spectators); ALREADY_EXISTS (REQUEST_ID_REUSED) for a request_id used
+    for another seat; FAILED_PRECONDITION (MATCH_NOT_ACTIVE); NOT_FOUND;
+    UNAUTHENTICATED; PERMISSION_DENIED.
+    """
     Connect: _grpc.StreamStreamMultiCallable[_match_service_pb2.ConnectRequest, _match_service_pb2.ConnectResponse]
     """The player connection: one bidirectional stream per client connection
     that carries, for every seat credential the client holds (one match or
@@ -282,6 +298,22 @@ class MatchServiceAsyncStub(MatchServiceStub):
 
     Errors: INVALID_ARGUMENT (no such team); FAILED_PRECONDITION
     (MATCH_NOT_ACTIVE); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+    """
+    ReissueCredential: _aio.UnaryUnaryMultiCallable[_match_service_pb2.ReissueCredentialRequest, _match_service_pb2.ReissueCredentialResponse]  # type: ignore[assignment]
+    """Issues a new credential for one seat (or for the spectators) of a
+    match; the previous one is refused from then on, on every worker, with
+    the same UNAUTHENTICATED answer as an invalid credential, and streams
+    and player-connection subscriptions opened with it end with
+    UNAUTHENTICATED at their next message. Every seat sees a
+    CredentialReissued event (without the token). Only the creating
+    operator, while the match is active. Idempotent on request_id: a retry
+    returns the same token instead of issuing another (even once the match
+    is over).
+
+    Errors: INVALID_ARGUMENT (no such seat, or both or neither of seat and
+    spectators); ALREADY_EXISTS (REQUEST_ID_REUSED) for a request_id used
+    for another seat; FAILED_PRECONDITION (MATCH_NOT_ACTIVE); NOT_FOUND;
+    UNAUTHENTICATED; PERMISSION_DENIED.
     """
     Connect: _aio.StreamStreamMultiCallable[_match_service_pb2.ConnectRequest, _match_service_pb2.ConnectResponse]  # type: ignore[assignment]
     """The player connection: one bidirectional stream per client connection
@@ -483,6 +515,28 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
 
         Errors: INVALID_ARGUMENT (no such team); FAILED_PRECONDITION
         (MATCH_NOT_ACTIVE); NOT_FOUND; UNAUTHENTICATED; PERMISSION_DENIED.
+        """
+
+    @_abc_1.abstractmethod
+    def ReissueCredential(
+        self,
+        request: _match_service_pb2.ReissueCredentialRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_match_service_pb2.ReissueCredentialResponse, _abc.Awaitable[_match_service_pb2.ReissueCredentialResponse]]:
+        """Issues a new credential for one seat (or for the spectators) of a
+        match; the previous one is refused from then on, on every worker, with
+        the same UNAUTHENTICATED answer as an invalid credential, and streams
+        and player-connection subscriptions opened with it end with
+        UNAUTHENTICATED at their next message. Every seat sees a
+        CredentialReissued event (without the token). Only the creating
+        operator, while the match is active. Idempotent on request_id: a retry
+        returns the same token instead of issuing another (even once the match
+        is over).
+
+        Errors: INVALID_ARGUMENT (no such seat, or both or neither of seat and
+        spectators); ALREADY_EXISTS (REQUEST_ID_REUSED) for a request_id used
+        for another seat; FAILED_PRECONDITION (MATCH_NOT_ACTIVE); NOT_FOUND;
+        UNAUTHENTICATED; PERMISSION_DENIED.
         """
 
     @_abc_1.abstractmethod

@@ -92,7 +92,8 @@ class OperatorEvent(_message.Message):
     """The match."""
     type: _builtins.str
     """"match.created", "match.started", "match.hand_ended", "match.ended",
-    "match.aborted", "match.cancelled", "match.turn_timed_out".
+    "match.aborted", "match.cancelled", "match.turn_timed_out",
+    "match.credential_reissued".
     """
     @_builtins.property
     def time(self) -> _timestamp_pb2.Timestamp:

@@ -8,23 +8,37 @@ HTTP header; an operator key may also come as ``x-api-key``):
   that must be an operator is the operator ``public`` (development only; see
   docs/operations.md);
 * a **match credential** ``tc1.<match_id>.<seat or s>.<mac>`` handed out by CreateMatch: one
-  seat of one match, or its spectators. The MAC is an HMAC-SHA256 under the match's own key,
-  so any worker verifies it once the match is loaded (:func:`verify`), and a retried
-  CreateMatch returns the same credentials.
+  seat of one match, or its spectators. The MAC is an HMAC-SHA256 under the match's own key
+  of the viewer and its credential's *generation*, so any worker verifies it once the match is
+  loaded (:func:`verify`), and a retried CreateMatch returns the same credentials.
+  ReissueCredential raises a viewer's generation in the match's state (a committed step, so
+  every worker sees it with the match's next version): the previous credential no longer
+  verifies. A match may also give its credentials a lifetime (``credential_ttl``), checked by
+  the service against the time the current generation was issued.
 
-Credentials are never logged.
+Operator keys come from ``TRUCO_API_KEYS`` and, when set, the file ``TRUCO_API_KEYS_FILE``
+(:class:`KeyRing`), which is re-read when it changes, so keys rotate without a restart.
+
+Credentials are never logged (a key's fingerprint may be).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable
+import os
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import structlog
+
 from truco_server import errors as E
-from truco_server.config import Settings
+from truco_server import metrics
+from truco_server.config import ApiKey, ConfigError, Settings, find_api_key, read_api_keys_file
 from truco_server.logging import bind_operator
+
+log = structlog.get_logger("truco.auth")
 
 SPECTATOR = -1
 """The viewer number of a match's spectators (and of its owner looking on)."""
@@ -103,17 +117,32 @@ def parse_token(token: str) -> MatchCredential | None:
     return MatchCredential(token, parts[1], parts[2])
 
 
-def issue(match_id: str, cred_key: str, viewer: int) -> str:
-    """The credential of ``viewer`` (a seat, or :data:`SPECTATOR`) of a match."""
+def issue(match_id: str, cred_key: str, viewer: int, generation: int = 0) -> str:
+    """The credential of ``viewer`` (a seat, or :data:`SPECTATOR`) of a match, at its
+    ``generation`` (0 at creation, one more per re-issue)."""
     label = "spectator" if viewer == SPECTATOR else f"seat:{viewer}"
+    if generation:
+        label += f"#{generation}"
     mac = hmac.new(bytes.fromhex(cred_key), label.encode(), hashlib.sha256).hexdigest()[:40]
     who = "s" if viewer == SPECTATOR else str(viewer)
     return f"{TOKEN_PREFIX}.{match_id}.{who}.{mac}"
 
 
-def verify(cred: MatchCredential, match_id: str, cred_key: str, seats: int) -> int:
-    """The seat (or :data:`SPECTATOR`) a credential stands for in match ``match_id``;
-    raises :class:`~truco_server.errors.Unauthenticated` when it does not."""
+def _first(viewer: int) -> int:
+    return 0
+
+
+def verify(
+    cred: MatchCredential,
+    match_id: str,
+    cred_key: str,
+    seats: int,
+    generation: Callable[[int], int] = _first,
+) -> int:
+    """The seat (or :data:`SPECTATOR`) a credential stands for in match ``match_id``, whose
+    current credential generations ``generation(viewer)`` gives; raises
+    :class:`~truco_server.errors.Unauthenticated` when it does not (a revoked credential is
+    answered like any invalid one)."""
     if cred.match_id != match_id:
         raise E.Unauthenticated("this credential does not belong to this match")
     who = cred.who
@@ -122,21 +151,118 @@ def verify(cred: MatchCredential, match_id: str, cred_key: str, seats: int) -> i
     if viewer is None or not (viewer == SPECTATOR or 0 <= viewer < seats):
         raise E.Unauthenticated("malformed credential")
     # bytes: compare_digest refuses str with non-ASCII characters
-    if not hmac.compare_digest(issue(match_id, cred_key, viewer).encode(), cred.token.encode()):
+    expected = issue(match_id, cred_key, viewer, generation(viewer))
+    if not hmac.compare_digest(expected.encode(), cred.token.encode()):
         raise E.Unauthenticated("invalid credential")
     return viewer
+
+
+class KeyRing:
+    """The operator keys a worker accepts: ``Settings.api_keys`` (``TRUCO_API_KEYS``, fixed)
+    plus the keys of ``Settings.api_keys_file`` (``TRUCO_API_KEYS_FILE``), re-read when the
+    file changes (its modification time, size or inode: a Kubernetes Secret volume swaps a
+    symlink), looked at most every ``api_keys_poll_seconds`` when a key is checked, at the next
+    check after :meth:`request_reload`, and at once by :meth:`reload_now` (SIGHUP). A file that
+    cannot be read or parsed keeps the last good keys and logs an error; at start it is a
+    configuration error. Each load logs the fingerprints of the keys (never the secrets) and
+    sets ``truco_api_keys``."""
+
+    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.settings = settings
+        self.path = settings.api_keys_file
+        self.poll_seconds = settings.api_keys_poll_seconds
+        self.clock = clock
+        self._file_keys: tuple[ApiKey, ...] = ()
+        self._stamp: tuple[int, int, int] | None = None
+        self._checked = clock()
+        self._forced = False
+        if self.path is not None:
+            try:
+                stamp = self._stat()
+                self._file_keys = read_api_keys_file(self.path)
+            except (OSError, ConfigError) as exc:
+                raise ConfigError(f"TRUCO_API_KEYS_FILE: {exc}") from None
+            self._stamp = stamp
+        self._loaded("start")
+
+    @property
+    def configured(self) -> bool:
+        """Keys are configured (from the environment or a file, even an empty one)."""
+        return bool(self.settings.api_keys) or self.path is not None
+
+    def keys(self) -> tuple[ApiKey, ...]:
+        """The keys accepted now (re-reading the file first when it is due and changed)."""
+        if self.path is not None and (self._forced or self.clock() - self._checked >= self.poll_seconds):
+            self.refresh()
+        return self.settings.api_keys + self._file_keys
+
+    def request_reload(self) -> None:
+        """Re-read the file at the next key check, changed or not."""
+        self._forced = True
+
+    def reload_now(self) -> None:
+        """Re-read the file now, changed or not (SIGHUP)."""
+        if self.path is not None:
+            self._forced = True
+            self.refresh()
+
+    def refresh(self) -> bool:
+        """Re-read the file if it changed (or a reload was requested); True when new keys were
+        loaded."""
+        assert self.path is not None
+        forced, self._forced = self._forced, False
+        self._checked = self.clock()
+        try:
+            stamp = self._stat()
+        except OSError as exc:
+            return self._failed(f"cannot read the file: {exc.strerror or exc}")
+        if stamp == self._stamp and not forced:
+            return False
+        try:
+            keys = read_api_keys_file(self.path)
+        except OSError as exc:
+            return self._failed(f"cannot read the file: {exc.strerror or exc}")
+        except ConfigError as exc:
+            return self._failed(str(exc))
+        self._file_keys, self._stamp = keys, stamp
+        self._loaded("reload")
+        return True
+
+    def _stat(self) -> tuple[int, int, int]:
+        assert self.path is not None
+        st = os.stat(self.path)
+        return st.st_mtime_ns, st.st_size, st.st_ino
+
+    def _failed(self, why: str) -> bool:
+        metrics.API_KEY_RELOADS.labels("error").inc()
+        log.error("api keys file not loaded; keeping the last good keys", path=self.path, error=why)
+        return False
+
+    def _loaded(self, when: str) -> None:
+        keys = self.settings.api_keys + self._file_keys
+        if when == "reload":
+            metrics.API_KEY_RELOADS.labels("loaded").inc()
+        metrics.API_KEYS.set(len(keys))
+        if self.configured:
+            log.info(
+                "api keys loaded",
+                when=when,
+                keys=[f"{k.name}:{k.fingerprint}" for k in keys],
+                path=self.path,
+            )
 
 
 class Authenticator:
     """Resolves credentials to callers against the configured operator keys."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, keys: KeyRing | None = None) -> None:
         self.settings = settings
+        self.keys = keys or KeyRing(settings)
 
     @property
     def open(self) -> bool:
         """No operator keys are configured: every operator caller is ``public``."""
-        return not self.settings.api_keys
+        return not self.keys.configured
 
     def operator(self, creds: Credentials) -> Operator:
         """The operator calling (required)."""
@@ -172,8 +298,9 @@ class Authenticator:
             return None
         if len(api_key) > MAX_TOKEN_CHARS:
             raise E.Unauthenticated("unknown API key")
-        key = self.settings.api_key_for(api_key)
+        key = find_api_key(self.keys.keys(), api_key)
         if key is None:
             raise E.Unauthenticated("unknown API key")
         bind_operator(key.name)
         return Operator(key.name)
+

@@ -181,3 +181,21 @@ class MatchResponse:
     """A response that is the match (AddTime, AdjudicateMatch)."""
 
     match: MatchInfo
+
+
+@dataclass(frozen=True, slots=True)
+class ReissueCredentialRequest:
+    match_id: str
+    seat: int | None
+    """The seat whose credential is re-issued; ``None``: the spectators'."""
+    request_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReissueCredentialResponse:
+    token: str
+    seat: int | None
+    version: int
+    """The version of the ``credential_reissued`` event."""
+    expires_at: float | None
+    """Seconds since the epoch; ``None``: valid as long as the match is kept."""

@@ -377,6 +377,29 @@ class MatchApi:
         )
         return pb.AdjudicateMatchResponse(match=codec.match_to_proto(done.match))
 
+    # ------------------------------------------------------------ ReissueCredential
+    async def ReissueCredential(
+        self, creds: Credentials, request: pb.ReissueCredentialRequest
+    ) -> pb.ReissueCredentialResponse:
+        operator = self.auth.operator(creds)
+        has_seat = request.HasField("seat")
+        if has_seat == request.spectators:
+            raise _bad("seat", "give either seat or spectators")
+        done = await self.service.reissue_credential(
+            operator,
+            T.ReissueCredentialRequest(
+                _match_id(request.match_id),
+                request.seat if has_seat else None,
+                request.request_id or None,
+            ),
+        )
+        resp = pb.ReissueCredentialResponse(token=done.token, version=done.version)
+        if done.seat is not None:
+            resp.seat = done.seat
+        if done.expires_at is not None:
+            resp.expire_time.FromMilliseconds(round(done.expires_at * 1000))
+        return resp
+
 
 # ----------------------------------------------------------------------------- requests
 def decode_create(request: pb.CreateMatchRequest) -> T.CreateMatchRequest:
