@@ -34,6 +34,7 @@ async def test_the_short_campaign_holds_every_invariant() -> None:
         assert load.checked_actions + load.set_aside == load.stats.actions
     # the data loss took the matches in progress: created again, their old acknowledgements set aside
     assert chaos.stats.matches_recreated > 0 and chaos.set_aside > 0 and not chaos.same_deal_again
+    assert chaos.idle_faults == 0  # every fault hit matches in play
     assert [f.inputs for f in report.fuzz] == [SHORT.fuzz_inputs, SHORT.fuzz_inputs]
     leaks = report.leaks
     assert leaks.matches == SHORT.leak_matches and not leaks.leaks and not leaks.errors

@@ -9,8 +9,10 @@ import itertools
 import os
 import shutil
 import signal
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,9 @@ class LoadResult:
     unfinished: list[str] = field(default_factory=list)
     internal: int = 0
     checked_actions: int = 0
+    idle_faults: int = 0
+    """Faults injected while no match was in play (they check nothing; the slots keep
+    playing until the last fault, so this stays 0 unless every match is stuck)."""
     set_aside: int = 0
     """Acknowledged actions of incarnations a Redis data loss took (not checked)."""
 
@@ -61,7 +66,7 @@ class LoadResult:
     def ok(self) -> bool:
         s = self.stats
         return not (self.lost or self.doubled or self.unfinished or s.unreported_gaps or s.duplicates
-                    or self.internal or self.same_deal_again)  # fmt: skip
+                    or self.internal or self.same_deal_again or self.idle_faults)  # fmt: skip
 
 
 def _rss(pid: int) -> int:
@@ -87,17 +92,25 @@ async def _sampler(
 
 
 async def _chaos(
-    profile: Profile, workers: list[WorkerProcess], rp: RedisProcess, faults: Counter[str]
+    profile: Profile,
+    workers: list[WorkerProcess],
+    rp: RedisProcess,
+    result: LoadResult,
+    live: Callable[[], int],
 ) -> None:
-    """The faults of the profile, spread evenly over its chaos time, in a fixed rotation."""
+    """The faults of the profile, spread evenly over its chaos time, in a fixed rotation
+    (each at its planned time, or at once when the ones before took longer)."""
     plan = (["kill"] * profile.worker_kills + ["restart"] * profile.redis_restarts
             + ["pause"] * profile.redis_pauses + ["loss"] * profile.redis_losses)  # fmt: skip
     # interleave: kills between the Redis faults
     order = sorted(range(len(plan)), key=lambda i: (i % max(1, profile.worker_kills), i))
     gap = profile.chaos_seconds / (len(plan) + 1)
+    start = time.monotonic()
     for n, i in enumerate(order):
-        await asyncio.sleep(gap)
+        await asyncio.sleep(max(0.0, start + (n + 1) * gap - time.monotonic()))
         kind = plan[i]
+        if not live():
+            result.idle_faults += 1  # nothing in play to hit: the fault proves nothing
         if kind == "kill":
             w = workers[n % len(workers)]
             w.kill()
@@ -114,7 +127,7 @@ async def _chaos(
                 await asyncio.sleep(profile.pause_seconds)
             finally:
                 os.kill(rp.pid, signal.SIGCONT)
-        faults[kind] += 1
+        result.faults[kind] += 1
 
 
 def _lose_data(rp: RedisProcess) -> None:
@@ -140,17 +153,21 @@ class Checker:
 
     def __init__(self, result: LoadResult, r: redis.Redis) -> None:
         self.result, self.r = result, r
+        self._lock = threading.Lock()
         self._seen = 0
         self._pending: dict[str, list[tuple[int, str, int]]] = {}
         self.checked_actions = 0
         self.set_aside = 0
 
     def match_done(self, mid: str) -> None:
-        """Check ``mid``; the check's own reads wait out a Redis restart or pause (up to a minute)."""
+        """Check ``mid``; the check's own reads wait out a Redis restart or pause (up to a minute).
+        Called from several threads at once (one per slot): one check at a time, or two of
+        them would take the same new acknowledgements into their pending lists."""
         deadline = time.monotonic() + 60
         while True:
             try:
-                return self._match_done(mid)
+                with self._lock:
+                    return self._match_done(mid)
             except (redis.ConnectionError, redis.TimeoutError):
                 if time.monotonic() > deadline:
                     raise
@@ -202,17 +219,27 @@ async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResul
             played: list[str] = []
             checker = Checker(result, r)
 
+            faults_done = asyncio.Event()
+            if not chaos:
+                faults_done.set()
+
             async def slot() -> None:
-                # a slot starts matches until the deadline and plays each to its end: every
-                # match must be finishable, through the faults
-                while time.monotonic() < deadline:
+                # a slot starts matches until the deadline (and, with chaos, until the last
+                # fault: a fault must hit matches in play, however long the kills took) and
+                # plays each to its end: every match must be finishable, through the faults
+                while time.monotonic() < deadline or not faults_done.is_set():
                     mid = await bots.play_match(next(counter))
                     played.append(mid)
                     await asyncio.to_thread(checker.match_done, mid)
 
             slots = asyncio.gather(*(slot() for _ in range(profile.concurrency)))
+            started = time.monotonic()
             if chaos:
-                await _chaos(profile, workers, rp, result.faults)
+                try:
+                    await _chaos(profile, workers, rp, result, lambda: len(bots.live))
+                finally:
+                    faults_done.set()
+            result.seconds = max(seconds, time.monotonic() - started)
             await slots
             sampled.set()
             await sampler

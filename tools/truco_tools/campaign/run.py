@@ -84,6 +84,8 @@ class Report:
                 )
             s = r.stats
             out.append(f"- {r.phase} retries: {dict(s.retries)}; streams broken {dict(s.stream_breaks)}.")
+            if r.faults:
+                out.append(f"- {r.phase}: {r.idle_faults} faults injected while no match was in play.")
             if s.matches_recreated:
                 out.append(
                     f"- {r.phase}: {s.matches_recreated} matches lost whole and created again with their "
