@@ -56,6 +56,9 @@ class LoadResult:
     unfinished: list[str] = field(default_factory=list)
     internal: int = 0
     checked_actions: int = 0
+    loss_times: list[float] = field(default_factory=list)
+    """When each data loss began (``time.monotonic()``)."""
+    checked_after_loss: int = 0
     idle_faults: int = 0
     """Faults injected while no match was in play (they check nothing; the slots keep
     playing until the last fault, so this stays 0 unless every match is stuck)."""
@@ -120,6 +123,7 @@ async def _chaos(
             await asyncio.to_thread(rp.stop)  # SIGTERM: Redis flushes its append-only file
             await asyncio.to_thread(rp.restart)
         elif kind == "loss":
+            result.loss_times.append(time.monotonic())
             await asyncio.to_thread(_lose_data, rp)
         else:
             os.kill(rp.pid, signal.SIGSTOP)
@@ -158,33 +162,39 @@ class Checker:
         self._pending: dict[str, list[tuple[int, str, int]]] = {}
         self.checked_actions = 0
         self.set_aside = 0
+        self.checked_after_loss = 0
+        """Matches whose check came after a data loss that followed their end."""
 
-    def match_done(self, mid: str) -> None:
-        """Check ``mid``; the check's own reads wait out a Redis restart or pause (up to a minute).
-        Called from several threads at once (one per slot): one check at a time, or two of
-        them would take the same new acknowledgements into their pending lists."""
+    def match_done(self, mid: str, ended: float) -> None:
+        """Check ``mid``, which ended at ``ended`` (``time.monotonic()``). Called from one
+        thread per slot: the acknowledgements are sorted under a lock (two threads must not
+        take the same ones), the store is read outside it, waiting out a Redis restart or
+        pause (up to a minute). A data loss after the match ended took its records: its
+        acknowledgements are then set aside, like those of a lost incarnation."""
+        with self._lock:
+            acks = self.result.stats.acks
+            for index in range(self._seen, len(acks)):
+                m, rid, version = acks[index]
+                self._pending.setdefault(m, []).append((index, rid, version))
+            self._seen = len(acks)
+            every = self._pending.pop(mid, [])
+        current = self.result.stats.recreated_at.get(mid, 0)
+        mine = [(rid, version) for index, rid, version in every if index >= current]
         deadline = time.monotonic() + 60
         while True:
             try:
-                with self._lock:
-                    return self._match_done(mid)
+                stored = self.r.hmget(f"truco:{{{mid}}}:req", [rid for rid, _ in mine]) if mine else []
+                status = self.r.hget(f"truco:{{{mid}}}:match", "status")  # both before any verdict
+                break
             except (redis.ConnectionError, redis.TimeoutError):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
-
-    def _match_done(self, mid: str) -> None:
-        acks = self.result.stats.acks
-        for index in range(self._seen, len(acks)):
-            m, rid, version = acks[index]
-            self._pending.setdefault(m, []).append((index, rid, version))
-        self._seen = len(acks)
-        current = self.result.stats.recreated_at.get(mid, 0)
-        every = self._pending.get(mid, [])
-        mine = [(rid, version) for index, rid, version in every if index >= current]
-        self.set_aside += len(every) - len(mine)
-        stored = self.r.hmget(f"truco:{{{mid}}}:req", [rid for rid, _ in mine]) if mine else []
-        status = self.r.hget(f"truco:{{{mid}}}:match", "status")  # both read before any verdict
+        if any(t >= ended for t in self.result.loss_times):  # the loss is the fault
+            with self._lock:
+                self.set_aside += len(every)
+                self.checked_after_loss += 1
+            return
         by_version: dict[int, str] = {}
         for (rid, version), raw in zip(mine, stored, strict=True):
             if raw is None or int(str(raw, "ascii").split(":", 1)[0]) != version:  # type: ignore[arg-type]
@@ -192,8 +202,9 @@ class Checker:
             other = by_version.setdefault(version, rid)
             if other != rid:
                 self.result.doubled.append(f"{mid} v{version}: {other} and {rid}")
-        self._pending.pop(mid, None)
-        self.checked_actions += len(mine)
+        with self._lock:
+            self.checked_actions += len(mine)
+            self.set_aside += len(every) - len(mine)
         if status != b"finished":
             self.result.unfinished.append(f"{mid}: {status!r}")
 
@@ -230,7 +241,7 @@ async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResul
                 while time.monotonic() < deadline or not faults_done.is_set():
                     mid = await bots.play_match(next(counter))
                     played.append(mid)
-                    await asyncio.to_thread(checker.match_done, mid)
+                    await asyncio.to_thread(checker.match_done, mid, time.monotonic())
 
             slots = asyncio.gather(*(slot() for _ in range(profile.concurrency)))
             started = time.monotonic()
@@ -245,6 +256,7 @@ async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResul
             await sampler
         result.checked_actions = checker.checked_actions
         result.set_aside = checker.set_aside
+        result.checked_after_loss = checker.checked_after_loss
         result.same_deal_again = list(result.stats.same_deal_again)
         retries = result.stats.retries
         result.internal = retries["INTERNAL"] + retries["UNKNOWN"]

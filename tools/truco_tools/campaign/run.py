@@ -93,6 +93,11 @@ class Report:
                     f"{len(r.same_deal_again)} got the lost one's); {r.set_aside} acknowledged actions "
                     "of the lost incarnations set aside, not checked (the data loss lost them)."
                 )
+            if r.checked_after_loss:
+                out.append(
+                    f"- {r.phase}: {r.checked_after_loss} matches ended before a data loss that came "
+                    "before their check; their acknowledgements are set aside too."
+                )
         return out
 
     @property
