@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import time
 from collections.abc import Iterator
@@ -106,3 +107,54 @@ async def test_a_dead_redis_is_unavailable_and_a_restart_is_transparent(own_redi
         for _ in range(20):
             got = await stub.GetMatch(get, metadata=bearer(made.tokens[0]), timeout=10)
             assert got.match.match_id == made.match_id
+
+
+async def test_open_streams_on_matches_a_data_loss_took_end_not_found(own_redis: RedisProcess) -> None:
+    """Redis killed and started empty (its files gone) while streams are open: each stream
+    ends NOT_FOUND, a typed end (here the next look at the match finds it gone; the path
+    where the events reader finds it first is the test below)."""
+    async with (
+        worker_on(own_redis.url, **FAST, heartbeat_interval_seconds=30.0) as w,
+        grpc.aio.insecure_channel(w.grpc_address) as ch,
+    ):
+        stub = Stub(ch)
+        made = [await create(stub, "paulista", 2) for _ in range(4)]
+        streams = [
+            stub.StreamObservations(
+                MS.StreamObservationsRequest(match_id=m.match_id), metadata=bearer(m.tokens[0])
+            )
+            for m in made
+        ]
+        for s in streams:
+            await s.read()  # each is open and past its snapshot
+        own_redis.kill()
+        assert own_redis.workdir is not None
+        for path in own_redis.workdir.iterdir():
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.suffix in (".rdb", ".aof"):
+                path.unlink()
+        own_redis.restart()
+
+        async def end_of(stream: grpc.aio.UnaryStreamCall) -> grpc.StatusCode:  # type: ignore[type-arg]
+            try:
+                while await stream.read() is not grpc.aio.EOF:
+                    pass
+            except grpc.aio.AioRpcError as exc:
+                return exc.code()
+            return grpc.StatusCode.OK
+
+        codes = await asyncio.wait_for(asyncio.gather(*(end_of(s) for s in streams)), timeout=60)
+        assert set(codes) == {grpc.StatusCode.NOT_FOUND}, codes
+
+
+async def test_a_match_the_store_lost_under_a_call_is_not_found_not_internal() -> None:
+    """The events reader of an open stream raises the store's own MatchNotFound when its
+    catch-up after a reconnection finds the match gone (the long campaign saw two streams end
+    INTERNAL that way); both transports classify it with ``as_service_error``."""
+    from truco_server import errors as E
+    from truco_server.api.wire import as_service_error
+    from truco_server.storage import MatchNotFound as StoreMatchNotFound
+
+    typed = as_service_error(StoreMatchNotFound("m-gone"))
+    assert isinstance(typed, E.MatchNotFound) and typed.code is E.Code.NOT_FOUND

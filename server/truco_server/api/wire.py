@@ -39,6 +39,7 @@ from truco_server.api.auth import Authenticator, Caller, Credentials, MatchCrede
 from truco_server.lru import Lru
 from truco_server.quotas import Quotas
 from truco_server.service import VIEW_CACHE_SIZE, MatchService
+from truco_server.storage import MatchNotFound as StoreMatchNotFound
 from truco_server.storage import StoreUnavailable
 
 pb = match_service_pb2
@@ -135,13 +136,16 @@ def as_service_error(exc: BaseException) -> E.ServiceError | None:
     """The typed error a transport answers for an exception raised below the API layer: a
     :class:`~truco_server.errors.ServiceError` as it is; a store fault (Redis unreachable
     after the store's own retries, or a connection or timeout error escaping it)
-    :class:`~truco_server.errors.Unavailable`; ``None`` for anything else, which the
+    :class:`~truco_server.errors.Unavailable`; a match the store no longer has
+    :class:`~truco_server.errors.MatchNotFound`; ``None`` for anything else, which the
     transport logs and answers :data:`INTERNAL`. Both transports call this, so a fault is
     classified once."""
     if isinstance(exc, E.ServiceError):
         return exc
     if isinstance(exc, _STORE_FAULTS):
         return E.Unavailable(retry_after=STORE_RETRY_SECONDS)
+    if isinstance(exc, StoreMatchNotFound):  # the match vanished under a call (a data loss)
+        return E.MatchNotFound(f"no match {exc.match_id!r}")
     return None
 
 

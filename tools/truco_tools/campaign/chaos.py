@@ -258,8 +258,8 @@ async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResul
         result.set_aside = checker.set_aside
         result.checked_after_loss = checker.checked_after_loss
         result.same_deal_again = list(result.stats.same_deal_again)
-        retries = result.stats.retries
-        result.internal = retries["INTERNAL"] + retries["UNKNOWN"]
+        retries, breaks = result.stats.retries, result.stats.stream_breaks
+        result.internal = retries["INTERNAL"] + retries["UNKNOWN"] + breaks["INTERNAL"] + breaks["UNKNOWN"]
         r.close()
     finally:
         for w in workers:
