@@ -185,6 +185,8 @@ class LoadStats:
     """Matches a failover lost whole, created again with the same request id."""
     acks: list[tuple[str, str, int]] = field(default_factory=list)
     """(match, request id, version answered) of every action answered OK."""
+    ack_times: list[float] = field(default_factory=list)
+    """``time.monotonic()`` of each entry of ``acks`` (when its answer came)."""
     recreated_at: dict[str, int] = field(default_factory=dict)
     """Match -> ``len(acks)`` when it was last created again: the acknowledgements before
     that index belong to the incarnation that was lost."""
@@ -395,6 +397,7 @@ class ClusterBots:
                 )
                 self.stats.actions += 1
                 self.stats.acks.append((mid, request.request_id, int(resp.version)))
+                self.stats.ack_times.append(time.monotonic())
                 if tries > 1:
                     self.stats.ok_after_retry += 1
                 return

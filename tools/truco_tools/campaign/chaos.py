@@ -169,17 +169,25 @@ class Checker:
         """Check ``mid``, which ended at ``ended`` (``time.monotonic()``). Called from one
         thread per slot: the acknowledgements are sorted under a lock (two threads must not
         take the same ones), the store is read outside it, waiting out a Redis restart or
-        pause (up to a minute). A data loss after the match ended took its records: its
-        acknowledgements are then set aside, like those of a lost incarnation."""
+        pause (up to a minute). A data loss takes the records of everything committed before
+        it: an acknowledgement answered before a data loss is set aside (like those of a lost
+        incarnation), one answered after every data loss must be in the store."""
         with self._lock:
-            acks = self.result.stats.acks
-            for index in range(self._seen, len(acks)):
-                m, rid, version = acks[index]
+            stats = self.result.stats
+            for index in range(self._seen, len(stats.acks)):
+                m, rid, version = stats.acks[index]
                 self._pending.setdefault(m, []).append((index, rid, version))
-            self._seen = len(acks)
+            self._seen = len(stats.acks)
             every = self._pending.pop(mid, [])
+            times = {index: stats.ack_times[index] for index, _, _ in every}
         current = self.result.stats.recreated_at.get(mid, 0)
-        mine = [(rid, version) for index, rid, version in every if index >= current]
+        losses = self.result.loss_times
+
+        def before_a_loss(t: float) -> bool:
+            return any(lost >= t for lost in losses)
+
+        mine = [(rid, version) for index, rid, version in every
+                if index >= current and not before_a_loss(times[index])]  # fmt: skip
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -190,11 +198,6 @@ class Checker:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
-        if any(t >= ended for t in self.result.loss_times):  # the loss is the fault
-            with self._lock:
-                self.set_aside += len(every)
-                self.checked_after_loss += 1
-            return
         by_version: dict[int, str] = {}
         for (rid, version), raw in zip(mine, stored, strict=True):
             if raw is None or int(str(raw, "ascii").split(":", 1)[0]) != version:  # type: ignore[arg-type]
@@ -202,9 +205,13 @@ class Checker:
             other = by_version.setdefault(version, rid)
             if other != rid:
                 self.result.doubled.append(f"{mid} v{version}: {other} and {rid}")
+        last = max(times.values(), default=ended)
         with self._lock:
             self.checked_actions += len(mine)
             self.set_aside += len(every) - len(mine)
+            if before_a_loss(min(last, ended)):
+                self.checked_after_loss += 1  # its end may have been committed before the loss
+                return
         if status != b"finished":
             self.result.unfinished.append(f"{mid}: {status!r}")
 

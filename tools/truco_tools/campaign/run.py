@@ -95,8 +95,9 @@ class Report:
                 )
             if r.checked_after_loss:
                 out.append(
-                    f"- {r.phase}: {r.checked_after_loss} matches ended before a data loss that came "
-                    "before their check; their acknowledgements are set aside too."
+                    f"- {r.phase}: {r.checked_after_loss} matches had actions answered before a data "
+                    "loss that took their records (those acknowledgements are set aside too; the "
+                    "ones answered after the last loss are checked)."
                 )
         return out
 
