@@ -97,6 +97,16 @@ def rich(err: grpc.aio.AioRpcError) -> RichError:
     return RichError(err.code(), err.details() or "", info, bad, illegal)
 
 
+async def end_code(stream: Any) -> grpc.StatusCode:
+    """Read ``stream`` to its end; the status it ended with (OK for a clean end)."""
+    try:
+        while await stream.read() is not grpc.aio.EOF:
+            pass
+    except grpc.aio.AioRpcError as exc:
+        return exc.code()
+    return grpc.StatusCode.OK
+
+
 # ----------------------------------------------------------------------------- streams
 @dataclass
 class Tracker:

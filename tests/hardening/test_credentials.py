@@ -12,8 +12,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,6 +27,7 @@ from tests.e2e.client import Stub, bearer, create
 from tests.e2e.conftest import WorkerFactory
 from tests.hardening.helpers import details
 from tests.helpers.clock import FakeClock
+from tests.helpers.serve import serve_apart
 from tests.rest.helpers import call, sse_events
 from truco_contract.pb import match_pb2
 from truco_contract.pb import match_service_pb2 as MS
@@ -39,7 +38,6 @@ from truco_server.config import ApiKey, ConfigError, Settings
 from truco_server.errors import ServiceError
 from truco_server.service import MatchService, reissue_key
 from truco_server.storage import MemoryMatchStore
-from truco_tools.redis_proc import free_port
 
 pytestmark = [pytest.mark.timeout(120)]
 
@@ -440,23 +438,14 @@ def test_truco_serve_workers_reload_the_keys_file_on_sighup(tmp_path: Path, clea
     parent reaches every worker, each logs the fingerprints it loaded (never the secrets)."""
     path = tmp_path / "keys"
     write_keys(path, "acme=old-secret")
-    port = free_port("127.0.0.1")
-    log_path = tmp_path / "serve.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
-    cmd = [
-        sys.executable, "-m", "truco_cli.main", "serve", "--redis", clean_redis_url,
-        "--grpc-port", str(port), "--metrics-port", "0", "--http-port", "0", "--host", "127.0.0.1",
-        "--workers", "2", "--api-keys-file", str(path), "--api-keys-poll", "3600",
-    ]  # fmt: skip
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 60  # two workers start on a busy machine
-        while "gRPC listening" not in log_path.read_text(errors="replace"):
-            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.05)
+    args = (
+        "--redis", clean_redis_url, "--workers", "2",
+        "--api-keys-file", str(path), "--api-keys-poll", "3600",
+    )  # fmt: skip
+    with serve_apart(tmp_path, *args) as served:  # two workers start on a busy machine: 60 s
+        log_path = served.stdout
         write_keys(path, "acme=new-secret")
-        proc.send_signal(signal.SIGHUP)
+        served.proc.send_signal(signal.SIGHUP)
         fingerprint = ApiKey("acme", "new-secret").fingerprint
 
         def reloads() -> list[dict[str, Any]]:
@@ -469,10 +458,3 @@ def test_truco_serve_workers_reload_the_keys_file_on_sighup(tmp_path: Path, clea
             time.sleep(0.05)
         assert all(x["keys"] == [f"acme:{fingerprint}"] for x in reloads())
         assert "new-secret" not in log_path.read_text() and "old-secret" not in log_path.read_text()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)

@@ -14,7 +14,7 @@ import grpc
 import pytest
 import redis.asyncio as aioredis
 
-from tests.e2e.client import Stub, bearer
+from tests.e2e.client import Stub, bearer, end_code
 from tests.e2e.conftest import WorkerFactory
 from truco_contract.pb import match_pb2
 from truco_contract.pb import match_service_pb2 as MS
@@ -50,15 +50,7 @@ async def test_a_recreated_match_id_is_never_served_from_the_old_incarnation(
             await r.aclose()
 
         # the open stream ends with a typed error within a heartbeat or two (2 s here)
-        async def rest_of_stream() -> grpc.StatusCode:
-            try:
-                while await stream.read() is not grpc.aio.EOF:
-                    pass
-            except grpc.aio.AioRpcError as exc:
-                return exc.code()
-            return grpc.StatusCode.OK
-
-        code = await asyncio.wait_for(rest_of_stream(), timeout=15)
+        code = await asyncio.wait_for(end_code(stream), timeout=15)
         assert code == grpc.StatusCode.NOT_FOUND
 
         new = await sa.CreateMatch(create)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import time
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.e2e.client import Stub, bearer, create
+from tests.e2e.client import Stub, bearer, create, end_code
 from tests.hardening.helpers import details, worker_on
 from tests.helpers.redis_proc import RedisProcess, start_redis
 from truco_contract.pb import match_service_pb2 as MS
@@ -127,24 +126,9 @@ async def test_open_streams_on_matches_a_data_loss_took_end_not_found(own_redis:
         ]
         for s in streams:
             await s.read()  # each is open and past its snapshot
-        own_redis.kill()
-        assert own_redis.workdir is not None
-        for path in own_redis.workdir.iterdir():
-            if path.is_dir():
-                shutil.rmtree(path)
-            elif path.suffix in (".rdb", ".aof"):
-                path.unlink()
-        own_redis.restart()
+        own_redis.lose_data()
 
-        async def end_of(stream: grpc.aio.UnaryStreamCall) -> grpc.StatusCode:  # type: ignore[type-arg]
-            try:
-                while await stream.read() is not grpc.aio.EOF:
-                    pass
-            except grpc.aio.AioRpcError as exc:
-                return exc.code()
-            return grpc.StatusCode.OK
-
-        codes = await asyncio.wait_for(asyncio.gather(*(end_of(s) for s in streams)), timeout=60)
+        codes = await asyncio.wait_for(asyncio.gather(*(end_code(s) for s in streams)), timeout=60)
         assert set(codes) == {grpc.StatusCode.NOT_FOUND}, codes
 
 

@@ -106,6 +106,21 @@ class RedisProcess:
             self.proc.kill()
             self.proc.wait(10)
 
+    def lose_data(self) -> None:
+        """SIGKILL the server, remove its data files (append-only file, snapshot: everything
+        in its directory but its log) and start it again, empty: a data loss."""
+        if self.workdir is None:
+            raise RuntimeError("lose_data needs a server started with a workdir")
+        self.kill()
+        for path in self.workdir.iterdir():
+            if path.name == LOG_NAME:
+                continue
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        self.restart()
+
     def restart(self, extra_args: Sequence[str] = ()) -> None:
         """Start the stopped or killed server again with its command (plus ``extra_args``)
         on the same port and directory, and wait until it answers PING."""

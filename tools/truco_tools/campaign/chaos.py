@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import itertools
 import os
-import shutil
 import signal
 import threading
 import time
@@ -21,7 +20,7 @@ import redis
 
 from truco_tools.campaign import Profile
 from truco_tools.cluster_load import ClusterBots, LoadStats, WorkerProcess, start_workers
-from truco_tools.redis_proc import LOG_NAME, RedisProcess, start_redis
+from truco_tools.redis_proc import RedisProcess, start_redis
 
 #: Settings of the campaign's workers: quick store-fault answers; quotas off (the bots are
 #: one operator playing as fast as they can, which is the load, not abuse).
@@ -124,7 +123,7 @@ async def _chaos(
             await asyncio.to_thread(rp.restart)
         elif kind == "loss":
             result.loss_times.append(time.monotonic())
-            await asyncio.to_thread(_lose_data, rp)
+            await asyncio.to_thread(rp.lose_data)
         else:
             os.kill(rp.pid, signal.SIGSTOP)
             try:
@@ -132,20 +131,6 @@ async def _chaos(
             finally:
                 os.kill(rp.pid, signal.SIGCONT)
         result.faults[kind] += 1
-
-
-def _lose_data(rp: RedisProcess) -> None:
-    """SIGKILL Redis, remove its data files (append-only file, snapshot), start it empty."""
-    rp.kill()
-    assert rp.workdir is not None
-    for path in rp.workdir.iterdir():
-        if path.name == LOG_NAME:
-            continue
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-    rp.restart()
 
 
 class Checker:
