@@ -42,6 +42,14 @@ class Lru(Generic[K, V]):
     def pop(self, key: K) -> V | None:
         return self._data.pop(key, None)
 
+    def oldest(self) -> tuple[K, V] | None:
+        """The least recently used entry (not marked as used), or None when empty."""
+        data = self._data
+        if not data:
+            return None
+        key = next(iter(data))
+        return key, data[key]
+
     def __len__(self) -> int:
         return len(self._data)
 

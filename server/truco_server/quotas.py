@@ -10,8 +10,10 @@ the service, so both transports enforce the same limits once; a refusal is
 Rates are token buckets (``rate`` tokens per second, up to ``burst``); open streams are a
 count per credential. The counts live in the worker's memory: a client spread over *n*
 workers by a balancer may get up to *n* times a limit (docs/operations.md, "Quotas"). Memory
-is bounded: at most :data:`TRACKED` credentials are remembered per quota (the least recently
-used is forgotten, which can only err towards allowing).
+is bounded: a bucket that has filled up again is forgotten (a new one starts full, so nothing
+changes), which keeps only the credentials used within the last few seconds; and at most
+:data:`TRACKED` credentials are remembered per quota (beyond that the least recently used is
+forgotten, which can only err towards allowing).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class RateLimit:
         if self.rate <= 0:
             return
         now = self._clock()
+        self._forget_full(now)
         bucket = self._buckets.get(key)
         if bucket is None:
             bucket = self._buckets.put(key, _Bucket(self.burst, now))
@@ -78,6 +81,22 @@ class RateLimit:
             QUOTA_EXCEEDED.labels(self.quota).inc()
             raise E.QuotaExceeded(self.quota, self.limit, (1.0 - bucket.tokens) / self.rate)
         bucket.tokens -= 1.0
+
+    def _forget_full(self, now: float) -> None:
+        """Drop up to two of the least recently used buckets that have filled up again (each
+        call adds at most one, so the buckets of credentials gone quiet do not pile up)."""
+        for _ in range(2):
+            oldest = self._buckets.oldest()
+            if oldest is None:
+                return
+            key, bucket = oldest
+            if bucket.tokens + (now - bucket.at) * self.rate < self.burst:
+                return
+            self._buckets.pop(key)
+
+    def tracked(self) -> int:
+        """Credentials whose bucket is remembered (for tests and diagnostics)."""
+        return len(self._buckets)
 
 
 class Quotas:

@@ -92,3 +92,28 @@ def test_token_buckets_refill_with_time() -> None:
     with pytest.raises(Exception, match="matches_created_per_minute"):
         q.create("op")
     q.create("other-op")  # per credential
+
+
+def test_buckets_of_quiet_credentials_are_forgotten() -> None:
+    """A worker that sees thousands of seat credentials over a day remembers only the ones
+    whose bucket has not filled up again (a few seconds' worth), and forgetting one changes
+    nothing: a credential that comes back starts with a full bucket, as it would have."""
+    now = [0.0]
+    q = Quotas(Settings(quota_actions_per_second=2), clock=lambda: now[0])
+    for i in range(5_000):
+        q.action(f"seat-{i}")
+        now[0] += 0.01  # 100 new credentials a second, each acting once
+    # a bucket refills in burst / rate = 1 s: about the last 100 credentials are remembered
+    assert q.actions.tracked() <= 110
+    q.action("busy")
+    q.action("busy")
+    now[0] += 0.1
+    for i in range(50):  # others come and go; "busy" is not refilled yet and stays refused
+        q.action(f"late-{i}")
+    with pytest.raises(Exception, match="actions_per_second"):
+        q.action("busy")
+    now[0] += 5
+    q.action("seat-0")  # long quiet: full again
+    q.action("seat-0")
+    with pytest.raises(Exception, match="actions_per_second"):
+        q.action("seat-0")
