@@ -63,14 +63,16 @@ class RateLimit:
     ) -> None:
         self.quota, self.rate, self.burst, self.limit = quota, rate, max(1.0, burst), limit
         self._clock = clock
-        self._buckets: Lru[str, _Bucket] = Lru(TRACKED)
+        # a bucket unused for burst / rate seconds is full again: forgetting it changes nothing
+        self._buckets: Lru[str, _Bucket] = Lru(
+            TRACKED, idle=self.burst / rate if rate > 0 else None, clock=clock
+        )
 
     def take(self, key: str) -> None:
         """Spend one token of ``key`` or raise :class:`~truco_server.errors.QuotaExceeded`."""
         if self.rate <= 0:
             return
         now = self._clock()
-        self._forget_full(now)
         bucket = self._buckets.get(key)
         if bucket is None:
             bucket = self._buckets.put(key, _Bucket(self.burst, now))
@@ -81,18 +83,6 @@ class RateLimit:
             QUOTA_EXCEEDED.labels(self.quota).inc()
             raise E.QuotaExceeded(self.quota, self.limit, (1.0 - bucket.tokens) / self.rate)
         bucket.tokens -= 1.0
-
-    def _forget_full(self, now: float) -> None:
-        """Drop up to two of the least recently used buckets that have filled up again (each
-        call adds at most one, so the buckets of credentials gone quiet do not pile up)."""
-        for _ in range(2):
-            oldest = self._buckets.oldest()
-            if oldest is None:
-                return
-            key, bucket = oldest
-            if bucket.tokens + (now - bucket.at) * self.rate < self.burst:
-                return
-            self._buckets.pop(key)
 
     def tracked(self) -> int:
         """Credentials whose bucket is remembered (for tests and diagnostics)."""

@@ -96,6 +96,10 @@ log = structlog.get_logger("truco.service")
 EVERYONE = -2
 """Cache key of what every viewer sees alike (a public event)."""
 VIEW_CACHE_SIZE = 512
+CACHE_IDLE_SECONDS = 60.0
+"""A live match this worker has not touched for this long leaves its cache (it may have ended on
+another worker: a worker learns of an end only by serving the match; without this bound the
+matches ended elsewhere filled the cache for hours, growing the worker all that time)."""
 ENDED_CACHE_SIZE = 256
 """Ended matches a worker keeps decoded (their last streams, records and GetMatch calls
 come soon after the end); apart from the live ones, so that under a steady load a worker's
@@ -161,7 +165,7 @@ class MatchService:
         self.defaults = defaults or ServiceDefaults()
         self.now = clock
         """The service's time (seconds since the epoch); tests pass their own."""
-        self._cache: Lru[str, Loaded] = Lru(cache_size)
+        self._cache: Lru[str, Loaded] = Lru(cache_size, idle=CACHE_IDLE_SECONDS)
         self._ended: Lru[str, Loaded] = Lru(ENDED_CACHE_SIZE)
         # decoded stored events by (match, version): each blob is decoded once per worker,
         # not once per subscriber (and not at all for this worker's own commits)
@@ -181,7 +185,8 @@ class MatchService:
         )
         self._views: Lru[tuple[str, int, int], tuple[te.MatchState, SeatView]] = Lru(VIEW_CACHE_SIZE)
         self._histories: Lru[tuple[str, str, int], history.History] = Lru(64)
-        self._touched: Lru[tuple[str, int], float] = Lru(cache_size)
+        # (a touch older than half a heartbeat is done again anyway)
+        self._touched: Lru[tuple[str, int], float] = Lru(cache_size, idle=max(heartbeat_seconds, 1.0))
         self.relay: Callable[[str], Awaitable[bool]] | None = None
         """Moves a match's outbox to its operator's stream and webhooks
         (:meth:`truco_server.operators.Operators.relay`); without it the outbox is kept."""

@@ -25,6 +25,25 @@ def test_lru_evicts_the_least_recently_used() -> None:
         Lru(0)
 
 
+def test_lru_with_idle_forgets_entries_not_used_lately() -> None:
+    """A stream of new keys (match ids) keeps only those used within ``idle`` seconds, far
+    below ``size``; an entry still in use stays however old it is."""
+    now = [0.0]
+    cache: Lru[str, int] = Lru(10_000, idle=60, clock=lambda: now[0])
+    cache.put("kept", 0)
+    for i in range(3_000):  # ten new keys a second for five minutes
+        cache.put(f"m{i}", i)
+        if i % 100 == 0:
+            assert cache.get("kept") == 0  # used every ten seconds
+        now[0] += 0.1
+    assert len(cache) <= 602  # the last minute's keys, and "kept"
+    assert cache.get("kept") == 0 and cache.get("m2999") == 2999 and "m0" not in cache
+    cache.pop("kept")
+    assert "kept" not in cache
+    with pytest.raises(ValueError):
+        Lru(1, idle=0)
+
+
 def _view(seat: int, version: int) -> SeatView:
     rules = te.get_rules("paulista", players=2)
     state = te.new_match(rules)

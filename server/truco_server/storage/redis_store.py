@@ -444,6 +444,10 @@ _INDEX_GRACE_MS = 60_000
 
 _HEADS_KEPT = 32_768
 """Commit tokens remembered per store (more than the service's cache of loaded matches)."""
+_HEADS_IDLE_SECONDS = 300.0
+"""A commit token not used for this long is forgotten (longer than the service keeps a match
+it does not touch: a state the service still holds keeps its token; a match without one is
+loaded again, which brings the token)."""
 
 
 def _created_ms(member: bytes | str) -> int:
@@ -697,7 +701,7 @@ class RedisMatchStore:
             self._route = _PoolRoute(client)
             self._node_client = node_client or _node_client_factory({})
         self._wait = pack_command("WAIT", s.wait_replicas, s.wait_timeout_ms) if s.wait_replicas else b""
-        self._heads: Lru[str, tuple[int, str]] = Lru(_HEADS_KEPT)
+        self._heads: Lru[str, tuple[int, str]] = Lru(_HEADS_KEPT, idle=_HEADS_IDLE_SECONDS)
         self._head_prefix = secrets.token_hex(5)
         self._head_counter = itertools.count(1)
 
