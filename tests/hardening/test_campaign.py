@@ -4,15 +4,20 @@ and fuzz over gRPC and REST, on loopback, bounded in time; every invariant must 
 
 from __future__ import annotations
 
+import time
+
 import pytest
+import redis
 
 import truco_engine as te
 from truco_contract import codec
 from truco_contract.events import MatchStatus
 from truco_contract.views import view
 from truco_tools.campaign import SHORT
+from truco_tools.campaign.chaos import Checker, LoadResult
 from truco_tools.campaign.leaks import cases, leaks_in_observation
 from truco_tools.campaign.run import campaign
+from truco_tools.cluster_load import LoadStats
 
 pytestmark = [pytest.mark.timeout(240)]
 
@@ -53,3 +58,37 @@ def test_the_leak_oracle_sees_a_leak() -> None:
     mine = codec.observation_to_proto(view(state, 0, 1, MatchStatus.ACTIVE), rules)
     assert leaks_in_observation(theirs, state, 0) == set(state.hand.cards[1])
     assert leaks_in_observation(mine, state, 0) == set()
+
+
+class _GrowingAcks(list[tuple[str, str, int]]):
+    """The bots' acknowledgements, one of them arriving while the checker reads the list (the
+    bots append on the event loop's thread while a checker thread reads)."""
+
+    def __init__(self, stats: LoadStats, late: tuple[str, str, int]) -> None:
+        super().__init__()
+        self.stats, self.late = stats, late
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def, override]
+        if self.late is not None:
+            late, self.late = self.late, None
+            self.append(late)
+            self.stats.ack_times.append(time.monotonic())
+        return super().__getitem__(index)
+
+
+def test_the_checker_checks_an_acknowledgement_that_arrives_while_it_reads(clean_redis_url: str) -> None:
+    stats = LoadStats()
+    acks = _GrowingAcks(stats, ("m-late", "m-late-s0-v1", 1))
+    acks.append(("m-first", "m-first-s0-v1", 1))
+    stats.acks = acks
+    stats.ack_times.append(time.monotonic())
+    result = LoadResult("soak", 1.0, stats)
+    with redis.Redis.from_url(clean_redis_url) as r:
+        for mid in ("m-first", "m-late"):
+            r.hset(f"truco:{{{mid}}}:req", f"{mid}-s0-v1", "1:0:x:1")
+            r.hset(f"truco:{{{mid}}}:match", "status", "finished")
+        checker = Checker(result, r)
+        checker.match_done("m-first", time.monotonic())
+        checker.match_done("m-late", time.monotonic())
+    assert checker.checked_actions == 2 and checker.set_aside == 0
+    assert not result.lost and not result.doubled and not result.unfinished
