@@ -165,7 +165,7 @@ class MatchService:
         self.defaults = defaults or ServiceDefaults()
         self.now = clock
         """The service's time (seconds since the epoch); tests pass their own."""
-        self._cache: Lru[str, Loaded] = Lru(cache_size, idle=CACHE_IDLE_SECONDS)
+        self._cache: Lru[str, Loaded] = Lru(cache_size, idle=CACHE_IDLE_SECONDS, clock=clock)
         self._ended: Lru[str, Loaded] = Lru(ENDED_CACHE_SIZE)
         # decoded stored events by (match, version): each blob is decoded once per worker,
         # not once per subscriber (and not at all for this worker's own commits)

@@ -17,6 +17,7 @@ from truco_server.api import types as T
 from truco_server.api.auth import MatchCredential, Operator, parse_token
 from truco_server.scheduler import MISSING_MATCH_RETRY_MS, MISSING_MATCH_TRIES, clock_reader
 from truco_server.service import MatchService, unpack_entry
+from truco_server.storage import MemoryMatchStore
 from truco_server.storage.base import CLOCK
 
 
@@ -45,7 +46,12 @@ async def act(
 
 
 async def play_out(
-    svc: MatchService, match_id: str, tokens: tuple[str, ...], rng: random.Random, limit: int = 5000
+    svc: MatchService,
+    match_id: str,
+    tokens: tuple[str, ...],
+    rng: random.Random,
+    limit: int = 5000,
+    request_prefix: str = "r",
 ) -> int:
     """Drive a match to its end through the service only; return the number of actions."""
     n = 0
@@ -55,7 +61,12 @@ async def play_out(
         view = await view_of(svc, match_id, tokens[seat])
         action = rng.choice(view.observation.legal_actions)
         res = await act(
-            svc, match_id, tokens[seat], action, request_id=f"r{n}", expected_version=view.version
+            svc,
+            match_id,
+            tokens[seat],
+            action,
+            request_id=f"{request_prefix}{n}",
+            expected_version=view.version,
         )
         view = res.view
         n += 1
@@ -289,3 +300,31 @@ async def test_a_worker_keeps_every_live_match_and_only_the_latest_ended_ones(
     got = await service.get_match(cred(ended[0].spectator_token), T.GetMatchRequest(first))
     assert got.match.state is MatchStatus.CANCELLED  # ...and is read from the store again
     assert first in service._ended and first not in service._cache
+
+
+async def test_a_match_that_ended_on_another_worker_leaves_the_live_cache_once_unused(
+    operator: Operator,
+) -> None:
+    """A worker learns of an end only by serving the match: one that served a few actions and
+    then nothing while another worker ended the match keeps it as live, until it has not
+    used it for CACHE_IDLE_SECONDS (so under a steady load the live cache holds the last
+    minute's matches, not the last 4,096)."""
+    from truco_server.service import CACHE_IDLE_SECONDS
+
+    store = MemoryMatchStore()
+    now = [1_000_000.0]
+    a = MatchService(store, clock=lambda: now[0])
+    b = MatchService(store, clock=lambda: now[0])
+    created = await a.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    mid = created.match.match_id
+    await play_out(b, mid, created.seat_tokens, random.Random(1), limit=2)  # b serves two actions
+    await play_out(a, mid, created.seat_tokens, random.Random(2), request_prefix="a")  # a ends it
+    assert mid in b._cache  # b has not heard of the end
+    now[0] += CACHE_IDLE_SECONDS / 2
+    other = await b.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    assert mid in b._cache  # used half a minute ago: kept
+    now[0] += CACHE_IDLE_SECONDS
+    await b.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    assert mid not in b._cache and other.match.match_id not in b._cache  # both a minute unused
+    got = await b.get_match(cred(created.spectator_token), T.GetMatchRequest(mid))
+    assert got.match.state is MatchStatus.FINISHED  # read from the store again
