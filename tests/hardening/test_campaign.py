@@ -72,7 +72,7 @@ class _GrowingAcks(list[tuple[str, str, int]]):
         if self.late is not None:
             late, self.late = self.late, None
             self.append(late)
-            self.stats.ack_times.append(time.monotonic())
+            self.stats.ack_sent.append(time.monotonic())
         return super().__getitem__(index)
 
 
@@ -81,7 +81,7 @@ def test_the_checker_checks_an_acknowledgement_that_arrives_while_it_reads(clean
     acks = _GrowingAcks(stats, ("m-late", "m-late-s0-v1", 1))
     acks.append(("m-first", "m-first-s0-v1", 1))
     stats.acks = acks
-    stats.ack_times.append(time.monotonic())
+    stats.ack_sent.append(time.monotonic())
     result = LoadResult("soak", 1.0, stats)
     with redis.Redis.from_url(clean_redis_url) as r:
         for mid in ("m-first", "m-late"):
@@ -92,3 +92,29 @@ def test_the_checker_checks_an_acknowledgement_that_arrives_while_it_reads(clean
         checker.match_done("m-late", time.monotonic())
     assert checker.checked_actions == 2 and checker.set_aside == 0
     assert not result.lost and not result.doubled and not result.unfinished
+
+
+def test_an_action_sent_before_a_data_loss_is_set_aside_whenever_its_answer_came(
+    clean_redis_url: str,
+) -> None:
+    """A match's last action was committed, then Redis lost everything, then the answer
+    reached the bot (the worker had the commit's reply before the kill): nothing in the store
+    to check, and no further call to notice the loss. Not a lost action: the loss took it."""
+    stats = LoadStats()
+    sent = time.monotonic()
+    stats.acks.append(("m-gone", "m-gone-s1-v98", 104))
+    stats.ack_sent.append(sent)
+    result = LoadResult("chaos", 1.0, stats)
+    result.loss_times.append(sent + 0.01)  # the loss began after the action was sent
+    with redis.Redis.from_url(clean_redis_url) as r:
+        checker = Checker(result, r)
+        checker.match_done("m-gone", sent + 0.5)  # answered, and the match seen over, after it
+    assert not result.lost and not result.unfinished
+    assert checker.set_aside == 1 and checker.checked_actions == 0 and checker.checked_after_loss == 1
+    # the same action sent after the loss began must be in the store
+    stats.acks.append(("m-later", "m-later-s0-v3", 4))
+    stats.ack_sent.append(sent + 1.0)
+    with redis.Redis.from_url(clean_redis_url) as r:
+        checker = Checker(result, r)
+        checker.match_done("m-later", sent + 2.0)
+    assert result.lost == ["m-later m-later-s0-v3 answered v4, stored None"]

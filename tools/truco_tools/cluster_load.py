@@ -185,8 +185,9 @@ class LoadStats:
     """Matches a failover lost whole, created again with the same request id."""
     acks: list[tuple[str, str, int]] = field(default_factory=list)
     """(match, request id, version answered) of every action answered OK."""
-    ack_times: list[float] = field(default_factory=list)
-    """``time.monotonic()`` of each entry of ``acks`` (when its answer came)."""
+    ack_sent: list[float] = field(default_factory=list)
+    """``time.monotonic()`` when each action of ``acks`` was first sent: one sent before a
+    Redis data loss began may have been committed before it, whenever its answer came."""
     recreated_at: dict[str, int] = field(default_factory=dict)
     """Match -> ``len(acks)`` when it was last created again: the acknowledgements before
     that index belong to the incarnation that was lost."""
@@ -389,6 +390,7 @@ class ClusterBots:
             match_id=mid, request_id=f"{mid}-s{seat}-v{version}", expected_version=version, action=action
         )
         tries = 0
+        sent = time.monotonic()
         while True:
             tries += 1
             try:
@@ -397,7 +399,7 @@ class ClusterBots:
                 )
                 self.stats.actions += 1
                 self.stats.acks.append((mid, request.request_id, int(resp.version)))
-                self.stats.ack_times.append(time.monotonic())
+                self.stats.ack_sent.append(sent)
                 if tries > 1:
                     self.stats.ok_after_retry += 1
                 return

@@ -155,8 +155,9 @@ class Checker:
         thread per slot: the acknowledgements are sorted under a lock (two threads must not
         take the same ones), the store is read outside it, waiting out a Redis restart or
         pause (up to a minute). A data loss takes the records of everything committed before
-        it: an acknowledgement answered before a data loss is set aside (like those of a lost
-        incarnation), one answered after every data loss must be in the store."""
+        it: an action first sent before a data loss began is set aside (like those of a lost
+        incarnation: it may have been committed before the loss even when its answer came
+        after), one sent after every data loss began must be in the store."""
         with self._lock:
             stats = self.result.stats
             # the bots append acknowledgements on the event loop's thread meanwhile: take the
@@ -168,7 +169,7 @@ class Checker:
                 self._pending.setdefault(m, []).append((index, rid, version))
             self._seen = upto
             every = self._pending.pop(mid, [])
-            times = {index: stats.ack_times[index] for index, _, _ in every}
+            times = {index: stats.ack_sent[index] for index, _, _ in every}
         current = self.result.stats.recreated_at.get(mid, 0)
         losses = self.result.loss_times
 
@@ -268,23 +269,25 @@ async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResul
 
 
 def memory_growth(samples: list[Sample], warmup: float = 0.2) -> dict[str, Any]:
-    """First and last fifth (after ``warmup`` of the series) of worker RSS and Redis memory,
-    and their ratio: flat memory is a ratio near 1."""
+    """The series after ``warmup`` cut in fifths: the mean of each fifth of the largest
+    worker RSS and of Redis memory (MB), and the ratio of the last fifth to the first: flat
+    memory is a ratio near 1 (the fifths show whether it still climbs at the end)."""
     if len(samples) < 10:
         return {}
     body = samples[int(len(samples) * warmup) :]
     k = max(1, len(body) // 5)
+    fifths = [body[i * k : (i + 1) * k] for i in range(5)] if len(body) >= 5 else [body]
 
-    def mean(xs: list[float]) -> float:
-        return sum(xs) / len(xs)
+    def mb(xs: list[int]) -> float:
+        return sum(xs) / len(xs) / 2**20
 
-    w0 = mean([max(s.worker_rss) for s in body[:k]])
-    w1 = mean([max(s.worker_rss) for s in body[-k:]])
-    r0 = mean([s.redis_used for s in body[:k]])
-    r1 = mean([s.redis_used for s in body[-k:]])
+    workers = [mb([max(s.worker_rss) for s in f]) for f in fifths]
+    redis_ = [mb([s.redis_used for s in f]) for f in fifths]
     return {
-        "worker_rss_mb": (round(w0 / 2**20, 1), round(w1 / 2**20, 1)),
-        "redis_used_mb": (round(r0 / 2**20, 1), round(r1 / 2**20, 1)),
-        "worker_ratio": round(w1 / w0, 3) if w0 else None,
-        "redis_ratio": round(r1 / r0, 3) if r0 else None,
+        "worker_rss_mb": (round(workers[0], 1), round(workers[-1], 1)),
+        "redis_used_mb": (round(redis_[0], 1), round(redis_[-1], 1)),
+        "worker_ratio": round(workers[-1] / workers[0], 3) if workers[0] else None,
+        "redis_ratio": round(redis_[-1] / redis_[0], 3) if redis_[0] else None,
+        "worker_fifths_mb": [round(x, 1) for x in workers],
+        "redis_fifths_mb": [round(x, 1) for x in redis_],
     }

@@ -80,7 +80,10 @@ class Report:
                     f"{len(r.samples)} samples a second apart): largest worker RSS "
                     f"{g['worker_rss_mb'][0]} -> {g['worker_rss_mb'][1]} MB (x{g['worker_ratio']}), "
                     f"Redis `used_memory` {g['redis_used_mb'][0]} -> {g['redis_used_mb'][1]} MB "
-                    f"(x{g['redis_ratio']}); {r.stats.actions / r.seconds:.0f} actions/s."
+                    f"(x{g['redis_ratio']}); by fifth, worker "
+                    f"{', '.join(map(str, g['worker_fifths_mb']))} MB, Redis "
+                    f"{', '.join(map(str, g['redis_fifths_mb']))} MB; "
+                    f"{r.stats.actions / r.seconds:.0f} actions/s."
                 )
             s = r.stats
             out.append(f"- {r.phase} retries: {dict(s.retries)}; streams broken {dict(s.stream_breaks)}.")
@@ -95,9 +98,9 @@ class Report:
                 )
             if r.checked_after_loss:
                 out.append(
-                    f"- {r.phase}: {r.checked_after_loss} matches had actions answered before a data "
-                    "loss that took their records (those acknowledgements are set aside too; the "
-                    "ones answered after the last loss are checked)."
+                    f"- {r.phase}: {r.checked_after_loss} matches had actions sent before a data "
+                    "loss that may have taken their records (those acknowledgements are set aside "
+                    "too, whenever their answer came; the ones sent after the last loss are checked)."
                 )
         return out
 
