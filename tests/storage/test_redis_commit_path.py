@@ -85,3 +85,21 @@ async def test_concurrent_commits_share_few_connections_and_close_leaves_none(cl
         assert left == me
     finally:
         await admin.aclose()
+
+
+async def test_commit_tokens_are_kept_for_live_matches_only(redis_store: RedisMatchStore) -> None:
+    """The store remembers the head (commit token) of each match it committed or loaded, to
+    check the next commit against it; an ended match takes no more commits, so a worker that
+    ends or loads an ended match forgets its token (memory follows the matches in play)."""
+    version = await play(redis_store, "m1", await new_match(redis_store), 2)
+    assert "m1" in redis_store._heads
+    done = await redis_store.commit(
+        "m1", expected_version=version, state=b"end", events=[b"ev-end"], request_id="end",
+        reply=b"r", status="finished",
+    )  # fmt: skip
+    assert done.version == version + 1 and "m1" not in redis_store._heads
+    other = RedisMatchStore(redis_store.client)  # another worker, reading the ended match
+    loaded = await other.load("m1")
+    assert loaded is not None and loaded.status == "finished" and "m1" not in other._heads
+    await play(redis_store, "m2", await new_match(redis_store, "m2"), 1)
+    assert (await other.load("m2")) is not None and "m2" in other._heads

@@ -960,7 +960,9 @@ class RedisMatchStore:
         if version is None:
             self._heads.pop(match_id)
             return None
-        if head is not None:
+        if head is None or _s(status) in self.settings.terminal_statuses:
+            self._heads.pop(match_id)  # an ended match takes no more commits: nothing to check
+        else:
             self._heads.put(match_id, (int(version), _s(head)))
         return Snapshot(
             version=int(version),
@@ -988,11 +990,8 @@ class RedisMatchStore:
         outbox: Sequence[bytes] = (),
     ) -> CommitResult:
         keys = self.keys_for(match_id)
-        retention = (
-            self.settings.retention_seconds
-            if status is not None and status in self.settings.terminal_statuses
-            else 0
-        )
+        ended = status is not None and status in self.settings.terminal_statuses
+        retention = self.settings.retention_seconds if ended else 0
         known = self._heads.get(match_id)
         expected_head = known[1] if known is not None and known[0] == expected_version else ""
         head = self._new_head()
@@ -1038,7 +1037,10 @@ class RedisMatchStore:
         code = int(res[0])
         if code == 0:
             new_version = int(res[1])
-            self._heads.put(match_id, (new_version, head))
+            if ended:  # an ended match takes no more commits: nothing to check
+                self._heads.pop(match_id)
+            else:
+                self._heads.put(match_id, (new_version, head))
             if hub is not None:
                 hub.committed(match_id, expected_version, events)  # local fan-out
             return CommitResult(version=new_version, reply=reply)
