@@ -168,6 +168,11 @@ class Settings:
     quota_matches_per_minute: float = 6000.0
     """Matches one operator may create per minute on a worker (a burst of a tenth of that, at
     least 1, is allowed); 0: no limit."""
+    heap_snapshot_dir: str | None = None
+    """A directory where a worker started with `PYTHONTRACEMALLOC=1` writes a heap snapshot on
+    SIGUSR1 (`heap-<pid>-<n>.tracemalloc`, read with the standard `tracemalloc` module, and a
+    count of live objects by type beside it); unset: the current directory
+    (docs/operations.md, "Memory"). Without tracing, SIGUSR1 only logs a warning."""
 
     @property
     def store_description(self) -> str:
@@ -477,6 +482,7 @@ OPTIONS: tuple[Option, ...] = (
         _non_negative_float,
         "N",
     ),
+    Option("heap_snapshot_dir", "TRUCO_HEAP_SNAPSHOT_DIR", "--heap-snapshot-dir", _path, "DIR"),
 )
 
 

@@ -40,7 +40,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
-from truco_server import metrics
+from truco_server import diagnostics, metrics
 from truco_server.api import limits
 from truco_server.config import Settings
 from truco_server.errors import ShuttingDown
@@ -503,13 +503,17 @@ async def serve(
         on_started(worker)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    handled = [signal.SIGTERM, signal.SIGINT]
+    for sig in handled:
         with contextlib.suppress(NotImplementedError):  # non-Unix event loops
             loop.add_signal_handler(sig, stop.set)
+    with contextlib.suppress(NotImplementedError):  # a heap snapshot (or a warning) on SIGUSR1
+        loop.add_signal_handler(signal.SIGUSR1, diagnostics.on_sigusr1, settings.heap_snapshot_dir)
+        handled.append(signal.SIGUSR1)
     try:
         await stop.wait()
     finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in handled:
             with contextlib.suppress(NotImplementedError):
                 loop.remove_signal_handler(sig)
         await worker.stop()

@@ -133,6 +133,7 @@ def start_workers(
     *,
     settings: Mapping[str, str] | None = None,
     extra_args: tuple[str, ...] = (),
+    ready_timeout: float = 30.0,
 ) -> list[WorkerProcess]:
     """``count`` workers on ``redis_url`` (free ports), started and ready; ``settings`` are
     ``TRUCO_*`` variables for them (the caller's own ``TRUCO_*`` are not passed on)."""
@@ -149,7 +150,7 @@ def start_workers(
         for w in workers:
             w.start()
         for w in workers:
-            w.wait_ready()
+            w.wait_ready(ready_timeout)
     except BaseException:
         for w in workers:
             w.kill()

@@ -1,0 +1,55 @@
+"""Heap snapshots of a running worker, for finding what holds memory.
+
+Start the worker with ``PYTHONTRACEMALLOC=1`` (the standard library's allocation tracing,
+from the first import; it costs CPU and memory, so never in normal service) and send it
+SIGUSR1: it writes ``heap-<pid>-<n>.tracemalloc`` (a :class:`tracemalloc.Snapshot`) and
+``heap-<pid>-<n>.types.txt`` (live objects tracked by the garbage collector, counted by
+type) to ``TRUCO_HEAP_SNAPSHOT_DIR``. Compare two snapshots with
+``Snapshot.load(b).compare_to(Snapshot.load(a), "lineno")``; ``benchmarks/worker_heap.py``
+does it for workers under load.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import os
+import tracemalloc
+from collections import Counter
+from pathlib import Path
+
+import structlog
+
+log = structlog.get_logger("truco.diagnostics")
+
+_numbers = itertools.count(1)
+
+
+def tracing() -> bool:
+    """Whether allocations are traced (``PYTHONTRACEMALLOC`` or ``tracemalloc.start()``)."""
+    return tracemalloc.is_tracing()
+
+
+def on_sigusr1(directory: str | None) -> None:
+    """A worker's SIGUSR1: a heap snapshot when tracing, else a warning saying how."""
+    if not tracing():
+        log.warning("SIGUSR1: no heap snapshot, allocations are not traced (start with PYTHONTRACEMALLOC=1)")
+        return
+    write_heap_snapshot(directory)
+
+
+def write_heap_snapshot(directory: str | None) -> Path:
+    """Write the next snapshot of this process and its object counts; returns the snapshot's
+    path. A full collection runs first, so only what is reachable is counted."""
+    folder = Path(directory or ".")
+    folder.mkdir(parents=True, exist_ok=True)
+    gc.collect()
+    base = folder / f"heap-{os.getpid()}-{next(_numbers)}"
+    path = base.with_suffix(".tracemalloc")
+    tracemalloc.take_snapshot().dump(str(path))
+    counts = Counter(type(o).__name__ for o in gc.get_objects())
+    lines = [f"{n} {name}" for name, n in counts.most_common()]
+    base.with_suffix(".types.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    traced, _peak = tracemalloc.get_traced_memory()
+    log.info("heap snapshot written", path=str(path), traced_bytes=traced)
+    return path

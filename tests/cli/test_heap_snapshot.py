@@ -1,0 +1,50 @@
+"""A heap snapshot on SIGUSR1 (docs/operations.md, "Memory"): a worker started with
+``PYTHONTRACEMALLOC=1`` writes one the standard ``tracemalloc`` module reads, and its object
+counts; a worker without tracing only logs a warning (SIGUSR1 must never end a worker)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.serve import serve_apart
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def _wait_for(predicate, what: str, timeout: float = 90) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {timeout:g} s")
+        time.sleep(0.1)
+
+
+def test_sigusr1_writes_a_heap_snapshot_when_tracing(tmp_path: Path) -> None:
+    snapshots = tmp_path / "heap"
+    env = {"PYTHONTRACEMALLOC": "1", "TRUCO_HEAP_SNAPSHOT_DIR": str(snapshots)}
+    with serve_apart(tmp_path, env=env, timeout=180) as served:
+        os.kill(served.proc.pid, signal.SIGUSR1)
+        types = snapshots / f"heap-{served.proc.pid}-1.types.txt"
+        _wait_for(types.exists, "snapshot")
+        snap = tracemalloc.Snapshot.load(str(snapshots / f"heap-{served.proc.pid}-1.tracemalloc"))
+        files = {stat.traceback[0].filename for stat in snap.statistics("filename")}
+        assert any(f.endswith(os.path.join("truco_server", "service.py")) for f in files)
+        counts = dict(line.split(" ", 1)[::-1] for line in types.read_text().splitlines())
+        assert int(counts["dict"]) > 1000
+        assert served.proc.poll() is None  # still serving
+    assert "heap snapshot written" in served.stdout.read_text()
+
+
+def test_sigusr1_without_tracing_only_warns(tmp_path: Path) -> None:
+    with serve_apart(tmp_path) as served:
+        os.kill(served.proc.pid, signal.SIGUSR1)
+        _wait_for(lambda: "PYTHONTRACEMALLOC=1" in served.stdout.read_text(), "warning")
+        assert served.proc.poll() is None
+        pid = served.proc.pid
+    assert not list(Path.cwd().glob(f"heap-{pid}-*"))  # nothing written where it would go
