@@ -49,7 +49,11 @@ def write_heap_snapshot(directory: str | None) -> Path:
     tracemalloc.take_snapshot().dump(str(path))
     counts = Counter(type(o).__name__ for o in gc.get_objects())
     lines = [f"{n} {name}" for name, n in counts.most_common()]
-    base.with_suffix(".types.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # written under another name, then renamed: a reader that waits for the counts (the
+    # last file) never sees half of them
+    partial = base.with_suffix(".types.partial")
+    partial.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(partial, base.with_suffix(".types.txt"))
     traced, _peak = tracemalloc.get_traced_memory()
     log.info("heap snapshot written", path=str(path), traced_bytes=traced)
     return path

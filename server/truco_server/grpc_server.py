@@ -496,26 +496,37 @@ async def serve(
     *,
     on_started: Callable[[Worker], None] | None = None,
 ) -> None:
-    """Run a worker until SIGTERM or SIGINT, then shut down gracefully."""
+    """Run a worker until SIGTERM or SIGINT, then shut down gracefully. The signal handlers
+    are in place before the worker says it started (``on_started``): a signal sent as soon as
+    the banner shows must not meet the default action (which ends the process at once)."""
     worker = Worker(settings, servicer_factory)
-    await worker.start()
-    if on_started is not None:
-        on_started(worker)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    handled = [signal.SIGTERM, signal.SIGINT]
-    for sig in handled:
+    handled: list[signal.Signals] = []
+
+    def remove_handlers() -> None:
+        for sig in handled:
+            with contextlib.suppress(NotImplementedError):
+                loop.remove_signal_handler(sig)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):  # non-Unix event loops
             loop.add_signal_handler(sig, stop.set)
+            handled.append(sig)
     with contextlib.suppress(NotImplementedError):  # a heap snapshot (or a warning) on SIGUSR1
         loop.add_signal_handler(signal.SIGUSR1, diagnostics.on_sigusr1, settings.heap_snapshot_dir)
         handled.append(signal.SIGUSR1)
     try:
+        await worker.start()
+    except BaseException:
+        remove_handlers()
+        raise
+    if on_started is not None:
+        on_started(worker)
+    try:
         await stop.wait()
     finally:
-        for sig in handled:
-            with contextlib.suppress(NotImplementedError):
-                loop.remove_signal_handler(sig)
+        remove_handlers()
         await worker.stop()
 
 

@@ -8,18 +8,21 @@ import os
 import signal
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.serve import serve_apart
+from tests.helpers.serve import Served, serve_apart
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def _wait_for(predicate, what: str, timeout: float = 90) -> None:  # type: ignore[no-untyped-def]
+def _wait_for(served: Served, predicate: Callable[[], bool], what: str, timeout: float = 150) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
+        if served.proc.poll() is not None:
+            raise AssertionError(f"the worker ended (code {served.proc.returncode}) before the {what}")
         if time.monotonic() > deadline:
             raise AssertionError(f"no {what} within {timeout:g} s")
         time.sleep(0.1)
@@ -31,7 +34,7 @@ def test_sigusr1_writes_a_heap_snapshot_when_tracing(tmp_path: Path) -> None:
     with serve_apart(tmp_path, env=env, timeout=180) as served:
         os.kill(served.proc.pid, signal.SIGUSR1)
         types = snapshots / f"heap-{served.proc.pid}-1.types.txt"
-        _wait_for(types.exists, "snapshot")
+        _wait_for(served, types.exists, "snapshot")
         snap = tracemalloc.Snapshot.load(str(snapshots / f"heap-{served.proc.pid}-1.tracemalloc"))
         files = {stat.traceback[0].filename for stat in snap.statistics("filename")}
         assert any(f.endswith(os.path.join("truco_server", "service.py")) for f in files)
@@ -44,7 +47,7 @@ def test_sigusr1_writes_a_heap_snapshot_when_tracing(tmp_path: Path) -> None:
 def test_sigusr1_without_tracing_only_warns(tmp_path: Path) -> None:
     with serve_apart(tmp_path) as served:
         os.kill(served.proc.pid, signal.SIGUSR1)
-        _wait_for(lambda: "PYTHONTRACEMALLOC=1" in served.stdout.read_text(), "warning")
+        _wait_for(served, lambda: "PYTHONTRACEMALLOC=1" in served.stdout.read_text(), "warning")
         assert served.proc.poll() is None
         pid = served.proc.pid
     assert not list(Path.cwd().glob(f"heap-{pid}-*"))  # nothing written where it would go
