@@ -16,7 +16,8 @@ serving itself:
 * on SIGTERM or SIGINT it sends SIGTERM to every child (each shuts down gracefully: health
   NOT_SERVING, drain, streams ended UNAVAILABLE), waits for them, SIGKILLs any that outlive
   the grace, removes the metrics directory and exits: one clean shutdown;
-* SIGHUP is passed on to every child (each re-reads ``TRUCO_API_KEYS_FILE``);
+* SIGHUP is passed on to every child (each re-reads ``TRUCO_API_KEYS_FILE``), and so is
+  SIGUSR1 (each writes a heap snapshot when traced; docs/operations.md, "Memory");
 * a child that dies is started again; a child is killed with the parent (``PR_SET_PDEATHSIG``
   on Linux), so killing the parent never leaves workers behind.
 """
@@ -151,7 +152,8 @@ class WorkerGroup:
         """Serve until SIGTERM/SIGINT; returns the exit status."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self._stop.set())
-        signal.signal(signal.SIGHUP, lambda *_: self._signal_children(signal.SIGHUP))
+        for passed in (signal.SIGHUP, signal.SIGUSR1):  # key reload; heap snapshot
+            signal.signal(passed, lambda sig, _frame: self._signal_children(signal.Signals(sig)))
         try:
             self.children = [self._spawn(i) for i in range(self.n)]
             deadline = time.monotonic() + START_TIMEOUT_S

@@ -51,3 +51,10 @@ def test_sigusr1_without_tracing_only_warns(tmp_path: Path) -> None:
         assert served.proc.poll() is None
         pid = served.proc.pid
     assert not list(Path.cwd().glob(f"heap-{pid}-*"))  # nothing written where it would go
+
+
+def test_a_worker_group_passes_sigusr1_to_every_worker(tmp_path: Path, clean_redis_url: str) -> None:
+    with serve_apart(tmp_path, "--redis", clean_redis_url, "--workers", "2", timeout=150) as served:
+        os.kill(served.proc.pid, signal.SIGUSR1)
+        _wait_for(served, lambda: served.stdout.read_text().count("PYTHONTRACEMALLOC=1") >= 2, "warnings")
+        assert served.proc.poll() is None  # the group goes on serving
