@@ -28,28 +28,12 @@ import signal
 import tempfile
 import time
 import tracemalloc
-from collections import Counter
 from pathlib import Path
 
+from truco_server.diagnostics import read_object_counts
 from truco_tools.campaign.chaos import WORKER_SETTINGS
 from truco_tools.cluster_load import ClusterBots, WorkerProcess, start_workers
 from truco_tools.redis_proc import start_redis
-
-
-def _rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def _counts(path: Path) -> Counter[str]:
-    out: Counter[str] = Counter()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        n, name = line.split(" ", 1)
-        out[name] = int(n)
-    return out
 
 
 async def _snapshot(workers: list[WorkerProcess], folder: Path, n: int, timeout: float = 120.0) -> None:
@@ -88,7 +72,7 @@ async def run(args: argparse.Namespace, folder: Path) -> None:
                 played = stage
                 await _snapshot(workers, folder, n)
                 for w in workers:
-                    rss.setdefault(w.index, []).append(_rss_mb(w.pid))
+                    rss.setdefault(w.index, []).append(w.rss() / 2**20)
                 print(f"{stage} matches played ({time.monotonic() - t0:.0f} s for this stage); snapshot {n}",
                       flush=True)  # fmt: skip
     finally:
@@ -122,8 +106,8 @@ def _report(
         print("  lines that grew most (size, count):")
         for st in snaps[-1].compare_to(snaps[0], "lineno")[: args.top]:
             print(f"    {st.size_diff / 1024:+9.1f} KB {st.count_diff:+7d}  {st.traceback}")
-        a = _counts(folder / f"heap-{w.pid}-1.types.txt")
-        b = _counts(folder / f"heap-{w.pid}-{last}.types.txt")
+        a = read_object_counts(folder / f"heap-{w.pid}-1.types.txt")
+        b = read_object_counts(folder / f"heap-{w.pid}-{last}.types.txt")
         moved = sorted(set(a) | set(b), key=lambda k: -abs(b[k] - a[k]))[: args.top]
         print("  object counts that moved most: " + ", ".join(f"{k} {a[k]}->{b[k]}" for k in moved))
 

@@ -25,14 +25,9 @@ log = structlog.get_logger("truco.diagnostics")
 _numbers = itertools.count(1)
 
 
-def tracing() -> bool:
-    """Whether allocations are traced (``PYTHONTRACEMALLOC`` or ``tracemalloc.start()``)."""
-    return tracemalloc.is_tracing()
-
-
 def on_sigusr1(directory: str | None) -> None:
     """A worker's SIGUSR1: a heap snapshot when tracing, else a warning saying how."""
-    if not tracing():
+    if not tracemalloc.is_tracing():
         log.warning("SIGUSR1: no heap snapshot, allocations are not traced (start with PYTHONTRACEMALLOC=1)")
         return
     write_heap_snapshot(directory)
@@ -57,3 +52,12 @@ def write_heap_snapshot(directory: str | None) -> Path:
     traced, _peak = tracemalloc.get_traced_memory()
     log.info("heap snapshot written", path=str(path), traced_bytes=traced)
     return path
+
+
+def read_object_counts(path: Path) -> Counter[str]:
+    """The object counts by type of a snapshot's ``.types.txt``."""
+    out: Counter[str] = Counter()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        n, name = line.split(" ", 1)
+        out[name] = int(n)
+    return out

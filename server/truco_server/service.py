@@ -186,7 +186,9 @@ class MatchService:
         self._views: Lru[tuple[str, int, int], tuple[te.MatchState, SeatView]] = Lru(VIEW_CACHE_SIZE)
         self._histories: Lru[tuple[str, str, int], history.History] = Lru(64)
         # (a touch older than half a heartbeat is done again anyway)
-        self._touched: Lru[tuple[str, int], float] = Lru(cache_size, idle=max(heartbeat_seconds, 1.0))
+        self._touched: Lru[tuple[str, int], float] = Lru(
+            cache_size, idle=max(heartbeat_seconds, 1.0), clock=clock
+        )
         self.relay: Callable[[str], Awaitable[bool]] | None = None
         """Moves a match's outbox to its operator's stream and webhooks
         (:meth:`truco_server.operators.Operators.relay`); without it the outbox is kept."""

@@ -21,6 +21,7 @@ client had: events lost by a failover, or trimmed). Nothing here sends traffic o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import random
@@ -108,6 +109,16 @@ class WorkerProcess:
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def rss(self) -> int:
+        """Resident memory in bytes (``VmRSS``); 0 when the process is not running."""
+        if not self.running():
+            return 0
+        with contextlib.suppress(OSError), open(f"/proc/{self.pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
 
     def kill(self) -> None:
         """SIGKILL (no drain, no goodbye), by pid."""

@@ -303,4 +303,3 @@ class Authenticator:
             raise E.Unauthenticated("unknown API key")
         bind_operator(key.name)
         return Operator(key.name)
-

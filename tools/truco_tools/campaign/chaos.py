@@ -71,14 +71,6 @@ class LoadResult:
                     or self.internal or self.same_deal_again or self.idle_faults)  # fmt: skip
 
 
-def _rss(pid: int) -> int:
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 async def _sampler(
     workers: list[WorkerProcess], r: redis.Redis, into: list[Sample], stop: asyncio.Event
 ) -> None:
@@ -87,7 +79,7 @@ async def _sampler(
         used = 0
         with contextlib.suppress(redis.RedisError):
             used = int(await asyncio.to_thread(lambda: r.info("memory")["used_memory"]))
-        rss = [_rss(w.pid) if w.running() else 0 for w in workers]
+        rss = [w.rss() for w in workers]
         into.append(Sample(time.monotonic() - start, rss, used))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 1.0)
