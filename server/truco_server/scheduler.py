@@ -7,15 +7,19 @@ it meanwhile), hands each to its handler, and ends the claim with what the handl
 (:meth:`MatchStore.queue_finish`: the next due time, or done). A worker that dies leaves its
 claims to expire and another worker claims them again.
 
-Every worker runs two:
+Every worker runs these (and the league service's own):
 
 * the **clock** (:func:`clock_reader`): matches that are due -- a clock expiry, a default
-  move for an away seat, the end of a join window, an idle abort, operator events left to
-  relay -- handled by :meth:`MatchService.wake_match`, each an ordinary version-checked
+  move for an away seat, the end of a join window, an idle abort -- handled by
+  :meth:`MatchService.wake_match`, each an ordinary version-checked
   commit. Exactly once: a step is fenced by the version of the match (and a clock expiry by
   the decision it times), so two workers that both handle a wakeup (a lease expired while the
   first was slow) commit it once. A wakeup is never later than the match's due time (a commit
   that makes the match due earlier registers the time first), so nothing due is missed.
+* the **relay** (:func:`relay_reader`): outboxes whose operator events the worker that
+  committed them did not relay and release within ``RELAY_GRACE_MS`` (it died, or its relay
+  failed), handed to :meth:`truco_server.operators.Operators.relay`. At least once, like the
+  relay itself.
 * the **webhook** deliveries (:func:`webhook_reader`, :class:`truco_server.webhooks.Deliverer`):
   at least once; a claim is ended only by the reader that still holds it.
 """
@@ -34,7 +38,7 @@ from truco_server import metrics
 from truco_server.errors import MatchNotFound, ServiceError
 from truco_server.service import MatchService
 from truco_server.storage import MatchStore, StorageError
-from truco_server.storage.base import CLOCK, WEBHOOK, Claim
+from truco_server.storage.base import CLOCK, RELAY, WEBHOOK, Claim
 from truco_server.webhooks import Deliverer
 
 log = structlog.get_logger("truco.scheduler")
@@ -145,6 +149,19 @@ def clock_reader(service: MatchService, store: MatchStore, *, tick: float = 0.25
         return nxt, (b"0" if claim.data not in (b"", b"0") else b"")
 
     return QueueReader(store, CLOCK, wake, owned=False, tick=tick)
+
+
+def relay_reader(
+    relay: Callable[[str], Awaitable[bool]], store: MatchStore, *, tick: float = 0.25
+) -> QueueReader:
+    """The reader of the outboxes left to relay (``MatchService`` queues each commit's)."""
+
+    async def handle(claim: Claim) -> tuple[int | None, bytes]:
+        if not await relay(claim.item):  # another relay holds the outbox: look again soon
+            return round(time.time() * 1000) + 1_000, b""
+        return None, b""
+
+    return QueueReader(store, RELAY, handle, owned=False, tick=tick)
 
 
 def webhook_reader(deliverer: Deliverer, store: MatchStore, *, tick: float = 0.25) -> QueueReader:

@@ -90,8 +90,14 @@ from truco_server.storage import (
 )
 from truco_server.storage import InvalidPageToken as StoreInvalidPageToken
 from truco_server.storage import MatchNotFound as StoreMatchNotFound
+from truco_server.storage.base import RELAY, RelayWake
 
 log = structlog.get_logger("truco.service")
+
+RELAY_GRACE_MS = 2_000
+"""How long after a commit with operator events the relay queue looks at its outbox, in case
+the worker that made the commit died before relaying it. Shorter than the queue's lease
+(``QueueReader``: 5 s), so a commit during a reader's claim keeps the item due."""
 
 EVERYONE = -2
 """Cache key of what every viewer sees alike (a public event)."""
@@ -424,6 +430,7 @@ class MatchService:
             stamped = dataclasses.replace(record, version=new_version, time=now, clock_ms=step.clock_ms)
             raw_record = records.pack_step(stamped, meta.created_at)
         outbox = self._outbox(done, step.entries, loaded.version + 1)
+        net = self._relay_net(outbox)
         raws = [pack_entry(e, ms) for e in step.entries]
         due = None if status is not None else table.due(loaded.setup, step.state, step.life)
         if due is not None and loaded.status is MatchStatus.ACTIVE:
@@ -444,15 +451,16 @@ class MatchService:
                 updated_at=now,
                 summary=summary,
                 record=raw_record,
-                wake=self._wake_at(meta, due, outbox),
+                wake=None if due is None else meta.epoch_ms(due),
                 outbox=outbox,
+                relay=net,
             )
         except StoreMatchNotFound as exc:
             raise E.MatchNotFound(f"no match {meta.match_id!r}") from exc
         if res.duplicate:
             return loaded, res
-        if outbox:
-            self._relay_soon(meta.match_id)
+        if net is not None:
+            self._relay_soon(meta.match_id, net)
         for i, (entry, raw) in enumerate(zip(step.entries, raws, strict=True), loaded.version + 1):
             self._entries.put((meta.match_id, i), (raw, entry, now))
         self._keep(done)
@@ -471,27 +479,34 @@ class MatchService:
         )
         return [outbox_item(done.meta.owner, ev) for ev in events]
 
-    def _wake_at(self, meta: Meta, due: int | None, outbox: Sequence[bytes]) -> int | None:
-        """The wakeup a commit registers (ms since the epoch): its due time, or now when it
-        leaves operator events to relay (the relay after the commit may not happen: the
-        worker may die first)."""
-        at = None if due is None else meta.epoch_ms(due)
-        if outbox:
-            now = round(self.now() * 1000)
-            at = now if at is None else min(at, now)
-        return at
+    def _relay_net(self, outbox: Sequence[bytes]) -> RelayWake | None:
+        """The relay queue's safety net for a commit's operator events (:data:`RELAY`)."""
+        if not outbox:
+            return None
+        return RelayWake(round(self.now() * 1000) + RELAY_GRACE_MS, secrets.token_bytes(8))
 
-    def _relay_soon(self, match_id: str) -> None:
+    def _relay_soon(self, match_id: str, net: RelayWake) -> None:
+        """Relay the outbox a commit just wrote, then release the commit's safety net."""
         if self.relay is None:
             return
-        task = asyncio.ensure_future(self.relay(match_id))
+        task = asyncio.ensure_future(self._relay_then_release(match_id, net))
         self._relays.add(task)
         task.add_done_callback(self._relayed)
+
+    async def _relay_then_release(self, match_id: str, net: RelayWake) -> bool:
+        assert self.relay is not None
+        if not await self.relay(match_id):
+            return False  # another relay holds the outbox; the safety net stays for it
+        # Any commit that queued the match after this one replaced the token (its own relay
+        # releases it); every commit queued before this one committed before it, so the
+        # relay just done moved its events too.
+        await self.store.queue_release(RELAY, match_id, net.token)
+        return True
 
     def _relayed(self, task: asyncio.Task[bool]) -> None:
         self._relays.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.warning("relay failed; the clock queue retries it", exc_info=task.exception())
+            log.warning("relay failed; the relay queue retries it", exc_info=task.exception())
 
     async def _step(
         self,
@@ -626,6 +641,7 @@ class MatchService:
         )
         meta_bytes = meta.to_bytes()
         outbox = self._outbox(loaded, step.entries, 1)
+        net = self._relay_net(outbox)
         try:
             version = await self.store.create(
                 match_id,
@@ -635,8 +651,9 @@ class MatchService:
                 MatchIndexEntry(
                     match_id, operator.name, MatchStatus.ACTIVE, meta.created_at, listing(info_of(loaded))
                 ),
-                wake=self._wake_at(meta, due, outbox),
+                wake=None if due is None else meta.epoch_ms(due),
                 outbox=outbox,
+                relay=net,
             )
         except MatchExists:
             loaded = await self._load(match_id, fresh=True)
@@ -649,8 +666,8 @@ class MatchService:
         loaded.version = version
         loaded.meta_bytes = meta_bytes
         self._keep(loaded)
-        if outbox:
-            self._relay_soon(match_id)
+        if net is not None:
+            self._relay_soon(match_id, net)
         metrics.MATCHES_CREATED.inc()
         log.info("create_match", match_id=match_id, preset=rules.name, players=rules.players)
         return self._created(loaded)
@@ -1022,8 +1039,6 @@ class MatchService:
         timeout. Returns the next wakeup (ms since the epoch), or ``None``. Raises
         :class:`MatchNotFound` for a match the store does not hold (yet: its wakeup is
         registered before its creation commits; or any more)."""
-        if self.relay is not None and not await self.relay(match_id):
-            return round(self.now() * 1000) + 1_000  # another relay holds the outbox
         loaded = await self._load(match_id, fresh=True)
         for _ in range(5):
             if loaded.status is not MatchStatus.ACTIVE:

@@ -29,7 +29,7 @@ from truco_server.grpc_service import GrpcLeagueService, GrpcMatchService, GrpcO
 from truco_server.league_service import LeagueService
 from truco_server.operators import Operators
 from truco_server.quotas import Quotas
-from truco_server.scheduler import clock_reader, webhook_reader
+from truco_server.scheduler import clock_reader, relay_reader, webhook_reader
 from truco_server.service import MatchService, ServiceDefaults
 from truco_server.storage import StoreSettings, open_store
 from truco_server.webhooks import Deliverer, Destinations, parse_schedule
@@ -86,6 +86,7 @@ def build_services(ctx: WorkerContext) -> tuple[MatchService, Operators, LeagueS
     operators.listeners.append(leagues.on_events)
     for reader in (
         clock_reader(service, store, tick=s.scheduler_tick_seconds),
+        relay_reader(operators.relay, store, tick=s.scheduler_tick_seconds),
         webhook_reader(deliverer, store, tick=s.scheduler_tick_seconds),
         leagues.reader(tick=s.scheduler_tick_seconds),
     ):

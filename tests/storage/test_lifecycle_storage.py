@@ -9,7 +9,7 @@ import pytest
 
 from tests.storage.test_store_contract import StoreFactory, entry
 from truco_server.storage import MatchStore
-from truco_server.storage.base import CLOCK, WEBHOOK
+from truco_server.storage.base import CLOCK, RELAY, WEBHOOK, RelayWake
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -120,6 +120,28 @@ async def test_commit_and_create_register_the_wakeup_and_fill_the_outbox(store: 
     assert await store.outbox_take("m1", "tok2", 10_000, 10) == [b"c"]
     assert await store.outbox_done("m1", "tok2", 1)
     assert await store.outbox_take("m1", "tok3", 10_000, 10) == []
+
+
+async def test_a_relay_safety_net_is_released_only_by_the_commit_that_queued_it_last(
+    store: MatchStore,
+) -> None:
+    """A commit with an outbox queues the match in the relay queue with its own token; the
+    relay after it releases it with that token, unless a later commit has queued it since
+    (then only the later commit's release, or a reader, ends it)."""
+    v = await _match(store, outbox=[b"created"], relay=RelayWake(5_000, b"t0"))
+    assert await _claim_all(store, RELAY, 4_999) == []
+    v = await _commit(store, "m1", v, outbox=[b"a"], relay=RelayWake(6_000, b"t1"))
+    assert not await store.queue_release(RELAY, "m1", b"t0")  # the create's relay, too slow
+    assert await _claim_all(store, RELAY, 5_000) == [("m1", 5_000, b"t1")]  # due: the lower time
+    v = await _commit(store, "m1", v, outbox=[b"b"], relay=RelayWake(7_000, b"t2"))  # during the claim
+    assert not await store.queue_release(RELAY, "m1", b"t1")
+    assert await store.queue_release(RELAY, "m1", b"t2")
+    assert await store.queue_due(RELAY, 10**13) == []
+    assert not await store.queue_release(RELAY, "m1", b"t2")  # once
+    # a commit without operator events leaves the relay queue alone; with a wake, the clock
+    await _commit(store, "m1", v, wake=9_000)
+    assert await store.queue_due(RELAY, 10**13) == []
+    assert await _claim_all(store, CLOCK, 9_000) == [("m1", 9_000, b"")]
 
 
 async def test_operator_stream_reads_from_a_cursor_and_waits(make_store: StoreFactory, backend: str) -> None:

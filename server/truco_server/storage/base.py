@@ -254,9 +254,26 @@ CLOCK = "clock"
 """The sharded queue of match wakeups (item: a match id; the scheduler drains it)."""
 WEBHOOK = "webhook"
 """The sharded queue of webhook deliveries (item: ``<webhook id> <event id>``)."""
+RELAY = "relay"
+"""The sharded queue of outboxes that may be left to relay (item: a match id; data: the token
+of the last commit that queued it). The safety net of :meth:`MatchService`'s relay after a
+commit: the commit queues the match a little later (:class:`RelayWake`), the relay that follows
+it releases the item (:meth:`MatchStore.queue_release`), and only when that worker died first
+does a reader find it due and relay the outbox."""
 LEAGUE = "league"
 """The sharded queue of league jobs (item: a league id; :mod:`truco_server.league_service`
 advances the league: pairs a round, creates its matches, collects results)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RelayWake:
+    """What a commit that writes operator events queues in :data:`RELAY` before anything else:
+    the match is due at ``at`` (ms since the epoch) with ``token`` as its data. The relay right
+    after the commit releases it with the same token; a later commit's token replaces it, so a
+    slow relay never releases a newer commit's safety net."""
+
+    at: int
+    token: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,10 +329,12 @@ class MatchStore(Protocol):
         *,
         wake: int | None = None,
         outbox: Sequence[bytes] = (),
+        relay: RelayWake | None = None,
     ) -> int:
         """Create a match; return its version (``len(events)``). ``wake``: first register a
         wakeup in the clock queue no later than that (ms since the epoch); ``outbox``: operator
-        events to relay (:meth:`outbox_take`), written with the match.
+        events to relay (:meth:`outbox_take`), written with the match; ``relay``: first queue
+        the match in the relay queue (:class:`RelayWake`).
 
         Raises :class:`MatchExists` if the id is taken. ``index.match_id`` must equal
         ``match_id``; ``index.status`` is the initial status.
@@ -341,6 +360,7 @@ class MatchStore(Protocol):
         record: bytes | None = None,
         wake: int | None = None,
         outbox: Sequence[bytes] = (),
+        relay: RelayWake | None = None,
     ) -> CommitResult:
         """Atomically apply one action's outcome.
 
@@ -353,8 +373,10 @@ class MatchStore(Protocol):
            starts the retention TTL on all keys of the match), record ``updated_at`` (the
            caller's clock; now when absent), replace the listing ``summary`` if given, append
            ``record`` to the match's record and ``outbox`` to its outbox. ``wake``: before
-           anything else, register a wakeup in the clock queue no later than that (in the
-           same round trip, except on a cluster, where the queue is in another slot).
+           anything else, register a wakeup in the clock queue no later than that; ``relay``:
+           before anything else, queue the match in the relay queue (:class:`RelayWake`). Both
+           in the same round trip as the commit, except on a cluster, where the queues are in
+           other slots.
 
         Raises :class:`MatchNotFound` if the match does not exist.
         """
@@ -457,6 +479,11 @@ class MatchStore(Protocol):
         item and its data go). Without ``owned``, a due time lowered meanwhile stays (the
         lower wins) and a missing item is re-added; with ``owned``, nothing happens unless the
         claim still holds. ``True`` when it did."""
+        ...
+
+    async def queue_release(self, queue: str, item: str, data: bytes) -> bool:
+        """Drop ``item`` and its data if its data is still ``data`` (nobody queued it again
+        since, claimed or not). ``True`` when it did."""
         ...
 
     # -- presence, records, the outbox ---------------------------------------------

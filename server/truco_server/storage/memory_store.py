@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from .base import (
     CLOCK,
+    RELAY,
     Claim,
     CommitResult,
     Event,
@@ -32,6 +33,7 @@ from .base import (
     MatchExists,
     MatchIndexEntry,
     MatchNotFound,
+    RelayWake,
     Snapshot,
     StoreSettings,
     VersionConflict,
@@ -130,13 +132,13 @@ class MemoryMatchStore:
         *,
         wake: int | None = None,
         outbox: Sequence[bytes] = (),
+        relay: RelayWake | None = None,
     ) -> int:
         if index.match_id != match_id:
             raise ValueError("index.match_id must equal match_id")
         if self._get(match_id) is not None:
             raise MatchExists(match_id)
-        if wake is not None:
-            self._queue_lower(CLOCK, match_id, wake)
+        self._queue_first(match_id, wake, relay)
         log: deque[Event] = deque(maxlen=self.settings.max_events)
         log.extend((i + 1, e) for i, e in enumerate(events))
         index = replace(index, version=len(events), updated_at=index.created_at)
@@ -178,6 +180,7 @@ class MemoryMatchStore:
         record: bytes | None = None,
         wake: int | None = None,
         outbox: Sequence[bytes] = (),
+        relay: RelayWake | None = None,
     ) -> CommitResult:
         m = self._require(match_id)
         now = self._clock()
@@ -195,8 +198,7 @@ class MemoryMatchStore:
         if record is not None:
             m.record.append(record)
         m.outbox.extend(outbox)
-        if wake is not None:
-            self._queue_lower(CLOCK, match_id, wake)
+        self._queue_first(match_id, wake, relay)
         if request_id is not None:
             expiry = now + self.settings.request_ttl_seconds
             m.requests = {k: v for k, v in m.requests.items() if v[0] > now}
@@ -294,6 +296,12 @@ class MemoryMatchStore:
         else:
             q[item] = (min(cur[0], due), data or cur[1])
 
+    def _queue_first(self, match_id: str, wake: int | None, relay: RelayWake | None) -> None:
+        if wake is not None:
+            self._queue_lower(CLOCK, match_id, wake)
+        if relay is not None:
+            self._queue_lower(RELAY, match_id, relay.at, relay.token)
+
     async def queue_add(
         self, queue: str, item: str, due: int, data: bytes = b"", *, only_new: bool = False
     ) -> bool:
@@ -339,6 +347,14 @@ class MemoryMatchStore:
             del q[item]
         else:
             q[item] = (due, data or cur[1])
+        return True
+
+    async def queue_release(self, queue: str, item: str, data: bytes) -> bool:
+        q = self._queues.setdefault(queue, {})
+        cur = q.get(item)
+        if cur is None or cur[1] != data:
+            return False
+        del q[item]
         return True
 
     # -- presence, records, the outbox -----------------------------------------------

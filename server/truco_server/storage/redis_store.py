@@ -111,6 +111,7 @@ from truco_server.lru import Lru
 
 from .base import (
     CLOCK,
+    RELAY,
     Claim,
     CommitResult,
     Event,
@@ -118,6 +119,7 @@ from .base import (
     MatchExists,
     MatchIndexEntry,
     MatchNotFound,
+    RelayWake,
     Snapshot,
     StoreSettings,
     StoreUnavailable,
@@ -305,6 +307,15 @@ end
 return 1
 """
 
+QUEUE_RELEASE_LUA = """
+-- KEYS: due zset, data hash of the item's shard.  ARGV: item, data.
+-- Drops the item and its data if its data is still ARGV[2] (nobody queued it again since).
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+"""
+
 WEBHOOK_PUT_LUA = """
 -- KEYS: the operator's webhooks hash.  ARGV: webhook id, data, most webhooks.
 -- Stores (or replaces) a webhook; 0 when the operator already has the most it may.
@@ -360,6 +371,7 @@ _OUTBOX_DONE = Lua(OUTBOX_DONE_LUA)
 _QUEUE_ADD = Lua(QUEUE_ADD_LUA)
 _QUEUE_CLAIM = Lua(QUEUE_CLAIM_LUA)
 _QUEUE_FINISH = Lua(QUEUE_FINISH_LUA)
+_QUEUE_RELEASE = Lua(QUEUE_RELEASE_LUA)
 _WEBHOOK_PUT = Lua(WEBHOOK_PUT_LUA)
 _DOC_PUT = Lua(DOC_PUT_LUA)
 _DELIVERY_LOG_PUT = Lua(DELIVERY_LOG_PUT_LUA)
@@ -851,19 +863,25 @@ class RedisMatchStore:
         return replies
 
     async def _script(
-        self, lua: Lua, keys: list[str], args: list[Any], *, durable: bool = False, before: bytes = b""
+        self,
+        lua: Lua,
+        keys: list[str],
+        args: list[Any],
+        *,
+        durable: bool = False,
+        before: Sequence[bytes] = (),
     ) -> Any:
         """``EVALSHA`` of ``lua`` (then ``WAIT`` when configured and ``durable``) in one round
         trip to the node holding ``keys``; ``NOSCRIPT`` loads the script on the same connection
-        first, ``MOVED``/``ASK`` follow the slot. ``before``: a packed command sent first on
-        the same connection (only for keys on the same node: never on a cluster)."""
+        first, ``MOVED``/``ASK`` follow the slot. ``before``: packed commands sent first on
+        the same connection, in order (only for keys on the same node: never on a cluster)."""
         evalsha = pack_command("EVALSHA", lua.sha, len(keys), *keys, *args)
         wait = self._wait if durable else b""
         load = False
         ask: tuple[str, int] | None = None
         for _ in range(8):
-            commands = [before] if before else []
-            before = b""  # it ran: a retry sends the script alone
+            commands = list(before)
+            before = ()  # it ran: a retry sends the script alone
             if load:
                 commands.append(pack_command("SCRIPT", "LOAD", lua.body))
             if ask is not None:
@@ -907,12 +925,15 @@ class RedisMatchStore:
         *,
         wake: int | None = None,
         outbox: Sequence[bytes] = (),
+        relay: RelayWake | None = None,
     ) -> int:
         if index.match_id != match_id:
             raise ValueError("index.match_id must equal match_id")
         keys = self.keys_for(match_id)
         if wake is not None:
             await self.queue_add(CLOCK, match_id, wake)
+        if relay is not None:
+            await self.queue_add(RELAY, match_id, relay.at, relay.token)
         retention = self.settings.retention_seconds if index.status in self.settings.terminal_statuses else 0
         head = self._new_head()
         args: list[Any] = [
@@ -988,6 +1009,7 @@ class RedisMatchStore:
         record: bytes | None = None,
         wake: int | None = None,
         outbox: Sequence[bytes] = (),
+        relay: RelayWake | None = None,
     ) -> CommitResult:
         keys = self.keys_for(match_id)
         ended = status is not None and status in self.settings.terminal_statuses
@@ -1016,20 +1038,19 @@ class RedisMatchStore:
             *outbox,
         ]
         script_keys = [keys.match, keys.events, keys.requests, keys.record, keys.outbox]
-        before = b""
-        if wake is not None:  # a wakeup no later than `wake`, registered before the commit
-            zadd = ("ZADD", self.queue(CLOCK).key_for(match_id, ":due"), "LT", wake, match_id)
-            if self.kind == "cluster":  # another slot, likely another node: its own round trip
-                self.stats.add(1, 1)
-                await self._retrying("wake", lambda: self._r.execute_command(*zadd))
-            else:
-                before = pack_command(*zadd)
+        first = self._queue_first(match_id, wake, relay)
+        before: list[bytes] = []
+        if self.kind == "cluster":  # other slots, likely other nodes: their own round trips
+            await self._send_first(first)
+        else:
+            before = [pack_command(*cmd) for group in first for cmd in group]
         hub = self._hub
         if hub is not None:
             hub.begin_commit(match_id)
         try:
             res = await self._retrying(
-                "commit", lambda: self._script(_COMMIT, script_keys, args, durable=True, before=before)
+                "commit",
+                lambda: self._script(_COMMIT, script_keys, args, durable=True, before=before),
             )
         finally:
             if hub is not None:
@@ -1053,6 +1074,39 @@ class RedisMatchStore:
                 hub.conflicted(match_id)
             raise VersionConflict(match_id, expected_version, int(res[1]))
         raise MatchNotFound(match_id)
+
+    def _queue_first(
+        self, match_id: str, wake: int | None, relay: RelayWake | None
+    ) -> list[list[tuple[Any, ...]]]:
+        """The queue commands a commit sends before its script, one list per queue (per slot):
+        a clock wakeup no later than ``wake`` (``ZADD LT``), and the relay queue's safety net:
+        its token first, then its due time (in that order, so a relay that checks the token
+        between the two finds the new one and keeps the item; docs/storage.md)."""
+        groups: list[list[tuple[Any, ...]]] = []
+        if wake is not None:
+            groups.append([("ZADD", self.queue(CLOCK).key_for(match_id, ":due"), "LT", wake, match_id)])
+        if relay is not None:
+            q = self.queue(RELAY)
+            groups.append(
+                [
+                    ("HSET", q.key_for(match_id, ":data"), match_id, relay.token),
+                    ("ZADD", q.key_for(match_id, ":due"), "LT", relay.at, match_id),
+                ]
+            )
+        return groups
+
+    async def _send_first(self, groups: list[list[tuple[Any, ...]]]) -> None:
+        """On a cluster: each queue's commands in a round trip of their own, before the commit."""
+        for group in groups:
+
+            async def go(group: list[tuple[Any, ...]] = group) -> Any:
+                self.stats.add(1, len(group))
+                pipe = self._r.pipeline(transaction=False)
+                for cmd in group:
+                    pipe.execute_command(*cmd)
+                return await pipe.execute()
+
+            await self._retrying("wake", go)
 
     @_timed("lookup_request")
     async def lookup_request(self, match_id: str, request_id: str) -> CommitResult | None:
@@ -1219,6 +1273,16 @@ class RedisMatchStore:
             return await self._script(_QUEUE_FINISH, keys, args)
 
         return bool(int(await self._retrying("queue_finish", go)))
+
+    async def queue_release(self, queue: str, item: str, data: bytes) -> bool:
+        q = self.queue(queue)
+        keys = [q.key_for(item, ":due"), q.key_for(item, ":data")]
+
+        async def go() -> Any:
+            self.stats.add(1, 1)
+            return await self._script(_QUEUE_RELEASE, keys, [item, data])
+
+        return bool(int(await self._retrying("queue_release", go)))
 
     # -- presence, records, the outbox -----------------------------------------------
 

@@ -1,0 +1,102 @@
+"""Operator events leave a match through its outbox: the relay right after each commit, and
+the relay queue for a worker that died before relaying (over both stores)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from tests.service.test_service import play_out
+from truco_contract.pb import operator_service_pb2
+from truco_server import service as service_module
+from truco_server.api import types as T
+from truco_server.api.auth import Operator
+from truco_server.operators import Operators
+from truco_server.scheduler import relay_reader
+from truco_server.service import MatchService
+from truco_server.storage.base import RELAY
+from truco_server.webhooks import Deliverer, Destinations
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+
+FAR = 10**14
+
+
+def _operators(service: MatchService) -> Operators:
+    destinations = Destinations("")
+    return Operators(service.store, Deliverer(service.store, destinations), destinations)
+
+
+async def _relayed(service: MatchService) -> None:
+    while service._relays:
+        await asyncio.gather(*service._relays, return_exceptions=True)
+
+
+async def _stream_types(service: MatchService, owner: str) -> list[str]:
+    got = await service.store.operator_read(owner, "", 1000)
+    return [operator_service_pb2.OperatorEvent.FromString(raw).type for _, raw in got]
+
+
+async def test_the_relay_after_each_commit_releases_its_safety_net(
+    service: MatchService, operator: Operator
+) -> None:
+    """The committing worker relays every event and releases the relay queue's item: a whole
+    match leaves nothing for the relay queue to wake up for."""
+    service.relay = _operators(service).relay
+    created = await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    mid = created.match.match_id
+    await _relayed(service)
+    assert await service.store.queue_due(RELAY, FAR) == []
+    await play_out(service, mid, created.seat_tokens, random.Random(3))
+    await _relayed(service)
+    types = await _stream_types(service, operator.name)
+    assert types[0] == "match.created" and types[-1] == "match.ended"
+    assert "match.hand_ended" in types
+    assert await service.store.queue_due(RELAY, FAR) == []
+    assert await service.store.outbox_take(mid, "check", 1000, 10) == []
+
+
+async def test_events_a_worker_did_not_relay_are_relayed_by_the_queue_after_the_grace(
+    service: MatchService, operator: Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that dies between its commit and its relay (here: one with no relay at all)
+    leaves the events in the outbox and the match in the relay queue: any worker's relay
+    reader moves them once the grace is over, and not before."""
+    operators = _operators(service)
+    reader = relay_reader(operators.relay, service.store)
+    created = await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    mid = created.match.match_id
+    assert await reader.run_once() == 0  # within the grace: the committing worker's to relay
+    assert await _stream_types(service, operator.name) == []
+    monkeypatch.setattr(service_module, "RELAY_GRACE_MS", -1)  # due at once from here on
+    await service.cancel_match(operator, T.CancelMatchRequest(mid))
+    assert await reader.run_once() == 1
+    assert await _stream_types(service, operator.name) == [
+        "match.created",
+        "match.started",
+        "match.cancelled",
+    ]
+    assert await service.store.outbox_take(mid, "check", 1000, 10) == []
+    assert await service.store.queue_due(RELAY, FAR) == []
+
+
+async def test_a_reader_that_finds_the_outbox_locked_looks_again(
+    service: MatchService, operator: Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While another relay holds a match's outbox, the relay queue keeps the item (a second
+    later), so the events are relayed even if that relay dies with its lock."""
+    operators = _operators(service)
+    reader = relay_reader(operators.relay, service.store)
+    monkeypatch.setattr(service_module, "RELAY_GRACE_MS", -1)
+    created = await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    mid = created.match.match_id
+    assert await service.store.outbox_take(mid, "a-relay-that-dies", 1000, 10) is not None
+    assert await reader.run_once() == 1
+    assert await _stream_types(service, operator.name) == []
+    assert await service.store.queue_due(RELAY, FAR) != []  # kept for later
+    await asyncio.sleep(1.1)  # the dead relay's lock (1 s) and the retry (1 s) run out
+    assert await reader.run_once() == 1
+    assert await _stream_types(service, operator.name) == ["match.created", "match.started"]
+    assert await service.store.queue_due(RELAY, FAR) == []
