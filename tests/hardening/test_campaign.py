@@ -12,9 +12,10 @@ import redis
 import truco_engine as te
 from truco_contract import codec
 from truco_contract.events import MatchStatus
+from truco_contract.pb import operator_service_pb2
 from truco_contract.views import view
 from truco_tools.campaign import SHORT
-from truco_tools.campaign.chaos import Checker, LoadResult
+from truco_tools.campaign.chaos import OPERATOR_STREAM, Checker, EventFollower, LoadResult
 from truco_tools.campaign.leaks import cases, leaks_in_observation
 from truco_tools.campaign.run import campaign
 from truco_tools.cluster_load import LoadStats
@@ -37,6 +38,8 @@ async def test_the_short_campaign_holds_every_invariant() -> None:
     for load in report.loads:
         assert load.stats.matches_finished > 0 and load.checked_actions > 0
         assert load.checked_actions + load.set_aside == load.stats.actions
+        # every finished match the data loss did not touch has its operator events
+        assert load.events_checked > 0 and not load.events_missing
     # the data loss took the matches in progress: created again, their old acknowledgements set aside
     assert chaos.stats.matches_recreated > 0 and chaos.set_aside > 0 and not chaos.same_deal_again
     assert chaos.idle_faults == 0  # every fault hit matches in play
@@ -118,3 +121,21 @@ def test_an_action_sent_before_a_data_loss_is_set_aside_whenever_its_answer_came
         checker = Checker(result, r)
         checker.match_done("m-later", sent + 2.0)
     assert result.lost == ["m-later m-later-s0-v3 answered v4, stored None"]
+
+
+def test_the_event_follower_finds_a_match_whose_end_never_reached_the_operator(clean_redis_url: str) -> None:
+    def ev(mid: str, kind: str) -> bytes:
+        return operator_service_pb2.OperatorEvent(match_id=mid, type=kind).SerializeToString()
+
+    follower = EventFollower(clean_redis_url)
+    follower.start()
+    try:
+        with redis.Redis.from_url(clean_redis_url) as r:
+            for mid, kind in [("m1", "match.created"), ("m2", "match.created"), ("m2", "match.ended")]:
+                r.xadd(OPERATOR_STREAM, {"e": ev(mid, kind)})
+        assert follower.missing(["m1", "m2"], timeout=1.0) == ["m1"]
+        with redis.Redis.from_url(clean_redis_url) as r:
+            r.xadd(OPERATOR_STREAM, {"e": ev("m1", "match.ended")})  # relayed late, within the wait
+        assert follower.missing(["m1", "m2"], timeout=5.0) == []
+    finally:
+        follower.stop()

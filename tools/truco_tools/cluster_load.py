@@ -203,6 +203,8 @@ class LoadStats:
     recreated_at: dict[str, int] = field(default_factory=dict)
     """Match -> ``len(acks)`` when it was last created again: the acknowledgements before
     that index belong to the incarnation that was lost."""
+    created_at: dict[str, float] = field(default_factory=dict)
+    """Match -> ``time.monotonic()`` when its latest incarnation's creation was answered."""
     same_deal_again: list[str] = field(default_factory=list)
     """Matches created again (after being lost whole) with the lost incarnation's deal
     commitment: a worker served a match that no longer existed. Must stay empty."""
@@ -277,6 +279,7 @@ class ClusterBots:
         while True:
             created = await self._create(request)
             mid = str(created.match.match_id)
+            self.stats.created_at[mid] = time.monotonic()
             commitment = str(created.match.fairness.seed_hash)
             if lost_commitment is not None:
                 self.stats.recreated_at[mid] = len(self.stats.acks)

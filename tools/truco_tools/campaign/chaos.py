@@ -18,6 +18,7 @@ from typing import Any
 
 import redis
 
+from truco_contract.pb import operator_service_pb2
 from truco_tools.campaign import Profile
 from truco_tools.cluster_load import ClusterBots, LoadStats, WorkerProcess, start_workers
 from truco_tools.redis_proc import RedisProcess, start_redis
@@ -63,12 +64,17 @@ class LoadResult:
     playing until the last fault, so this stays 0 unless every match is stuck)."""
     set_aside: int = 0
     """Acknowledged actions of incarnations a Redis data loss took (not checked)."""
+    events_missing: list[str] = field(default_factory=list)
+    """Finished matches whose ``match.created`` or ``match.ended`` never reached the
+    operator's event stream (a relay lost with a killed worker, and no other relayed it)."""
+    events_checked: int = 0
 
     @property
     def ok(self) -> bool:
         s = self.stats
         return not (self.lost or self.doubled or self.unfinished or s.unreported_gaps or s.duplicates
-                    or self.internal or self.same_deal_again or self.idle_faults)  # fmt: skip
+                    or self.internal or self.same_deal_again or self.idle_faults
+                    or self.events_missing)  # fmt: skip
 
 
 async def _sampler(
@@ -125,6 +131,56 @@ async def _chaos(
         result.faults[kind] += 1
 
 
+OPERATOR_STREAM = "truco:{op:public}:events"
+"""The operator event stream of the bots' matches (no API keys: the ``public`` operator)."""
+
+
+class EventFollower:
+    """Follows the operator event stream from the start, in a thread, through the faults,
+    and remembers which lifecycle events each match got. The stream keeps the last 10,000
+    events; a follower reads them long before they are trimmed."""
+
+    def __init__(self, url: str) -> None:
+        self.r = redis.Redis.from_url(url, socket_timeout=5)
+        self.seen: set[tuple[str, str]] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="campaign-events", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.r.close()
+
+    def _run(self) -> None:
+        cursor = "0-0"
+        while not self._stop.is_set():
+            try:
+                got = self.r.xread({OPERATOR_STREAM: cursor}, count=1000, block=200)
+            except (redis.ConnectionError, redis.TimeoutError):
+                time.sleep(0.2)  # Redis restarted, paused or lost: its ids keep growing
+                continue
+            for _, entries in got or []:
+                for eid, fields in entries:
+                    ev = operator_service_pb2.OperatorEvent.FromString(fields[b"e"])
+                    self.seen.add((ev.match_id, ev.type))
+                    cursor = eid.decode()
+
+    def missing(self, matches: list[str], timeout: float) -> list[str]:
+        """The matches without both ``match.created`` and ``match.ended``, once the relays
+        have had ``timeout`` seconds (the relay queue's safety net is due 2 s after a commit)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = set(self.seen)
+            gone = [m for m in matches if not {(m, "match.created"), (m, "match.ended")} <= seen]
+            if not gone or time.monotonic() > deadline:
+                return gone
+            time.sleep(0.25)
+
+
 class Checker:
     """No lost action: every acknowledged request id of a finished match is in its
     idempotency record with the answered version. No doubled action: no two acknowledged
@@ -141,6 +197,9 @@ class Checker:
         self.set_aside = 0
         self.checked_after_loss = 0
         """Matches whose check came after a data loss that followed their end."""
+        self.whole: list[str] = []
+        """Finished matches no data loss touched (created after the last loss began): their
+        operator events must all be in the stream."""
 
     def match_done(self, mid: str, ended: float) -> None:
         """Check ``mid``, which ended at ``ended`` (``time.monotonic()``). Called from one
@@ -196,6 +255,10 @@ class Checker:
                 return
         if status != b"finished":
             self.result.unfinished.append(f"{mid}: {status!r}")
+            return
+        if not before_a_loss(self.result.stats.created_at.get(mid, 0.0)):
+            with self._lock:
+                self.whole.append(mid)
 
 
 async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResult:
@@ -208,10 +271,12 @@ async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResul
     rp = start_redis(workdir=rdir, appendonly=True)
     workers: list[WorkerProcess] = []
     result = LoadResult(phase, seconds, LoadStats())
+    follower = EventFollower(rp.url)
     try:
         workers = start_workers(profile.workers, rp.url, workdir / f"logs-{phase}", settings=WORKER_SETTINGS)
         r = redis.Redis.from_url(rp.url, socket_timeout=10)
         sampled = asyncio.Event()
+        follower.start()
         async with ClusterBots([w.address for w in workers], seed=7, stats=result.stats) as bots:
             sampler = asyncio.ensure_future(_sampler(workers, r, result.samples, sampled))
             counter = itertools.count()
@@ -243,6 +308,9 @@ async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResul
             await slots
             sampled.set()
             await sampler
+        # every relay done (or its safety net due and taken) before the verdict
+        result.events_missing = await asyncio.to_thread(follower.missing, checker.whole, 15.0)
+        result.events_checked = len(checker.whole)
         result.checked_actions = checker.checked_actions
         result.set_aside = checker.set_aside
         result.checked_after_loss = checker.checked_after_loss
@@ -251,6 +319,7 @@ async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResul
         result.internal = retries["INTERNAL"] + retries["UNKNOWN"] + breaks["INTERNAL"] + breaks["UNKNOWN"]
         r.close()
     finally:
+        follower.stop()
         for w in workers:
             w.stop()
         if rp.running():

@@ -96,6 +96,11 @@ class Report:
                     f"{len(r.same_deal_again)} got the lost one's); {r.set_aside} acknowledged actions "
                     "of the lost incarnations set aside, not checked (the data loss lost them)."
                 )
+            out.append(
+                f"- {r.phase} operator events: {r.events_checked} finished matches created after "
+                f"the last data loss, {len(r.events_missing)} of them without their `match.created` "
+                "or `match.ended` in the operator's event stream."
+            )
             if r.checked_after_loss:
                 out.append(
                     f"- {r.phase}: {r.checked_after_loss} matches had actions sent before a data "
@@ -133,7 +138,8 @@ class Report:
                 f"own stream: {lk.messages} messages checked against the server's state and stored "
                 f"events, **{len(lk.leaks)} leaks**, {len(lk.errors)} matches that failed to play.",
             ]
-        problems = [x for r in self.loads for x in r.lost + r.doubled + r.unfinished + r.same_deal_again]
+        problems = [x for r in self.loads for x in r.lost + r.doubled + r.unfinished]
+        problems += [x for r in self.loads for x in r.same_deal_again + r.events_missing]
         problems += lk.leaks + lk.errors
         problems += [x for f in self.fuzz for x in f.bad + f.changed]
         if problems:
