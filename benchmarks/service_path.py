@@ -8,7 +8,9 @@ codec building the replies and stream messages) directly,
 one action at a time in a fixed order with fixed seeds, against a real `redis-server` on a
 free loopback port, and reports the process CPU time per action. Every action is what a
 worker does for one SubmitAction: the reply, then the next message of *both* seats'
-observation streams (each serialized, as gRPC would).
+observation streams (each serialized, as gRPC would). The work a worker does in the
+background for those actions runs too: the operator-event relay after each commit that has
+events, and the clock and relay queues' readers.
 
     python benchmarks/service_path.py                   # 100 matches, 4 x 6000 actions
     python benchmarks/service_path.py --against ../old-checkout
@@ -35,21 +37,35 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def _measure(matches: int, actions: int, rounds: int, preset: str) -> list[float]:
+async def _measure(matches: int, actions: int, rounds: int, preset: str) -> tuple[list[float], float]:
+    """CPU per action (us) of each measured round, and the Redis round trips per action over
+    them (the store's own count: commands, stream reads, queue polls, relays)."""
     from truco_contract.pb import match_pb2, match_service_pb2
     from truco_server.api.auth import Authenticator, Credentials
+    from truco_server import scheduler
     from truco_server.api.wire import MatchApi
     from truco_server.config import Settings
     from truco_server.logging import configure_logging
+    from truco_server.operators import Operators
     from truco_server.service import MatchService
     from truco_server.storage import StoreSettings, open_store
+    from truco_server.webhooks import Deliverer, Destinations
     from truco_tools.redis_proc import start_redis
 
     configure_logging("warning")
     redis = start_redis(host="127.0.0.1")
     try:
         store = open_store(redis.url, StoreSettings())
-        api = MatchApi(MatchService(store), Authenticator(Settings()))
+        service = MatchService(store)
+        destinations = Destinations("")
+        operators = Operators(store, Deliverer(store, destinations), destinations)
+        service.relay = operators.relay
+        readers = [scheduler.clock_reader(service, store)]
+        if hasattr(scheduler, "relay_reader"):  # a build before the relay queue has none
+            readers.append(scheduler.relay_reader(operators.relay, store))
+        for reader in readers:
+            await reader.start()
+        api = MatchApi(service, Authenticator(Settings()))
         rng = random.Random(7)
 
         async def new_match() -> dict[str, Any]:
@@ -69,9 +85,11 @@ async def _measure(matches: int, actions: int, rounds: int, preset: str) -> list
 
         live = [await new_match() for _ in range(matches)]
         per_action: list[float] = []
+        trips = 0
         for round_no in range(rounds + 1):
             done = 0
             cpu0 = time.process_time()
+            trips0 = store.stats.round_trips
             while done < actions:
                 for i, m in enumerate(live):
                     obs = m["last"][0].update.observation
@@ -100,17 +118,23 @@ async def _measure(matches: int, actions: int, rounds: int, preset: str) -> list
                         m["last"][k] = msg
             if round_no:  # round 0 warms caches and the allocator
                 per_action.append(1e6 * (time.process_time() - cpu0) / done)
+                trips += store.stats.round_trips - trips0
+        for reader in readers:
+            await reader.stop()
         await store.close()
-        return per_action
+        return per_action, trips / (rounds * actions)
     finally:
         redis.stop()
 
 
-def _summary(label: str, values: list[float]) -> str:
-    return (
+def _summary(label: str, values: list[float], trips: list[float]) -> str:
+    line = (
         f"{label}: CPU per action {statistics.median(values):.0f} us "
         f"(range {min(values):.0f}-{max(values):.0f}, {len(values)} rounds)"
     )
+    if trips:
+        line += f", Redis round trips per action {statistics.median(trips):.2f}"
+    return line
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,13 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=3, help="with --against: alternations (default 3)")
     parser.add_argument("--raw", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.raw:  # one measurement, values on one line (used by --against)
-        values = asyncio.run(_measure(args.matches, args.actions, args.rounds, args.preset))
+    if args.raw:  # one measurement: the values on a line, the round trips on the next (--against)
+        values, trips = asyncio.run(_measure(args.matches, args.actions, args.rounds, args.preset))
         print(" ".join(f"{v:.1f}" for v in values))
+        print(f"{trips:.3f}")
         return 0
     if args.against is None:
-        values = asyncio.run(_measure(args.matches, args.actions, args.rounds, args.preset))
-        print(_summary("this checkout", values))
+        values, trips = asyncio.run(_measure(args.matches, args.actions, args.rounds, args.preset))
+        print(_summary("this checkout", values, [trips]))
         return 0
     other = args.against.resolve()
     if not (other / "server" / "truco_server").is_dir():
@@ -139,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     options = ["--raw", "--matches", str(args.matches), "--actions", str(args.actions)]
     options += ["--rounds", str(args.rounds), "--preset", args.preset]
     results: dict[str, list[float]] = {"this checkout": [], str(other): []}
+    round_trips: dict[str, list[float]] = {"this checkout": [], str(other): []}
     for pair in range(args.pairs):
         for label, root in (("this checkout", ROOT), (str(other), other)):
             env = dict(os.environ)
@@ -146,11 +172,13 @@ def main(argv: list[str] | None = None) -> int:
             env["PYTHONPATH"] = os.pathsep.join(str(root / p) for p in folders if (root / p).is_dir())
             command = [sys.executable, str(root / "benchmarks" / "service_path.py"), *options]
             out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=True)
-            values = [float(v) for v in out.stdout.split()]
+            lines = out.stdout.splitlines()
+            values = [float(v) for v in lines[0].split()]
             results[label].extend(values)
+            round_trips[label] += [float(lines[1])] if len(lines) > 1 else []  # older harnesses: none
             print(f"# pair {pair + 1}/{args.pairs}, {label}: {statistics.median(values):.0f} us", flush=True)
     for label, values in results.items():
-        print(_summary(label, values))
+        print(_summary(label, values, round_trips[label]))
     a, b = (statistics.median(v) for v in results.values())
     print(f"ratio this / other: {a / b:.3f}")
     return 0
