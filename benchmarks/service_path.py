@@ -41,8 +41,8 @@ async def _measure(matches: int, actions: int, rounds: int, preset: str) -> tupl
     """CPU per action (us) of each measured round, and the Redis round trips per action over
     them (the store's own count: commands, stream reads, queue polls, relays)."""
     from truco_contract.pb import match_pb2, match_service_pb2
-    from truco_server.api.auth import Authenticator, Credentials
     from truco_server import scheduler
+    from truco_server.api.auth import Authenticator, Credentials
     from truco_server.api.wire import MatchApi
     from truco_server.config import Settings
     from truco_server.logging import configure_logging
