@@ -261,7 +261,7 @@ async def test_a_wakeup_claimed_before_its_match_exists_is_tried_again(service: 
     now = round(time.time() * 1000)
     await store.queue_add(CLOCK, "m-not-yet", now)
     assert await reader.run_once() == 1
-    later = now + MISSING_MATCH_RETRY_MS + 50
+    later = round(time.time() * 1000) + MISSING_MATCH_RETRY_MS + 50  # after the retry's due time
     shard_claims = [
         c
         for s in await store.queue_due(CLOCK, later)
