@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
@@ -21,6 +22,7 @@ import grpc
 import truco_engine as te
 from truco_client._core import (
     CHANNEL_OPTIONS,
+    STREAM_END_WAIT,
     ActionResult,
     CreatedMatch,
     JoinResult,
@@ -86,6 +88,16 @@ class _AioChannels:
             await self._channel.close()
         self._channel = None
         self._stub = None
+
+
+async def _read_to_end(it: AsyncIterator[Any]) -> None:
+    """Read a stream that showed the match is over until the server ends it (it does at once),
+    at most ``STREAM_END_WAIT`` seconds, so that the call is not cancelled under the server
+    (see :data:`truco_client._core.STREAM_END_WAIT`)."""
+    with contextlib.suppress(TimeoutError, grpc.RpcError):
+        async with asyncio.timeout(STREAM_END_WAIT):
+            async for _ in it:
+                pass
 
 
 class AsyncTrucoClient:
@@ -357,9 +369,11 @@ class AsyncTrucoClient:
                     upd = state.accept(msg)
                     if upd is None:
                         continue
-                    yield upd
                     if upd.observation.is_over:
+                        await _read_to_end(it)
+                        yield upd
                         return
+                    yield upd
             except grpc.RpcError as err:
                 code = err.code() if hasattr(err, "code") else None
                 if code not in RETRYABLE or not resume:

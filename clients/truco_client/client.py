@@ -30,6 +30,7 @@ import grpc
 import truco_engine as te
 from truco_client._core import (
     CHANNEL_OPTIONS,
+    STREAM_END_WAIT,
     ActionResult,
     CreatedMatch,
     JoinResult,
@@ -63,6 +64,22 @@ from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
 from truco_contract.records import MatchRecord
 
 T = TypeVar("T")
+
+
+def _read_to_end(call: Any) -> None:
+    """Read a stream that showed the match is over until the server ends it (it does at once),
+    at most ``STREAM_END_WAIT`` seconds (then the call is cancelled), so that the call is not
+    cancelled under the server (see :data:`truco_client._core.STREAM_END_WAIT`)."""
+    timer = threading.Timer(STREAM_END_WAIT, call.cancel)
+    timer.daemon = True
+    timer.start()
+    try:
+        for _ in call:
+            pass
+    except grpc.RpcError:
+        pass
+    finally:
+        timer.cancel()
 
 
 class _Channels:
@@ -407,9 +424,11 @@ class TrucoClient:
                     upd = state.accept(msg)
                     if upd is None:
                         continue
-                    yield upd
                     if upd.observation.is_over:
+                        _read_to_end(call)
+                        yield upd
                         return
+                    yield upd
                 # The server ended the stream before the match ended (e.g. connection aged out).
             except grpc.RpcError as err:
                 code = err.code() if hasattr(err, "code") else None

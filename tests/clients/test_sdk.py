@@ -296,6 +296,84 @@ def test_stream_resumes_after_channel_cancel(client: TrucoClient) -> None:
     _check_contiguous(got, final)
 
 
+class _EndSpy:
+    """Wraps a stream call: whether the SDK had read it to its end (the server's status) when it
+    cancelled it."""
+
+    def __init__(self, call: Any, log: list[bool]) -> None:
+        self.call, self.log, self.ended = call, log, False
+        self.it: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.call, name)
+
+    def __iter__(self) -> _EndSpy:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            return next(self.call)
+        except StopIteration:
+            self.ended = True
+            raise
+
+    def __aiter__(self) -> _EndSpy:
+        if self.it is None:
+            self.it = self.call.__aiter__()
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.it.__anext__()
+        except StopAsyncIteration:
+            self.ended = True
+            raise
+
+    def cancel(self) -> bool:
+        self.log.append(self.ended)
+        return bool(self.call.cancel())
+
+
+class _StreamSpy:
+    """Wraps a stub: its StreamObservations calls are :class:`_EndSpy` ones."""
+
+    def __init__(self, stub: Any) -> None:
+        self.stub = stub
+        self.ended_at_cancel: list[bool] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stub, name)
+
+    def StreamObservations(self, req: Any, **kw: Any) -> Any:
+        return _EndSpy(self.stub.StreamObservations(req, **kw), self.ended_at_cancel)
+
+
+def test_stream_is_read_to_its_end(client: TrucoClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a stream shows the match is over the SDK reads it until the server ends it, and
+    does not cancel it under the server (a grpc.aio server then leaks the batch it was
+    completing: docs/operations.md, "Memory")."""
+    m = client.create_match("argentine")
+    client.cancel_match(m.match_id)
+    spy = _StreamSpy(client._channels.stub())
+    monkeypatch.setattr(client._channels, "stub", lambda: spy)
+    updates = list(client.with_token(m.seat_tokens[0]).stream(m.match_id))
+    assert updates[-1].observation.is_over
+    assert spy.ended_at_cancel == [True]
+
+
+async def test_async_stream_is_read_to_its_end(
+    server: EmbeddedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with AsyncTrucoClient(server.address, timeout=5.0) as ac:
+        m = await ac.create_match("argentine")
+        await ac.cancel_match(m.match_id)
+        spy = _StreamSpy(ac._channels.stub())
+        monkeypatch.setattr(ac._channels, "stub", lambda: spy)
+        updates = [u async for u in ac.with_token(m.seat_tokens[0]).stream(m.match_id)]
+        assert updates[-1].observation.is_over
+        assert spy.ended_at_cancel == [True]
+
+
 async def test_async_client_plays_a_match(server: EmbeddedServer) -> None:
     async with AsyncTrucoClient(server.address, timeout=5.0) as ac:
         m = await ac.create_match("argentine")

@@ -221,6 +221,24 @@ class LoadStats:
         )
 
 
+#: Seconds a seat waits, once its stream showed the match is over, for the server to end the
+#: stream (its status follows the last message at once) before cancelling the call.
+STREAM_END_WAIT = 5.0
+
+
+async def read_to_end(call: Any, timeout: float = STREAM_END_WAIT) -> None:
+    """Wait until the server ends a stream whose last message it sent (its status), at most
+    ``timeout`` seconds; the caller cancels the call afterwards, which is then a no-op.
+
+    Cancelling at once instead makes a ``grpc.aio`` server leak native memory: the call's
+    cancellation reaches it while it completes the stream (the last message's send, or the
+    final status), and grpcio (1.85 measured) never frees the batch it had started, about
+    0.1-0.3 KB a stream (docs/operations.md, "Memory")."""
+    with contextlib.suppress(TimeoutError, grpc.RpcError):
+        async with asyncio.timeout(timeout):
+            await call.code()
+
+
 class MatchLost(Exception):
     """The match is gone (NOT_FOUND): a failover lost it, creation included."""
 
@@ -384,6 +402,7 @@ class ClusterBots:
                     last = int(upd.version)
                     obs = upd.observation
                     if obs.match_state != ACTIVE:
+                        await read_to_end(call)
                         return last
                     if obs.awaited and obs.awaited[0] == seat and obs.legal_actions:
                         action = chosen.setdefault(obs.version, rng.choice(list(obs.legal_actions)))
