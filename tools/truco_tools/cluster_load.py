@@ -37,6 +37,7 @@ from typing import Any
 
 import grpc
 
+from truco_client._core import STREAM_END_WAIT
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
 
 MS = match_service_pb2
@@ -221,14 +222,10 @@ class LoadStats:
         )
 
 
-#: Seconds a seat waits, once its stream showed the match is over, for the server to end the
-#: stream (its status follows the last message at once) before cancelling the call.
-STREAM_END_WAIT = 5.0
-
-
 async def read_to_end(call: Any, timeout: float = STREAM_END_WAIT) -> None:
     """Wait until the server ends a stream whose last message it sent (its status), at most
-    ``timeout`` seconds; the caller cancels the call afterwards, which is then a no-op.
+    ``timeout`` seconds (the SDK's wait); the caller cancels the call afterwards, which is
+    then a no-op.
 
     Cancelling at once instead makes a ``grpc.aio`` server leak native memory: the call's
     cancellation reaches it while it completes the stream (the last message's send, or the
