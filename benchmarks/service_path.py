@@ -48,7 +48,7 @@ async def _measure(matches: int, actions: int, rounds: int, preset: str) -> tupl
     from truco_server.logging import configure_logging
     from truco_server.operators import Operators
     from truco_server.service import MatchService
-    from truco_server.storage import StoreSettings, open_store
+    from truco_server.storage import RedisMatchStore, StoreSettings, open_store
     from truco_server.webhooks import Deliverer, Destinations
     from truco_tools.redis_proc import start_redis
 
@@ -56,6 +56,7 @@ async def _measure(matches: int, actions: int, rounds: int, preset: str) -> tupl
     redis = start_redis(host="127.0.0.1")
     try:
         store = open_store(redis.url, StoreSettings())
+        assert isinstance(store, RedisMatchStore)  # it counts its round trips
         service = MatchService(store)
         destinations = Destinations("")
         operators = Operators(store, Deliverer(store, destinations), destinations)

@@ -256,6 +256,7 @@ class ClusterBots:
         players: int = 2,
         stats: LoadStats | None = None,
         action_timeout: float = 30.0,
+        cancel_at_end: bool = False,
     ) -> None:
         self.addresses = addresses
         self.rng = random.Random(seed)
@@ -263,6 +264,10 @@ class ClusterBots:
         self.players = players
         self.stats = stats or LoadStats()
         self.action_timeout = action_timeout
+        self.cancel_at_end = cancel_at_end
+        """Cancel a stream as soon as it shows the match is over, as a careless client would,
+        instead of waiting for the server to end it (what that costs a worker:
+        ``benchmarks/stream_cancel_memory.py``)."""
         self._channels: list[grpc.aio.Channel] = []
         self.stubs: list[Any] = []
         self.live: set[str] = set()
@@ -399,7 +404,8 @@ class ClusterBots:
                     last = int(upd.version)
                     obs = upd.observation
                     if obs.match_state != ACTIVE:
-                        await read_to_end(call)
+                        if not self.cancel_at_end:
+                            await read_to_end(call)
                         return last
                     if obs.awaited and obs.awaited[0] == seat and obs.legal_actions:
                         action = chosen.setdefault(obs.version, rng.choice(list(obs.legal_actions)))

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -159,7 +159,7 @@ class EventFollower:
         cursor = "0-0"
         while not self._stop.is_set():
             try:
-                got = self.r.xread({OPERATOR_STREAM: cursor}, count=1000, block=200)
+                got = cast(list[Any], self.r.xread({OPERATOR_STREAM: cursor}, count=1000, block=200))
             except (redis.ConnectionError, redis.TimeoutError):
                 time.sleep(0.2)  # Redis restarted, paused or lost: its ids keep growing
                 continue
