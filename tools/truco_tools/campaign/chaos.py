@@ -175,7 +175,12 @@ class EventFollower:
         deadline = time.monotonic() + timeout
         while True:
             seen = set(self.seen)
-            gone = [m for m in matches if not {(m, "match.created"), (m, "match.ended")} <= seen]
+            kinds = ("match.created", "match.ended")
+            gone = [
+                f"{m}: no {' and no '.join(k for k in kinds if (m, k) not in seen)}"
+                for m in matches
+                if any((m, k) not in seen for k in kinds)
+            ]
             if not gone or time.monotonic() > deadline:
                 return gone
             time.sleep(0.25)
@@ -197,9 +202,8 @@ class Checker:
         self.set_aside = 0
         self.checked_after_loss = 0
         """Matches whose check came after a data loss that followed their end."""
-        self.whole: list[str] = []
-        """Finished matches no data loss touched (created after the last loss began): their
-        operator events must all be in the stream."""
+        self.finished: list[str] = []
+        """Matches checked and stored ``finished``."""
 
     def match_done(self, mid: str, ended: float) -> None:
         """Check ``mid``, which ended at ``ended`` (``time.monotonic()``). Called from one
@@ -256,9 +260,18 @@ class Checker:
         if status != b"finished":
             self.result.unfinished.append(f"{mid}: {status!r}")
             return
-        if not before_a_loss(self.result.stats.created_at.get(mid, 0.0)):
-            with self._lock:
-                self.whole.append(mid)
+        with self._lock:
+            self.finished.append(mid)
+
+    def whole(self) -> list[str]:
+        """The finished matches that no data loss can have touched (created after the last one
+        began): all their operator events must be in the stream. Decided once the phase is
+        over: a loss after a match's end can still take the events of its last commit, left
+        in its outbox while a fault held up the relay (a relay cut short keeps the outbox
+        locked for its lease, 10 s)."""
+        created = self.result.stats.created_at
+        last_loss = max(self.result.loss_times, default=float("-inf"))
+        return [m for m in self.finished if created.get(m, 0.0) > last_loss]
 
 
 async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResult:
@@ -309,8 +322,9 @@ async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResul
             sampled.set()
             await sampler
         # every relay done (or its safety net due and taken) before the verdict
-        result.events_missing = await asyncio.to_thread(follower.missing, checker.whole, 15.0)
-        result.events_checked = len(checker.whole)
+        whole = checker.whole()
+        result.events_missing = await asyncio.to_thread(follower.missing, whole, 15.0)
+        result.events_checked = len(whole)
         result.checked_actions = checker.checked_actions
         result.set_aside = checker.set_aside
         result.checked_after_loss = checker.checked_after_loss
