@@ -94,6 +94,10 @@ from truco_server.storage.base import RELAY, RelayWake
 
 log = structlog.get_logger("truco.service")
 
+RELAY_RETRIES: tuple[float | None, ...] = (0.02, 0.1, None)
+"""Pauses (s) before the relay after a commit tries again when another relay holds the outbox;
+``None``: give up and leave it to the relay queue."""
+
 RELAY_GRACE_MS = 2_000
 """How long after a commit with operator events the relay queue looks at its outbox, in case
 the worker that made the commit died before relaying it. Shorter than the queue's lease
@@ -495,8 +499,14 @@ class MatchService:
 
     async def _relay_then_release(self, match_id: str, net: RelayWake) -> bool:
         assert self.relay is not None
-        if not await self.relay(match_id):
-            return False  # another relay holds the outbox; the safety net stays for it
+        for pause in RELAY_RETRIES:
+            if await self.relay(match_id):
+                break
+            # another relay holds the outbox (it took it before this commit's events were
+            # there): try again shortly, then leave the events to the relay queue
+            if pause is None:
+                return False
+            await asyncio.sleep(pause)
         # Any commit that queued the match after this one replaced the token (its own relay
         # releases it); every commit queued before this one committed before it, so the
         # relay just done moved its events too.

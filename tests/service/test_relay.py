@@ -100,3 +100,21 @@ async def test_a_reader_that_finds_the_outbox_locked_looks_again(
     assert await reader.run_once() == 1
     assert await _stream_types(service, operator.name) == ["match.created", "match.started"]
     assert await service.store.queue_due(RELAY, FAR) == []
+
+
+async def test_the_relay_after_a_commit_waits_out_a_relay_that_is_finishing(
+    service: MatchService, operator: Operator
+) -> None:
+    """Two relays of one match overlap (the second commit came while the first relay held the
+    outbox): the second tries again a moment later instead of leaving its events to the relay
+    queue's next look, two seconds on."""
+    service.relay = _operators(service).relay
+    created = await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    mid = created.match.match_id
+    await _relayed(service)
+    await service.cancel_match(operator, T.CancelMatchRequest(mid))
+    # another relay takes the outbox first (on the in-memory store always: no await in between)
+    await service.store.outbox_take(mid, "a-relay-finishing", 80, 10)
+    await _relayed(service)  # its tries: 20 ms, then 100 ms later, when the 80 ms lock is gone
+    assert (await _stream_types(service, operator.name))[-1] == "match.cancelled"
+    assert await service.store.queue_due(RELAY, FAR) == []
