@@ -139,3 +139,16 @@ def test_the_event_follower_finds_a_match_whose_end_never_reached_the_operator(c
         assert follower.missing(["m1", "m2"], timeout=5.0) == []
     finally:
         follower.stop()
+
+
+def test_the_memory_line_gives_the_load_of_each_fifth() -> None:
+    """Memory that follows the load (more matches in play, more just ended) is not a leak: the
+    report shows the actions per second of each fifth beside its memory."""
+    from truco_tools.campaign.chaos import Sample, memory_growth
+
+    mb = 2**20
+    samples = [Sample(float(t), [100 * mb], 5 * mb, actions=10 * t if t < 30 else 300 + 40 * (t - 30))
+               for t in range(60)]  # fmt: skip
+    g = memory_growth(samples, warmup=0.0)
+    assert g["actions_per_s_fifths"] == [10, 10, 24, 40, 40]  # the third straddles the change: (500 - 240) / 11
+    assert g["worker_ratio"] == 1.0 and g["redis_ratio"] == 1.0

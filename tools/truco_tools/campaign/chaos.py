@@ -41,6 +41,8 @@ class Sample:
     t: float
     worker_rss: list[int]
     redis_used: int
+    actions: int = 0
+    """Actions the bots had had answered by then (the load of each stretch of the series)."""
 
 
 @dataclass
@@ -78,7 +80,7 @@ class LoadResult:
 
 
 async def _sampler(
-    workers: list[WorkerProcess], r: redis.Redis, into: list[Sample], stop: asyncio.Event
+    workers: list[WorkerProcess], r: redis.Redis, into: list[Sample], stop: asyncio.Event, stats: LoadStats
 ) -> None:
     start = time.monotonic()
     while not stop.is_set():
@@ -86,7 +88,7 @@ async def _sampler(
         with contextlib.suppress(redis.RedisError):
             used = int(await asyncio.to_thread(lambda: r.info("memory")["used_memory"]))
         rss = [w.rss() for w in workers]
-        into.append(Sample(time.monotonic() - start, rss, used))
+        into.append(Sample(time.monotonic() - start, rss, used, stats.actions))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 1.0)
 
@@ -291,7 +293,7 @@ async def run_load(profile: Profile, workdir: Path, *, chaos: bool) -> LoadResul
         sampled = asyncio.Event()
         follower.start()
         async with ClusterBots([w.address for w in workers], seed=7, stats=result.stats) as bots:
-            sampler = asyncio.ensure_future(_sampler(workers, r, result.samples, sampled))
+            sampler = asyncio.ensure_future(_sampler(workers, r, result.samples, sampled, result.stats))
             counter = itertools.count()
             deadline = time.monotonic() + seconds
             played: list[str] = []
@@ -358,6 +360,10 @@ def memory_growth(samples: list[Sample], warmup: float = 0.2) -> dict[str, Any]:
 
     workers = [mb([max(s.worker_rss) for s in f]) for f in fifths]
     redis_ = [mb([s.redis_used for s in f]) for f in fifths]
+    rates = [
+        (f[-1].actions - f[0].actions) / (f[-1].t - f[0].t) if len(f) > 1 and f[-1].t > f[0].t else 0.0
+        for f in fifths
+    ]
     return {
         "worker_rss_mb": (round(workers[0], 1), round(workers[-1], 1)),
         "redis_used_mb": (round(redis_[0], 1), round(redis_[-1], 1)),
@@ -365,4 +371,5 @@ def memory_growth(samples: list[Sample], warmup: float = 0.2) -> dict[str, Any]:
         "redis_ratio": round(redis_[-1] / redis_[0], 3) if redis_[0] else None,
         "worker_fifths_mb": [round(x, 1) for x in workers],
         "redis_fifths_mb": [round(x, 1) for x in redis_],
+        "actions_per_s_fifths": [round(x) for x in rates],
     }

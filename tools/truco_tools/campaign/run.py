@@ -83,7 +83,9 @@ class Report:
                     f"(x{g['redis_ratio']}); by fifth, worker "
                     f"{', '.join(map(str, g['worker_fifths_mb']))} MB, Redis "
                     f"{', '.join(map(str, g['redis_fifths_mb']))} MB; "
-                    f"{r.stats.actions / r.seconds:.0f} actions/s."
+                    f"{r.stats.actions / r.seconds:.0f} actions/s (by fifth "
+                    f"{', '.join(map(str, g['actions_per_s_fifths']))}: more matches in play or "
+                    "just ended hold more memory)."
                 )
             s = r.stats
             out.append(f"- {r.phase} retries: {dict(s.retries)}; streams broken {dict(s.stream_breaks)}.")
