@@ -150,5 +150,5 @@ def test_the_memory_line_gives_the_load_of_each_fifth() -> None:
     samples = [Sample(float(t), [100 * mb], 5 * mb, actions=10 * t if t < 30 else 300 + 40 * (t - 30))
                for t in range(60)]  # fmt: skip
     g = memory_growth(samples, warmup=0.0)
-    assert g["actions_per_s_fifths"] == [10, 10, 24, 40, 40]  # the third straddles the change: (500 - 240) / 11
+    assert g["actions_per_s_fifths"] == [10, 10, 24, 40, 40]  # third: (500 - 240) / 11
     assert g["worker_ratio"] == 1.0 and g["redis_ratio"] == 1.0
