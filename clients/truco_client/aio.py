@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -90,13 +90,14 @@ class _AioChannels:
         self._stub = None
 
 
-async def _read_to_end(it: AsyncIterator[Any]) -> None:
+async def read_to_end(stream: AsyncIterable[Any]) -> None:
     """Read a stream that showed the match is over until the server ends it (it does at once),
     at most ``STREAM_END_WAIT`` seconds, so that the call is not cancelled under the server
-    (see :data:`truco_client._core.STREAM_END_WAIT`)."""
+    (see :data:`truco_client._core.STREAM_END_WAIT`). ``stream``: a ``grpc.aio`` stream call
+    (its messages go on from where an earlier ``async for`` over it stopped) or its iterator."""
     with contextlib.suppress(TimeoutError, grpc.RpcError):
         async with asyncio.timeout(STREAM_END_WAIT):
-            async for _ in it:
+            async for _ in stream:
                 pass
 
 
@@ -370,7 +371,7 @@ class AsyncTrucoClient:
                     if upd is None:
                         continue
                     if upd.observation.is_over:
-                        await _read_to_end(it)
+                        await read_to_end(it)
                         yield upd
                         return
                     yield upd

@@ -45,6 +45,7 @@ from typing import Any
 import grpc
 import redis
 
+from truco_client.aio import read_to_end
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
 from truco_tools.bench_connection import (
     PATTERN_CONNECT,
@@ -54,7 +55,6 @@ from truco_tools.bench_connection import (
     stubs_of,
 )
 from truco_tools.bench_rest import play_seats
-from truco_tools.cluster_load import read_to_end
 from truco_tools.redis_proc import RedisProcess, free_port, start_redis
 
 HOST = "127.0.0.1"
@@ -352,7 +352,7 @@ class Bots:
                 obs = upd.observation
                 if obs.match_state != match_pb2.MATCH_STATE_ACTIVE:
                     over.set()
-                    await read_to_end(call)  # not cancelled under the server (cluster_load.read_to_end)
+                    await read_to_end(call)  # not cancelled under the server (truco_client.aio)
                     return
                 if not obs.awaited or obs.awaited[0] != seat or not obs.legal_actions:
                     continue

@@ -37,7 +37,7 @@ from typing import Any
 
 import grpc
 
-from truco_client._core import STREAM_END_WAIT
+from truco_client.aio import read_to_end
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
 
 MS = match_service_pb2
@@ -220,20 +220,6 @@ class LoadStats:
             f"gaps reported {self.gaps_reported}; unreported gaps {len(self.unreported_gaps)}; "
             f"duplicates {len(self.duplicates)}"
         )
-
-
-async def read_to_end(call: Any, timeout: float = STREAM_END_WAIT) -> None:
-    """Wait until the server ends a stream whose last message it sent (its status), at most
-    ``timeout`` seconds (the SDK's wait); the caller cancels the call afterwards, which is
-    then a no-op.
-
-    Cancelling at once instead makes a ``grpc.aio`` server leak native memory: the call's
-    cancellation reaches it while it completes the stream (the last message's send, or the
-    final status), and grpcio (1.85 measured) never frees the batch it had started, about
-    0.1-0.3 KB a stream (docs/operations.md, "Memory")."""
-    with contextlib.suppress(TimeoutError, grpc.RpcError):
-        async with asyncio.timeout(timeout):
-            await call.code()
 
 
 class MatchLost(Exception):

@@ -930,10 +930,7 @@ class RedisMatchStore:
         if index.match_id != match_id:
             raise ValueError("index.match_id must equal match_id")
         keys = self.keys_for(match_id)
-        if wake is not None:
-            await self.queue_add(CLOCK, match_id, wake)
-        if relay is not None:
-            await self.queue_add(RELAY, match_id, relay.at, relay.token)
+        before = await self._queue_first(match_id, wake, relay)
         retention = self.settings.retention_seconds if index.status in self.settings.terminal_statuses else 0
         head = self._new_head()
         args: list[Any] = [
@@ -958,7 +955,7 @@ class RedisMatchStore:
         async def go() -> int:
             self.stats.add(1, 1)
             await self._r.zadd(index_key, {index.sort_key: 0}, nx=True)
-            return int(await self._script(_CREATE, script_keys, args, durable=True))
+            return int(await self._script(_CREATE, script_keys, args, durable=True, before=before))
 
         version = await self._retrying("create", go)
         if version < 0:
@@ -1038,12 +1035,7 @@ class RedisMatchStore:
             *outbox,
         ]
         script_keys = [keys.match, keys.events, keys.requests, keys.record, keys.outbox]
-        first = self._queue_first(match_id, wake, relay)
-        before: list[bytes] = []
-        if self.kind == "cluster":  # other slots, likely other nodes: their own round trips
-            await self._send_first(first)
-        else:
-            before = [pack_command(*cmd) for group in first for cmd in group]
+        before = await self._queue_first(match_id, wake, relay)
         hub = self._hub
         if hub is not None:
             hub.begin_commit(match_id)
@@ -1075,13 +1067,13 @@ class RedisMatchStore:
             raise VersionConflict(match_id, expected_version, int(res[1]))
         raise MatchNotFound(match_id)
 
-    def _queue_first(
-        self, match_id: str, wake: int | None, relay: RelayWake | None
-    ) -> list[list[tuple[Any, ...]]]:
-        """The queue commands a commit sends before its script, one list per queue (per slot):
-        a clock wakeup no later than ``wake`` (``ZADD LT``), and the relay queue's safety net:
-        its token first, then its due time (in that order, so a relay that checks the token
-        between the two finds the new one and keeps the item; docs/storage.md)."""
+    async def _queue_first(self, match_id: str, wake: int | None, relay: RelayWake | None) -> list[bytes]:
+        """The queue commands a create or a commit sends before its script: a clock wakeup no
+        later than ``wake`` (``ZADD LT``), and the relay queue's safety net: its token first,
+        then its due time (in that order, so a relay that checks the token between the two
+        finds the new one and keeps the item; docs/storage.md). Returned packed, to go in the
+        script's write; on a cluster, where the queues are other slots and likely other nodes,
+        sent here instead, each queue's in a round trip of its own (and ``[]`` returned)."""
         groups: list[list[tuple[Any, ...]]] = []
         if wake is not None:
             groups.append([("ZADD", self.queue(CLOCK).key_for(match_id, ":due"), "LT", wake, match_id)])
@@ -1093,10 +1085,8 @@ class RedisMatchStore:
                     ("ZADD", q.key_for(match_id, ":due"), "LT", relay.at, match_id),
                 ]
             )
-        return groups
-
-    async def _send_first(self, groups: list[list[tuple[Any, ...]]]) -> None:
-        """On a cluster: each queue's commands in a round trip of their own, before the commit."""
+        if self.kind != "cluster":
+            return [pack_command(*cmd) for group in groups for cmd in group]
         for group in groups:
 
             async def go(group: list[tuple[Any, ...]] = group) -> Any:
@@ -1107,6 +1097,7 @@ class RedisMatchStore:
                 return await pipe.execute()
 
             await self._retrying("wake", go)
+        return []
 
     @_timed("lookup_request")
     async def lookup_request(self, match_id: str, request_id: str) -> CommitResult | None:
