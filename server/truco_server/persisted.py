@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import zlib
 from collections.abc import Mapping
@@ -49,6 +50,13 @@ def canonical(obj: Any) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
 
 
+@functools.lru_cache(maxsize=4096)
+def _incarnation(cred_key: str) -> str:
+    """:attr:`Meta.incarnation` of a credential key (asked for several times per action, by
+    every stream that follows the match: kept for the matches in play)."""
+    return hashlib.sha256(cred_key.encode()).hexdigest()[:16]
+
+
 @dataclass
 class Meta:
     """Written once at creation; holds secrets (seed, credential key): server-only."""
@@ -77,7 +85,7 @@ class Meta:
         reused after its match expired (or a store lost it), its incarnation never (it is
         derived from the random credential key). Every per-worker cache of match data is
         keyed or checked by it."""
-        return hashlib.sha256(self.cred_key.encode()).hexdigest()[:16]
+        return _incarnation(self.cred_key)
 
     def to_bytes(self) -> bytes:
         """zlib-compressed canonical JSON (about half the size: it is kept in Redis for the
