@@ -91,7 +91,7 @@ def _unicode(text: str) -> bool:
 
 
 def _check_text(value: Any, path: str) -> None:
-    """Refuse a name or string that is not Unicode text (JSON's ``"\udcff"`` escapes decode to
+    """Refuse a name or string that is not Unicode text (JSON's ``"\\udcff"`` escapes decode to
     lone surrogates, which upb's field lookup turns into a ``SystemError``)."""
     if isinstance(value, str):
         if not _unicode(value):
