@@ -323,12 +323,10 @@ def record_to_json(record: MatchRecord) -> str:
     (lowerCamelCase names, bytes in base64, 64-bit integers as strings, fields without
     presence printed with their defaults), the same object ``GET /v1/matches/{id}/record``
     returns under ``record``."""
-    from google.protobuf import json_format
+    from truco_contract import codec, json_mapping  # the codec imports this module
 
-    from truco_contract import codec  # the codec imports this module
-
-    data = json_format.MessageToDict(codec.record_to_proto(record), always_print_fields_with_no_presence=True)
-    return json.dumps(_whole_numbers(data), indent=2, ensure_ascii=False) + "\n"
+    data = json_mapping.message_to_dict(codec.record_to_proto(record))
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def record_from_json(text: str | bytes) -> MatchRecord:
@@ -364,14 +362,3 @@ def record_from_json(text: str | bytes) -> MatchRecord:
     except (ValueError, TypeError) as exc:  # codec.DecodeError names the field
         raise RecordFormatError(f"not a valid match record: {exc}") from None
 
-
-def _whole_numbers(value: Any) -> Any:
-    """``google.protobuf.Struct`` numbers (the rule set) are doubles: print whole ones as
-    integers, as the REST API does."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _whole_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole_numbers(v) for v in value]
-    return value

@@ -20,12 +20,12 @@ cannot send headers (see docs/rest.md for the tradeoff). Query strings are never
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib import resources
 from typing import Any, cast
 
+import orjson
 import structlog
 from aiohttp import web
 from google.protobuf.descriptor import ServiceDescriptor
@@ -92,7 +92,9 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON, UTF-8 unescaped. orjson: 7 against 52 µs of ``json.dumps`` for a stream
+    message in a loop; numbers may be spelt differently (``1e-7`` for ``1e-07``, same value)."""
+    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 #: HTTP status for each canonical code (google/rpc/code.proto, "HTTP Mapping").

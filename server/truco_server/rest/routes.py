@@ -349,19 +349,7 @@ def message_to_json(message: Message) -> dict[str, Any]:
     """Protobuf JSON mapping, fields without presence printed with their defaults.
 
     ``google.protobuf.Struct`` numbers are doubles; whole ones are printed as integers
-    (``3``, not ``3.0``), as the other protobuf runtimes do.
+    (``3``, not ``3.0``), as the other protobuf runtimes do (:func:`json_mapping.message_to_dict`).
     """
-    result: dict[str, Any] = _whole_numbers(
-        json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
-    )
+    result: dict[str, Any] = json_mapping.message_to_dict(message)
     return result
-
-
-def _whole_numbers(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _whole_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole_numbers(v) for v in value]
-    return value
