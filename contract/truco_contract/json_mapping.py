@@ -12,7 +12,8 @@ The other way, :func:`message_to_dict` writes a message as the REST face sends i
 JSON mapping of ``json_format.MessageToDict(message, always_print_fields_with_no_presence=True)``,
 whole numbers as integers. It gives the same object, keys in the same order, but walks each
 message type's fields from a plan made once per type instead of protobuf's pure-Python
-printer, which was a seventh of a REST worker's time (docs/benchmarks.md, "REST").
+printer, which was a seventh of a REST worker's time (docs/benchmarks.md, "REST's JSON, an idle
+worker's polling, and what did not help").
 """
 
 from __future__ import annotations
