@@ -140,6 +140,11 @@ class Settings:
     it. Set it on the new workers during a rolling update from such a build (old and new
     workers serving the same matches), unset it once no old worker is left (docs/operations.md,
     "Upgrading"). Off: the state is a third the size and cost."""
+    gc_tuning: bool = True
+    """After start-up, freeze what the imports made out of the garbage collector's reach and
+    make its full collections rare (`diagnostics.tune_gc`): a full collection stopped a
+    worker for 80-150 ms on a test machine (docs/operations.md, "Memory"). 0: Python's
+    defaults."""
     reuse_port: bool = False
     """Bind the gRPC and REST ports with `SO_REUSEPORT`, so that several workers share them
     (set by `truco serve --workers N` for its workers; otherwise two servers must never share a
@@ -434,6 +439,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("webhook_allow", "TRUCO_WEBHOOK_ALLOW", "--webhook-allow", str.strip, "LIST"),
     Option("workers", "TRUCO_WORKERS", "--workers", _non_negative_int, "N"),
     Option("reuse_port", "TRUCO_REUSE_PORT", None, _flag),
+    Option("gc_tuning", "TRUCO_GC_TUNING", None, _flag),
     Option("state_with_rules", "TRUCO_STATE_WITH_RULES", None, _flag),
     Option(
         "webhook_timeout_seconds",

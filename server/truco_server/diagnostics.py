@@ -1,4 +1,5 @@
-"""Heap snapshots of a running worker, for finding what holds memory.
+"""Heap snapshots of a running worker, for finding what holds memory; and the garbage
+collector's tuning after start-up (:func:`tune_gc`).
 
 Start the worker with ``PYTHONTRACEMALLOC=1`` (the standard library's allocation tracing,
 from the first import; it costs CPU and memory, so never in normal service) and send it
@@ -25,6 +26,29 @@ log = structlog.get_logger("truco.diagnostics")
 _numbers = itertools.count(1)
 
 
+FULL_COLLECTION_EVERY = 1000
+"""Collections of the middle generation between two full ones (Python's default: 10)."""
+
+
+def tune_gc() -> int:
+    """Tune the garbage collector of a worker that has started (``TRUCO_GC_TUNING``).
+
+    A full collection walks every object the collector tracks, and a started worker holds
+    about 130,000 of them, nearly all made by its imports (functions, modules, protobuf
+    descriptors, rule tables). On a 2-core test machine each full collection stopped the
+    event loop for 80-150 ms, about every 20 s at 130 actions/s and more often under more
+    load (docs/benchmarks.md, "Where the paced tail comes from"). So: one collection, then
+    ``gc.freeze()`` moves what survives out of every later collection, and a full collection
+    waits for :data:`FULL_COLLECTION_EVERY` collections of the middle generation (the young
+    ones run as before; a worker's cyclic garbage nearly all dies young). Returns the number
+    of objects frozen."""
+    gc.collect()
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
+    return gc.get_freeze_count()
+
+
 def on_sigusr1(directory: str | None) -> None:
     """A worker's SIGUSR1: a heap snapshot when tracing, else a warning saying how."""
     if not tracemalloc.is_tracing():
@@ -38,11 +62,16 @@ def write_heap_snapshot(directory: str | None) -> Path:
     path. A full collection runs first, so only what is reachable is counted."""
     folder = Path(directory or ".")
     folder.mkdir(parents=True, exist_ok=True)
+    frozen = gc.get_freeze_count() > 0
+    if frozen:  # count what tune_gc froze too (gc.get_objects() leaves it out)
+        gc.unfreeze()
     gc.collect()
     base = folder / f"heap-{os.getpid()}-{next(_numbers)}"
     path = base.with_suffix(".tracemalloc")
     tracemalloc.take_snapshot().dump(str(path))
     counts = Counter(type(o).__name__ for o in gc.get_objects())
+    if frozen:
+        gc.freeze()
     lines = [f"{n} {name}" for name, n in counts.most_common()]
     # written under another name, then renamed: a reader that waits for the counts (the
     # last file) never sees half of them

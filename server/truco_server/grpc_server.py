@@ -521,6 +521,8 @@ async def serve(
     except BaseException:
         remove_handlers()
         raise
+    if settings.gc_tuning:
+        _log.info("garbage collector tuned", frozen_objects=diagnostics.tune_gc())
     if on_started is not None:
         on_started(worker)
     try:

@@ -5,7 +5,10 @@ counts; a worker without tracing only logs a warning (SIGUSR1 must never end a w
 from __future__ import annotations
 
 import os
+import re
 import signal
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -58,3 +61,33 @@ def test_a_worker_group_passes_sigusr1_to_every_worker(tmp_path: Path, clean_red
         os.kill(served.proc.pid, signal.SIGUSR1)
         _wait_for(served, lambda: served.stdout.read_text().count("PYTHONTRACEMALLOC=1") >= 2, "warnings")
         assert served.proc.poll() is None  # the group goes on serving
+
+
+def _frozen_objects(log_text: str) -> int | None:
+    for line in log_text.splitlines():
+        if "garbage collector tuned" in line:
+            found = re.search(r"frozen_objects\W+(\d+)", line)
+            assert found is not None, line
+            return int(found.group(1))
+    return None
+
+
+def test_a_started_worker_freezes_what_its_imports_made(tmp_path: Path) -> None:
+    with serve_apart(tmp_path) as served:
+        pass
+    frozen = _frozen_objects(served.stdout.read_text())
+    assert frozen is not None and frozen > 20_000  # modules, descriptors, rule tables
+    (tmp_path / "off").mkdir()
+    with serve_apart(tmp_path / "off", env={"TRUCO_GC_TUNING": "0"}) as served:
+        pass
+    assert _frozen_objects(served.stdout.read_text()) is None
+
+
+def test_tune_gc_freezes_and_spaces_the_full_collections() -> None:
+    code = (
+        "import gc; from truco_server import diagnostics as d; n = d.tune_gc(); "
+        "print(n, gc.get_freeze_count(), gc.get_threshold()[2], d.FULL_COLLECTION_EVERY)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    n, count, third, every = (int(x) for x in out.stdout.split())
+    assert n == count > 1000 and third == every == 1000
