@@ -149,7 +149,8 @@ class _Plan:
         self.defaults: list[tuple[str, Callable[[], Any]]] = []
 
 
-_PLANS: dict[str, _Plan | None] = {}
+_PLANS: dict[descriptor.Descriptor, _Plan | None] = {}
+"""By message type (its descriptor: the fields of ``ListFields`` are that descriptor's own)."""
 
 
 def message_to_dict(message: Message) -> Any:
@@ -161,10 +162,9 @@ def message_to_dict(message: Message) -> Any:
     with those whole numbers, in the same key order; ``tests/contract/test_json_mapping.py``
     compares the two on every message the service sends."""
     desc = cast(descriptor.Descriptor, message.DESCRIPTOR)
-    name = desc.full_name
-    plan = _PLANS[name] if name in _PLANS else _plan_of(desc)
+    plan = _PLANS[desc] if desc in _PLANS else _plan_of(desc)
     if plan is None:
-        if name in _TEXT_WKT:
+        if desc.full_name in _TEXT_WKT:
             return cast(Any, message).ToJsonString()
         return whole_numbers(json_format.MessageToDict(message, always_print_fields_with_no_presence=True))
     out: dict[str, Any] = {}
@@ -210,7 +210,7 @@ def _plan_of(desc: descriptor.Descriptor) -> _Plan | None:
                 if not f.has_presence:
                     plan.defaults.append((f.json_name, _constant(convert(f.default_value))))
             plan.fields[f] = (f.json_name, None if convert is _same else convert)
-    _PLANS[desc.full_name] = plan
+    _PLANS[desc] = plan
     return plan
 
 
