@@ -26,12 +26,12 @@ from pathlib import Path
 
 import redis
 
+from truco_tools.bench_service import commandstats, cpu_seconds
 from truco_tools.cluster_load import WorkerProcess
 from truco_tools.redis_proc import free_port, start_redis
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("contract", "server", "clients", "tools", "cli", ".")
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -41,14 +41,11 @@ class Subject:
     redis_url: str
 
     def cpu_seconds(self) -> float:
-        with open(f"/proc/{self.worker.pid}/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+        return cpu_seconds(self.worker.pid)
 
     def commands(self) -> dict[str, int]:
         with redis.Redis.from_url(self.redis_url) as r:
-            stats = r.info("commandstats")
-        return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+            return commandstats(r)
 
 
 @contextmanager

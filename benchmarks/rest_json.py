@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from google.protobuf import json_format
 
 import truco_engine as te
@@ -32,6 +31,7 @@ from truco_contract.events import EventView, MatchStatus, redact
 from truco_contract.json_mapping import message_to_dict, whole_numbers
 from truco_contract.pb import match_service_pb2
 from truco_contract.views import view
+from truco_server.rest.app import _dumps as _new_text  # what the REST face writes with
 
 
 def _messages(case: str, seed: int) -> list[match_service_pb2.StreamObservationsResponse]:
@@ -66,10 +66,6 @@ def _old_object(msg: Any) -> Any:
 
 def _old_text(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-
-
-def _new_text(obj: Any) -> str:
-    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _time(fn: Callable[[Any], Any], items: list[Any]) -> float:

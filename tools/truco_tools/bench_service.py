@@ -451,7 +451,7 @@ async def _pattern_load(address: str, matches: int, players: int, seconds: float
             await ch.close()
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
     """user + system CPU time of a process (Linux ``/proc``; 0 elsewhere)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -473,7 +473,8 @@ def _commits(metrics_port: int) -> float:
     return 0.0
 
 
-def _commandstats(r: redis.Redis) -> dict[str, int]:
+def commandstats(r: redis.Redis) -> dict[str, int]:
+    """Calls so far of each command Redis ran (``INFO commandstats``; inside scripts too)."""
     info: dict[str, Any] = r.info("commandstats")
     return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in info.items()}
 
@@ -526,9 +527,9 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 await asyncio.sleep(warmup)
                 fig.reset()
                 fig.measuring = True
-                before = _commandstats(r)
+                before = commandstats(r)
                 commits0 = await asyncio.to_thread(_commits, metrics_port)
-                cpu0 = {who: _cpu_seconds(pid) for who, pid in pids.items()}
+                cpu0 = {who: cpu_seconds(pid) for who, pid in pids.items()}
                 t0 = time.perf_counter()
                 tick = t0
                 sizes: list[int] = []
@@ -549,8 +550,8 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                         )
                 elapsed = time.perf_counter() - t0
                 fig.measuring = False
-                cpu = {who: _cpu_seconds(pid) - cpu0[who] for who, pid in pids.items()}
-                after = _commandstats(r)
+                cpu = {who: cpu_seconds(pid) - cpu0[who] for who, pid in pids.items()}
+                after = commandstats(r)
                 commits = await asyncio.to_thread(_commits, metrics_port) - commits0
                 if not sizes:  # a window shorter than a second
                     sizes = _match_memory(r, sorted(bots.live)[:10])
@@ -718,12 +719,12 @@ async def _window(
         await asyncio.sleep(warmup)
         fig.reset()
         fig.measuring = True
-        cpu0 = _cpu_seconds(cpu_pid) if cpu_pid else 0.0
+        cpu0 = cpu_seconds(cpu_pid) if cpu_pid else 0.0
         t0 = time.perf_counter()
         await asyncio.sleep(seconds)
         elapsed = time.perf_counter() - t0
         fig.measuring = False
-        cpu = _cpu_seconds(cpu_pid) - cpu0 if cpu_pid else 0.0
+        cpu = cpu_seconds(cpu_pid) - cpu0 if cpu_pid else 0.0
     finally:
         stop.set()
         for slot in slots:
@@ -776,14 +777,14 @@ async def _connection_phase(
             fig.reset()
             fig.measuring = True
             commits0 = await asyncio.to_thread(_commits, metrics_port)
-            cpu0 = sum(_cpu_seconds(p) for p in worker_pids)
-            other0 = {k: _cpu_seconds(p) for k, p in pids.items()}
+            cpu0 = sum(cpu_seconds(p) for p in worker_pids)
+            other0 = {k: cpu_seconds(p) for k, p in pids.items()}
             t0 = time.perf_counter()
             await asyncio.sleep(seconds)
             elapsed = time.perf_counter() - t0
             fig.measuring = False
-            cpu = sum(_cpu_seconds(p) for p in worker_pids) - cpu0
-            other = {k: _cpu_seconds(p) - other0[k] for k, p in pids.items()}
+            cpu = sum(cpu_seconds(p) for p in worker_pids) - cpu0
+            other = {k: cpu_seconds(p) - other0[k] for k, p in pids.items()}
             commits = await asyncio.to_thread(_commits, metrics_port) - commits0
         finally:
             stop.set()
