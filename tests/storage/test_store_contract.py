@@ -588,3 +588,21 @@ async def test_the_redis_store_records_its_latency_per_operation(clean_redis_url
     finally:
         await store.close()
     assert all(count(op) == before[op] + 1 for op in before)
+
+
+async def test_redis_counts_each_script_call_once(redis_store: RedisMatchStore) -> None:
+    """Every call below is one script on one connection: one round trip, one command (a
+    call that also counted itself showed two)."""
+    store = redis_store
+    shard = store.queue("clock").all_shards()[0]
+
+    async def calls(item: str) -> None:
+        await store.queue_add("clock", item, 5000)
+        await store.queue_claim("clock", shard, 10_000, 1000, 10)
+        await store.queue_release("clock", item, b"")
+        await store.queue_due("clock", 10_000)
+
+    await calls("warm")  # the scripts are loaded (a first call also sends SCRIPT LOAD)
+    before = (store.stats.round_trips, store.stats.commands)
+    await calls("m1")
+    assert (store.stats.round_trips - before[0], store.stats.commands - before[1]) == (4, 4)

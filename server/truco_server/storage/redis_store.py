@@ -1223,7 +1223,6 @@ class RedisMatchStore:
         args = [item, due, "new" if only_new else "lower", data]
 
         async def go() -> Any:
-            self.stats.add(1, 1)
             return await self._script(_QUEUE_ADD, keys, args)
 
         return bool(int(await self._retrying("queue_add", go)))
@@ -1254,7 +1253,6 @@ class RedisMatchStore:
         keys = [q.key(shard, ":due"), q.key(shard, ":data")]
 
         async def go() -> Any:
-            self.stats.add(1, 1)
             return await self._script(_QUEUE_CLAIM, keys, [now, lease, limit])
 
         raw = await self._retrying("queue_claim", go)
@@ -1278,7 +1276,6 @@ class RedisMatchStore:
         args = [item, lease, "" if due is None else due, data, "owned" if owned else "lower"]
 
         async def go() -> Any:
-            self.stats.add(1, 1)
             return await self._script(_QUEUE_FINISH, keys, args)
 
         return bool(int(await self._retrying("queue_finish", go)))
@@ -1288,7 +1285,6 @@ class RedisMatchStore:
         keys = [q.key_for(item, ":due"), q.key_for(item, ":data")]
 
         async def go() -> Any:
-            self.stats.add(1, 1)
             return await self._script(_QUEUE_RELEASE, keys, [item, data])
 
         return bool(int(await self._retrying("queue_release", go)))
@@ -1321,7 +1317,6 @@ class RedisMatchStore:
         keys = self.keys_for(match_id)
 
         async def go() -> Any:
-            self.stats.add(1, 1)
             return await self._script(_OUTBOX_TAKE, [keys.outbox, keys.relay], [token, lease, limit])
 
         raw = await self._retrying("outbox_take", go)
@@ -1331,7 +1326,6 @@ class RedisMatchStore:
         keys = self.keys_for(match_id)
 
         async def go() -> Any:
-            self.stats.add(1, 1)
             return await self._script(_OUTBOX_DONE, [keys.outbox, keys.relay], [token, count])
 
         return bool(int(await self._retrying("outbox_done", go)))
@@ -1384,7 +1378,6 @@ class RedisMatchStore:
         key = self.operator_keys(owner).webhooks
 
         async def go() -> Any:
-            self.stats.add(1, 1)
             return await self._script(_WEBHOOK_PUT, [key], [webhook_id, data, limit])
 
         return bool(int(await self._retrying("webhook_put", go)))
@@ -1429,7 +1422,6 @@ class RedisMatchStore:
         keys = [ok.deliveries(webhook_id), ok.delivery_order(webhook_id)]
 
         async def go() -> Any:
-            self.stats.add(1, 1)
             return await self._script(_DELIVERY_LOG_PUT, keys, [delivery_id, data, time_ms, keep])
 
         await self._retrying("delivery_log_put", go)
@@ -1473,7 +1465,6 @@ class RedisMatchStore:
         key = self.doc_key(kind, doc_id)
 
         async def go() -> Any:
-            self.stats.add(1, 1)
             return await self._script(_DOC_PUT, [key], [expected_version, data], durable=True)
 
         return bool(int(await self._retrying("doc_put", go)))
