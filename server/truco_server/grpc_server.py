@@ -522,7 +522,11 @@ async def serve(
         remove_handlers()
         raise
     if settings.gc_tuning:
-        _log.info("garbage collector tuned", frozen_objects=diagnostics.tune_gc())
+        _log.info(
+            "garbage collector tuned",
+            frozen_objects=diagnostics.tune_gc(settings.gc_thresholds),
+            thresholds=settings.gc_thresholds,
+        )
     if on_started is not None:
         on_started(worker)
     try:

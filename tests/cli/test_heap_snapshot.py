@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.serve import Served, serve_apart
+from truco_server.config import ConfigError, load_settings
 from truco_server.diagnostics import read_object_counts
 
 pytestmark = pytest.mark.timeout(300)
@@ -73,21 +74,29 @@ def _frozen_objects(log_text: str) -> int | None:
 
 
 def test_a_started_worker_freezes_what_its_imports_made(tmp_path: Path) -> None:
-    with serve_apart(tmp_path) as served:
+    with serve_apart(tmp_path, env={"TRUCO_GC_THRESHOLDS": "400, 4,500"}) as served:
         pass
-    frozen = _frozen_objects(served.stdout.read_text())
+    log_text = served.stdout.read_text()
+    frozen = _frozen_objects(log_text)
     assert frozen is not None and frozen > 20_000  # modules, descriptors, rule tables
+    assert re.search(r"thresholds\W+400,4,500", log_text)
     (tmp_path / "off").mkdir()
     with serve_apart(tmp_path / "off", env={"TRUCO_GC_TUNING": "0"}) as served:
         pass
     assert _frozen_objects(served.stdout.read_text()) is None
 
 
-def test_tune_gc_freezes_and_spaces_the_full_collections() -> None:
+def test_tune_gc_freezes_and_sets_the_thresholds() -> None:
     code = (
-        "import gc; from truco_server import diagnostics as d; n = d.tune_gc(); "
-        "print(n, gc.get_freeze_count(), gc.get_threshold()[2], d.FULL_COLLECTION_EVERY)"
+        "import gc; from truco_server import diagnostics as d; n = d.tune_gc('300,3,1000'); "
+        "print(n, gc.get_freeze_count(), *gc.get_threshold())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
-    n, count, third, every = (int(x) for x in out.stdout.split())
-    assert n == count > 1000 and third == every == 1000
+    n, count, *thresholds = (int(x) for x in out.stdout.split())
+    assert n == count > 1000 and thresholds == [300, 3, 1000]
+
+
+@pytest.mark.parametrize("text", ["300,3", "300,0,1000", "a,3,1000", "300,3,1000,1", "-1,3,1000"])
+def test_gc_thresholds_refuse_what_is_not_three_positive_numbers(text: str) -> None:
+    with pytest.raises(ConfigError, match="TRUCO_GC_THRESHOLDS"):
+        load_settings(env={"TRUCO_GC_THRESHOLDS": text})
