@@ -33,6 +33,7 @@ async def test_bench_service_reports_every_figure() -> None:
         "paced actions/s",
         "paced SubmitAction p99 (ms)",
         "paced delivery p99 (ms)",
+        "no-work server, same RPC pattern paced the same way, Act p50/p99 (ms)",
         "REST actions/s",
         "REST SubmitAction p99 (ms)",
     ):
@@ -42,5 +43,7 @@ async def test_bench_service_reports_every_figure() -> None:
     # the paced run offers 30 % of the closed loop's rate: each match waits between actions
     assert results["paced_think_ms"] > 0
     assert 0 < results["paced_actions_per_s"] < results["actions_per_s"]
+    # and the no-work server under the same paced pattern: the latency floor of the calls
+    assert 0 < results["paced_pattern_act_p50_ms"] <= results["paced_pattern_act_p99_ms"]
     assert 0.9 <= results["redis_commit_round_trips_per_action"] <= 1.2  # one round trip on the write path
     assert results["redis_evalsha_per_action"] >= results["redis_commit_round_trips_per_action"]

@@ -405,13 +405,20 @@ async def _echo_load(address: str, concurrency: int, seconds: float) -> float:
         return count / (time.perf_counter() - t0)
 
 
-async def _pattern_load(address: str, matches: int, players: int, seconds: float) -> float:
-    """Actions/s of the match service's RPC pattern against the no-work server: ``matches``
-    concurrent "matches", each seat a stream, the flagged seat answering with ``Act``."""
+async def _pattern_load(
+    address: str, matches: int, players: int, seconds: float, think_ms: float = 0.0, seed: int = 0
+) -> tuple[float, list[float]]:
+    """Actions/s of the match service's RPC pattern against the no-work server, and the
+    latency of each measured ``Act`` (ms): ``matches`` concurrent "matches", each seat a
+    stream, the flagged seat answering with ``Act``, after a random pause of mean
+    ``think_ms`` (exponential, as the bots') when it is not 0."""
     n_channels = max(1, -(-matches // 25))
     channels = [_channel(address, i) for i in range(n_channels)]
     count = 0
     measuring = False
+    latencies: list[float] = []
+    rng = random.Random(seed)
+    think = think_ms / 1000
     try:
 
         async def match(index: int) -> None:
@@ -427,15 +434,19 @@ async def _pattern_load(address: str, matches: int, players: int, seconds: float
                 nonlocal count
                 async for message in stream(name + bytes([s, players])):
                     if message[:1] == b"\x01":
+                        if think > 0:
+                            await asyncio.sleep(rng.expovariate(1.0 / think))
+                        sent = time.perf_counter()
                         await act(name + bytes([s]), timeout=30)
                         if measuring:
                             count += 1
+                            latencies.append(1000 * (time.perf_counter() - sent))
 
             await asyncio.gather(*(seat(s) for s in range(players)))
 
         tasks = [asyncio.ensure_future(match(i)) for i in range(matches)]
         try:
-            await asyncio.sleep(1.0)  # warm up
+            await asyncio.sleep(1.0 + 2 * think)  # warm up (paced: every seat has acted)
             measuring = True
             t0 = time.perf_counter()
             await asyncio.sleep(seconds)
@@ -445,7 +456,7 @@ async def _pattern_load(address: str, matches: int, players: int, seconds: float
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        return count / elapsed
+        return count / elapsed, latencies
     finally:
         for ch in channels:
             await ch.close()
@@ -582,9 +593,21 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             progress("measuring the bare gRPC echo at the same concurrency")
             echo_rate = await _echo_load(f"{HOST}:{echo_port}", args.matches, min(seconds, 5.0))
             progress("measuring the service's RPC pattern on a server that does no work")
-            pattern_rate = await _pattern_load(
+            pattern_rate, _ = await _pattern_load(
                 f"{HOST}:{echo_port}", args.matches, args.players, min(seconds, 5.0)
             )
+            paced_pattern: list[float] = []
+            pattern_think = paced.get("think_ms", float(args.think_ms))
+            if pattern_think > 0:
+                progress(f"the no-work server's pattern paced the same way (mean think {pattern_think:.0f} ms)")
+                _, paced_pattern = await _pattern_load(
+                    f"{HOST}:{echo_port}",
+                    args.matches,
+                    args.players,
+                    min(seconds, 10.0),
+                    pattern_think,
+                    args.seed,
+                )
             conn_pattern_rate = 0.0
             if conn:
                 progress("measuring the player connection's pattern on the server that does no work")
@@ -635,6 +658,15 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         out(f"no-work server, same RPC pattern, actions/s: {results['pattern_actions_per_s']:.0f}")
         out(f"no-work pattern / echo rpc/s: {results['pattern_to_echo_ratio']:.2f}")
         out(f"actions/s / no-work pattern actions/s: {results['actions_to_pattern_ratio']:.2f}")
+        if paced_pattern:
+            results["paced_pattern_act_p50_ms"] = _pct(paced_pattern, 50)
+            results["paced_pattern_act_p99_ms"] = _pct(paced_pattern, 99)
+            where = "paced " if paced else ""
+            out(
+                f"no-work server, same RPC pattern paced the same way, Act p50/p99 (ms): "
+                f"{results['paced_pattern_act_p50_ms']:.2f} / {results['paced_pattern_act_p99_ms']:.2f} "
+                f"(the {where}SubmitAction's floor on this machine)"
+            )
         for who in ("worker", "redis", "client"):
             out(
                 f"{who} CPU per action (ms): {results[f'{who}_cpu_ms_per_action']:.3f} "
