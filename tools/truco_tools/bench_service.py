@@ -471,13 +471,52 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _commits(metrics_port: int) -> float:
-    """Commits the worker made so far (its own ``truco_redis_seconds`` count for the commit
-    script): one Redis round trip each, the write path of an action."""
+def _metrics_text(metrics_port: int) -> str:
+    """The worker's ``/metrics`` page."""
     import urllib.request
 
     with urllib.request.urlopen(f"http://{HOST}:{metrics_port}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
+        return str(resp.read().decode())
+
+
+def _bucket_delta(before: str, after: str, name: str, **labels: str) -> list[tuple[float, float]]:
+    """``(upper bound, cumulative count)`` of histogram ``name``'s buckets whose labels
+    include ``labels``, as grown from the ``before`` page to the ``after`` one."""
+    from prometheus_client.parser import text_string_to_metric_families  # the server's extra
+
+    def buckets(text: str) -> dict[float, float]:
+        found: dict[float, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == f"{name}_bucket" and labels.items() <= sample.labels.items():
+                    bound = float(sample.labels["le"])
+                    found[bound] = found.get(bound, 0.0) + sample.value
+        return found
+
+    old, new = buckets(before), buckets(after)
+    return sorted((bound, count - old.get(bound, 0.0)) for bound, count in new.items())
+
+
+def _bucket_quantile(buckets: list[tuple[float, float]], q: float) -> float:
+    """The ``q`` quantile of a histogram, interpolated linearly inside its bucket (as
+    Prometheus's ``histogram_quantile``); NaN without observations."""
+    if not buckets or buckets[-1][1] <= 0:
+        return float("nan")
+    rank = q * buckets[-1][1]
+    lower, below = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if bound == float("inf"):
+                return lower  # beyond the last finite bound: that bound is what is known
+            return lower + (bound - lower) * (rank - below) / (count - below) if count > below else bound
+        lower, below = bound, count
+    return lower
+
+
+def _commits(metrics_port: int) -> float:
+    """Commits the worker made so far (its own ``truco_redis_seconds`` count for the commit
+    script): one Redis round trip each, the write path of an action."""
+    text = _metrics_text(metrics_port)
     for line in text.splitlines():
         if line.startswith('truco_redis_seconds_count{operation="commit"}'):
             return float(line.rsplit(" ", 1)[1])
@@ -579,7 +618,9 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 # each match then offers one action per think time: PACED_LOAD of saturation
                 think_ms = min(60_000.0, 1000.0 * args.matches / (PACED_LOAD * saturated))
                 progress(f"the same bots paced (mean think {think_ms:.0f} ms): latency below saturation")
-                paced = await _paced_phase(f"{HOST}:{worker_port}", args, think_ms, warmup, seconds)
+                paced = await _paced_phase(
+                    f"{HOST}:{worker_port}", args, think_ms, warmup, seconds, metrics_port
+                )
             conn: dict[str, float] = {}
             if not args.no_connection:
                 progress("the same bots over the player connection (one Connect stream per 25 matches)")
@@ -599,7 +640,9 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             paced_pattern: list[float] = []
             pattern_think = paced.get("think_ms", float(args.think_ms))
             if pattern_think > 0:
-                progress(f"the no-work server's pattern paced the same way (mean think {pattern_think:.0f} ms)")
+                progress(
+                    f"the no-work server's pattern paced the same way (mean think {pattern_think:.0f} ms)"
+                )
                 _, paced_pattern = await _pattern_load(
                     f"{HOST}:{echo_port}",
                     args.matches,
@@ -681,6 +724,10 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             out(f"paced SubmitAction p99 (ms): {paced['submit_p99_ms']:.2f}")
             out(f"paced delivery p50 (ms): {paced['delivery_p50_ms']:.2f}")
             out(f"paced delivery p99 (ms): {paced['delivery_p99_ms']:.2f}")
+            out(
+                "paced SubmitAction p50/p99 in the worker's handler (ms, its histogram, interpolated): "
+                f"{paced['handler_p50_ms']:.2f} / {paced['handler_p99_ms']:.2f}"
+            )
         if conn:
             results.update({f"connection_{k}": v for k, v in conn.items()})
             rate = conn["actions_per_s"]
@@ -743,20 +790,26 @@ async def _window(
     warmup: float,
     seconds: float,
     cpu_pid: int | None = None,
+    at_edges: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[float, float]:
     """Run ``matches`` bot slots: warm up, measure ``seconds``, stop them all. Returns the
-    window's length and the CPU seconds ``cpu_pid`` used in it (0 without a pid)."""
+    window's length and the CPU seconds ``cpu_pid`` used in it (0 without a pid).
+    ``at_edges`` runs as the window opens and again as it closes."""
     slots = [asyncio.ensure_future(run_slot(i)) for i in range(matches)]
     try:
         await asyncio.sleep(warmup)
         fig.reset()
         fig.measuring = True
         cpu0 = cpu_seconds(cpu_pid) if cpu_pid else 0.0
+        if at_edges is not None:
+            await at_edges()
         t0 = time.perf_counter()
         await asyncio.sleep(seconds)
         elapsed = time.perf_counter() - t0
         fig.measuring = False
         cpu = cpu_seconds(cpu_pid) - cpu0 if cpu_pid else 0.0
+        if at_edges is not None:
+            await at_edges()
     finally:
         stop.set()
         for slot in slots:
@@ -766,22 +819,36 @@ async def _window(
 
 
 async def _paced_phase(
-    address: str, args: argparse.Namespace, think_ms: float, warmup: float, seconds: float
+    address: str, args: argparse.Namespace, think_ms: float, warmup: float, seconds: float, metrics_port: int
 ) -> dict[str, float]:
     """The same gRPC bots with a mean pause of ``think_ms`` before each action: latency
-    below saturation, with every match still live and streaming."""
+    below saturation, with every match still live and streaming; and the worker's own
+    time in the SubmitAction handler over the same window (its histogram)."""
     paced = argparse.Namespace(**{**vars(args), "think_ms": think_ms})
     fig = Figures()
     stop = asyncio.Event()
     n_channels = args.channels or max(1, -(-args.matches // 25))
     channels = [_channel(address, i) for i in range(n_channels)]
+    scrapes: list[str] = []
+
+    async def scrape() -> None:
+        scrapes.append(await asyncio.to_thread(_metrics_text, metrics_port))
+
     try:
         bots = Bots([match_service_pb2_grpc.MatchServiceStub(ch) for ch in channels], paced, fig, stop)
-        elapsed, _ = await _window(bots.run_slot, args.matches, fig, stop, warmup, seconds)
+        elapsed, _ = await _window(bots.run_slot, args.matches, fig, stop, warmup, seconds, at_edges=scrape)
     finally:
         for ch in channels:
             await ch.close()
-    return {"think_ms": think_ms, **fig.summary(elapsed)}
+    handled = _bucket_delta(
+        scrapes[0], scrapes[1], "grpc_server_handling_seconds", grpc_method="SubmitAction"
+    )
+    return {
+        "think_ms": think_ms,
+        **fig.summary(elapsed),
+        "handler_p50_ms": 1000 * _bucket_quantile(handled, 0.50),
+        "handler_p99_ms": 1000 * _bucket_quantile(handled, 0.99),
+    }
 
 
 async def _connection_phase(
