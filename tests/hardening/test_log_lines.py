@@ -62,8 +62,15 @@ async def test_refusals_are_logged_with_reason_and_operator_over_grpc_and_rest(
         rest_reason = (await resp.json())["details"][0]["reason"]
         assert resp.status == 409
 
-    deadline = time.monotonic() + 10  # the lines are written as the calls end
-    while len(_lines(out, "http request")) < 1 and time.monotonic() < deadline:
+    def refused_lines_written() -> bool:
+        methods = {line["grpc_method"] for line in _lines(out, "rpc finished") if line.get("reason")}
+        return {"truco.v1.MatchService/SubmitAction", "truco.v1.MatchService/CreateMatch"} <= methods and any(
+            line["status"] == 409 for line in _lines(out, "http request")
+        )
+
+    # the lines are written as the calls end, which may be after the client has its answer
+    deadline = time.monotonic() + 10
+    while not refused_lines_written() and time.monotonic() < deadline:
         time.sleep(0.05)
     finished = _lines(out, "rpc finished")
     submit = [line for line in finished if line["grpc_method"] == "truco.v1.MatchService/SubmitAction"]
