@@ -149,7 +149,8 @@ class Settings:
     """The collector's three thresholds with `TRUCO_GC_TUNING` (`gc.set_threshold`): a young
     collection after this many new objects, a middle one every this many young ones, a full
     one every this many middle ones. Python's defaults are 700,10,10; smaller first two make
-    each pause shorter (about 1.5 ms instead of 12 for a middle one) for the same total."""
+    each pause shorter for the same total (a middle one's median 0.8-1.0 ms instead of 3.8-5.0,
+    its longest 4-5 ms instead of 29-37, in docs/benchmarks.md's paced runs)."""
     reuse_port: bool = False
     """Bind the gRPC and REST ports with `SO_REUSEPORT`, so that several workers share them
     (set by `truco serve --workers N` for its workers; otherwise two servers must never share a
