@@ -136,10 +136,11 @@ class Settings:
     use (`os.sched_getaffinity`) with a Redis store, 1 with the in-memory store (which lives
     in one process and cannot be shared)."""
     state_with_rules: bool = False
-    """Write the rule set into every stored match state, as builds up to 0.2.0 need to read
-    it. Set it on the new workers during a rolling update from such a build (old and new
-    workers serving the same matches), unset it once no old worker is left (docs/operations.md,
-    "Upgrading"). Off: the state is a third the size and cost."""
+    """Write what builds up to 0.2.0 read: the rule set inside every stored match state, and
+    a new match's metadata in its zlib form. Set it on the new workers during a rolling
+    update from such a build (old and new workers serving the same matches), unset it once no
+    old worker is left (docs/operations.md, "Upgrading"). Off: the state is a third the size
+    and cost, the metadata a fifth."""
     gc_tuning: bool = True
     """After start-up, freeze what the imports made out of the garbage collector's reach and
     set its thresholds to `TRUCO_GC_THRESHOLDS` (`diagnostics.tune_gc`): a full collection

@@ -649,7 +649,7 @@ class MatchService:
         loaded = Loaded(
             meta, setup, step.state, step.life, len(step.entries), MatchStatus.ACTIVE, meta.created_at
         )
-        meta_bytes = meta.to_bytes()
+        meta_bytes = meta.to_bytes(plain=self.state_with_rules)
         outbox = self._outbox(loaded, step.entries, 1)
         net = self._relay_net(outbox)
         try:

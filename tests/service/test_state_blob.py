@@ -1,8 +1,10 @@
 """The stored state blob: the rule set lives in the match's metadata only, and a blob written
-by an earlier build (with the rules inside the state) still loads and plays on."""
+by an earlier build (with the rules inside the state) still loads and plays on. The metadata
+is deflated with a preset dictionary; the zlib form of earlier builds still loads."""
 
 from __future__ import annotations
 
+import hashlib
 import random
 import zlib
 
@@ -12,11 +14,12 @@ import redis.asyncio as aioredis
 import truco_engine as te
 from truco_contract.events import MatchStatus
 from truco_contract.lifecycle import Life
+from truco_server import meta_codec
 from truco_server.api import types as T
 from truco_server.api.auth import Operator
 from truco_server.persisted import Meta, decode_state, encode_state
 from truco_server.service import MatchService
-from truco_server.storage import RedisMatchStore
+from truco_server.storage import MemoryMatchStore, RedisMatchStore
 
 from .test_service import act, cred, play_out
 
@@ -57,6 +60,8 @@ async def test_a_match_stored_by_an_earlier_build_plays_on(clean_redis_url: str)
         assert state.actions > 0
         before = await first.get_match(cred(created.seat_tokens[0]), T.GetMatchRequest(mid))
         await r.hset(key, "state", _earlier_blob(state, life))  # as an earlier build left it
+        old_meta = zlib.compress(meta_codec.unpack(raw_meta), 9)  # its metadata: zlib alone
+        await r.hset(key, "meta", old_meta)
 
         later = MatchService(store)  # a worker that never saw the match: it loads the old blob
         seen = await later.get_match(cred(created.seat_tokens[0]), T.GetMatchRequest(mid))
@@ -88,11 +93,35 @@ async def test_state_with_rules_writes_what_an_earlier_build_reads(clean_redis_u
         created = await svc.create_match(Operator("acme"), T.CreateMatchRequest(preset="paulista-2p"))
         mid = created.match.match_id
         await play_out(svc, mid, created.seat_tokens, random.Random(5), limit=4)
-        raw_state = await r.hget(store.keys_for(mid).match, "state")
+        raw_state, raw_meta = await r.hmget(store.keys_for(mid).match, ["state", "meta"])
         d = orjson.loads(zlib.decompress(raw_state))
         state = te.MatchState.from_dict(d["s"])  # an earlier build's read: the rules from the state
         assert state.actions > 0
         assert state.rules == te.get_rules("paulista", players=2)
+        meta = orjson.loads(zlib.decompress(raw_meta))  # and its read of the metadata: zlib alone
+        assert meta["match_id"] == mid
     finally:
         await r.aclose()
         await store.close()
+
+
+async def test_the_metadata_is_a_fifth_of_its_zlib_form_and_either_form_loads() -> None:
+    store = MemoryMatchStore()
+    svc = MatchService(store)
+    for preset in ("paulista-2p", "argentine", "mineiro", "uruguayan-4p", "valencian", "gaucho"):
+        created = await svc.create_match(Operator("acme"), T.CreateMatchRequest(preset=preset))
+        snap = await store.load(created.match.match_id)
+        assert snap is not None
+        meta = Meta.from_bytes(snap.meta)
+        plain = meta.to_bytes(plain=True)
+        assert snap.meta[:1] == meta_codec.TAG_V1, preset
+        assert len(snap.meta) < 200 and len(plain) > 600, (preset, len(snap.meta), len(plain))
+        assert Meta.from_bytes(plain) == meta == Meta.from_bytes(meta.to_bytes())
+
+
+def test_the_metadata_dictionary_never_changes() -> None:
+    """It is part of the stored format: a new one gets a new tag byte (meta_codec's docstring)."""
+    assert (
+        hashlib.sha256(meta_codec.META_DICT_V1).hexdigest()
+        == "2ee9d20a074e7c0b11f42f06c10a31dd4907b6d8631fbb5adeaffc4439dcc3b8"
+    )
