@@ -33,7 +33,12 @@ FAST = {"redis_retry_seconds": 1.0, "readiness_interval_seconds": 0.2}
 
 @pytest.fixture
 def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisProcess]:
-    proc = start_redis(workdir=tmp_path_factory.mktemp("redis"), appendonly=True)
+    # fsync always: with everysec Redis may hold a write back for up to 2 s while an earlier
+    # fsync is slow (a loaded disk), and a SIGKILL then loses a write it already acknowledged;
+    # these tests check that what was acknowledged survives a kill
+    proc = start_redis(
+        workdir=tmp_path_factory.mktemp("redis"), appendonly=True, extra_args=("--appendfsync", "always")
+    )
     try:
         yield proc
     finally:
