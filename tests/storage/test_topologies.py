@@ -454,6 +454,68 @@ async def test_events_lost_by_a_failover_are_reported_as_a_gap(
     await follower.close()
 
 
+def hold_hub_reads(hub: RedisStreamHub | ClusterStreamHub, gate: asyncio.Event) -> None:
+    """Keep the hub from reading the streams until ``gate`` is set (as a busy worker's
+    hub may lag behind its subscriptions' own catch-up reads)."""
+    if isinstance(hub, ClusterStreamHub):
+        catch_up = hub._catch_up
+
+        async def held_catch_up() -> None:
+            await gate.wait()
+            await catch_up()
+
+        hub._catch_up = held_catch_up  # type: ignore[method-assign]
+    else:
+        xread = hub._reader.xread
+
+        async def held_xread(*args: Any, **kwargs: Any) -> Any:
+            await gate.wait()
+            return await xread(*args, **kwargs)
+
+        hub._reader.xread = held_xread  # type: ignore[method-assign]
+
+
+async def test_a_gap_is_reported_for_events_a_subscription_read_from_the_log_itself(
+    topology_url: str, stores: Callable[..., RedisMatchStore]
+) -> None:
+    """A subscription resumes at version 4 while 5 and 6 are in the log: its own catch-up
+    reads them, before its worker's hub has read the stream. A failover then loses 5 and
+    6, the hub's connection drops, and other events take versions 5..7: the subscription
+    reports the gap, because what it read moved the hub's cursor too, and the hub's check
+    compares the stream with that. (Were the cursor left at 4, the check would find the
+    stream continuing it, and version 7 of the new history would follow the lost 6.)"""
+    writer, reader = stores(topology_url), stores(topology_url)
+    version = await play(writer, "m1", await new_match(writer, "m1"), 2)  # 4
+    dumps = await dump_match(writer.client, writer, "m1")
+    await play(writer, "m1", version, 2)  # 5, 6: read by the subscription, then lost
+    sub = reader.subscribe("m1", version)
+    hub = reader._hub
+    assert hub is not None
+    gate = asyncio.Event()
+    hold_hub_reads(hub, gate)
+    follower = Follower(reader, sub)
+    await follower.wait_for(6)
+    deadline = time.monotonic() + 20
+    while "m1" not in getattr(hub, "_where", {"m1": ""}) or getattr(hub, "_reader_id", 0) is None:
+        assert time.monotonic() < deadline, "the hub never connected"  # its connection, to drop
+        await asyncio.sleep(0.02)
+    assert hub.cursor("m1") == 6  # the subscription's read moved the hub's cursor
+    await restore_match(writer.client, writer, "m1", dumps)
+    await kill_hub_connections(reader, "m1")
+    gate.set()
+    other = stores(topology_url)
+    for v in (5, 6, 7):
+        ev = [b"new-%d" % v]
+        await other.commit("m1", expected_version=v - 1, state=b"s", events=ev, request_id=f"n{v}", reply=b"")
+    await follower.wait_for(7)
+    assert [gap[0] for gap in follower.gaps] == [6]  # reported at the lost version 6
+    await other.commit("m1", expected_version=7, state=b"s", events=[b"new-8"], request_id="n8", reply=b"")
+    await follower.wait_for(8)
+    follower.assert_contiguous_or_reported(4)
+    assert follower.payloads[8] == b"new-8"  # the surviving history from the snapshot on
+    await follower.close()
+
+
 async def test_a_worker_holding_a_lost_state_cannot_commit_on_top_of_its_replacement(
     topology_url: str, stores: Callable[..., RedisMatchStore]
 ) -> None:

@@ -30,14 +30,18 @@ subscription's attach-time cursor has been offered to that subscription. A subsc
 attaches to the feed *before* its catch-up read; the cursor is never ahead of the newest
 event at attach time, and the catch-up read starts at the subscriber's version and ends at
 or after that newest event, so catch-up plus feed cover everything (duplicates are dropped
-by version). The cursor moves in exactly two ways, both keeping the invariant:
+by version). The cursor moves in exactly three ways, all keeping the invariant:
 
 1. an ``XREAD`` from the cursor returns the next events of the stream, which are offered;
 2. a local commit of versions ``v+1..v+k`` made when the cursor is exactly ``v``: those are
    all the events between ``v`` and ``v+k`` (the commit's version check proves nothing else
    was written in between), so they are offered and the cursor moves to ``v+k``. When the
    cursor is behind ``v`` (another worker committed versions this hub has not read yet)
-   nothing is offered locally and the next ``XREAD`` delivers everything in order.
+   nothing is offered locally and the next ``XREAD`` delivers everything in order;
+3. a subscription's own catch-up read (``read_from_log``) returned versions that continue
+   the cursor: they are the stream's next events, so they are offered to the match's
+   other subscriptions and the cursor moves over them. This keeps the cursor at or past
+   whatever any subscription was shown, which the failover check below relies on.
 
 And every subscribed stream is read from its cursor again within ``poll_ms``, so events
 committed elsewhere always arrive. To keep a busy worker from re-reading streams that
@@ -67,7 +71,8 @@ from the cursor again, so nothing published while it was not subscribed is misse
 **Failover.** Replication is asynchronous, so a promoted replica may lack the last events a
 worker already delivered; the next commits then reuse those versions for other events.
 After every reconnect both hubs check each subscribed stream against what they delivered
-(the entry at the cursor must still be there with the same bytes); when it is not -- lost,
+(the entry at the cursor must still be there with the same bytes; since a subscription's own
+catch-up moves the cursor, see 3. above, that covers every event shown); when it is not -- lost,
 rewritten, or trimmed away meanwhile -- the subscriptions are told with
 :meth:`EventSubscription.report_gap` and yield :class:`~.base.LogTrimmed`, so the service
 sends a snapshot and the client's view is right again (counted in
@@ -120,6 +125,9 @@ class LiveFeed(Protocol):
     def attach(self, sub: EventSubscription) -> None: ...
 
     def detach(self, sub: EventSubscription) -> None: ...
+
+    def read_from_log(self, match_id: str, events: list[Event]) -> None:
+        """An attached subscription's catch-up read ``events`` from the log itself."""
 
 
 class EventSubscription:
@@ -222,6 +230,7 @@ class EventSubscription:
                     return got
                 if got:
                     self._last = got[-1][0]
+                    self._feed.read_from_log(self.match_id, got)
                     if len(got) >= self._batch_limit:
                         self._need_catchup = True
                     return got
@@ -269,6 +278,9 @@ class MemoryFeed:
             subs.discard(sub)
             if not subs:
                 del self._subs[sub.match_id]
+
+    def read_from_log(self, match_id: str, events: list[Event]) -> None:
+        """Nothing to do: every commit is published to every subscription at once."""
 
     def publish(self, match_id: str, events: list[Event]) -> None:
         for sub in list(self._subs.get(match_id, ())):
@@ -411,6 +423,25 @@ class _HubCore:
         self._payloads[mid] = batch[-1][1]
         for sub in list(self._subs.get(mid, ())):
             sub.offer(batch)
+
+    def read_from_log(self, match_id: str, events: list[Event]) -> None:
+        """A subscription's own catch-up read ``events`` (contiguous) from the log: what
+        continues the cursor is offered to the match's other subscriptions and moves the
+        cursor, so the check after a reconnect compares the stream with everything any
+        subscriber was shown. Were the cursor left behind, a failover that lost those
+        events would go unnoticed: the stream would still continue the cursor, and the
+        new history's next versions would follow the lost ones on the subscriber's view."""
+        cursor = self._cursors.get(match_id)
+        if cursor is None or not events or events[-1][0] <= cursor or match_id in self._unverified:
+            return  # (unverified: the check reads the stream from the cursor anyway)
+        if events[0][0] > cursor + 1:
+            self._read_soon(match_id)  # the events in between are not known here
+            return
+        self._deliver(match_id, [e for e in events if e[0] > cursor])
+
+    def _read_soon(self, mid: str) -> None:
+        """The stream of ``mid`` holds events beyond the cursor that were not delivered
+        here: read it from the cursor without waiting for the next notice (hook)."""
 
     def _offer_from(self, mid: str, base_version: int, events: list[bytes]) -> bool:
         """Deliver ``events`` (versions ``base_version + 1 ..``) beyond the cursor. False
@@ -583,7 +614,7 @@ class RedisStreamHub(_HubCore):
             self._deliver(match_id, [(base_version + i, e) for i, e in enumerate(events, 1)])
             self.local_batches += 1
         elif cursor < base_version:
-            self._make_remote(match_id)  # commits from elsewhere are waiting: read them now
+            self._read_soon(match_id)  # commits from elsewhere are waiting: read them now
             return
         # else an XREAD raced ahead of this reply and already delivered these events
         streak = self._streak[match_id] = self._streak.get(match_id, 0) + 1
@@ -593,6 +624,9 @@ class RedisStreamHub(_HubCore):
     def conflicted(self, match_id: str) -> None:
         if match_id in self._cursors:
             self._make_remote(match_id)
+
+    def _read_soon(self, mid: str) -> None:
+        self._make_remote(mid)
 
     def _make_remote(self, mid: str) -> None:
         """Put ``mid`` in every blocking read from now on (interrupting the current one)."""
@@ -814,8 +848,11 @@ class ClusterStreamHub(_HubCore):
             self._deliver(match_id, [(base_version + i, e) for i, e in enumerate(events, 1)])
             self.local_batches += 1
         elif match_id in self._unverified or cursor < base_version:
-            self._catchup.add(match_id)
-            self._kick()
+            self._read_soon(match_id)
+
+    def _read_soon(self, mid: str) -> None:
+        self._catchup.add(mid)
+        self._kick()
 
     # -- doorbells -------------------------------------------------------------------
 
