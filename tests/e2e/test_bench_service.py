@@ -31,6 +31,7 @@ async def test_bench_service_reports_every_figure() -> None:
         "actions/s / echo rpc/s",
         "no-work server, same RPC pattern, actions/s",
         "actions/s / no-work pattern actions/s",
+        "no-work server CPU per action (ms)",
         "paced actions/s",
         "paced SubmitAction p99 (ms)",
         "paced delivery p99 (ms)",
@@ -42,6 +43,7 @@ async def test_bench_service_reports_every_figure() -> None:
         assert name in names, name
     assert results["actions_per_s"] > 0 and results["rest_actions_per_s"] > 0
     assert results["pattern_actions_per_s"] > 0 and results["echo_rpc_per_s"] > 0
+    assert results["pattern_server_cpu_ms_per_action"] > 0  # measured on the no-work process
     # the paced run offers 30 % of the closed loop's rate: each match waits between actions
     assert results["paced_think_ms"] > 0
     assert 0 < results["paced_actions_per_s"] < results["actions_per_s"]

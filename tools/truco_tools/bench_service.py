@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import random
 import signal
@@ -406,11 +407,18 @@ async def _echo_load(address: str, concurrency: int, seconds: float) -> float:
 
 
 async def _pattern_load(
-    address: str, matches: int, players: int, seconds: float, think_ms: float = 0.0, seed: int = 0
-) -> tuple[float, list[float]]:
-    """Actions/s of the match service's RPC pattern against the no-work server, and the
-    latency of each measured ``Act`` (ms): ``matches`` concurrent "matches", each seat a
-    stream, the flagged seat answering with ``Act``, after a random pause of mean
+    address: str,
+    matches: int,
+    players: int,
+    seconds: float,
+    think_ms: float = 0.0,
+    seed: int = 0,
+    server_pid: int | None = None,
+) -> tuple[float, list[float], float]:
+    """Actions/s of the match service's RPC pattern against the no-work server, the
+    latency of each measured ``Act`` (ms), and the server's CPU per action (ms, over the
+    same window; NaN without ``server_pid``): ``matches`` concurrent "matches", each seat
+    a stream, the flagged seat answering with ``Act``, after a random pause of mean
     ``think_ms`` (exponential, as the bots') when it is not 0."""
     n_channels = max(1, -(-matches // 25))
     channels = [_channel(address, i) for i in range(n_channels)]
@@ -447,16 +455,18 @@ async def _pattern_load(
         tasks = [asyncio.ensure_future(match(i)) for i in range(matches)]
         try:
             await asyncio.sleep(1.0 + 2 * think)  # warm up (paced: every seat has acted)
+            cpu0 = cpu_seconds(server_pid) if server_pid else math.nan
             measuring = True
             t0 = time.perf_counter()
             await asyncio.sleep(seconds)
             measuring = False
             elapsed = time.perf_counter() - t0
+            cpu = cpu_seconds(server_pid) - cpu0 if server_pid else math.nan
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        return count / elapsed, latencies
+        return count / elapsed, latencies, 1000 * cpu / max(count, 1)
     finally:
         for ch in channels:
             await ch.close()
@@ -558,7 +568,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             _child(
                 _worker_cmd(rp.url, worker_port, http_port, args, metrics_port), "gRPC listening"
             ) as worker,
-            _child(_echo_cmd(echo_port), "echo listening"),
+            _child(_echo_cmd(echo_port), "echo listening") as echo_server,
         ):
             progress(
                 f"redis {rp.url} (pid {rp.pid}), worker `truco serve` pid {worker.pid} "
@@ -634,8 +644,12 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             progress("measuring the bare gRPC echo at the same concurrency")
             echo_rate = await _echo_load(f"{HOST}:{echo_port}", args.matches, min(seconds, 5.0))
             progress("measuring the service's RPC pattern on a server that does no work")
-            pattern_rate, _ = await _pattern_load(
-                f"{HOST}:{echo_port}", args.matches, args.players, min(seconds, 5.0)
+            pattern_rate, _, pattern_cpu = await _pattern_load(
+                f"{HOST}:{echo_port}",
+                args.matches,
+                args.players,
+                min(seconds, 5.0),
+                server_pid=echo_server.pid,
             )
             paced_pattern: list[float] = []
             pattern_think = paced.get("think_ms", float(args.think_ms))
@@ -643,7 +657,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 progress(
                     f"the no-work server's pattern paced the same way (mean think {pattern_think:.0f} ms)"
                 )
-                _, paced_pattern = await _pattern_load(
+                _, paced_pattern, _ = await _pattern_load(
                     f"{HOST}:{echo_port}",
                     args.matches,
                     args.players,
@@ -671,6 +685,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             "echo_rpc_per_s": echo_rate,
             "actions_to_echo_ratio": (fig.actions / elapsed) / echo_rate if echo_rate else float("nan"),
             "pattern_actions_per_s": pattern_rate,
+            "pattern_server_cpu_ms_per_action": pattern_cpu,
             "pattern_to_echo_ratio": pattern_rate / echo_rate if echo_rate else float("nan"),
             "actions_to_pattern_ratio": (fig.actions / elapsed) / pattern_rate
             if pattern_rate
@@ -700,6 +715,11 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         out(f"actions/s / echo rpc/s: {results['actions_to_echo_ratio']:.2f}")
         out(f"no-work server, same RPC pattern, actions/s: {results['pattern_actions_per_s']:.0f}")
         out(f"no-work pattern / echo rpc/s: {results['pattern_to_echo_ratio']:.2f}")
+        out(
+            "no-work server CPU per action (ms): "
+            f"{results['pattern_server_cpu_ms_per_action']:.3f} (the same calls and messages with "
+            f"nothing behind them; the worker's: {results['worker_cpu_ms_per_action']:.3f})"
+        )
         out(f"actions/s / no-work pattern actions/s: {results['actions_to_pattern_ratio']:.2f}")
         if paced_pattern:
             results["paced_pattern_act_p50_ms"] = _pct(paced_pattern, 50)
