@@ -6,7 +6,8 @@ from the same source; the pure-Python engine stays the reference the tests run. 
 outside the source tree, so that the checkout keeps running the pure engine
 (docs/engine.md, "Compiled build")::
 
-    TRUCO_MYPYC=1 .venv/bin/pip install --no-deps --no-build-isolation --target build/mypyc .
+    TRUCO_MYPYC=1 .venv/bin/uv pip install --python .venv/bin/python \\
+        --no-deps --no-build-isolation --target build/mypyc .
 """
 
 import os
