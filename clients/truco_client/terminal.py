@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import select
+import signal
 import sys
 import threading
 import time
@@ -302,6 +304,42 @@ def parse_choice(text: str, legal: Sequence[Action]) -> Action | None:
     return None
 
 
+def read_line(prompt: str) -> str:
+    """``input(prompt)`` without its race with Ctrl-C. ``input`` writes the prompt and then
+    blocks in ``read``; a SIGINT handled in between (or by another thread: the bots' and
+    gRPC's) is noted by the interpreter but interrupts nothing, and the read waits on after
+    the ^C (seen under load as a client that ignored Ctrl-C at its prompt). On a terminal, in
+    the main thread, this waits with ``select`` on the terminal and on the signals' wakeup
+    descriptor: a signal at any moment ends the wait and its handler raises
+    ``KeyboardInterrupt`` here. Elsewhere (a pipe, another thread, not POSIX) it is ``input``."""
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an object without a descriptor
+        return input(prompt)
+    if os.name != "posix" or not os.isatty(fd) or threading.current_thread() is not threading.main_thread():
+        return input(prompt)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    previous = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    try:
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        while True:
+            ready, _, _ = select.select([fd, wake_r], [], [])
+            if wake_r in ready:
+                os.read(wake_r, 64)  # the signal's Python handler runs before the next line
+            if fd in ready:
+                data = os.read(fd, 65536)  # a terminal in its line mode gives one line
+                if not data:
+                    raise EOFError
+                return data.decode(sys.stdin.encoding or "utf-8", errors="replace").removesuffix("\n")
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(wake_r)
+        os.close(wake_w)
+
+
 def ask_action(obs: Observation, style: Style, read: Callable[[str], str], out: TextIO) -> Action | None:
     """Show the legal actions as numbered choices and read one (``None``: quit, on ``q``,
     end of input or Ctrl-C)."""
@@ -329,7 +367,7 @@ def human_loop(
     names: Names,
     style: Style,
     *,
-    read: Callable[[str], str] = input,
+    read: Callable[[str], str] = read_line,
     out: TextIO = sys.stdout,
 ) -> Observation | None:
     """Play one seat from the terminal until the match ends (``None``: the user quit)."""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
@@ -22,13 +24,26 @@ def _env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("preset", ["argentine", "paulista-2p"])
-def test_play_a_match_in_a_pty(preset: str) -> None:
-    child = pexpect.spawn(
-        TRUCO,
-        ["play", "--preset", preset, "--delay", "0", "--seed", "pty-test", "--bot-seed", "1", "--no-color"],
+def _pty(command: str, args: list[str], **options: Any) -> pexpect.spawn:
+    """``command`` on a pseudo-terminal, started as a user's shell starts it: with SIGINT at its
+    default. A test run started in the background by a script (``make test &``) inherits SIGINT
+    ignored, and a Python started that way installs no KeyboardInterrupt handler, so without
+    this the Ctrl-C tests would test the launcher, not the client."""
+    return pexpect.spawn(
+        command,
+        args,
         env=_env(),
         encoding="utf-8",
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        **options,
+    )
+
+
+@pytest.mark.parametrize("preset", ["argentine", "paulista-2p"])
+def test_play_a_match_in_a_pty(preset: str) -> None:
+    child = _pty(
+        TRUCO,
+        ["play", "--preset", preset, "--delay", "0", "--seed", "pty-test", "--bot-seed", "1", "--no-color"],
         timeout=60,
         dimensions=(50, 120),
     )
@@ -55,12 +70,8 @@ def test_play_a_match_in_a_pty(preset: str) -> None:
 
 
 def test_play_shows_cards_and_score() -> None:
-    child = pexpect.spawn(
-        TRUCO,
-        ["play", "--preset", "paulista-2p", "--delay", "0", "--seed", "x", "--no-color"],
-        env=_env(),
-        encoding="utf-8",
-        timeout=60,
+    child = _pty(
+        TRUCO, ["play", "--preset", "paulista-2p", "--delay", "0", "--seed", "x", "--no-color"], timeout=60
     )
     try:
         child.expect(r"\n> ")
@@ -154,14 +165,7 @@ def _prompt(child: pexpect.spawn) -> str:
 
 
 def _spawn(*argv: str) -> pexpect.spawn:
-    return pexpect.spawn(
-        TRUCO,
-        ["play", "--delay", "0", "--no-color", *argv],
-        env=_env(),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(50, 120),
-    )
+    return _pty(TRUCO, ["play", "--delay", "0", "--no-color", *argv], timeout=60, dimensions=(50, 120))
 
 
 def test_parse_choice_takes_numbers_card_codes_and_words() -> None:
@@ -270,3 +274,37 @@ def test_play_exits_cleanly(how: str) -> None:
     assert "Bye." in rest
     assert "Traceback" not in rest and "Exception in thread" not in rest
     assert child.exitstatus == 0, rest
+
+
+READ_LINE_CHILD = """
+import signal, threading, time
+from truco_client.terminal import read_line
+read = read_line
+
+def poke() -> None:  # a SIGINT handled by another thread: the main thread's read is not interrupted
+    time.sleep(0.3)
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+print("typed:", read("> "), flush=True)  # a line typed at the prompt comes back without its newline
+threading.Thread(target=poke).start()
+try:
+    read("> ")
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_at_the_prompt_interrupts_the_read_whichever_thread_takes_the_signal() -> None:
+    """The prompt's read ends on a SIGINT even when the signal is handled outside the read:
+    by another thread (the bots' or gRPC's, as here) or just before the read begins. ``input``
+    waits on in both cases (the client then ignored Ctrl-C: seen under load)."""
+    child = _pty(sys.executable, ["-c", READ_LINE_CHILD], timeout=30)
+    try:
+        child.expect("> ")
+        child.sendline("play 7e")
+        child.expect(r"typed: play 7e\r\n")
+        child.expect("> ")
+        assert child.expect(["interrupted", pexpect.TIMEOUT], timeout=10) == 0
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
