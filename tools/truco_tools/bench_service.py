@@ -763,6 +763,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             )
             out(f"connection client CPU per action (ms): {conn['client_cpu_ms_per_action']:.3f}")
             out(f"connection redis write round trips (commits) per action: {conn['commits_per_action']:.2f}")
+            out(f"connection rejected actions (stale view or version conflict): {conn['errors']:.0f}")
             results["connection_pattern_actions_per_s"] = conn_pattern_rate
             out(f"no-work server, connection pattern, actions/s: {conn_pattern_rate:.0f}")
             if conn_pattern_rate:
