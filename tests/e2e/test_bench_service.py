@@ -37,6 +37,10 @@ async def test_bench_service_reports_every_figure() -> None:
         "paced delivery p99 (ms)",
         "paced SubmitAction p50/p99 in the worker's handler (ms, its histogram, interpolated)",
         "no-work server, same RPC pattern paced the same way, Act p50/p99 (ms)",
+        "connection actions/s",
+        "connection rejected actions (stale view or version conflict)",
+        "no-work server CPU per action, connection pattern (ms)",
+        "the service's own work per action (ms, unary worker less its pattern)",
         "REST actions/s",
         "REST SubmitAction p99 (ms)",
     ):
@@ -44,6 +48,8 @@ async def test_bench_service_reports_every_figure() -> None:
     assert results["actions_per_s"] > 0 and results["rest_actions_per_s"] > 0
     assert results["pattern_actions_per_s"] > 0 and results["echo_rpc_per_s"] > 0
     assert results["pattern_server_cpu_ms_per_action"] > 0  # measured on the no-work process
+    assert results["connection_actions_per_s"] > 0
+    assert results["connection_pattern_server_cpu_ms_per_action"] > 0  # the bidirectional pattern's too
     # the paced run offers 30 % of the closed loop's rate: each match waits between actions
     assert results["paced_think_ms"] > 0
     assert 0 < results["paced_actions_per_s"] < results["actions_per_s"]

@@ -13,10 +13,11 @@ and delivery (ConnectAction sent -> the new version on the other seat's subscrip
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import struct
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 import grpc
@@ -266,10 +267,16 @@ def pattern_connect_handler(body: bytes) -> Any:
 
 
 async def pattern_connect_load(
-    channels: list[grpc.aio.Channel], service: str, matches: int, players: int, seconds: float
-) -> float:
+    channels: list[grpc.aio.Channel],
+    service: str,
+    matches: int,
+    players: int,
+    seconds: float,
+    server_cpu: Callable[[], float] | None = None,
+) -> tuple[float, float]:
     """Actions/s of the player connection's pattern on the no-work server: ``matches``
-    "matches" spread over one Connect stream per channel."""
+    "matches" spread over one Connect stream per channel; and the server's CPU per action
+    (ms, over the same window: ``server_cpu`` reads its CPU seconds; NaN without it)."""
     count = 0
     measuring = False
 
@@ -291,16 +298,18 @@ async def pattern_connect_load(
     tasks = [asyncio.ensure_future(connection(i, ch)) for i, ch in enumerate(channels)]
     try:
         await asyncio.sleep(1.0)  # warm up
+        cpu0 = server_cpu() if server_cpu else math.nan
         measuring = True
         t0 = time.perf_counter()
         await asyncio.sleep(seconds)
         measuring = False
         elapsed = time.perf_counter() - t0
+        cpu = server_cpu() - cpu0 if server_cpu else math.nan
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    return count / elapsed
+    return count / elapsed, 1000 * cpu / max(count, 1)
 
 
 def stubs_of(channels: list[grpc.aio.Channel]) -> list[Any]:

@@ -665,10 +665,12 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                     pattern_think,
                     args.seed,
                 )
-            conn_pattern_rate = 0.0
+            conn_pattern_rate = conn_pattern_cpu = 0.0
             if conn:
                 progress("measuring the player connection's pattern on the server that does no work")
-                conn_pattern_rate = await _connect_pattern(f"{HOST}:{echo_port}", args, min(seconds, 5.0))
+                conn_pattern_rate, conn_pattern_cpu = await _connect_pattern(
+                    f"{HOST}:{echo_port}", args, min(seconds, 5.0), echo_server.pid
+                )
         two: dict[str, float] = {}
         if conn and not args.no_workers:
             two = await _two_workers_phase(rp, args, warmup, seconds, progress)
@@ -765,9 +767,24 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             out(f"connection redis write round trips (commits) per action: {conn['commits_per_action']:.2f}")
             out(f"connection rejected actions (stale view or version conflict): {conn['errors']:.0f}")
             results["connection_pattern_actions_per_s"] = conn_pattern_rate
+            results["connection_pattern_server_cpu_ms_per_action"] = conn_pattern_cpu
             out(f"no-work server, connection pattern, actions/s: {conn_pattern_rate:.0f}")
             if conn_pattern_rate:
                 out(f"connection actions/s / its no-work pattern: {rate / conn_pattern_rate:.2f}")
+                out(
+                    f"no-work server CPU per action, connection pattern (ms): {conn_pattern_cpu:.3f} "
+                    f"(unary pattern: {results['pattern_server_cpu_ms_per_action']:.3f})"
+                )
+                # What the service adds to the calls and messages, the same on both paths
+                # (the worker's CPU less its pattern's): with S that work, T_u and T_c the two
+                # patterns' CPU, a saturated worker's connection / unary rate is about
+                # (T_u + S) / (T_c + S), which is 2 only when S <= T_u - 2 T_c.
+                work = results["worker_cpu_ms_per_action"] - results["pattern_server_cpu_ms_per_action"]
+                bound = results["pattern_server_cpu_ms_per_action"] - 2 * conn_pattern_cpu
+                out(
+                    f"the service's own work per action (ms, unary worker less its pattern): {work:.3f}; "
+                    f"connection / unary could reach 2 only below {bound:.3f}"
+                )
         if two:
             results.update({f"workers2_{k}": v for k, v in two.items()})
             out(f"--workers 2 connection actions/s: {two['actions_per_s']:.0f}")
@@ -927,11 +944,17 @@ async def _connection_phase(
     }
 
 
-async def _connect_pattern(address: str, args: argparse.Namespace, seconds: float) -> float:
+async def _connect_pattern(
+    address: str, args: argparse.Namespace, seconds: float, server_pid: int
+) -> tuple[float, float]:
+    """The connection's pattern on the no-work server: actions/s, and that server's CPU per
+    action (ms)."""
     n_channels = args.channels or max(1, -(-args.matches // 25))
     channels = [_channel(address, i) for i in range(n_channels)]
     try:
-        return await pattern_connect_load(channels, PATTERN_SERVICE, args.matches, args.players, seconds)
+        return await pattern_connect_load(
+            channels, PATTERN_SERVICE, args.matches, args.players, seconds, lambda: cpu_seconds(server_pid)
+        )
     finally:
         for ch in channels:
             await ch.close()
