@@ -14,6 +14,7 @@ events, and the clock and relay queues' readers.
 
     python benchmarks/service_path.py                   # 100 matches, 4 x 6000 actions
     python benchmarks/service_path.py --against ../old-checkout
+    python benchmarks/service_path.py --no-relay       # the relay queue moves every outbox
 
 ``--against DIR`` runs the harness of another checkout of the repository (its own
 ``benchmarks/service_path.py``, with its source folders on ``PYTHONPATH``) alternately with
@@ -37,9 +38,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def _measure(matches: int, actions: int, rounds: int, preset: str) -> tuple[list[float], float]:
+async def _measure(
+    matches: int, actions: int, rounds: int, preset: str, relay: bool = True
+) -> tuple[list[float], float]:
     """CPU per action (us) of each measured round, and the Redis round trips per action over
-    them (the store's own count: commands, stream reads, queue polls, relays)."""
+    them (the store's own count: commands, stream reads, queue polls, relays). ``relay``
+    False: no relay right after a commit, the relay queue's reader moves every outbox (as
+    when the worker that committed died), to measure what the relay after the commit costs."""
     from truco_contract.pb import match_pb2, match_service_pb2
     from truco_server import scheduler
     from truco_server.api.auth import Authenticator, Credentials
@@ -60,7 +65,8 @@ async def _measure(matches: int, actions: int, rounds: int, preset: str) -> tupl
         service = MatchService(store)
         destinations = Destinations("")
         operators = Operators(store, Deliverer(store, destinations), destinations)
-        service.relay = operators.relay
+        if relay:
+            service.relay = operators.relay
         readers = [scheduler.clock_reader(service, store)]
         if hasattr(scheduler, "relay_reader"):  # a build before the relay queue has none
             readers.append(scheduler.relay_reader(operators.relay, store))
@@ -148,17 +154,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="paulista", help="two-player preset (default paulista)")
     parser.add_argument("--against", type=Path, help="another checkout to compare with, alternately")
     parser.add_argument("--pairs", type=int, default=3, help="with --against: alternations (default 3)")
+    parser.add_argument(
+        "--no-relay",
+        action="store_true",
+        help="no operator-event relay right after a commit (the relay queue's reader does it)",
+    )
     parser.add_argument("--raw", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.raw:  # one measurement: the values on a line, the round trips on the next (--against)
-        values, trips = asyncio.run(_measure(args.matches, args.actions, args.rounds, args.preset))
+        values, trips = asyncio.run(
+            _measure(args.matches, args.actions, args.rounds, args.preset, not args.no_relay)
+        )
         print(" ".join(f"{v:.1f}" for v in values))
         print(f"{trips:.3f}")
         return 0
     if args.against is None:
-        values, trips = asyncio.run(_measure(args.matches, args.actions, args.rounds, args.preset))
-        print(_summary("this checkout", values, [trips]))
+        values, trips = asyncio.run(
+            _measure(args.matches, args.actions, args.rounds, args.preset, not args.no_relay)
+        )
+        label = "this checkout, no relay after commits" if args.no_relay else "this checkout"
+        print(_summary(label, values, [trips]))
         return 0
+    if args.no_relay:
+        parser.error("--no-relay measures this checkout alone (alternate it with a run without)")
     other = args.against.resolve()
     if not (other / "server" / "truco_server").is_dir():
         parser.error(f"{other} is not a checkout of this repository (no server/truco_server)")

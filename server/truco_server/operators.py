@@ -3,8 +3,9 @@
 **Relay.** The commit that writes a lifecycle event (``truco_contract.operator_events``) also
 writes it to the match's *outbox*, atomically, and registers an immediate wakeup of the match.
 The relay (:meth:`Operators.relay`) moves the outbox to the operator's stream and turns each
-event into one delivery per subscribed webhook; it runs right after the commit on the worker
-that made it, and again from the clock queue if that worker died first. It holds a short lock
+event into one delivery per subscribed webhook; it runs on the worker that made the commit,
+a few milliseconds after it (together with the other commits of those milliseconds), and
+again from the relay queue if that worker died first. It holds a short lock
 per match (two relays never interleave) and trims the outbox only after the stream and the
 webhook queue have the events, so an event is relayed at least once: a relay cut short is
 done again, and its events appear again in the stream with the same ``id`` (webhook
@@ -54,10 +55,12 @@ def outbox_item(owner: str, ev: OperatorEvent) -> bytes:
     return owner.encode() + b"\0" + codec.operator_event_to_proto(ev).SerializeToString()
 
 
-def _from_outbox(raw: bytes) -> tuple[str, OperatorEvent]:
+def _from_outbox(raw: bytes) -> tuple[str, bytes, OperatorEvent]:
+    """An outbox item's owner, its event's proto (what the operator's stream stores), and
+    the event."""
     owner, _, body = raw.partition(b"\0")
     msg = operator_service_pb2.OperatorEvent.FromString(body)
-    return owner.decode(), codec.operator_event_from_proto(msg)
+    return owner.decode(), body, codec.operator_event_from_proto(msg)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,30 +111,37 @@ class Operators:
     service wakes the leagues whose matches ended); at least once, like the stream."""
 
     # ------------------------------------------------------------------------ relay
-    async def relay(self, match_id: str) -> bool:
-        """Move the match's outbox to its operator's stream and webhook queue. ``False`` when
-        another relay holds the match's lock (it will finish the job)."""
-        while True:
+    async def relay(self, match_ids: Sequence[str]) -> list[str]:
+        """Move the outboxes of ``match_ids`` to their operators' streams and webhook queues,
+        together: one take of every outbox, one append per operator, one trim of every outbox
+        (each a round trip on one server, whatever the number of matches). Returns the matches
+        another relay holds the lock of (it will finish their job; try them again later)."""
+        busy: list[str] = []
+        todo = list(dict.fromkeys(match_ids))
+        while todo:
             token = secrets.token_hex(8)
-            items = await self.store.outbox_take(match_id, token, RELAY_LEASE_MS, RELAY_BATCH)
-            if items is None:
-                return False
-            if not items:
-                return True
-            by_owner: dict[str, list[OperatorEvent]] = {}
-            for raw in items:
-                owner, ev = _from_outbox(raw)
-                by_owner.setdefault(owner, []).append(ev)
-            for owner, events in by_owner.items():
-                await self._publish(owner, events)
-            await self.store.outbox_done(match_id, token, len(items))
-            if len(items) < RELAY_BATCH:
-                return True
+            taken = await self.store.outbox_take_many(todo, token, RELAY_LEASE_MS, RELAY_BATCH)
+            busy += [m for m, items in zip(todo, taken, strict=True) if items is None]
+            moved = [(m, items) for m, items in zip(todo, taken, strict=True) if items]
+            if not moved:
+                break
+            by_owner: dict[str, tuple[list[bytes], list[OperatorEvent]]] = {}
+            for _, items in moved:  # each match's events in their order
+                for raw in items:
+                    owner, body, ev = _from_outbox(raw)
+                    bodies, events = by_owner.setdefault(owner, ([], []))
+                    bodies.append(body)
+                    events.append(ev)
+            for owner, (bodies, events) in by_owner.items():
+                await self._publish(owner, bodies, events)
+            await self.store.outbox_done_many([(m, len(items)) for m, items in moved], token)
+            todo = [m for m, items in moved if len(items) >= RELAY_BATCH]  # more left in these
+        return busy
 
-    async def _publish(self, owner: str, events: Sequence[OperatorEvent]) -> None:
-        await self.store.operator_append(
-            owner, [codec.operator_event_to_proto(ev).SerializeToString() for ev in events]
-        )
+    async def _publish(self, owner: str, bodies: Sequence[bytes], events: Sequence[OperatorEvent]) -> None:
+        """Append ``events`` (stored as ``bodies``, their protos as the outbox holds them) to the
+        owner's stream, then tell the listeners and queue the webhook deliveries."""
+        await self.store.operator_append(owner, bodies)
         for ev in events:
             metrics.OPERATOR_EVENTS.labels(ev.type.value).inc()
         for listener in self.listeners:

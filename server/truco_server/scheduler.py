@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 
@@ -152,12 +152,13 @@ def clock_reader(service: MatchService, store: MatchStore, *, tick: float = 0.25
 
 
 def relay_reader(
-    relay: Callable[[str], Awaitable[bool]], store: MatchStore, *, tick: float = 0.25
+    relay: Callable[[Sequence[str]], Awaitable[list[str]]], store: MatchStore, *, tick: float = 0.25
 ) -> QueueReader:
-    """The reader of the outboxes left to relay (``MatchService`` queues each commit's)."""
+    """The reader of the outboxes left to relay (``MatchService`` queues each commit's);
+    ``relay`` is :meth:`truco_server.operators.Operators.relay`."""
 
     async def handle(claim: Claim) -> tuple[int | None, bytes]:
-        if not await relay(claim.item):  # another relay holds the outbox: look again soon
+        if await relay([claim.item]):  # another relay holds the outbox: look again soon
             return round(time.time() * 1000) + 1_000, b""
         return None, b""
 

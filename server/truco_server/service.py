@@ -29,7 +29,7 @@ import dataclasses
 import hashlib
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,6 +97,12 @@ log = structlog.get_logger("truco.service")
 RELAY_RETRIES: tuple[float | None, ...] = (0.02, 0.1, None)
 """Pauses (s) before the relay after a commit tries again when another relay holds the outbox;
 ``None``: give up and leave it to the relay queue."""
+
+RELAY_GATHER_SECONDS = 0.01
+"""How long the relay after a commit waits for other commits' outboxes to relay with it
+(one take, one append per operator and one trim for all of them: under load, a few round
+trips for many hands instead of four for each). An operator event reaches the operator's
+stream and webhook queue this much later than its commit."""
 
 RELAY_GRACE_MS = 2_000
 """How long after a commit with operator events the relay queue looks at its outbox, in case
@@ -199,10 +205,15 @@ class MatchService:
         self._touched: Lru[tuple[str, int], float] = Lru(
             cache_size, idle=max(heartbeat_seconds, 1.0), clock=clock
         )
-        self.relay: Callable[[str], Awaitable[bool]] | None = None
-        """Moves a match's outbox to its operator's stream and webhooks
-        (:meth:`truco_server.operators.Operators.relay`); without it the outbox is kept."""
+        self.relay: Callable[[Sequence[str]], Awaitable[list[str]]] | None = None
+        """Moves matches' outboxes to their operators' streams and webhooks, and returns those
+        another relay holds (:meth:`truco_server.operators.Operators.relay`); without it the
+        outboxes are kept."""
         self._relays: set[asyncio.Task[bool]] = set()
+        self._to_relay: dict[str, RelayWake] = {}
+        """Matches whose commits left operator events, for the next gathered relay."""
+        self._gathering: asyncio.Task[bool] | None = None
+        """The relay waiting for :attr:`_to_relay` to gather (none: the next commit starts one)."""
 
     @property
     def presence_timeout(self) -> float:
@@ -490,28 +501,47 @@ class MatchService:
         return RelayWake(round(self.now() * 1000) + RELAY_GRACE_MS, secrets.token_bytes(8))
 
     def _relay_soon(self, match_id: str, net: RelayWake) -> None:
-        """Relay the outbox a commit just wrote, then release the commit's safety net."""
+        """Relay the outbox a commit just wrote, with the other commits' of the next
+        :data:`RELAY_GATHER_SECONDS`, then release the commit's safety net."""
         if self.relay is None:
             return
-        task = asyncio.ensure_future(self._relay_then_release(match_id, net))
+        self._to_relay[match_id] = net  # a later commit's net replaces an earlier one's
+        if self._gathering is None or self._gathering.done():
+            self._gathering = self._spawn_relay(self._relay_gathered())
+
+    def _spawn_relay(self, work: Coroutine[Any, Any, bool]) -> asyncio.Task[bool]:
+        task = asyncio.ensure_future(work)
         self._relays.add(task)
         task.add_done_callback(self._relayed)
+        return task
 
-    async def _relay_then_release(self, match_id: str, net: RelayWake) -> bool:
+    async def _relay_gathered(self) -> bool:
+        assert self.relay is not None
+        await asyncio.sleep(RELAY_GATHER_SECONDS)
+        gathered, self._to_relay = self._to_relay, {}
+        self._gathering = None  # commits from now on gather for the next relay
+        busy = set(await self.relay(list(gathered)))
+        # Any commit that queued a match after the one kept here replaced the token (its own
+        # relay releases it); every commit queued before it committed before it, so the
+        # relay just done moved its events too.
+        done = [(m, net.token) for m, net in gathered.items() if m not in busy]
+        await self.store.queue_release_many(RELAY, done)
+        for match_id in busy:
+            # another relay holds the outbox (it took it before these events were there):
+            # try again shortly, then leave the events to the relay queue
+            self._spawn_relay(self._relay_again(match_id, gathered[match_id]))
+        return True
+
+    async def _relay_again(self, match_id: str, net: RelayWake) -> bool:
         assert self.relay is not None
         for pause in RELAY_RETRIES:
-            if await self.relay(match_id):
-                break
-            # another relay holds the outbox (it took it before this commit's events were
-            # there): try again shortly, then leave the events to the relay queue
             if pause is None:
                 return False
             await asyncio.sleep(pause)
-        # Any commit that queued the match after this one replaced the token (its own relay
-        # releases it); every commit queued before this one committed before it, so the
-        # relay just done moved its events too.
-        await self.store.queue_release(RELAY, match_id, net.token)
-        return True
+            if not await self.relay([match_id]):
+                await self.store.queue_release(RELAY, match_id, net.token)
+                return True
+        return False
 
     def _relayed(self, task: asyncio.Task[bool]) -> None:
         self._relays.discard(task)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Sequence
 
 import pytest
 
@@ -118,3 +119,31 @@ async def test_the_relay_after_a_commit_waits_out_a_relay_that_is_finishing(
     await _relayed(service)  # its tries: 20 ms, then 100 ms later, when the 80 ms lock is gone
     assert (await _stream_types(service, operator.name))[-1] == "match.cancelled"
     assert await service.store.queue_due(RELAY, FAR) == []
+
+
+async def test_commits_of_a_few_milliseconds_are_relayed_together(
+    service: MatchService, operator: Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relay after a commit waits ``RELAY_GATHER_SECONDS`` for other commits' outboxes:
+    matches created within that time are relayed by one call (one take, one append per
+    operator, one trim and one release for all of them), and every event still arrives."""
+    operators = _operators(service)
+    calls: list[list[str]] = []
+
+    async def relay(match_ids: Sequence[str]) -> list[str]:
+        calls.append(list(match_ids))
+        return await operators.relay(match_ids)
+
+    service.relay = relay
+    monkeypatch.setattr(service_module, "RELAY_GATHER_SECONDS", 1.0)  # ample on a loaded machine
+    created = [
+        await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p")) for _ in range(3)
+    ]
+    await _relayed(service)
+    ids = [c.match.match_id for c in created]
+    assert calls == [ids]
+    types = await _stream_types(service, operator.name)
+    assert types == ["match.created", "match.started"] * 3
+    assert await service.store.queue_due(RELAY, FAR) == []  # every safety net released
+    for mid in ids:
+        assert await service.store.outbox_take(mid, "check", 1000, 10) == []

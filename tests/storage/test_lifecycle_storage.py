@@ -122,6 +122,51 @@ async def test_commit_and_create_register_the_wakeup_and_fill_the_outbox(store: 
     assert await store.outbox_take("m1", "tok3", 10_000, 10) == []
 
 
+async def test_outboxes_of_several_matches_are_taken_trimmed_and_released_together(
+    store: MatchStore, backend: str
+) -> None:
+    """The relay's batch: one take of several outboxes (each answering as its single take
+    would: items, nothing, or locked), one trim, one release of their safety nets; on one
+    server each of the three is one round trip whatever the number of matches."""
+    for m in ("m1", "m2", "m3"):
+        await _match(store, m, outbox=[f"{m} created".encode()], relay=RelayWake(5_000, m.encode()))
+    assert await store.outbox_take("m2", "another relay", 10_000, 10) is not None
+    await store.outbox_done("m3", "nobody", 0)  # not locked: no effect
+    assert await store.outbox_take("m3", "first", 10_000, 10) == [b"m3 created"]
+    assert await store.outbox_done("m3", "first", 1)  # m3's outbox is empty now
+    assert not await store.queue_release(RELAY, "nope", b"")  # Redis has each script from here on
+    stats = getattr(store, "stats", None)
+    trips = stats.round_trips if stats is not None else 0
+    taken = await store.outbox_take_many(["m1", "m2", "m3", "nope"], "tok", 10_000, 10)
+    assert taken == [[b"m1 created"], None, [], []]
+    assert await store.outbox_done_many([("m1", 1), ("m2", 1)], "tok") == [True, False]  # m2 not ours
+    released = await store.queue_release_many(RELAY, [("m1", b"m1"), ("m2", b"stale"), ("m3", b"m3")])
+    assert released == [True, False, True]
+    if stats is not None and backend != "cluster":
+        assert stats.round_trips - trips == 3
+    assert await store.outbox_take("m1", "check", 10_000, 10) == []
+    assert await store.outbox_take("m2", "check", 10_000, 10) is None  # still the other relay's
+    assert [item for item, _, _ in await _claim_all(store, RELAY, 10**12)] == ["m2"]
+    assert await store.outbox_take_many([], "tok", 10_000, 10) == []
+    assert await store.outbox_done_many([], "tok") == []
+    assert await store.queue_release_many(RELAY, []) == []
+
+
+async def test_a_batch_of_scripts_loads_its_script_once_where_it_was_flushed(
+    store: MatchStore, backend: str
+) -> None:
+    """Batched outbox takes on a server that lost its scripts (a restart): every call is
+    refused with NOSCRIPT in one round trip, then SCRIPT LOAD and all of them again in one."""
+    if backend not in ("redis", "sentinel"):
+        pytest.skip("one round trip on one server only: a cluster runs each call as a single script")
+    for m in ("m1", "m2", "m3"):
+        await _match(store, m, outbox=[m.encode()])
+    await store.client.script_flush()  # type: ignore[attr-defined]
+    before = store.stats.round_trips  # type: ignore[attr-defined]
+    assert await store.outbox_take_many(["m1", "m2", "m3"], "tok", 10_000, 10) == [[b"m1"], [b"m2"], [b"m3"]]
+    assert store.stats.round_trips - before == 2  # type: ignore[attr-defined]
+
+
 async def test_a_relay_safety_net_is_released_only_by_the_commit_that_queued_it_last(
     store: MatchStore,
 ) -> None:

@@ -486,6 +486,11 @@ class MatchStore(Protocol):
         since, claimed or not). ``True`` when it did."""
         ...
 
+    async def queue_release_many(self, queue: str, items: Sequence[tuple[str, bytes]]) -> list[bool]:
+        """:meth:`queue_release` of each ``(item, data)``, in one round trip where the store
+        can (one server); what each answered, in order."""
+        ...
+
     # -- presence, records, the outbox ---------------------------------------------
 
     async def touch(self, match_id: str, seat: int, now: int) -> None:
@@ -501,8 +506,20 @@ class MatchStore(Protocol):
         ``token`` for ``lease`` ms; ``None`` when another relay holds the lock."""
         ...
 
+    async def outbox_take_many(
+        self, match_ids: Sequence[str], token: str, lease: int, limit: int
+    ) -> list[list[bytes] | None]:
+        """:meth:`outbox_take` of several matches with one token, in one round trip where the
+        store can (one server); what each answered, in order."""
+        ...
+
     async def outbox_done(self, match_id: str, token: str, count: int) -> bool:
         """Drop the first ``count`` outbox items and the lock, if ``token`` still holds it."""
+        ...
+
+    async def outbox_done_many(self, done: Sequence[tuple[str, int]], token: str) -> list[bool]:
+        """:meth:`outbox_done` of each ``(match_id, count)`` taken with ``token``, in one round
+        trip where the store can; what each answered, in order."""
         ...
 
     # -- operators ------------------------------------------------------------------

@@ -357,6 +357,9 @@ class MemoryMatchStore:
         del q[item]
         return True
 
+    async def queue_release_many(self, queue: str, items: Sequence[tuple[str, bytes]]) -> list[bool]:
+        return [await self.queue_release(queue, item, data) for item, data in items]
+
     # -- presence, records, the outbox -----------------------------------------------
 
     async def touch(self, match_id: str, seat: int, now: int) -> None:
@@ -380,6 +383,11 @@ class MemoryMatchStore:
         m.relay = (token, now + lease / 1000)
         return m.outbox[:limit]
 
+    async def outbox_take_many(
+        self, match_ids: Sequence[str], token: str, lease: int, limit: int
+    ) -> list[list[bytes] | None]:
+        return [await self.outbox_take(m, token, lease, limit) for m in match_ids]
+
     async def outbox_done(self, match_id: str, token: str, count: int) -> bool:
         m = self._get(match_id)
         if m is None or m.relay is None or m.relay[0] != token:
@@ -387,6 +395,9 @@ class MemoryMatchStore:
         del m.outbox[:count]
         m.relay = None
         return True
+
+    async def outbox_done_many(self, done: Sequence[tuple[str, int]], token: str) -> list[bool]:
+        return [await self.outbox_done(m, token, count) for m, count in done]
 
     # -- operators ----------------------------------------------------------------------
 

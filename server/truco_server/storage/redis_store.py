@@ -920,6 +920,36 @@ class RedisMatchStore:
             return res
         raise ClusterError(f"{lua.sha[:8]}: too many redirections for {keys[0]!r}")
 
+    async def _scripts(self, lua: Lua, calls: Sequence[tuple[list[str], list[Any]]]) -> list[Any]:
+        """:meth:`_script` of ``lua`` once per ``(keys, args)`` of ``calls``, the replies in
+        order: on one server all in one round trip (one write of every ``EVALSHA``, one read
+        of the replies; ``NOSCRIPT`` loads the script and runs the refused ones again); on a
+        cluster, where the keys are other slots, each in a round trip of its own, at once."""
+        if not calls:
+            return []
+        if self.kind == "cluster" or len(calls) == 1:
+            return list(await asyncio.gather(*(self._script(lua, keys, args) for keys, args in calls)))
+        replies: list[Any] = [None] * len(calls)
+        todo = list(range(len(calls)))
+        load: list[bytes] = []
+        for _ in range(2):
+            commands = load + [
+                pack_command("EVALSHA", lua.sha, len(calls[i][0]), *calls[i][0], *calls[i][1]) for i in todo
+            ]
+            got = await self._exchange(calls[0][0][0], b"".join(commands), len(commands), None)
+            refused = []
+            for i, res in zip(todo, got[len(load) :], strict=True):
+                if isinstance(res, NoScriptError):
+                    refused.append(i)
+                elif isinstance(res, Exception):
+                    raise res
+                else:
+                    replies[i] = res
+            if not refused:
+                return replies
+            todo, load = refused, [pack_command("SCRIPT", "LOAD", lua.body)]  # then run them again
+        raise ResponseError(f"{lua.sha[:8]}: NOSCRIPT after SCRIPT LOAD")
+
     def _new_head(self) -> str:
         return f"{self._head_prefix}{next(self._head_counter):x}"
 
@@ -1281,13 +1311,16 @@ class RedisMatchStore:
         return bool(int(await self._retrying("queue_finish", go)))
 
     async def queue_release(self, queue: str, item: str, data: bytes) -> bool:
+        return (await self.queue_release_many(queue, [(item, data)]))[0]
+
+    async def queue_release_many(self, queue: str, items: Sequence[tuple[str, bytes]]) -> list[bool]:
         q = self.queue(queue)
-        keys = [q.key_for(item, ":due"), q.key_for(item, ":data")]
+        calls = [([q.key_for(item, ":due"), q.key_for(item, ":data")], [item, data]) for item, data in items]
 
-        async def go() -> Any:
-            return await self._script(_QUEUE_RELEASE, keys, [item, data])
+        async def go() -> list[Any]:
+            return await self._scripts(_QUEUE_RELEASE, calls)
 
-        return bool(int(await self._retrying("queue_release", go)))
+        return [bool(int(r)) for r in await self._retrying("queue_release", go)]
 
     # -- presence, records, the outbox -----------------------------------------------
 
@@ -1314,21 +1347,36 @@ class RedisMatchStore:
         return {int(_s(k)): int(_s(v)) for k, v in raw.items()}
 
     async def outbox_take(self, match_id: str, token: str, lease: int, limit: int) -> list[bytes] | None:
-        keys = self.keys_for(match_id)
+        return (await self.outbox_take_many([match_id], token, lease, limit))[0]
 
-        async def go() -> Any:
-            return await self._script(_OUTBOX_TAKE, [keys.outbox, keys.relay], [token, lease, limit])
+    async def outbox_take_many(
+        self, match_ids: Sequence[str], token: str, lease: int, limit: int
+    ) -> list[list[bytes] | None]:
+        calls = []
+        for match_id in match_ids:
+            keys = self.keys_for(match_id)
+            calls.append(([keys.outbox, keys.relay], [token, lease, limit]))
 
-        raw = await self._retrying("outbox_take", go)
-        return None if raw is None else [_b(x) for x in raw]
+        async def go() -> list[Any]:
+            return await self._scripts(_OUTBOX_TAKE, calls)
+
+        return [
+            None if raw is None else [_b(x) for x in raw] for raw in await self._retrying("outbox_take", go)
+        ]
 
     async def outbox_done(self, match_id: str, token: str, count: int) -> bool:
-        keys = self.keys_for(match_id)
+        return (await self.outbox_done_many([(match_id, count)], token))[0]
 
-        async def go() -> Any:
-            return await self._script(_OUTBOX_DONE, [keys.outbox, keys.relay], [token, count])
+    async def outbox_done_many(self, done: Sequence[tuple[str, int]], token: str) -> list[bool]:
+        calls = []
+        for match_id, count in done:
+            keys = self.keys_for(match_id)
+            calls.append(([keys.outbox, keys.relay], [token, count]))
 
-        return bool(int(await self._retrying("outbox_done", go)))
+        async def go() -> list[Any]:
+            return await self._scripts(_OUTBOX_DONE, calls)
+
+        return [bool(int(r)) for r in await self._retrying("outbox_done", go)]
 
     # -- operators: event streams, webhooks, deliveries --------------------------------
 
