@@ -543,6 +543,13 @@ class MatchService:
                 return True
         return False
 
+    async def relays_done(self) -> None:
+        """Wait until every relay this worker has started after its commits is over (and the
+        ones they started: a retry), failed or not: the operator events of the commits made so
+        far are in their streams, or left to the relay queue."""
+        while self._relays:
+            await asyncio.gather(*self._relays, return_exceptions=True)
+
     def _relayed(self, task: asyncio.Task[bool]) -> None:
         self._relays.discard(task)
         if not task.cancelled() and task.exception() is not None:

@@ -251,6 +251,7 @@ async def _new_match(env: RestEnv) -> None:
         Credentials(api_key=API_KEY),
         MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset="argentine"), players=2, seed=b"f" * 32),
     )
+    await env.match_api.service.relays_done()  # its operator events are relayed before any input
     env.match_id = created.match.match_id
     env.tokens = {f"$seat{c.seat}": c.token for c in created.seat_credentials}
     env.tokens["$spectator"] = created.spectator_token
@@ -486,6 +487,8 @@ def rest_target(data: bytes) -> None:
     path_params = {k: v for k, v in _pairs(call.get("path"))}
     for name in route.path_fields:
         path_params.setdefault(name.replace(".", "__"), env.match_id)
+    # what earlier calls left to relay (RELAY_GATHER_SECONDS after their commits) is done first
+    env.loop.run_until_complete(env.match_api.service.relays_done())
     before = env.fingerprint()
     try:
         creds = Credentials.from_pairs(list(headers.items()))

@@ -21,7 +21,7 @@ from google.protobuf import struct_pb2
 
 from tests.e2e.client import Created, Stub, bearer, create
 from tests.e2e.conftest import WorkerFactory
-from tests.hardening.helpers import details
+from tests.hardening.helpers import details, relays_settled
 from truco_contract.pb import match_pb2
 from truco_contract.pb import match_service_pb2 as MS
 from truco_server.config import ApiKey
@@ -86,6 +86,7 @@ async def env(make_worker: WorkerFactory, clean_redis_url: str) -> AsyncIterator
         r = aioredis.Redis.from_url(clean_redis_url)
         stub = Stub(ch)
         made = await create(stub, "argentine", 2, api_key=KEY)
+        await relays_settled(r)  # what the create left to relay is in Redis before any test
         try:
             yield Env(stub, f"http://127.0.0.1:{w.http_port}", w.http_port, http, r, made)
         finally:

@@ -3,6 +3,7 @@ Redis the test owns (so it may pause, kill and restart it by pid)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -58,3 +59,14 @@ def details(err: grpc.aio.AioRpcError) -> Details:
 async def worker_on(redis_url: str, **overrides: Any) -> AsyncIterator[Worker]:
     async with running_worker(e2e_settings(redis_url, **overrides)) as w:
         yield w
+
+
+async def relays_settled(redis: Any, timeout: float = 10.0) -> None:
+    """Wait until the worker has relayed every operator event of its commits so far: no relay
+    holds a match's lock and the relay queue holds no safety net (the relay releases each one
+    when it is done). A relay runs ``RELAY_GATHER_SECONDS`` after its commit, so a test that
+    compares the keys before and after a refused call waits for it first."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while await redis.keys("truco:{q:relay:*") or await redis.keys("truco:*:relay"):
+        assert asyncio.get_running_loop().time() < deadline, "the relay did not finish"
+        await asyncio.sleep(0.01)

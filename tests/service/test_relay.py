@@ -31,8 +31,7 @@ def _operators(service: MatchService) -> Operators:
 
 
 async def _relayed(service: MatchService) -> None:
-    while service._relays:
-        await asyncio.gather(*service._relays, return_exceptions=True)
+    await service.relays_done()
 
 
 async def _stream_types(service: MatchService, owner: str) -> list[str]:
