@@ -71,16 +71,18 @@ through the failover and the worker's restart."""
 async def campaign(
     cluster: LocalRedisCluster, workers: list[WorkerProcess], matches: int
 ) -> tuple[LoadStats, list[Created]]:
-    """All ``matches`` at once; once 15 % are done, ``STALLED`` clocked matches nobody plays
-    and, as soon as their first expiry is applied, a primary killed; worker 2 killed and
-    started again once 40 % are done."""
+    """``matches`` matches, half of them at a time; once 15 % are done, ``STALLED`` clocked
+    matches nobody plays and, as soon as their first expiry is applied, a primary killed;
+    worker 2 killed and started again once 40 % are done. (With all of them at once, 40
+    matches could all end during the failover's 2-3 s, and the worker's kill then broke no
+    stream: seen once on a loaded machine.)"""
     stats = LoadStats()
     t0 = time.monotonic()
     async with (
         ClusterBots([w.address for w in workers], seed=matches, stats=stats) as bots,
         grpc.aio.insecure_channel(workers[0].address) as ch,
     ):
-        play = asyncio.ensure_future(bots.run(matches, concurrency=matches))
+        play = asyncio.ensure_future(bots.run(matches, concurrency=max(1, matches // 2)))
         budget = 60 + matches
 
         def done(share: float) -> Callable[[], bool]:
