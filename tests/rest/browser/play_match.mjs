@@ -60,7 +60,12 @@ function watch(page, name) {
   page.on("response", async (r) => {
     if (r.status() < 400 || r.status() === 409) return;
     let body = "";
-    try { body = (await r.text()).slice(0, 300); } catch { body = "(no body)"; }
+    try { body = await r.text(); } catch { body = "(no body)"; }
+    // The same race at the match's end: a click (paulista's truco may be called out of turn)
+    // sent while an in-page bot's last card ended the match is refused as MATCH_NOT_ACTIVE,
+    // and the stream then shows the match over.
+    if (r.status() === 400 && new URL(r.url()).pathname.endsWith("/actions") && body.includes('"MATCH_NOT_ACTIVE"')) return;
+    body = body.slice(0, 300);
     const sent = (r.request().postData() || "").slice(0, 300);
     problems.push(`${name}: ${r.request().method()} ${new URL(r.url()).pathname} -> ${r.status()} ${body} (sent ${sent})`);
   });
