@@ -1,15 +1,15 @@
 """What an operator follows of its matches: its event stream and its webhooks.
 
 **Relay.** The commit that writes a lifecycle event (``truco_contract.operator_events``) also
-writes it to the match's *outbox*, atomically, and registers an immediate wakeup of the match.
-The relay (:meth:`Operators.relay`) moves the outbox to the operator's stream and turns each
-event into one delivery per subscribed webhook; it runs on the worker that made the commit,
-a few milliseconds after it (together with the other commits of those milliseconds), and
-again from the relay queue if that worker died first. It holds a short lock
-per match (two relays never interleave) and trims the outbox only after the stream and the
-webhook queue have the events, so an event is relayed at least once: a relay cut short is
-done again, and its events appear again in the stream with the same ``id`` (webhook
-deliveries are queued once per webhook and event id).
+writes it to the match's *outbox*, atomically, and queues the match in the relay queue (its
+safety net, due two seconds later). The relay (:meth:`Operators.relay`) moves the outbox to
+the operator's stream and turns each event into one delivery per subscribed webhook; it runs
+on the worker that made the commit, a few milliseconds after it (together with the other
+commits of those milliseconds), and again from the relay queue if that worker died first.
+It holds a short lock per match (two relays never interleave) and trims the outbox only
+after the stream and the webhook queue have the events, so an event is relayed at least
+once: a relay cut short is done again, and its events appear again in the stream with the
+same ``id`` (webhook deliveries are queued once per webhook and event id).
 
 **Stream** (``StreamOperatorEvents``): the operator's Redis stream, read from a cursor, with
 heartbeats. Resumable from any cursor still kept (``operator_events_max_len``).
