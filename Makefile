@@ -65,11 +65,11 @@ system-deps:
 test: setup system-deps
 	$(BIN)/python -m pytest -q
 
-## lint: ruff, mypy (strict on the engine and the contract), the import contracts, generated code
+## lint: ruff, mypy (strict on the engine, the match and the contract), the import contracts, generated code
 ## fresh and buf STANDARD lint
 lint: setup
 	$(BIN)/ruff check .
-	$(BIN)/mypy truco_engine
+	$(BIN)/mypy truco_engine truco_match
 	$(BIN)/mypy --strict contract/truco_contract
 	$(BIN)/mypy server/truco_server
 	$(BIN)/mypy clients

@@ -26,11 +26,12 @@ from typing import Any
 from google.protobuf import json_format
 
 import truco_engine as te
-from truco_contract import codec, table
-from truco_contract.events import EventView, MatchStatus, redact
+from truco_contract import codec
 from truco_contract.json_mapping import message_to_dict, whole_numbers
 from truco_contract.pb import match_service_pb2
-from truco_contract.views import view
+from truco_match import table
+from truco_match.events import EventView, MatchStatus, redact
+from truco_match.views import view
 from truco_server.rest.app import _dumps as _new_text  # what the REST face writes with
 
 

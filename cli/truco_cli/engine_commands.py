@@ -13,10 +13,10 @@ import sys
 from typing import Any
 
 from truco_cli.record_commands import ReadError, read_text, replay_match_record
-from truco_contract.records import FORMAT as MATCH_RECORD_FORMAT
 from truco_engine.errors import TrucoError
 from truco_engine.record import RECORD_FORMAT, MatchRecord, canonical_json, replay
 from truco_engine.state import MatchState
+from truco_match.records import FORMAT as MATCH_RECORD_FORMAT
 
 
 def replay_any(text: str) -> MatchState:

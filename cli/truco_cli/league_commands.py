@@ -215,7 +215,7 @@ def _results(args: argparse.Namespace) -> int:
 
 def _records(args: argparse.Namespace) -> int:
     from truco_client.client import TrucoClient
-    from truco_contract import records
+    from truco_contract import record_file
 
     out = Path(args.dir)
     try:
@@ -230,7 +230,7 @@ def _records(args: argparse.Namespace) -> int:
             for t in p.tables:
                 if not t.match_id:
                     continue
-                text = records.record_to_json(matches.get_match_record(t.match_id))
+                text = record_file.record_to_json(matches.get_match_record(t.match_id))
                 try:
                     (out / f"{t.key}.{t.match_id}.json").write_text(text, encoding="utf-8")
                 except OSError as exc:

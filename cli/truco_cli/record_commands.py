@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import truco_engine as te
-from truco_contract import records
-from truco_contract.verify import verify_json
+from truco_contract import record_file
+from truco_contract.record_file import verify_json
+from truco_match import records
 
 
 class ReadError(Exception):
@@ -41,7 +42,7 @@ def read_text(path: str) -> str:
 def replay_match_record(text: str | bytes) -> te.MatchState:
     """The final state of an exported match record, replayed step by step through the rules.
     Raises :class:`truco_engine.RecordError` (the format, or the step that does not replay)."""
-    record = records.record_from_json(text)
+    record = record_file.record_from_json(text)
     *_, last = records.replay_record(record)
     return last.state
 
@@ -74,7 +75,7 @@ def _record(args: argparse.Namespace) -> int:
     servers = args.server.split(",")
     with TrucoClient(servers, token=token, api_key=api_key, timeout=args.timeout) as client:
         record = client.get_match_record(args.match)
-    text = records.record_to_json(record)
+    text = record_file.record_to_json(record)
     if args.output in (None, "-"):
         sys.stdout.write(text)
     else:

@@ -43,8 +43,8 @@ from truco_client.leagues import Assignment, LeagueClient, run_lobby
 from truco_client.local import LocalResults, run_local
 from truco_client.observation import Event, HandTracker, Observation, Pending, Play, Trick
 from truco_client.records import MatchRecord, RecordFormatError, read_record, write_record
-from truco_contract.lifecycle import TimeControl
-from truco_contract.views import ClockView
+from truco_match.lifecycle import TimeControl
+from truco_match.views import ClockView
 
 __all__ = [
     "Action",

@@ -15,9 +15,9 @@ import truco_engine as te
 from truco_client.actions import Action
 from truco_client.observation import Event, HandTracker, Observation
 from truco_contract import codec
-from truco_contract.lifecycle import Lifecycle, TimeControl
-from truco_contract.matches import MatchInfo
 from truco_contract.pb import match_pb2, match_service_pb2
+from truco_match.lifecycle import Lifecycle, TimeControl
+from truco_match.matches import MatchInfo
 
 CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     # Detect a dead connection under a silent stream (the server allows pings every 10 s).

@@ -50,10 +50,10 @@ from truco_client._core import (
 from truco_client.actions import Action
 from truco_client.errors import RETRYABLE, Unavailable, from_rpc_error
 from truco_contract import codec
-from truco_contract.lifecycle import TimeControl
-from truco_contract.matches import MatchInfo
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
-from truco_contract.records import MatchRecord
+from truco_match.lifecycle import TimeControl
+from truco_match.matches import MatchInfo
+from truco_match.records import MatchRecord
 
 T = TypeVar("T")
 

@@ -58,10 +58,10 @@ from truco_client._core import (
 from truco_client.actions import Action
 from truco_client.errors import RETRYABLE, TrucoClientError, Unavailable, from_rpc_error
 from truco_contract import codec
-from truco_contract.lifecycle import TimeControl
-from truco_contract.matches import MatchInfo
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
-from truco_contract.records import MatchRecord
+from truco_match.lifecycle import TimeControl
+from truco_match.matches import MatchInfo
+from truco_match.records import MatchRecord
 
 T = TypeVar("T")
 
@@ -227,7 +227,7 @@ class TrucoClient:
         """Create a match (operator API key). ``seats`` are display names or (name, "bot").
 
         Lifecycle (``docs/sdk.md``): ``time_control`` (a
-        :class:`~truco_contract.lifecycle.TimeControl`, in milliseconds) or its shorthand
+        :class:`~truco_match.lifecycle.TimeControl`, in milliseconds) or its shorthand
         ``turn_timeout`` (that many seconds per decision); ``join_window``, ``idle_timeout``,
         ``disconnect_grace`` in seconds (or ``timedelta``); ``spectator_delay`` in actions;
         ``show_hands`` shows spectators each hand's cards once it is over; ``client_seed``

@@ -38,8 +38,8 @@ from truco_client.errors import RETRYABLE, from_rpc_error
 from truco_client.runner import run_bot
 from truco_contract import codec
 from truco_contract.leagues import Assignment, assignment_from_proto
-from truco_contract.lifecycle import TimeControl
 from truco_contract.pb import league_service_pb2, league_service_pb2_grpc, match_pb2
+from truco_match.lifecycle import TimeControl
 
 pb = league_service_pb2
 T = TypeVar("T")

@@ -22,9 +22,9 @@ from typing import Any
 import truco_engine as te
 from truco_client.bot import Bot
 from truco_client.observation import Event, HandTracker, Observation
-from truco_contract import table
-from truco_contract.events import DealSource, EventView, LogEntry, MatchStatus, SeatKind, redact
-from truco_contract.views import view
+from truco_match import table
+from truco_match.events import DealSource, EventView, LogEntry, MatchStatus, SeatKind, redact
+from truco_match.views import view
 
 BotFactory = Callable[[], Bot] | type[Bot]
 
@@ -96,7 +96,7 @@ def play_local_match(
     """Play one match between ``bots`` (one per seat), exactly as a server would run it: the
     same log (``match_created``, every event, the deals from ``seed`` or from a seed drawn
     from ``deck_rng``, ``match_revealed``), the same versions, and the same observations and
-    events for every seat (:mod:`truco_contract.table`). The bot of the seat whose decision
+    events for every seat (:mod:`truco_match.table`). The bot of the seat whose decision
     is awaited acts. Returns the final state and the number of illegal
     actions (with ``strict`` the first illegal action raises :class:`IllegalBotAction`;
     otherwise the first legal action is played instead).

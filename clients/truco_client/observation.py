@@ -2,7 +2,7 @@
 one version, with helpers.
 
 It is built in one place (:meth:`Observation.from_view`) from the contract's
-:class:`~truco_contract.views.SeatView`, whether that came over the network (decoded by the
+:class:`~truco_match.views.SeatView`, whether that came over the network (decoded by the
 contract's codec) or from the local rules engine (:mod:`truco_client.local`), so a bot sees
 exactly the same object in both.
 
@@ -18,9 +18,9 @@ from typing import Any
 
 import truco_engine as te
 from truco_client.actions import Action
-from truco_contract.events import EventView, MatchStatus
-from truco_contract.views import ClockView, SeatView
 from truco_engine.ranking import envido_points_for, has_flor_for, strength_table
+from truco_match.events import EventView, MatchStatus
+from truco_match.views import ClockView, SeatView
 
 Event = EventView
 """One event as the viewer received it: ``version``, ``payload`` (typed, already redacted),

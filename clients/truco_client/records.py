@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from truco_contract.records import MatchRecord, RecordFormatError, record_from_json, record_to_json
+from truco_contract.record_file import RecordFormatError, record_from_json, record_to_json
+from truco_match.records import MatchRecord
 
 
 def write_record(record: MatchRecord, path: str | Path) -> None:
@@ -20,7 +21,7 @@ def write_record(record: MatchRecord, path: str | Path) -> None:
 
 def read_record(path: str | Path) -> MatchRecord:
     """Read an export file (also the body of ``GET /v1/matches/{id}/record``). Raises
-    :class:`~truco_contract.records.RecordFormatError` when it is not a match record."""
+    :class:`~truco_contract.record_file.RecordFormatError` when it is not a match record."""
     return record_from_json(Path(path).read_bytes())
 
 

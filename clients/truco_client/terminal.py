@@ -17,8 +17,8 @@ from truco_client.actions import Action
 from truco_client.bot import Bot
 from truco_client.client import TrucoClient
 from truco_client.observation import Event, Observation
-from truco_contract.events import MatchCancelled
 from truco_engine.ranking import MANILHA_BASE
+from truco_match.events import MatchCancelled
 
 SUITS = {"C": "♣", "H": "♥", "S": "♠", "D": "♦", "e": "⚔", "b": "♣", "c": "♥", "o": "◆"}
 SUIT_WORDS = {"e": "espadas", "b": "bastos", "c": "copas", "o": "oros"}

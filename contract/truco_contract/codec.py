@@ -30,7 +30,16 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
 import truco_engine as te
-from truco_contract.events import (
+from truco_contract.pb import (
+    action_pb2,
+    event_pb2,
+    game_pb2,
+    match_pb2,
+    match_service_pb2,
+    observation_pb2,
+    operator_service_pb2,
+)
+from truco_match.events import (
     SERVICE_PAYLOADS,
     EventView,
     Fairness,
@@ -44,21 +53,12 @@ from truco_contract.events import (
     SeatKind,
     UnknownPayload,
 )
-from truco_contract.lifecycle import Lifecycle, TimeControl
-from truco_contract.matches import MatchInfo, MatchResult
-from truco_contract.operator_events import OperatorEvent, OperatorEventType
-from truco_contract.pb import (
-    action_pb2,
-    event_pb2,
-    game_pb2,
-    match_pb2,
-    match_service_pb2,
-    observation_pb2,
-    operator_service_pb2,
-)
-from truco_contract.records import FORMAT as RECORD_FORMAT
-from truco_contract.records import MatchRecord, RecordedHand, RecordStep
-from truco_contract.views import ClockView, SeatView
+from truco_match.lifecycle import Lifecycle, TimeControl
+from truco_match.matches import MatchInfo, MatchResult
+from truco_match.operator_events import OperatorEvent, OperatorEventType
+from truco_match.records import FORMAT as RECORD_FORMAT
+from truco_match.records import MatchRecord, RecordedHand, RecordStep
+from truco_match.views import ClockView, SeatView
 
 
 class DecodeError(ValueError):

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import truco_engine as te
-from truco_contract import records
-from truco_contract.events import LogEntry
-from truco_contract.lifecycle import Life
+from truco_match import records
+from truco_match.events import LogEntry
+from truco_match.lifecycle import Life
 from truco_server.persisted import Loaded
 
 

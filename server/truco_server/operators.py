@@ -1,6 +1,6 @@
 """What an operator follows of its matches: its event stream and its webhooks.
 
-**Relay.** The commit that writes a lifecycle event (``truco_contract.operator_events``) also
+**Relay.** The commit that writes a lifecycle event (``truco_match.operator_events``) also
 writes it to the match's *outbox*, atomically, and queues the match in the relay queue (its
 safety net, due two seconds later). The relay (:meth:`Operators.relay`) moves the outbox to
 the operator's stream and turns each event into one delivery per subscribed webhook; it runs
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 import structlog
 
 from truco_contract import codec
-from truco_contract.operator_events import OperatorEvent, OperatorEventType
 from truco_contract.pb import operator_service_pb2
+from truco_match.operator_events import OperatorEvent, OperatorEventType
 from truco_server import errors as E
 from truco_server import metrics
 from truco_server.api.auth import Operator

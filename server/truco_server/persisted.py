@@ -6,7 +6,7 @@
   replaced on every commit;
 * the log — one blob per event (:func:`pack_entry`: canonical JSON with the commit time,
   compressed by :mod:`.event_codec`);
-* the record — one entry per commit (:mod:`truco_contract.records`);
+* the record — one entry per commit (:mod:`truco_match.records`);
 * the listing row — what ``ListMatches`` shows without loading the match (:func:`listing`).
 """
 
@@ -22,8 +22,8 @@ from typing import Any
 import orjson
 
 import truco_engine as te
-from truco_contract import table
-from truco_contract.events import (
+from truco_match import table
+from truco_match.events import (
     ClientSeed,
     DealSource,
     Fairness,
@@ -35,8 +35,8 @@ from truco_contract.events import (
     seat_from_dict,
     seat_to_dict,
 )
-from truco_contract.lifecycle import Life, Lifecycle
-from truco_contract.matches import MatchInfo, MatchResult
+from truco_match.lifecycle import Life, Lifecycle
+from truco_match.matches import MatchInfo, MatchResult
 from truco_server import event_codec, meta_codec
 from truco_server.api.auth import issue
 from truco_server.storage import MatchIndexEntry

@@ -5,7 +5,7 @@ are thin adapters over :class:`MatchService` (:mod:`truco_server.api.wire`).
 * **Auth.** Operators present an API key; each seat and the spectators of a match present a
   credential derived from a per-match secret (:mod:`truco_server.api.auth`), verified here
   once the match is loaded.
-* **One step, one atomic commit.** :mod:`truco_contract.table` computes every step of a match
+* **One step, one atomic commit.** :mod:`truco_match.table` computes every step of a match
   (an action, a join, a timeout, an operator's decision): the new engine and lifecycle state,
   the log entries (the engine's events, the deals that fall due, the reveal at the end). State,
   events, the record step and the idempotency record go to the store in one commit guarded by
@@ -36,8 +36,8 @@ from typing import Any
 import structlog
 
 import truco_engine as te
-from truco_contract import operator_events, records, table
-from truco_contract.events import (
+from truco_match import operator_events, records, table
+from truco_match.events import (
     CredentialReissued,
     DealSource,
     EventView,
@@ -55,9 +55,9 @@ from truco_contract.events import (
     is_private,
     redact,
 )
-from truco_contract.fairness import MAX_CLIENT_SEED, new_seed
-from truco_contract.lifecycle import MAX_DURATION_MS, Lifecycle
-from truco_contract.views import SeatView, clock_view, view
+from truco_match.fairness import MAX_CLIENT_SEED, new_seed
+from truco_match.lifecycle import MAX_DURATION_MS, Lifecycle
+from truco_match.views import SeatView, clock_view, view
 from truco_server import errors as E
 from truco_server import history, metrics
 from truco_server.api import types as T

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from truco_client import AsyncTrucoClient, TrucoClient
-from truco_contract.events import MatchStatus
+from truco_match.events import MatchStatus
 from truco_server.embedded import EmbeddedServer
 from truco_server.rest.app import SERVICE
 from truco_server.rest.openapi import build_openapi

@@ -19,9 +19,9 @@ from truco_client import (
     read_record,
     write_record,
 )
-from truco_contract.events import MatchStatus
-from truco_contract.lifecycle import Lifecycle
-from truco_contract.verify import verify
+from truco_match.events import MatchStatus
+from truco_match.lifecycle import Lifecycle
+from truco_match.verify import verify
 from truco_server.embedded import EmbeddedServer
 
 pytestmark = pytest.mark.timeout(60)

@@ -10,12 +10,13 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 import truco_engine as te
-from truco_contract import codec, table
-from truco_contract.events import EventView, MatchStatus, SeatKind, TimeoutCause, redact
-from truco_contract.lifecycle import Lifecycle, TimeControl
-from truco_contract.matches import MatchInfo, MatchResult
+from truco_contract import codec
 from truco_contract.pb import action_pb2, event_pb2, match_pb2, observation_pb2
-from truco_contract.views import view
+from truco_match import table
+from truco_match.events import EventView, MatchStatus, SeatKind, TimeoutCause, redact
+from truco_match.lifecycle import Lifecycle, TimeControl
+from truco_match.matches import MatchInfo, MatchResult
+from truco_match.views import view
 
 
 def _cases() -> list[str]:

@@ -16,17 +16,18 @@ from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
 import truco_engine as te
-from truco_contract import codec, table
-from truco_contract.events import EventView, MatchStatus, SeatKind, redact
+from truco_contract import codec
 from truco_contract.json_mapping import message_to_dict, whole_numbers
-from truco_contract.lifecycle import Lifecycle, TimeControl
 from truco_contract.pb import (
     league_service_pb2,
     match_service_pb2,
     observation_pb2,
     operator_service_pb2,
 )
-from truco_contract.views import clock_view, view
+from truco_match import table
+from truco_match.events import EventView, MatchStatus, SeatKind, redact
+from truco_match.lifecycle import Lifecycle, TimeControl
+from truco_match.views import clock_view, view
 from truco_tools.campaign.fuzz import Gen
 
 

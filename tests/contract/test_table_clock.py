@@ -1,13 +1,13 @@
-"""The turn clock of the pure table (:mod:`truco_contract.table`, :mod:`truco_contract.lifecycle`):
+"""The turn clock of the pure table (:mod:`truco_match.table`, :mod:`truco_match.lifecycle`):
 allowances, banks and increments, expiries that come only at their deadline and only once,
 the forfeit after K expiries, and what a call out of turn does to the awaited seat's clock."""
 
 from __future__ import annotations
 
 import truco_engine as te
-from truco_contract import table
-from truco_contract.events import MatchForfeited, TimeoutCause, TurnTimedOut
-from truco_contract.lifecycle import Lifecycle, TimeControl
+from truco_match import table
+from truco_match.events import MatchForfeited, TimeoutCause, TurnTimedOut
+from truco_match.lifecycle import Lifecycle, TimeControl
 
 
 def setup(tc: TimeControl, preset: str = "paulista-2p") -> table.Setup:

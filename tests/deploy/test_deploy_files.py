@@ -396,7 +396,9 @@ def test_dockerfile() -> None:
     assert any("[server]" in args for args in installs)  # the base install is the client side
     copied = {args.split()[0] for args in by_keyword["COPY"] if not args.startswith("--")}
     folders = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
-    assert {w for w in folders["where"] if w != "."} | {"truco_engine"} <= copied
+    top = {p.rstrip("*") for p in folders["include"] if (ROOT / p.rstrip("*")).is_dir()}
+    assert top >= {"truco_engine", "truco_match"}  # the "." root's packages
+    assert {w for w in folders["where"] if w != "."} | top <= copied
     assert "docker build -f deploy/Dockerfile -t truco-service ." in DOCKERFILE.read_text(encoding="utf-8")
 
 

@@ -1,6 +1,6 @@
 """Stalled clocked matches and the checks that their expiries were applied exactly once: the
 stored log of each equals, entry for entry, the log the pure table computes from the revealed
-seed (:func:`truco_contract.table.expire` at each deadline), and no expiry came early.
+seed (:func:`truco_match.table.expire` at each deadline), and no expiry came early.
 
 Used by the lifecycle tests (two workers, a worker SIGKILLed) and the cluster tests (across a
 failover)."""
@@ -16,10 +16,11 @@ from google.protobuf.duration_pb2 import Duration
 
 import truco_engine as te
 from tests.e2e.client import Created, Stub, bearer, get
-from truco_contract import codec, records, table
-from truco_contract.events import LogEntry, MatchForfeited, TimeoutCause, TurnTimedOut, entry_to_dict
+from truco_contract import codec
 from truco_contract.pb import match_pb2
 from truco_contract.pb import match_service_pb2 as MS
+from truco_match import records, table
+from truco_match.events import LogEntry, MatchForfeited, TimeoutCause, TurnTimedOut, entry_to_dict
 from truco_server.persisted import unpack_entry
 from truco_server.storage.base import CLOCK, StoreSettings
 from truco_server.storage.shards import ShardedQueue

@@ -2,7 +2,7 @@
 
 Turn clocks of one second on matches whose players never act: every expiry is applied exactly
 once -- the stored log equals, entry for entry, the log the pure table
-(:func:`truco_contract.table.expire`) computes from the revealed seed -- with two workers racing
+(:func:`truco_match.table.expire`) computes from the revealed seed -- with two workers racing
 for the wake-ups, and with a ``truco serve`` worker SIGKILLed mid-run. Then the other ways a
 match ends or changes outside the game: an unjoined match aborted, an idle match aborted, a
 resignation scored, an away seat defaulted after its grace, an operator adding time and
@@ -37,17 +37,17 @@ from tests.e2e.stalled import (
     stored_log,
     wait_over,
 )
-from truco_contract import records
-from truco_contract.events import (
+from truco_contract.pb import action_pb2, match_pb2
+from truco_contract.pb import match_service_pb2 as MS
+from truco_contract.pb import match_service_pb2_grpc as MSG
+from truco_match import records
+from truco_match.events import (
     MatchAborted,
     MatchAdjudicated,
     TimeAdded,
     TimeoutCause,
     TurnTimedOut,
 )
-from truco_contract.pb import action_pb2, match_pb2
-from truco_contract.pb import match_service_pb2 as MS
-from truco_contract.pb import match_service_pb2_grpc as MSG
 from truco_server.config import ApiKey
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]

@@ -5,8 +5,8 @@ repository root (``scripts/fuzz.py`` runs them all for a time; ``tests/fuzz`` ru
 fixed number of inputs). Targets (:data:`TARGETS`):
 
 * ``records`` -- what ``truco verify`` and ``truco replay`` read: a match's export
-  (``truco-match-record/1``, :func:`truco_contract.records.record_from_json`, then
-  :func:`truco_contract.verify.verify_json`) and the engine's own record (``truco-record/1``,
+  (``truco-match-record/1``, :func:`truco_contract.record_file.record_from_json`, then
+  :func:`truco_contract.record_file.verify_json`) and the engine's own record (``truco-record/1``,
   :mod:`truco_engine.record`), both through the CLI's :func:`truco_cli.engine_commands.replay_any`.
   Oracle: ``replay_any`` raises only :class:`truco_engine.TrucoError` (the record error types),
   ``verify_json`` never raises (a fault is a report), and a record that verifies also replays,
@@ -75,8 +75,8 @@ def record_seeds() -> Iterator[tuple[str, str]]:
     join windows, client seeds and the operator's deck orders."""
     import truco_engine as te
     from tests.records.local import play_record
-    from truco_contract import records
-    from truco_contract.events import DealSource
+    from truco_contract import record_file
+    from truco_match.events import DealSource
 
     rng = random.Random(20)
     for preset, kw, joins in (
@@ -87,12 +87,12 @@ def record_seeds() -> Iterator[tuple[str, str]]:
     ):
         rules = te.get_rules(preset, **kw)
         rec = play_record(rules, rng, join_seeds=joins, creator_seed=b"c" * 8)
-        yield f"match-{preset}.json", records.record_to_json(rec)
+        yield f"match-{preset}.json", record_file.record_to_json(rec)
     rules = te.get_rules("paulista-2p", target_points=2)
     deck = list(te.DECKS[rules.deck])
     rng.shuffle(deck)
     rec = play_record(rules, rng, source=DealSource.OPERATOR_DECKS, deck_orders=[deck])
-    yield "match-operator-deck.json", records.record_to_json(rec)
+    yield "match-operator-deck.json", record_file.record_to_json(rec)
     for preset, kw in (("paulista-2p", {"target_points": 3}), ("argentine-2p", {"target_points": 4})):
         yield f"engine-{preset}.json", _engine_record(rng, preset, **kw) + "\n"
 
@@ -100,7 +100,7 @@ def record_seeds() -> Iterator[tuple[str, str]]:
 def records_target(data: bytes) -> None:
     import truco_engine as te
     from truco_cli.engine_commands import replay_any
-    from truco_contract.verify import verify_json
+    from truco_contract.record_file import verify_json
 
     text = data.decode("utf-8", "surrogatepass") if _utf8(data) else None
     replayed: te.MatchState | None = None
@@ -576,8 +576,8 @@ def main(argv: list[str]) -> None:
         flags.append(f"-max_len={MAX_LEN[name]}")
     with atheris.instrument_imports(include=["truco_engine", "truco_contract", "truco_server", "truco_cli"]):
         import truco_cli.engine_commands  # noqa: F401
-        import truco_contract.verify  # noqa: F401
         import truco_engine.record  # noqa: F401
+        import truco_match.verify  # noqa: F401
         import truco_server.rest.routes
         import truco_server.service_wiring  # noqa: F401
     atheris.Setup(

@@ -94,7 +94,7 @@ def test_the_oracle_reports_a_finding(tmp_path: Path) -> None:
 
 def test_the_seeds_are_real_calls_and_records() -> None:
     """Most seeds pass: the fuzzer starts from inputs that reach deep, not from refusals."""
-    from truco_contract.verify import verify_json
+    from truco_contract.record_file import verify_json
 
     matches = sorted((targets.CORPUS / "records").glob("match-*.json"))
     assert matches and all(verify_json(p.read_bytes()).ok for p in matches)

@@ -18,8 +18,8 @@ import truco_engine as te
 from truco_cli.engine_commands import replay_any
 from truco_contract import json_mapping
 from truco_contract.pb import match_service_pb2 as MS
-from truco_contract.records import RecordFormatError, record_from_json
-from truco_contract.verify import FORMAT_CHECK, verify_json
+from truco_contract.record_file import RecordFormatError, record_from_json, verify_json
+from truco_match.verify import FORMAT_CHECK
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = Path(__file__).parent / "corpus" / "records"

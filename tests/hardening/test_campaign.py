@@ -11,9 +11,9 @@ import redis
 
 import truco_engine as te
 from truco_contract import codec
-from truco_contract.events import MatchStatus
 from truco_contract.pb import operator_service_pb2
-from truco_contract.views import view
+from truco_match.events import MatchStatus
+from truco_match.views import view
 from truco_tools.campaign import SHORT
 from truco_tools.campaign.chaos import OPERATOR_STREAM, Checker, EventFollower, LoadResult
 from truco_tools.campaign.leaks import cases, leaks_in_observation

@@ -48,11 +48,13 @@ def _source_copy(target: Path) -> Path:
     """What a source distribution holds (pyproject, README, the package folders), copied so
     that building the wheel leaves nothing in the checkout."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    where = project["tool"]["setuptools"]["packages"]["find"]["where"]
+    find = project["tool"]["setuptools"]["packages"]["find"]
+    # the "." root's packages are the top-level folders its include patterns name
+    top = [p.rstrip("*") for p in find["include"] if (ROOT / p.rstrip("*")).is_dir()]
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, target / name)
-    for folder in [w for w in where if w != "."] + ["truco_engine"]:
+    for folder in [w for w in find["where"] if w != "."] + top:
         shutil.copytree(ROOT / folder, target / folder, ignore=ignore)
     return target
 

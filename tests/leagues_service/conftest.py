@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from truco_contract.events import MatchStatus
 from truco_contract.pb import match_pb2, match_service_pb2
+from truco_match.events import MatchStatus
 from truco_server.api import types as T
 from truco_server.api.auth import MatchCredential, Operator, parse_token
 from truco_server.league_service import EntrantDoc, LeagueDoc, LeagueService, LeagueSpec, State

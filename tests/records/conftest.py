@@ -13,7 +13,7 @@ import pytest
 
 from truco_client import Action, Bot, CreatedMatch, Observation, TrucoClient, write_record
 from truco_client.runner import run_bot
-from truco_contract.records import MatchRecord
+from truco_match.records import MatchRecord
 from truco_server.config import ApiKey
 from truco_server.embedded import EmbeddedServer
 

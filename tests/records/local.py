@@ -12,10 +12,10 @@ import random
 from collections.abc import Sequence
 
 import truco_engine as te
-from truco_contract import records, table
-from truco_contract.events import DealSource, MatchRevealed, MatchStatus, SeatJoined
-from truco_contract.lifecycle import Lifecycle
-from truco_contract.matches import MatchInfo, MatchResult
+from truco_match import records, table
+from truco_match.events import DealSource, MatchRevealed, MatchStatus, SeatJoined
+from truco_match.lifecycle import Lifecycle
+from truco_match.matches import MatchInfo, MatchResult
 
 CREATED_AT = 1_767_000_000.25
 

@@ -9,7 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from truco_contract import records
+from truco_contract import record_file
+from truco_match import records
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def changed_commitment(data: dict[str, Any]) -> Tampered:
 def changed_action(data: dict[str, Any]) -> Tampered:
     """A face-up play changed to a card the seat does not hold (one dealt to another seat in
     that hand and not played yet), in the second hand or later when there is one."""
-    record = records.record_from_json(json.dumps(data))
+    record = record_file.record_from_json(json.dumps(data))
     replayed = list(records.replay_record(record))
     candidates = []
     for i, step in enumerate(record.steps):

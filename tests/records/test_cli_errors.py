@@ -15,8 +15,9 @@ import pytest
 import truco_engine as te
 from tests.records.local import play_record
 from truco_cli.main import main
-from truco_contract import records
+from truco_contract import record_file
 from truco_engine.record import Match
+from truco_match import records
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -73,7 +74,7 @@ def test_replay_reads_both_formats(tmp_path: Path, capsys: pytest.CaptureFixture
     rules = te.get_rules("argentine", players=2)
     record = play_record(rules, random.Random(4))
     exported = tmp_path / "match.json"
-    exported.write_text(records.record_to_json(record))
+    exported.write_text(record_file.record_to_json(record))
     # The same match as an engine record: its deals from the reveal, its actions.
     m = Match(rules)
     reveal = record.reveal

@@ -17,9 +17,10 @@ from tests.records.conftest import API_KEY, LOG_RETENTION, Played
 from tests.records.tamper import TAMPERINGS, Expected
 from truco_cli.main import main
 from truco_client import TrucoClient, read_record
-from truco_contract import records
-from truco_contract.events import MatchStatus
-from truco_contract.verify import CHECKS
+from truco_contract import record_file
+from truco_match import records
+from truco_match.events import MatchStatus
+from truco_match.verify import CHECKS
 from truco_server.embedded import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,9 +128,9 @@ def test_the_sdk_exports_and_reads_the_same_record(
     m = played.created
     as_owner = client.get_match_record(m.match_id)  # the owner's API key
     as_spectator = client.get_match_record(m.match_id, token=m.spectator_token)
-    assert records.record_to_json(as_owner) == records.record_to_json(played.record)
-    assert records.record_to_json(as_spectator) == records.record_to_json(played.record)
-    assert records.record_to_json(read_record(played.path)) == played.path.read_text()
+    assert record_file.record_to_json(as_owner) == record_file.record_to_json(played.record)
+    assert record_file.record_to_json(as_spectator) == record_file.record_to_json(played.record)
+    assert record_file.record_to_json(read_record(played.path)) == played.path.read_text()
 
 
 def test_truco_record_exports_the_file(

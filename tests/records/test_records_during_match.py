@@ -12,8 +12,8 @@ import pytest
 
 from truco_cli.main import main
 from truco_client import Action, CreatedMatch, TrucoClient, write_record
-from truco_contract import records
-from truco_contract.events import MatchStatus
+from truco_contract import record_file
+from truco_match.events import MatchStatus
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -55,7 +55,7 @@ def test_records_during_the_match_show_only_what_the_caller_may_see(
         None: client.get_match_record(m.match_id, token=m.spectator_token),
     }
     owner = client.get_match_record(m.match_id)  # the operator's key: the spectator's view
-    assert records.record_to_json(owner) == records.record_to_json(by[None])
+    assert record_file.record_to_json(owner) == record_file.record_to_json(by[None])
     for rec in by.values():
         assert rec.reveal is None and rec.match.state is MatchStatus.ACTIVE
 
@@ -91,7 +91,7 @@ def test_records_during_the_match_show_only_what_the_caller_may_see(
                 assert (a.kind, a.card, a.face_down) == ("play", None, True)
                 assert (st.seat, st.time, st.cause) == (truth.seat, truth.time, truth.cause)
         # ... and nowhere in the exported file: the face-down steps carry no card code
-        data = json.loads(records.record_to_json(rec))
+        data = json.loads(record_file.record_to_json(rec))
         for st in data["steps"]:
             play = st.get("action", {}).get("playCard")
             if play and play.get("faceDown") and st["seat"] != viewer:
@@ -109,7 +109,9 @@ def test_records_during_the_match_show_only_what_the_caller_may_see(
     after = tmp_path / "after.json"
     write_record(client.get_match_record(m.match_id, token=m.spectator_token), after)
     assert main(["verify", "-q", str(after)]) == 0
-    assert records.record_to_json(records.record_from_json(after.read_text())) == records.record_to_json(full)
+    assert record_file.record_to_json(
+        record_file.record_from_json(after.read_text())
+    ) == record_file.record_to_json(full)
 
 
 def test_a_discard_is_hidden_from_the_other_seats_until_the_end(client: TrucoClient) -> None:

@@ -1,4 +1,4 @@
-"""``truco verify`` (``truco_contract.verify``) and the docs verifier (``docs/verify_deals.py``)
+"""``truco verify`` (``truco_match.verify``) and the docs verifier (``docs/verify_deals.py``)
 on records made in-process through the contract's table: every preset passes both, and each
 kind of fault is named by the check that finds it, with the hand, version and seat."""
 
@@ -21,11 +21,13 @@ import pytest
 import truco_engine as te
 from tests.records.local import play_record
 from tests.records.tamper import TAMPERINGS, Expected
-from truco_contract import records
-from truco_contract.events import ClientSeed, DealSource, MatchStatus
-from truco_contract.fairness import deck_for_hand
-from truco_contract.matches import MatchResult
-from truco_contract.verify import CHECKS, Report, verify, verify_json
+from truco_contract import record_file
+from truco_contract.record_file import verify_json
+from truco_match import records
+from truco_match.events import ClientSeed, DealSource, MatchStatus
+from truco_match.fairness import deck_for_hand
+from truco_match.matches import MatchResult
+from truco_match.verify import CHECKS, Report, verify
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS_VERIFIER = ROOT / "docs" / "verify_deals.py"
@@ -55,7 +57,7 @@ def docs_check(data: dict[str, Any]) -> str | None:
 
 
 def export(record: records.MatchRecord) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(records.record_to_json(record))
+    data: dict[str, Any] = json.loads(record_file.record_to_json(record))
     return data
 
 
@@ -89,8 +91,8 @@ def test_every_preset_verifies_with_both_verifiers(preset: str, players: int) ->
         assert report.ok, report.fault
         assert [p.check for p in report.passed] == list(CHECKS)
         assert report.final is not None and report.final.winner == record.match.result.winner_team  # type: ignore[union-attr]
-        text = records.record_to_json(record)
-        assert records.record_to_json(records.record_from_json(text)) == text  # the file round-trips
+        text = record_file.record_to_json(record)
+        assert record_file.record_to_json(record_file.record_from_json(text)) == text  # the file round-trips
         assert verify_json(text).ok
         assert docs_check(json.loads(text)) is None
 

@@ -6,8 +6,8 @@ import pytest
 
 import truco_engine as te
 from truco_contract import codec
-from truco_contract.events import EventView, MatchStatus
-from truco_contract.views import SeatView, view
+from truco_match.events import EventView, MatchStatus
+from truco_match.views import SeatView, view
 from truco_server.api.wire import Protos
 from truco_server.lru import Lru
 

@@ -10,8 +10,8 @@ import time
 import pytest
 
 import truco_engine as te
-from truco_contract.events import MatchStatus
-from truco_contract.views import SeatView
+from truco_match.events import MatchStatus
+from truco_match.views import SeatView
 from truco_server import errors as E
 from truco_server.api import types as T
 from truco_server.api.auth import MatchCredential, Operator, parse_token

@@ -12,8 +12,8 @@ import orjson
 import redis.asyncio as aioredis
 
 import truco_engine as te
-from truco_contract.events import MatchStatus
-from truco_contract.lifecycle import Life
+from truco_match.events import MatchStatus
+from truco_match.lifecycle import Life
 from truco_server import meta_codec
 from truco_server.api import types as T
 from truco_server.api.auth import Operator

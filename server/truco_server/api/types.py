@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import truco_engine as te
-from truco_contract.events import EventView, MatchStatus, SeatKind
-from truco_contract.lifecycle import Lifecycle
-from truco_contract.matches import MatchInfo
-from truco_contract.records import MatchRecord
-from truco_contract.views import ClockView, SeatView
+from truco_match.events import EventView, MatchStatus, SeatKind
+from truco_match.lifecycle import Lifecycle
+from truco_match.matches import MatchInfo
+from truco_match.records import MatchRecord
+from truco_match.views import ClockView, SeatView
 
 
 @dataclass(frozen=True, slots=True)

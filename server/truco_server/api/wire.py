@@ -29,10 +29,10 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 import truco_engine as te
 from truco_contract import codec
-from truco_contract.events import EventView, MatchStatus, SeatKind
 from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
 from truco_contract.pb import event_pb2, match_pb2, match_service_pb2, observation_pb2
-from truco_contract.views import SeatView
+from truco_match.events import EventView, MatchStatus, SeatKind
+from truco_match.views import SeatView
 from truco_server import errors as E
 from truco_server.api import types as T
 from truco_server.api.auth import Authenticator, Caller, Credentials, MatchCredential

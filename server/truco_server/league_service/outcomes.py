@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import truco_engine as te
-from truco_contract import records
-from truco_contract.events import MatchAborted, MatchForfeited, MatchStatus
+from truco_match import records
+from truco_match.events import MatchAborted, MatchForfeited, MatchStatus
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,11 +49,11 @@ from typing import Any
 import structlog
 
 import truco_engine as te
-from truco_contract.events import MatchStatus, SeatKind
-from truco_contract.fairness import deck_for_hand
 from truco_contract.leagues import Assignment, assignment_from_proto, assignment_to_proto
-from truco_contract.operator_events import OperatorEvent, OperatorEventType
 from truco_contract.pb import league_service_pb2, match_service_pb2
+from truco_match.events import MatchStatus, SeatKind
+from truco_match.fairness import deck_for_hand
+from truco_match.operator_events import OperatorEvent, OperatorEventType
 from truco_server import errors as E
 from truco_server.api import types as T
 from truco_server.api.auth import Operator

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import truco_engine as te
-from truco_contract.events import Fairness, MatchStatus, SeatInfo
-from truco_contract.lifecycle import Lifecycle
+from truco_match.events import Fairness, MatchStatus, SeatInfo
+from truco_match.lifecycle import Lifecycle
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

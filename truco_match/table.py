@@ -4,7 +4,7 @@ The server commits what these functions return (one atomic commit per call); the
 runner plays the same functions in-process, so a match looks the same to a bot locally and
 online, event for event and version for version; a record replays through them to the same
 log. Dealing is the chance step: every deal that falls due after a step is made here, from
-the seed mixed with the client seeds (:mod:`truco_contract.fairness`).
+the seed mixed with the client seeds (:mod:`truco_match.fairness`).
 
 Every step takes the current engine state and lifecycle state and returns a :class:`Step`
 (new states and the log entries). Times are milliseconds since the match's creation.
@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import truco_engine as te
-from truco_contract.events import (
+from truco_engine.ranking import strength_table
+from truco_match.events import (
     CardList,
     ClientSeed,
     CredentialReissued,
@@ -39,9 +40,8 @@ from truco_contract.events import (
     TimeoutCause,
     TurnTimedOut,
 )
-from truco_contract.fairness import deck_for_hand, mix, salt_for_hand, seed_hash
-from truco_contract.lifecycle import Life, Lifecycle
-from truco_engine.ranking import strength_table
+from truco_match.fairness import deck_for_hand, mix, salt_for_hand, seed_hash
+from truco_match.lifecycle import Life, Lifecycle
 
 RESIGN = "resign"
 """The action kind a seat resigns with (never among the engine's legal actions)."""

@@ -8,8 +8,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 import truco_engine as te
-from truco_contract.events import MatchStatus
-from truco_contract.lifecycle import Life
+from truco_match.events import MatchStatus
+from truco_match.lifecycle import Life
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import truco_engine as te
-from truco_contract.events import (
+from truco_match.events import (
     CredentialReissued,
     EventView,
     LogEntry,
@@ -28,7 +28,7 @@ from truco_contract.events import (
     TurnTimedOut,
     redact,
 )
-from truco_contract.matches import MatchResult
+from truco_match.matches import MatchResult
 
 
 class OperatorEventType(StrEnum):

@@ -13,7 +13,7 @@ precisely (the hand, the step's version, the seat):
 4. **deals** — each hand's deck is the shuffle of the mixed seed (or, marked as such, the
    operator's deck order), its salt is the mixed seed's, and ``sha256(salt:deck)`` is both
    the commitment published when the hand started and the one in the reveal.
-5. **replay** — every step through the rules (:func:`truco_contract.records.replay_record`):
+5. **replay** — every step through the rules (:func:`truco_match.records.replay_record`):
    every action legal, every version reproduced up to the match's version, every hand's
    dealer and commitment as recorded, the same reveal at the end.
 6. **result** — the replayed score and winner are the match's result (none when it was
@@ -29,17 +29,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import truco_engine as te
-from truco_contract.events import DealSource, MatchRevealed, MatchStatus
-from truco_contract.fairness import deck_for_hand, mix, salt_for_hand, seed_hash
-from truco_contract.records import (
+from truco_match.events import DealSource, MatchRevealed, MatchStatus
+from truco_match.fairness import deck_for_hand, mix, salt_for_hand, seed_hash
+from truco_match.records import (
     FORMAT,
     MatchRecord,
     RecordedHand,
-    RecordFormatError,
     RecordStep,
     Replayed,
     hands_of,
-    record_from_json,
     replay_record,
 )
 
@@ -429,13 +427,3 @@ def verify(record: MatchRecord) -> Report:
             return Report(tuple(passed), fault, record.match.match_id)
         passed.append(Passed(name, detail))
     return Report(tuple(passed), None, record.match.match_id, ctx.last.state if ctx.last else None)
-
-
-def verify_json(text: str | bytes) -> Report:
-    """:func:`verify` of an export file's text; a file that is not a readable match record
-    fails the format check."""
-    try:
-        record = record_from_json(text)
-    except RecordFormatError as exc:
-        return Report((), Fault(check=FORMAT_CHECK, message=str(exc)))
-    return verify(record)

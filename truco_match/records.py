@@ -2,7 +2,7 @@
 
 Each commit of a match appends one :class:`RecordStep` (an action, a join, an operator's
 step, the server's abort); the rules, the seats, the lifecycle settings and the fairness come
-from the match itself. Replaying the steps through :mod:`truco_contract.table` rebuilds every
+from the match itself. Replaying the steps through :mod:`truco_match.table` rebuilds every
 state, every event and every version (:func:`replay`), which is what ``truco replay`` and
 ``truco verify`` do with an exported record (``truco.v1.MatchRecord`` as JSON).
 """
@@ -17,8 +17,8 @@ from enum import StrEnum
 from typing import Any
 
 import truco_engine as te
-from truco_contract import table
-from truco_contract.events import (
+from truco_match import table
+from truco_match.events import (
     CredentialReissued,
     DealSource,
     LogEntry,
@@ -31,8 +31,8 @@ from truco_contract.events import (
     TimeAdded,
     TimeoutCause,
 )
-from truco_contract.lifecycle import Life
-from truco_contract.matches import MatchInfo
+from truco_match.lifecycle import Life
+from truco_match.matches import MatchInfo
 
 FORMAT = "truco-match-record/1"
 
@@ -311,54 +311,3 @@ def replay_record(record: MatchRecord) -> Iterator[Replayed]:
         step = record.steps[done - 1] if 0 < done <= len(record.steps) else None
         where = f"version {step.version}: " if step is not None else ""
         raise te.RecordError(f"{where}the step cannot be applied ({exc or type(exc).__name__})") from exc
-
-
-# --------------------------------------------------------------------- the export file
-class RecordFormatError(te.RecordError):
-    """Text that is not a readable match record: not JSON, another format, a malformed field."""
-
-
-def record_to_json(record: MatchRecord) -> str:
-    """The export file of a record: the proto3 JSON mapping of ``truco.v1.MatchRecord``
-    (lowerCamelCase names, bytes in base64, 64-bit integers as strings, fields without
-    presence printed with their defaults), the same object ``GET /v1/matches/{id}/record``
-    returns under ``record``."""
-    from truco_contract import codec, json_mapping  # the codec imports this module
-
-    data = json_mapping.message_to_dict(codec.record_to_proto(record))
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-
-
-def record_from_json(text: str | bytes) -> MatchRecord:
-    """Inverse of :func:`record_to_json`; also reads a ``GetMatchRecordResponse`` (the REST
-    body, ``{"record": {...}}``). Raises :class:`RecordFormatError` saying what is wrong."""
-    from google.protobuf import json_format
-
-    from truco_contract import codec, json_mapping
-    from truco_contract.pb import match_service_pb2
-
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise RecordFormatError(f"not JSON: {exc}") from None
-    if isinstance(data, dict) and "format" not in data and isinstance(data.get("record"), dict):
-        data = data["record"]
-    if not isinstance(data, dict):
-        raise RecordFormatError("not a match record: the file is not a JSON object")
-    found = data.get("format")
-    if found != FORMAT:
-        raise RecordFormatError(f"not a match record: format is {found!r}, expected {FORMAT!r}")
-    msg = match_service_pb2.MatchRecord()
-    try:
-        json_mapping.parse_dict(data, msg)
-    except json_mapping.Base64FieldError as exc:
-        raise RecordFormatError(f"not a match record: {exc}") from None
-    except json_format.ParseError as exc:
-        raise RecordFormatError(f"not a match record: {exc}") from None
-    except (ValueError, TypeError, RecursionError) as exc:
-        raise RecordFormatError(f"not a match record: {exc}") from None
-    try:
-        return codec.record_from_proto(msg)
-    except (ValueError, TypeError) as exc:  # codec.DecodeError names the field
-        raise RecordFormatError(f"not a valid match record: {exc}") from None
-
