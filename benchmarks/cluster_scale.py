@@ -135,8 +135,8 @@ async def commit_paths(
     cluster: LocalRedisCluster, rounds: int, commits: int
 ) -> dict[str, tuple[float, float]]:
     """Median (wall, CPU) µs per sequential commit on each path (module docstring)."""
-    from truco_server.storage import RedisMatchStore, StoreSettings
-    from truco_server.storage.redis_store import COMMIT_LUA
+    from truco_server.stores import RedisMatchStore, StoreSettings
+    from truco_server.stores.redis_store import COMMIT_LUA
     from truco_tools.redis_proc import start_redis
 
     one = start_redis(host="127.0.0.1")
@@ -199,7 +199,7 @@ async def commit_paths(
 
 
 def _entry(name: str) -> Any:
-    from truco_server.storage import MatchIndexEntry
+    from truco_server.stores import MatchIndexEntry
 
     mid = name.replace(" ", "-")
     return MatchIndexEntry(match_id=mid, owner="bench", status="active", created_at=time.time())
@@ -225,7 +225,7 @@ def report(row: dict[str, Any], first: dict[str, Any]) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    from truco_server.logging import configure_logging
+    from truco_server.core.logging import configure_logging
 
     configure_logging("warning")
     print("# starting a local Redis Cluster (3 primaries, 3 replicas) ...", flush=True)

@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from truco_server.config import Settings
+from truco_server.core.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP = 3.0

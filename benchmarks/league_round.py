@@ -34,12 +34,12 @@ for part in ("server", "contract", "tools", "clients", "."):
 import structlog  # noqa: E402
 
 from truco_contract.pb import match_pb2, match_service_pb2  # noqa: E402
-from truco_server.api import types as T  # noqa: E402
-from truco_server.api.auth import Operator  # noqa: E402
-from truco_server.league_service import EntrantDoc, LeagueService, LeagueSpec  # noqa: E402
+from truco_server.core import requests as T  # noqa: E402
+from truco_server.core.caller import Operator  # noqa: E402
 from truco_server.leagues import Swiss  # noqa: E402
-from truco_server.service import MatchService  # noqa: E402
-from truco_server.storage import RedisMatchStore  # noqa: E402
+from truco_server.services.leagues import EntrantDoc, LeagueService, LeagueSpec  # noqa: E402
+from truco_server.services.matches import MatchService  # noqa: E402
+from truco_server.stores import RedisMatchStore  # noqa: E402
 from truco_tools.redis_proc import start_redis  # noqa: E402
 
 OPERATOR = Operator("bench")

@@ -32,7 +32,7 @@ from truco_contract.pb import match_service_pb2
 from truco_match import table
 from truco_match.events import EventView, MatchStatus, redact
 from truco_match.views import view
-from truco_server.rest.app import _dumps as _new_text  # what the REST face writes with
+from truco_server.transports.rest.app import _dumps as _new_text  # what the REST face writes with
 
 
 def _messages(case: str, seed: int) -> list[match_service_pb2.StreamObservationsResponse]:

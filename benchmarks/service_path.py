@@ -3,7 +3,7 @@
 `truco bench service` measures the whole system (client, gRPC, worker, Redis) and moves by
 10-15 % between runs on a shared 2-core machine, which hides changes of a few percent in
 the worker's own code. This harness drives the API layer both transports call
-(`truco_server.api.wire.MatchApi`: request decoding, auth, the service, the Redis store, the
+(`truco_server.api.matches.MatchApi`: request decoding, auth, the service, the Redis store, the
 codec building the replies and stream messages) directly,
 one action at a time in a fixed order with fixed seeds, against a real `redis-server` on a
 free loopback port, and reports the process CPU time per action. Every action is what a
@@ -46,15 +46,16 @@ async def _measure(
     False: no relay right after a commit, the relay queue's reader moves every outbox (as
     when the worker that committed died), to measure what the relay after the commit costs."""
     from truco_contract.pb import match_pb2, match_service_pb2
-    from truco_server import scheduler
-    from truco_server.api.auth import Authenticator, Credentials
-    from truco_server.api.wire import MatchApi
-    from truco_server.config import Settings
-    from truco_server.logging import configure_logging
-    from truco_server.operators import Operators
-    from truco_server.service import MatchService
-    from truco_server.storage import RedisMatchStore, StoreSettings, open_store
-    from truco_server.webhooks import Deliverer, Destinations
+    from truco_server.api.auth import Authenticator
+    from truco_server.api.matches import MatchApi
+    from truco_server.core.caller import Credentials
+    from truco_server.core.config import Settings
+    from truco_server.core.logging import configure_logging
+    from truco_server.services import scheduler
+    from truco_server.services.matches import MatchService
+    from truco_server.services.operators import Operators
+    from truco_server.services.webhooks import Deliverer, Destinations
+    from truco_server.stores import RedisMatchStore, StoreSettings, open_store
     from truco_tools.redis_proc import start_redis
 
     configure_logging("warning")

@@ -30,7 +30,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from truco_server.diagnostics import read_object_counts
+from truco_server.core.diagnostics import read_object_counts
 from truco_tools.campaign.chaos import WORKER_SETTINGS
 from truco_tools.cluster_load import ClusterBots, WorkerProcess, start_workers
 from truco_tools.redis_proc import start_redis

@@ -54,7 +54,7 @@ from pathlib import Path
 from types import FrameType
 
 try:
-    from truco_server.config import redact_url
+    from truco_server.core.config import redact_url
     from truco_tools.redis_cluster import (
         LocalRedisCluster,
         LocalSentinelGroup,

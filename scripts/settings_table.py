@@ -3,7 +3,7 @@
     python scripts/settings_table.py          # rewrite the tables in place
     python scripts/settings_table.py --check  # exit 1 when a document is stale
 
-The table comes from ``truco_server.config.settings_markdown_table()``; a document holds it
+The table comes from ``truco_server.core.config.settings_markdown_table()``; a document holds it
 as the block of lines starting with its header row.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from truco_server.config import settings_markdown_table
+from truco_server.core.config import settings_markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ("README.md", "docs/operations.md")

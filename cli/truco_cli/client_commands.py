@@ -1,7 +1,7 @@
 """Client subcommands of ``truco``: ``play``, ``watch``, ``demo``, ``bot``, ``bots eval``.
 
 They speak to a server only through the SDK. ``play`` and ``demo`` start an in-process server
-(:mod:`truco_server.embedded`) when no ``--server`` is given and the server is installed."""
+(:mod:`truco_server.app.embedded`) when no ``--server`` is given and the server is installed."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ bench_service: ModuleType | None
 campaign: ModuleType | None
 try:
     from truco_cli import serve
-    from truco_server import embedded
+    from truco_server.app import embedded
     from truco_tools import bench_service
     from truco_tools.campaign import run as campaign
 except ImportError as exc:  # a client-only install

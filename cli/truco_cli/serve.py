@@ -1,6 +1,6 @@
 """``truco serve``: run a worker (gRPC, REST/JSON and metrics) until SIGTERM or Ctrl-C; with
 ``--workers N`` (default: the cores this process may use, with a Redis store) N workers
-behind the same ports (:mod:`truco_server.worker_group`)."""
+behind the same ports (:mod:`truco_server.app.workers`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import contextlib
 import errno
 import sys
 
-from truco_server.config import ConfigError, Settings, add_arguments, load_settings
-from truco_server.grpc_server import Worker, serve
-from truco_server.logging import configure_logging, get_logger
-from truco_server.service_wiring import servicer_factory
+from truco_server.app.wiring import servicer_factory
+from truco_server.core.config import ConfigError, Settings, add_arguments, load_settings
+from truco_server.core.logging import configure_logging, get_logger
+from truco_server.transports.grpc.server import Worker, serve
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         if settings.redis_url is None:
             print("truco serve: --workers above 1 needs a Redis store (--redis)", file=sys.stderr)
             return 2
-        from truco_server.worker_group import WorkerGroup
+        from truco_server.app.workers import WorkerGroup
 
         argv = sys.argv[sys.argv.index("serve") + 1 :] if "serve" in sys.argv else []
         return WorkerGroup(settings, argv).run()

@@ -39,6 +39,7 @@ from truco_contract.pb import (
     observation_pb2,
     operator_service_pb2,
 )
+from truco_match.create import MatchSpec, SeatSpec
 from truco_match.events import (
     SERVICE_PAYLOADS,
     EventView,
@@ -676,6 +677,50 @@ def lifecycle_from_proto(m: match_pb2.MatchSettings, where: str = "settings") ->
         spectator_delay=m.spectator_delay_actions,
         show_hands=m.show_hands_to_spectators,
         credential_ttl=_ms(m.credential_ttl),
+    )
+
+
+_SEAT_KINDS = {
+    match_pb2.SEAT_KIND_UNSPECIFIED: SeatKind.HUMAN,
+    match_pb2.SEAT_KIND_HUMAN: SeatKind.HUMAN,
+    match_pb2.SEAT_KIND_BOT: SeatKind.BOT,
+}
+
+
+def match_spec_from_proto(request: match_service_pb2.CreateMatchRequest) -> MatchSpec:
+    """What a ``CreateMatchRequest`` asks for (the preset defaults to ``paulista``); a malformed
+    field is a :class:`DecodeError` naming it. Values are range-checked when the match is made."""
+    overrides: dict[str, Any] = {}
+    if request.HasField("rules") and request.rules.HasField("overrides"):
+        overrides = struct_to_dict(request.rules.overrides)
+    preset = request.rules.preset if request.HasField("rules") and request.rules.preset else "paulista"
+    seats = []
+    for i, s in enumerate(request.seats):
+        kind = _SEAT_KINDS.get(s.kind)
+        if kind is None:
+            allowed = "SEAT_KIND_HUMAN, SEAT_KIND_BOT"
+            raise DecodeError(f"seats[{i}].kind", f"unknown seat kind {s.kind}; allowed: {allowed}")
+        seats.append(SeatSpec(s.display_name, kind))
+    settings = request.settings
+    tc = settings.time_control
+    if settings.HasField("time_control") and tc.on_expiry not in (
+        match_pb2.EXPIRY_ACTION_UNSPECIFIED,
+        match_pb2.EXPIRY_ACTION_DEFAULT_MOVE,
+    ):
+        raise DecodeError("settings.time_control.on_expiry", f"unknown expiry action {tc.on_expiry}")
+    for name in ("turn_timeout", "join_window", "idle_timeout", "disconnect_grace"):
+        if getattr(settings, name).seconds < 0 or getattr(settings, name).nanos < 0:
+            raise DecodeError(f"settings.{name}", "must not be negative")
+    return MatchSpec(
+        preset=preset,
+        overrides=overrides,
+        players=request.players or None,
+        seats=tuple(seats),
+        seed=request.seed or None,
+        deck_orders=tuple(tuple(d.cards) for d in request.deck_orders),
+        labels=dict(settings.labels),
+        lifecycle=lifecycle_from_proto(settings),
+        client_seed=request.client_seed,
     )
 
 

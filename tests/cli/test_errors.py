@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from truco_server.config import parse_api_keys
-from truco_server.embedded import EmbeddedServer
+from truco_server.app.embedded import EmbeddedServer
+from truco_server.core.config import parse_api_keys
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -124,7 +124,7 @@ def test_a_port_left_in_time_wait_by_a_killed_worker_is_not_busy() -> None:
     """A worker SIGKILLed and started again on its port finds the old connections in
     TIME_WAIT; the servers bind through them (SO_REUSEADDR), so the start-up check must too."""
     from truco_cli import serve
-    from truco_server.config import Settings
+    from truco_server.core.config import Settings
 
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

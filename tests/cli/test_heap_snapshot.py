@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.serve import Served, serve_apart
-from truco_server.config import ConfigError, load_settings
-from truco_server.diagnostics import read_object_counts
+from truco_server.core.config import ConfigError, load_settings
+from truco_server.core.diagnostics import read_object_counts
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -42,7 +42,7 @@ def test_sigusr1_writes_a_heap_snapshot_when_tracing(tmp_path: Path) -> None:
         _wait_for(served, types.exists, "snapshot")
         snap = tracemalloc.Snapshot.load(str(snapshots / f"heap-{served.proc.pid}-1.tracemalloc"))
         files = {stat.traceback[0].filename for stat in snap.statistics("filename")}
-        assert any(f.endswith(os.path.join("truco_server", "service.py")) for f in files)
+        assert any(f.endswith(os.path.join("truco_server", "services", "matches.py")) for f in files)
         assert read_object_counts(types)["dict"] > 1000
         assert served.proc.poll() is None  # still serving
     assert "heap snapshot written" in served.stdout.read_text()

@@ -6,7 +6,7 @@ import pytest
 
 from truco_cli import main as cli
 from truco_cli import optional, serve
-from truco_server.config import Settings, load_settings
+from truco_server.core.config import Settings, load_settings
 
 
 def test_cli_has_serve_replay_bench_and_client_subcommands() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from truco_client import TrucoClient
-from truco_server.embedded import EmbeddedServer
+from truco_server.app.embedded import EmbeddedServer
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from truco_client import Bot, Observation, TrucoClient
 from truco_client.examples.high_card import HighCardBot
 from truco_client.local import play_local_match, run_local
 from truco_client.runner import run_bot
-from truco_server.embedded import EmbeddedServer
+from truco_server.app.embedded import EmbeddedServer
 
 pytestmark = pytest.mark.timeout(300)
 

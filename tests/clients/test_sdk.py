@@ -21,7 +21,7 @@ from truco_client import (
     Update,
 )
 from truco_client import actions as A
-from truco_server.embedded import EmbeddedServer
+from truco_server.app.embedded import EmbeddedServer
 
 pytestmark = pytest.mark.timeout(120)
 

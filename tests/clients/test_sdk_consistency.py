@@ -8,10 +8,10 @@ import pytest
 
 from truco_client import AsyncTrucoClient, TrucoClient
 from truco_match.events import MatchStatus
-from truco_server.embedded import EmbeddedServer
-from truco_server.rest.app import SERVICE
-from truco_server.rest.openapi import build_openapi
-from truco_server.rest.routes import SSE_ERROR_EVENT, routes_of
+from truco_server.app.embedded import EmbeddedServer
+from truco_server.transports.rest.app import SERVICE
+from truco_server.transports.rest.openapi import build_openapi
+from truco_server.transports.rest.routes import SSE_ERROR_EVENT, routes_of
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.timeout(60)
 @pytest.fixture
 def keyed_server() -> Iterator[EmbeddedServer]:
     """An in-memory worker with one operator key (so a call without a credential is refused)."""
-    from truco_server.config import parse_api_keys
+    from truco_server.core.config import parse_api_keys
 
     srv = EmbeddedServer(api_keys=parse_api_keys("acme=acme-secret")).start()
     try:

@@ -22,7 +22,7 @@ from truco_client import (
 from truco_match.events import MatchStatus
 from truco_match.lifecycle import Lifecycle
 from truco_match.verify import verify
-from truco_server.embedded import EmbeddedServer
+from truco_server.app.embedded import EmbeddedServer
 
 pytestmark = pytest.mark.timeout(60)
 

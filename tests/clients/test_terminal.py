@@ -100,7 +100,7 @@ def test_demo_fast_runs_to_the_end() -> None:
 def test_watch_and_bot_commands(server: object) -> None:
     """`truco bot MODULE:Class` plays a seat and `truco watch` spectates, both as processes."""
     from truco_client import TrucoClient
-    from truco_server.embedded import EmbeddedServer
+    from truco_server.app.embedded import EmbeddedServer
 
     assert isinstance(server, EmbeddedServer)
     with TrucoClient(server.address) as client:

@@ -25,7 +25,7 @@ from truco_client.errors import IllegalAction, StaleVersion
 from truco_client.runner import play_seat
 from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
-from truco_server.grpc_server import Worker
+from truco_server.transports.grpc.server import Worker
 
 pb = match_service_pb2
 __all__ = ["serve_subprocess"]  # a fixture

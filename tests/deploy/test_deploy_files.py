@@ -3,7 +3,7 @@ configuration, and an end-to-end run of ``deploy/local_cluster.py`` on real proc
 
 Needs neither docker nor helm: the Dockerfile and the chart templates are checked as text,
 values.yaml, Chart.yaml and docker-compose.yml as YAML. Every environment variable they set
-must be a setting declared in ``truco_server.config.OPTIONS`` (a typo there would be
+must be a setting declared in ``truco_server.core.config.OPTIONS`` (a typo there would be
 silently ignored by the worker).
 """
 
@@ -34,7 +34,7 @@ import pytest
 import yaml
 
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
-from truco_server.config import OPTIONS, Settings
+from truco_server.core.config import OPTIONS, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -223,7 +223,7 @@ def test_chart_templates_set_only_real_settings() -> None:
         for name in ENV_ENTRY.findall(path.read_text(encoding="utf-8")):
             found.setdefault(name, set()).add(path.name)
     unknown = {name: files for name, files in found.items() if name not in SETTINGS_ENV}
-    assert not unknown, f"env vars in the chart that are not settings of truco_server.config: {unknown}"
+    assert not unknown, f"env vars in the chart that are not settings of truco_server.core.config: {unknown}"
     assert set(found) >= CHART_ENV, f"the chart does not set {sorted(CHART_ENV - set(found))}"
 
 

@@ -28,7 +28,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from truco_server.storage.redis_url import parse_redis_url
+from truco_server.core.redis_url import parse_redis_url
 from truco_tools.redis_cluster import CLUSTER_SCHEME, SENTINEL_SCHEME
 
 ROOT = Path(__file__).resolve().parents[2]

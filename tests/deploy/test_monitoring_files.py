@@ -24,11 +24,11 @@ import yaml
 from prometheus_client import REGISTRY
 from prometheus_client.metrics import MetricWrapperBase
 
-import truco_server.grpc_instrumentation
-import truco_server.grpc_server
-import truco_server.metrics
-import truco_server.rest.app
-from truco_server.config import Settings
+import truco_server.core.metrics
+import truco_server.transports.grpc.instrumentation
+import truco_server.transports.grpc.server
+import truco_server.transports.rest.app
+from truco_server.core.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -39,7 +39,11 @@ DASHBOARDS = sorted((GRAFANA / "dashboards").glob("*.json"))
 DEFAULTS = Settings()
 
 #: Modules that declare the worker's metrics (importing them registers the metrics).
-METRIC_MODULES = (truco_server.metrics, truco_server.rest.app, truco_server.grpc_instrumentation)
+METRIC_MODULES = (
+    truco_server.core.metrics,
+    truco_server.transports.rest.app,
+    truco_server.transports.grpc.instrumentation,
+)
 #: Series names each metric type exposes, by suffix (prometheus-client's text format).
 SUFFIXES = {
     "counter": ("_total", "_created"),

@@ -19,8 +19,8 @@ import pytest
 from sybil import Sybil
 from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
 
-from truco_server.config import parse_api_keys
-from truco_server.embedded import EmbeddedServer
+from truco_server.app.embedded import EmbeddedServer
+from truco_server.core.config import parse_api_keys
 
 pytestmark = pytest.mark.timeout(240)
 

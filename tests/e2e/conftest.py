@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from truco_server.config import Settings
-from truco_server.grpc_server import Worker
-from truco_server.service_wiring import servicer_factory
+from truco_server.app.wiring import servicer_factory
+from truco_server.core.config import Settings
+from truco_server.transports.grpc.server import Worker
 from truco_tools.redis_proc import free_port
 
 

@@ -21,9 +21,9 @@ from truco_contract.pb import match_pb2
 from truco_contract.pb import match_service_pb2 as MS
 from truco_match import records, table
 from truco_match.events import LogEntry, MatchForfeited, TimeoutCause, TurnTimedOut, entry_to_dict
-from truco_server.persisted import unpack_entry
-from truco_server.storage.base import CLOCK, StoreSettings
-from truco_server.storage.shards import ShardedQueue
+from truco_server.ports.store import CLOCK, StoreSettings
+from truco_server.services.stored import unpack_entry
+from truco_server.stores.shards import ShardedQueue
 
 FORFEIT_AFTER = 3
 

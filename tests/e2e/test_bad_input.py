@@ -21,7 +21,7 @@ from tests.e2e.client import Created, Player, RichError, Stub, act, bearer, crea
 from tests.e2e.conftest import WorkerFactory
 from truco_contract.pb import action_pb2, match_pb2
 from truco_contract.pb import match_service_pb2 as MS
-from truco_server.config import ApiKey
+from truco_server.core.config import ApiKey
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(20)]
 

@@ -48,7 +48,7 @@ from truco_match.events import (
     TimeoutCause,
     TurnTimedOut,
 )
-from truco_server.config import ApiKey
+from truco_server.core.config import ApiKey
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
 

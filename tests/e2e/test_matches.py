@@ -35,7 +35,7 @@ from tests.e2e.client import (
 )
 from tests.e2e.conftest import WorkerFactory, serve_process
 from truco_contract.pb import action_pb2, match_pb2
-from truco_server.grpc_server import Worker
+from truco_server.transports.grpc.server import Worker
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

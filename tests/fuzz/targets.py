@@ -13,10 +13,10 @@ fixed number of inputs). Targets (:data:`TARGETS`):
   to the state the verifier ended with.
 * ``rest`` -- one REST call, in process and without sockets: the route, path variables, query,
   body (JSON or raw text), ``Authorization``/``X-Api-Key`` and ``Last-Event-ID``, decoded as the
-  REST face does (:func:`truco_server.rest.routes.decode_request`, the limits of
+  REST face does (:func:`truco_server.transports.rest.routes.decode_request`, the limits of
   :mod:`truco_server.api.limits`, the credentials of :mod:`truco_server.api.auth`), then served
   by the API layer both transports call, on an in-memory store holding a live match. Oracle:
-  only :class:`truco_server.errors.ServiceError` comes out, never one whose status is INTERNAL
+  only :class:`truco_server.core.errors.ServiceError` comes out, never one whose status is INTERNAL
   or UNKNOWN, and a refused call leaves the store as it was.
 
 Seeds: ``tests/fuzz/corpus/<target>/`` (real records and request bodies, written by
@@ -178,8 +178,8 @@ class RestEnv:
 
 
 def _offline_destinations() -> type:
-    from truco_server import errors as E
-    from truco_server.webhooks import Destinations
+    from truco_server.core import errors as E
+    from truco_server.services.webhooks import Destinations
 
     class OfflineDestinations(Destinations):
         """The worker's webhook destination check without the name lookup: the fuzzer never
@@ -207,16 +207,16 @@ def _offline_destinations() -> type:
 
 def _rest_env() -> RestEnv:
     from truco_server.api.auth import Authenticator
-    from truco_server.api.operator_wire import OperatorApi
-    from truco_server.api.wire import MatchApi
-    from truco_server.config import ApiKey, Settings
-    from truco_server.logging import configure_logging
-    from truco_server.operators import Operators
-    from truco_server.rest.app import SERVICE
-    from truco_server.rest.routes import routes_of
-    from truco_server.service import MatchService
-    from truco_server.storage import MemoryMatchStore
-    from truco_server.webhooks import Deliverer
+    from truco_server.api.matches import MatchApi
+    from truco_server.api.operators import OperatorApi
+    from truco_server.core.config import ApiKey, Settings
+    from truco_server.core.logging import configure_logging
+    from truco_server.services.matches import MatchService
+    from truco_server.services.operators import Operators
+    from truco_server.services.webhooks import Deliverer
+    from truco_server.stores import MemoryMatchStore
+    from truco_server.transports.rest.app import SERVICE
+    from truco_server.transports.rest.routes import routes_of
 
     configure_logging("critical", "stderr")
     OfflineDestinations = _offline_destinations()
@@ -231,7 +231,7 @@ def _rest_env() -> RestEnv:
     service.relay = operators.relay
     api = MatchApi(service, auth)
     operator_api = OperatorApi(operators, auth)
-    from truco_server.service_wiring import OPERATOR_SERVICE
+    from truco_server.app.wiring import OPERATOR_SERVICE
 
     routes = {r.method_name: r for r in routes_of(SERVICE)}
     apis: dict[str, Any] = dict.fromkeys(routes, api)
@@ -245,7 +245,7 @@ async def _new_match(env: RestEnv) -> None:
     """A new live match (the same seed, so the same deal and state each time)."""
     from truco_contract.pb import match_pb2
     from truco_contract.pb import match_service_pb2 as MS
-    from truco_server.api.auth import Credentials
+    from truco_server.core.caller import Credentials
 
     created = await env.match_api.CreateMatch(
         Credentials(api_key=API_KEY),
@@ -462,11 +462,11 @@ def _pairs(value: Any) -> list[tuple[str, str]]:
 
 
 def rest_target(data: bytes) -> None:
-    from truco_server import errors as E
     from truco_server.api import limits
-    from truco_server.api.auth import Credentials
-    from truco_server.api.wire import to_status
-    from truco_server.rest.routes import decode_request, last_event_version
+    from truco_server.api.matches import to_status
+    from truco_server.core import errors as E
+    from truco_server.core.caller import Credentials
+    from truco_server.transports.rest.routes import decode_request, last_event_version
 
     env = rest_env()
     call = _decode_envelope(data)
@@ -578,8 +578,6 @@ def main(argv: list[str]) -> None:
         import truco_cli.engine_commands  # noqa: F401
         import truco_engine.record  # noqa: F401
         import truco_match.verify  # noqa: F401
-        import truco_server.rest.routes
-        import truco_server.service_wiring  # noqa: F401
     atheris.Setup(
         [argv[0], *flags],
         target,

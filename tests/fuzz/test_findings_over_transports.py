@@ -24,7 +24,7 @@ from tests.e2e.conftest import WorkerFactory
 from tests.hardening.helpers import details, relays_settled
 from truco_contract.pb import match_pb2
 from truco_contract.pb import match_service_pb2 as MS
-from truco_server.config import ApiKey
+from truco_server.core.config import ApiKey
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 G = grpc.StatusCode

@@ -13,7 +13,7 @@ import grpc
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
 from tests.e2e.conftest import e2e_settings, running_worker
-from truco_server.grpc_server import Worker
+from truco_server.transports.grpc.server import Worker
 
 
 @dataclass

@@ -32,12 +32,13 @@ from tests.rest.helpers import call, sse_events
 from truco_contract.pb import match_pb2
 from truco_contract.pb import match_service_pb2 as MS
 from truco_server.api import limits
-from truco_server.api.auth import Authenticator, Credentials, KeyRing
-from truco_server.api.wire import MatchApi
-from truco_server.config import ApiKey, ConfigError, Settings
-from truco_server.errors import ServiceError
-from truco_server.service import MatchService, reissue_key
-from truco_server.storage import MemoryMatchStore
+from truco_server.api.auth import Authenticator, KeyRing
+from truco_server.api.matches import MatchApi
+from truco_server.core.caller import Credentials
+from truco_server.core.config import ApiKey, ConfigError, Settings
+from truco_server.core.errors import ServiceError
+from truco_server.services.matches import MatchService, reissue_key
+from truco_server.stores import MemoryMatchStore
 
 pytestmark = [pytest.mark.timeout(120)]
 

@@ -14,8 +14,8 @@ from tests.e2e.conftest import WorkerFactory
 from tests.hardening.helpers import details
 from truco_contract.pb import action_pb2
 from truco_contract.pb import match_service_pb2 as MS
-from truco_server.config import Settings
-from truco_server.quotas import Quotas
+from truco_server.core.config import Settings
+from truco_server.services.quotas import Quotas
 
 pytestmark = [pytest.mark.timeout(60)]
 G = grpc.StatusCode

@@ -100,7 +100,7 @@ def _run(venv: Path, *args: str, timeout: float = 300) -> subprocess.CompletedPr
     )
 
 
-SERVER_ONLY = ["redis", "aiohttp", "structlog", "prometheus_client", "truco_server.service"]
+SERVER_ONLY = ["redis", "aiohttp", "structlog", "prometheus_client", "truco_server.services.matches"]
 
 
 @pytest.mark.parametrize("module", SERVER_ONLY)

@@ -12,11 +12,11 @@ import pytest
 
 from truco_contract.pb import match_pb2, match_service_pb2
 from truco_match.events import MatchStatus
-from truco_server.api import types as T
-from truco_server.api.auth import MatchCredential, Operator, parse_token
-from truco_server.league_service import EntrantDoc, LeagueDoc, LeagueService, LeagueSpec, State
-from truco_server.service import MatchService
-from truco_server.storage import MatchStore, MemoryMatchStore, RedisMatchStore
+from truco_server.core import requests as T
+from truco_server.core.caller import MatchCredential, Operator, parse_token
+from truco_server.services.leagues import EntrantDoc, LeagueDoc, LeagueService, LeagueSpec, State
+from truco_server.services.matches import MatchService
+from truco_server.stores import MatchStore, MemoryMatchStore, RedisMatchStore
 
 OPERATOR = Operator("acme")
 

@@ -12,8 +12,8 @@ from tests.leagues_service.workers import Lobby, every_match, make_bots, two_wor
 from truco_client import TrucoClient
 from truco_client.leagues import LeagueClient
 from truco_contract.pb import league_service_pb2 as lpb
-from truco_server.league_service.outcomes import outcome_of
 from truco_server.leagues import Entrant, EventSpec, FormatKind, Result, create_event
+from truco_server.services.leagues.outcomes import outcome_of
 
 LEAGUE_TIMEOUT = 240.0
 

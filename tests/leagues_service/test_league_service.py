@@ -22,11 +22,11 @@ from tests.leagues_service.conftest import (
     template,
 )
 from truco_contract.leagues import Assignment
-from truco_server import errors as E
-from truco_server.api import types as T
-from truco_server.api.auth import Operator
-from truco_server.league_service import EntrantDoc, LeagueNotFound, LeagueStateError, State
-from truco_server.league_service.documents import RATINGS
+from truco_server.core import errors as E
+from truco_server.core import requests as T
+from truco_server.core.caller import Operator
+from truco_server.services.leagues import EntrantDoc, LeagueNotFound, LeagueStateError, State
+from truco_server.services.leagues.documents import RATINGS
 
 
 async def test_unknown_format_is_a_typed_error(any_stack: Stack) -> None:
@@ -254,7 +254,7 @@ async def test_documents_compare_and_set(any_stack: Stack) -> None:
 async def test_a_duplicate_pairing_is_decided_deal_by_deal_as_in_the_docs(any_stack: Stack) -> None:
     """docs/leagues.md, Example 3 and "Duplicate deals in the service": the deal points of the
     two matches become the pairing's result with its deal-by-deal comparison."""
-    from truco_server.league_service.documents import PairingDoc, TableDoc
+    from truco_server.services.leagues.documents import PairingDoc, TableDoc
 
     sp = dataclasses.replace(
         spec("round_robin", 2, duplicate="tables"), entrants=(EntrantDoc("A", 1), EntrantDoc("B", 2))

@@ -13,11 +13,11 @@ import random
 from typing import Any
 
 from tests.leagues_service.conftest import Stack, make_stack, play_round, run_league, spec
-from truco_server.api.auth import Operator
-from truco_server.league_service import EntrantDoc, State
-from truco_server.league_service.documents import RATINGS
+from truco_server.core.caller import Operator
 from truco_server.leagues import RatingBook
-from truco_server.storage import MatchStore
+from truco_server.services.leagues import EntrantDoc, State
+from truco_server.services.leagues.documents import RATINGS
+from truco_server.stores import MatchStore
 
 
 class Died(BaseException):

@@ -29,8 +29,8 @@ from truco_client.local import play_local_match
 from truco_client.observation import Event, Observation
 from truco_contract import codec
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
-from truco_server.grpc_server import Worker
-from truco_server.service_wiring import servicer_factory
+from truco_server.app.wiring import servicer_factory
+from truco_server.transports.grpc.server import Worker
 
 pytestmark = pytest.mark.timeout(600)
 

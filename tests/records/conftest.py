@@ -14,8 +14,8 @@ import pytest
 from truco_client import Action, Bot, CreatedMatch, Observation, TrucoClient, write_record
 from truco_client.runner import run_bot
 from truco_match.records import MatchRecord
-from truco_server.config import ApiKey
-from truco_server.embedded import EmbeddedServer
+from truco_server.app.embedded import EmbeddedServer
+from truco_server.core.config import ApiKey
 
 API_KEY = "ops-secret"
 LOG_RETENTION = 16

@@ -21,7 +21,7 @@ from truco_contract import record_file
 from truco_match import records
 from truco_match.events import MatchStatus
 from truco_match.verify import CHECKS
-from truco_server.embedded import EmbeddedServer
+from truco_server.app.embedded import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 

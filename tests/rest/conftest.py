@@ -23,9 +23,9 @@ import grpc
 import pytest
 
 from truco_contract.pb import match_service_pb2_grpc
-from truco_server.config import ApiKey, Settings
-from truco_server.grpc_server import Worker
-from truco_server.service_wiring import servicer_factory
+from truco_server.app.wiring import servicer_factory
+from truco_server.core.config import ApiKey, Settings
+from truco_server.transports.grpc.server import Worker
 
 ACME_KEY = "k-acme-secret"
 OTHER_KEY = "k-other-secret"

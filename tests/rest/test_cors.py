@@ -14,9 +14,9 @@ import pytest
 
 from tests.rest.conftest import ACME_KEY, worker_settings
 from tests.rest.helpers import create_match
-from truco_server.config import ConfigError, parse_cors_origins, parse_settings
-from truco_server.grpc_server import Worker
-from truco_server.service_wiring import servicer_factory
+from truco_server.app.wiring import servicer_factory
+from truco_server.core.config import ConfigError, parse_cors_origins, parse_settings
+from truco_server.transports.grpc.server import Worker
 
 APP = "https://app.example"
 EVIL = "https://evil.example"

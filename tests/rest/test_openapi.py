@@ -21,8 +21,8 @@ from schemathesis import checks
 
 from tests.rest.conftest import ACME_KEY, Served
 from truco_contract.pb import match_service_pb2
-from truco_server.rest.openapi import build_openapi
-from truco_server.rest.routes import routes_of
+from truco_server.transports.rest.openapi import build_openapi
+from truco_server.transports.rest.routes import routes_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -87,7 +87,7 @@ def test_openapi_is_served(served: Served) -> None:
     with urllib.request.urlopen(served.base + "/openapi.json", timeout=10) as resp:
         doc = json.load(resp)
     assert doc["openapi"].startswith("3.")
-    from truco_server.service_wiring import LEAGUE_SERVICE, OPERATOR_SERVICE
+    from truco_server.app.wiring import LEAGUE_SERVICE, OPERATOR_SERVICE
 
     # one document for every service
     every = [*routes_of(SERVICE), *routes_of(OPERATOR_SERVICE), *routes_of(LEAGUE_SERVICE)]

@@ -21,7 +21,7 @@ from grpc_status import rpc_status
 from tests.rest.conftest import ACME_KEY, OTHER_KEY, RestWorker
 from tests.rest.helpers import act_once, bearer, call, create_match, ndjson_lines
 from truco_contract.pb import match_service_pb2
-from truco_server.rest.routes import message_to_json
+from truco_server.transports.rest.routes import message_to_json
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -13,10 +13,10 @@ from google.rpc import code_pb2
 
 import truco_engine as te
 from truco_contract.pb import match_service_pb2
-from truco_server import errors as E
-from truco_server.api.wire import to_status
-from truco_server.rest import HTTP_STATUS, RestFace, http_status
-from truco_server.rest.routes import message_to_json
+from truco_server.api.matches import to_status
+from truco_server.core import errors as E
+from truco_server.transports.rest import HTTP_STATUS, RestFace, http_status
+from truco_server.transports.rest.routes import message_to_json
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -114,8 +114,8 @@ async def test_worker_start_fails_cleanly_when_the_http_port_is_taken(clean_redi
     import socket
 
     from tests.rest.conftest import worker_settings
-    from truco_server.grpc_server import Worker
-    from truco_server.service_wiring import servicer_factory
+    from truco_server.app.wiring import servicer_factory
+    from truco_server.transports.grpc.server import Worker
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

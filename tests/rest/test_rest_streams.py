@@ -18,7 +18,7 @@ import pytest
 from tests.rest.conftest import ACME_KEY, RestWorker
 from tests.rest.helpers import act_once, bearer, create_match, ndjson_lines, sse_events
 from truco_contract.pb import match_service_pb2
-from truco_server.rest.routes import message_to_json
+from truco_server.transports.rest.routes import message_to_json
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -8,8 +8,8 @@ import truco_engine as te
 from truco_contract import codec
 from truco_match.events import EventView, MatchStatus
 from truco_match.views import SeatView, view
-from truco_server.api.wire import Protos
-from truco_server.lru import Lru
+from truco_server.api.matches import Protos
+from truco_server.core.lru import Lru
 
 
 def test_lru_evicts_the_least_recently_used() -> None:

@@ -29,10 +29,10 @@ from truco_contract.pb import (
     match_service_pb2_grpc,
 )
 from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
-from truco_server import config
-from truco_server.api.wire import to_status as to_rpc_status
-from truco_server.config import ApiKey, ConfigError, Settings, load_settings, parse_settings
-from truco_server.errors import (
+from truco_server.api.matches import to_status as to_rpc_status
+from truco_server.core import config
+from truco_server.core.config import ApiKey, ConfigError, Settings, load_settings, parse_settings
+from truco_server.core.errors import (
     Code,
     FieldViolation,
     IllegalAction,
@@ -41,8 +41,8 @@ from truco_server.errors import (
     ServiceError,
     StaleVersion,
 )
-from truco_server.grpc_errors import map_service_errors
-from truco_server.grpc_server import (
+from truco_server.transports.grpc.errors import map_service_errors
+from truco_server.transports.grpc.server import (
     HEARTBEAT_DUE,
     MATCH_SERVICE_NAME,
     StreamRegistry,
@@ -276,7 +276,7 @@ def _sample(text: str, name: str, labels: str) -> float:
 
 
 def test_metrics_disabled_when_port_is_zero() -> None:
-    from truco_server.metrics import start_metrics_server
+    from truco_server.core.metrics import start_metrics_server
 
     assert start_metrics_server(0) is None
 
@@ -348,7 +348,7 @@ def test_stale_version_maps_to_aborted() -> None:
 def test_every_reason_is_in_the_proto_enum() -> None:
     ErrorReason = truco_error_details_pb2.ErrorReason
 
-    from truco_server.errors import Reason
+    from truco_server.core.errors import Reason
 
     names = {n.removeprefix("ERROR_REASON_") for n in ErrorReason.keys()}  # noqa: SIM118
     assert {r.value for r in Reason} - {"INTERNAL"} <= names
@@ -361,7 +361,7 @@ def test_domain_errors_do_not_import_grpc() -> None:
     import ast
     from pathlib import Path
 
-    import truco_server.errors as errors_module
+    import truco_server.core.errors as errors_module
 
     tree = ast.parse(Path(errors_module.__file__).read_text())
     imported = {
@@ -497,7 +497,7 @@ def test_logs_follow_the_current_stdout_even_after_the_first_one_is_closed(
 
     import structlog
 
-    from truco_server.logging import configure_logging
+    from truco_server.core.logging import configure_logging
 
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
@@ -522,7 +522,7 @@ def test_logs_follow_the_current_stdout_even_after_the_first_one_is_closed(
 def test_log_lines_are_json_with_bound_context_and_no_secrets() -> None:
     import structlog
 
-    from truco_server.logging import bind_seat, configure_logging
+    from truco_server.core.logging import bind_seat, configure_logging
 
     out = io.StringIO()
     configure_logging("info", stream=out)

@@ -6,8 +6,15 @@ import ipaddress
 
 import pytest
 
-from truco_server.storage import MemoryMatchStore
-from truco_server.webhooks import Deliverer, Delivery, DeliveryState, Destinations, Outcome, parse_schedule
+from truco_server.services.webhooks import (
+    Deliverer,
+    Delivery,
+    DeliveryState,
+    Destinations,
+    Outcome,
+    parse_schedule,
+)
+from truco_server.stores import MemoryMatchStore
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from truco_server.api.auth import Operator
-from truco_server.service import MatchService
-from truco_server.storage import MemoryMatchStore, RedisMatchStore
+from truco_server.core.caller import Operator
+from truco_server.services.matches import MatchService
+from truco_server.stores import MemoryMatchStore, RedisMatchStore
 
 
 @pytest.fixture(params=["memory", "redis"])

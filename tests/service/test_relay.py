@@ -11,14 +11,14 @@ import pytest
 
 from tests.service.test_service import play_out
 from truco_contract.pb import operator_service_pb2
-from truco_server import service as service_module
-from truco_server.api import types as T
-from truco_server.api.auth import Operator
-from truco_server.operators import Operators
-from truco_server.scheduler import relay_reader
-from truco_server.service import MatchService
-from truco_server.storage.base import RELAY
-from truco_server.webhooks import Deliverer, Destinations
+from truco_server.core import requests as T
+from truco_server.core.caller import Operator
+from truco_server.ports.store import RELAY
+from truco_server.services import matches as service_module
+from truco_server.services.matches import MatchService
+from truco_server.services.operators import Operators
+from truco_server.services.scheduler import relay_reader
+from truco_server.services.webhooks import Deliverer, Destinations
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 

@@ -12,13 +12,13 @@ import pytest
 import truco_engine as te
 from truco_match.events import MatchStatus
 from truco_match.views import SeatView
-from truco_server import errors as E
-from truco_server.api import types as T
-from truco_server.api.auth import MatchCredential, Operator, parse_token
-from truco_server.scheduler import MISSING_MATCH_RETRY_MS, MISSING_MATCH_TRIES, clock_reader
-from truco_server.service import MatchService, unpack_entry
-from truco_server.storage import MemoryMatchStore
-from truco_server.storage.base import CLOCK
+from truco_server.core import errors as E
+from truco_server.core import requests as T
+from truco_server.core.caller import MatchCredential, Operator, parse_token
+from truco_server.ports.store import CLOCK
+from truco_server.services.matches import MatchService, unpack_entry
+from truco_server.services.scheduler import MISSING_MATCH_RETRY_MS, MISSING_MATCH_TRIES, clock_reader
+from truco_server.stores import MemoryMatchStore
 
 
 def cred(token: str) -> MatchCredential:
@@ -282,7 +282,7 @@ async def test_a_worker_keeps_every_live_match_and_only_the_latest_ended_ones(
 ) -> None:
     """Memory follows the matches in play: ended matches leave the live cache for a small one
     of their own, and one evicted from it is read from the store again when asked for."""
-    from truco_server.service import ENDED_CACHE_SIZE
+    from truco_server.services.matches import ENDED_CACHE_SIZE
 
     created = [
         await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
@@ -309,7 +309,7 @@ async def test_a_match_that_ended_on_another_worker_leaves_the_live_cache_once_u
     then nothing while another worker ended the match keeps it as live, until it has not
     used it for CACHE_IDLE_SECONDS (so under a steady load the live cache holds the last
     minute's matches, not the last 4,096)."""
-    from truco_server.service import CACHE_IDLE_SECONDS
+    from truco_server.services.matches import CACHE_IDLE_SECONDS
 
     store = MemoryMatchStore()
     now = [1_000_000.0]

@@ -14,12 +14,12 @@ import redis.asyncio as aioredis
 import truco_engine as te
 from truco_match.events import MatchStatus
 from truco_match.lifecycle import Life
-from truco_server import meta_codec
-from truco_server.api import types as T
-from truco_server.api.auth import Operator
-from truco_server.persisted import Meta, decode_state, encode_state
-from truco_server.service import MatchService
-from truco_server.storage import MemoryMatchStore, RedisMatchStore
+from truco_server.core import requests as T
+from truco_server.core.caller import Operator
+from truco_server.services import meta_codec
+from truco_server.services.matches import MatchService
+from truco_server.services.stored import Meta, decode_state, encode_state
+from truco_server.stores import MemoryMatchStore, RedisMatchStore
 
 from .test_service import act, cred, play_out
 

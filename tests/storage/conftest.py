@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 
 from tests.helpers.clock import FakeClock
-from truco_server.storage import MatchStore, MemoryMatchStore, RedisMatchStore, StoreSettings
+from truco_server.stores import MatchStore, MemoryMatchStore, RedisMatchStore, StoreSettings
 
 StoreFactory = Callable[..., Awaitable[MatchStore]]
 

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from tests.storage.test_store_contract import StoreFactory, entry
-from truco_server.storage import MatchStore
-from truco_server.storage.base import CLOCK, RELAY, WEBHOOK, RelayWake
+from truco_server.ports.store import CLOCK, RELAY, WEBHOOK, RelayWake
+from truco_server.stores import MatchStore
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -32,7 +32,7 @@ async def _commit(store: MatchStore, match_id: str, version: int, **kw: object) 
 
 
 async def test_record_steps_are_kept_in_order_beyond_the_event_log(make_store: StoreFactory) -> None:
-    from truco_server.storage import StoreSettings
+    from truco_server.stores import StoreSettings
 
     store = await make_store(StoreSettings(max_events=2))
     v = await _match(store)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.storage.test_store_contract import collect, new_match, play
-from truco_server.storage import RedisMatchStore
+from truco_server.stores import RedisMatchStore
 
 
 async def test_own_commits_are_delivered_locally_and_remote_ones_still_arrive(clean_redis_url: str) -> None:

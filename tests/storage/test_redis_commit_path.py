@@ -9,8 +9,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.connection import Connection
 
 from tests.storage.test_store_contract import new_match, play
-from truco_server.storage import RedisMatchStore
-from truco_server.storage.redis_store import pack_command
+from truco_server.stores import RedisMatchStore
+from truco_server.stores.redis_store import pack_command
 
 
 def test_pack_command_matches_redis_py() -> None:

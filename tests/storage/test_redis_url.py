@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from truco_server.config import ConfigError, parse_settings, redact_url
-from truco_server.storage.redis_url import parse_redis_url
+from truco_server.core.config import ConfigError, parse_settings, redact_url
+from truco_server.core.redis_url import parse_redis_url
 
 
 def test_standalone_urls_are_handed_to_redis_py_as_they_are() -> None:

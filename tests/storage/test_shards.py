@@ -11,7 +11,7 @@ import pytest
 from redis.crc import key_slot
 from redis.exceptions import RedisClusterException, ResponseError
 
-from truco_server.storage import ShardedQueue
+from truco_server.stores import ShardedQueue
 from truco_tools.redis_cluster import LocalRedisCluster
 
 #: Moves the earliest due entry of one shard to its claimed set, atomically (the shape of

@@ -9,7 +9,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from tests.helpers.clock import FakeClock
-from truco_server.storage import (
+from truco_server.stores import (
     CommitResult,
     EventSubscription,
     InvalidPageToken,

@@ -22,7 +22,7 @@ from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
 from tests.storage.test_store_contract import entry, new_match, play
-from truco_server.storage import (
+from truco_server.stores import (
     EventSubscription,
     LogTrimmed,
     RedisMatchStore,
@@ -30,7 +30,7 @@ from truco_server.storage import (
     StoreUnavailable,
     VersionConflict,
 )
-from truco_server.storage.fanout import ClusterStreamHub, RedisStreamHub
+from truco_server.stores.fanout import ClusterStreamHub, RedisStreamHub
 from truco_tools.redis_cluster import ClusterNode, LocalRedisCluster, LocalSentinelGroup
 from truco_tools.redis_proc import free_port
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 LAYERS: tuple[tuple[str, str], ...] = (
     ("engine", "/truco_engine/"),
-    ("store", "/truco_server/storage/"),
+    ("store", "/truco_server/stores/"),
     ("server", "/truco_server/"),
     ("contract", "/truco_contract/"),
     ("protobuf", "/google/protobuf/"),

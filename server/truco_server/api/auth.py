@@ -8,9 +8,9 @@ HTTP header; an operator key may also come as ``x-api-key``):
   that must be an operator is the operator ``public`` (development only; see
   docs/operations.md);
 * a **match credential** ``tc1.<match_id>.<seat or s>.<mac>`` handed out by CreateMatch: one
-  seat of one match, or its spectators. The MAC is an HMAC-SHA256 under the match's own key
-  of the viewer and its credential's *generation*, so any worker verifies it once the match is
-  loaded (:func:`verify`), and a retried CreateMatch returns the same credentials.
+  seat of one match, or its spectators (:mod:`truco_match.credentials`): parsed here
+  (:func:`~truco_server.core.caller.parse_token`), verified by the service once the match is
+  loaded, since the key is the match's own; a retried CreateMatch returns the same credentials.
   ReissueCredential raises a viewer's generation in the match's state (a committed step, so
   every worker sees it with the match's next version): the previous credential no longer
   verifies. A match may also give its credentials a lifetime (``credential_ttl``), checked by
@@ -24,137 +24,27 @@ Credentials are never logged (a key's fingerprint may be).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import structlog
 
-from truco_server import errors as E
-from truco_server import metrics
-from truco_server.config import ApiKey, ConfigError, Settings, find_api_key, read_api_keys_file
-from truco_server.logging import bind_operator
+from truco_server.core import errors as E
+from truco_server.core import metrics
+from truco_server.core.caller import (
+    MAX_TOKEN_CHARS,
+    PUBLIC_OPERATOR,
+    Caller,
+    Credentials,
+    MatchCredential,
+    Operator,
+    parse_token,
+)
+from truco_server.core.config import ApiKey, ConfigError, Settings, find_api_key, read_api_keys_file
+from truco_server.core.logging import bind_operator
 
 log = structlog.get_logger("truco.auth")
-
-SPECTATOR = -1
-"""The viewer number of a match's spectators (and of its owner looking on)."""
-TOKEN_PREFIX = "tc1"
-
-
-@dataclass(frozen=True, slots=True)
-class Operator:
-    """A caller with an operator API key; ``name`` owns the matches it creates."""
-
-    name: str
-
-
-PUBLIC_OPERATOR = Operator("public")
-"""Every operator caller of a worker that runs without API keys."""
-
-
-@dataclass(frozen=True, slots=True)
-class MatchCredential:
-    """A match credential as presented (not verified until the match is loaded)."""
-
-    token: str
-    match_id: str
-    who: str
-    """The seat number as text, or ``s`` for the spectators."""
-
-
-Caller = Operator | MatchCredential
-
-
-@dataclass(frozen=True, slots=True)
-class Credentials:
-    """What a transport found in a call: a match credential and/or an operator key."""
-
-    bearer: str | None = None
-    api_key: str | None = None
-
-    @classmethod
-    def from_pairs(cls, pairs: Iterable[tuple[str, str | bytes]] | None) -> Credentials:
-        """From gRPC metadata or HTTP headers (lower-case names). A bearer token that is not
-        a match credential is taken as an operator key."""
-        bearer: str | None = None
-        api_key: str | None = None
-        for key, value in pairs or ():
-            # as text that encodes: an HTTP header's undecodable bytes arrive as lone surrogates
-            text = value.decode(errors="replace") if isinstance(value, bytes) else _encodable(value)
-            if key == "authorization":
-                scheme, _, rest = text.partition(" ")
-                if scheme.lower() == "bearer" and rest.strip():
-                    bearer = rest.strip()
-            elif key == "x-api-key":
-                api_key = text.strip()
-        # A bearer shaped like a match credential stays one (a malformed one is refused, never
-        # taken as an operator key, which an open worker would accept).
-        if bearer is not None and not bearer.startswith(TOKEN_PREFIX + "."):
-            api_key, bearer = api_key or bearer, None
-        return cls(bearer, api_key)
-
-
-def _encodable(text: str) -> str:
-    """``text`` with what UTF-8 cannot encode (lone surrogates) replaced by ``?``."""
-    return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
-
-
-MAX_TOKEN_CHARS = 256
-"""Longest credential (match credential or API key) read; a longer one is refused unread."""
-
-
-def parse_token(token: str) -> MatchCredential | None:
-    """The parts of a match credential, or ``None`` when ``token`` is not one."""
-    if len(token) > MAX_TOKEN_CHARS:
-        return None
-    parts = token.split(".")
-    if len(parts) != 4 or parts[0] != TOKEN_PREFIX:
-        return None
-    return MatchCredential(token, parts[1], parts[2])
-
-
-def issue(match_id: str, cred_key: str, viewer: int, generation: int = 0) -> str:
-    """The credential of ``viewer`` (a seat, or :data:`SPECTATOR`) of a match, at its
-    ``generation`` (0 at creation, one more per re-issue)."""
-    label = "spectator" if viewer == SPECTATOR else f"seat:{viewer}"
-    if generation:
-        label += f"#{generation}"
-    mac = hmac.new(bytes.fromhex(cred_key), label.encode(), hashlib.sha256).hexdigest()[:40]
-    who = "s" if viewer == SPECTATOR else str(viewer)
-    return f"{TOKEN_PREFIX}.{match_id}.{who}.{mac}"
-
-
-def _first(viewer: int) -> int:
-    return 0
-
-
-def verify(
-    cred: MatchCredential,
-    match_id: str,
-    cred_key: str,
-    seats: int,
-    generation: Callable[[int], int] = _first,
-) -> int:
-    """The seat (or :data:`SPECTATOR`) a credential stands for in match ``match_id``, whose
-    current credential generations ``generation(viewer)`` gives; raises
-    :class:`~truco_server.errors.Unauthenticated` when it does not (a revoked credential is
-    answered like any invalid one)."""
-    if cred.match_id != match_id:
-        raise E.Unauthenticated("this credential does not belong to this match")
-    who = cred.who
-    number = who.isascii() and who.isdigit() and len(who) < 4
-    viewer = SPECTATOR if who == "s" else int(who) if number else None
-    if viewer is None or not (viewer == SPECTATOR or 0 <= viewer < seats):
-        raise E.Unauthenticated("malformed credential")
-    # bytes: compare_digest refuses str with non-ASCII characters
-    expected = issue(match_id, cred_key, viewer, generation(viewer))
-    if not hmac.compare_digest(expected.encode(), cred.token.encode()):
-        raise E.Unauthenticated("invalid credential")
-    return viewer
 
 
 class KeyRing:

@@ -36,10 +36,10 @@ import structlog
 from google.rpc import status_pb2  # type: ignore[import-untyped]
 
 from truco_contract.pb import match_service_pb2
-from truco_server import errors as E
 from truco_server.api import limits
-from truco_server.api.auth import Credentials
-from truco_server.api.wire import INTERNAL, MatchApi, to_status
+from truco_server.api.matches import INTERNAL, MatchApi, to_status
+from truco_server.core import errors as E
+from truco_server.core.caller import Credentials
 
 pb = match_service_pb2
 log = structlog.get_logger("truco_server.connection")

@@ -5,9 +5,9 @@ stored or logged.
 (or map) field has a bound -- :data:`FIELD_LIMITS` by field name, else the defaults -- and
 messages may nest at most :data:`MAX_DEPTH` deep (``google.protobuf.Struct`` rule overrides
 included). Doubles must be finite (a ``NaN`` or ``Infinity`` rule override is malformed). A
-violation is :class:`~truco_server.errors.InvalidArgument` with a ``FieldViolation`` naming
+violation is :class:`~truco_server.core.errors.InvalidArgument` with a ``FieldViolation`` naming
 the field and the limit, never quoting the value. The gRPC servicers call it through
-:func:`truco_server.grpc_errors.map_service_errors`, the REST face after decoding the JSON
+:func:`truco_server.transports.grpc.errors.map_service_errors`, the REST face after decoding the JSON
 body, so every RPC of every service is covered without a list of RPCs.
 
 The whole message is bounded first by the transports: gRPC's
@@ -24,7 +24,7 @@ from typing import Any
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from truco_server import errors as E
+from truco_server.core import errors as E
 
 MAX_MESSAGE_BYTES = 256 * 1024
 """Largest request message a worker reads (gRPC; REST bodies have the same bound)."""
@@ -122,7 +122,7 @@ def _walk(message: Message, prefix: str, depth: int) -> None:
 
 
 def check(message: Message) -> None:
-    """Raise :class:`~truco_server.errors.InvalidArgument` when any field of ``message`` is
+    """Raise :class:`~truco_server.core.errors.InvalidArgument` when any field of ``message`` is
     over its bound (see the module docstring)."""
     _walk(message, "", 0)
 

@@ -23,9 +23,9 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
-from truco_server.config import Settings
-from truco_server.grpc_server import Worker
-from truco_server.service_wiring import servicer_factory
+from truco_server.app.wiring import servicer_factory
+from truco_server.core.config import Settings
+from truco_server.transports.grpc.server import Worker
 from truco_tools.redis_proc import start_redis
 
 SERVICE = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
@@ -232,7 +232,7 @@ async def _rest_phase(
     n: int,
     out: FuzzResult,
 ) -> None:
-    from truco_server.rest.routes import routes_of
+    from truco_server.transports.rest.routes import routes_of
 
     rng = gen.rng
     routes = routes_of(SERVICE)

@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 import truco_engine as te
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc, observation_pb2
 from truco_match.events import entry_to_dict
-from truco_server.persisted import Meta, decode_state, unpack_entry
+from truco_server.services.stored import Meta, decode_state, unpack_entry
 
 MS = match_service_pb2
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from truco_server.logging import configure_logging
+from truco_server.core.logging import configure_logging
 from truco_tools.campaign import LONG, SHORT, Profile
 from truco_tools.campaign.chaos import LoadResult, memory_growth, run_load
 from truco_tools.campaign.fuzz import FuzzResult, run_fuzz, worker_env

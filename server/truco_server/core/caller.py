@@ -1,0 +1,100 @@
+"""Who is calling: the caller types every layer shares, and how a transport's credentials are
+read from its metadata or headers (``authorization: Bearer <token>``, ``x-api-key``).
+
+* an **operator** (an API key configured on the server) owns the matches it creates;
+* a **match credential** ``tc1.<match_id>.<seat or s>.<mac>`` stands for one seat of one match,
+  or its spectators; it is verified against the match's own key once the match is loaded
+  (:func:`truco_match.credentials.viewer_of`).
+
+Credentials are never logged (a key's fingerprint may be).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from truco_match.credentials import SPECTATOR, TOKEN_PREFIX
+
+__all__ = [
+    "MAX_TOKEN_CHARS",
+    "PUBLIC_OPERATOR",
+    "SPECTATOR",
+    "Caller",
+    "Credentials",
+    "MatchCredential",
+    "Operator",
+    "parse_token",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    """A caller with an operator API key; ``name`` owns the matches it creates."""
+
+    name: str
+
+
+PUBLIC_OPERATOR = Operator("public")
+"""Every operator caller of a worker that runs without API keys."""
+
+
+@dataclass(frozen=True, slots=True)
+class MatchCredential:
+    """A match credential as presented (not verified until the match is loaded)."""
+
+    token: str
+    match_id: str
+    who: str
+    """The seat number as text, or ``s`` for the spectators."""
+
+
+Caller = Operator | MatchCredential
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """What a transport found in a call: a match credential and/or an operator key."""
+
+    bearer: str | None = None
+    api_key: str | None = None
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[str, str | bytes]] | None) -> Credentials:
+        """From gRPC metadata or HTTP headers (lower-case names). A bearer token that is not
+        a match credential is taken as an operator key."""
+        bearer: str | None = None
+        api_key: str | None = None
+        for key, value in pairs or ():
+            # as text that encodes: an HTTP header's undecodable bytes arrive as lone surrogates
+            text = value.decode(errors="replace") if isinstance(value, bytes) else _encodable(value)
+            if key == "authorization":
+                scheme, _, rest = text.partition(" ")
+                if scheme.lower() == "bearer" and rest.strip():
+                    bearer = rest.strip()
+            elif key == "x-api-key":
+                api_key = text.strip()
+        # A bearer shaped like a match credential stays one (a malformed one is refused, never
+        # taken as an operator key, which an open worker would accept).
+        if bearer is not None and not bearer.startswith(TOKEN_PREFIX + "."):
+            api_key, bearer = api_key or bearer, None
+        return cls(bearer, api_key)
+
+
+def _encodable(text: str) -> str:
+    """``text`` with what UTF-8 cannot encode (lone surrogates) replaced by ``?``."""
+    return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
+
+
+MAX_TOKEN_CHARS = 256
+"""Longest credential (match credential or API key) read; a longer one is refused unread."""
+
+
+def parse_token(token: str) -> MatchCredential | None:
+    """The parts of a match credential, or ``None`` when ``token`` is not one."""
+    if len(token) > MAX_TOKEN_CHARS:
+        return None
+    parts = token.split(".")
+    if len(parts) != 4 or parts[0] != TOKEN_PREFIX:
+        return None
+    return MatchCredential(token, parts[1], parts[2])

@@ -1,0 +1,608 @@
+"""Worker configuration: one frozen `Settings`, from flags, then environment, then defaults.
+
+Every option is declared once in `OPTIONS` (flag, environment variable, type, default,
+help); the argparse flags, the environment lookup and the table in `docs/operations.md`
+(`settings_markdown_table()`) all come from that declaration.
+
+Precedence: a flag given on the command line wins over the environment variable, which wins
+over the default. Secrets (API keys) come from the environment only, never from flags (flags
+show up in `ps`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+class ConfigError(ValueError):
+    """An option has an invalid value; the message names the flag and variable."""
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An operator API key. `name` identifies the operator in logs and as match creator."""
+
+    name: str
+    secret: str = field(repr=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """Short, non-reversible id of the secret (safe to log and store)."""
+        return hashlib.sha256(self.secret.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a worker needs to know. Build it with `load_settings()`."""
+
+    redis_url: str | None = field(default=None, repr=False)
+    """Redis URL: one server (`redis://`, `rediss://`, `unix://`), a Redis Cluster
+    (`redis+cluster://HOST:PORT[,HOST:PORT...]`) or a Sentinel group
+    (`redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER_NAME`); `rediss+...` for TLS. Forms
+    and options: docs/operations.md, "Redis URLs". Unset: the in-memory store (one process,
+    nothing survives a restart)."""
+    host: str = "127.0.0.1"
+    """Interface the gRPC, REST and metrics listeners bind. Loopback by default so a
+    development run is never exposed; containers set `0.0.0.0`."""
+    grpc_port: int = 50051
+    """gRPC port; 0 picks a free port (tests)."""
+    http_port: int = 8080
+    """REST/JSON + SSE port (same worker, same MatchService); 0 picks a free port (tests)."""
+    metrics_port: int = 9100
+    """Prometheus `/metrics` port; 0 disables the endpoint."""
+    api_keys: tuple[ApiKey, ...] = ()
+    """Operator API keys (create, list, cancel matches): comma-separated `name=secret`
+    entries (a bare `secret` is named `key-<sha256 prefix>`); one name may have several keys
+    (old and new during a rotation). Without keys (and without `TRUCO_API_KEYS_FILE`) the
+    worker runs open: any operator call (with or without a key) acts as the operator `public`;
+    reading a match still needs a credential, a match token or any key (for development; set
+    keys in production)."""
+    api_keys_file: str | None = None
+    """A file of operator API keys in the format of `TRUCO_API_KEYS` (commas or one entry per
+    line; `#` starts a comment), accepted in addition to them and re-read when it changes, so
+    keys rotate without a restart (docs/operations.md, "Rotating operator keys"). Set, the
+    worker is never open, even while the file holds no key."""
+    api_keys_poll_seconds: float = 5.0
+    """How often a worker looks whether `TRUCO_API_KEYS_FILE` changed (and SIGHUP re-reads
+    it at once)."""
+    log_level: str = "info"
+    """Minimum log level."""
+    shutdown_grace_seconds: float = 10.0
+    """On SIGTERM: time in-flight unary RPCs get to finish before they are cancelled."""
+    shutdown_drain_seconds: float = 0.0
+    """On SIGTERM: time between reporting NOT_SERVING and refusing new RPCs, so load
+    balancers and Kubernetes stop routing here first."""
+    heartbeat_interval_seconds: float = 5.0
+    """A stream that has had nothing to send for this long sends a heartbeat."""
+    max_concurrent_rpcs: int = 4096
+    """Concurrent RPCs (open streams included) before new ones get RESOURCE_EXHAUSTED;
+    0: unlimited."""
+    subscriber_queue_size: int = 256
+    """Updates buffered per stream subscriber; a subscriber that falls further behind
+    re-reads the events it missed from the store."""
+    event_log_max_len: int = 64
+    """Events kept per match log (the last 25-30 actions); a resume from further back has
+    its events rebuilt from the match record. Redis memory per live match grows by about
+    75 bytes per event kept (docs/storage.md)."""
+    finished_match_ttl_seconds: int = 86400
+    """How long a finished or cancelled match stays readable."""
+    max_connection_age_seconds: float = 300.0
+    """Connections are closed (GOAWAY) after this long so long-lived streams rebalance
+    across workers; clients reconnect and resume. 0: never."""
+    idle_timeout_seconds: int = 86400
+    """An active match without a turn clock in which nothing happens this long is aborted
+    (a match's own `settings.idle_timeout` wins); 0: never."""
+    scheduler_tick_seconds: float = 0.25
+    """How often the worker claims the matches that are due (clock expiries, join windows,
+    idle timeouts); deadlines are met within about this much."""
+    webhook_allow: str = ""
+    """Comma-separated networks (`127.0.0.0/8`) and host names webhooks may reach although
+    they are not public addresses, and over plain http (docs/webhooks.md). Empty: only https
+    to public addresses."""
+    webhook_timeout_seconds: float = 10.0
+    """A webhook delivery attempt without an answer within this long fails (and is retried)."""
+    webhook_retry_schedule: str = "5,300,1800,7200,18000,36000"
+    """Seconds before each retry of a failed webhook delivery (±10 % jitter); after the last
+    step the delivery is given up and shown as failed. The default retries for about 17 h."""
+    webhooks_per_operator: int = 10
+    """Most webhooks an operator may register."""
+    redis_retry_seconds: float = 10.0
+    """How long a Redis operation keeps retrying through a failover (a dead primary being
+    replaced, a reconnect) before the call fails; commits are safe to retry (docs/operations.md,
+    "Failover")."""
+    redis_wait_replicas: int = 0
+    """Durability: after each commit wait until this many replicas acknowledged it (Redis
+    `WAIT`) before answering; 0: do not wait. Narrows, does not close, the window in which a
+    failover loses an acknowledged action (docs/operations.md, "Durability")."""
+    redis_wait_timeout_ms: int = 100
+    """With `TRUCO_REDIS_WAIT_REPLICAS`: longest wait for the acknowledgements; a commit that
+    times out is still answered (it is applied) and counted in `truco_redis_wait_short_total`."""
+    cors_origins: tuple[str, ...] = ()
+    """Comma-separated origins (`https://app.example`, `http://localhost:5173`) whose browser
+    pages may call the REST face directly (CORS); `*`: any origin. Empty: CORS off
+    (docs/rest.md, "Browser apps on other origins")."""
+    workers: int = 0
+    """Worker processes `truco serve` runs behind the same ports (`SO_REUSEPORT`), with their
+    Prometheus metrics aggregated on one `/metrics`. 0: the number of cores this process may
+    use (`os.sched_getaffinity`) with a Redis store, 1 with the in-memory store (which lives
+    in one process and cannot be shared)."""
+    state_with_rules: bool = False
+    """Write what builds up to 0.2.0 read: the rule set inside every stored match state, and
+    a new match's metadata in its zlib form. Set it on the new workers during a rolling
+    update from such a build (old and new workers serving the same matches), unset it once no
+    old worker is left (docs/operations.md, "Upgrading"). Off: the state is a third the size
+    and cost, the metadata a fifth."""
+    gc_tuning: bool = True
+    """After start-up, freeze what the imports made out of the garbage collector's reach and
+    set its thresholds to `TRUCO_GC_THRESHOLDS` (`diagnostics.tune_gc`): a full collection
+    stopped a worker for 80-150 ms on a test machine, a middle one for up to 25 ms
+    (docs/operations.md, "Memory"). 0: Python's defaults."""
+    gc_thresholds: str = "300,3,1000"
+    """The collector's three thresholds with `TRUCO_GC_TUNING` (`gc.set_threshold`): a young
+    collection after this many new objects, a middle one every this many young ones, a full
+    one every this many middle ones. Python's defaults are 700,10,10; smaller first two make
+    each pause shorter for the same total (a middle one's median 0.8-1.0 ms instead of 3.8-5.0,
+    its longest 4-5 ms instead of 29-37, in docs/benchmarks.md's paced runs)."""
+    reuse_port: bool = False
+    """Bind the gRPC and REST ports with `SO_REUSEPORT`, so that several workers share them
+    (set by `truco serve --workers N` for its workers; otherwise two servers must never share a
+    port by accident)."""
+
+    @property
+    def effective_workers(self) -> int:
+        """The worker processes to run: `workers`, or its default (see `workers`)."""
+        if self.workers:
+            return self.workers
+        if self.redis_url is None:
+            return 1
+        return max(
+            1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        )
+
+    readiness_interval_seconds: float = 1.0
+    """How often the worker PINGs its store; health (readiness) is NOT_SERVING while the store
+    does not answer within this time, SERVING again as soon as it does."""
+    quota_streams: int = 16
+    """Most streams one match credential (seat or spectator token) may hold open on a worker;
+    0: no limit (docs/operations.md, "Quotas")."""
+    quota_actions_per_second: float = 50.0
+    """Actions per second one seat credential may submit on a worker (a burst of as many is
+    allowed); 0: no limit."""
+    quota_matches_per_minute: float = 6000.0
+    """Matches one operator may create per minute on a worker (a burst of a tenth of that, at
+    least 1, is allowed); 0: no limit."""
+    heap_snapshot_dir: str | None = None
+    """A directory where a worker started with `PYTHONTRACEMALLOC=1` writes a heap snapshot on
+    SIGUSR1 (`heap-<pid>-<n>.tracemalloc`, read with the standard `tracemalloc` module, and a
+    count of live objects by type beside it); unset: the current directory
+    (docs/operations.md, "Memory"). Without tracing, SIGUSR1 only logs a warning."""
+
+    @property
+    def store_description(self) -> str:
+        """'in-memory' or the Redis URL with any password hidden (safe to print)."""
+        return "in-memory" if self.redis_url is None else redact_url(self.redis_url)
+
+    def api_key_for(self, secret: str) -> ApiKey | None:
+        """The API key of `TRUCO_API_KEYS` with this secret, if any (the worker's
+        `truco_server.api.auth.KeyRing` adds the keys file)."""
+        return find_api_key(self.api_keys, secret)
+
+
+def find_api_key(keys: Iterable[ApiKey], secret: str) -> ApiKey | None:
+    """The key with this secret, if any (every key compared, in constant time per key)."""
+    import hmac
+
+    found: ApiKey | None = None
+    for key in keys:
+        if hmac.compare_digest(key.secret.encode(), secret.encode()):
+            found = key
+    return found
+
+
+_SECRET_QUERY = re.compile(r"((?:^|&)[a-z_]*password=)[^&]*")
+
+
+def redact_url(url: str) -> str:
+    """Replace the password (and a lone username-as-password) in a URL with '***', and the
+    value of any `...password=` option (e.g. `sentinel_password`)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    rest, qmark, query = rest.partition("?")
+    query, hmark, fragment = query.partition("#")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, hosts = authority.rpartition("@")
+    if at:
+        user, colon, _secret = userinfo.partition(":")
+        authority = f"{user}:***@{hosts}" if colon else f"***@{hosts}"
+    if query:
+        query = _SECRET_QUERY.sub(r"\1***", query)
+    return f"{scheme}{sep}{authority}{slash}{path}{qmark}{query}{hmark}{fragment}"
+
+
+def parse_api_keys(text: str) -> tuple[ApiKey, ...]:
+    """Parse `TRUCO_API_KEYS`: comma-separated `name=secret` or bare `secret` entries (newlines
+    separate entries too, and `#` starts a comment to the end of its line, for the keys file).
+
+    A bare secret is named `key-<fingerprint>`. Whitespace around entries is ignored. One
+    operator name may have several keys (a rotation's old and new); a secret may appear once.
+    """
+    keys: list[ApiKey] = []
+    lines = (line.partition("#")[0] for line in text.splitlines())
+    for raw in ",".join(lines).split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        name, sep, secret = entry.partition("=")
+        if not sep:
+            name, secret = "", entry
+        name, secret = name.strip(), secret.strip()
+        if not secret:
+            raise ConfigError(f"TRUCO_API_KEYS: entry {name!r} has an empty secret")
+        key = ApiKey(name=name, secret=secret)
+        if not name:
+            key = ApiKey(name=f"key-{key.fingerprint}", secret=secret)
+        keys.append(key)
+    secrets = [k.secret for k in keys]
+    if len(set(secrets)) != len(secrets):
+        raise ConfigError("TRUCO_API_KEYS: the same secret is given twice")
+    return tuple(keys)
+
+
+def read_api_keys_file(path: str) -> tuple[ApiKey, ...]:
+    """The keys of a `TRUCO_API_KEYS_FILE` (raises OSError or ConfigError; the message never
+    quotes a secret)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read(1 << 20)
+    return parse_api_keys(text)
+
+
+def _path(text: str) -> str | None:
+    value = text.strip()
+    return value or None
+
+
+def _flag(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected 1/0, true/false, yes/no or on/off")
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise ValueError("a port is 0..65535")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise ValueError("must be > 0")
+    return value
+
+
+def _retry_schedule(text: str) -> str:
+    steps = [x.strip() for x in text.split(",") if x.strip()]
+    if not steps or any(float(x) <= 0 for x in steps):
+        raise ValueError("one or more positive numbers of seconds, comma-separated")
+    return ",".join(steps)
+
+
+def _gc_thresholds(text: str) -> str:
+    parts = [x.strip() for x in text.split(",")]
+    if len(parts) != 3 or not all(x.isdigit() and int(x) > 0 for x in parts):
+        raise ValueError("three positive whole numbers, comma-separated (young,middle,full)")
+    return ",".join(parts)
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise ValueError("must be > 0")
+    return value
+
+
+def _log_level(text: str) -> str:
+    value = text.strip().lower()
+    if value not in LOG_LEVELS:
+        raise ValueError("one of " + ", ".join(LOG_LEVELS))
+    return value
+
+
+def parse_cors_origins(text: str) -> tuple[str, ...]:
+    """Parse `TRUCO_CORS_ORIGINS`: `*` or comma-separated `scheme://host[:port]` origins, exactly
+    as a browser sends them in `Origin` (no path, no trailing slash); scheme and host are
+    lower-cased."""
+    origins: list[str] = []
+    for raw in text.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        if entry != "*":
+            scheme, sep, rest = entry.partition("://")
+            entry = f"{scheme.lower()}{sep}{rest.lower()}"
+            if not re.fullmatch(r"https?://(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?", entry):
+                raise ValueError(f"{raw.strip()!r} is not an origin like https://app.example[:port] or *")
+        if entry not in origins:
+            origins.append(entry)
+    return tuple(origins)
+
+
+def _redis_url(text: str) -> str | None:
+    """Check a Redis URL of any form the storage layer accepts (one parser:
+    `truco_server.core.redis_url`); the message never quotes the password."""
+    from truco_server.core.redis_url import parse_redis_url
+
+    value = text.strip()
+    if not value:
+        return None
+    parse_redis_url(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Option:
+    """Declaration of one setting: where it comes from and how it is parsed."""
+
+    name: str
+    """`Settings` field name."""
+    env: str
+    """Environment variable."""
+    flag: str | None
+    """Command-line flag; None for secrets (environment only)."""
+    parse: Callable[[str], Any]
+    """Parser from text; raises ValueError with a short explanation."""
+    metavar: str = "VALUE"
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("redis_url", "REDIS_URL", "--redis", _redis_url, "URL"),
+    Option("host", "TRUCO_HOST", "--host", str.strip, "ADDR"),
+    Option("grpc_port", "TRUCO_GRPC_PORT", "--grpc-port", _port, "PORT"),
+    Option("http_port", "TRUCO_HTTP_PORT", "--http-port", _port, "PORT"),
+    Option("metrics_port", "TRUCO_METRICS_PORT", "--metrics-port", _port, "PORT"),
+    Option("api_keys", "TRUCO_API_KEYS", None, parse_api_keys),
+    Option("api_keys_file", "TRUCO_API_KEYS_FILE", "--api-keys-file", _path, "PATH"),
+    Option(
+        "api_keys_poll_seconds",
+        "TRUCO_API_KEYS_POLL_SECONDS",
+        "--api-keys-poll",
+        _positive_float,
+        "SECONDS",
+    ),
+    Option("log_level", "TRUCO_LOG_LEVEL", "--log-level", _log_level, "LEVEL"),
+    Option(
+        "shutdown_grace_seconds",
+        "TRUCO_SHUTDOWN_GRACE_SECONDS",
+        "--shutdown-grace",
+        _non_negative_float,
+        "SECONDS",
+    ),
+    Option(
+        "shutdown_drain_seconds",
+        "TRUCO_SHUTDOWN_DRAIN_SECONDS",
+        "--shutdown-drain",
+        _non_negative_float,
+        "SECONDS",
+    ),
+    Option(
+        "heartbeat_interval_seconds",
+        "TRUCO_HEARTBEAT_INTERVAL_SECONDS",
+        "--heartbeat-interval",
+        _positive_float,
+        "SECONDS",
+    ),
+    Option(
+        "max_concurrent_rpcs", "TRUCO_MAX_CONCURRENT_RPCS", "--max-concurrent-rpcs", _non_negative_int, "N"
+    ),
+    Option(
+        "subscriber_queue_size", "TRUCO_SUBSCRIBER_QUEUE_SIZE", "--subscriber-queue-size", _positive_int, "N"
+    ),
+    Option("event_log_max_len", "TRUCO_EVENT_LOG_MAX_LEN", "--event-log-max-len", _positive_int, "N"),
+    Option(
+        "finished_match_ttl_seconds",
+        "TRUCO_FINISHED_MATCH_TTL_SECONDS",
+        "--finished-match-ttl",
+        _positive_int,
+        "SECONDS",
+    ),
+    Option(
+        "max_connection_age_seconds",
+        "TRUCO_MAX_CONNECTION_AGE_SECONDS",
+        "--max-connection-age",
+        _non_negative_float,
+        "SECONDS",
+    ),
+    Option(
+        "idle_timeout_seconds", "TRUCO_IDLE_TIMEOUT_SECONDS", "--idle-timeout", _non_negative_int, "SECONDS"
+    ),
+    Option(
+        "scheduler_tick_seconds",
+        "TRUCO_SCHEDULER_TICK_SECONDS",
+        "--scheduler-tick",
+        _positive_float,
+        "SECONDS",
+    ),
+    Option("webhook_allow", "TRUCO_WEBHOOK_ALLOW", "--webhook-allow", str.strip, "LIST"),
+    Option("workers", "TRUCO_WORKERS", "--workers", _non_negative_int, "N"),
+    Option("reuse_port", "TRUCO_REUSE_PORT", None, _flag),
+    Option("gc_tuning", "TRUCO_GC_TUNING", None, _flag),
+    Option("gc_thresholds", "TRUCO_GC_THRESHOLDS", None, _gc_thresholds),
+    Option("state_with_rules", "TRUCO_STATE_WITH_RULES", None, _flag),
+    Option(
+        "webhook_timeout_seconds",
+        "TRUCO_WEBHOOK_TIMEOUT_SECONDS",
+        "--webhook-timeout",
+        _positive_float,
+        "SECONDS",
+    ),
+    Option(
+        "webhook_retry_schedule",
+        "TRUCO_WEBHOOK_RETRY_SCHEDULE",
+        "--webhook-retry-schedule",
+        _retry_schedule,
+        "SECONDS,...",
+    ),
+    Option(
+        "webhooks_per_operator", "TRUCO_WEBHOOKS_PER_OPERATOR", "--webhooks-per-operator", _positive_int, "N"
+    ),
+    Option("redis_retry_seconds", "TRUCO_REDIS_RETRY_SECONDS", "--redis-retry", _positive_float, "SECONDS"),
+    Option(
+        "redis_wait_replicas", "TRUCO_REDIS_WAIT_REPLICAS", "--redis-wait-replicas", _non_negative_int, "N"
+    ),
+    Option(
+        "redis_wait_timeout_ms", "TRUCO_REDIS_WAIT_TIMEOUT_MS", "--redis-wait-timeout", _positive_int, "MS"
+    ),
+    Option("cors_origins", "TRUCO_CORS_ORIGINS", "--cors-origins", parse_cors_origins, "LIST"),
+    Option(
+        "readiness_interval_seconds",
+        "TRUCO_READINESS_INTERVAL_SECONDS",
+        "--readiness-interval",
+        _positive_float,
+        "SECONDS",
+    ),
+    Option("quota_streams", "TRUCO_QUOTA_STREAMS", "--quota-streams", _non_negative_int, "N"),
+    Option(
+        "quota_actions_per_second",
+        "TRUCO_QUOTA_ACTIONS_PER_SECOND",
+        "--quota-actions-per-second",
+        _non_negative_float,
+        "N",
+    ),
+    Option(
+        "quota_matches_per_minute",
+        "TRUCO_QUOTA_MATCHES_PER_MINUTE",
+        "--quota-matches-per-minute",
+        _non_negative_float,
+        "N",
+    ),
+    Option("heap_snapshot_dir", "TRUCO_HEAP_SNAPSHOT_DIR", "--heap-snapshot-dir", _path, "DIR"),
+)
+
+
+def _field_docs() -> dict[str, str]:
+    """Field docstrings of `Settings` (the string literal after each field)."""
+    import ast
+    import inspect
+
+    try:
+        tree = ast.parse(inspect.getsource(Settings))
+    except (OSError, TypeError):  # no source shipped: help texts without descriptions
+        return {}
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, nxt in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one flag per option to `parser`. Defaults are None so absence is detectable."""
+    docs = _field_docs()
+    defaults = Settings()
+    for opt in OPTIONS:
+        if opt.flag is None:
+            continue
+        default = getattr(defaults, opt.name)
+        parser.add_argument(
+            opt.flag,
+            dest=opt.name,
+            default=None,
+            metavar=opt.metavar,
+            help=f"{docs.get(opt.name, '')} [env {opt.env}; default {_show(default)}]",
+        )
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, tuple):
+        return "none" if not value else ",".join(map(str, value))
+    return str(value)
+
+
+def load_settings(
+    args: argparse.Namespace | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Resolve every option: flag (from `args`) > environment (`env`) > default."""
+    environ = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for opt in OPTIONS:
+        raw: str | None = None
+        source = ""
+        flag_value = getattr(args, opt.name, None) if args is not None else None
+        if opt.flag is not None and flag_value is not None:
+            raw, source = str(flag_value), opt.flag
+        elif environ.get(opt.env) not in (None, ""):
+            raw, source = environ[opt.env], opt.env
+        if raw is None:
+            continue
+        try:
+            values[opt.name] = opt.parse(raw)
+        except ConfigError:
+            raise
+        except ValueError as exc:
+            shown = "<redacted>" if opt.name in ("api_keys", "redis_url") else repr(raw)
+            raise ConfigError(f"{source}: invalid value {shown}: {exc}") from None
+    return Settings(**values)
+
+
+def parse_settings(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Settings:
+    """Parse `argv` (flags only) and the environment into `Settings`."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return load_settings(parser.parse_args(list(argv)), env)
+
+
+def settings_markdown_table() -> str:
+    """The configuration table for docs/operations.md, generated from `OPTIONS`."""
+    docs = _field_docs()
+    defaults = Settings()
+    lines = [
+        "| environment variable | flag | default | meaning |",
+        "|---|---|---|---|",
+    ]
+    for opt in OPTIONS:
+        default = _show(getattr(defaults, opt.name))
+        flag = f"`{opt.flag}`" if opt.flag else "(environment only)"
+        lines.append(f"| `{opt.env}` | {flag} | `{default}` | {docs.get(opt.name, '')} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m truco_server.core.config  -> the docs table
+    print(settings_markdown_table())

@@ -1,0 +1,79 @@
+"""A match's whole history, rebuilt from its record: every log entry with its version and time,
+and the states after every step.
+
+The stream's log in the store keeps only the last events (``StoreSettings.max_events``); the
+record keeps every step. Replaying the record through the contract's table gives back exactly
+the same log (the same versions, the same events), so the service serves from it what the log no
+longer holds: a stream resumed from long ago, a spectator who watches some actions late, a
+match's record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import truco_engine as te
+from truco_match import records
+from truco_match.events import LogEntry
+from truco_match.lifecycle import Life
+from truco_server.services.stored import Loaded
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """The match after one step (the creation included, with ``step`` its placeholder)."""
+
+    version: int
+    state: te.MatchState
+    life: Life
+    step: records.RecordStep
+    actions: int
+    """Action steps (a seat's action or a move made for it) up to this point."""
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """Every log entry (version, entry, time) and every point, oldest first."""
+
+    entries: tuple[tuple[int, LogEntry, float], ...]
+    points: tuple[Point, ...]
+
+    def entry(self, version: int) -> tuple[LogEntry, float]:
+        _, entry, at = self.entries[version - 1]
+        return entry, at
+
+    def delayed(self, actions_behind: int) -> Point:
+        """The latest point at least ``actions_behind`` actions before the last one."""
+        last = self.points[-1].actions
+        target = last - actions_behind
+        found = self.points[0]
+        for p in self.points:
+            if p.actions > target:
+                break
+            found = p
+        return found
+
+
+def creator_seed(life: Life) -> bytes:
+    """The creator's client seed (the first seed, given without a seat), if any."""
+    return next((bytes.fromhex(h) for seat, h in life.client_seeds if seat is None), b"")
+
+
+def build(loaded: Loaded, raw_steps: Sequence[bytes]) -> History:
+    """Replay the record of a match (its stored steps) into its history."""
+    meta = loaded.meta
+    steps = [records.unpack_step(raw, meta.created_at) for raw in raw_steps]
+    entries: list[tuple[int, LogEntry, float]] = []
+    points: list[Point] = []
+    actions = 0
+    for r in records.replay(
+        loaded.setup, meta.seat_infos(), steps, meta.created_at, creator_seed(loaded.life)
+    ):
+        at = r.step.time
+        for v, entry in enumerate(r.entries, r.first_version):
+            entries.append((v, entry, at))
+        if r.step.action is not None:
+            actions += 1
+        points.append(Point(entries[-1][0] if entries else 0, r.state, r.life, r.step, actions))
+    return History(tuple(entries), tuple(points))

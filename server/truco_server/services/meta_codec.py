@@ -1,0 +1,129 @@
+"""Compact encoding of a match's stored metadata (:class:`~truco_server.services.stored.Meta`):
+canonical JSON, raw-deflated with a preset dictionary.
+
+A match's metadata is about 1.4 KB of JSON, nearly all of it the rule set's field names and
+values, the same from match to match of a preset; zlib alone brings it to about 730 bytes.
+Deflate with :data:`META_DICT_V1` as the preset dictionary (the metadata of one match of each
+of six presets, with the per-match values blanked) brings it to 140-160 bytes, about 0.6 KB
+less Redis memory per match for the match's whole life (docs/storage.md, "Memory per match").
+
+Format of a stored blob:
+
+* a zlib stream (its first byte is ``0x78``) -- matches written before this encoding, and by
+  workers with ``TRUCO_STATE_WITH_RULES`` (what builds up to 0.2.0 read);
+* ``\\x01`` + raw deflate (``wbits=-15``) with :data:`META_DICT_V1` as the preset dictionary.
+
+A dictionary is part of the storage format: never change one; add a new tag byte and a new
+dictionary instead, and keep decoding the old ones. It must stay within the 32 KiB window.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+__all__ = ["META_DICT_V1", "pack", "unpack"]
+
+TAG_V1 = b"\x01"
+_WBITS = -15
+
+META_DICT_V1 = (
+    b'{"created_at":0.0,"cred_key":"","deck_orders":[],"first_dealer":null,"format":3,"labels":{},"lif'
+    b'ecycle":{"idle_timeout":86400000},"match_id":"","owner":"acme","request_fingerprint":"","rules":'
+    b'{"all_tricks_tied":"mano","base_value":1,"clean_deck":false,"contraflor":true,"contraflor_al_res'
+    b'to":"falta","contraflor_value":6,"deck":"spanish22","envido":true,"envido_with_flor":false,"extr'
+    b'a_manilhas":[],"face_down_from_trick":0,"falta_envido":"game","flor":false,"flor_accepted_value"'
+    b':4,"flor_mandatory":true,"flor_value":3,"fold":true,"fold_concedes_envido":false,"fold_on_envido'
+    b'":"declined","games_to_win":2,"halves":false,"hand_of_eleven_at":null,"hand_of_eleven_refusal":1'
+    b',"hand_of_eleven_value":3,"iron_hand":false,"lead_after_tie":"nearest_to_mano","name":"valencian'
+    b'","partner_flor":"voided","pica_pica":false,"pieza_values":"tables","play_mode":"teams","players'
+    b'":4,"ranking":"valencian","show_envido_cards":true,"target_points":12,"three_never_manilha":fals'
+    b'e,"truco_call_names":["truc","retruc","quatre_val"],"truco_game_call":"joc_fora","truco_ladder":'
+    b'[2,3,4],"truco_out_of_turn":false},"seats":[{"display_name":"seat 0","kind":"human","seat":0,"te'
+    b'am":0},{"display_name":"seat 1","kind":"human","seat":1,"team":1},{"display_name":"seat 2","kind'
+    b'":"human","seat":2,"team":0},{"display_name":"seat 3","kind":"human","seat":3,"team":1}],"seed":'
+    b'"","source":"server_seed"}{"created_at":0.0,"cred_key":"","deck_orders":[],"first_dealer":null,"'
+    b'format":3,"labels":{},"lifecycle":{"idle_timeout":86400000},"match_id":"","owner":"acme","reques'
+    b't_fingerprint":"","rules":{"all_tricks_tied":"mano","base_value":1,"clean_deck":false,"contraflo'
+    b'r":true,"contraflor_al_resto":"falta","contraflor_value":6,"deck":"spanish40","envido":true,"env'
+    b'ido_with_flor":false,"extra_manilhas":[],"face_down_from_trick":0,"falta_envido":"game","flor":t'
+    b'rue,"flor_accepted_value":4,"flor_mandatory":true,"flor_value":3,"fold":true,"fold_concedes_envi'
+    b'do":false,"fold_on_envido":"declined","games_to_win":2,"halves":false,"hand_of_eleven_at":null,"'
+    b'hand_of_eleven_refusal":1,"hand_of_eleven_value":3,"iron_hand":false,"lead_after_tie":"nearest_t'
+    b'o_mano","name":"gaucho","partner_flor":"voided","pica_pica":false,"pieza_values":"tables","play_'
+    b'mode":"teams","players":4,"ranking":"argentine","show_envido_cards":true,"target_points":12,"thr'
+    b'ee_never_manilha":false,"truco_call_names":["truco","retruco","vale_quatro"],"truco_game_call":n'
+    b'ull,"truco_ladder":[2,3,4],"truco_out_of_turn":false},"seats":[{"display_name":"seat 0","kind":"'
+    b'human","seat":0,"team":0},{"display_name":"seat 1","kind":"human","seat":1,"team":1},{"display_n'
+    b'ame":"seat 2","kind":"human","seat":2,"team":0},{"display_name":"seat 3","kind":"human","seat":3'
+    b',"team":1}],"seed":"","source":"server_seed"}{"created_at":0.0,"cred_key":"","deck_orders":[],"f'
+    b'irst_dealer":null,"format":3,"labels":{},"lifecycle":{"idle_timeout":86400000},"match_id":"","ow'
+    b'ner":"acme","request_fingerprint":"","rules":{"all_tricks_tied":"mano","base_value":1,"clean_dec'
+    b'k":false,"contraflor":true,"contraflor_al_resto":"falta","contraflor_value":6,"deck":"spanish40"'
+    b',"envido":true,"envido_with_flor":false,"extra_manilhas":[],"face_down_from_trick":0,"falta_envi'
+    b'do":"half","flor":true,"flor_accepted_value":4,"flor_mandatory":true,"flor_value":3,"fold":true,'
+    b'"fold_concedes_envido":false,"fold_on_envido":"declined","games_to_win":1,"halves":true,"hand_of'
+    b'_eleven_at":null,"hand_of_eleven_refusal":1,"hand_of_eleven_value":3,"iron_hand":false,"lead_aft'
+    b'er_tie":"nearest_to_mano","name":"uruguayan","partner_flor":"voided","pica_pica":false,"pieza_va'
+    b'lues":"tables","play_mode":"teams","players":2,"ranking":"muestra","show_envido_cards":true,"tar'
+    b'get_points":30,"three_never_manilha":false,"truco_call_names":["truco","retruco","vale_cuatro"],'
+    b'"truco_game_call":null,"truco_ladder":[2,3,4],"truco_out_of_turn":false},"seats":[{"display_name'
+    b'":"seat 0","kind":"human","seat":0,"team":0},{"display_name":"seat 1","kind":"human","seat":1,"t'
+    b'eam":1}],"seed":"","source":"server_seed"}{"created_at":0.0,"cred_key":"","deck_orders":[],"firs'
+    b't_dealer":null,"format":3,"labels":{},"lifecycle":{"idle_timeout":86400000},"match_id":"","owner'
+    b'":"acme","request_fingerprint":"","rules":{"all_tricks_tied":"mano","base_value":1,"clean_deck":'
+    b'false,"contraflor":true,"contraflor_al_resto":"falta","contraflor_value":6,"deck":"spanish40","e'
+    b'nvido":true,"envido_with_flor":false,"extra_manilhas":[],"face_down_from_trick":0,"falta_envido"'
+    b':"game","flor":true,"flor_accepted_value":4,"flor_mandatory":true,"flor_value":3,"fold":true,"fo'
+    b'ld_concedes_envido":false,"fold_on_envido":"hand","games_to_win":1,"halves":false,"hand_of_eleve'
+    b'n_at":null,"hand_of_eleven_refusal":1,"hand_of_eleven_value":3,"iron_hand":false,"lead_after_tie'
+    b'":"nearest_to_mano","name":"argentine","partner_flor":"first","pica_pica":false,"pieza_values":"'
+    b'tables","play_mode":"teams","players":2,"ranking":"argentine","show_envido_cards":true,"target_p'
+    b'oints":15,"three_never_manilha":false,"truco_call_names":["truco","retruco","vale_cuatro"],"truc'
+    b'o_game_call":null,"truco_ladder":[2,3,4],"truco_out_of_turn":false},"seats":[{"display_name":"se'
+    b'at 0","kind":"human","seat":0,"team":0},{"display_name":"seat 1","kind":"human","seat":1,"team":'
+    b'1}],"seed":"","source":"server_seed"}{"created_at":0.0,"cred_key":"","deck_orders":[],"first_dea'
+    b'ler":null,"format":3,"labels":{},"lifecycle":{"idle_timeout":86400000},"match_id":"","owner":"ac'
+    b'me","request_fingerprint":"","rules":{"all_tricks_tied":"redeal","base_value":2,"clean_deck":fal'
+    b'se,"contraflor":true,"contraflor_al_resto":"falta","contraflor_value":6,"deck":"french40","envid'
+    b'o":false,"envido_with_flor":false,"extra_manilhas":[],"face_down_from_trick":2,"falta_envido":"g'
+    b'ame","flor":false,"flor_accepted_value":4,"flor_mandatory":true,"flor_value":3,"fold":false,"fol'
+    b'd_concedes_envido":false,"fold_on_envido":"declined","games_to_win":1,"halves":false,"hand_of_el'
+    b'even_at":10,"hand_of_eleven_refusal":2,"hand_of_eleven_value":4,"iron_hand":true,"lead_after_tie'
+    b'":"tied_trick_opener","name":"mineiro","partner_flor":"first","pica_pica":false,"pieza_values":"'
+    b'tables","play_mode":"teams","players":4,"ranking":"fixed_mineiro","show_envido_cards":true,"targ'
+    b'et_points":12,"three_never_manilha":false,"truco_call_names":["truco","six","ten","twelve"],"tru'
+    b'co_game_call":null,"truco_ladder":[4,6,10,12],"truco_out_of_turn":true},"seats":[{"display_name"'
+    b':"seat 0","kind":"human","seat":0,"team":0},{"display_name":"seat 1","kind":"human","seat":1,"te'
+    b'am":1},{"display_name":"seat 2","kind":"human","seat":2,"team":0},{"display_name":"seat 3","kind'
+    b'":"human","seat":3,"team":1}],"seed":"","source":"server_seed"}{"created_at":0.0,"cred_key":"","'
+    b'deck_orders":[],"first_dealer":null,"format":3,"labels":{},"lifecycle":{"idle_timeout":86400000}'
+    b',"match_id":"","owner":"acme","request_fingerprint":"","rules":{"all_tricks_tied":"redeal","base'
+    b'_value":1,"clean_deck":false,"contraflor":true,"contraflor_al_resto":"falta","contraflor_value":'
+    b'6,"deck":"french40","envido":false,"envido_with_flor":false,"extra_manilhas":[],"face_down_from_'
+    b'trick":2,"falta_envido":"game","flor":false,"flor_accepted_value":4,"flor_mandatory":true,"flor_'
+    b'value":3,"fold":false,"fold_concedes_envido":false,"fold_on_envido":"declined","games_to_win":1,'
+    b'"halves":false,"hand_of_eleven_at":11,"hand_of_eleven_refusal":1,"hand_of_eleven_value":3,"iron_'
+    b'hand":true,"lead_after_tie":"tied_trick_opener","name":"paulista","partner_flor":"first","pica_p'
+    b'ica":false,"pieza_values":"tables","play_mode":"teams","players":2,"ranking":"vira","show_envido'
+    b'_cards":true,"target_points":12,"three_never_manilha":false,"truco_call_names":["truco","six","n'
+    b'ine","twelve"],"truco_game_call":null,"truco_ladder":[3,6,9,12],"truco_out_of_turn":true},"seats'
+    b'":[{"display_name":"seat 0","kind":"human","seat":0,"team":0},{"display_name":"seat 1","kind":"h'
+    b'uman","seat":1,"team":1}],"seed":"","source":"server_seed"}'
+)
+
+
+def pack(raw: bytes, *, plain: bool = False) -> bytes:
+    """The stored form of the metadata's canonical JSON ``raw``; ``plain``: the zlib form
+    that builds up to 0.2.0 read."""
+    if plain:
+        return zlib.compress(raw, 9)
+    c = zlib.compressobj(9, zlib.DEFLATED, _WBITS, 9, zdict=META_DICT_V1)
+    return TAG_V1 + c.compress(raw) + c.flush()
+
+
+def unpack(data: bytes) -> bytes:
+    """The canonical JSON of a stored metadata blob, in either form."""
+    if data[:1] == TAG_V1:
+        d = zlib.decompressobj(_WBITS, zdict=META_DICT_V1)
+        return d.decompress(data[1:]) + d.flush()
+    return zlib.decompress(data)

@@ -1,0 +1,260 @@
+"""What an operator follows of its matches: its event stream and its webhooks.
+
+**Relay.** The commit that writes a lifecycle event (``truco_match.operator_events``) also
+writes it to the match's *outbox*, atomically, and queues the match in the relay queue (its
+safety net, due two seconds later). The relay (:meth:`Operators.relay`) moves the outbox to
+the operator's stream and turns each event into one delivery per subscribed webhook; it runs
+on the worker that made the commit, a few milliseconds after it (together with the other
+commits of those milliseconds), and again from the relay queue if that worker died first.
+It holds a short lock per match (two relays never interleave) and trims the outbox only
+after the stream and the webhook queue have the events, so an event is relayed at least
+once: a relay cut short is done again, and its events appear again in the stream with the
+same ``id`` (webhook deliveries are queued once per webhook and event id).
+
+**Stream** (``StreamOperatorEvents``): the operator's Redis stream, read from a cursor, with
+heartbeats. Resumable from any cursor still kept (``operator_events_max_len``).
+
+**Webhooks**: registered per operator (at most ``webhooks_per_operator``), each with its own
+signing secret; :mod:`truco_server.services.webhooks` delivers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+import structlog
+
+from truco_contract import codec
+from truco_contract.pb import operator_service_pb2
+from truco_match.operator_events import OperatorEvent, OperatorEventType
+from truco_server.core import errors as E
+from truco_server.core import metrics
+from truco_server.core.caller import Operator
+from truco_server.core.lru import Lru
+from truco_server.ports.store import MatchStore
+from truco_server.services.webhooks import Deliverer, Delivery, DeliveryState, Destinations
+
+log = structlog.get_logger("truco.operators")
+
+_CURSOR = re.compile(r"^\d{1,20}-\d{1,20}$")
+RELAY_LEASE_MS = 10_000
+RELAY_BATCH = 100
+MAX_DESCRIPTION = 200
+EVENT_TYPES = frozenset(t.value for t in OperatorEventType)
+
+
+def outbox_item(owner: str, ev: OperatorEvent) -> bytes:
+    """The stored form of an event waiting in a match's outbox: its owner and its proto."""
+    return owner.encode() + b"\0" + codec.operator_event_to_proto(ev).SerializeToString()
+
+
+def _from_outbox(raw: bytes) -> tuple[str, bytes, OperatorEvent]:
+    """An outbox item's owner, its event's proto (what the operator's stream stores), and
+    the event."""
+    owner, _, body = raw.partition(b"\0")
+    msg = operator_service_pb2.OperatorEvent.FromString(body)
+    return owner.decode(), body, codec.operator_event_from_proto(msg)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebhookInfo:
+    """A registered endpoint (``truco.v1.Webhook``)."""
+
+    webhook_id: str
+    url: str
+    event_types: tuple[str, ...] = ()
+    secret: str = ""
+    created_at: float = 0.0
+    description: str = ""
+
+    def wants(self, kind: str) -> bool:
+        return not self.event_types or kind in self.event_types
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(
+            {
+                "webhook_id": self.webhook_id,
+                "url": self.url,
+                "event_types": list(self.event_types),
+                "secret": self.secret,
+                "created_at": self.created_at,
+                "description": self.description,
+            }
+        ).encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> WebhookInfo:
+        d = json.loads(raw)
+        return cls(**{**d, "event_types": tuple(d["event_types"])})
+
+
+@dataclass(slots=True)
+class Operators:
+    """The operator-facing side of a worker (see the module docstring)."""
+
+    store: MatchStore
+    deliverer: Deliverer
+    destinations: Destinations
+    webhooks_per_operator: int = 10
+    heartbeat_seconds: float = 5.0
+    stopping: asyncio.Event | None = None
+    _hooks: Lru[str, tuple[float, list[WebhookInfo]]] = field(default_factory=lambda: Lru(1024))
+    listeners: list[Callable[[str, Sequence[OperatorEvent]], Awaitable[None]]] = field(default_factory=list)
+    """Called with each batch of an owner's events once they are in its stream (the league
+    service wakes the leagues whose matches ended); at least once, like the stream."""
+
+    # ------------------------------------------------------------------------ relay
+    async def relay(self, match_ids: Sequence[str]) -> list[str]:
+        """Move the outboxes of ``match_ids`` to their operators' streams and webhook queues,
+        together: one take of every outbox, one append per operator, one trim of every outbox
+        (each a round trip on one server, whatever the number of matches). Returns the matches
+        another relay holds the lock of (it will finish their job; try them again later)."""
+        busy: list[str] = []
+        todo = list(dict.fromkeys(match_ids))
+        while todo:
+            token = secrets.token_hex(8)
+            taken = await self.store.outbox_take_many(todo, token, RELAY_LEASE_MS, RELAY_BATCH)
+            busy += [m for m, items in zip(todo, taken, strict=True) if items is None]
+            moved = [(m, items) for m, items in zip(todo, taken, strict=True) if items]
+            if not moved:
+                break
+            by_owner: dict[str, tuple[list[bytes], list[OperatorEvent]]] = {}
+            for _, items in moved:  # each match's events in their order
+                for raw in items:
+                    owner, body, ev = _from_outbox(raw)
+                    bodies, events = by_owner.setdefault(owner, ([], []))
+                    bodies.append(body)
+                    events.append(ev)
+            for owner, (bodies, events) in by_owner.items():
+                await self._publish(owner, bodies, events)
+            await self.store.outbox_done_many([(m, len(items)) for m, items in moved], token)
+            todo = [m for m, items in moved if len(items) >= RELAY_BATCH]  # more left in these
+        return busy
+
+    async def _publish(self, owner: str, bodies: Sequence[bytes], events: Sequence[OperatorEvent]) -> None:
+        """Append ``events`` (stored as ``bodies``, their protos as the outbox holds them) to the
+        owner's stream, then tell the listeners and queue the webhook deliveries."""
+        await self.store.operator_append(owner, bodies)
+        for ev in events:
+            metrics.OPERATOR_EVENTS.labels(ev.type.value).inc()
+        for listener in self.listeners:
+            await listener(owner, events)
+        hooks = await self._webhooks_of(owner)
+        for ev in events:
+            wanted = [h for h in hooks if h.wants(ev.type.value)]
+            if not wanted:
+                continue
+            body = json.dumps(codec.webhook_payload(ev), separators=(",", ":"))
+            for h in wanted:
+                await self.deliverer.enqueue(
+                    Delivery(
+                        webhook_id=h.webhook_id,
+                        event_id=ev.id,
+                        owner=owner,
+                        type=ev.type.value,
+                        event_time=ev.time,
+                        body=body,
+                    )
+                )
+
+    async def _webhooks_of(self, owner: str) -> list[WebhookInfo]:
+        """The owner's webhooks (cached for a second: a new webhook gets the events relayed
+        from then on)."""
+        cached = self._hooks.get(owner)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        raw = await self.store.webhook_list(owner)
+        hooks = sorted((WebhookInfo.from_bytes(v) for v in raw.values()), key=lambda h: h.created_at)
+        self._hooks.put(owner, (time.monotonic() + 1.0, hooks))
+        return hooks
+
+    # ------------------------------------------------------------------------ stream
+    async def stream(self, operator: Operator, from_cursor: str) -> AsyncIterator[OperatorEvent | None]:
+        """The operator's events after ``from_cursor`` (empty: only new ones), forever;
+        ``None`` is a heartbeat. Raises :class:`errors.ShuttingDown` when the worker stops."""
+        if from_cursor and not _CURSOR.match(from_cursor):
+            raise E.InvalidArgument(
+                "from_cursor is a cursor from an OperatorEvent",
+                field_violations=[E.FieldViolation("from_cursor", "not a cursor")],
+            )
+        owner = operator.name
+        cursor = from_cursor or await self.store.operator_last(owner)
+        metrics.STREAM_SUBSCRIBERS.inc()
+        try:
+            while True:
+                if self.stopping is not None and self.stopping.is_set():
+                    raise E.ShuttingDown()
+                got = await self.store.operator_read(owner, cursor, 100, block=self.heartbeat_seconds)
+                if not got:
+                    yield None
+                    continue
+                for c, raw in got:
+                    msg = operator_service_pb2.OperatorEvent.FromString(raw)
+                    msg.cursor = c
+                    yield codec.operator_event_from_proto(msg)
+                    cursor = c
+        finally:
+            metrics.STREAM_SUBSCRIBERS.dec()
+
+    # ------------------------------------------------------------------------ webhooks
+    async def create_webhook(
+        self, operator: Operator, url: str, event_types: Sequence[str], description: str
+    ) -> WebhookInfo:
+        unknown = [t for t in event_types if t not in EVENT_TYPES]
+        if unknown:
+            raise E.InvalidArgument(
+                f"unknown event type {unknown[0]!r}; known: {', '.join(sorted(EVENT_TYPES))}",
+                field_violations=[E.FieldViolation("event_types", f"unknown: {unknown[0][:40]}")],
+            )
+        if len(description) > MAX_DESCRIPTION:
+            raise E.InvalidArgument(
+                f"description: at most {MAX_DESCRIPTION} characters",
+                field_violations=[E.FieldViolation("description", "too long")],
+            )
+        await self.destinations.check(url)
+        hook = WebhookInfo(
+            webhook_id="wh_" + secrets.token_hex(8),
+            url=url,
+            event_types=tuple(dict.fromkeys(event_types)),
+            secret="whsec_" + base64.b64encode(secrets.token_bytes(32)).decode(),
+            created_at=time.time(),
+            description=description,
+        )
+        if not await self.store.webhook_put(
+            operator.name, hook.webhook_id, hook.to_bytes(), self.webhooks_per_operator
+        ):
+            raise E.ResourceExhausted(
+                f"an operator has at most {self.webhooks_per_operator} webhooks; delete one first"
+            )
+        self._hooks.pop(operator.name)
+        log.info("webhook created", webhook_id=hook.webhook_id)
+        return hook
+
+    async def list_webhooks(self, operator: Operator) -> list[WebhookInfo]:
+        raw = await self.store.webhook_list(operator.name)
+        return sorted((WebhookInfo.from_bytes(v) for v in raw.values()), key=lambda h: h.created_at)
+
+    async def delete_webhook(self, operator: Operator, webhook_id: str) -> None:
+        if not await self.store.webhook_delete(operator.name, webhook_id):
+            raise E.WebhookNotFound(f"no webhook {webhook_id[:40]!r}")
+        self._hooks.pop(operator.name)
+        log.info("webhook deleted", webhook_id=webhook_id)
+
+    async def list_deliveries(
+        self, operator: Operator, webhook_id: str, state: DeliveryState | None, page_size: int
+    ) -> list[Delivery]:
+        if await self.store.webhook_get(operator.name, webhook_id) is None:
+            raise E.WebhookNotFound(f"no webhook {webhook_id[:40]!r}")
+        size = 50 if page_size <= 0 else min(page_size, 200)
+        raw = await self.store.delivery_log(operator.name, webhook_id, 1000 if state else size)
+        found = [Delivery.from_bytes(r) for r in raw]
+        if state is not None:
+            found = [d for d in found if d.state is state]
+        return found[:size]

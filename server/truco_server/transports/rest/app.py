@@ -1,0 +1,573 @@
+"""The REST/JSON face of a worker: aiohttp app, handlers, streaming, lifecycle.
+
+Every RPC route is generated from the proto (``routes.routes_of``) and served by calling the
+method of the same name of the API layer the gRPC servicer calls too
+(:class:`truco_server.api.matches.MatchApi`), with the credentials from the HTTP headers. So
+auth, idempotency, conversions and the error model exist once; this module only moves bytes:
+
+- unary RPCs: JSON in, JSON out (protobuf JSON mapping); errors are the ``google.rpc.Status``
+  gRPC would send, as JSON, with the HTTP status mapped from its code;
+- server-streaming RPCs: NDJSON (``application/x-ndjson``, one message per line) or, when the
+  client asks with ``Accept: text/event-stream``, Server-Sent Events whose ``id`` is the
+  version, so a browser's automatic reconnect (``Last-Event-ID``) resumes exactly;
+- ``/openapi.json`` (generated), ``/play`` (the reference page).
+
+Credentials: ``Authorization: Bearer <token>`` or ``X-Api-Key: <key>`` headers, as over
+gRPC. Streaming routes also take ``?access_token=<token>`` because a browser's EventSource
+cannot send headers (see docs/rest.md for the tradeoff). Query strings are never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from importlib import resources
+from typing import Any, cast
+
+import orjson
+import structlog
+from aiohttp import web
+from google.protobuf.descriptor import ServiceDescriptor
+from google.protobuf.message import Message
+from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped]
+from prometheus_client import Counter, Histogram
+
+from truco_contract.pb import match_pb2, match_service_pb2
+from truco_server.api import limits
+from truco_server.api.matches import INTERNAL, MatchApi, as_service_error, to_status
+from truco_server.core import errors as E
+from truco_server.core.caller import Credentials, parse_token
+from truco_server.core.logging import bind_refusal
+from truco_server.transports.rest.cors import CorsPolicy
+from truco_server.transports.rest.openapi import build_openapi
+from truco_server.transports.rest.routes import (
+    SSE_END_EVENT,
+    SSE_ERROR_EVENT,
+    SSE_UPDATE_EVENT,
+    TRANSPORT_QUERY_PARAMS,
+    Route,
+    decode_request,
+    encode_response,
+    last_event_version,
+    message_to_json,
+    routes_of,
+)
+
+_log = structlog.get_logger("truco_server.transports.rest")
+
+SERVICE = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
+
+#: Request field a Server-Sent Events ``Last-Event-ID`` header resumes from.
+RESUME_FIELD = "from_version"
+#: Browser reconnect delay announced to SSE clients (``retry:``), milliseconds.
+SSE_RETRY_MS = 1000
+MAX_BODY_BYTES = limits.MAX_MESSAGE_BYTES
+#: Content types a request body may be declared as and still be read as JSON: JSON itself,
+#: none (aiohttp reports ``application/octet-stream``), and what tools send for JSON typed on
+#: a command line (``curl -d`` says form-urlencoded, many HTTP libraries text/plain). A body
+#: declared as anything else (multipart, XML...) is refused rather than misread.
+JSON_TYPES = (
+    "application/json",
+    "application/octet-stream",
+    "text/plain",
+    "application/x-www-form-urlencoded",
+)
+
+NDJSON = "application/x-ndjson"
+EVENT_STREAM = "text/event-stream"
+
+HTTP_REQUESTS = Counter(
+    "truco_http_requests_total",
+    "HTTP requests answered by the REST face, by route (RPC name) and status.",
+    ("route", "method", "code"),
+)
+HTTP_SECONDS = Histogram(
+    "truco_http_request_duration_seconds",
+    "Time to answer an HTTP request (streams: until the stream ends).",
+    ("route",),
+)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _dumps(obj: Any) -> str:
+    """Compact JSON, UTF-8 unescaped. orjson: 7 against 52 µs of ``json.dumps`` for a stream
+    message in a loop; numbers may be spelt differently (``1e-7`` for ``1e-07``, same value)."""
+    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+#: HTTP status for each canonical code (google/rpc/code.proto, "HTTP Mapping").
+HTTP_STATUS: dict[int, int] = {
+    code_pb2.OK: 200,
+    code_pb2.CANCELLED: 499,
+    code_pb2.UNKNOWN: 500,
+    code_pb2.INVALID_ARGUMENT: 400,
+    code_pb2.DEADLINE_EXCEEDED: 504,
+    code_pb2.NOT_FOUND: 404,
+    code_pb2.ALREADY_EXISTS: 409,
+    code_pb2.PERMISSION_DENIED: 403,
+    code_pb2.UNAUTHENTICATED: 401,
+    code_pb2.RESOURCE_EXHAUSTED: 429,
+    code_pb2.FAILED_PRECONDITION: 400,
+    code_pb2.ABORTED: 409,
+    code_pb2.OUT_OF_RANGE: 400,
+    code_pb2.UNIMPLEMENTED: 501,
+    code_pb2.INTERNAL: 500,
+    code_pb2.UNAVAILABLE: 503,
+    code_pb2.DATA_LOSS: 500,
+}
+
+
+def http_status(code: int) -> int:
+    """HTTP status for a canonical (gRPC) code; unknown codes are 500."""
+    return HTTP_STATUS.get(code, 500)
+
+
+def status_json(status: status_pb2.Status) -> dict[str, Any]:
+    """The JSON error body (protobuf JSON mapping of ``google.rpc.Status``)."""
+    return message_to_json(status)
+
+
+def retry_after_seconds(status: status_pb2.Status) -> int | None:
+    """The whole seconds of the status's ``google.rpc.RetryInfo`` (rounded up), or ``None``."""
+    for detail in status.details:
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            info = error_details_pb2.RetryInfo()
+            detail.Unpack(info)
+            millis: int = info.retry_delay.ToMilliseconds()
+            return max(1, -(-millis // 1000))
+    return None
+
+
+def error_response(status: status_pb2.Status) -> web.Response:
+    """The HTTP answer of an error: the JSON Status, its HTTP status, and ``Retry-After``
+    (from the status's ``RetryInfo``; 1 s for any other 503)."""
+    code = http_status(status.code)
+    if status.details and status.details[0].Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+        info = error_details_pb2.ErrorInfo()
+        status.details[0].Unpack(info)
+        bind_refusal(info.reason)
+    headers = {"Cache-Control": "no-store"}
+    retry_after = retry_after_seconds(status)
+    if code == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="truco"'
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    elif code == 503:
+        headers["Retry-After"] = "1"
+    return web.json_response(status_json(status), status=code, headers=headers, dumps=_dumps)
+
+
+def _unexpected(exc: Exception, where: str) -> status_pb2.Status:
+    """The Status of an exception that is not a ServiceError: a store fault is UNAVAILABLE
+    (logged as a warning), anything else INTERNAL (logged with its traceback)."""
+    typed = as_service_error(exc)
+    if typed is not None:
+        _log.warning("store unavailable", where=where, error=f"{type(exc).__name__}: {exc}"[:300])
+        return to_status(typed)
+    _log.exception(f"unexpected error in {where}")
+    return to_status(INTERNAL)
+
+
+def _transport_status(code: int, message: str) -> status_pb2.Status:
+    """A Status for errors found before any RPC ran (unknown path, wrong verb...)."""
+    return status_pb2.Status(code=code, message=message)
+
+
+_HTTP_TO_CODE = {
+    400: code_pb2.INVALID_ARGUMENT,
+    401: code_pb2.UNAUTHENTICATED,
+    403: code_pb2.PERMISSION_DENIED,
+    404: code_pb2.NOT_FOUND,
+    405: code_pb2.UNIMPLEMENTED,
+    406: code_pb2.INVALID_ARGUMENT,
+    409: code_pb2.ABORTED,
+    413: code_pb2.RESOURCE_EXHAUSTED,
+    415: code_pb2.INVALID_ARGUMENT,
+    429: code_pb2.RESOURCE_EXHAUSTED,
+    503: code_pb2.UNAVAILABLE,
+}
+
+
+def _credentials(request: web.Request, route: Route) -> Credentials:
+    """The credentials of an HTTP request (the headers gRPC metadata would carry)."""
+    md: list[tuple[str, str]] = []
+    auth = request.headers.get("Authorization")
+    if auth:
+        md.append(("authorization", auth))
+    api_key = request.headers.get("X-Api-Key")
+    if api_key:
+        md.append(("x-api-key", api_key))
+    token = request.query.get("access_token")
+    if token is not None:
+        if not route.server_streaming:
+            raise E.InvalidArgument(
+                "access_token is only accepted on streaming routes: send 'Authorization: Bearer <token>'",
+                field_violations=[E.FieldViolation("access_token", "only for streaming routes")],
+            )
+        if parse_token(token) is None:
+            # an operator key in a URL (history, proxy logs) would expose every match
+            raise E.Unauthenticated("access_token takes a match credential only, never an API key")
+        if not auth:
+            md.append(("authorization", f"Bearer {token}"))
+    return Credentials.from_pairs(md)
+
+
+def _bind_log_context(route: Route, message: Message | None) -> None:
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(http_route=route.method_name)
+    if message is not None:
+        values = {
+            name: getattr(message, name)
+            for name in ("request_id", "match_id")
+            if name in message.DESCRIPTOR.fields_by_name and getattr(message, name)
+        }
+        if values:
+            structlog.contextvars.bind_contextvars(**values)
+
+
+def _json_content(request: web.Request) -> bool:
+    """Whether the declared body type may be read as JSON (:data:`JSON_TYPES`, ``...+json``)."""
+    kind = request.content_type.lower()
+    return kind in JSON_TYPES or kind.endswith("+json")
+
+
+def _wants_sse(request: web.Request) -> bool:
+    return EVENT_STREAM in request.headers.get("Accept", "").lower()
+
+
+class RestFace:
+    """The HTTP/JSON face of one worker, over the API layer (:class:`MatchApi`)."""
+
+    def __init__(
+        self,
+        api: MatchApi,
+        *,
+        others: Sequence[tuple[ServiceDescriptor, object]] = (),
+        version: str = "v1",
+        cors_origins: Sequence[str] = (),
+    ) -> None:
+        self.api = api
+        self.routes = routes_of(SERVICE)
+        self._apis: dict[str, object] = {r.method_name: api for r in self.routes}
+        for service, other in others:  # e.g. OperatorService over its API object
+            more = routes_of(service)
+            for r in more:
+                if r.method_name in self._apis:
+                    raise ValueError(f"two services define {r.method_name}")
+                self._apis[r.method_name] = other
+            self.routes = [*self.routes, *more]
+        self.cors = CorsPolicy(cors_origins, {r.http_method for r in self.routes})
+        self.openapi = build_openapi(self.routes, title="Truco API", version=version)
+        self._openapi_body = _dumps(self.openapi)
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+
+    # ------------------------------------------------------------------------ the app
+    def build_app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._middleware])
+        for route in self.routes:
+            handler = self._stream_handler(route) if route.server_streaming else self._unary_handler(route)
+            app.router.add_route(route.http_method, route.aiohttp_path, handler, name=route.method_name)
+        app.router.add_get("/openapi.json", self._openapi, name="openapi")
+        app.router.add_get("/", self._root, name="root")
+        app.router.add_get("/play", self._play, name="play")
+        self.cors.install(app)
+        return app
+
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        start = time.perf_counter()
+        match_info = request.match_info
+        route_name = match_info.route.name if match_info.route is not None else None
+        label = route_name or "unmatched"
+        code = 500
+        try:
+            response = await handler(request)
+            code = response.status
+            return response
+        except asyncio.CancelledError:
+            code = 499  # the client went away (nginx's "client closed request")
+            raise
+        except web.HTTPException as exc:
+            # Router-level errors (unknown path, wrong verb, body too large): JSON Status too.
+            code = exc.status
+            if exc.status < 400:
+                raise
+            grpc_code = _HTTP_TO_CODE.get(exc.status, code_pb2.UNKNOWN)
+            message = f"{exc.reason}: {request.method} {request.path}"
+            resp = web.json_response(
+                status_json(_transport_status(grpc_code, message)), status=exc.status, dumps=_dumps
+            )
+            if exc.status == 405:
+                resp.headers["Allow"] = exc.headers.get("Allow", "")
+            return resp
+        finally:
+            elapsed = time.perf_counter() - start
+            HTTP_REQUESTS.labels(label, request.method, str(code)).inc()
+            HTTP_SECONDS.labels(label).observe(elapsed)
+            level = "debug" if code < 400 else "info"  # as gRPC: every refusal at info
+            # The path only, never the query string (it may carry access_token).
+            getattr(_log, level)(
+                "http request",
+                method=request.method,
+                path=request.path,
+                status=code,
+                duration_s=round(elapsed, 6),
+            )
+            structlog.contextvars.clear_contextvars()
+
+    async def _openapi(self, request: web.Request) -> web.Response:
+        return web.Response(text=self._openapi_body, content_type="application/json")
+
+    async def _root(self, request: web.Request) -> web.Response:
+        raise web.HTTPFound("/play")
+
+    async def _play(self, request: web.Request) -> web.Response:
+        return web.Response(
+            text=reference_page(),
+            content_type="text/html",
+            headers={
+                "Cache-Control": "no-cache",
+                "Content-Security-Policy": (
+                    "default-src 'self'; script-src 'self' 'unsafe-inline'; "
+                    "style-src 'self' 'unsafe-inline'; img-src 'self' data:"
+                ),
+            },
+        )
+
+    # ---------------------------------------------------------------------- one RPC
+    async def _prepare(
+        self, request: web.Request, route: Route
+    ) -> tuple[Message, Credentials] | web.Response:
+        """Decode the request and its credentials; an error response when malformed."""
+        try:
+            creds = _credentials(request, route)
+            body = await request.read() if route.body else b""
+            if body and not _json_content(request):
+                raise E.InvalidArgument(
+                    "the body must be JSON: send 'Content-Type: application/json'",
+                    field_violations=[E.FieldViolation("Content-Type", "must be application/json")],
+                )
+            message = decode_request(route, request.match_info, list(request.query.items()), body)
+            limits.require(message)
+        except E.ServiceError as exc:
+            _bind_log_context(route, None)
+            return error_response(to_status(exc))
+        _bind_log_context(route, message)
+        return message, creds
+
+    def _unary_handler(self, route: Route) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            prepared = await self._prepare(request, route)
+            if isinstance(prepared, web.Response):
+                return prepared
+            message, creds = prepared
+            method = getattr(self._apis[route.method_name], route.method_name)
+            try:
+                response = await method(creds, message)
+            except E.ServiceError as exc:
+                return error_response(to_status(exc))
+            except Exception as exc:
+                return error_response(_unexpected(exc, "REST handler"))
+            body = encode_response(route, response)
+            return web.json_response(body, dumps=_dumps, headers={"Cache-Control": "no-store"})
+
+        return handle
+
+    # ---------------------------------------------------------------------- streams
+    def _stream_handler(self, route: Route) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            prepared = await self._prepare(request, route)
+            if isinstance(prepared, web.Response):
+                return prepared
+            message, creds = prepared
+            sse = _wants_sse(request)
+            resumed = False
+            if RESUME_FIELD in route.input.fields_by_name:
+                resumed = message.HasField(RESUME_FIELD)
+                if not resumed:
+                    try:
+                        version = last_event_version(request.headers.get("Last-Event-ID", ""))
+                    except E.ServiceError as exc:
+                        return error_response(to_status(exc))
+                    if version is not None:
+                        setattr(message, RESUME_FIELD, version)
+                        resumed = True
+            return await self._stream(request, route, message, creds, sse=sse, resumed=resumed)
+
+        return handle
+
+    async def _stream(
+        self,
+        request: web.Request,
+        route: Route,
+        message: Message,
+        creds: Credentials,
+        *,
+        sse: bool,
+        resumed: bool,
+    ) -> web.StreamResponse:
+        method = getattr(self._apis[route.method_name], route.method_name)
+        messages: AsyncIterator[Message] = method(creds, message)
+        try:
+            # Nothing is sent before the first message, so call errors (auth, unknown match,
+            # bad from_version) get a real HTTP status.
+            try:
+                first: Message | None = await anext(messages)
+            except StopAsyncIteration:
+                first = None
+            except E.ServiceError as exc:
+                return error_response(to_status(exc))
+            except Exception as exc:
+                return error_response(_unexpected(exc, "REST stream"))
+            if sse and resumed and first is not None and _over_and_nothing_new(first):
+                # The match is over and the client has everything: 204 tells a browser's
+                # EventSource to stop reconnecting.
+                return web.Response(status=204, headers={"Cache-Control": "no-store"})
+            response = web.StreamResponse(
+                headers={
+                    "Content-Type": (EVENT_STREAM + "; charset=utf-8") if sse else NDJSON,
+                    "Cache-Control": "no-store",
+                    "X-Accel-Buffering": "no",  # proxies: do not buffer the stream
+                }
+            )
+            await response.prepare(request)
+            writer = _SseWriter(response) if sse else _NdjsonWriter(response)
+            await writer.start()
+            try:
+                if first is not None:
+                    await writer.message(first)
+                async for item in messages:
+                    await writer.message(item)
+            except E.ServiceError as exc:
+                await writer.error(to_status(exc))
+            except (ConnectionResetError, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                await writer.error(_unexpected(exc, "REST stream"))
+            else:
+                await writer.end()
+            await response.write_eof()
+            return response
+        finally:
+            aclose = getattr(messages, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    # --------------------------------------------------------------------- lifecycle
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("REST face not started")
+        return self._port
+
+    async def start(
+        self, host: str, port: int, *, shutdown_timeout: float = 10.0, reuse_port: bool = False
+    ) -> int:
+        """Bind and serve; returns the bound port (``port`` 0 picks a free one; ``reuse_port``:
+        ``SO_REUSEPORT``, for the workers of one ``truco serve --workers N``)."""
+        if self._runner is not None:
+            raise RuntimeError("REST face already started")
+        runner = web.AppRunner(
+            self.build_app(),
+            handle_signals=False,
+            access_log=None,  # our middleware logs, without query strings
+            handler_cancellation=True,  # a client that goes away ends its stream at once
+            shutdown_timeout=shutdown_timeout,
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, reuse_port=reuse_port)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        bound = runner.addresses[0]
+        self._port = int(bound[1])
+        _log.info("REST face started", host=host, http_port=self._port)
+        return self._port
+
+    async def stop(self) -> None:
+        """Stop listening, let in-flight requests finish (up to shutdown_timeout), close."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+            _log.info("REST face stopped")
+
+
+def _over_and_nothing_new(message: Message) -> bool:
+    if message.WhichOneof("message") != "update":
+        return False
+    update = cast(match_service_pb2.ObservationUpdate, cast(Any, message).update)
+    return not update.events and update.observation.match_state != match_pb2.MATCH_STATE_ACTIVE
+
+
+class _NdjsonWriter:
+    """One JSON message per line; a server-side error ends with ``{"error": Status}``."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self.response = response
+
+    async def start(self) -> None:
+        return None
+
+    async def message(self, message: Message) -> None:
+        await self.response.write((_dumps(message_to_json(message)) + "\n").encode())
+
+    async def error(self, status: status_pb2.Status) -> None:
+        await self.response.write((_dumps({"error": status_json(status)}) + "\n").encode())
+
+    async def end(self) -> None:
+        return None
+
+
+class _SseWriter:
+    """Server-Sent Events: ``update`` (id = version), ``heartbeat``, ``rpc_error``, ``end``."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self.response = response
+
+    async def _event(self, event: str, data: Any, event_id: str | None = None) -> None:
+        head = f"id: {event_id}\n" if event_id is not None else ""
+        await self.response.write(f"{head}event: {event}\ndata: {_dumps(data)}\n\n".encode())
+
+    async def start(self) -> None:
+        await self.response.write(f"retry: {SSE_RETRY_MS}\n: truco stream\n\n".encode())
+
+    async def message(self, message: Message) -> None:
+        kind = message.WhichOneof("message") or "message"
+        payload = message_to_json(message)
+        if kind == SSE_UPDATE_EVENT:
+            # id = version: EventSource sends it back as Last-Event-ID when it reconnects.
+            await self._event(SSE_UPDATE_EVENT, payload, str(cast(Any, message).update.version))
+        else:
+            await self._event(kind, payload)
+
+    async def error(self, status: status_pb2.Status) -> None:
+        await self._event(SSE_ERROR_EVENT, status_json(status))
+
+    async def end(self) -> None:
+        await self._event(SSE_END_EVENT, {})
+
+
+def reference_page() -> str:
+    """The reference browser client (``web/play.html``) with the preset names filled in."""
+    import truco_engine as te
+
+    html = resources.files("truco_server.web").joinpath("play.html").read_text(encoding="utf-8")
+    return html.replace("/*PRESETS*/[]", _dumps(list(te.preset_names())))
+
+
+__all__ = [
+    "EVENT_STREAM",
+    "HTTP_STATUS",
+    "NDJSON",
+    "TRANSPORT_QUERY_PARAMS",
+    "RestFace",
+    "error_response",
+    "http_status",
+    "status_json",
+]
