@@ -1,0 +1,43 @@
+"""League documents: a league, a bot account and a rating family's book are each one
+document (opaque bytes with a version, replaced only by a compare-and-set on that version,
+each in a slot of its own); an operator's documents of a kind are listed in an index; a bot's
+current assignments are a hash. Contract suite: ``tests/storage/test_documents.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Documents(Protocol):
+    """Versioned documents, their indexes and bot assignments (see the module docstring)."""
+
+    async def get(self, kind: str, doc_id: str) -> tuple[int, bytes] | None:
+        """A document and its version (from 1), or ``None``."""
+        ...
+
+    async def put(self, kind: str, doc_id: str, expected_version: int, data: bytes) -> bool:
+        """Replace the document if its version is ``expected_version`` (0: create it, only if
+        there is none); the version becomes ``expected_version + 1``. ``False``, and nothing
+        written, when the version differs."""
+        ...
+
+    async def index_add(self, owner: str, kind: str, doc_id: str, time_ms: int) -> None:
+        """List ``doc_id`` among the owner's documents of ``kind`` (ordered by ``time_ms``)."""
+        ...
+
+    async def index(self, owner: str, kind: str, limit: int) -> list[str]:
+        """The owner's newest ``limit`` document ids of ``kind``, newest first."""
+        ...
+
+    async def assignment_put(self, bot_id: str, match_id: str, data: bytes) -> None:
+        """Record (or replace) an assignment of a bot to a match."""
+        ...
+
+    async def assignment_delete(self, bot_id: str, match_id: str) -> bool:
+        """Remove a bot's assignment; ``False`` when there was none."""
+        ...
+
+    async def assignments(self, bot_id: str) -> dict[str, bytes]:
+        """A bot's current assignments by match id."""
+        ...
