@@ -47,33 +47,24 @@ async def _measure(
     when the worker that committed died), to measure what the relay after the commit costs."""
     from truco_contract.pb import match_pb2, match_service_pb2
     from truco_server.api.auth import Authenticator
-    from truco_server.api.matches import MatchApi
+    from truco_server.app.wiring import apis, build_services
     from truco_server.core.caller import Credentials
     from truco_server.core.config import Settings
     from truco_server.core.logging import configure_logging
-    from truco_server.services import scheduler
-    from truco_server.services.matches import MatchService
-    from truco_server.services.operators import Operators
-    from truco_server.services.webhooks import Deliverer, Destinations
-    from truco_server.stores import RedisMatchStore, StoreSettings, open_store
     from truco_tools.redis_proc import start_redis
 
     configure_logging("warning")
     redis = start_redis(host="127.0.0.1")
     try:
-        store = open_store(redis.url, StoreSettings())
-        assert isinstance(store, RedisMatchStore)  # it counts its round trips
-        service = MatchService(store)
-        destinations = Destinations("")
-        operators = Operators(store, Deliverer(store, destinations), destinations)
-        if relay:
-            service.relay = operators.relay
-        readers = [scheduler.clock_reader(service, store)]
-        if hasattr(scheduler, "relay_reader"):  # a build before the relay queue has none
-            readers.append(scheduler.relay_reader(operators.relay, store))
+        settings = Settings(redis_url=redis.url)
+        svc = build_services(settings, asyncio.Event())
+        store = svc.store
+        if not relay:
+            svc.relay.move = None
+        readers = svc.readers(settings.scheduler_tick_seconds)[:2]  # the clock and relay queues
         for reader in readers:
             await reader.start()
-        api = MatchApi(service, Authenticator(Settings()))
+        api = apis(svc, Authenticator(settings))[0][1]
         rng = random.Random(7)
 
         async def new_match() -> dict[str, Any]:
@@ -97,7 +88,7 @@ async def _measure(
         for round_no in range(rounds + 1):
             done = 0
             cpu0 = time.process_time()
-            trips0 = store.stats.round_trips
+            trips0 = _round_trips(store)
             while done < actions:
                 for i, m in enumerate(live):
                     obs = m["last"][0].update.observation
@@ -126,13 +117,18 @@ async def _measure(
                         m["last"][k] = msg
             if round_no:  # round 0 warms caches and the allocator
                 per_action.append(1e6 * (time.process_time() - cpu0) / done)
-                trips += store.stats.round_trips - trips0
+                trips += _round_trips(store) - trips0
         for reader in readers:
             await reader.stop()
         await store.close()
         return per_action, trips / (rounds * actions)
     finally:
         redis.stop()
+
+
+def _round_trips(store: Any) -> int:
+    """The Redis round trips the store has made so far."""
+    return int(store.stats.round_trips)
 
 
 def _summary(label: str, values: list[float], trips: list[float]) -> str:

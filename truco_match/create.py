@@ -1,14 +1,19 @@
-"""What a creator asks for when it creates a match: the rules (a preset and overrides), the
-seats, where the deals come from, the labels and the lifecycle settings."""
+"""What a creator asks for when it creates a match (the rules: a preset and overrides; the
+seats; where the deals come from; the labels and the lifecycle settings), and the checks it
+must pass before anything is stored."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from truco_match.events import SeatKind
-from truco_match.lifecycle import Lifecycle
+import truco_engine as te
+from truco_match import table
+from truco_match.events import DealSource, SeatKind, seat_to_dict
+from truco_match.fairness import MAX_CLIENT_SEED
+from truco_match.lifecycle import MAX_DURATION_MS, Lifecycle
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,3 +45,107 @@ class MatchSpec:
     timeout of 0 takes the server's default)."""
     client_seed: bytes = b""
     """The creator's entropy, mixed into every deal."""
+
+
+class SpecError(ValueError):
+    """What a creator asked for cannot be made: ``violations`` are ``(field, what is wrong)``
+    (dotted request paths: ``settings.time_control.per_decision``); ``rules`` when the rule
+    set is what is wrong."""
+
+    def __init__(self, message: str, violations: Sequence[tuple[str, str]], *, rules: bool = False) -> None:
+        super().__init__(message)
+        self.violations = tuple(violations)
+        self.rules = rules
+
+
+def rules_of(preset: str, overrides: Mapping[str, Any]) -> te.RuleSet:
+    """The rule set of a preset with overrides; a bad one is a :class:`SpecError` naming the
+    offending field (the one check of matches and leagues alike)."""
+    try:
+        return te.get_rules(preset, **overrides)
+    except te.TrucoError as exc:
+        field_name = getattr(exc, "field", "rules")
+        raise SpecError(str(exc), [(field_name, str(exc))], rules=True) from exc
+
+
+def check_lifecycle(requested: Lifecycle, default_idle_timeout: int) -> Lifecycle:
+    """The lifecycle settings, checked, with the server's default idle timeout (ms) when the
+    match has neither its own nor a clock."""
+    problems: list[tuple[str, str]] = []
+    tc = requested.time_control
+    if tc is not None:
+        problems += [(f"settings.time_control.{f}", d) for f, d in tc.problems()]
+    for name in ("join_window", "idle_timeout", "disconnect_grace", "credential_ttl"):
+        value = getattr(requested, name)
+        if not 0 <= value <= MAX_DURATION_MS or 0 < value < 1000:
+            problems.append((f"settings.{name}", "between 1 second and 1 day, or unset"))
+    if not 0 <= requested.spectator_delay <= 1000:
+        problems.append(("settings.spectator_delay_actions", "between 0 and 1000"))
+    if problems:
+        field_name, description = problems[0]
+        raise SpecError(f"invalid match settings: {field_name}: {description}", problems)
+    if not requested.idle_timeout and tc is None:
+        return dataclasses.replace(requested, idle_timeout=default_idle_timeout)
+    return requested
+
+
+def check(spec: MatchSpec, default_idle_timeout: int) -> tuple[te.RuleSet, Lifecycle]:
+    """The rule set and lifecycle of a match made to ``spec``; :class:`SpecError` for the
+    first thing that cannot be made (checked before anything is stored)."""
+    overrides = dict(spec.overrides)
+    if spec.players is not None:
+        overrides["players"] = spec.players
+    rules = rules_of(spec.preset, overrides)
+    if spec.seats and len(spec.seats) != rules.players:
+        raise SpecError(
+            f"{len(spec.seats)} seats given for {rules.players} players",
+            [("seats", f"give {rules.players} seats or none")],
+        )
+    if spec.first_dealer is not None and not 0 <= spec.first_dealer < rules.players:
+        raise SpecError(
+            f"first_dealer must be a seat 0..{rules.players - 1}", [("first_dealer", "out of range")]
+        )
+    probe = te.new_match(rules)
+    for i, d in enumerate(spec.deck_orders):
+        try:
+            te.deal(probe, d)
+        except te.TrucoError as exc:
+            raise SpecError(f"deck_orders[{i}]: {exc}", [(f"deck_orders[{i}]", str(exc))]) from exc
+    if spec.seed is not None and not 16 <= len(spec.seed) <= 64:
+        raise SpecError("seed must be 16 to 64 bytes", [("seed", "16 to 64 bytes")])
+    if len(spec.client_seed) > MAX_CLIENT_SEED:
+        raise SpecError(
+            f"client_seed is at most {MAX_CLIENT_SEED} bytes",
+            [("client_seed", f"at most {MAX_CLIENT_SEED} bytes")],
+        )
+    if len(spec.labels) > 32 or any(len(k) > 64 or len(v) > 256 for k, v in spec.labels.items()):
+        raise SpecError(
+            "at most 32 labels, keys up to 64 and values up to 256 characters",
+            [("settings.labels", "too many or too long")],
+        )
+    return rules, check_lifecycle(spec.lifecycle, default_idle_timeout)
+
+
+def deal_source(spec: MatchSpec) -> DealSource:
+    """Where the deals of a match made to ``spec`` come from (visible to every seat)."""
+    if spec.deck_orders:
+        return DealSource.OPERATOR_DECKS
+    if spec.seed is not None:
+        return DealSource.OPERATOR_SEED
+    return DealSource.SERVER_SEED
+
+
+def fingerprint_of(spec: MatchSpec, rules: te.RuleSet, lifecycle: Lifecycle) -> dict[str, Any]:
+    """What a creation asked for, as the tree its fingerprint is taken of (a retry with the
+    same ``request_id`` must ask for the same)."""
+    seats = table.seats_of(rules, [(s.name, s.kind) for s in spec.seats])
+    return {
+        "rules": rules.to_dict(),
+        "seats": [seat_to_dict(s) for s in seats],
+        "seed": spec.seed.hex() if spec.seed is not None else None,
+        "decks": [list(d) for d in spec.deck_orders],
+        "first_dealer": spec.first_dealer,
+        "labels": dict(spec.labels),
+        "lifecycle": lifecycle.to_dict(),
+        "client_seed": spec.client_seed.hex(),
+    }

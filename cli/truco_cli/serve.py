@@ -10,7 +10,7 @@ import contextlib
 import errno
 import sys
 
-from truco_server.app.wiring import servicer_factory
+from truco_server.app.wiring import service_factory
 from truco_server.core.config import ConfigError, Settings, add_arguments, load_settings
 from truco_server.core.logging import configure_logging, get_logger
 from truco_server.transports.grpc.server import Worker, serve
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         with contextlib.suppress(KeyboardInterrupt):  # signal handlers normally catch it
-            asyncio.run(serve(settings, servicer_factory, on_started=announce))
+            asyncio.run(serve(settings, service_factory, on_started=announce))
     except (RuntimeError, OSError) as exc:
         # grpc raises RuntimeError("Failed to bind to address ..."); aiohttp and the metrics
         # server an OSError (EADDRINUSE) for the HTTP ports.

@@ -12,7 +12,7 @@ from truco_server.app.embedded import EmbeddedServer
 
 @pytest.fixture
 def server(clean_redis_url: str) -> Iterator[EmbeddedServer]:
-    """A worker (``Worker(Settings(redis_url=..., grpc_port=0, metrics_port=0), servicer_factory)``)
+    """A worker (``Worker(Settings(redis_url=..., grpc_port=0, metrics_port=0), service_factory)``)
     on its own event-loop thread, stopped at the end."""
     srv = EmbeddedServer(redis_url=clean_redis_url, heartbeat_interval_seconds=1.0).start()
     try:

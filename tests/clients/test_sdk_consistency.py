@@ -9,7 +9,7 @@ import pytest
 from truco_client import AsyncTrucoClient, TrucoClient
 from truco_match.events import MatchStatus
 from truco_server.app.embedded import EmbeddedServer
-from truco_server.transports.rest.app import SERVICE
+from truco_server.app.wiring import MATCH_SERVICE as SERVICE
 from truco_server.transports.rest.openapi import build_openapi
 from truco_server.transports.rest.routes import SSE_ERROR_EVENT, routes_of
 

@@ -25,8 +25,8 @@ from prometheus_client import REGISTRY
 from prometheus_client.metrics import MetricWrapperBase
 
 import truco_server.core.metrics
-import truco_server.transports.grpc.instrumentation
 import truco_server.transports.grpc.server
+import truco_server.transports.grpc.servicers
 import truco_server.transports.rest.app
 from truco_server.core.config import Settings
 
@@ -42,7 +42,7 @@ DEFAULTS = Settings()
 METRIC_MODULES = (
     truco_server.core.metrics,
     truco_server.transports.rest.app,
-    truco_server.transports.grpc.instrumentation,
+    truco_server.transports.grpc.servicers,
 )
 #: Series names each metric type exposes, by suffix (prometheus-client's text format).
 SUFFIXES = {

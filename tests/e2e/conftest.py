@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from truco_server.app.wiring import servicer_factory
+from truco_server.app.wiring import service_factory
 from truco_server.core.config import Settings
 from truco_server.transports.grpc.server import Worker
 from truco_tools.redis_proc import free_port
@@ -44,7 +44,7 @@ def e2e_settings(redis_url: str, **overrides: Any) -> Settings:
 
 @asynccontextmanager
 async def running_worker(settings: Settings) -> AsyncIterator[Worker]:
-    worker = Worker(settings, servicer_factory)
+    worker = Worker(settings, service_factory)
     await worker.start()
     try:
         yield worker

@@ -22,7 +22,7 @@ from truco_contract.pb import match_service_pb2 as MS
 from truco_match import records, table
 from truco_match.events import LogEntry, MatchForfeited, TimeoutCause, TurnTimedOut, entry_to_dict
 from truco_server.ports.store import CLOCK, StoreSettings
-from truco_server.services.stored import unpack_entry
+from truco_server.services.stored import entry_of
 from truco_server.stores.shards import ShardedQueue
 
 FORFEIT_AFTER = 3
@@ -39,7 +39,7 @@ async def stored_log(r: Any, match_id: str) -> list[tuple[int, LogEntry, int]]:
     """(version, entry, ms after creation) of every entry the server holds for a match."""
     out = []
     for eid, fields in await r.xrange(f"truco:{{{match_id}}}:events"):
-        entry, ms = unpack_entry(fields[b"e"])
+        entry, ms = entry_of(fields[b"e"])
         out.append((int(eid.split(b"-")[0]), entry, ms))
     return out
 

@@ -141,6 +141,8 @@ class RestEnv:
     apis: dict[str, Any]
     routes: dict[str, Any]
     match_api: Any
+    mem: Any = None
+    """The in-memory store's own data (what a refused call must leave alone)."""
     match_id: str = ""
     tokens: dict[str, str] = field(default_factory=dict)
     fresh: str = ""
@@ -152,7 +154,7 @@ class RestEnv:
 
     def match_fingerprint(self) -> str:
         """A digest of everything the store holds of the live match."""
-        m = self.store._matches.get(self.match_id)
+        m = self.mem._matches.get(self.match_id)
         if m is None:
             return "gone"
         h = hashlib.sha256(m.meta + m.state + str(m.version).encode())
@@ -165,7 +167,7 @@ class RestEnv:
     def fingerprint(self) -> tuple[Any, ...]:
         """What a refused call must leave alone: the live match in full, and how many matches,
         listings, queued items, operators, operator events and documents the store holds."""
-        s = self.store
+        s = self.mem
         return (
             self.match_fingerprint(),
             len(s._matches),
@@ -208,37 +210,32 @@ def _offline_destinations() -> type:
 def _rest_env() -> RestEnv:
     from truco_server.api.auth import Authenticator
     from truco_server.api.matches import MatchApi
-    from truco_server.api.operators import OperatorApi
+    from truco_server.app.wiring import apis, build_services
     from truco_server.core.config import ApiKey, Settings
     from truco_server.core.logging import configure_logging
-    from truco_server.services.matches import MatchService
-    from truco_server.services.operators import Operators
-    from truco_server.services.webhooks import Deliverer
-    from truco_server.stores import MemoryMatchStore
-    from truco_server.transports.rest.app import SERVICE
+    from truco_server.stores import open_store
     from truco_server.transports.rest.routes import routes_of
 
     configure_logging("critical", "stderr")
     OfflineDestinations = _offline_destinations()
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    store = MemoryMatchStore()
-    settings = Settings(api_keys=(ApiKey(name="ops", secret=API_KEY),))
-    auth = Authenticator(settings)
-    service = MatchService(store, heartbeat_seconds=0.05)
-    destinations = OfflineDestinations("")
-    operators = Operators(store, Deliverer(store, destinations), destinations, heartbeat_seconds=0.05)
-    service.relay = operators.relay
-    api = MatchApi(service, auth)
-    operator_api = OperatorApi(operators, auth)
-    from truco_server.app.wiring import OPERATOR_SERVICE
-
-    routes = {r.method_name: r for r in routes_of(SERVICE)}
-    apis: dict[str, Any] = dict.fromkeys(routes, api)
-    for r in routes_of(OPERATOR_SERVICE):
-        routes[r.method_name] = r
-        apis[r.method_name] = operator_api
-    return RestEnv(loop, store, apis, routes, api)
+    settings = Settings(api_keys=(ApiKey(name="ops", secret=API_KEY),), heartbeat_interval_seconds=0.05)
+    svc = build_services(settings, asyncio.Event(), open_store(None))
+    offline = OfflineDestinations("")
+    svc.operators.destinations = svc.deliverer.destinations = offline
+    routes: dict[str, Any] = {}
+    by_method: dict[str, Any] = {}
+    api: MatchApi | None = None
+    for service, served in apis(svc, Authenticator(settings)):
+        if service.name == "LeagueService":
+            continue
+        for r in routes_of(service):
+            routes[r.method_name] = r
+            by_method[r.method_name] = served
+        api = served if isinstance(served, MatchApi) else api
+    assert api is not None
+    return RestEnv(loop, svc, by_method, routes, api, svc.store.old)  # type: ignore[attr-defined]
 
 
 async def _new_match(env: RestEnv) -> None:
@@ -251,7 +248,7 @@ async def _new_match(env: RestEnv) -> None:
         Credentials(api_key=API_KEY),
         MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset="argentine"), players=2, seed=b"f" * 32),
     )
-    await env.match_api.service.relays_done()  # its operator events are relayed before any input
+    await env.store.relay.done()  # its operator events are relayed before any input
     env.match_id = created.match.match_id
     env.tokens = {f"$seat{c.seat}": c.token for c in created.seat_credentials}
     env.tokens["$spectator"] = created.spectator_token

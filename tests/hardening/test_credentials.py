@@ -33,12 +33,12 @@ from truco_contract.pb import match_pb2
 from truco_contract.pb import match_service_pb2 as MS
 from truco_server.api import limits
 from truco_server.api.auth import Authenticator, KeyRing
-from truco_server.api.matches import MatchApi
+from truco_server.app.wiring import apis, build_services
 from truco_server.core.caller import Credentials
 from truco_server.core.config import ApiKey, ConfigError, Settings
 from truco_server.core.errors import ServiceError
-from truco_server.services.matches import MatchService, reissue_key
-from truco_server.stores import MemoryMatchStore
+from truco_server.services.steps import reissue_key
+from truco_server.stores import open_store
 
 pytestmark = [pytest.mark.timeout(120)]
 
@@ -280,8 +280,9 @@ def ttl_settings(seconds: int) -> match_pb2.MatchSettings:
 
 async def test_credentials_expire_after_the_match_credential_ttl() -> None:
     clock = FakeClock()
-    service = MatchService(MemoryMatchStore(), heartbeat_seconds=0.1, clock=clock)
-    api = MatchApi(service, Authenticator(Settings(api_keys=KEYS)))
+    settings = Settings(api_keys=KEYS, heartbeat_interval_seconds=0.1)
+    svc = build_services(settings, asyncio.Event(), open_store(None), clock=clock)
+    api: Any = apis(svc, Authenticator(settings))[0][1]
     op = Credentials(api_key=KEY)
     created = await api.CreateMatch(
         op, MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset="paulista"), settings=ttl_settings(60))

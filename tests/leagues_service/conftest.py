@@ -4,40 +4,38 @@ through the match service only."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 
 from truco_contract.pb import match_pb2, match_service_pb2
 from truco_match.events import MatchStatus
+from truco_server.app.wiring import Services, build_services, store_settings
 from truco_server.core import requests as T
 from truco_server.core.caller import MatchCredential, Operator, parse_token
-from truco_server.services.leagues import EntrantDoc, LeagueDoc, LeagueService, LeagueSpec, State
-from truco_server.services.matches import MatchService
-from truco_server.stores import MatchStore, MemoryMatchStore, RedisMatchStore
+from truco_server.core.config import Settings
+from truco_server.ports import Store
+from truco_server.services.leagues import EntrantDoc, LeagueDoc, LeagueSpec, State
+from truco_server.stores import open_store
 
 OPERATOR = Operator("acme")
+SETTINGS = Settings(heartbeat_interval_seconds=0.2)
+
+Stack = Services
+"""A worker's services (the league service and the match services under it), no transport."""
 
 
-@dataclass
-class Stack:
-    store: MatchStore
-    matches: MatchService
-    leagues: LeagueService
-
-
-def make_stack(store: MatchStore) -> Stack:
-    matches = MatchService(store, heartbeat_seconds=0.2)
-    return Stack(
-        store, matches, LeagueService(store, matches, heartbeat_seconds=0.2, lobby_poll_seconds=0.05)
-    )
+def make_stack(store: Store) -> Stack:
+    stack = build_services(SETTINGS, asyncio.Event(), store)
+    stack.leagues.lobby_poll_seconds = 0.05
+    return stack
 
 
 @pytest.fixture
 async def stack(clean_redis_url: str) -> AsyncIterator[Stack]:
-    store = RedisMatchStore.from_url(clean_redis_url)
+    store = open_store(clean_redis_url, store_settings(SETTINGS))
     try:
         yield make_stack(store)
     finally:
@@ -46,11 +44,8 @@ async def stack(clean_redis_url: str) -> AsyncIterator[Stack]:
 
 @pytest.fixture(params=["memory", "redis"])
 async def any_stack(request: pytest.FixtureRequest) -> AsyncIterator[Stack]:
-    store: MatchStore
-    if request.param == "memory":
-        store = MemoryMatchStore()
-    else:
-        store = RedisMatchStore.from_url(request.getfixturevalue("clean_redis_url"))
+    url = None if request.param == "memory" else request.getfixturevalue("clean_redis_url")
+    store = open_store(url, store_settings(SETTINGS))
     try:
         yield make_stack(store)
     finally:
@@ -85,15 +80,15 @@ def cred(token: str) -> MatchCredential:
     return parsed
 
 
-async def play_match(matches: MatchService, match_id: str, tokens: list[str], rng: random.Random) -> None:
+async def play_match(s: Stack, match_id: str, tokens: list[str], rng: random.Random) -> None:
     """Random legal actions through the service until the match is over."""
-    view = (await matches.get_match(cred(tokens[0]), T.GetMatchRequest(match_id))).view
+    view = (await s.reads.get_match(cred(tokens[0]), T.GetMatchRequest(match_id))).view
     n = 0
     while view.match_state is MatchStatus.ACTIVE and n < 5000:
         seat = view.observation.awaited[0]
-        view = (await matches.get_match(cred(tokens[seat]), T.GetMatchRequest(match_id))).view
+        view = (await s.reads.get_match(cred(tokens[seat]), T.GetMatchRequest(match_id))).view
         action = rng.choice(view.observation.legal_actions)
-        res = await matches.submit_action(
+        res = await s.matches.submit_action(
             cred(tokens[seat]), T.SubmitActionRequest(match_id, action, f"r{n}", view.version)
         )
         view = res.view
@@ -104,10 +99,10 @@ async def play_round(s: Stack, doc: LeagueDoc, rng: random.Random) -> None:
     """Play every match of the league that is under way."""
     for t in doc.tables.values():
         if t.match_id and not t.done:
-            snap = await s.store.load(t.match_id)
+            snap = await s.store.matches.load(t.match_id)
             assert snap is not None
             if snap.status == "active":
-                await play_match(s.matches, t.match_id, [tok for _, _, tok in t.seats], rng)
+                await play_match(s, t.match_id, [tok for _, _, tok in t.seats], rng)
 
 
 async def run_league(

@@ -160,13 +160,13 @@ async def test_a_no_show_forfeits_and_is_not_rated(stack: Stack) -> None:
     (t,) = doc.tables.values()
     await stack.matches.join_match(cred(t.seats[1][2]), T.JoinMatchRequest(t.match_id))  # p02 comes
     await asyncio.sleep(1.2)
-    await stack.matches.wake_match(t.match_id)  # the join window ends (the clock queue's job)
+    await stack.steps.wake_match(t.match_id)  # the join window ends (the clock queue's job)
     await stack.leagues.advance(doc.league_id)
     done = await stack.leagues.get_league(OPERATOR, doc.league_id)
     assert done.state == State.FINISHED
     (p,) = done.pairings
     assert p.result is not None and p.result["forfeit"] and p.result["winner"] == t.sides[1]
-    assert await stack.store.doc_get(RATINGS, f"{OPERATOR.name}/{doc.family}") is None  # not rated
+    assert await stack.store.documents.get(RATINGS, f"{OPERATOR.name}/{doc.family}") is None  # not rated
     _, table = await stack.leagues.standings(OPERATOR, doc.league_id)
     assert table[0].entrant_id == t.sides[1]
 
@@ -207,7 +207,7 @@ async def test_the_lobby_sends_assignments_up_to_the_bots_concurrency(any_stack:
     await s.leagues.start(OPERATOR, doc.league_id)
     await s.leagues.advance(doc.league_id)
     doc = await s.leagues.get_league(OPERATOR, doc.league_id)
-    assert len(await s.store.assignments(bot.bot_id)) == 2  # two tables under duplicate
+    assert len(await s.store.documents.assignments(bot.bot_id)) == 2  # two tables under duplicate
     stream = s.leagues.assignment_stream(bot)
     first = await _next(stream)
     assert isinstance(first, Assignment) and first.league_id == doc.league_id
@@ -219,7 +219,7 @@ async def test_the_lobby_sends_assignments_up_to_the_bots_concurrency(any_stack:
     # the first match ends; the league releases it; the lobby sends the second
     table = next(t for t in doc.tables.values() if t.match_id == first.match_id)
     assert table.seats[first.seat][2] == first.token
-    await play_match(s.matches, first.match_id, [tok for _, _, tok in table.seats], random.Random(1))
+    await play_match(s, first.match_id, [tok for _, _, tok in table.seats], random.Random(1))
     await s.leagues.advance(doc.league_id)
     got = [await _next(stream), await _next(stream)]
     assert got[0] == first.match_id
@@ -228,27 +228,27 @@ async def test_the_lobby_sends_assignments_up_to_the_bots_concurrency(any_stack:
     await stream.aclose()
     await play_round(s, await s.leagues.get_league(OPERATOR, doc.league_id), random.Random(2))
     await s.leagues.advance(doc.league_id)
-    assert await s.store.assignments(bot.bot_id) == {}
+    assert await s.store.documents.assignments(bot.bot_id) == {}
     assert (await s.leagues.get_league(OPERATOR, doc.league_id)).state == State.FINISHED
 
 
 async def test_documents_compare_and_set(any_stack: Stack) -> None:
     store = any_stack.store
-    assert await store.doc_get("league", "x") is None
-    assert await store.doc_put("league", "x", 0, b"one")
-    assert not await store.doc_put("league", "x", 0, b"again")  # exists: no second creation
-    assert await store.doc_get("league", "x") == (1, b"one")
-    assert not await store.doc_put("league", "x", 2, b"skip")
-    assert await store.doc_put("league", "x", 1, b"two")
-    assert await store.doc_get("league", "x") == (2, b"two")
-    await store.doc_index_add("acme", "league", "x", 1)
-    await store.doc_index_add("acme", "league", "y", 2)
-    await store.doc_index_add("acme", "league", "x", 3)  # listed once, at its first time
-    assert await store.doc_index("acme", "league", 10) == ["y", "x"]
-    await store.assignment_put("bot_1", "m1", b"a")
-    assert await store.assignments("bot_1") == {"m1": b"a"}
-    assert await store.assignment_delete("bot_1", "m1")
-    assert not await store.assignment_delete("bot_1", "m1")
+    assert await store.documents.get("league", "x") is None
+    assert await store.documents.put("league", "x", 0, b"one")
+    assert not await store.documents.put("league", "x", 0, b"again")  # exists: no second creation
+    assert await store.documents.get("league", "x") == (1, b"one")
+    assert not await store.documents.put("league", "x", 2, b"skip")
+    assert await store.documents.put("league", "x", 1, b"two")
+    assert await store.documents.get("league", "x") == (2, b"two")
+    await store.documents.index_add("acme", "league", "x", 1)
+    await store.documents.index_add("acme", "league", "y", 2)
+    await store.documents.index_add("acme", "league", "x", 3)  # listed once, at its first time
+    assert await store.documents.index("acme", "league", 10) == ["y", "x"]
+    await store.documents.assignment_put("bot_1", "m1", b"a")
+    assert await store.documents.assignments("bot_1") == {"m1": b"a"}
+    assert await store.documents.assignment_delete("bot_1", "m1")
+    assert not await store.documents.assignment_delete("bot_1", "m1")
 
 
 async def test_a_duplicate_pairing_is_decided_deal_by_deal_as_in_the_docs(any_stack: Stack) -> None:

@@ -15,41 +15,54 @@ from typing import Any
 from tests.leagues_service.conftest import Stack, make_stack, play_round, run_league, spec
 from truco_server.core.caller import Operator
 from truco_server.leagues import RatingBook
+from truco_server.ports import Store
 from truco_server.services.leagues import EntrantDoc, State
 from truco_server.services.leagues.documents import RATINGS
-from truco_server.stores import MatchStore
 
 
 class Died(BaseException):
     """The worker's process is gone."""
 
 
-class DyingStore:
-    """Delegates to a real store and raises :class:`Died` at the ``at``-th awaited call."""
+class _DyingPort:
+    """Delegates to one port of a real store; the ``at``-th awaited call of any port of the
+    store raises :class:`Died`."""
 
-    def __init__(self, store: MatchStore, at: int) -> None:
+    def __init__(self, port: Any, store: DyingStore) -> None:
+        self._port = port
         self._store = store
-        self._at = at
-        self.calls = 0
 
     def __getattr__(self, name: str) -> Any:
-        value = getattr(self._store, name)
-        if not callable(value) or name in ("queue_shards", "subscribe"):
+        value = getattr(self._port, name)
+        if not callable(value) or name in ("shards", "subscribe"):
             return value
 
         async def call(*args: Any, **kwargs: Any) -> Any:
-            self.calls += 1
-            if self.calls == self._at:
+            self._store.calls += 1
+            if self._store.calls == self._store.at:
                 raise Died(name)
             return await value(*args, **kwargs)
 
         return call
 
 
-async def _matches_of(store: MatchStore, owner: str) -> list[str]:
+class DyingStore:
+    """A real store whose ``at``-th awaited call (of any of its ports) raises :class:`Died`."""
+
+    def __init__(self, store: Store, at: int) -> None:
+        self.at = at
+        self.calls = 0
+        self.matches = _DyingPort(store.matches, self)
+        self.queues = _DyingPort(store.queues, self)
+        self.operators = _DyingPort(store.operators, self)
+        self.documents = _DyingPort(store.documents, self)
+        self.description = store.description
+
+
+async def _matches_of(store: Store, owner: str) -> list[str]:
     out, token = [], None
     while True:
-        page, token = await store.list_matches(owner, None, 100, token)
+        page, token = await store.matches.list_matches(owner, None, 100, token)
         out += [e.match_id for e in page]
         if token is None:
             return out
@@ -64,7 +77,7 @@ async def _check(s: Stack, operator: Operator, league_id: str) -> None:
     assert sorted(await _matches_of(s.store, operator.name)) == sorted(ids)  # none lost, none doubled
     for p in doc.pairings:
         assert p.result is not None
-    got = await s.store.doc_get(RATINGS, f"{operator.name}/{doc.family}")
+    got = await s.store.documents.get(RATINGS, f"{operator.name}/{doc.family}")
     assert got is not None
     import orjson
 

@@ -29,7 +29,7 @@ from truco_client.local import play_local_match
 from truco_client.observation import Event, Observation
 from truco_contract import codec
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
-from truco_server.app.wiring import servicer_factory
+from truco_server.app.wiring import service_factory
 from truco_server.transports.grpc.server import Worker
 
 pytestmark = pytest.mark.timeout(600)
@@ -200,7 +200,7 @@ async def test_local_grpc_and_rest_give_the_same_observations_and_events(
     clean_redis_url: str, name: str, players: int
 ) -> None:
     local = _local(name, players)
-    worker = Worker(worker_settings(clean_redis_url), servicer_factory)
+    worker = Worker(worker_settings(clean_redis_url), service_factory)
     await worker.start()
     try:
         remote = {"grpc": await _grpc(worker, name, players), "rest": await _rest(worker, name, players)}

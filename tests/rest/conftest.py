@@ -23,7 +23,7 @@ import grpc
 import pytest
 
 from truco_contract.pb import match_service_pb2_grpc
-from truco_server.app.wiring import servicer_factory
+from truco_server.app.wiring import service_factory
 from truco_server.core.config import ApiKey, Settings
 from truco_server.transports.grpc.server import Worker
 
@@ -56,7 +56,7 @@ def worker_settings(redis_url: str, **overrides: Any) -> Settings:
 
 @pytest.fixture
 async def rest_worker(clean_redis_url: str) -> AsyncIterator[RestWorker]:
-    worker = Worker(worker_settings(clean_redis_url), servicer_factory)
+    worker = Worker(worker_settings(clean_redis_url), service_factory)
     await worker.start()
     assert worker.http_port
     channel = grpc.aio.insecure_channel(worker.grpc_address)

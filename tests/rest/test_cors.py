@@ -14,7 +14,7 @@ import pytest
 
 from tests.rest.conftest import ACME_KEY, worker_settings
 from tests.rest.helpers import create_match
-from truco_server.app.wiring import servicer_factory
+from truco_server.app.wiring import service_factory
 from truco_server.core.config import ConfigError, parse_cors_origins, parse_settings
 from truco_server.transports.grpc.server import Worker
 
@@ -24,7 +24,7 @@ ServedCors = tuple[str, aiohttp.ClientSession]
 
 
 async def _worker(redis_url: str, origins: tuple[str, ...]) -> AsyncIterator[ServedCors]:
-    worker = Worker(worker_settings(redis_url, cors_origins=origins), servicer_factory)
+    worker = Worker(worker_settings(redis_url, cors_origins=origins), service_factory)
     await worker.start()
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30, sock_read=10))
     try:

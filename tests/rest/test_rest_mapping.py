@@ -13,10 +13,12 @@ from google.rpc import code_pb2
 
 import truco_engine as te
 from truco_contract.pb import match_service_pb2
-from truco_server.api.matches import to_status
+from truco_server.api.status import to_status
 from truco_server.core import errors as E
 from truco_server.transports.rest import HTTP_STATUS, RestFace, http_status
 from truco_server.transports.rest.routes import message_to_json
+
+SERVICE = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -58,7 +60,7 @@ class Raising:
 
 @pytest.fixture
 async def face() -> AsyncIterator[str]:
-    rest = RestFace(Raising())  # type: ignore[arg-type]
+    rest = RestFace([(SERVICE, Raising())])
     port = await rest.start("127.0.0.1", 0, shutdown_timeout=1)
     try:
         yield f"http://127.0.0.1:{port}"
@@ -114,14 +116,14 @@ async def test_worker_start_fails_cleanly_when_the_http_port_is_taken(clean_redi
     import socket
 
     from tests.rest.conftest import worker_settings
-    from truco_server.app.wiring import servicer_factory
+    from truco_server.app.wiring import service_factory
     from truco_server.transports.grpc.server import Worker
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        worker = Worker(worker_settings(clean_redis_url, http_port=port), servicer_factory)
+        worker = Worker(worker_settings(clean_redis_url, http_port=port), service_factory)
         with pytest.raises(OSError):
             await worker.start()
     assert worker.context._cleanups == []  # the store was closed again

@@ -29,7 +29,7 @@ from truco_contract.pb import (
     match_service_pb2_grpc,
 )
 from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
-from truco_server.api.matches import to_status as to_rpc_status
+from truco_server.api.status import to_status as to_rpc_status
 from truco_server.core import config
 from truco_server.core.config import ApiKey, ConfigError, Settings, load_settings, parse_settings
 from truco_server.core.errors import (
@@ -39,11 +39,10 @@ from truco_server.core.errors import (
     InvalidArgument,
     MatchNotFound,
     ServiceError,
+    ShuttingDown,
     StaleVersion,
 )
-from truco_server.transports.grpc.errors import map_service_errors
 from truco_server.transports.grpc.server import (
-    HEARTBEAT_DUE,
     MATCH_SERVICE_NAME,
     StreamRegistry,
     Worker,
@@ -72,38 +71,45 @@ def _play(card: str) -> action_pb2.Action:
     return action_pb2.Action(play_card=action_pb2.PlayCard(card=card))
 
 
-class FakeMatchService(match_service_pb2_grpc.MatchServiceServicer):
-    """Raises service errors and streams heartbeats like the real servicer will."""
+class FakeMatchApi:
+    """Raises service errors and streams heartbeats like the real API does; its other RPCs are
+    not served (UNIMPLEMENTED)."""
 
     def __init__(self, ctx: WorkerContext) -> None:
         self.ctx = ctx
 
-    @map_service_errors
-    async def GetMatch(self, request: Any, context: Any) -> Any:
+    async def GetMatch(self, creds: Any, request: Any) -> Any:
         if request.match_id == "boom":
             raise RuntimeError("secret internals 7H")
         raise MatchNotFound(f"no match {request.match_id!r}")
 
-    @map_service_errors
-    async def SubmitAction(self, request: Any, context: Any) -> Any:
+    async def SubmitAction(self, creds: Any, request: Any) -> Any:
         raise IllegalAction(
             "4C is not in your hand",
             legal_actions=[te.Action("play", "7H"), te.Action("play", "1e")],
             current_version=7,
         )
 
-    @map_service_errors
     async def StreamObservations(
-        self, request: Any, context: Any
+        self, creds: Any, request: Any
     ) -> AsyncIterator[match_service_pb2.StreamObservationsResponse]:
-        queue: asyncio.Queue[int] = asyncio.Queue()
         async with self.ctx.streams.track():
             while True:
-                item = await self.ctx.streams.next(queue.get(), timeout=0.05)
-                if item is HEARTBEAT_DUE:
+                try:
+                    await asyncio.wait_for(self.ctx.streams.wait_shutdown(), 0.05)
+                except TimeoutError:
                     yield match_service_pb2.StreamObservationsResponse(
                         heartbeat=match_service_pb2.Heartbeat(version=3)
                     )
+                    continue
+                raise ShuttingDown()
+
+
+MATCH_SERVICE = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
+
+
+def FakeMatchService(ctx: WorkerContext) -> list[tuple[Any, Any]]:
+    return [(MATCH_SERVICE, FakeMatchApi(ctx))]
 
 
 @pytest_asyncio.fixture
@@ -215,7 +221,7 @@ async def test_stop_is_idempotent_and_runs_cleanups() -> None:
     async def async_cleanup() -> None:
         calls.append("async")
 
-    def factory(ctx: WorkerContext) -> FakeMatchService:
+    def factory(ctx: WorkerContext) -> list[tuple[Any, Any]]:
         ctx.add_cleanup(lambda: calls.append("sync"))
         ctx.add_cleanup(async_cleanup)
         return FakeMatchService(ctx)
@@ -401,21 +407,15 @@ async def test_service_errors_reach_the_client_with_details(worker: Worker) -> N
 
 
 @pytest.mark.asyncio
-async def test_stream_registry_heartbeat_item_and_shutdown() -> None:
+async def test_stream_registry_counts_streams_and_refuses_new_ones_once_stopping() -> None:
     registry = StreamRegistry()
-    queue: asyncio.Queue[str] = asyncio.Queue()
     async with registry.track():
         assert registry.active == 1
-        assert await registry.next(queue.get(), timeout=0.01) is HEARTBEAT_DUE
-        queue.put_nowait("update")
-        assert await registry.next(queue.get(), timeout=1) == "update"
-        pending = asyncio.create_task(registry.next(queue.get(), timeout=None))
+        waiting = asyncio.create_task(registry.wait_shutdown())
         await asyncio.sleep(0)
         registry.begin_shutdown()
-        with pytest.raises(ServiceError) as info:
-            await pending
-        assert info.value.code is Code.UNAVAILABLE
-        assert queue.qsize() == 0
+        await asyncio.wait_for(waiting, 1)
+        assert registry.shutting_down
     assert registry.active == 0
     with pytest.raises(ServiceError):
         async with registry.track():

@@ -14,7 +14,7 @@ from truco_server.services.webhooks import (
     Outcome,
     parse_schedule,
 )
-from truco_server.stores import MemoryMatchStore
+from truco_server.stores import open_store
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,8 @@ def _delivery(attempts: int = 0) -> Delivery:
 
 def test_retry_policy_follows_the_schedule_then_gives_up() -> None:
     now = 1000.0
-    d = Deliverer(MemoryMatchStore(), Destinations(), schedule=(5, 60), clock=lambda: now)
+    store = open_store(None)
+    d = Deliverer(store.operators, store.queues, Destinations(), schedule=(5, 60), clock=lambda: now)
     first = d.after(_delivery(), Outcome(500, "HTTP 500"))
     assert first.state is DeliveryState.PENDING and first.attempts == 1
     assert now + 4.5 <= first.next_attempt <= now + 5.5  # 5 s ±10 %

@@ -11,138 +11,129 @@ import pytest
 
 from tests.service.test_service import play_out
 from truco_contract.pb import operator_service_pb2
+from truco_server.app.wiring import Services
 from truco_server.core import requests as T
 from truco_server.core.caller import Operator
-from truco_server.ports.store import RELAY
-from truco_server.services import matches as service_module
-from truco_server.services.matches import MatchService
-from truco_server.services.operators import Operators
+from truco_server.ports.queues import RELAY
 from truco_server.services.scheduler import relay_reader
-from truco_server.services.webhooks import Deliverer, Destinations
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
 FAR = 10**14
 
 
-def _operators(service: MatchService) -> Operators:
-    destinations = Destinations("")
-    return Operators(service.store, Deliverer(service.store, destinations), destinations)
+async def _relayed(service: Services) -> None:
+    await service.relay.done()
 
 
-async def _relayed(service: MatchService) -> None:
-    await service.relays_done()
-
-
-async def _stream_types(service: MatchService, owner: str) -> list[str]:
-    got = await service.store.operator_read(owner, "", 1000)
+async def _stream_types(service: Services, owner: str) -> list[str]:
+    got = await service.store.operators.read(owner, "", 1000)
     return [operator_service_pb2.OperatorEvent.FromString(raw).type for _, raw in got]
 
 
 async def test_the_relay_after_each_commit_releases_its_safety_net(
-    service: MatchService, operator: Operator
+    service: Services, operator: Operator
 ) -> None:
     """The committing worker relays every event and releases the relay queue's item: a whole
     match leaves nothing for the relay queue to wake up for."""
-    service.relay = _operators(service).relay
-    created = await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
     mid = created.match.match_id
     await _relayed(service)
-    assert await service.store.queue_due(RELAY, FAR) == []
+    assert await service.store.queues.due(RELAY, FAR) == []
     await play_out(service, mid, created.seat_tokens, random.Random(3))
     await _relayed(service)
     types = await _stream_types(service, operator.name)
     assert types[0] == "match.created" and types[-1] == "match.ended"
     assert "match.hand_ended" in types
-    assert await service.store.queue_due(RELAY, FAR) == []
-    assert await service.store.outbox_take(mid, "check", 1000, 10) == []
+    assert await service.store.queues.due(RELAY, FAR) == []
+    assert await service.store.operators.outbox_take([mid], "check", 1000, 10) == [[]]
 
 
 async def test_events_a_worker_did_not_relay_are_relayed_by_the_queue_after_the_grace(
-    service: MatchService, operator: Operator, monkeypatch: pytest.MonkeyPatch
+    service: Services, operator: Operator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A worker that dies between its commit and its relay (here: one with no relay at all)
     leaves the events in the outbox and the match in the relay queue: any worker's relay
     reader moves them once the grace is over, and not before."""
-    operators = _operators(service)
-    reader = relay_reader(operators.relay, service.store)
-    created = await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    reader = relay_reader(service.operators.relay, service.store.queues)
+    service.relay.move = None  # a worker that dies before it relays
+    created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
     mid = created.match.match_id
     assert await reader.run_once() == 0  # within the grace: the committing worker's to relay
     assert await _stream_types(service, operator.name) == []
-    monkeypatch.setattr(service_module, "RELAY_GRACE_MS", -1)  # due at once from here on
-    await service.cancel_match(operator, T.CancelMatchRequest(mid))
+    service.relay.grace_ms = -1  # due at once from here on
+    await service.steps.cancel_match(operator, T.CancelMatchRequest(mid))
     assert await reader.run_once() == 1
     assert await _stream_types(service, operator.name) == [
         "match.created",
         "match.started",
         "match.cancelled",
     ]
-    assert await service.store.outbox_take(mid, "check", 1000, 10) == []
-    assert await service.store.queue_due(RELAY, FAR) == []
+    assert await service.store.operators.outbox_take([mid], "check", 1000, 10) == [[]]
+    assert await service.store.queues.due(RELAY, FAR) == []
 
 
 async def test_a_reader_that_finds_the_outbox_locked_looks_again(
-    service: MatchService, operator: Operator, monkeypatch: pytest.MonkeyPatch
+    service: Services, operator: Operator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While another relay holds a match's outbox, the relay queue keeps the item (a second
     later), so the events are relayed even if that relay dies with its lock."""
-    operators = _operators(service)
-    reader = relay_reader(operators.relay, service.store)
-    monkeypatch.setattr(service_module, "RELAY_GRACE_MS", -1)
-    created = await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    reader = relay_reader(service.operators.relay, service.store.queues)
+    service.relay.move = None  # a worker that dies before it relays
+    service.relay.grace_ms = -1
+    created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
     mid = created.match.match_id
-    assert await service.store.outbox_take(mid, "a-relay-that-dies", 1000, 10) is not None
+    assert await service.store.operators.outbox_take([mid], "a-relay-that-dies", 1000, 10) != [None]
     assert await reader.run_once() == 1
     assert await _stream_types(service, operator.name) == []
-    assert await service.store.queue_due(RELAY, FAR) != []  # kept for later
+    assert await service.store.queues.due(RELAY, FAR) != []  # kept for later
     await asyncio.sleep(1.1)  # the dead relay's lock (1 s) and the retry (1 s) run out
     assert await reader.run_once() == 1
     assert await _stream_types(service, operator.name) == ["match.created", "match.started"]
-    assert await service.store.queue_due(RELAY, FAR) == []
+    assert await service.store.queues.due(RELAY, FAR) == []
 
 
 async def test_the_relay_after_a_commit_waits_out_a_relay_that_is_finishing(
-    service: MatchService, operator: Operator
+    service: Services, operator: Operator
 ) -> None:
     """Two relays of one match overlap (the second commit came while the first relay held the
     outbox): the second tries again a moment later instead of leaving its events to the relay
     queue's next look, two seconds on."""
-    service.relay = _operators(service).relay
-    created = await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
     mid = created.match.match_id
     await _relayed(service)
-    await service.cancel_match(operator, T.CancelMatchRequest(mid))
+    await service.steps.cancel_match(operator, T.CancelMatchRequest(mid))
     # another relay takes the outbox first (on the in-memory store always: no await in between)
-    await service.store.outbox_take(mid, "a-relay-finishing", 80, 10)
+    await service.store.operators.outbox_take([mid], "a-relay-finishing", 80, 10)
     await _relayed(service)  # its tries: 20 ms, then 100 ms later, when the 80 ms lock is gone
     assert (await _stream_types(service, operator.name))[-1] == "match.cancelled"
-    assert await service.store.queue_due(RELAY, FAR) == []
+    assert await service.store.queues.due(RELAY, FAR) == []
 
 
 async def test_commits_of_a_few_milliseconds_are_relayed_together(
-    service: MatchService, operator: Operator, monkeypatch: pytest.MonkeyPatch
+    service: Services, operator: Operator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The relay after a commit waits ``RELAY_GATHER_SECONDS`` for other commits' outboxes:
+    """The relay after a commit waits ``Relay.gather_seconds`` for other commits' outboxes:
     matches created within that time are relayed by one call (one take, one append per
     operator, one trim and one release for all of them), and every event still arrives."""
-    operators = _operators(service)
+    operators = service.operators
     calls: list[list[str]] = []
 
     async def relay(match_ids: Sequence[str]) -> list[str]:
         calls.append(list(match_ids))
         return await operators.relay(match_ids)
 
-    service.relay = relay
-    monkeypatch.setattr(service_module, "RELAY_GATHER_SECONDS", 1.0)  # ample on a loaded machine
+    service.relay.move = relay
+    service.relay.gather_seconds = 1.0  # ample on a loaded machine
     created = [
-        await service.create_match(operator, T.CreateMatchRequest(preset="paulista-2p")) for _ in range(3)
+        await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+        for _ in range(3)
     ]
     await _relayed(service)
     ids = [c.match.match_id for c in created]
     assert calls == [ids]
     types = await _stream_types(service, operator.name)
     assert types == ["match.created", "match.started"] * 3
-    assert await service.store.queue_due(RELAY, FAR) == []  # every safety net released
+    assert await service.store.queues.due(RELAY, FAR) == []  # every safety net released
     for mid in ids:
-        assert await service.store.outbox_take(mid, "check", 1000, 10) == []
+        assert await service.store.operators.outbox_take([mid], "check", 1000, 10) == [[]]

@@ -37,7 +37,8 @@ from google.rpc import status_pb2  # type: ignore[import-untyped]
 
 from truco_contract.pb import match_service_pb2
 from truco_server.api import limits
-from truco_server.api.matches import INTERNAL, MatchApi, to_status
+from truco_server.api.matches import MatchApi
+from truco_server.api.status import INTERNAL, to_status
 from truco_server.core import errors as E
 from truco_server.core.caller import Credentials
 
@@ -99,12 +100,12 @@ class PlayerConnection:
     async def run(self, requests: AsyncIterator[pb.ConnectRequest]) -> AsyncIterator[pb.ConnectResponse]:
         """The server's messages until the client has half-closed and every subscription
         and action is done, or until an error ends the connection (raised)."""
-        streams = self.api.streams
+        tracker = self.api.tracker
         async with contextlib.AsyncExitStack() as stack:
-            if streams is not None:  # the worker's drain waits for the connection
-                await stack.enter_async_context(streams.track())
+            if tracker is not None:  # the worker's drain waits for the connection
+                await stack.enter_async_context(tracker.track())
             reader = asyncio.ensure_future(self._read(requests))
-            watch = asyncio.ensure_future(self._stop_on(self.api.service.stopping))
+            watch = asyncio.ensure_future(self._stop_on(self.api.streams.stopping))
             try:
                 while True:
                     msg = await self._out.get()

@@ -7,7 +7,7 @@ messages may nest at most :data:`MAX_DEPTH` deep (``google.protobuf.Struct`` rul
 included). Doubles must be finite (a ``NaN`` or ``Infinity`` rule override is malformed). A
 violation is :class:`~truco_server.core.errors.InvalidArgument` with a ``FieldViolation`` naming
 the field and the limit, never quoting the value. The gRPC servicers call it through
-:func:`truco_server.transports.grpc.errors.map_service_errors`, the REST face after decoding the JSON
+:mod:`truco_server.transports.grpc.servicers`, the REST face after decoding the JSON
 body, so every RPC of every service is covered without a list of RPCs.
 
 The whole message is bounded first by the transports: gRPC's

@@ -11,7 +11,7 @@ import asyncio
 import threading
 from typing import Any
 
-from truco_server.app.wiring import servicer_factory
+from truco_server.app.wiring import service_factory
 from truco_server.core.config import Settings
 from truco_server.core.logging import configure_logging
 from truco_server.transports.grpc.server import Worker
@@ -49,7 +49,7 @@ class EmbeddedServer:
             try:
                 fields = set(Settings.__dataclass_fields__)
                 self._worker = Worker(
-                    Settings(**{k: v for k, v in self._settings.items() if k in fields}), servicer_factory
+                    Settings(**{k: v for k, v in self._settings.items() if k in fields}), service_factory
                 )
                 loop.run_until_complete(self._worker.start())
                 self.address = self._worker.grpc_address

@@ -1,8 +1,8 @@
-"""Builds a worker's services from its settings: the store, the match service, the operator
-side (event streams, webhooks), the queue readers, and the gRPC and REST faces over them.
+"""Builds a worker from its settings: the store's four ports, the services over them, the
+queue readers, the API objects, and the gRPC and REST faces over those.
 
 ``truco serve`` (``truco_cli.serve``) and the embedded server build the worker with
-:func:`servicer_factory`.
+:func:`service_factory`.
 """
 
 from __future__ import annotations
@@ -10,90 +10,127 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import structlog
 
-from truco_contract.pb import (
-    league_service_pb2,
-    league_service_pb2_grpc,
-    operator_service_pb2,
-    operator_service_pb2_grpc,
-)
+from truco_contract.pb import league_service_pb2, match_service_pb2, operator_service_pb2
 from truco_server.api.auth import Authenticator, KeyRing
 from truco_server.api.leagues import LeagueApi
-from truco_server.api.matches import MatchApi
+from truco_server.api.matches import MatchApi, StreamTracker
 from truco_server.api.operators import OperatorApi
+from truco_server.core.config import Settings
+from truco_server.ports import Store, StoreSettings
 from truco_server.services.leagues import LeagueService
-from truco_server.services.matches import MatchService, ServiceDefaults
+from truco_server.services.matches import MatchService, ServiceSettings
 from truco_server.services.operators import Operators
 from truco_server.services.quotas import Quotas
-from truco_server.services.scheduler import clock_reader, relay_reader, webhook_reader
+from truco_server.services.reads import MatchReads
+from truco_server.services.relay import Relay
+from truco_server.services.scheduler import QueueReader, clock_reader, relay_reader, webhook_reader
+from truco_server.services.steps import MatchSteps
+from truco_server.services.streams import MatchStreams
 from truco_server.services.webhooks import Deliverer, Destinations, parse_schedule
-from truco_server.stores import StoreSettings, open_store
+from truco_server.stores import open_store
 from truco_server.transports import rest
-from truco_server.transports.grpc.server import Servicers, WorkerContext
-from truco_server.transports.grpc.servicers import GrpcLeagueService, GrpcMatchService, GrpcOperatorService
+from truco_server.transports.grpc.server import Served, WorkerContext
 
 _log = structlog.get_logger("truco_server.wiring")
 
+MATCH_SERVICE = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
 OPERATOR_SERVICE = operator_service_pb2.DESCRIPTOR.services_by_name["OperatorService"]
 LEAGUE_SERVICE = league_service_pb2.DESCRIPTOR.services_by_name["LeagueService"]
 
 
-def build_services(ctx: WorkerContext) -> tuple[MatchService, Operators, LeagueService]:
-    """The transport-neutral services of a worker (shared by the gRPC and REST faces), with
-    the readers of the clock, webhook and league queues started and stopped with the worker."""
-    s = ctx.settings
-    store = open_store(
-        s.redis_url,
-        StoreSettings(
-            max_events=s.event_log_max_len,
-            retention_seconds=s.finished_match_ttl_seconds,
-            retry_seconds=s.redis_retry_seconds,
-            wait_replicas=s.redis_wait_replicas,
-            wait_timeout_ms=s.redis_wait_timeout_ms,
-        ),
+@dataclass
+class Services:
+    """A worker's transport-neutral services (what both faces serve)."""
+
+    store: Store
+    matches: MatchService
+    steps: MatchSteps
+    reads: MatchReads
+    streams: MatchStreams
+    relay: Relay
+    operators: Operators
+    deliverer: Deliverer
+    leagues: LeagueService
+
+    def readers(self, tick: float) -> list[QueueReader]:
+        """The readers of the clock, relay, webhook and league queues."""
+        queues = self.store.queues
+        return [
+            clock_reader(self.steps, queues, tick=tick),
+            relay_reader(self.operators.relay, queues, tick=tick),
+            webhook_reader(self.deliverer, queues, tick=tick),
+            self.leagues.reader(tick=tick),
+        ]
+
+
+def store_settings(s: Settings) -> StoreSettings:
+    return StoreSettings(
+        max_events=s.event_log_max_len,
+        retention_seconds=s.finished_match_ttl_seconds,
+        retry_seconds=s.redis_retry_seconds,
+        wait_replicas=s.redis_wait_replicas,
+        wait_timeout_ms=s.redis_wait_timeout_ms,
     )
-    ctx.add_cleanup(store.close)
-    ctx.add_readiness(store.ping)
-    service = MatchService(
-        store,
-        heartbeat_seconds=s.heartbeat_interval_seconds,
-        stopping=ctx.streams.shutdown_event,
-        queue_size=s.subscriber_queue_size,
-        defaults=ServiceDefaults(idle_timeout_ms=s.idle_timeout_seconds * 1000),
-        state_with_rules=s.state_with_rules,
-    )
+
+
+def build_services(
+    s: Settings,
+    stopping: asyncio.Event,
+    store: Store | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> Services:
+    """The services of a worker over ``store`` (else the one ``s.redis_url`` names); ``clock``:
+    the services' time (seconds since the epoch; tests pass their own)."""
+    if store is None:
+        store = open_store(s.redis_url, store_settings(s))
     destinations = Destinations(s.webhook_allow)
     deliverer = Deliverer(
-        store,
+        store.operators,
+        store.queues,
         destinations,
         schedule=parse_schedule(s.webhook_retry_schedule),
         timeout=s.webhook_timeout_seconds,
     )
     operators = Operators(
-        store,
+        store.operators,
         deliverer,
         destinations,
         webhooks_per_operator=s.webhooks_per_operator,
         heartbeat_seconds=s.heartbeat_interval_seconds,
-        stopping=ctx.streams.shutdown_event,
+        stopping=stopping,
     )
-    service.relay = operators.relay
+    relay = Relay(operators.relay, store.queues, clock=clock)
+    matches = MatchService(
+        store.matches,
+        relay,
+        settings=ServiceSettings(
+            heartbeat_seconds=s.heartbeat_interval_seconds,
+            queue_size=s.subscriber_queue_size,
+            idle_timeout_ms=s.idle_timeout_seconds * 1000,
+        ),
+        clock=clock,
+    )
+    steps = MatchSteps(matches)
+    streams = MatchStreams(matches, stopping)
+    reads = MatchReads(matches, streams)
     leagues = LeagueService(
-        store, service, heartbeat_seconds=s.heartbeat_interval_seconds, stopping=ctx.streams.shutdown_event
+        store.documents,
+        store.queues,
+        matches,
+        steps,
+        reads,
+        heartbeat_seconds=s.heartbeat_interval_seconds,
+        stopping=stopping,
     )
     operators.listeners.append(leagues.on_events)
-    for reader in (
-        clock_reader(service, store, tick=s.scheduler_tick_seconds),
-        relay_reader(operators.relay, store, tick=s.scheduler_tick_seconds),
-        webhook_reader(deliverer, store, tick=s.scheduler_tick_seconds),
-        leagues.reader(tick=s.scheduler_tick_seconds),
-    ):
-        ctx.add_startup(reader.start)
-        ctx.add_cleanup(reader.stop)
-    ctx.add_cleanup(deliverer.close)
-    return service, operators, leagues
+    return Services(store, matches, steps, reads, streams, relay, operators, deliverer, leagues)
 
 
 def _reload_on_sighup(ctx: WorkerContext, keys: KeyRing) -> None:
@@ -110,11 +147,19 @@ def _reload_on_sighup(ctx: WorkerContext, keys: KeyRing) -> None:
     ctx.add_cleanup(remove)
 
 
-def servicer_factory(ctx: WorkerContext) -> Servicers:
-    """The gRPC servicers; the API layer under them also serves REST/JSON on
-    `settings.http_port`."""
-    service, operators, leagues = build_services(ctx)
-    auth = Authenticator(ctx.settings)
+def service_factory(ctx: WorkerContext) -> Served:
+    """The worker's services over gRPC; the same API objects also serve REST/JSON on
+    ``settings.http_port``."""
+    s = ctx.settings
+    svc = build_services(s, ctx.streams.shutdown_event)
+    ctx.add_cleanup(svc.store.close)
+    ctx.add_readiness(svc.store.ping)
+    for reader in svc.readers(s.scheduler_tick_seconds):
+        ctx.add_startup(reader.start)
+        ctx.add_cleanup(reader.stop)
+    ctx.add_cleanup(svc.deliverer.close)
+    ctx.add_cleanup(svc.streams.close)
+    auth = Authenticator(s)
     if auth.open:
         _log.warning(
             "no operator API keys configured (TRUCO_API_KEYS): every operator call is the "
@@ -122,22 +167,17 @@ def servicer_factory(ctx: WorkerContext) -> Servicers:
         )
     if auth.keys.path is not None:
         ctx.add_startup(lambda: _reload_on_sighup(ctx, auth.keys))
-    api = MatchApi(service, auth, ctx.streams, Quotas(ctx.settings))
-    operator_api = OperatorApi(operators, auth, ctx.streams)
-    league_api = LeagueApi(leagues, auth, ctx.streams)
-    rest.attach(ctx, api, [(OPERATOR_SERVICE, operator_api), (LEAGUE_SERVICE, league_api)])
-    return Servicers(
-        GrpcMatchService(api),
-        [
-            (
-                OPERATOR_SERVICE.full_name,
-                operator_service_pb2_grpc.add_OperatorServiceServicer_to_server,
-                GrpcOperatorService(operator_api),
-            ),
-            (
-                LEAGUE_SERVICE.full_name,
-                league_service_pb2_grpc.add_LeagueServiceServicer_to_server,
-                GrpcLeagueService(league_api),
-            ),
-        ],
-    )
+    served = apis(svc, auth, ctx.streams, Quotas(s))
+    rest.attach(ctx, served)
+    return served
+
+
+def apis(
+    svc: Services, auth: Authenticator, tracker: StreamTracker | None = None, quotas: Quotas | None = None
+) -> Served:
+    """Each gRPC service of a worker with the API object that serves it (both faces)."""
+    return [
+        (MATCH_SERVICE, MatchApi(svc.matches, svc.steps, svc.reads, svc.streams, auth, tracker, quotas)),
+        (OPERATOR_SERVICE, OperatorApi(svc.operators, auth, tracker)),
+        (LEAGUE_SERVICE, LeagueApi(svc.leagues, auth, tracker)),
+    ]

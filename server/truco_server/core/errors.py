@@ -1,7 +1,7 @@
 """Transport-neutral errors of the service layer.
 
 The service layer raises these; transport adapters map them to their wire form
-(`truco_server.transports.grpc.errors` for gRPC: a `google.rpc.Status` with details; the REST
+(`truco_server.api.status.to_status`: a `google.rpc.Status` with details, in gRPC's trailers; the REST
 adapter uses the same Status as its JSON body). Nothing here imports grpc or an HTTP
 framework.
 

@@ -3,7 +3,7 @@
 Conventions: `truco_` prefix for application metrics, base units (`_seconds`), `_total`
 for counters, and no match, seat or request labels (unbounded cardinality). The gRPC
 server metrics use the go-grpc-prometheus names so existing dashboards work; they are
-recorded by `truco_server.transports.grpc.instrumentation.InstrumentedRegistry`.
+recorded by `truco_server.transports.grpc.servicers` for every RPC.
 
 Metrics live in the default registry (`prometheus_client.REGISTRY`), which the
 `/metrics` endpoint (`start_metrics_server`) serves.

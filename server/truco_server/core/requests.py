@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import truco_engine as te
 from truco_match.create import MatchSpec
 from truco_match.events import EventView, MatchStatus
+from truco_match.match import Match, Moment
 from truco_match.matches import MatchInfo
 from truco_match.records import MatchRecord
 from truco_match.views import ClockView, SeatView
@@ -53,6 +54,10 @@ class SubmitActionResponse:
     view: SeatView
     rules: te.RuleSet
     duplicate: bool = False
+    match: Match | None = None
+    """The match version ``view`` is of (the encodings of the view are kept on it)."""
+    moment: Moment | None = None
+    """The commit ``events`` come from (the encodings of the events are kept on it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,12 @@ class StreamUpdate:
     snapshot: bool = False
     clock: ClockView | None = None
     """A heartbeat's reading of the turn clock."""
+    viewer: int = 0
+    """Who it is for (a seat, or ``truco_match.credentials.SPECTATOR``)."""
+    match: Match | None = None
+    """The match version ``view`` is of, when it is the current one (encodings kept on it)."""
+    moment: Moment | None = None
+    """The commit ``events`` come from, when they are exactly one (encodings kept on it)."""
 
     @property
     def heartbeat(self) -> bool:
@@ -92,6 +103,9 @@ class GetMatchRequest:
 class GetMatchResponse:
     match: MatchInfo
     view: SeatView
+    viewer: int = 0
+    at: Match | None = None
+    """The match version ``view`` is of, when it is the current one (encodings kept on it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +143,9 @@ class JoinMatchResponse:
     version: int
     view: SeatView
     rules: te.RuleSet
+    seat: int = 0
+    match: Match | None = None
+    """The match version ``view`` is of (the encodings of the view are kept on it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,12 +32,15 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
-from typing import Final, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 __all__ = [
+    "CLOCK",
     "LEAGUE",
     "LOG_TRIMMED",
+    "RELAY",
+    "WEBHOOK",
+    "Claim",
     "CommitResult",
     "Event",
     "InvalidPageToken",
@@ -46,6 +49,7 @@ __all__ = [
     "MatchIndexEntry",
     "MatchNotFound",
     "MatchStore",
+    "RelayWake",
     "Snapshot",
     "StorageError",
     "StoreSettings",
@@ -53,180 +57,23 @@ __all__ = [
     "VersionConflict",
 ]
 
-Event = tuple[int, bytes]
-"""One logged event: ``(version, payload)``."""
-
-
-# --------------------------------------------------------------------------- errors
-
-
-class StorageError(Exception):
-    """Base class of every error raised by a :class:`MatchStore`."""
-
-
-class MatchNotFound(StorageError, KeyError):
-    """The match does not exist (never created, or expired after its retention time)."""
-
-    def __init__(self, match_id: str) -> None:
-        super().__init__(f"match {match_id!r} not found")
-        self.match_id = match_id
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0])
-
-
-class MatchExists(StorageError):
-    """:meth:`MatchStore.create` was called with an id that is already taken."""
-
-    def __init__(self, match_id: str) -> None:
-        super().__init__(f"match {match_id!r} already exists")
-        self.match_id = match_id
-
-
-class VersionConflict(StorageError):
-    """The match moved on: ``expected_version`` differs from the stored version.
-
-    Nothing was written. ``current_version`` is the version found in the store.
-    """
-
-    def __init__(self, match_id: str, expected_version: int, current_version: int) -> None:
-        super().__init__(
-            f"match {match_id!r} is at version {current_version}, commit expected version {expected_version}"
-        )
-        self.match_id = match_id
-        self.expected_version = expected_version
-        self.current_version = current_version
-
-
-class InvalidPageToken(StorageError, ValueError):
-    """A ``page_token`` that this store did not hand out (or for another owner)."""
-
-
-class StoreUnavailable(StorageError):
-    """Redis could not be reached (or had no primary for the key) for longer than
-    ``StoreSettings.retry_seconds``. Nothing is known to have been written; a commit may
-    or may not have been applied, so the caller retries it with the same ``request_id``."""
-
-
-# --------------------------------------------------------------------------- values
-
-
-@dataclass(frozen=True, slots=True)
-class LogTrimmed:
-    """Marker returned instead of events when the log no longer holds the wanted version.
-
-    The caller must fall back to a full snapshot (:meth:`MatchStore.load`).
-    ``first_version`` is the oldest version still held (0 if unknown).
-    """
-
-    first_version: int = 0
-
-
-LOG_TRIMMED: Final = LogTrimmed()
-"""A ready-made :class:`LogTrimmed` (compare with ``isinstance``, not identity)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """What :meth:`MatchStore.load` returns: the latest state and its version."""
-
-    version: int
-    state: bytes
-    meta: bytes
-    status: str
-    updated_at: float = 0.0
-    """Unix time of the last commit (the creation for a match never acted on)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CommitResult:
-    """Outcome of :meth:`MatchStore.commit`.
-
-    ``version`` is the match version after the commit; for a duplicate it is the version
-    right after the *first* commit with that ``request_id``, and ``reply`` is the reply
-    recorded then.
-    """
-
-    version: int
-    reply: bytes
-    duplicate: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class MatchIndexEntry:
-    """One row of the per-owner match listing.
-
-    ``owner`` is whoever may list the match (an API key, a tenant); ``created_at`` is a
-    Unix time in seconds and orders the listing (newest first, ties by ``match_id``);
-    ``summary`` is opaque bytes the service wants to show in a listing without loading
-    the state (variant, seat names, the result once over ...); ``version`` and
-    ``updated_at`` are the match's current ones when the entry comes from a listing.
-    """
-
-    match_id: str
-    owner: str
-    status: str
-    created_at: float
-    summary: bytes = b""
-    version: int = 0
-    updated_at: float = 0.0
-
-    @property
-    def sort_key(self) -> str:
-        """Key that orders the listing: zero-padded creation time in ms, then the id."""
-        return f"{round(self.created_at * 1000):015d}:{self.match_id}"
-
-
-@dataclass(frozen=True, slots=True)
-class StoreSettings:
-    """Tunables shared by both implementations."""
-
-    max_events: int = 64
-    """Keep at most this many events per match (older ones are trimmed; a resume from
-    further back gets a snapshot). 64 events are the last 25-30 actions, several hands;
-    see docs/storage.md for the memory/resume tradeoff."""
-    retention_seconds: int = 7 * 24 * 3600
-    """Time to live of every key of a match once it reaches a terminal status."""
-    request_ttl_seconds: int = 24 * 3600
-    """How long a ``request_id`` and its reply are remembered for idempotent retries."""
-    terminal_statuses: frozenset[str] = field(
-        default_factory=lambda: frozenset({"finished", "cancelled", "aborted"})
-    )
-    """Statuses that start the retention countdown."""
-    queue_shards: int = 16
-    """Shards of each sharded queue (the clock's wakeups, webhook deliveries), each its own
-    Redis slot (docs/storage.md, "Sharded queues")."""
-    operator_events_max_len: int = 10_000
-    """Lifecycle events kept per operator stream (a resume from further back starts at the
-    oldest kept)."""
-    retry_seconds: float = 10.0
-    """Redis: how long an operation is retried through connection errors, a failover or a
-    cluster without a primary for the key, before :class:`StoreUnavailable`."""
-    wait_replicas: int = 0
-    """Redis: after each commit and create, ``WAIT`` for this many replicas to acknowledge
-    it (0: do not wait). See docs/operations.md, "Durability", for what that does and
-    does not guarantee."""
-    wait_timeout_ms: int = 100
-    """Redis: the ``WAIT`` timeout; a commit that times out is still answered (it was
-    applied) and counted (``truco_redis_wait_short_total``)."""
-    owner_index_shards: int = 8
-    """Redis: the per-owner match index is split into this many sorted sets (by a hash of
-    the match id) so one big operator is not one hot key; listings merge them. May be
-    raised at any time (every listing reads all shards up to the current count); lowering
-    it hides the matches indexed in the dropped shards (docs/storage.md, "Listing")."""
-
-    def __post_init__(self) -> None:
-        if self.max_events < 1:
-            raise ValueError("max_events must be at least 1")
-        if self.retention_seconds < 1 or self.request_ttl_seconds < 1:
-            raise ValueError("retention_seconds and request_ttl_seconds must be positive")
-        if not self.retry_seconds > 0:
-            raise ValueError("retry_seconds must be positive")
-        if self.wait_replicas < 0 or self.wait_timeout_ms < 1:
-            raise ValueError("wait_replicas must be >= 0 and wait_timeout_ms >= 1")
-        if self.owner_index_shards < 1:
-            raise ValueError("owner_index_shards must be at least 1")
-
+from truco_server.ports.errors import (
+    InvalidPageToken,
+    MatchExists,
+    MatchNotFound,
+    StorageError,
+    StoreUnavailable,
+    VersionConflict,
+)
+from truco_server.ports.matches import (
+    LOG_TRIMMED,
+    CommitResult,
+    Event,
+    LogTrimmed,
+    MatchIndexEntry,
+    Snapshot,
+)
+from truco_server.ports.settings import StoreSettings
 
 # --------------------------------------------------------------------------- page tokens
 
@@ -250,41 +97,7 @@ def decode_page_token(owner: str, token: str) -> str:
     return sort_key
 
 
-CLOCK = "clock"
-"""The sharded queue of match wakeups (item: a match id; the scheduler drains it)."""
-WEBHOOK = "webhook"
-"""The sharded queue of webhook deliveries (item: ``<webhook id> <event id>``)."""
-RELAY = "relay"
-"""The sharded queue of outboxes that may be left to relay (item: a match id; data: the token
-of the last commit that queued it). The safety net of :meth:`MatchService`'s relay after a
-commit: the commit queues the match a little later (:class:`RelayWake`), the relay that follows
-it releases the item (:meth:`MatchStore.queue_release`), and only when that worker died first
-does a reader find it due and relay the outbox."""
-LEAGUE = "league"
-"""The sharded queue of league jobs (item: a league id; :mod:`truco_server.services.leagues`
-advances the league: pairs a round, creates its matches, collects results)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RelayWake:
-    """What a commit that writes operator events queues in :data:`RELAY` before anything else:
-    the match is due at ``at`` (ms since the epoch) with ``token`` as its data. The relay right
-    after the commit releases it with the same token; a later commit's token replaces it, so a
-    slow relay never releases a newer commit's safety net."""
-
-    at: int
-    token: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """An item claimed from a sharded queue until ``lease`` (ms since the epoch)."""
-
-    item: str
-    due: int
-    """When it was due."""
-    lease: int
-    data: bytes = b""
+from truco_server.ports.queues import CLOCK, LEAGUE, RELAY, WEBHOOK, Claim, RelayWake  # noqa: E402
 
 
 def check_page_size(page_size: int) -> None:

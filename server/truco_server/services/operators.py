@@ -38,7 +38,7 @@ from truco_server.core import errors as E
 from truco_server.core import metrics
 from truco_server.core.caller import Operator
 from truco_server.core.lru import Lru
-from truco_server.ports.store import MatchStore
+from truco_server.ports.operators import OperatorFeed
 from truco_server.services.webhooks import Deliverer, Delivery, DeliveryState, Destinations
 
 log = structlog.get_logger("truco.operators")
@@ -99,7 +99,7 @@ class WebhookInfo:
 class Operators:
     """The operator-facing side of a worker (see the module docstring)."""
 
-    store: MatchStore
+    feed: OperatorFeed
     deliverer: Deliverer
     destinations: Destinations
     webhooks_per_operator: int = 10
@@ -120,7 +120,7 @@ class Operators:
         todo = list(dict.fromkeys(match_ids))
         while todo:
             token = secrets.token_hex(8)
-            taken = await self.store.outbox_take_many(todo, token, RELAY_LEASE_MS, RELAY_BATCH)
+            taken = await self.feed.outbox_take(todo, token, RELAY_LEASE_MS, RELAY_BATCH)
             busy += [m for m, items in zip(todo, taken, strict=True) if items is None]
             moved = [(m, items) for m, items in zip(todo, taken, strict=True) if items]
             if not moved:
@@ -134,14 +134,14 @@ class Operators:
                     events.append(ev)
             for owner, (bodies, events) in by_owner.items():
                 await self._publish(owner, bodies, events)
-            await self.store.outbox_done_many([(m, len(items)) for m, items in moved], token)
+            await self.feed.outbox_done([(m, len(items)) for m, items in moved], token)
             todo = [m for m, items in moved if len(items) >= RELAY_BATCH]  # more left in these
         return busy
 
     async def _publish(self, owner: str, bodies: Sequence[bytes], events: Sequence[OperatorEvent]) -> None:
         """Append ``events`` (stored as ``bodies``, their protos as the outbox holds them) to the
         owner's stream, then tell the listeners and queue the webhook deliveries."""
-        await self.store.operator_append(owner, bodies)
+        await self.feed.append(owner, bodies)
         for ev in events:
             metrics.OPERATOR_EVENTS.labels(ev.type.value).inc()
         for listener in self.listeners:
@@ -170,7 +170,7 @@ class Operators:
         cached = self._hooks.get(owner)
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]
-        raw = await self.store.webhook_list(owner)
+        raw = await self.feed.webhook_list(owner)
         hooks = sorted((WebhookInfo.from_bytes(v) for v in raw.values()), key=lambda h: h.created_at)
         self._hooks.put(owner, (time.monotonic() + 1.0, hooks))
         return hooks
@@ -185,13 +185,13 @@ class Operators:
                 field_violations=[E.FieldViolation("from_cursor", "not a cursor")],
             )
         owner = operator.name
-        cursor = from_cursor or await self.store.operator_last(owner)
+        cursor = from_cursor or await self.feed.last(owner)
         metrics.STREAM_SUBSCRIBERS.inc()
         try:
             while True:
                 if self.stopping is not None and self.stopping.is_set():
                     raise E.ShuttingDown()
-                got = await self.store.operator_read(owner, cursor, 100, block=self.heartbeat_seconds)
+                got = await self.feed.read(owner, cursor, 100, block=self.heartbeat_seconds)
                 if not got:
                     yield None
                     continue
@@ -227,7 +227,7 @@ class Operators:
             created_at=time.time(),
             description=description,
         )
-        if not await self.store.webhook_put(
+        if not await self.feed.webhook_put(
             operator.name, hook.webhook_id, hook.to_bytes(), self.webhooks_per_operator
         ):
             raise E.ResourceExhausted(
@@ -238,11 +238,11 @@ class Operators:
         return hook
 
     async def list_webhooks(self, operator: Operator) -> list[WebhookInfo]:
-        raw = await self.store.webhook_list(operator.name)
+        raw = await self.feed.webhook_list(operator.name)
         return sorted((WebhookInfo.from_bytes(v) for v in raw.values()), key=lambda h: h.created_at)
 
     async def delete_webhook(self, operator: Operator, webhook_id: str) -> None:
-        if not await self.store.webhook_delete(operator.name, webhook_id):
+        if not await self.feed.webhook_delete(operator.name, webhook_id):
             raise E.WebhookNotFound(f"no webhook {webhook_id[:40]!r}")
         self._hooks.pop(operator.name)
         log.info("webhook deleted", webhook_id=webhook_id)
@@ -250,10 +250,10 @@ class Operators:
     async def list_deliveries(
         self, operator: Operator, webhook_id: str, state: DeliveryState | None, page_size: int
     ) -> list[Delivery]:
-        if await self.store.webhook_get(operator.name, webhook_id) is None:
+        if await self.feed.webhook_get(operator.name, webhook_id) is None:
             raise E.WebhookNotFound(f"no webhook {webhook_id[:40]!r}")
         size = 50 if page_size <= 0 else min(page_size, 200)
-        raw = await self.store.delivery_log(operator.name, webhook_id, 1000 if state else size)
+        raw = await self.feed.delivery_log(operator.name, webhook_id, 1000 if state else size)
         found = [Delivery.from_bytes(r) for r in raw]
         if state is not None:
             found = [d for d in found if d.state is state]

@@ -36,8 +36,9 @@ import structlog
 
 from truco_server.core import metrics
 from truco_server.core.errors import MatchNotFound, ServiceError
-from truco_server.ports.store import CLOCK, RELAY, WEBHOOK, Claim, MatchStore, StorageError
-from truco_server.services.matches import MatchService
+from truco_server.ports.errors import StorageError
+from truco_server.ports.queues import CLOCK, RELAY, WEBHOOK, Claim, Queues
+from truco_server.services.steps import MatchSteps
 from truco_server.services.webhooks import Deliverer
 
 log = structlog.get_logger("truco.scheduler")
@@ -55,7 +56,7 @@ class QueueReader:
 
     def __init__(
         self,
-        store: MatchStore,
+        queues: Queues,
         queue: str,
         handle: Handler,
         *,
@@ -66,7 +67,7 @@ class QueueReader:
         concurrency: int = 16,
         retry_ms: int = 1_000,
     ) -> None:
-        self.store = store
+        self.queues = queues
         self.queue = queue
         self.handle = handle
         self.owned = owned
@@ -77,7 +78,7 @@ class QueueReader:
         self._limit = asyncio.Semaphore(concurrency)
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
-        self._shards = list(range(store.queue_shards(queue)))
+        self._shards = list(range(queues.shards(queue)))
         random.shuffle(self._shards)  # workers start on different shards
 
     async def start(self) -> None:
@@ -105,12 +106,12 @@ class QueueReader:
     async def run_once(self) -> int:
         """One pass over the shards with due items; returns the number of items handled."""
         handled = 0
-        due = set(await self.store.queue_due(self.queue, round(time.time() * 1000)))
+        due = set(await self.queues.due(self.queue, round(time.time() * 1000)))
         for shard in self._shards:
             if shard not in due:
                 continue
             now = round(time.time() * 1000)
-            claims = await self.store.queue_claim(self.queue, shard, now, self.lease_ms, self.batch)
+            claims = await self.queues.claim(self.queue, shard, now, self.lease_ms, self.batch)
             if not claims:
                 continue
             metrics.QUEUE_CLAIMS.labels(self.queue).inc(len(claims))
@@ -128,15 +129,15 @@ class QueueReader:
             except (ServiceError, StorageError):
                 log.warning("queue item failed; retrying", queue=self.queue, item=claim.item, exc_info=True)
                 nxt = round(time.time() * 1000) + self.retry_ms
-            await self.store.queue_finish(self.queue, claim.item, claim.lease, nxt, data, owned=self.owned)
+            await self.queues.finish(self.queue, claim.item, claim.lease, nxt, data, owned=self.owned)
 
 
-def clock_reader(service: MatchService, store: MatchStore, *, tick: float = 0.25) -> QueueReader:
+def clock_reader(steps: MatchSteps, queues: Queues, *, tick: float = 0.25) -> QueueReader:
     """The reader of the match wakeups (the clock, abandonment, relays)."""
 
     async def wake(claim: Claim) -> tuple[int | None, bytes]:
         try:
-            nxt = await service.wake_match(claim.item)
+            nxt = await steps.wake_match(claim.item)
         except MatchNotFound:
             # A match's wakeup is registered before its creation commits (so that a worker
             # dying in between loses nothing): a reader may get there first. Look again a
@@ -147,11 +148,11 @@ def clock_reader(service: MatchService, store: MatchStore, *, tick: float = 0.25
             return round(time.time() * 1000) + MISSING_MATCH_RETRY_MS, str(misses).encode()
         return nxt, (b"0" if claim.data not in (b"", b"0") else b"")
 
-    return QueueReader(store, CLOCK, wake, owned=False, tick=tick)
+    return QueueReader(queues, CLOCK, wake, owned=False, tick=tick)
 
 
 def relay_reader(
-    relay: Callable[[Sequence[str]], Awaitable[list[str]]], store: MatchStore, *, tick: float = 0.25
+    relay: Callable[[Sequence[str]], Awaitable[list[str]]], queues: Queues, *, tick: float = 0.25
 ) -> QueueReader:
     """The reader of the outboxes left to relay (``MatchService`` queues each commit's);
     ``relay`` is :meth:`truco_server.services.operators.Operators.relay`."""
@@ -161,11 +162,11 @@ def relay_reader(
             return round(time.time() * 1000) + 1_000, b""
         return None, b""
 
-    return QueueReader(store, RELAY, handle, owned=False, tick=tick)
+    return QueueReader(queues, RELAY, handle, owned=False, tick=tick)
 
 
-def webhook_reader(deliverer: Deliverer, store: MatchStore, *, tick: float = 0.25) -> QueueReader:
+def webhook_reader(deliverer: Deliverer, queues: Queues, *, tick: float = 0.25) -> QueueReader:
     """The reader of the webhook deliveries. Its lease outlasts a delivery's timeout, so a
     claim expires only when its worker died (then another sends it again)."""
     lease = round(deliverer.timeout * 1000) + 2_000
-    return QueueReader(store, WEBHOOK, deliverer.handle, owned=True, tick=tick, lease_ms=lease)
+    return QueueReader(queues, WEBHOOK, deliverer.handle, owned=True, tick=tick, lease_ms=lease)

@@ -49,7 +49,8 @@ from standardwebhooks import Webhook as Signer
 
 from truco_server.core import errors as E
 from truco_server.core import metrics
-from truco_server.ports.store import WEBHOOK, Claim, MatchStore
+from truco_server.ports.operators import OperatorFeed
+from truco_server.ports.queues import WEBHOOK, Claim, Queues
 
 log = structlog.get_logger("truco.webhooks")
 
@@ -237,7 +238,8 @@ class Deliverer:
 
     def __init__(
         self,
-        store: MatchStore,
+        feed: OperatorFeed,
+        queues: Queues,
         destinations: Destinations,
         *,
         schedule: Sequence[float] = (5, 300, 1800, 7200, 18000, 36000),
@@ -245,7 +247,8 @@ class Deliverer:
         keep: int = 1000,
         clock: Any = time.time,
     ) -> None:
-        self.store = store
+        self.feed = feed
+        self.queues = queues
         self.destinations = destinations
         self.schedule = tuple(schedule)
         self.timeout = timeout
@@ -317,7 +320,7 @@ class Deliverer:
     async def handle(self, claim: Claim) -> tuple[int | None, bytes]:
         """Attempt one claimed delivery; the queue's next due time (``None``: done) and data."""
         d = Delivery.from_bytes(claim.data)
-        raw = await self.store.webhook_get(d.owner, d.webhook_id)
+        raw = await self.feed.webhook_get(d.owner, d.webhook_id)
         if raw is None:  # the webhook was deleted: its deliveries go with it
             return None, b""
         hook = json.loads(raw)
@@ -335,7 +338,7 @@ class Deliverer:
             status=outcome.status,
             result=result,
         )
-        await self.store.delivery_log_put(
+        await self.feed.delivery_log_put(
             d.owner, d.webhook_id, d.event_id, nxt.log_entry(), round(d.event_time * 1000), self.keep
         )
         if nxt.state is not DeliveryState.PENDING:
@@ -344,11 +347,11 @@ class Deliverer:
 
     async def enqueue(self, d: Delivery) -> bool:
         """Queue a new delivery (once per webhook and event: a repeated relay adds nothing)."""
-        added = await self.store.queue_add(
+        added = await self.queues.add(
             WEBHOOK, d.item, round(self.clock() * 1000), d.to_bytes(), only_new=True
         )
         if added:
-            await self.store.delivery_log_put(
+            await self.feed.delivery_log_put(
                 d.owner, d.webhook_id, d.event_id, d.log_entry(), round(d.event_time * 1000), self.keep
             )
         return added

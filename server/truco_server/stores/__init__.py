@@ -16,6 +16,9 @@ Use :func:`open_store` to pick one from a URL. See ``docs/storage.md``.
 
 from __future__ import annotations
 
+from typing import cast
+
+from truco_server.ports import Store
 from truco_server.ports.store import (
     LOG_TRIMMED,
     CommitResult,
@@ -34,6 +37,7 @@ from truco_server.ports.store import (
     VersionConflict,
 )
 from truco_server.stores.fanout import EventSubscription
+from truco_server.stores.legacy import LegacyStore
 from truco_server.stores.memory import MemoryMatchStore
 from truco_server.stores.redis_store import RedisMatchStore, RedisStats
 from truco_server.stores.shards import ShardedQueue
@@ -63,11 +67,12 @@ __all__ = [
 ]
 
 
-def open_store(redis_url: str | None, settings: StoreSettings | None = None) -> MatchStore:
+def open_store(redis_url: str | None, settings: StoreSettings | None = None) -> Store:
     """A :class:`RedisMatchStore` for a Redis URL -- ``redis://``/``rediss://``/``unix://``
     (one server), ``redis+cluster://`` (Redis Cluster), ``redis+sentinel://`` (Sentinel),
     ``rediss+...`` for TLS; see :mod:`.redis_url` -- else (``None`` or empty) the embedded
     :class:`MemoryMatchStore`. Raises ``ValueError`` for a malformed URL."""
     if redis_url:
-        return RedisMatchStore.from_url(redis_url, settings)
-    return MemoryMatchStore(settings)
+        store = RedisMatchStore.from_url(redis_url, settings)
+        return cast(Store, LegacyStore(store, f"redis {store.kind}"))
+    return cast(Store, LegacyStore(MemoryMatchStore(settings), "memory"))

@@ -23,7 +23,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
-from truco_server.app.wiring import servicer_factory
+from truco_server.app.wiring import service_factory
 from truco_server.core.config import Settings
 from truco_server.transports.grpc.server import Worker
 from truco_tools.redis_proc import start_redis
@@ -157,7 +157,7 @@ async def worker_env() -> AsyncIterator[tuple[str, Worker]]:
         quota_matches_per_minute=0,
         quota_streams=0,
     )
-    worker = Worker(settings, servicer_factory)
+    worker = Worker(settings, service_factory)
     try:
         await worker.start()
         yield rp.url, worker

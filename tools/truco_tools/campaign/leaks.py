@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 import truco_engine as te
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc, observation_pb2
 from truco_match.events import entry_to_dict
-from truco_server.services.stored import Meta, decode_state, unpack_entry
+from truco_server.services.stored import entry_of, meta_of, state_of
 
 MS = match_service_pb2
 
@@ -29,12 +29,12 @@ MS = match_service_pb2
 async def server_state(r: aioredis.Redis, match_id: str) -> tuple[int, te.MatchState]:
     version, raw, meta = await r.hmget(f"truco:{{{match_id}}}:match", ["version", "state", "meta"])
     assert isinstance(version, bytes) and isinstance(raw, bytes) and isinstance(meta, bytes), match_id
-    return int(version), decode_state(raw, te.RuleSet.from_dict(Meta.from_bytes(meta).rules))[0]
+    return int(version), state_of(raw, te.RuleSet.from_dict(meta_of(meta).rules))[0]
 
 
 async def stored_events(r: aioredis.Redis, match_id: str) -> dict[int, dict[str, Any]]:
     entries: Any = await r.xrange(f"truco:{{{match_id}}}:events")
-    return {int(eid.split(b"-")[0]): entry_to_dict(unpack_entry(fields[b"e"])[0]) for eid, fields in entries}
+    return {int(eid.split(b"-")[0]): entry_to_dict(entry_of(fields[b"e"])[0]) for eid, fields in entries}
 
 
 def hidden_cards(state: te.MatchState, viewer: int | None) -> set[str]:

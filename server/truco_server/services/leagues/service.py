@@ -6,7 +6,7 @@ standings and pairings; create bot accounts; read a family's leaderboard.
 
 **The league job.** Everything that moves a league on is one job, :meth:`LeagueService.advance`,
 run by whichever worker claims the league's item on the ``league`` queue
-(:data:`~truco_server.ports.store.LEAGUE`; the clock's sharded-queue machinery, so a dead
+(:data:`~truco_server.ports.queues.LEAGUE`; the clock's sharded-queue machinery, so a dead
 worker's claim expires and another takes it). A pass loads the league document and, each
 step written with a compare-and-set on the document's version:
 
@@ -52,6 +52,7 @@ import truco_engine as te
 from truco_contract import codec
 from truco_contract.leagues import Assignment, assignment_from_proto, assignment_to_proto
 from truco_contract.pb import league_service_pb2, match_service_pb2
+from truco_match import create
 from truco_match.create import SeatSpec
 from truco_match.events import MatchStatus, SeatKind
 from truco_match.fairness import deck_for_hand
@@ -80,8 +81,9 @@ from truco_server.leagues import (
     ranks_from_winner,
 )
 from truco_server.leagues.formats import ELIMINATION
-from truco_server.ports.store import LEAGUE as LEAGUE_QUEUE
-from truco_server.ports.store import Claim, MatchStore
+from truco_server.ports.documents import Documents
+from truco_server.ports.queues import LEAGUE as LEAGUE_QUEUE
+from truco_server.ports.queues import Claim, Queues
 from truco_server.services.leagues.documents import (
     BOT,
     LEAGUE,
@@ -95,8 +97,10 @@ from truco_server.services.leagues.documents import (
     result_dict,
 )
 from truco_server.services.leagues.outcomes import outcome_of
-from truco_server.services.matches import MatchService, rules_of
+from truco_server.services.matches import MatchService
+from truco_server.services.reads import MatchReads
 from truco_server.services.scheduler import QueueReader
+from truco_server.services.steps import MatchSteps, spec_error
 
 log = structlog.get_logger("truco.leagues")
 
@@ -173,12 +177,15 @@ def bot_token_parts(token: str) -> tuple[str, str] | None:
 
 
 class LeagueService:
-    """Leagues, bot accounts and ratings over a :class:`MatchStore` (see the module docstring)."""
+    """Leagues, bot accounts and ratings (see the module docstring)."""
 
     def __init__(
         self,
-        store: MatchStore,
+        documents: Documents,
+        queues: Queues,
         matches: MatchService,
+        steps: MatchSteps,
+        reads: MatchReads,
         *,
         heartbeat_seconds: float = 5.0,
         stopping: asyncio.Event | None = None,
@@ -186,21 +193,23 @@ class LeagueService:
         lobby_poll_seconds: float = 0.25,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.store = store
+        self.documents = documents
+        self.queues = queues
         self.matches = matches
+        self.reads = reads
         self.heartbeat_seconds = heartbeat_seconds
         self.stopping = stopping or asyncio.Event()
         self.poll_ms = poll_ms
         self.lobby_poll_seconds = lobby_poll_seconds
         self.now = clock
         self.create_match: Callable[[Operator, T.CreateMatchRequest], Awaitable[T.CreateMatchResponse]] = (
-            matches.create_match
+            steps.create_match
         )
         """How a table's match is created (tests wrap it to stop a pass half-way)."""
 
     # =================================================================== documents
     async def _load(self, league_id: str) -> tuple[int, LeagueDoc]:
-        got = await self.store.doc_get(LEAGUE, league_id) if _ID.match(league_id) else None
+        got = await self.documents.get(LEAGUE, league_id) if _ID.match(league_id) else None
         if got is None:
             raise LeagueNotFound(f"no league {league_id[:64]!r}")
         return got[0], LeagueDoc.from_bytes(got[1])
@@ -220,7 +229,7 @@ class LeagueService:
         for _ in range(CAS_ATTEMPTS):
             version, doc = await self._owned(operator, league_id)
             change(doc)
-            if await self.store.doc_put(LEAGUE, league_id, version, doc.to_bytes()):
+            if await self.documents.put(LEAGUE, league_id, version, doc.to_bytes()):
                 return doc
         raise E.ServiceError("the league changed too often; try again", code=E.Code.ABORTED, reason="ABORTED")
 
@@ -233,11 +242,14 @@ class LeagueService:
         except LeagueError as exc:
             raise league_error(exc) from exc
         base = _spec(spec.template)
-        rules = rules_of(base.preset, dict(base.overrides))
+        try:
+            rules = create.rules_of(base.preset, dict(base.overrides))
+            # the match service's own check of match settings (every match is created with them)
+            create.check_lifecycle(base.lifecycle, self.matches.settings.idle_timeout_ms)
+        except create.SpecError as exc:
+            raise spec_error(exc) from None
         if rules.play_mode != "teams" or rules.players % 2:
             raise _invalid("rules", f"{rules.name} is not played by two sides; a league needs two sides")
-        # the match service's own check of match settings (every match is created with them)
-        self.matches._lifecycle(base.lifecycle)
         mode, deal_sets, scoring = spec.duplicate
         try:
             dup = DuplicateOptions(
@@ -299,10 +311,10 @@ class LeagueService:
                 raise _invalid("rounds", f"only a swiss takes a number of rounds; a {kind.value} has its own")
         except LeagueError as exc:
             raise league_error(exc) from exc
-        if not await self.store.doc_put(LEAGUE, league_id, 0, doc.to_bytes()):
+        if not await self.documents.put(LEAGUE, league_id, 0, doc.to_bytes()):
             _, existing = await self._owned(operator, league_id)
             return existing
-        await self.store.doc_index_add(operator.name, LEAGUE, league_id, round(doc.created_at * 1000))
+        await self.documents.index_add(operator.name, LEAGUE, league_id, round(doc.created_at * 1000))
         log.info("league created", league_id=league_id, format=kind.value, entrants=len(entrants))
         return doc
 
@@ -335,10 +347,10 @@ class LeagueService:
         return (await self._owned(operator, league_id))[1]
 
     async def list_leagues(self, operator: Operator) -> list[LeagueDoc]:
-        ids = await self.store.doc_index(operator.name, LEAGUE, MAX_LEAGUES_LISTED)
+        ids = await self.documents.index(operator.name, LEAGUE, MAX_LEAGUES_LISTED)
         out = []
         for league_id in ids:
-            got = await self.store.doc_get(LEAGUE, league_id)
+            got = await self.documents.get(LEAGUE, league_id)
             if got is not None:
                 out.append(LeagueDoc.from_bytes(got[1]))
         return out
@@ -384,7 +396,7 @@ class LeagueService:
             doc.state = State.RUNNING
 
         doc = await self._update(operator, league_id, change)
-        await self.store.queue_add(LEAGUE_QUEUE, league_id, _ms())
+        await self.queues.add(LEAGUE_QUEUE, league_id, _ms())
         log.info("league started", league_id=league_id)
         return doc
 
@@ -403,7 +415,7 @@ class LeagueService:
             doc.state = State.RUNNING
 
         doc = await self._update(operator, league_id, change)
-        await self.store.queue_add(LEAGUE_QUEUE, league_id, _ms())
+        await self.queues.add(LEAGUE_QUEUE, league_id, _ms())
         return doc
 
     async def standings(self, operator: Operator, league_id: str) -> tuple[LeagueDoc, tuple[Standing, ...]]:
@@ -431,7 +443,7 @@ class LeagueService:
             raise _invalid("family", "a rating family, e.g. argentine-2p (League.rating_family)")
         if limit < 0:
             raise _invalid("page_size", "must not be negative")
-        got = await self.store.doc_get(RATINGS, self._ratings_id(operator.name, family))
+        got = await self.documents.get(RATINGS, self._ratings_id(operator.name, family))
         if got is None:
             return ()
         book = RatingBook.from_dict(_json(got[1]))
@@ -442,14 +454,14 @@ class LeagueService:
         match id the book has applied is skipped); returns the ids applied now."""
         doc_id = self._ratings_id(owner, family)
         for _ in range(CAS_ATTEMPTS):
-            got = await self.store.doc_get(RATINGS, doc_id)
+            got = await self.documents.get(RATINGS, doc_id)
             version, book = (
                 (0, RatingBook()) if got is None else (got[0], RatingBook.from_dict(_json(got[1])))
             )
             applied = [m.match_id for m in played if book.apply(m)]
             if not applied:
                 return []
-            if await self.store.doc_put(RATINGS, doc_id, version, _dumps(book.to_dict())):
+            if await self.documents.put(RATINGS, doc_id, version, _dumps(book.to_dict())):
                 return applied
         raise E.ServiceError("the rating book changed too often", code=E.Code.ABORTED, reason="ABORTED")
 
@@ -457,7 +469,7 @@ class LeagueService:
     async def _bot(self, bot_id: str) -> BotDoc | None:
         if not _ID.match(bot_id):
             return None
-        got = await self.store.doc_get(BOT, bot_id)
+        got = await self.documents.get(BOT, bot_id)
         return None if got is None else BotDoc.from_bytes(got[1])
 
     async def create_bot(self, operator: Operator, name: str, max_concurrent: int) -> tuple[BotDoc, str]:
@@ -475,14 +487,14 @@ class LeagueService:
             token_hash=hashlib.sha256(token.encode()).hexdigest(),
             created_at=self.now(),
         )
-        await self.store.doc_put(BOT, bot_id, 0, bot.to_bytes())
-        await self.store.doc_index_add(operator.name, BOT, bot_id, round(bot.created_at * 1000))
+        await self.documents.put(BOT, bot_id, 0, bot.to_bytes())
+        await self.documents.index_add(operator.name, BOT, bot_id, round(bot.created_at * 1000))
         log.info("bot account created", bot_id=bot_id)
         return bot, token
 
     async def list_bots(self, operator: Operator) -> list[BotDoc]:
         out = []
-        for bot_id in await self.store.doc_index(operator.name, BOT, 1000):
+        for bot_id in await self.documents.index(operator.name, BOT, 1000):
             bot = await self._bot(bot_id)
             if bot is not None:
                 out.append(bot)
@@ -518,7 +530,7 @@ class LeagueService:
         while True:
             if self.stopping.is_set():
                 raise E.ShuttingDown()
-            raw = await self.store.assignments(bot.bot_id)
+            raw = await self.documents.assignments(bot.bot_id)
             current = {
                 mid: assignment_from_proto(league_service_pb2.Assignment.FromString(v))
                 for mid, v in raw.items()
@@ -548,20 +560,20 @@ class LeagueService:
         async def handle(claim: Claim) -> tuple[int | None, bytes]:
             return await self.advance(claim.item), b""
 
-        return QueueReader(self.store, LEAGUE_QUEUE, handle, owned=False, tick=tick, lease_ms=LEASE_MS)
+        return QueueReader(self.queues, LEAGUE_QUEUE, handle, owned=False, tick=tick, lease_ms=LEASE_MS)
 
     async def on_events(self, owner: str, events: Sequence[OperatorEvent]) -> None:
         """Wake the leagues whose matches ended (an operator-events listener)."""
         ended = (OperatorEventType.ENDED, OperatorEventType.ABORTED, OperatorEventType.CANCELLED)
         for league_id in {ev.labels.get("league", "") for ev in events if ev.type in ended}:
             if league_id:
-                await self.store.queue_add(LEAGUE_QUEUE, league_id, _ms())
+                await self.queues.add(LEAGUE_QUEUE, league_id, _ms())
 
     async def advance(self, league_id: str) -> int | None:
         """One pass of the league job (see the module docstring); returns when it is due
         next (ms since the epoch), or ``None``."""
         for _ in range(CAS_ATTEMPTS * 10):
-            got = await self.store.doc_get(LEAGUE, league_id)
+            got = await self.documents.get(LEAGUE, league_id)
             if got is None:
                 return None
             version, doc = got[0], LeagueDoc.from_bytes(got[1])
@@ -569,7 +581,7 @@ class LeagueService:
                 return self._next_due(doc)
             # stored only if nobody wrote meanwhile; either way, look again (the next step may
             # follow at once, or another worker's document is the one to go on from)
-            await self.store.doc_put(LEAGUE, league_id, version, doc.to_bytes())
+            await self.documents.put(LEAGUE, league_id, version, doc.to_bytes())
         return _ms() + 1000
 
     def _next_due(self, doc: LeagueDoc) -> int | None:
@@ -607,10 +619,10 @@ class LeagueService:
 
         async def collect(t: TableDoc) -> bool:
             async with limit:
-                snap = await self.store.load(t.match_id)
+                snap = await self.matches.log.load(t.match_id)
                 if snap is None or snap.status not in TERMINAL:
                     return False
-                record = await self.matches.get_match_record(
+                record = await self.reads.get_match_record(
                     Operator(doc.owner), T.GetMatchRecordRequest(t.match_id)
                 )
             out = outcome_of(record.record)
@@ -706,7 +718,7 @@ class LeagueService:
             for seat, player, token in t.seats:
                 if player.startswith(BOT_PREFIX):
                     a = Assignment(t.match_id, seat, token, doc.league_id, round_of[t.key], t.key, now)
-                    await self.store.assignment_put(
+                    await self.documents.assignment_put(
                         player, t.match_id, assignment_to_proto(a).SerializeToString()
                     )
 
@@ -716,7 +728,7 @@ class LeagueService:
         for t in tables:
             for _seat, player, _token in t.seats:
                 if player.startswith(BOT_PREFIX) and not t.released:
-                    await self.store.assignment_delete(player, t.match_id)
+                    await self.documents.assignment_delete(player, t.match_id)
             if t.rated or t.winner_side is None or t.forfeit:
                 continue  # forfeits and matches without a winner are not rated
             sides = tuple(tuple(players[e]) for e in t.sides)

@@ -2,26 +2,17 @@
 
 Embedding (tests, `truco serve`)::
 
-    worker = Worker(settings, servicer_factory)
+    worker = Worker(settings, service_factory)
     await worker.start()            # binds; worker.grpc_port is the real port (0 -> free port)
     ...
     await worker.stop()             # graceful: NOT_SERVING, drain, end streams, stop(grace)
 
-`servicer_factory(ctx: WorkerContext)` returns the `truco.v1.MatchService` servicer (or an
-awaitable of it). It gets the settings, the `StreamRegistry` that streaming handlers use to
-end promptly on shutdown, and `add_cleanup()` to close what it opened (e.g. the store) when
-the worker stops. Without a factory (tests of the worker itself) it serves
-`UnimplementedMatchService`; `truco serve` uses `truco_server.app.wiring`.
-
-Streaming handlers follow this pattern so shutdown ends them with UNAVAILABLE
-(reason SHUTTING_DOWN) and clients resume elsewhere::
-
-    async with ctx.streams.track():
-        while True:
-            item = await ctx.streams.next(queue.get(), timeout=settings.heartbeat_interval_seconds)
-            if item is HEARTBEAT_DUE:
-                yield heartbeat(); continue
-            yield update(item)
+``service_factory(ctx: WorkerContext)`` returns the gRPC services to serve, each with the API
+object whose methods serve it (or an awaitable of that list): their handlers are derived from
+the descriptors (:mod:`.servicers`). It gets the settings, the ``StreamRegistry`` whose
+shutdown event ends the streams promptly, and ``add_cleanup()`` to close what it opened (the
+store) when the worker stops. Without a factory (tests of the worker itself) every RPC answers
+UNIMPLEMENTED; ``truco serve`` uses :func:`truco_server.app.wiring.service_factory`.
 """
 
 from __future__ import annotations
@@ -30,21 +21,22 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, NoReturn, TypeVar
+from typing import Any, Final, TypeVar
 
 import grpc
 import structlog
+from google.protobuf.descriptor import ServiceDescriptor
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
-from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
+from truco_contract.pb import match_service_pb2
 from truco_server.api import limits
 from truco_server.core import diagnostics, metrics
 from truco_server.core.config import Settings
 from truco_server.core.errors import ShuttingDown
-from truco_server.transports.grpc.instrumentation import InstrumentedRegistry
+from truco_server.transports.grpc.servicers import method_handlers
 
 _log = structlog.get_logger("truco_server.worker")
 
@@ -186,79 +178,11 @@ class WorkerContext:
         self._cleanups.append(callback)
 
 
-@dataclass
-class Servicers:
-    """What a servicer factory may return: the ``MatchService`` servicer and the other
-    services of the worker, each as (full service name, the generated ``add_..._to_server``
-    function, its servicer)."""
+Served = Sequence[tuple[ServiceDescriptor, object]]
+"""What a service factory returns: each gRPC service and the API object whose methods (one per
+RPC, of the same name) serve it (:func:`~truco_server.transports.grpc.servicers.method_handlers`)."""
 
-    match: match_service_pb2_grpc.MatchServiceServicer
-    others: list[tuple[str, Callable[[Any, Any], None], Any]] = field(default_factory=list)
-
-
-ServicerFactory = Callable[
-    [WorkerContext],
-    "match_service_pb2_grpc.MatchServiceServicer | Servicers"
-    " | Awaitable[match_service_pb2_grpc.MatchServiceServicer | Servicers]",
-]
-
-
-class UnimplementedMatchService(match_service_pb2_grpc.MatchServiceServicer):
-    """Placeholder servicer: every RPC answers UNIMPLEMENTED.
-
-    Async, unlike the generated base class, whose sync methods also answer UNIMPLEMENTED
-    but log a NotImplementedError traceback on every call.
-    """
-
-    async def _unimplemented(self, context: grpc.aio.ServicerContext[Any, Any]) -> NoReturn:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "match service is not wired in")
-        raise AssertionError("abort returned")  # pragma: no cover
-
-    async def CreateMatch(self, request: Any, context: Any) -> Any:
-        await self._unimplemented(context)
-
-    async def SubmitAction(self, request: Any, context: Any) -> Any:
-        await self._unimplemented(context)
-
-    async def StreamObservations(
-        self, request: Any, context: Any
-    ) -> AsyncIterator[match_service_pb2.StreamObservationsResponse]:
-        await self._unimplemented(context)
-        yield match_service_pb2.StreamObservationsResponse()  # pragma: no cover
-
-    async def GetMatch(self, request: Any, context: Any) -> Any:
-        await self._unimplemented(context)
-
-    async def ListMatches(self, request: Any, context: Any) -> Any:
-        await self._unimplemented(context)
-
-    async def CancelMatch(self, request: Any, context: Any) -> Any:
-        await self._unimplemented(context)
-
-    async def JoinMatch(self, request: Any, context: Any) -> Any:
-        await self._unimplemented(context)
-
-    async def GetMatchRecord(self, request: Any, context: Any) -> Any:
-        await self._unimplemented(context)
-
-    async def AddTime(self, request: Any, context: Any) -> Any:
-        await self._unimplemented(context)
-
-    async def AdjudicateMatch(self, request: Any, context: Any) -> Any:
-        await self._unimplemented(context)
-
-    async def ReissueCredential(self, request: Any, context: Any) -> Any:
-        await self._unimplemented(context)
-
-    async def Connect(
-        self, request_iterator: Any, context: Any
-    ) -> AsyncIterator[match_service_pb2.ConnectResponse]:
-        await self._unimplemented(context)
-        yield match_service_pb2.ConnectResponse()  # pragma: no cover
-
-
-def _unimplemented_factory(_: WorkerContext) -> match_service_pb2_grpc.MatchServiceServicer:
-    return UnimplementedMatchService()
+ServiceFactory = Callable[[WorkerContext], "Served | Awaitable[Served]"]
 
 
 def server_options(settings: Settings) -> list[tuple[str, int]]:
@@ -295,12 +219,12 @@ def _bind_address(host: str, port: int) -> str:
 class Worker:
     """One gRPC worker process: `start()`, then `stop()` (or `wait_for_termination()`)."""
 
-    def __init__(self, settings: Settings, servicer_factory: ServicerFactory | None = None) -> None:
+    def __init__(self, settings: Settings, service_factory: ServiceFactory | None = None) -> None:
         self.settings = settings
         self.streams = StreamRegistry()
         self.context = WorkerContext(settings=settings, streams=self.streams)
         self.health = health.aio.HealthServicer()
-        self._factory = servicer_factory or _unimplemented_factory
+        self._factory = service_factory
         self._server: grpc.aio.Server | None = None
         self._metrics: metrics.MetricsServer | None = None
         self._grpc_port: int | None = None
@@ -384,32 +308,24 @@ class Worker:
         if self._server is not None:
             raise RuntimeError("worker already started")
         settings = self.settings
-        made = self._factory(self.context)
+        made = self._factory(self.context) if self._factory is not None else ()
         if isinstance(made, Awaitable):
             made = await made
-        servicers = made if isinstance(made, Servicers) else Servicers(made)
         server = grpc.aio.server(
             options=server_options(settings),
             maximum_concurrent_rpcs=settings.max_concurrent_rpcs or None,
         )
-        # metrics and log context for every method (duck-typed where generated code wants a server)
-        registry: Any = InstrumentedRegistry(server)
-        match_service_pb2_grpc.add_MatchServiceServicer_to_server(servicers.match, registry)
-        for _name, add, servicer in servicers.others:
-            add(servicer, registry)
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, registry)
+        for service, api in made:
+            server.add_registered_method_handlers(service.full_name, method_handlers(api, service))
+        names = [service.full_name for service, _ in made]
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection_pb2_grpc.add_ServerReflectionServicer_to_server(  # type: ignore[no-untyped-call]
             reflection.aio.ReflectionServicer(
-                (
-                    MATCH_SERVICE_NAME,
-                    *(name for name, _, _ in servicers.others),
-                    health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-                    reflection.SERVICE_NAME,
-                )
+                (*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
             ),
-            registry,
+            server,
         )
-        self._service_names = [MATCH_SERVICE_NAME, *(name for name, _, _ in servicers.others)]
+        self._service_names = names or [MATCH_SERVICE_NAME]
         port = server.add_insecure_port(_bind_address(settings.host, settings.grpc_port))
         if port == 0:
             raise RuntimeError(f"could not bind gRPC on {settings.host}:{settings.grpc_port}")
@@ -492,14 +408,14 @@ class Worker:
 
 async def serve(
     settings: Settings,
-    servicer_factory: ServicerFactory | None = None,
+    service_factory: ServiceFactory | None = None,
     *,
     on_started: Callable[[Worker], None] | None = None,
 ) -> None:
     """Run a worker until SIGTERM or SIGINT, then shut down gracefully. The signal handlers
     are in place before the worker says it started (``on_started``): a signal sent as soon as
     the banner shows must not meet the default action (which ends the process at once)."""
-    worker = Worker(settings, servicer_factory)
+    worker = Worker(settings, service_factory)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     handled: list[signal.Signals] = []
@@ -539,10 +455,9 @@ async def serve(
 __all__ = [
     "HEARTBEAT_DUE",
     "MATCH_SERVICE_NAME",
-    "ServicerFactory",
-    "Servicers",
+    "Served",
+    "ServiceFactory",
     "StreamRegistry",
-    "UnimplementedMatchService",
     "Worker",
     "WorkerContext",
     "serve",

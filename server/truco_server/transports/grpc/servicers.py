@@ -1,232 +1,204 @@
-"""The gRPC adapters: ``truco.v1.MatchService`` over :class:`truco_server.api.matches.MatchApi`,
-``truco.v1.OperatorService`` over :class:`truco_server.api.operators.OperatorApi`,
-``truco.v1.LeagueService`` over :class:`truco_server.api.leagues.LeagueApi`.
+"""The gRPC servicers, derived from the service descriptors: every RPC of a service calls the
+API method of the same name (:class:`~truco_server.api.matches.MatchApi` and the others) with
+the call's credentials and its request, as the REST face does. Nothing is listed by hand:
+adding an RPC is its proto and its API method.
 
-Each method passes the call's metadata (credentials) and the request to the API method of
-the same name and returns what it returns; :func:`truco_server.transports.grpc.errors.map_service_errors`
-turns a typed service error into its ``google.rpc.Status``. Nothing else happens here: auth,
-decoding, the service call and the codec are the API layer's, shared with REST.
+One wrapper per method does, for every call:
+
+* the request: bytes that do not parse are INVALID_ARGUMENT (gRPC itself would answer
+  UNKNOWN), and every field is checked against its size limit (:mod:`truco_server.api.limits`);
+* the metrics (the go-grpc-prometheus names of :mod:`truco_server.core.metrics`:
+  ``grpc_server_started_total``, ``grpc_server_handled_total{grpc_code}``,
+  ``grpc_server_msg_received_total``, ``grpc_server_msg_sent_total``,
+  ``grpc_server_handling_seconds``) and the log context (``grpc_method``, the request's
+  ``request_id`` and ``match_id``; never the metadata, so never a credential);
+* the errors: a :class:`~truco_server.core.errors.ServiceError` ends the call with its
+  ``google.rpc.Status`` (:func:`truco_server.api.status.to_status`) in the trailers, a store
+  fault with UNAVAILABLE; anything else is logged with its traceback and answered INTERNAL.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
+import structlog
+from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+from google.protobuf.message_factory import GetMessageClass
+from grpc_status import rpc_status
 
-from truco_contract.pb import (
-    league_service_pb2,
-    league_service_pb2_grpc,
-    match_service_pb2,
-    match_service_pb2_grpc,
-    operator_service_pb2,
-    operator_service_pb2_grpc,
-)
-from truco_server.api.connection import PlayerConnection
-from truco_server.api.leagues import LeagueApi
-from truco_server.api.matches import MatchApi
-from truco_server.api.operators import OperatorApi
+from truco_server.api import limits
+from truco_server.api.status import INTERNAL, as_service_error, to_status
+from truco_server.core import metrics
 from truco_server.core.caller import Credentials
-from truco_server.transports.grpc.errors import map_service_errors
+from truco_server.core.errors import ServiceError
+from truco_server.core.logging import bind_refusal
 
-pb = match_service_pb2
-opb = operator_service_pb2
-lpb = league_service_pb2
+_log = structlog.get_logger("truco_server.grpc")
+
 Context = grpc.aio.ServicerContext[Any, Any]
+LOGGED_CHARS = 128
+"""Characters of a request's ``request_id`` / ``match_id`` bound into the log context."""
+_CONTEXT_FIELDS = ("request_id", "match_id")
 
 
-def _creds(context: Context) -> Credentials:
-    return Credentials.from_pairs(context.invocation_metadata())
+class _Method:
+    """One RPC: its API method, its metric children (looked up once: ``labels()`` takes a
+    lock and hashes the labels on every call) and the request fields it logs."""
+
+    __slots__ = ("call", "full", "handled", "labels", "logged", "received", "seconds", "sent", "started")
+
+    def __init__(self, api: object, service: ServiceDescriptor, method: MethodDescriptor) -> None:
+        self.call: Callable[..., Any] = getattr(api, method.name)
+        self.full = f"{service.full_name}/{method.name}"
+        kind = _kind(method)
+        self.labels = (kind, service.full_name, method.name)
+        self.started = metrics.GRPC_SERVER_STARTED.labels(*self.labels)
+        self.received = metrics.GRPC_SERVER_MSG_RECEIVED.labels(*self.labels)
+        self.sent = metrics.GRPC_SERVER_MSG_SENT.labels(*self.labels)
+        self.seconds = metrics.GRPC_SERVER_HANDLING_SECONDS.labels(*self.labels)
+        self.handled: dict[grpc.StatusCode, Any] = {}
+        fields = method.input_type.fields_by_name
+        self.logged = tuple(name for name in _CONTEXT_FIELDS if name in fields)
+
+    def begin(self, request: Any) -> float:
+        self.started.inc()
+        context: dict[str, str] = {"grpc_method": self.full}
+        if request is not None:
+            self.received.inc()
+            for name in self.logged:
+                value = getattr(request, name, "")
+                if value:
+                    context[name] = value[:LOGGED_CHARS]  # an oversized value is never logged whole
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(**context)
+        return time.perf_counter()
+
+    def finish(self, start: float, code: grpc.StatusCode) -> None:
+        elapsed = time.perf_counter() - start
+        child = self.handled.get(code)
+        if child is None:
+            child = self.handled[code] = metrics.GRPC_SERVER_HANDLED.labels(*self.labels, code.name)
+        child.inc()
+        self.seconds.observe(elapsed)
+        if code not in (grpc.StatusCode.OK, grpc.StatusCode.CANCELLED):
+            _log.info("rpc finished", grpc_code=code.name, duration_s=round(elapsed, 6))
+        structlog.contextvars.clear_contextvars()
 
 
-class GrpcMatchService(match_service_pb2_grpc.MatchServiceServicer):
-    """Thin adapter; see the module docstring."""
-
-    def __init__(self, api: MatchApi) -> None:
-        self.api = api
-
-    @map_service_errors
-    async def CreateMatch(self, request: pb.CreateMatchRequest, context: Context) -> pb.CreateMatchResponse:
-        return await self.api.CreateMatch(_creds(context), request)
-
-    @map_service_errors
-    async def SubmitAction(
-        self, request: pb.SubmitActionRequest, context: Context
-    ) -> pb.SubmitActionResponse:
-        return await self.api.SubmitAction(_creds(context), request)
-
-    @map_service_errors
-    async def StreamObservations(
-        self, request: pb.StreamObservationsRequest, context: Context
-    ) -> AsyncIterator[pb.StreamObservationsResponse]:
-        async for message in self.api.StreamObservations(_creds(context), request):
-            yield message
-
-    @map_service_errors
-    async def GetMatch(self, request: pb.GetMatchRequest, context: Context) -> pb.GetMatchResponse:
-        return await self.api.GetMatch(_creds(context), request)
-
-    @map_service_errors
-    async def ListMatches(self, request: pb.ListMatchesRequest, context: Context) -> pb.ListMatchesResponse:
-        return await self.api.ListMatches(_creds(context), request)
-
-    @map_service_errors
-    async def CancelMatch(self, request: pb.CancelMatchRequest, context: Context) -> pb.CancelMatchResponse:
-        return await self.api.CancelMatch(_creds(context), request)
-
-    @map_service_errors
-    async def JoinMatch(self, request: pb.JoinMatchRequest, context: Context) -> pb.JoinMatchResponse:
-        return await self.api.JoinMatch(_creds(context), request)
-
-    @map_service_errors
-    async def GetMatchRecord(
-        self, request: pb.GetMatchRecordRequest, context: Context
-    ) -> pb.GetMatchRecordResponse:
-        return await self.api.GetMatchRecord(_creds(context), request)
-
-    @map_service_errors
-    async def AddTime(self, request: pb.AddTimeRequest, context: Context) -> pb.AddTimeResponse:
-        return await self.api.AddTime(_creds(context), request)
-
-    @map_service_errors
-    async def AdjudicateMatch(
-        self, request: pb.AdjudicateMatchRequest, context: Context
-    ) -> pb.AdjudicateMatchResponse:
-        return await self.api.AdjudicateMatch(_creds(context), request)
-
-    @map_service_errors
-    async def ReissueCredential(
-        self, request: pb.ReissueCredentialRequest, context: Context
-    ) -> pb.ReissueCredentialResponse:
-        return await self.api.ReissueCredential(_creds(context), request)
-
-    @map_service_errors
-    async def Connect(
-        self, request_iterator: AsyncIterator[pb.ConnectRequest], context: Context
-    ) -> AsyncIterator[pb.ConnectResponse]:
-        async for message in PlayerConnection(self.api).run(request_iterator):
-            yield message
+def _kind(method: MethodDescriptor) -> str:
+    if method.client_streaming:
+        return "bidi_stream" if method.server_streaming else "client_stream"
+    return "server_stream" if method.server_streaming else "unary"
 
 
-class GrpcOperatorService(operator_service_pb2_grpc.OperatorServiceServicer):
-    """``truco.v1.OperatorService`` over :class:`truco_server.api.operators.OperatorApi`
-    (thin, like :class:`GrpcMatchService`)."""
-
-    def __init__(self, api: OperatorApi) -> None:
-        self.api = api
-
-    @map_service_errors
-    async def StreamOperatorEvents(
-        self, request: opb.StreamOperatorEventsRequest, context: Context
-    ) -> AsyncIterator[opb.StreamOperatorEventsResponse]:
-        async for message in self.api.StreamOperatorEvents(_creds(context), request):
-            yield message
-
-    @map_service_errors
-    async def CreateWebhook(
-        self, request: opb.CreateWebhookRequest, context: Context
-    ) -> opb.CreateWebhookResponse:
-        return await self.api.CreateWebhook(_creds(context), request)
-
-    @map_service_errors
-    async def ListWebhooks(
-        self, request: opb.ListWebhooksRequest, context: Context
-    ) -> opb.ListWebhooksResponse:
-        return await self.api.ListWebhooks(_creds(context), request)
-
-    @map_service_errors
-    async def DeleteWebhook(
-        self, request: opb.DeleteWebhookRequest, context: Context
-    ) -> opb.DeleteWebhookResponse:
-        return await self.api.DeleteWebhook(_creds(context), request)
-
-    @map_service_errors
-    async def ListWebhookDeliveries(
-        self, request: opb.ListWebhookDeliveriesRequest, context: Context
-    ) -> opb.ListWebhookDeliveriesResponse:
-        return await self.api.ListWebhookDeliveries(_creds(context), request)
+async def _refuse(exc: BaseException, context: Context) -> grpc.StatusCode:
+    """End the call for ``exc`` (raises ``grpc.aio.AbortError``); returns nothing else."""
+    typed = as_service_error(exc)
+    if typed is None:
+        _log.exception("unexpected error in handler")
+        typed = INTERNAL
+    elif not isinstance(exc, ServiceError):
+        _log.warning("store unavailable", error=f"{type(exc).__name__}: {exc}"[:300])
+    bind_refusal(typed.reason)
+    await context.abort_with_status(rpc_status.to_status(to_status(typed)))
+    raise AssertionError("abort_with_status returned")  # pragma: no cover
 
 
-class GrpcLeagueService(league_service_pb2_grpc.LeagueServiceServicer):
-    """``truco.v1.LeagueService`` over :class:`truco_server.api.leagues.LeagueApi` (thin)."""
+def _status_of(context: Context, default: grpc.StatusCode) -> grpc.StatusCode:
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return code
+    if isinstance(code, int):  # some grpc versions keep the raw integer
+        return next((c for c in grpc.StatusCode if c.value[0] == code), default)
+    return default
 
-    def __init__(self, api: LeagueApi) -> None:
-        self.api = api
 
-    @map_service_errors
-    async def StreamAssignments(
-        self, request: lpb.StreamAssignmentsRequest, context: Context
-    ) -> AsyncIterator[lpb.StreamAssignmentsResponse]:
-        async for message in self.api.StreamAssignments(_creds(context), request):
-            yield message
+def _unary(m: _Method) -> Callable[[Any, Context], Awaitable[Any]]:
+    async def handle(request: Any, context: Context) -> Any:
+        start = m.begin(request)
+        code = grpc.StatusCode.OK
+        try:
+            limits.require(request)
+            response = await m.call(Credentials.from_pairs(context.invocation_metadata()), request)
+            m.sent.inc()
+            return response
+        except asyncio.CancelledError:
+            code = grpc.StatusCode.CANCELLED
+            raise
+        except grpc.aio.AbortError:
+            code = _status_of(context, grpc.StatusCode.UNKNOWN)
+            raise
+        except Exception as exc:
+            try:
+                await _refuse(exc, context)
+            finally:
+                code = _status_of(context, grpc.StatusCode.INTERNAL)
+        finally:
+            m.finish(start, code)
 
-    @map_service_errors
-    async def CreateLeague(
-        self, request: lpb.CreateLeagueRequest, context: Context
-    ) -> lpb.CreateLeagueResponse:
-        return await self.api.CreateLeague(_creds(context), request)
+    return handle
 
-    @map_service_errors
-    async def GetLeague(self, request: lpb.GetLeagueRequest, context: Context) -> lpb.GetLeagueResponse:
-        return await self.api.GetLeague(_creds(context), request)
 
-    @map_service_errors
-    async def ListLeagues(self, request: lpb.ListLeaguesRequest, context: Context) -> lpb.ListLeaguesResponse:
-        return await self.api.ListLeagues(_creds(context), request)
+def _streaming(m: _Method, stream_request: bool) -> Callable[[Any, Context], AsyncIterator[Any]]:
+    async def handle(request: Any, context: Context) -> AsyncIterator[Any]:
+        start = m.begin(None if stream_request else request)
+        code = grpc.StatusCode.OK
+        try:
+            if stream_request:
+                request = _counted(m, request)
+            else:
+                limits.require(request)
+            async for message in m.call(Credentials.from_pairs(context.invocation_metadata()), request):
+                m.sent.inc()
+                yield message
+        except (asyncio.CancelledError, GeneratorExit):
+            code = grpc.StatusCode.CANCELLED
+            raise
+        except grpc.aio.AbortError:
+            code = _status_of(context, grpc.StatusCode.UNKNOWN)
+            raise
+        except Exception as exc:
+            try:
+                await _refuse(exc, context)
+            finally:
+                code = _status_of(context, grpc.StatusCode.INTERNAL)
+        finally:
+            m.finish(start, code)
 
-    @map_service_errors
-    async def RegisterEntrant(
-        self, request: lpb.RegisterEntrantRequest, context: Context
-    ) -> lpb.RegisterEntrantResponse:
-        return await self.api.RegisterEntrant(_creds(context), request)
+    return handle
 
-    @map_service_errors
-    async def WithdrawEntrant(
-        self, request: lpb.WithdrawEntrantRequest, context: Context
-    ) -> lpb.WithdrawEntrantResponse:
-        return await self.api.WithdrawEntrant(_creds(context), request)
 
-    @map_service_errors
-    async def StartLeague(self, request: lpb.StartLeagueRequest, context: Context) -> lpb.StartLeagueResponse:
-        return await self.api.StartLeague(_creds(context), request)
+async def _counted(m: _Method, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The client's messages, counted (the API checks each: a bad one ends the stream its own
+    way)."""
+    async for request in requests:
+        m.received.inc()
+        yield request
 
-    @map_service_errors
-    async def PauseLeague(self, request: lpb.PauseLeagueRequest, context: Context) -> lpb.PauseLeagueResponse:
-        return await self.api.PauseLeague(_creds(context), request)
 
-    @map_service_errors
-    async def ResumeLeague(
-        self, request: lpb.ResumeLeagueRequest, context: Context
-    ) -> lpb.ResumeLeagueResponse:
-        return await self.api.ResumeLeague(_creds(context), request)
-
-    @map_service_errors
-    async def GetStandings(
-        self, request: lpb.GetStandingsRequest, context: Context
-    ) -> lpb.GetStandingsResponse:
-        return await self.api.GetStandings(_creds(context), request)
-
-    @map_service_errors
-    async def ListPairings(
-        self, request: lpb.ListPairingsRequest, context: Context
-    ) -> lpb.ListPairingsResponse:
-        return await self.api.ListPairings(_creds(context), request)
-
-    @map_service_errors
-    async def CreateBotAccount(
-        self, request: lpb.CreateBotAccountRequest, context: Context
-    ) -> lpb.CreateBotAccountResponse:
-        return await self.api.CreateBotAccount(_creds(context), request)
-
-    @map_service_errors
-    async def ListBotAccounts(
-        self, request: lpb.ListBotAccountsRequest, context: Context
-    ) -> lpb.ListBotAccountsResponse:
-        return await self.api.ListBotAccounts(_creds(context), request)
-
-    @map_service_errors
-    async def GetLeaderboard(
-        self, request: lpb.GetLeaderboardRequest, context: Context
-    ) -> lpb.GetLeaderboardResponse:
-        return await self.api.GetLeaderboard(_creds(context), request)
+def method_handlers(api: object, service: ServiceDescriptor) -> dict[str, grpc.RpcMethodHandler[Any, Any]]:
+    """The handlers of every RPC of ``service``, each calling the API method of its name."""
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+    for method in service.methods:
+        m = _Method(api, service, method)
+        read = limits.tolerant(GetMessageClass(method.input_type).FromString)
+        write = GetMessageClass(method.output_type).SerializeToString
+        if not method.server_streaming:
+            if method.client_streaming:
+                raise ValueError(f"{m.full}: client streaming RPCs are not served")
+            handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+                _unary(m), request_deserializer=read, response_serializer=write
+            )
+        elif method.client_streaming:
+            handlers[method.name] = grpc.stream_stream_rpc_method_handler(
+                _streaming(m, True), request_deserializer=read, response_serializer=write
+            )
+        else:
+            handlers[method.name] = grpc.unary_stream_rpc_method_handler(
+                _streaming(m, False), request_deserializer=read, response_serializer=write
+            )
+    return handlers

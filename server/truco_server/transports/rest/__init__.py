@@ -12,7 +12,6 @@ from typing import Any
 
 from google.protobuf.descriptor import ServiceDescriptor
 
-from truco_server.api.matches import MatchApi
 from truco_server.transports.rest.app import (
     EVENT_STREAM,
     HTTP_STATUS,
@@ -25,7 +24,7 @@ from truco_server.transports.rest.openapi import build_openapi
 from truco_server.transports.rest.routes import Route, routes_of
 
 
-def attach(ctx: Any, api: MatchApi, others: Sequence[tuple[ServiceDescriptor, object]] = ()) -> RestFace:
+def attach(ctx: Any, served: Sequence[tuple[ServiceDescriptor, object]]) -> RestFace:
     """Serve the API over HTTP too, in the worker that owns ``ctx`` (a WorkerContext).
 
     The listener starts with the worker (``ctx.add_startup``) on ``settings.host`` and
@@ -34,7 +33,7 @@ def attach(ctx: Any, api: MatchApi, others: Sequence[tuple[ServiceDescriptor, ob
     streams already ended with UNAVAILABLE by the service layer.
     """
     settings = ctx.settings
-    face = RestFace(api, others=others, cors_origins=settings.cors_origins)
+    face = RestFace(served, cors_origins=settings.cors_origins)
 
     async def start() -> None:
         ctx.http_port = await face.start(

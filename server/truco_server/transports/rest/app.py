@@ -35,7 +35,7 @@ from prometheus_client import Counter, Histogram
 
 from truco_contract.pb import match_pb2, match_service_pb2
 from truco_server.api import limits
-from truco_server.api.matches import INTERNAL, MatchApi, as_service_error, to_status
+from truco_server.api.status import INTERNAL, as_service_error, to_status
 from truco_server.core import errors as E
 from truco_server.core.caller import Credentials, parse_token
 from truco_server.core.logging import bind_refusal
@@ -55,8 +55,6 @@ from truco_server.transports.rest.routes import (
 )
 
 _log = structlog.get_logger("truco_server.transports.rest")
-
-SERVICE = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
 
 #: Request field a Server-Sent Events ``Last-Event-ID`` header resumes from.
 RESUME_FIELD = "from_version"
@@ -238,25 +236,24 @@ def _wants_sse(request: web.Request) -> bool:
 
 
 class RestFace:
-    """The HTTP/JSON face of one worker, over the API layer (:class:`MatchApi`)."""
+    """The HTTP/JSON face of one worker, over the API objects of its services (every route
+    calls the API method of its RPC, as the gRPC servicers do)."""
 
     def __init__(
         self,
-        api: MatchApi,
+        served: Sequence[tuple[ServiceDescriptor, object]],
         *,
-        others: Sequence[tuple[ServiceDescriptor, object]] = (),
         version: str = "v1",
         cors_origins: Sequence[str] = (),
     ) -> None:
-        self.api = api
-        self.routes = routes_of(SERVICE)
-        self._apis: dict[str, object] = {r.method_name: api for r in self.routes}
-        for service, other in others:  # e.g. OperatorService over its API object
+        self.routes: list[Route] = []
+        self._apis: dict[str, object] = {}
+        for service, api in served:  # each service over its API object (MatchApi...)
             more = routes_of(service)
             for r in more:
                 if r.method_name in self._apis:
                     raise ValueError(f"two services define {r.method_name}")
-                self._apis[r.method_name] = other
+                self._apis[r.method_name] = api
             self.routes = [*self.routes, *more]
         self.cors = CorsPolicy(cors_origins, {r.http_method for r in self.routes})
         self.openapi = build_openapi(self.routes, title="Truco API", version=version)

@@ -170,20 +170,13 @@ def _error_response(description: str) -> JSON:
 
 
 def _operation(route: Route, builder: SchemaBuilder) -> JSON:
-    params: list[JSON] = []
-    for path in route.path_fields:
-        f = route.input.fields_by_name[path.split(".")[0]]
-        for part in path.split(".")[1:]:
-            f = message_type(f).fields_by_name[part]
-        params.append({"name": path, "in": "path", "required": True, "schema": _scalar(f.type)})
-    for path, f in route.query_fields():
-        params.append(_query_parameter(path, f, builder))
+    params = _parameters(route, builder)
     op: JSON = {
         "operationId": route.method_name,
-        "tags": ["MatchService"],
+        "tags": [route.service.rpartition(".")[2]],
         "summary": route.method_name,
         "description": (
-            f"gRPC method `{route.input.file.package}.MatchService/{route.method_name}` "
+            f"gRPC method `{route.service}/{route.method_name}` "
             f"({route.input.full_name} → {route.output.full_name})."
         ),
         "security": [{"bearerAuth": []}, {"apiKeyHeader": []}],
@@ -194,64 +187,84 @@ def _operation(route: Route, builder: SchemaBuilder) -> JSON:
         if route.body == "*":
             schema = builder.message(body_desc, exclude=exclude)
         else:
-            f = route.input.fields_by_name[route.body]
-            schema = builder.field(f)
+            schema = builder.field(route.input.fields_by_name[route.body])
         op["requestBody"] = {"required": False, "content": {"application/json": {"schema": schema}}}
     ok_schema = builder.message(route.output)
     if route.server_streaming:
-        params.append(
-            {
-                "name": "access_token",
-                "in": "query",
-                "required": False,
-                "description": (
-                    "The credential, for clients that cannot send headers (browser EventSource). "
-                    "URLs end up in logs and browser history: prefer the Authorization header."
-                ),
-                "schema": {"type": "string"},
-            }
-        )
-        params.append(
-            {
-                "name": "Last-Event-ID",
-                "in": "header",
-                "required": False,
-                "description": "SSE resume point (a version); used when from_version is not given.",
-                "schema": {"type": "string", "pattern": r"^[0-9]+$"},
-            }
-        )
+        params += _STREAM_PARAMETERS
         op["security"] = [*op["security"], {"accessTokenQuery": []}]
-        op["responses"] = {
-            "200": {
-                "description": (
-                    "A stream of StreamObservationsResponse messages: NDJSON (one JSON object "
-                    'per line; a final {"error": Status} line when the server ends the stream '
-                    "with an error) or, with `Accept: text/event-stream`, Server-Sent Events "
-                    f"(`event: {SSE_UPDATE_EVENT}` with `id: <version>`, `event: {SSE_HEARTBEAT_EVENT}`, "
-                    f"`event: {SSE_ERROR_EVENT}` with a Status, `event: {SSE_END_EVENT}`)."
-                ),
-                "content": {ct: {"schema": ok_schema} for ct in STREAM_CONTENT_TYPES},
-            },
-            "204": {"description": "SSE resume of a match that is over, with nothing new."},
-        }
+        op["responses"] = _stream_responses(ok_schema)
     else:
         op["responses"] = {
             "200": {"description": "OK", "content": {"application/json": {"schema": ok_schema}}}
         }
-    for code, text in (
-        ("400", "INVALID_ARGUMENT, FAILED_PRECONDITION"),
-        ("401", "UNAUTHENTICATED"),
-        ("403", "PERMISSION_DENIED"),
-        ("404", "NOT_FOUND"),
-        ("409", "ALREADY_EXISTS, ABORTED"),
-        ("429", "RESOURCE_EXHAUSTED"),
-        ("503", "UNAVAILABLE"),
-    ):
+    for code, text in _ERRORS:
         op["responses"][code] = _error_response(text + " (google.rpc.Status with details)")
     op["responses"]["default"] = _error_response("Any other error (google.rpc.Status)")
     if params:
         op["parameters"] = params
     return op
+
+
+def _parameters(route: Route, builder: SchemaBuilder) -> list[JSON]:
+    """The path and query parameters of a route."""
+    params: list[JSON] = []
+    for path in route.path_fields:
+        f = route.input.fields_by_name[path.split(".")[0]]
+        for part in path.split(".")[1:]:
+            f = message_type(f).fields_by_name[part]
+        params.append({"name": path, "in": "path", "required": True, "schema": _scalar(f.type)})
+    for path, f in route.query_fields():
+        params.append(_query_parameter(path, f, builder))
+    return params
+
+
+_STREAM_PARAMETERS: list[JSON] = [
+    {
+        "name": "access_token",
+        "in": "query",
+        "required": False,
+        "description": (
+            "The credential, for clients that cannot send headers (browser EventSource). "
+            "URLs end up in logs and browser history: prefer the Authorization header."
+        ),
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "Last-Event-ID",
+        "in": "header",
+        "required": False,
+        "description": "SSE resume point (a version); used when from_version is not given.",
+        "schema": {"type": "string", "pattern": r"^[0-9]+$"},
+    },
+]
+"""The parameters of every streaming route (beside its request's)."""
+
+_ERRORS = (
+    ("400", "INVALID_ARGUMENT, FAILED_PRECONDITION"),
+    ("401", "UNAUTHENTICATED"),
+    ("403", "PERMISSION_DENIED"),
+    ("404", "NOT_FOUND"),
+    ("409", "ALREADY_EXISTS, ABORTED"),
+    ("429", "RESOURCE_EXHAUSTED"),
+    ("503", "UNAVAILABLE"),
+)
+
+
+def _stream_responses(ok_schema: JSON) -> JSON:
+    return {
+        "200": {
+            "description": (
+                "A stream of response messages: NDJSON (one JSON object per line; a final "
+                '{"error": Status} line when the server ends the stream with an error) or, with '
+                "`Accept: text/event-stream`, Server-Sent Events "
+                f"(`event: {SSE_UPDATE_EVENT}` with `id: <version>`, `event: {SSE_HEARTBEAT_EVENT}`, "
+                f"`event: {SSE_ERROR_EVENT}` with a Status, `event: {SSE_END_EVENT}`)."
+            ),
+            "content": {ct: {"schema": ok_schema} for ct in STREAM_CONTENT_TYPES},
+        },
+        "204": {"description": "SSE resume of a match that is over, with nothing new."},
+    }
 
 
 def build_openapi(routes: list[Route], *, title: str, version: str) -> JSON:

@@ -68,6 +68,8 @@ class Route:
     input: descriptor.Descriptor
     output: descriptor.Descriptor
     server_streaming: bool
+    service: str = ""
+    """The gRPC service's full name (``truco.v1.MatchService``)."""
 
     @property
     def aiohttp_path(self) -> str:
@@ -192,6 +194,7 @@ def _route(method: descriptor.MethodDescriptor, rule: Any) -> Route:
         input=method.input_type,
         output=method.output_type,
         server_streaming=bool(method.server_streaming),
+        service=method.containing_service.full_name,
     )
 
 

@@ -2,8 +2,8 @@
 and the states after every step.
 
 The stream's log in the store keeps only the last events (``StoreSettings.max_events``); the
-record keeps every step. Replaying the record through the contract's table gives back exactly
-the same log (the same versions, the same events), so the service serves from it what the log no
+record keeps every step. Replaying the record through :mod:`truco_match.table` gives back exactly
+the same log (the same versions, the same events), so a server serves from it what the log no
 longer holds: a stream resumed from long ago, a spectator who watches some actions late, a
 match's record.
 """
@@ -17,7 +17,7 @@ import truco_engine as te
 from truco_match import records
 from truco_match.events import LogEntry
 from truco_match.lifecycle import Life
-from truco_server.services.stored import Loaded
+from truco_match.match import Match
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,16 +60,18 @@ def creator_seed(life: Life) -> bytes:
     return next((bytes.fromhex(h) for seat, h in life.client_seeds if seat is None), b"")
 
 
-def build(loaded: Loaded, raw_steps: Sequence[bytes]) -> History:
-    """Replay the record of a match (its stored steps) into its history."""
-    meta = loaded.meta
+def build(match: Match, raw_steps: Sequence[bytes]) -> History:
+    """Replay the record of a match (its stored steps) into its history up to
+    ``match.version``: a record read after more commits holds more steps than that version,
+    which are left out, so the history is the match's exactly at the version asked for,
+    however fast the match moves."""
+    meta = match.meta
     steps = [records.unpack_step(raw, meta.created_at) for raw in raw_steps]
+    steps = [s for s in steps if s.version <= match.version]
     entries: list[tuple[int, LogEntry, float]] = []
     points: list[Point] = []
     actions = 0
-    for r in records.replay(
-        loaded.setup, meta.seat_infos(), steps, meta.created_at, creator_seed(loaded.life)
-    ):
+    for r in records.replay(match.setup, match.seats, steps, meta.created_at, creator_seed(match.life)):
         at = r.step.time
         for v, entry in enumerate(r.entries, r.first_version):
             entries.append((v, entry, at))

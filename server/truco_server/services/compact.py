@@ -1,30 +1,94 @@
-"""Compact encoding of a match's stored metadata (:class:`~truco_server.services.stored.Meta`):
-canonical JSON, raw-deflated with a preset dictionary.
+"""Compact stored forms: canonical JSON raw-deflated with a preset dictionary.
 
-A match's metadata is about 1.4 KB of JSON, nearly all of it the rule set's field names and
-values, the same from match to match of a preset; zlib alone brings it to about 730 bytes.
-Deflate with :data:`META_DICT_V1` as the preset dictionary (the metadata of one match of each
-of six presets, with the per-match values blanked) brings it to 140-160 bytes, about 0.6 KB
-less Redis memory per match for the match's whole life (docs/storage.md, "Memory per match").
+A stored event is 60-170 bytes of JSON, too short for plain zlib to gain anything, but most
+of it (field names, kinds, call names) repeats from event to event; a match's metadata is
+about 1.4 KB of JSON, nearly all of it the rule set's field names and values. Deflate with a
+preset dictionary of typical content brings an event to about 20 bytes and the metadata to
+140-160 (docs/storage.md, "Memory per match").
 
-Format of a stored blob:
+Formats (the first byte tells them apart):
 
-* a zlib stream (its first byte is ``0x78``) -- matches written before this encoding, and by
-  workers with ``TRUCO_STATE_WITH_RULES`` (what builds up to 0.2.0 read);
-* ``\\x01`` + raw deflate (``wbits=-15``) with :data:`META_DICT_V1` as the preset dictionary.
+* an event: ``{...}`` -- plain JSON (one the dictionary does not help, such as
+  ``match_revealed``, or written by a store that keeps it plain); ``\x02`` + raw deflate
+  (``wbits=-12``) with :data:`EVENT_DICT_V2`;
+* the metadata: ``{...}`` -- plain JSON; ``\x01`` + raw deflate (``wbits=-15``) with
+  :data:`META_DICT_V1`.
 
 A dictionary is part of the storage format: never change one; add a new tag byte and a new
-dictionary instead, and keep decoding the old ones. It must stay within the 32 KiB window.
+dictionary instead, and keep decoding the old ones. ``EVENT_DICT_V2`` is one typical stored
+event of each kind, family and reason from random matches of several presets, the most
+frequent kinds last (deflate reaches the end of a dictionary most cheaply); it must stay
+within the 4 KiB window. ``META_DICT_V1`` is the metadata of one match of each of six presets
+with the per-match values blanked.
 """
 
 from __future__ import annotations
 
 import zlib
 
-__all__ = ["META_DICT_V1", "pack", "unpack"]
+__all__ = ["EVENT_DICT_V2", "META_DICT_V1", "pack_event", "pack_meta", "unpack_event", "unpack_meta"]
 
-TAG_V1 = b"\x01"
-_WBITS = -15
+EVENT_TAG = b"\x02"
+META_TAG = b"\x01"
+_EVENT_WBITS = -12  # 4 KiB window: the dictionary fits; a small window keeps compressobj cheap
+_EVENT_MEM_LEVEL = 4
+_META_WBITS = -15
+
+EVENT_DICT_V2 = (
+    b'{"kind":"match_cancelled","reason":"","t":123456}'
+    b'{"kind":"hand_of_eleven_decision","play":true,"seat":1,"t":126590,"team":1}'
+    b'{"card":"11o","hidden":["card"],"kind":"card_discarded","private_to":[0],"seat":0,"t":496812}'
+    b'{"kind":"match_created","players":2,"preset":"argentine","seats":[{"display_name":"ana","kind":"'
+    b'bot","seat":0,"team":0},{"display_name":"seat 1","kind":"human","seat":1,"team":1}],"t":507030}'
+    b'{"games_won":[1,0],"kind":"match_ended","t":485436,"winner_team":0}'
+    b'{"game_number":1,"games_won":[1,0],"kind":"game_ended","t":411354,"winner_team":0}'
+    b'{"family":"envido","kind":"points_declared","points":7,"seat":0,"t":342004}'
+    b'{"cards":["7c","6e","4o"],"count":3,"kind":"cards_revealed","public":true,"reason":"envido","sea'
+    b't":0,"t":542831}'
+    b'{"cards":["5c","11c","2c"],"count":3,"kind":"cards_revealed","public":true,"reason":"flor","seat'
+    b'":1,"t":294187}'
+    b'{"kind":"trick_ended","t":701170,"tied":true,"trick_index":0,"winner_seat":null,"winner_team":nu'
+    b"ll}"
+    b'{"kind":"trick_ended","t":75417,"tied":false,"trick_index":0,"winner_seat":2,"winner_team":0}'
+    b'{"family":"envido","kind":"bet_won","points":5,"t":778783,"winner_seat":0,"winner_team":0}'
+    b'{"family":"flor","kind":"bet_won","points":3,"t":1450,"winner_seat":1,"winner_team":1}'
+    b'{"accepted":false,"family":"envido","kind":"call_answered","seat":1,"t":714275,"value":5}'
+    b'{"accepted":true,"family":"envido","kind":"call_answered","seat":0,"t":631352,"value":7}'
+    b'{"accepted":false,"family":"truco","kind":"call_answered","seat":0,"t":754967,"value":3}'
+    b'{"accepted":true,"family":"truco","kind":"call_answered","seat":1,"t":785909,"value":3}'
+    b'{"kind":"folded","seat":0,"t":818845,"team":0}'
+    b'{"kind":"hand_ended","points":1,"reason":"folded","t":197330,"winner_team":1}'
+    b'{"kind":"hand_ended","points":3,"reason":"declined","t":306249,"winner_team":1}'
+    b'{"kind":"hand_ended","points":12,"reason":"tricks","t":446194,"winner_team":1}'
+    b'{"dealer":1,"deck_commitment":"","game_number":1,"hand_number":1,"kind":"hand_started","mano":0,'
+    b'"special":null,"t":563598,"turn_up":null}'
+    b'{"dealer":0,"deck_commitment":"","game_number":1,"hand_number":4,"kind":"hand_started","mano":1,'
+    b'"special":"eleven","t":308092,"turn_up":null}'
+    b'{"games_won":[0,0],"kind":"score_changed","scores":[0,1],"t":776134}'
+    b'{"cancels":null,"family":"truco","kind":"call_made","name":"truco","responder":0,"seat":1,"t":57'
+    b'5731,"value_if_accepted":2,"value_if_declined":1}'
+    b'{"cancels":null,"family":"envido","kind":"call_made","name":"envido","responder":1,"seat":0,"t":'
+    b'204295,"value_if_accepted":2,"value_if_declined":1}'
+    b'{"cancels":null,"family":"envido","kind":"call_made","name":"real_envido","responder":0,"seat":1'
+    b',"t":173087,"value_if_accepted":5,"value_if_declined":2}'
+    b'{"cancels":null,"family":"envido","kind":"call_made","name":"falta_envido","responder":1,"seat":'
+    b'0,"t":567314,"value_if_accepted":14,"value_if_declined":5}'
+    b'{"cancels":null,"family":"truco","kind":"call_made","name":"retruco","responder":1,"seat":0,"t":'
+    b'353871,"value_if_accepted":3,"value_if_declined":2}'
+    b'{"cancels":null,"family":"truco","kind":"call_made","name":"six","responder":0,"seat":1,"t":4024'
+    b'7,"value_if_accepted":6,"value_if_declined":3}'
+    b'{"cancels":null,"family":"truco","kind":"call_made","name":"twelve","responder":0,"seat":3,"t":1'
+    b'6249,"value_if_accepted":12,"value_if_declined":9}'
+    b'{"cancels":"envido","family":"flor","kind":"call_made","name":"flor","responder":null,"seat":1,"'
+    b't":46856,"value_if_accepted":3,"value_if_declined":3}'
+    b'{"cancels":null,"family":"truco","kind":"call_made","name":"vale_cuatro","responder":0,"seat":1,'
+    b'"t":847664,"value_if_accepted":4,"value_if_declined":3}'
+    b'{"card":"3e","face_down":false,"kind":"card_played","seat":0,"t":336696,"trick_index":0}'
+    b'{"card":"6D","face_down":true,"hidden":["card"],"kind":"card_played","private_to":[2],"seat":2,"'
+    b't":817618,"trick_index":1}'
+    b'{"cards":["12o","1o","10b"],"count":3,"hidden":["cards"],"kind":"cards_dealt","private_to":[0],"'
+    b'seat":0,"t":496853}'
+)
 
 META_DICT_V1 = (
     b'{"created_at":0.0,"cred_key":"","deck_orders":[],"first_dealer":null,"format":3,"labels":{},"lif'
@@ -112,18 +176,37 @@ META_DICT_V1 = (
 )
 
 
-def pack(raw: bytes, *, plain: bool = False) -> bytes:
-    """The stored form of the metadata's canonical JSON ``raw``; ``plain``: the zlib form
-    that builds up to 0.2.0 read."""
-    if plain:
-        return zlib.compress(raw, 9)
-    c = zlib.compressobj(9, zlib.DEFLATED, _WBITS, 9, zdict=META_DICT_V1)
-    return TAG_V1 + c.compress(raw) + c.flush()
+_PRIMED = zlib.compressobj(
+    9, zlib.DEFLATED, _EVENT_WBITS, _EVENT_MEM_LEVEL, zlib.Z_DEFAULT_STRATEGY, EVENT_DICT_V2
+)
+"""A compressor that has read the event dictionary and nothing else: a copy of it costs less
+than half of a new one given the dictionary, and compresses to the same bytes."""
 
 
-def unpack(data: bytes) -> bytes:
-    """The canonical JSON of a stored metadata blob, in either form."""
-    if data[:1] == TAG_V1:
-        d = zlib.decompressobj(_WBITS, zdict=META_DICT_V1)
-        return d.decompress(data[1:]) + d.flush()
-    return zlib.decompress(data)
+def pack_event(raw: bytes) -> bytes:
+    """The compact form of one event's canonical JSON (when that is shorter)."""
+    co = _PRIMED.copy()
+    packed = co.compress(raw) + co.flush()
+    return EVENT_TAG + packed if len(packed) + 1 < len(raw) else raw
+
+
+def unpack_event(blob: bytes) -> bytes:
+    """The JSON of a stored event (plain JSON passes through)."""
+    if blob[:1] == EVENT_TAG:
+        do = zlib.decompressobj(_EVENT_WBITS, zdict=EVENT_DICT_V2)
+        return do.decompress(blob[1:]) + do.flush()
+    return blob
+
+
+def pack_meta(raw: bytes) -> bytes:
+    """The compact form of a match's metadata (its canonical JSON)."""
+    c = zlib.compressobj(9, zlib.DEFLATED, _META_WBITS, 9, zdict=META_DICT_V1)
+    return META_TAG + c.compress(raw) + c.flush()
+
+
+def unpack_meta(blob: bytes) -> bytes:
+    """The JSON of a stored metadata blob (plain JSON passes through)."""
+    if blob[:1] == META_TAG:
+        d = zlib.decompressobj(_META_WBITS, zdict=META_DICT_V1)
+        return d.decompress(blob[1:]) + d.flush()
+    return blob

@@ -1,0 +1,121 @@
+"""The relay after a commit: a commit that writes operator events (``match.created``,
+``match.hand_ended``, ``match.ended``...) writes them to the match's outbox and queues the
+match in the relay queue as a safety net (:class:`~truco_server.ports.queues.RelayWake`, due
+:attr:`Relay.grace_ms` later). This worker then relays the outbox itself, gathered with the
+other commits of the next :attr:`Relay.gather_seconds` (one take, one append per operator and
+one trim for all of them), and releases the safety net. Only when the worker dies first does
+the relay queue's reader find the match due and relay it (:mod:`.scheduler`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any
+
+import structlog
+
+from truco_match import operator_events
+from truco_match.events import LogEntry
+from truco_match.match import Match, result_of
+from truco_server.ports.queues import RELAY, Queues, RelayWake
+from truco_server.services.operators import outbox_item
+
+log = structlog.get_logger("truco.relay")
+
+RelayFn = Callable[[Sequence[str]], Awaitable[list[str]]]
+"""Moves matches' outboxes to their operators' streams and webhooks and returns those another
+relay holds (:meth:`truco_server.services.operators.Operators.relay`)."""
+
+
+class Relay:
+    """Relays what this worker's commits left in their matches' outboxes."""
+
+    gather_seconds = 0.01
+    """How long the relay after a commit waits for other commits' outboxes (an operator event
+    reaches its stream and webhook queue this much later than its commit)."""
+    grace_ms = 2_000
+    """How long after a commit with operator events the relay queue looks at its outbox, in
+    case this worker died before relaying it: shorter than the queue's lease (5 s), so a
+    commit during a reader's claim keeps the item due."""
+    retries: tuple[float | None, ...] = (0.02, 0.1, None)
+    """Pauses (s) before trying again when another relay holds an outbox; ``None``: leave it
+    to the relay queue."""
+
+    def __init__(
+        self, move: RelayFn | None, queues: Queues, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.move = move
+        """What moves outboxes (``None``: this worker leaves every outbox to the relay queue)."""
+        self._queues = queues
+        self._now = clock
+        self._tasks: set[asyncio.Task[bool]] = set()
+        self._waiting: dict[str, RelayWake] = {}
+        """Matches whose commits left operator events, for the next gathered relay."""
+        self._gathering: asyncio.Task[bool] | None = None
+
+    @staticmethod
+    def outbox(match: Match, entries: Sequence[LogEntry], first_version: int) -> list[bytes]:
+        """The operator events of a commit that made ``match``, as its outbox stores them."""
+        result = result_of(match.state, match.status)
+        events = operator_events.of_entries(
+            match.match_id, entries, first_version, match.updated_at, match.meta.labels, result
+        )
+        return [outbox_item(match.meta.owner, ev) for ev in events]
+
+    def net(self, outbox: Sequence[bytes]) -> RelayWake | None:
+        """The relay queue's safety net for a commit's operator events."""
+        if not outbox:
+            return None
+        return RelayWake(round(self._now() * 1000) + self.grace_ms, secrets.token_bytes(8))
+
+    def soon(self, match_id: str, net: RelayWake) -> None:
+        """Relay the outbox a commit just wrote, with the others of the next
+        :attr:`gather_seconds`, then release the commit's safety net."""
+        if self.move is None:
+            return
+        self._waiting[match_id] = net  # a later commit's net replaces an earlier one's
+        if self._gathering is None or self._gathering.done():
+            self._gathering = self._spawn(self._gathered())
+
+    async def done(self) -> None:
+        """Wait until every relay started so far (and its retries) is over, failed or not."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _spawn(self, work: Coroutine[Any, Any, bool]) -> asyncio.Task[bool]:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+        return task
+
+    def _finished(self, task: asyncio.Task[bool]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("relay failed; the relay queue retries it", exc_info=task.exception())
+
+    async def _gathered(self) -> bool:
+        await asyncio.sleep(self.gather_seconds)
+        gathered, self._waiting = self._waiting, {}
+        self._gathering = None  # commits from now on gather for the next relay
+        assert self.move is not None
+        busy = set(await self.move(list(gathered)))
+        # A commit that queued a match after the one kept here replaced the token (its own
+        # relay releases it); every commit queued before it committed before it, so the relay
+        # just done moved its events too.
+        await self._queues.release(RELAY, [(m, net.token) for m, net in gathered.items() if m not in busy])
+        for match_id in busy:  # another relay holds the outbox: again shortly, then the queue's
+            self._spawn(self._again(match_id, gathered[match_id]))
+        return True
+
+    async def _again(self, match_id: str, net: RelayWake) -> bool:
+        for pause in self.retries:
+            if pause is None:
+                return False
+            await asyncio.sleep(pause)
+            if self.move is None or not await self.move([match_id]):
+                await self._queues.release(RELAY, [(match_id, net.token)])
+                return True
+        return False

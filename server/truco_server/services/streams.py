@@ -1,0 +1,208 @@
+"""Observation streams: one seat's (or a spectator's) feed of a match, resumable from any
+version.
+
+The first message comes at once: every event after ``from_version`` (from the log, or rebuilt
+from the record when the log no longer holds them), or a snapshot when ``from_version`` is
+absent, with the current view. Then one message per commit: this worker's own commits come
+with their :class:`~truco_match.match.Moment` (nothing to decode, each viewer's redaction made
+once for all the match's streams), other workers' are read from the log. A heartbeat (with the
+clock) follows ``heartbeat_seconds`` of silence; the stream ends after the message that shows
+the match is over, and with :class:`~truco_server.core.errors.ShuttingDown` when the worker
+stops. A spectator of a match with a spectator delay sees it that many actions late.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from truco_match.credentials import SPECTATOR
+from truco_match.events import MatchStatus
+from truco_match.match import Match, Moment
+from truco_match.views import SeatView, clock_view, view
+from truco_server.core import errors as E
+from truco_server.core import metrics
+from truco_server.core import requests as T
+from truco_server.core.caller import Caller
+from truco_server.ports.matches import Batch, LogTrimmed, Subscription, SubscriptionClosed
+from truco_server.services.matches import MatchService
+
+
+class MatchStreams:
+    """The observation streams of a worker (see the module docstring)."""
+
+    def __init__(self, matches: MatchService, stopping: asyncio.Event | None = None) -> None:
+        self.matches = matches
+        self.stopping = stopping or asyncio.Event()
+        self._open: set[Subscription] = set()
+        self._watcher: asyncio.Task[None] | None = None
+
+    async def stream(self, caller: Caller, req: T.StreamRequest) -> AsyncIterator[T.StreamUpdate]:
+        """The feed of ``caller``'s view of a match (see the module docstring)."""
+        svc = self.matches
+        match = await svc.load(req.match_id, fresh=True)
+        viewer = svc.viewer(match, caller)
+        generation = match.life.credential(viewer)[0]
+        start = req.from_version
+        if start is not None and not 0 <= start <= match.version:
+            raise E.InvalidArgument(
+                f"from_version must be 0..{match.version}",
+                field_violations=[E.FieldViolation("from_version", "beyond the current version")],
+                current_version=match.version,
+            )
+        if self.stopping.is_set():
+            raise E.ShuttingDown()
+        metrics.STREAM_SUBSCRIBERS.inc()
+        try:
+            await svc.touch(match, viewer)
+            first = await self._first(match, viewer, start)
+            yield first
+            if not match.active:
+                return
+            async for update in self._follow(
+                match, caller, viewer, generation, max(first.version, start or 0)
+            ):
+                yield update
+                if update.match_state is not MatchStatus.ACTIVE:
+                    return
+        finally:
+            metrics.STREAM_SUBSCRIBERS.dec()
+
+    async def _first(self, match: Match, viewer: int, start: int | None) -> T.StreamUpdate:
+        target, seen, current = await self.target(match, viewer)
+        if start is None:
+            return T.StreamUpdate(target, (), seen, match.rules, snapshot=True, viewer=viewer, match=current)
+        events = await self.matches.events(match, min(start, target), target, viewer)
+        return T.StreamUpdate(target, events, seen, match.rules, viewer=viewer, match=current)
+
+    async def target(self, match: Match, viewer: int) -> tuple[int, SeatView, Match | None]:
+        """The version ``viewer`` sees the match at, its view there, and the match version when
+        that is the current one (spectators with a delay see it that many actions late)."""
+        delay = _delay(match, viewer)
+        now = self.matches.now()
+        if not delay:
+            return match.version, match.view(viewer, now), match
+        point = (await self.matches.history(match)).delayed(delay)
+        key = ("delayed view", point.version)
+        seen = match.memo.get(key)
+        if seen is None:
+            seen = match.memo[key] = view(
+                point.state, None, point.version, match.status, point.life, match.meta.created_at, now
+            )
+        return point.version, seen, None
+
+    def _subscribe(self, match: Match) -> Subscription:
+        sub = self.matches.log.subscribe(
+            match.match_id, match.version, queue_size=self.matches.settings.queue_size
+        )
+        self._open.add(sub)
+        if self._watcher is None:
+            self._watcher = asyncio.ensure_future(self._close_all_when_stopping())
+        return sub
+
+    async def _close_all_when_stopping(self) -> None:
+        await self.stopping.wait()
+        for sub in list(self._open):
+            sub.close()
+
+    def close(self) -> None:
+        """Stop watching for the worker's shutdown (the worker's last cleanup)."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+            self._watcher = None
+
+    async def _follow(
+        self, match: Match, caller: Caller, viewer: int, generation: int, last: int
+    ) -> AsyncIterator[T.StreamUpdate]:
+        svc = self.matches
+        sub = self._subscribe(match)
+        try:
+            while True:
+                if self.stopping.is_set():
+                    raise E.ShuttingDown()
+                try:
+                    item = await sub.next(svc.settings.heartbeat_seconds)
+                except SubscriptionClosed:
+                    raise E.ShuttingDown() from None
+                if item is None:
+                    yield await self._heartbeat(match, caller, viewer, generation, last)
+                elif isinstance(item, LogTrimmed) or _delay(match, viewer):
+                    update = await self._resync(sub, match, caller, viewer, generation, last)
+                    if update is not None:
+                        last = update.version
+                        yield update
+                else:
+                    update = await self._update(sub, item, match, caller, viewer, generation)
+                    last = update.version
+                    yield update
+        finally:
+            self._open.discard(sub)
+            sub.close()
+
+    async def _heartbeat(
+        self, match: Match, caller: Caller, viewer: int, generation: int, last: int
+    ) -> T.StreamUpdate:
+        svc = self.matches
+        cur = svc.same(match, await svc.load(match.match_id, fresh=True))
+        svc.still_valid(cur, caller, viewer, generation)
+        await svc.touch(cur, viewer)
+        clock = clock_view(cur.life, cur.meta.created_at, svc.now())
+        return T.StreamUpdate(last, (), None, cur.rules, clock=clock, viewer=viewer)
+
+    async def _update(
+        self, sub: Subscription, batch: Batch, match: Match, caller: Caller, viewer: int, generation: int
+    ) -> T.StreamUpdate:
+        """The message for a batch of new events: from its moment when this worker committed
+        them, else decoded from the log (more events too when the match has moved on)."""
+        svc = self.matches
+        first, end = batch.events[0][0], batch.events[-1][0]
+        note = batch.note
+        if isinstance(note, Moment) and note.first_version == first and note.last_version == end:
+            cur, moment = svc.same(match, note.match), note
+            events = moment.events_for(viewer)
+        else:
+            cur, moment = await svc.at_least(match, end), None
+            events = await svc.events(cur, first - 1, end, viewer, batch.events)
+            if cur.version > end:  # more commits since the batch: their events too
+                events += await svc.events(cur, end, cur.version, viewer)
+                sub.resume_from(cur.version)
+        svc.still_valid(cur, caller, viewer, generation)
+        await svc.touch(cur, viewer)
+        return T.StreamUpdate(
+            cur.version,
+            events,
+            cur.view(viewer, svc.now()),
+            cur.rules,
+            viewer=viewer,
+            match=cur,
+            moment=moment,
+        )
+
+    async def _resync(
+        self, sub: Subscription, match: Match, caller: Caller, viewer: int, generation: int, last: int
+    ) -> T.StreamUpdate | None:
+        """After a gap in the log (a trim, or a failover that lost versions), or for a delayed
+        spectator: what the viewer sees now, from the version it last saw; ``None`` when there
+        is nothing new to show."""
+        svc = self.matches
+        cur = svc.same(match, await svc.load(match.match_id, fresh=True))
+        svc.still_valid(cur, caller, viewer, generation)
+        sub.resume_from(cur.version)
+        await svc.touch(cur, viewer)
+        target, seen, current = await self.target(cur, viewer)
+        delayed = _delay(match, viewer) > 0
+        if target < last and not delayed:
+            # the store lost versions this stream delivered (a failover): say so with a
+            # snapshot of what survives, and go on from there
+            return T.StreamUpdate(target, (), seen, cur.rules, snapshot=True, viewer=viewer, match=current)
+        if target <= last and cur.active:
+            return None
+        events = await svc.events(cur, last, target, viewer)
+        return T.StreamUpdate(target, events, seen, cur.rules, viewer=viewer, match=current)
+
+
+def _delay(match: Match, viewer: int) -> int:
+    """Actions a viewer sees the match late (spectators of an active match)."""
+    if viewer != SPECTATOR or not match.active:
+        return 0
+    return match.setup.lifecycle.spectator_delay
