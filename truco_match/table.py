@@ -337,12 +337,12 @@ def _after(
 ) -> te.MatchState:
     """Deal what is due, show the finished hands to spectators, reveal at the end, and time
     the next decision."""
-    dealing = setup.dealing(life)
     show = setup.lifecycle.show_hands
     dealt = False
-    while te.needs_deal(state):
+    while te.needs_deal(state):  # the mixed seed only when a hand is dealt: most steps deal none
         if show and state.hand is not None:
             entries.append(_shown(state))
+        dealing = setup.dealing(life)
         k = state.hands + 1
         state, events = te.deal(state, dealing.deck(k, state.rules), dealing.salt(k))
         entries.extend(events)

@@ -1,0 +1,167 @@
+"""Worker CPU per action of this checkout against another build, side by side in one run.
+
+For each transport and store -- unary gRPC on Redis, the player connection (``Connect``) on
+Redis, REST/JSON on the in-memory store -- a worker of each build (``truco serve`` in a
+process of its own, its source folders on ``PYTHONPATH``) is started on free loopback ports
+and driven by the same random bots from this process (``truco bench service``'s load
+generators: each seat acts as soon as its stream says it is its turn, a finished match is
+replaced at once), alternately: this build, the other, this, the other... Each measurement is
+a fresh worker (and Redis) with a warm-up, then the measured window; the figure is the
+worker's CPU time over the window divided by the actions in it. The medians of each build and
+their ratio are printed per phase, with the load average before and after (the machine is
+shared: only ratios within one run are solid).
+
+    python benchmarks/service_compare.py --against ../old-checkout
+    python benchmarks/service_compare.py --against ../old-checkout --pairs 3 --seconds 10
+    python benchmarks/service_compare.py --phases rest-memory --pairs 1     # one phase
+
+Not part of the test suite (a smoke test runs one short pair); everything it starts it stops,
+by pid, and nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import aiohttp
+
+from truco_contract.pb import match_service_pb2_grpc
+from truco_tools.bench_connection import ConnectionBots, stubs_of
+from truco_tools.bench_rest import RestBots
+from truco_tools.bench_service import HOST, Bots, Figures, _channel, _child, _window
+from truco_tools.redis_proc import free_port, start_redis
+
+ROOT = Path(__file__).resolve().parent.parent
+PHASES = ("unary-redis", "connect-redis", "rest-memory")
+SOURCES = ("contract", "server", "clients", "tools", "cli", ".")
+"""The source folders of a checkout (``[tool.setuptools.packages.find] where``)."""
+
+
+def _pythonpath(root: Path) -> str:
+    return os.pathsep.join(str(root / p) for p in SOURCES if (root / p).is_dir())
+
+
+@contextmanager
+def _worker(root: Path, redis_url: str | None) -> Iterator[tuple[int, int, int]]:
+    """A worker of the build at ``root``: (its pid, gRPC port, HTTP port)."""
+    port, http_port = free_port(HOST), free_port(HOST)
+    cmd = [
+        sys.executable, "-m", "truco_cli.main", "serve", "--host", HOST,
+        "--grpc-port", str(port), "--http-port", str(http_port), "--metrics-port", "0",
+        "--log-level", "warning", "--max-concurrent-rpcs", "0", "--workers", "1",
+    ]  # fmt: skip
+    if redis_url:
+        cmd += ["--redis", redis_url]
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = _pythonpath(root)
+    try:
+        with _child(cmd, "gRPC listening", timeout=60) as proc:
+            yield proc.pid, port, http_port
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.Namespace) -> float:
+    """Drive the worker with ``args.matches`` bots; its CPU ms per action in the window."""
+    fig = Figures()
+    stop = asyncio.Event()
+    n_channels = max(1, -(-args.matches // 25))
+    if phase == "rest-memory":
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            rest = RestBots(session, f"http://{HOST}:{http_port}", args.preset, 2, args.seed, 0, fig, stop)
+            _, cpu = await _window(rest.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid)
+        return 1000 * cpu / max(fig.actions, 1)
+    channels = [_channel(f"{HOST}:{port}", i) for i in range(n_channels)]
+    try:
+        if phase == "unary-redis":
+            stubs = [match_service_pb2_grpc.MatchServiceStub(ch) for ch in channels]
+            bots = Bots(
+                stubs,
+                argparse.Namespace(preset=args.preset, players=2, seed=args.seed, think_ms=0),
+                fig,
+                stop,
+            )
+            _, cpu = await _window(bots.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid)
+        else:
+            conn = ConnectionBots(stubs_of(channels), args.preset, 2, args.seed, 0, fig, stop)
+            await conn.start()
+            try:
+                _, cpu = await _window(conn.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid)
+            finally:
+                await conn.close()
+    finally:
+        for ch in channels:
+            await ch.close()
+    return 1000 * cpu / max(fig.actions, 1)
+
+
+async def _measure(phase: str, root: Path, args: argparse.Namespace) -> float:
+    redis = start_redis(host=HOST) if phase.endswith("-redis") else None
+    try:
+        with _worker(root, redis.url if redis else None) as (pid, port, http_port):
+            return await _load(phase, port, http_port, pid, args)
+    finally:
+        if redis is not None:
+            redis.stop()
+
+
+async def compare(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
+    """The median CPU ms per action of each build, per phase (this, other)."""
+    builds = (("this", ROOT), ("other", args.against.resolve()))
+    got: dict[str, dict[str, list[float]]] = {p: {"this": [], "other": []} for p in args.phases}
+    for pair in range(args.pairs):
+        for phase in args.phases:
+            for label, root in builds if pair % 2 == 0 else builds[::-1]:
+                value = await _measure(phase, root, args)
+                got[phase][label].append(value)
+                print(f"# pair {pair + 1}/{args.pairs} {phase:14s} {label:5s} {value:.3f} ms", flush=True)
+    return {p: (statistics.median(v["this"]), statistics.median(v["other"])) for p, v in got.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--against", type=Path, required=True, help="another checkout of this repository")
+    parser.add_argument("--pairs", type=int, default=2, help="alternations of the two builds (default 2)")
+    parser.add_argument("--seconds", type=float, default=8.0, help="measured window per run (default 8)")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds before measuring (default 2)")
+    parser.add_argument("--matches", type=int, default=200, help="concurrent matches (default 200)")
+    parser.add_argument("--preset", default="paulista", help="two-player preset (default paulista)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--phases", type=lambda s: tuple(s.split(",")), default=PHASES, help=f"of {','.join(PHASES)}"
+    )
+    args = parser.parse_args(argv)
+    if not (args.against / "server" / "truco_server").is_dir():
+        parser.error(f"{args.against} is not a checkout of this repository")
+    if unknown := set(args.phases) - set(PHASES):
+        parser.error(f"unknown phases: {', '.join(sorted(unknown))}")
+    load0 = os.getloadavg()[0]
+    started = time.time()
+    results = asyncio.run(compare(args))
+    print(
+        f"load average (1 min): {load0:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} cores"
+    )
+    print(f"{'phase':14s} {'this (ms)':>10s} {'other (ms)':>11s} {'this/other':>11s}")
+    for phase, (this, other) in results.items():
+        print(f"{phase:14s} {this:10.3f} {other:11.3f} {this / other:11.3f}")
+    took = time.time() - started
+    print(f"({args.pairs} pairs of {args.warmup:g}+{args.seconds:g} s, {args.matches} matches; {took:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
