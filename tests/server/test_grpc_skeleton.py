@@ -539,3 +539,18 @@ def test_log_lines_are_json_with_bound_context_and_no_secrets() -> None:
     assert line["seat"] == 2
     assert line["authorization"] == "***"
     assert line["timestamp"].endswith("Z")
+
+
+def test_the_worker_serves_every_rpc_of_every_service() -> None:
+    """The servicers are derived from the descriptors: each service's API object has a method
+    for every RPC of the proto (nothing is listed by hand, so nothing can be missed)."""
+    from truco_server.api.auth import Authenticator
+    from truco_server.app.wiring import apis, build_services
+    from truco_server.stores import open_store
+    from truco_server.transports.grpc.servicers import method_handlers
+
+    svc = build_services(settings(), asyncio.Event(), open_store(None))
+    served = apis(svc, Authenticator(settings()))
+    assert {service.name for service, _ in served} == {"MatchService", "OperatorService", "LeagueService"}
+    for service, api in served:
+        assert set(method_handlers(api, service)) == {m.name for m in service.methods}, service.name

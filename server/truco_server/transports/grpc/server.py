@@ -36,7 +36,7 @@ from truco_server.api import limits
 from truco_server.core import diagnostics, metrics
 from truco_server.core.config import Settings
 from truco_server.core.errors import ShuttingDown
-from truco_server.transports.grpc.servicers import method_handlers
+from truco_server.transports.grpc.servicers import Registry, method_handlers
 
 _log = structlog.get_logger("truco_server.worker")
 
@@ -318,12 +318,13 @@ class Worker:
         for service, api in made:
             server.add_registered_method_handlers(service.full_name, method_handlers(api, service))
         names = [service.full_name for service, _ in made]
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        registry: Any = Registry(server)  # health and reflection, counted like our own RPCs
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, registry)
         reflection_pb2_grpc.add_ServerReflectionServicer_to_server(  # type: ignore[no-untyped-call]
             reflection.aio.ReflectionServicer(
                 (*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
             ),
-            server,
+            registry,
         )
         self._service_names = names or [MATCH_SERVICE_NAME]
         port = server.add_insecure_port(_bind_address(settings.host, settings.grpc_port))

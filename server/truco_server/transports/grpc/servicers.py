@@ -51,18 +51,27 @@ class _Method:
 
     __slots__ = ("call", "full", "handled", "labels", "logged", "received", "seconds", "sent", "started")
 
-    def __init__(self, api: object, service: ServiceDescriptor, method: MethodDescriptor) -> None:
-        self.call: Callable[..., Any] = getattr(api, method.name)
-        self.full = f"{service.full_name}/{method.name}"
-        kind = _kind(method)
-        self.labels = (kind, service.full_name, method.name)
+    def __init__(
+        self, api: object, service: ServiceDescriptor | str, method: MethodDescriptor | str, kind: str = ""
+    ) -> None:
+        service_name = service if isinstance(service, str) else service.full_name
+        method_name = method if isinstance(method, str) else method.name
+        self.call: Callable[..., Any] = getattr(api, method_name, _no_call)
+        self.full = f"{service_name}/{method_name}"
+        kind = kind or _kind(method)  # type: ignore[arg-type]
+        self.labels = (kind, service_name, method_name)
         self.started = metrics.GRPC_SERVER_STARTED.labels(*self.labels)
         self.received = metrics.GRPC_SERVER_MSG_RECEIVED.labels(*self.labels)
         self.sent = metrics.GRPC_SERVER_MSG_SENT.labels(*self.labels)
         self.seconds = metrics.GRPC_SERVER_HANDLING_SECONDS.labels(*self.labels)
         self.handled: dict[grpc.StatusCode, Any] = {}
-        fields = method.input_type.fields_by_name
+        fields = method.input_type.fields_by_name if not isinstance(method, str) else {}
         self.logged = tuple(name for name in _CONTEXT_FIELDS if name in fields)
+
+    @classmethod
+    def foreign(cls, service: str, method: str, kind: str) -> _Method:
+        """The metrics of an RPC of another library's servicer."""
+        return cls(None, service, method, kind)
 
     def begin(self, request: Any) -> float:
         self.started.inc()
@@ -87,6 +96,10 @@ class _Method:
         if code not in (grpc.StatusCode.OK, grpc.StatusCode.CANCELLED):
             _log.info("rpc finished", grpc_code=code.name, duration_s=round(elapsed, 6))
         structlog.contextvars.clear_contextvars()
+
+
+def _no_call(*args: Any) -> Any:  # pragma: no cover - a foreign servicer's handler is called
+    raise NotImplementedError
 
 
 def _kind(method: MethodDescriptor) -> str:
@@ -181,9 +194,13 @@ async def _counted(m: _Method, requests: AsyncIterator[Any]) -> AsyncIterator[An
 
 
 def method_handlers(api: object, service: ServiceDescriptor) -> dict[str, grpc.RpcMethodHandler[Any, Any]]:
-    """The handlers of every RPC of ``service``, each calling the API method of its name."""
+    """The handlers of the RPCs of ``service`` that ``api`` has a method for, each calling the
+    method of its name (an RPC without one answers UNIMPLEMENTED;
+    ``tests/server/test_grpc_skeleton.py`` checks that the worker's APIs serve every RPC)."""
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
     for method in service.methods:
+        if not callable(getattr(api, method.name, None)):
+            continue
         m = _Method(api, service, method)
         read = limits.tolerant(GetMessageClass(method.input_type).FromString)
         write = GetMessageClass(method.output_type).SerializeToString
@@ -202,3 +219,80 @@ def method_handlers(api: object, service: ServiceDescriptor) -> dict[str, grpc.R
                 _streaming(m, False), request_deserializer=read, response_serializer=write
             )
     return handlers
+
+
+class Registry:
+    """Registers another library's servicer (health, reflection) the way generated code does
+    (``add_..._to_server(servicer, Registry(server))``), with the metrics and log context of
+    our own RPCs around each of its handlers."""
+
+    def __init__(self, server: grpc.aio.Server) -> None:
+        self.server = server
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:  # pragma: no cover - grpc < 1.63
+        self.server.add_generic_rpc_handlers(handlers)
+
+    def add_registered_method_handlers(
+        self, service: str, handlers: dict[str, grpc.RpcMethodHandler[Any, Any]]
+    ) -> None:
+        self.server.add_registered_method_handlers(
+            service, {name: _counted_handler(h, service, name) for name, h in handlers.items()}
+        )
+
+
+def _counted_handler(
+    handler: grpc.RpcMethodHandler[Any, Any], service: str, name: str
+) -> grpc.RpcMethodHandler[Any, Any]:
+    """``handler`` (a unary or server-streaming one) with metrics and the log context."""
+    kind = "server_stream" if handler.unary_stream is not None else "unary"
+    m = _Method.foreign(service, name, kind)
+    read, write = handler.request_deserializer, handler.response_serializer
+    if handler.unary_unary is not None:
+        inner = handler.unary_unary
+
+        async def unary(request: Any, context: Context) -> Any:
+            start, code = m.begin(request), grpc.StatusCode.UNKNOWN
+            try:
+                response = await inner(request, context)  # type: ignore[arg-type]
+                code = _status_of(context, grpc.StatusCode.OK)
+                m.sent.inc()
+                return response
+            except asyncio.CancelledError:
+                code = grpc.StatusCode.CANCELLED
+                raise
+            except grpc.aio.AbortError:
+                code = _status_of(context, grpc.StatusCode.UNKNOWN)
+                raise
+            finally:
+                m.finish(start, code)
+
+        return grpc.unary_unary_rpc_method_handler(
+            unary, request_deserializer=read, response_serializer=write
+        )
+    if handler.unary_stream is not None:
+        stream_inner = handler.unary_stream
+
+        async def stream(request: Any, context: Context) -> AsyncIterator[Any]:
+            start, code = m.begin(request), grpc.StatusCode.UNKNOWN
+            try:
+                produced: Any = stream_inner(request, context)  # type: ignore[arg-type]
+                if hasattr(produced, "__aiter__"):
+                    async for message in produced:
+                        m.sent.inc()
+                        yield message
+                else:  # a handler that writes with context.write() (the health watch)
+                    await produced
+                code = _status_of(context, grpc.StatusCode.OK)
+            except (asyncio.CancelledError, GeneratorExit):
+                code = grpc.StatusCode.CANCELLED
+                raise
+            except grpc.aio.AbortError:
+                code = _status_of(context, grpc.StatusCode.UNKNOWN)
+                raise
+            finally:
+                m.finish(start, code)
+
+        return grpc.unary_stream_rpc_method_handler(
+            stream, request_deserializer=read, response_serializer=write
+        )
+    return handler  # pragma: no cover - no other kind among them
