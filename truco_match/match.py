@@ -37,10 +37,18 @@ from truco_match.events import (
 from truco_match.lifecycle import Life, Lifecycle
 from truco_match.matches import MatchInfo, MatchResult
 from truco_match.table import Setup, Step
+from truco_match.table import act as table_act
 from truco_match.views import SeatView, view
 
 EVERYONE = -2
 """The viewer key of what every viewer sees alike (a public entry)."""
+
+
+class NotStartedError(te.TrucoError):
+    """An action before the first hand is dealt (it is, once every seat has joined)."""
+
+    def __init__(self) -> None:
+        super().__init__("the first hand is dealt once every seat has joined (JoinMatch)")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -159,6 +167,22 @@ class Match:
             self.seats,
             verified=self.verified if same_keys else {},
         )
+
+    # ----------------------------------------------------------------------- steps
+    def act(self, seat: int, action: te.Action, now: float) -> Step:
+        """``seat``'s action at ``now`` (epoch seconds): :func:`truco_match.table.act`, once the
+        first hand is dealt. Raises :class:`NotStartedError` before that, and the engine's
+        errors (:class:`truco_engine.TrucoError`) for an action it refuses."""
+        if not self.life.started:
+            raise NotStartedError()
+        return table_act(self.setup, self.state, self.life, seat, action, self.meta.at(now))
+
+    def spectator_delay(self, viewer: int) -> int:
+        """Actions ``viewer`` sees the match late: the spectators of an active match with a
+        spectator delay; every other viewer sees it as it is."""
+        if viewer != SPECTATOR or not self.active:
+            return 0
+        return self.setup.lifecycle.spectator_delay
 
     # ---------------------------------------------------------------- credentials
     def viewer_of(self, token: str, who: str, token_match_id: str, now: float) -> int:

@@ -460,7 +460,7 @@ def _pairs(value: Any) -> list[tuple[str, str]]:
 
 def rest_target(data: bytes) -> None:
     from truco_server.api import limits
-    from truco_server.api.matches import to_status
+    from truco_server.api.status import to_status
     from truco_server.core import errors as E
     from truco_server.core.caller import Credentials
     from truco_server.transports.rest.routes import decode_request, last_event_version
@@ -485,7 +485,7 @@ def rest_target(data: bytes) -> None:
     for name in route.path_fields:
         path_params.setdefault(name.replace(".", "__"), env.match_id)
     # what earlier calls left to relay (RELAY_GATHER_SECONDS after their commits) is done first
-    env.loop.run_until_complete(env.match_api.service.relays_done())
+    env.loop.run_until_complete(env.store.relay.done())
     before = env.fingerprint()
     try:
         creds = Credentials.from_pairs(list(headers.items()))

@@ -141,7 +141,7 @@ async def test_a_match_the_store_lost_under_a_call_is_not_found_not_internal() -
     """The events reader of an open stream raises the store's own MatchNotFound when its
     catch-up after a reconnection finds the match gone (the long campaign saw two streams end
     INTERNAL that way); both transports classify it with ``as_service_error``."""
-    from truco_server.api.matches import as_service_error
+    from truco_server.api.status import as_service_error
     from truco_server.core import errors as E
     from truco_server.stores import MatchNotFound as StoreMatchNotFound
 

@@ -1,4 +1,4 @@
-"""The worker's bounded caches: `Lru` and the per-viewer proto views."""
+"""The worker's bounded caches (`Lru`) and the encodings kept on a match version and a moment."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import pytest
 
 import truco_engine as te
 from truco_contract import codec
-from truco_match.events import EventView, MatchStatus
-from truco_match.views import SeatView, view
-from truco_server.api.matches import Protos
+from truco_match import table
+from truco_match.events import EventView, MatchStatus, seat_to_dict
+from truco_match.match import Match, Meta, Moment
+from truco_server.api.matches import events, observation
 from truco_server.core.lru import Lru
 
 
@@ -44,31 +45,37 @@ def test_lru_with_idle_forgets_entries_not_used_lately() -> None:
         Lru(1, idle=0)
 
 
-def _view(seat: int, version: int) -> SeatView:
+def _match() -> Match:
     rules = te.get_rules("paulista", players=2)
-    state = te.new_match(rules)
-    state, _ = te.deal(state, list(rules.deck_cards))
-    return view(state, seat, version, MatchStatus.ACTIVE)
+    meta = Meta(
+        match_id="m1", owner="acme", created_at=0.0, rules=rules.to_dict(),
+        seats=[seat_to_dict(s) for s in table.seats_of(rules)], seed="00" * 32, cred_key="11" * 32,
+        deck_orders=[], first_dealer=None,
+    )  # fmt: skip
+    setup = meta.setup()
+    step = table.start(setup, meta.seat_infos())
+    return Match(meta, setup, step.state, step.life, len(step.entries), MatchStatus.ACTIVE, 0.0)
 
 
-def test_observation_protos_are_shared_for_the_same_view_object_only() -> None:
-    rules = te.get_rules("paulista", players=2)
-    protos = Protos(size=8)
-    shared = _view(0, 5)
-    first = protos.observation(shared, rules)
-    assert protos.observation(shared, rules) is first  # the actor's stream reuses the reply's
-    equal_but_other = _view(0, 5)
-    again = protos.observation(equal_but_other, rules)
-    assert again is not first and again == first  # another object is encoded, to the same message
-    assert protos.observation(_view(1, 5), rules).seat == 1
+def test_an_observation_is_encoded_once_per_match_version_and_viewer() -> None:
+    """The reply to an action and the actor's next stream message share one encoding: it is
+    kept on the match version it is of, by viewer."""
+    match = _match()
+    first = observation(match.view(0, 0.0), match.rules, 0, match)
+    assert observation(match.view(0, 0.0), match.rules, 0, match) is first
+    other = observation(match.view(1, 0.0), match.rules, 1, match)
+    assert other is not first and other.seat == 1
+    unkept = observation(match.view(0, 0.0), match.rules, 0, None)  # a view of no current version
+    assert unkept is not first and unkept == first
 
 
-def test_event_protos_are_built_once_per_event_object() -> None:
-    protos = Protos(size=8)
+def test_an_event_is_encoded_once_per_event_object_of_a_moment() -> None:
+    match = _match()
     public = EventView(7, te.CardPlayed(seat=0, card="4C", face_down=False, trick_index=0))
-    (first,) = protos.events((public,))
-    (second,) = protos.events((public,))
+    moment = Moment(match, [], 7, [0.0])
+    (first,) = events((public,), moment)
+    (second,) = events((public,), moment)
     assert second is first and first == codec.event_to_proto(public)
     lookalike = EventView(7, te.CardPlayed(seat=0, card="5C", face_down=False, trick_index=0))
-    (other,) = protos.events((lookalike,))
+    (other,) = events((lookalike,), moment)
     assert other.card_played.card == "5C"  # another object is never mistaken for the first

@@ -105,8 +105,6 @@ def decode_create(request: pb.CreateMatchRequest) -> T.CreateMatchRequest:
 class MatchApi:
     """``truco.v1.MatchService`` (see the module docstring)."""
 
-    service = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
-
     def __init__(
         self,
         matches: MatchService,

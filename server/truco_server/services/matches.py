@@ -38,7 +38,7 @@ from truco_match import records, table
 from truco_match.credentials import SPECTATOR, InvalidCredential
 from truco_match.events import EventView, MatchStatus, SeatJoined
 from truco_match.fairness import MAX_CLIENT_SEED
-from truco_match.match import Match, Moment
+from truco_match.match import Match, Moment, NotStartedError
 from truco_server.core import errors as E
 from truco_server.core import metrics
 from truco_server.core import requests as T
@@ -418,15 +418,8 @@ class MatchService:
                 f"expected_version {req.expected_version} but the match is at version {match.version}",
                 current_version=match.version,
             ), None
-        if not match.life.started:
-            return E.IllegalAction(
-                "the first hand is dealt once every seat has joined (JoinMatch)",
-                legal_actions=[],
-                current_version=match.version,
-            ), None
         try:
-            now = match.meta.at(self.now())
-            return None, table.act(match.setup, match.state, match.life, seat, req.action, now)
+            return None, match.act(seat, req.action, self.now())
         except te.TrucoError as exc:
             return _illegal(exc, match), None
 
@@ -509,6 +502,8 @@ def _check_card(match: Match, action: te.Action) -> None:
 
 
 def _illegal(exc: te.TrucoError, match: Match) -> E.ServiceError:
+    if isinstance(exc, NotStartedError):
+        return E.IllegalAction(str(exc), legal_actions=[], current_version=match.version)
     if isinstance(exc, te.NotYourTurnError):
         return E.NotYourTurn(str(exc), legal_actions=[], current_version=match.version)
     if isinstance(exc, te.IllegalActionError):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from truco_match.credentials import SPECTATOR
 from truco_match.events import MatchStatus
 from truco_match.match import Match, Moment
 from truco_match.views import SeatView, clock_view, view
@@ -78,7 +77,7 @@ class MatchStreams:
     async def target(self, match: Match, viewer: int) -> tuple[int, SeatView, Match | None]:
         """The version ``viewer`` sees the match at, its view there, and the match version when
         that is the current one (spectators with a delay see it that many actions late)."""
-        delay = _delay(match, viewer)
+        delay = match.spectator_delay(viewer)
         now = self.matches.now()
         if not delay:
             return match.version, match.view(viewer, now), match
@@ -126,7 +125,7 @@ class MatchStreams:
                     raise E.ShuttingDown() from None
                 if item is None:
                     yield await self._heartbeat(match, caller, viewer, generation, last)
-                elif isinstance(item, LogTrimmed) or _delay(match, viewer):
+                elif isinstance(item, LogTrimmed) or match.spectator_delay(viewer):
                     update = await self._resync(sub, match, caller, viewer, generation, last)
                     if update is not None:
                         last = update.version
@@ -190,7 +189,7 @@ class MatchStreams:
         sub.resume_from(cur.version)
         await svc.touch(cur, viewer)
         target, seen, current = await self.target(cur, viewer)
-        delayed = _delay(match, viewer) > 0
+        delayed = match.spectator_delay(viewer) > 0
         if target < last and not delayed:
             # the store lost versions this stream delivered (a failover): say so with a
             # snapshot of what survives, and go on from there
@@ -199,10 +198,3 @@ class MatchStreams:
             return None
         events = await svc.events(cur, last, target, viewer)
         return T.StreamUpdate(target, events, seen, cur.rules, viewer=viewer, match=current)
-
-
-def _delay(match: Match, viewer: int) -> int:
-    """Actions a viewer sees the match late (spectators of an active match)."""
-    if viewer != SPECTATOR or not match.active:
-        return 0
-    return match.setup.lifecycle.spectator_delay
