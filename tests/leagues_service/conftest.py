@@ -29,7 +29,7 @@ Stack = Services
 
 def make_stack(store: Store) -> Stack:
     stack = build_services(SETTINGS, asyncio.Event(), store)
-    stack.leagues.lobby_poll_seconds = 0.05
+    stack.leagues.bots.lobby_poll_seconds = 0.05
     return stack
 
 
@@ -111,7 +111,7 @@ async def run_league(
     """Advance the league and play every match it creates until it is finished."""
     rng = random.Random(seed)
     for _ in range(max_passes):
-        await s.leagues.advance(league_id)
+        await s.leagues.job.advance(league_id)
         doc = await s.leagues.get_league(operator, league_id)
         if doc.state == State.FINISHED:
             return doc

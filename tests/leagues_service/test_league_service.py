@@ -79,13 +79,13 @@ async def test_too_few_entrants_is_refused_at_the_start(any_stack: Stack) -> Non
 async def test_registration_after_the_start(any_stack: Stack) -> None:
     rr = await any_stack.leagues.create_league(OPERATOR, spec("round_robin", 4))
     await any_stack.leagues.start(OPERATOR, rr.league_id)
-    await any_stack.leagues.advance(rr.league_id)
+    await any_stack.leagues.job.advance(rr.league_id)
     with pytest.raises(LeagueStateError) as err:
         await any_stack.leagues.register(OPERATOR, rr.league_id, EntrantDoc("late", 0))
     assert err.value.code is E.Code.FAILED_PRECONDITION and err.value.reason == "REGISTRATION_CLOSED"
     sw = await any_stack.leagues.create_league(OPERATOR, spec("swiss", 6, rounds=4))
     await any_stack.leagues.start(OPERATOR, sw.league_id)
-    await any_stack.leagues.advance(sw.league_id)
+    await any_stack.leagues.job.advance(sw.league_id)
     doc = await any_stack.leagues.register(OPERATOR, sw.league_id, EntrantDoc("late", 0))
     assert doc.entrant("late") is not None and doc.entrant("late").joined_round == 2  # type: ignore[union-attr]
     with pytest.raises(E.InvalidArgument) as dup:
@@ -121,12 +121,12 @@ async def test_create_with_a_request_id_is_idempotent(any_stack: Stack) -> None:
 async def test_a_round_is_paired_once(any_stack: Stack) -> None:
     doc = await any_stack.leagues.create_league(OPERATOR, spec("swiss", 6, rounds=3))
     await any_stack.leagues.start(OPERATOR, doc.league_id)
-    await asyncio.gather(*(any_stack.leagues.advance(doc.league_id) for _ in range(4)))
+    await asyncio.gather(*(any_stack.leagues.job.advance(doc.league_id) for _ in range(4)))
     after = await any_stack.leagues.get_league(OPERATOR, doc.league_id)
     assert after.round == 1 and len(after.pairings) == 3
     ids = [t.match_id for t in after.tables.values()]
     assert len(set(ids)) == 3 and all(ids)
-    await any_stack.leagues.advance(doc.league_id)
+    await any_stack.leagues.job.advance(doc.league_id)
     again = await any_stack.leagues.get_league(OPERATOR, doc.league_id)
     assert again.pairings == after.pairings
 
@@ -137,13 +137,13 @@ async def test_teams_of_two_sit_in_alternate_seats(any_stack: Stack) -> None:
     doc = await any_stack.leagues.create_league(OPERATOR, sp)
     assert doc.players == 4 and doc.family == "paulista-4p"
     await any_stack.leagues.start(OPERATOR, doc.league_id)
-    await any_stack.leagues.advance(doc.league_id)
+    await any_stack.leagues.job.advance(doc.league_id)
     doc = await any_stack.leagues.get_league(OPERATOR, doc.league_id)
     (t,) = [doc.tables[k] for p in doc.pairings for k in p.tables]
     first, second = t.sides
     assert [player for _, player, _ in t.seats] == [f"{first}a", f"{second}a", f"{first}b", f"{second}b"]
     done = await run_league(any_stack, doc.league_id)
-    board = await any_stack.leagues.leaderboard(OPERATOR, "paulista-4p", 0)
+    board = await any_stack.leagues.ratings.leaderboard(OPERATOR, "paulista-4p", 0)
     assert {e.player_id for e in board} == {f"t{i}{m}" for i in (1, 2, 3) for m in "ab"}
     assert all(e.rating.games == 2 for e in board)  # each team played twice
     assert done.state == State.FINISHED
@@ -155,13 +155,13 @@ async def test_a_no_show_forfeits_and_is_not_rated(stack: Stack) -> None:
         OPERATOR, spec("single_elimination", 2, template=template(join_window=window))
     )
     await stack.leagues.start(OPERATOR, doc.league_id)
-    await stack.leagues.advance(doc.league_id)
+    await stack.leagues.job.advance(doc.league_id)
     doc = await stack.leagues.get_league(OPERATOR, doc.league_id)
     (t,) = doc.tables.values()
     await stack.matches.join_match(cred(t.seats[1][2]), T.JoinMatchRequest(t.match_id))  # p02 comes
     await asyncio.sleep(1.2)
     await stack.steps.wake_match(t.match_id)  # the join window ends (the clock queue's job)
-    await stack.leagues.advance(doc.league_id)
+    await stack.leagues.job.advance(doc.league_id)
     done = await stack.leagues.get_league(OPERATOR, doc.league_id)
     assert done.state == State.FINISHED
     (p,) = done.pairings
@@ -176,9 +176,10 @@ async def test_each_match_is_rated_once(any_stack: Stack) -> None:
     await any_stack.leagues.start(OPERATOR, doc.league_id)
     done = await run_league(any_stack, doc.league_id)
     for _ in range(3):  # more wakeups than needed change nothing
-        await any_stack.leagues.advance(doc.league_id)
+        await any_stack.leagues.job.advance(doc.league_id)
     board = {
-        e.player_id: e.rating.games for e in await any_stack.leagues.leaderboard(OPERATOR, done.family, 0)
+        e.player_id: e.rating.games
+        for e in await any_stack.leagues.ratings.leaderboard(OPERATOR, done.family, 0)
     }
     decided = [t for t in done.tables.values() if t.winner_side is not None and not t.forfeit]
     assert sum(board.values()) == 2 * len(decided) == 2 * 6
@@ -186,7 +187,8 @@ async def test_each_match_is_rated_once(any_stack: Stack) -> None:
 
     t = decided[0]
     again = RatedMatch(t.match_id, done.family, ((t.sides[0],), (t.sides[1],)), (1, 2))
-    assert await any_stack.leagues._rate(OPERATOR.name, done.family, [again]) == []  # the book knows it
+    applied = await any_stack.leagues.ratings.rate(OPERATOR.name, done.family, [again])
+    assert applied == []  # the book knows it
 
 
 async def _next(gen: object, timeout: float = 5.0) -> object:
@@ -195,39 +197,39 @@ async def _next(gen: object, timeout: float = 5.0) -> object:
 
 async def test_the_lobby_sends_assignments_up_to_the_bots_concurrency(any_stack: Stack) -> None:
     s = any_stack
-    bot, token = await s.leagues.create_bot(OPERATOR, "one at a time", 1)
-    assert (await s.leagues.authenticate_bot(token, bot.bot_id)).bot_id == bot.bot_id
+    bot, token = await s.leagues.bots.create(OPERATOR, "one at a time", 1)
+    assert (await s.leagues.bots.authenticate(token, bot.bot_id)).bot_id == bot.bot_id
     with pytest.raises(E.Unauthenticated):
-        await s.leagues.authenticate_bot(token[:-2] + "xx", "")
+        await s.leagues.bots.authenticate(token[:-2] + "xx", "")
     sp = dataclasses.replace(
         spec("round_robin", 2, duplicate="tables"),
         entrants=(EntrantDoc(bot.bot_id, 1), EntrantDoc("human", 2)),
     )
     doc = await s.leagues.create_league(OPERATOR, sp)
     await s.leagues.start(OPERATOR, doc.league_id)
-    await s.leagues.advance(doc.league_id)
+    await s.leagues.job.advance(doc.league_id)
     doc = await s.leagues.get_league(OPERATOR, doc.league_id)
     assert len(await s.store.documents.assignments(bot.bot_id)) == 2  # two tables under duplicate
-    stream = s.leagues.assignment_stream(bot)
+    stream = s.leagues.bots.assignment_stream(bot)
     first = await _next(stream)
     assert isinstance(first, Assignment) and first.league_id == doc.league_id
     assert await _next(stream) is None  # a heartbeat: the second waits for a free slot
     # a reconnection gets the current assignment again
-    again = s.leagues.assignment_stream(bot)
+    again = s.leagues.bots.assignment_stream(bot)
     assert await _next(again) == first
     await again.aclose()
     # the first match ends; the league releases it; the lobby sends the second
     table = next(t for t in doc.tables.values() if t.match_id == first.match_id)
     assert table.seats[first.seat][2] == first.token
     await play_match(s, first.match_id, [tok for _, _, tok in table.seats], random.Random(1))
-    await s.leagues.advance(doc.league_id)
+    await s.leagues.job.advance(doc.league_id)
     got = [await _next(stream), await _next(stream)]
     assert got[0] == first.match_id
     second = got[1]
     assert isinstance(second, Assignment) and second.match_id != first.match_id
     await stream.aclose()
     await play_round(s, await s.leagues.get_league(OPERATOR, doc.league_id), random.Random(2))
-    await s.leagues.advance(doc.league_id)
+    await s.leagues.job.advance(doc.league_id)
     assert await s.store.documents.assignments(bot.bot_id) == {}
     assert (await s.leagues.get_league(OPERATOR, doc.league_id)).state == State.FINISHED
 
@@ -255,6 +257,7 @@ async def test_a_duplicate_pairing_is_decided_deal_by_deal_as_in_the_docs(any_st
     """docs/leagues.md, Example 3 and "Duplicate deals in the service": the deal points of the
     two matches become the pairing's result with its deal-by-deal comparison."""
     from truco_server.services.leagues.documents import PairingDoc, TableDoc
+    from truco_server.services.leagues.job import decide
 
     sp = dataclasses.replace(
         spec("round_robin", 2, duplicate="tables"), entrants=(EntrantDoc("A", 1), EntrantDoc("B", 2))
@@ -265,7 +268,7 @@ async def test_a_duplicate_pairing_is_decided_deal_by_deal_as_in_the_docs(any_st
     b = TableDoc("r1.t1.b", "r1.t1", ["B", "A"], done=True, winner_side=0)
     b.deals = [[2, 0], [1, 1], [3, 1], [2, 1]]
     doc.tables = {a.key: a, b.key: b}
-    result = any_stack.leagues._decide(doc, PairingDoc(1, 1, "A", "B", tables=[a.key, b.key]))
+    result = decide(doc, PairingDoc(1, 1, "A", "B", tables=[a.key, b.key]))
     assert result["deals"] == [
         [0, 12, -2, 10, 6],
         [1, -3, 0, -3, -3],
@@ -275,7 +278,7 @@ async def test_a_duplicate_pairing_is_decided_deal_by_deal_as_in_the_docs(any_st
     assert (result["net"], result["imps"], result["winner"]) == (2, -2, "A")  # net decides by default
     assert (result["first_points"], result["second_points"]) == (18, 16)
     doc.duplicate["scoring"] = "imps"
-    by_imps = any_stack.leagues._decide(doc, PairingDoc(1, 1, "A", "B", tables=[a.key, b.key]))
+    by_imps = decide(doc, PairingDoc(1, 1, "A", "B", tables=[a.key, b.key]))
     assert by_imps["winner"] == "B"
 
 

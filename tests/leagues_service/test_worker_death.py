@@ -98,18 +98,18 @@ async def _run(stack: Stack, phase: str) -> int:
     while True:
         k += 1
         operator = Operator(f"acme-{phase}-{k}")
-        bots = [(await stack.leagues.create_bot(operator, f"b{i}", 2))[0].bot_id for i in range(2)]
+        bots = [(await stack.leagues.bots.create(operator, f"b{i}", 2))[0].bot_id for i in range(2)]
         sp = spec("swiss", 5, rounds=2)
         entrants = (*sp.entrants[:3], *(EntrantDoc(b, 4 + i) for i, b in enumerate(bots)))
         doc = await stack.leagues.create_league(operator, dataclasses.replace(sp, entrants=entrants))
         await stack.leagues.start(operator, doc.league_id)
         if phase == "results":  # the pass that collects round 1, rates it and pairs round 2
-            await stack.leagues.advance(doc.league_id)
+            await stack.leagues.job.advance(doc.league_id)
             await play_round(stack, await stack.leagues.get_league(operator, doc.league_id), random.Random(k))
         dying = DyingStore(stack.store, k)
         worker = make_stack(dying)  # type: ignore[arg-type]
         try:
-            await worker.leagues.advance(doc.league_id)
+            await worker.leagues.job.advance(doc.league_id)
             survived = True
         except Died:
             survived = False

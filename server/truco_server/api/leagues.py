@@ -244,7 +244,7 @@ class LeagueApi:
     async def CreateBotAccount(
         self, creds: Credentials, request: pb.CreateBotAccountRequest
     ) -> pb.CreateBotAccountResponse:
-        bot, token = await self.leagues.create_bot(
+        bot, token = await self.leagues.bots.create(
             self.auth.operator(creds), request.name, request.max_concurrent
         )
         return pb.CreateBotAccountResponse(
@@ -260,7 +260,7 @@ class LeagueApi:
     async def ListBotAccounts(
         self, creds: Credentials, request: pb.ListBotAccountsRequest
     ) -> pb.ListBotAccountsResponse:
-        bots = await self.leagues.list_bots(self.auth.operator(creds))
+        bots = await self.leagues.bots.owned_by(self.auth.operator(creds))
         return pb.ListBotAccountsResponse(
             bots=[
                 pb.BotAccount(
@@ -277,13 +277,13 @@ class LeagueApi:
         self, creds: Credentials, request: pb.StreamAssignmentsRequest
     ) -> AsyncIterator[pb.StreamAssignmentsResponse]:
         # a bot credential is not a match credential: the transports hand it over as a key
-        bot = await self.leagues.authenticate_bot(creds.api_key or creds.bearer, request.bot_id)
+        bot = await self.leagues.bots.authenticate(creds.api_key or creds.bearer, request.bot_id)
         if self.streams is None:
-            async for item in self.leagues.assignment_stream(bot, request.max_concurrent):
+            async for item in self.leagues.bots.assignment_stream(bot, request.max_concurrent):
                 yield self._message(item)
             return
         async with self.streams.track():
-            async for item in self.leagues.assignment_stream(bot, request.max_concurrent):
+            async for item in self.leagues.bots.assignment_stream(bot, request.max_concurrent):
                 yield self._message(item)
 
     @staticmethod
@@ -299,7 +299,9 @@ class LeagueApi:
     async def GetLeaderboard(
         self, creds: Credentials, request: pb.GetLeaderboardRequest
     ) -> pb.GetLeaderboardResponse:
-        entries = await self.leagues.leaderboard(self.auth.operator(creds), request.family, request.page_size)
+        entries = await self.leagues.ratings.leaderboard(
+            self.auth.operator(creds), request.family, request.page_size
+        )
         return leaderboard_to_proto(entries)
 
 

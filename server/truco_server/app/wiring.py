@@ -65,7 +65,7 @@ class Services:
             clock_reader(self.steps, queues, tick=tick),
             relay_reader(self.operators.relay, queues, tick=tick),
             webhook_reader(self.deliverer, queues, tick=tick),
-            self.leagues.reader(tick=tick),
+            self.leagues.job.reader(tick=tick),
         ]
 
 
@@ -129,7 +129,7 @@ def build_services(
         heartbeat_seconds=s.heartbeat_interval_seconds,
         stopping=stopping,
     )
-    operators.listeners.append(leagues.on_events)
+    operators.listeners.append(leagues.job.on_events)
     return Services(store, matches, steps, reads, streams, relay, operators, deliverer, leagues)
 
 

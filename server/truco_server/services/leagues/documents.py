@@ -13,6 +13,7 @@ private to this package.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,13 @@ BOT = "bot"
 """Document kind of a bot account."""
 RATINGS = "ratings"
 """Document kind of an operator's rating book of one family."""
+
+ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
+"""The form of a league's or a bot account's id (anything else is not looked up)."""
+MAX_NAME = 100
+"""The longest name of a league or a bot account."""
+CAS_ATTEMPTS = 20
+"""How often a write that lost the compare-and-set is recomputed before it gives up."""
 
 
 class State:

@@ -1,0 +1,385 @@
+"""The league job: everything that moves a league on.
+
+The job is one pass, :meth:`LeagueJob.advance`, run by whichever worker claims the league's
+item on the ``league`` queue (:data:`~truco_server.ports.queues.LEAGUE`; the clock's
+sharded-queue machinery, so a dead worker's claim expires and another takes it). A pass
+loads the league document and, each step written with a compare-and-set on the document's
+version:
+
+1. creates the current round's matches that have no match id yet -- each with the request
+   id ``league:<league id>:<table key>``, so a creation retried by another worker after a
+   death returns the same match (CreateMatch's request-id idempotence) -- and records their
+   ids;
+2. hands each bot seat to its bot account (the bot lobby's assignment, an idempotent write);
+3. collects the result of every match that is over (read from its record), and decides each
+   pairing whose matches are all over (a duplicate pairing deal by deal);
+4. removes the bot assignments of finished matches, rates each finished match once (the
+   rating book skips a match id it has applied), and marks them so;
+5. when the round is complete and the league runs: ends the league, or pairs the next round
+   (the library's pairing is a pure function of the results, so a second worker computes
+   the same round) and goes back to 1.
+
+A pass ends with the next time it is due: the fallback poll while matches are under way,
+nothing once the league is finished or waits for its operator. The match-ended events of a
+league's matches (relayed by :class:`~truco_server.services.operators.Operators`) wake it at once.
+
+Writes that lost the compare-and-set are recomputed from the newer document, so a round is
+paired once, a result is recorded once and a match is rated once, whichever worker does it
+and wherever it dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import hmac
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import structlog
+
+import truco_engine as te
+from truco_contract import codec
+from truco_contract.leagues import Assignment, assignment_to_proto
+from truco_contract.pb import match_service_pb2
+from truco_match.create import SeatSpec
+from truco_match.events import MatchStatus, SeatKind
+from truco_match.fairness import deck_for_hand
+from truco_match.operator_events import OperatorEvent, OperatorEventType
+from truco_server.core import requests as T
+from truco_server.core.caller import Operator
+from truco_server.leagues import (
+    DealScore,
+    DuplicateMode,
+    Event,
+    NoValidPairingError,
+    RatedMatch,
+    Result,
+    compare_pair,
+    parse_format,
+    ranks_from_winner,
+)
+from truco_server.leagues.formats import ELIMINATION
+from truco_server.ports.documents import Documents
+from truco_server.ports.queues import LEAGUE as LEAGUE_QUEUE
+from truco_server.ports.queues import Claim, Queues
+from truco_server.services.leagues.bots import BOT_PREFIX
+from truco_server.services.leagues.documents import (
+    CAS_ATTEMPTS,
+    LEAGUE,
+    LeagueDoc,
+    PairingDoc,
+    State,
+    TableDoc,
+    result_dict,
+)
+from truco_server.services.leagues.errors import invalid
+from truco_server.services.leagues.outcomes import outcome_of
+from truco_server.services.leagues.ratings import RatingBooks
+from truco_server.services.matches import MatchService
+from truco_server.services.reads import MatchReads
+from truco_server.services.scheduler import QueueReader
+
+log = structlog.get_logger("truco.leagues")
+
+DUPLICATE_DEALS = 64
+"""Deck orders drawn per deal set: hands beyond them are shuffled from each match's own seed
+and not compared (a match to 30 points rarely lasts 40 hands)."""
+POLL_MS = 5_000
+"""While matches are under way, a league is looked at again after this long even if no
+match-ended event woke it (the events are the fast path)."""
+LEASE_MS = 10_000
+"""How long a worker holds a league's job; another worker takes it over after a death."""
+COLLECT_CONCURRENCY = 16
+"""Matches looked at (and their records read) at once when collecting a round's results."""
+TERMINAL = {MatchStatus.FINISHED.value, MatchStatus.ABORTED.value, MatchStatus.CANCELLED.value}
+
+CreateMatch = Callable[[Operator, T.CreateMatchRequest], Awaitable[T.CreateMatchResponse]]
+
+
+def _ms() -> int:
+    return round(time.time() * 1000)
+
+
+class LeagueJob:
+    """The league job of one worker (see the module docstring)."""
+
+    def __init__(
+        self,
+        documents: Documents,
+        queues: Queues,
+        matches: MatchService,
+        reads: MatchReads,
+        *,
+        create_match: CreateMatch,
+        ratings: RatingBooks,
+        poll_ms: int = POLL_MS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.documents = documents
+        self.queues = queues
+        self.matches = matches
+        self.reads = reads
+        self.ratings = ratings
+        self.poll_ms = poll_ms
+        self.now = clock
+        self.create_match = create_match
+        """How a table's match is created (tests wrap it to stop a pass half-way)."""
+
+    def reader(self, *, tick: float = 0.25) -> QueueReader:
+        """The reader of the league queue (one per worker)."""
+
+        async def handle(claim: Claim) -> tuple[int | None, bytes]:
+            return await self.advance(claim.item), b""
+
+        return QueueReader(self.queues, LEAGUE_QUEUE, handle, owned=False, tick=tick, lease_ms=LEASE_MS)
+
+    async def wake(self, league_id: str) -> None:
+        """Queue a pass of the league now."""
+        await self.queues.add(LEAGUE_QUEUE, league_id, _ms())
+
+    async def on_events(self, owner: str, events: Sequence[OperatorEvent]) -> None:
+        """Wake the leagues whose matches ended (an operator-events listener)."""
+        ended = (OperatorEventType.ENDED, OperatorEventType.ABORTED, OperatorEventType.CANCELLED)
+        for league_id in {ev.labels.get("league", "") for ev in events if ev.type in ended}:
+            if league_id:
+                await self.wake(league_id)
+
+    async def advance(self, league_id: str) -> int | None:
+        """One pass of the league job (see the module docstring); returns when it is due
+        next (ms since the epoch), or ``None``."""
+        for _ in range(CAS_ATTEMPTS * 10):
+            got = await self.documents.get(LEAGUE, league_id)
+            if got is None:
+                return None
+            version, doc = got[0], LeagueDoc.from_bytes(got[1])
+            if not await self._step(doc):  # nothing to write
+                return self._next_due(doc)
+            # stored only if nobody wrote meanwhile; either way, look again (the next step may
+            # follow at once, or another worker's document is the one to go on from)
+            await self.documents.put(LEAGUE, league_id, version, doc.to_bytes())
+        return _ms() + 1000
+
+    def _next_due(self, doc: LeagueDoc) -> int | None:
+        if doc.state in (State.FINISHED, State.REGISTRATION):
+            return None
+        if doc.state == State.PAUSED and all(t.done and t.released and t.rated for t in doc.tables.values()):
+            return None
+        return _ms() + self.poll_ms
+
+    async def _step(self, doc: LeagueDoc) -> bool:
+        """Change ``doc`` by the next step; ``False`` when there is nothing to do now. The
+        side effects of a step (creating matches, assignments, ratings) are made before the
+        step is stored and are idempotent, so a step that is lost (a death, a lost race) is
+        simply done again."""
+        if doc.state in (State.FINISHED, State.REGISTRATION):
+            return False
+        current = doc.round_pairings(doc.round)
+        tables = [doc.tables[k] for p in current for k in p.tables]
+        # 1. the matches of the round
+        missing = [t for t in tables if not t.match_id]
+        if missing:
+            for t in missing:
+                await self._create_table(doc, t)
+            return True
+        # 2. bot seats to their bots (idempotent; done again after a death)
+        unassigned = [t for t in tables if not t.assigned]
+        if unassigned:
+            await self._assign(doc, [t for t in unassigned if not t.done])
+            for t in unassigned:
+                t.assigned = True
+            return True
+        # 3. results of finished matches
+        if await self._collect(doc, current, tables):
+            return True
+        # 4. release and rate finished matches
+        pending = [t for t in tables if t.done and not (t.released and t.rated)]
+        if pending:
+            await self._finish_tables(doc, pending)
+            for t in pending:
+                t.released = t.rated = True
+            return True
+        # 5. the next round, or the end
+        if doc.state != State.RUNNING or not doc.round_complete(doc.round):
+            return False
+        _next_round(doc)
+        return True
+
+    # ------------------------------------------------------------------- tables
+    async def _create_table(self, doc: LeagueDoc, t: TableDoc) -> None:
+        base = match_template(match_service_pb2.CreateMatchRequest.FromString(bytes.fromhex(doc.template)))
+        rules = te.get_rules(base.preset, **dict(base.overrides))
+        players = doc.entrant_players()
+        seats: list[str] = [""] * doc.players
+        for direction, entrant_id in enumerate(t.sides):
+            for j, player in enumerate(players[entrant_id]):
+                seats[direction + 2 * j] = player
+        duplicate = doc.duplicate_options().mode is not DuplicateMode.OFF
+        req = dataclasses.replace(
+            base,
+            seats=tuple(
+                SeatSpec(p, SeatKind.BOT if p.startswith(BOT_PREFIX) else SeatKind.HUMAN) for p in seats
+            ),
+            labels={**base.labels, "league": doc.league_id, "round": str(doc.round), "table": t.key},
+            deck_orders=_deals(doc, rules, t.deal_set) if duplicate else (),
+            request_id=f"league:{doc.league_id}:{t.key}",
+            first_dealer=None,  # the last seat deals: seat 0 (direction 0) is mano in the first hand
+        )
+        created = await self.create_match(Operator(doc.owner), req)
+        t.match_id = created.match.match_id
+        t.seats = [[i, p, created.seat_tokens[i]] for i, p in enumerate(seats)]
+
+    async def _assign(self, doc: LeagueDoc, tables: Sequence[TableDoc]) -> None:
+        now = self.now()
+        round_of = {k: p.round for p in doc.pairings for k in p.tables}
+        for t in tables:
+            for seat, player, token in t.seats:
+                if player.startswith(BOT_PREFIX):
+                    a = Assignment(t.match_id, seat, token, doc.league_id, round_of[t.key], t.key, now)
+                    await self.documents.assignment_put(
+                        player, t.match_id, assignment_to_proto(a).SerializeToString()
+                    )
+
+    async def _collect(
+        self, doc: LeagueDoc, current: Sequence[PairingDoc], tables: Sequence[TableDoc]
+    ) -> bool:
+        """Record the outcome of every table whose match is over and decide every pairing
+        whose tables are all done; ``False`` when nothing changed."""
+        changed = False
+        limit = asyncio.Semaphore(COLLECT_CONCURRENCY)
+
+        async def collect(t: TableDoc) -> bool:
+            async with limit:
+                snap = await self.matches.log.load(t.match_id)
+                if snap is None or snap.status not in TERMINAL:
+                    return False
+                record = await self.reads.get_match_record(
+                    Operator(doc.owner), T.GetMatchRecordRequest(t.match_id)
+                )
+            out = outcome_of(record.record)
+            t.done, t.winner_side, t.forfeit = True, out.winner_side, out.forfeit
+            t.points, t.deals = list(out.points), [list(d) for d in out.deals]
+            return True
+
+        if any(await asyncio.gather(*(collect(t) for t in tables if not t.done))):
+            changed = True
+        for p in current:
+            if p.result is None and p.tables and all(doc.tables[k].done for k in p.tables):
+                p.result = decide(doc, p)
+                changed = True
+        return changed
+
+    async def _finish_tables(self, doc: LeagueDoc, tables: Sequence[TableDoc]) -> None:
+        players = doc.entrant_players()
+        played = []
+        for t in tables:
+            for _seat, player, _token in t.seats:
+                if player.startswith(BOT_PREFIX) and not t.released:
+                    await self.documents.assignment_delete(player, t.match_id)
+            if t.rated or t.winner_side is None or t.forfeit:
+                continue  # forfeits and matches without a winner are not rated
+            sides = tuple(tuple(players[e]) for e in t.sides)
+            played.append(RatedMatch(t.match_id, doc.family, sides, ranks_from_winner(sides, t.winner_side)))
+        if played:
+            applied = await self.ratings.rate(doc.owner, doc.family, played)
+            log.info("matches rated", league_id=doc.league_id, matches=len(applied))
+
+
+# ----------------------------------------------------------------------- rounds and results
+def _next_round(doc: LeagueDoc) -> None:
+    """End the league whose rounds are all played, or pair its next round."""
+    event = doc.event()
+    results = doc.results()
+    if doc.round > 0 and _finished(doc, event, results):
+        doc.state = State.FINISHED
+        log.info("league finished", league_id=doc.league_id, rounds=doc.round)
+        return
+    try:
+        paired = event.pairings(doc.round + 1, results, doc.withdrawn())
+    except NoValidPairingError as exc:
+        doc.state, doc.finish_reason = State.FINISHED, exc.message
+        log.info("league finished: no valid pairing", league_id=doc.league_id, round=doc.round + 1)
+        return
+    doc.round += 1
+    for pairing in paired:
+        pd = PairingDoc(pairing.round, pairing.table, pairing.first, pairing.second, pairing.label)
+        if pairing.is_bye:
+            pd.result = result_dict(pairing.bye_result())
+        for dt in event.tables(pairing):
+            doc.tables[dt.key] = TableDoc(dt.key, dt.deal_set, list(dt.sides))
+            pd.tables.append(dt.key)
+        doc.pairings.append(pd)
+    log.info("league round paired", league_id=doc.league_id, round=doc.round, pairings=len(paired))
+
+
+def _finished(doc: LeagueDoc, event: Event, results: Sequence[Result]) -> bool:
+    """Every round played: a round robin's and a Swiss's count is fixed (asking the Swiss
+    would pair a round again to see whether it has tables); a knockout's depends on the
+    results (the grand final's reset)."""
+    if parse_format(doc.format) in ELIMINATION:
+        return event.is_finished(results, doc.withdrawn())
+    return doc.round >= event.total_rounds()
+
+
+def _deals(doc: LeagueDoc, rules: te.RuleSet, deal_set: str) -> tuple[tuple[str, ...], ...]:
+    """The deck orders of a deal set: the same for every table of the set, drawn from the
+    league's secret with the fairness module's shuffle."""
+    seed = hmac.new(bytes.fromhex(doc.deal_key), deal_set.encode(), hashlib.sha256).digest()
+    return tuple(tuple(deck_for_hand(seed, k, rules.deck_cards)) for k in range(1, DUPLICATE_DEALS + 1))
+
+
+def decide(doc: LeagueDoc, p: PairingDoc) -> dict[str, Any]:
+    """The result of a pairing whose matches are all over."""
+    pairing = p.pairing()
+    tables = [doc.tables[k] for k in p.tables]
+    knockout = parse_format(doc.format) in ELIMINATION
+    if len(tables) == 1:
+        t = tables[0]
+        winner = None if t.winner_side is None else t.sides[t.winner_side]
+        if winner is None and knockout:
+            winner = pairing.first  # nobody won (both absent): the better seed goes through
+        return result_dict(pairing.result(winner, (t.points[0], t.points[1]), t.forfeit))
+    if any(t.forfeit for t in tables):
+        wins = {pairing.first: 0, pairing.second: 0}
+        for t in tables:
+            if t.winner_side is not None:
+                wins[t.sides[t.winner_side]] += 1
+        a, b = wins[pairing.first], wins[pairing.second or ""]
+        winner = pairing.first if a > b else pairing.second if b > a else None
+        if winner is None and knockout:
+            winner = pairing.first
+        return result_dict(pairing.result(winner, (0, 0), True))
+    ta, tb = doc.event(min_entrants=False).tables(pairing)
+    scores = [
+        DealScore(t.key, k, (pts[0], pts[1]))
+        for t in tables
+        for k, pts in enumerate(t.deals[:DUPLICATE_DEALS])
+    ]
+    options = doc.duplicate_options()
+    comparison = compare_pair((ta, tb), scores, options.imp_scale)
+    result = comparison.result(pairing, options.scoring)
+    if result.winner is None and knockout:
+        # a level comparison: the matches won decide, then the better seed
+        won = [t.sides[t.winner_side] for t in tables if t.winner_side is not None]
+        a, b = won.count(pairing.first), won.count(pairing.second or "")
+        result = dataclasses.replace(result, winner=pairing.second if b > a else pairing.first)
+    out = result_dict(result)
+    sign = 1 if comparison.a == pairing.first else -1
+    out["deals"] = [
+        [d.deal, sign * d.net_table_a, sign * d.net_table_b, sign * d.net, sign * d.imps]
+        for d in comparison.deals
+    ]
+    out["net"], out["imps"] = sign * comparison.net, sign * comparison.imps
+    return out
+
+
+def match_template(template: match_service_pb2.CreateMatchRequest) -> T.CreateMatchRequest:
+    """The match every table of a league starts from (its template); a malformed one is
+    INVALID_ARGUMENT naming the field."""
+    try:
+        spec = codec.match_spec_from_proto(template)
+    except codec.DecodeError as exc:
+        raise invalid(exc.field, exc.message) from None
+    return T.CreateMatchRequest(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)})
