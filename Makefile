@@ -65,10 +65,12 @@ system-deps:
 test: setup system-deps
 	$(BIN)/python -m pytest -q
 
-## lint: ruff, mypy (strict on the engine, the match and the contract), the import contracts, generated code
+## lint: ruff (checks and formatting), mypy (strict on the engine, the match and the contract), the
+## import contracts (between the packages and between the server's layers), generated code
 ## fresh and buf STANDARD lint
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy truco_engine truco_match
 	$(BIN)/mypy --strict contract/truco_contract
 	$(BIN)/mypy server/truco_server

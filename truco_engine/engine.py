@@ -202,5 +202,3 @@ def _start_hand(s: MatchState, deck: list[str], salt: str, ev: list[Event]) -> N
                     seat=x, cards=tuple(cards[x]), count=len(cards[x]), reason="hand_of_eleven", public=False
                 )
                 ev.append(private(shown, team, "cards"))
-
-
