@@ -88,7 +88,7 @@ def test_a_started_worker_freezes_what_its_imports_made(tmp_path: Path) -> None:
 
 def test_tune_gc_freezes_and_sets_the_thresholds() -> None:
     code = (
-        "import gc; from truco_server import diagnostics as d; n = d.tune_gc('300,3,1000'); "
+        "import gc; from truco_server.core import diagnostics as d; n = d.tune_gc('300,3,1000'); "
         "print(n, gc.get_freeze_count(), *gc.get_threshold())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
