@@ -359,6 +359,9 @@ class Truco(Move):
 
 
 # ------------------------------------------------------------------------- envido
+_DOUBLE: Final = ["envido", "envido"]
+
+
 class Envido(Move):
     """The envido chain: envido, real envido, falta envido."""
 
@@ -382,6 +385,8 @@ class Envido(Move):
             last = ENVIDO_ORDER[call.chain[-1]]
             if ENVIDO_ORDER[self.kind] < last or call.chain.count(self.kind) >= ENVIDO_MAX[self.kind]:
                 return f"{self.kind} cannot follow {', '.join(call.chain)}"
+            if self.kind == "falta_envido" and not c.r.falta_after_envido_envido and call.chain == _DOUBLE:
+                return "falta_envido cannot follow envido, envido (falta_after_envido_envido)"
         return None
 
     @staticmethod
@@ -544,11 +549,13 @@ def accept(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     if bet is not None:
         h.bet = None
         h.envido_open = False
-        value = S.envido_value(s, bet.chain)
-        ev.append(Event(E.CallAnswered(seat=seat, family=bet.family, accepted=True, value=value)))
+        declared: list[Event] = []  # the winner first: falta_envido_by_winner pays by it
         best = S.declare(
-            h, h.order, lambda x: envido_points_for(r, h.turn_up, h.dealt[x]), CallFamily.ENVIDO, ev
+            h, h.order, lambda x: envido_points_for(r, h.turn_up, h.dealt[x]), CallFamily.ENVIDO, declared
         )
+        value = S.envido_value(s, bet.chain, h.side_of[best])
+        ev.append(Event(E.CallAnswered(seat=seat, family=bet.family, accepted=True, value=value)))
+        ev.extend(declared)
         if r.show_envido_cards:
             h.shows.append((best, "envido"))
         S.win_bet(s, h, CallFamily.ENVIDO, best, h.side_of[best], value, ev)

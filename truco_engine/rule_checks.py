@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from truco_engine.cards import DECKS
-from truco_engine.enums import Deck, PlayMode, Ranking
+from truco_engine.enums import Deck, FaltaEnvido, PlayMode, Ranking
 from truco_engine.errors import InvalidRulesError
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ def validate(r: RuleSet) -> None:
     _check_table(r)
     _check_values(r)
     _check_options(r)
+    _check_house_rules(r)
     if r.envido and r.deck is Deck.FRENCH40:
         raise InvalidRulesError("envido", "envido is played with a Spanish deck; allowed: false")
     seen: set[str] = set()
@@ -126,4 +127,21 @@ def _check_options(r: RuleSet) -> None:
             "pica_pica",
             "head-to-head hands need two teams of 3 to 6 players; "
             "allowed: true with play_mode 'teams' and players 6, 8, 10 or 12, else false",
+        )
+
+
+def _check_house_rules(r: RuleSet) -> None:
+    """The table rules other engines play (docs/rules/house-rules.md): each only where the
+    rule it changes is played."""
+    for name in ("envido_declined_plus_one", "falta_envido_adds_chain"):
+        if getattr(r, name) and not r.envido:
+            raise InvalidRulesError(name, "only with envido; allowed: false when envido is false")
+    if not r.falta_after_envido_envido and not r.envido:
+        raise InvalidRulesError(
+            "falta_after_envido_envido", "only with envido; allowed: true when envido is false"
+        )
+    if r.falta_envido_by_winner and not (r.envido and r.falta_envido is FaltaEnvido.HALF):
+        raise InvalidRulesError(
+            "falta_envido_by_winner",
+            "only with envido and falta_envido 'half'; allowed: false otherwise",
         )

@@ -191,6 +191,26 @@ class RuleSet:
     played yet, no truco accepted) gives the other side one extra point, as a declined envido
     would (only with ``envido`` and ``fold``)."""
 
+    envido_declined_plus_one: bool = False
+    """A declined envido chain pays what it had reached before the declined call plus one:
+    envido, envido declined 3; envido, real envido 3; envido, envido, real envido 5;
+    envido, falta envido 3 (gotruco, pytruco). A single declined call still pays 1. Off: what
+    the chain had reached, at least 1 (seeds 002, 003). Only with ``envido``."""
+
+    falta_envido_adds_chain: bool = False
+    """An accepted falta envido also pays the calls accepted before it: envido, falta envido
+    = 2 + the falta (gotruco, pytruco). Off: the falta alone (seeds 002, 003). Only with
+    ``envido``."""
+
+    falta_envido_by_winner: bool = False
+    """While the leader is in the first half (malas), the falta envido (and a contraflor al
+    resto played as the falta) pays what its winner needs to close the half, not what the
+    leader needs (marianogappa/truco, gotruco). Only with ``falta_envido="half"``."""
+
+    falta_after_envido_envido: bool = True
+    """Falta envido may directly follow envido, envido. Off: it may not (marianogappa/truco);
+    envido, envido, real envido, falta envido stays possible. Off only with ``envido``."""
+
     pica_pica: bool = False
     """Teams of 6 to 12 players: every second hand is played head-to-head ('pica-pica',
     'de punta'): each player plays a one-against-one sub-hand with the opponent facing him

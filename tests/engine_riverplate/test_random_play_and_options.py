@@ -136,6 +136,14 @@ def test_cards_revealed_only_when_a_hand_or_game_ends():
         ({"ranking": "valencian"}, "deck"),
         ({"deck": "spanish22"}, "ranking"),
         ({"ranking": "uruguayo"}, "ranking"),
+        ({"envido_declined_plus_one": True, "envido": False, "flor": False}, "envido_declined_plus_one"),
+        ({"falta_envido_adds_chain": True, "envido": False, "flor": False}, "falta_envido_adds_chain"),
+        ({"falta_after_envido_envido": False, "envido": False, "flor": False}, "falta_after_envido_envido"),
+        ({"falta_envido_by_winner": True}, "falta_envido_by_winner"),
+        (
+            {"falta_envido_by_winner": True, "falta_envido": "half", "envido": False, "flor": False},
+            "falta_envido_by_winner",
+        ),
     ],
 )
 def test_invalid_options_name_the_field_and_allowed_values(overrides, field):
@@ -155,6 +163,8 @@ def test_preset_defaults():
         False,
     )
     assert not a.fold_concedes_envido and a.falta_envido == "game"
+    assert (a.envido_declined_plus_one, a.falta_envido_adds_chain, a.falta_envido_by_winner) == (False,) * 3
+    assert a.falta_after_envido_envido
     assert get_rules("argentine-30").target_points == 30
     assert get_rules("pica-pica").pica_pica and get_rules("pica-pica").players == 6
     assert get_rules("carancho").play_mode == "carancho"
