@@ -80,7 +80,14 @@ def played_first_card(h: HandState, seat: int) -> bool:
 def window_open(s: MatchState, h: HandState) -> bool:
     """The flor (and envido) window of the hand: flor played, first trick, no flor sung yet,
     no truco accepted or raised, not a hand of eleven or iron hand."""
-    return s.rules.flor and h.envido_open and not h.flor_sung and len(h.tricks) == 1 and not h.special
+    return (
+        s.rules.flor
+        and h.envido_open
+        and not h.flor_sung
+        and len(h.tricks) == 1
+        and not h.special
+        and h.truco_level < 0
+    )
 
 
 def can_sing(s: MatchState, h: HandState, seat: int, *, answering: bool) -> bool:

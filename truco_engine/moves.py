@@ -295,6 +295,14 @@ def _steps(r: RuleSet) -> int:
     return len(r.truco_ladder) + (r.truco_game_call is not None)
 
 
+def truco_closes_envido(r: RuleSet, h: HandState) -> None:
+    """A truco accepted (or raised, which accepts it) closes the envido. With
+    ``fold_concedes_envido_after_truco`` the envido stays unplayed (``envido_open``) for the
+    mazo's point, and the window checks close it through ``truco_level`` instead."""
+    if r.envido and not r.fold_concedes_envido_after_truco:
+        h.envido_open = False
+
+
 # -------------------------------------------------------------------------- truco
 class Truco(Move):
     """Call the next step of the truco ladder; as the answer to a ladder call, raise it."""
@@ -308,7 +316,7 @@ class Truco(Move):
             return NOT_YOUR_TURN
         if h.special:
             return f"nobody calls truco in the {'iron hand' if h.special == 'iron' else 'hand of eleven'}"
-        if not c.on_turn and (c.seat not in h.order or c.discard_owed()):
+        if not c.on_turn and (c.seat not in h.order or c.seat in h.out or c.discard_owed()):
             return NOT_YOUR_TURN
         if c.on_turn:
             why = c.block
@@ -340,8 +348,8 @@ class Truco(Move):
             level, responder = h.truco_level + 1, T.next_opponent(h, seat)
             if r.flor and level == 0:
                 responder = F.flor_responder(s, h, seat, responder)
-        if r.envido and old is not None:
-            h.envido_open = False
+        if old is not None:
+            truco_closes_envido(r, h)
         name = r.call_name(level)
         h.truco = Call(CallFamily.TRUCO, seat, responder, [name], level)
         ev.append(
@@ -403,7 +411,7 @@ class Envido(Move):
         call = c.pending
         window = "envido is only possible in the first trick, before your card, once per hand"
         if call is None or (call.family is CallFamily.TRUCO and call.level == 0 and h.bet is None):
-            if not h.envido_open or len(h.tricks) != 1 or h.special:
+            if not h.envido_open or len(h.tricks) != 1 or h.special or h.truco_level >= 0:
                 return window
             if r.flor and F.envido_barred(c.s, h, c.seat):
                 return "a player holding flor sings flor instead of calling envido (envido_with_flor)"
@@ -466,6 +474,8 @@ class SingFlor(Move):
             return None if c.flor else window
         bet = h.bet
         if r.flor_mandatory or bet is None or bet.family is not CallFamily.ENVIDO or c.seat not in h.order:
+            return NOT_YOUR_TURN
+        if c.seat in h.out:
             return NOT_YOUR_TURN
         if c.seat == bet.caller:
             return "the envido's caller does not sing flor over his own envido"
@@ -549,9 +559,10 @@ def accept(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     if bet is not None:
         h.bet = None
         h.envido_open = False
+        seats = h.order if not h.out else tuple(x for x in h.order if x not in h.out)
         declared: list[Event] = []  # the winner first: falta_envido_by_winner pays by it
         best = S.declare(
-            h, h.order, lambda x: envido_points_for(r, h.turn_up, h.dealt[x]), CallFamily.ENVIDO, declared
+            h, seats, lambda x: envido_points_for(r, h.turn_up, h.dealt[x]), CallFamily.ENVIDO, declared
         )
         value = S.envido_value(s, bet.chain, h.side_of[best])
         ev.append(Event(E.CallAnswered(seat=seat, family=bet.family, accepted=True, value=value)))
@@ -566,8 +577,7 @@ def accept(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     h.truco_level = call.level
     h.value = S.ladder_value(s, call.level)
     h.raise_side = h.side_of[seat]
-    if r.envido:
-        h.envido_open = False
+    truco_closes_envido(r, h)
     ev.append(Event(E.CallAnswered(seat=seat, family=CallFamily.TRUCO, accepted=True, value=h.value)))
 
 

@@ -145,3 +145,14 @@ def _check_house_rules(r: RuleSet) -> None:
             "falta_envido_by_winner",
             "only with envido and falta_envido 'half'; allowed: false otherwise",
         )
+    if r.fold_concedes_envido_after_truco and not r.fold_concedes_envido:
+        raise InvalidRulesError(
+            "fold_concedes_envido_after_truco",
+            "only with fold_concedes_envido; allowed: false when fold_concedes_envido is false",
+        )
+    if r.fold_alone and not (r.fold and r.play_mode is PlayMode.TEAMS and r.players >= 4):
+        raise InvalidRulesError(
+            "fold_alone",
+            "a player folds alone only beside a partner; allowed: true with fold, "
+            "play_mode 'teams' and 4 or more players, else false",
+        )

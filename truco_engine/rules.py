@@ -211,6 +211,17 @@ class RuleSet:
     """Falta envido may directly follow envido, envido. Off: it may not (marianogappa/truco);
     envido, envido, real envido, falta envido stays possible. Off only with ``envido``."""
 
+    fold_concedes_envido_after_truco: bool = False
+    """With ``fold_concedes_envido``: going to the mazo during the first trick still gives the
+    envido point when a truco was accepted, as long as no envido or flor was played
+    (marianogappa/truco). Off: an accepted truco closes the envido and there is no point."""
+
+    fold_alone: bool = False
+    """Team games: a player may go to the deck alone on his turn (no call pending) while a
+    partner is still in the hand; his cards leave the hand and the partners play on. The last
+    player of a side to fold gives up the hand for the side (gotruco). Only with ``fold``,
+    ``play_mode="teams"`` and 4 or more players."""
+
     pica_pica: bool = False
     """Teams of 6 to 12 players: every second hand is played head-to-head ('pica-pica',
     'de punta'): each player plays a one-against-one sub-hand with the opponent facing him

@@ -1,13 +1,23 @@
 """Tricks and leaving the hand: who plays next, deciding a trick and the hand, going to the
-deck (irse al mazo).
+deck (irse al mazo) as a side or, with ``fold_alone``, as one player.
 
 The moves (:mod:`truco_engine.moves`) call these after a card is played or a seat folds;
 scoring goes through :mod:`truco_engine.scoring`.
+
+Folding alone (``fold_alone``, gotruco's individual "mazo"; ``docs/rules/house-rules.md``):
+in a team game a seat may go to the deck on its turn, with no call pending, while a partner
+is still in the hand. It leaves the hand (``HandState.out``): its cards go to the deck
+unseen, it plays no more and decides nothing, its flor is void and it does not declare its
+envido. The partners play on; the last seat of a side to fold gives up the hand for the side,
+as a fold always does. A trick is complete once every seat still in has played. Where the
+rules name a seat that has left (the opener of a trick it was to lead, the mano for a tie),
+the first seat after it in play order still in the hand stands in.
 """
 
 from __future__ import annotations
 
 from truco_engine import events as E
+from truco_engine import flor as F
 from truco_engine import scoring as S
 from truco_engine.enums import AllTied, FoldOnEnvido, LeadAfterTie
 from truco_engine.events import CallFamily, Event, HandEndReason
@@ -16,13 +26,14 @@ from truco_engine.state import HandState, MatchState, Trick
 
 
 def next_opponent(h: HandState, seat: int) -> int:
-    """The first seat of another side after ``seat`` in play order."""
+    """The first seat of another side after ``seat`` in play order (still in the hand)."""
     n = len(h.order)
     i = h.order.index(seat)
     side = h.side_of[seat]
+    out = h.out
     for k in range(1, n):
         x = h.order[(i + k) % n]
-        if h.side_of[x] != side:
+        if h.side_of[x] != side and x not in out:
             return x
     raise AssertionError("no opponent")  # pragma: no cover
 
@@ -30,11 +41,32 @@ def next_opponent(h: HandState, seat: int) -> int:
 def played(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     """After ``seat`` played a card: the next seat's turn, or the trick is complete."""
     trick = h.tricks[-1]
-    n = len(h.order)
-    if len(trick.plays) < n:
-        h.turn = h.order[(h.order.index(seat) + 1) % n]
+    if not h.out:
+        n = len(h.order)
+        if len(trick.plays) < n:
+            h.turn = h.order[(h.order.index(seat) + 1) % n]
+            return
+        finish_trick(s, h, trick, ev)
         return
-    finish_trick(s, h, trick, ev)
+    nxt = next_to_play(h, seat)
+    if nxt is None:
+        finish_trick(s, h, trick, ev)
+    else:
+        h.turn = nxt
+
+
+def next_to_play(h: HandState, seat: int) -> int | None:
+    """The seat after ``seat`` in play order still in the hand that has not played to the
+    current trick; ``None`` when every seat still in has played (the trick is complete)."""
+    n = len(h.order)
+    i = h.order.index(seat)
+    done = {p[0] for p in h.tricks[-1].plays}
+    for k in range(1, n):
+        x = h.order[(i + k) % n]
+        if x in h.out:
+            continue
+        return None if x in done else x
+    return None
 
 
 def finish_trick(s: MatchState, h: HandState, trick: Trick, ev: list[Event]) -> None:
@@ -53,7 +85,7 @@ def finish_trick(s: MatchState, h: HandState, trick: Trick, ev: list[Event]) -> 
         if rule is LeadAfterTie.TIED_TRICK_OPENER:
             leader = trick.leader
         elif rule is LeadAfterTie.MANO:
-            leader = h.order[0]
+            leader = _stand_in(h, h.order[0]) if h.out else h.order[0]
         else:
             tying = top or [p[0] for p in trick.plays]
             leader = min(tying, key=h.order.index)
@@ -80,12 +112,23 @@ def finish_trick(s: MatchState, h: HandState, trick: Trick, ev: list[Event]) -> 
         return
     if winner is None:
         if s.rules.all_tricks_tied is AllTied.MANO:
-            side = h.side_of[h.order[0]]
+            side = h.side_of[_stand_in(h, h.order[0]) if h.out else h.order[0]]
             S.end_hand(s, h, side, S.hand_points(s, h, side), HandEndReason.ALL_TIED_MANO, ev)
         else:
             S.end_hand(s, h, None, 0, HandEndReason.ALL_TIED_REDEAL, ev)
         return
     S.end_hand(s, h, winner, S.hand_points(s, h, winner), HandEndReason.TRICKS, ev)
+
+
+def _stand_in(h: HandState, seat: int) -> int:
+    """The first seat from ``seat`` on, in play order, still in the hand."""
+    n = len(h.order)
+    i = h.order.index(seat)
+    for k in range(n):
+        x = h.order[(i + k) % n]
+        if x not in h.out:
+            return x
+    raise AssertionError("no seat left in the hand")  # pragma: no cover
 
 
 def hand_result(tricks: list[Trick]) -> tuple[bool, int | None]:
@@ -120,12 +163,24 @@ def hand_result(tricks: list[Trick]) -> tuple[bool, int | None]:
 
 
 # --------------------------------------------------------------------------- fold
+def folds_alone(s: MatchState, h: HandState, seat: int) -> bool:
+    """Whether ``seat`` folding now leaves the hand alone (``fold_alone``): on its turn, no
+    call pending, and a partner of its side still in the hand."""
+    if not s.rules.fold_alone or h.bet is not None or h.truco is not None:
+        return False
+    side = h.side_of[seat]
+    return any(x != seat and h.side_of[x] == side and x not in h.out for x in h.order)
+
+
 def fold(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
-    """``seat`` goes to the deck, giving up the hand for its side, which pays a pending envido
-    or flor as the rules say and the hand's value."""
+    """``seat`` goes to the deck: alone (:func:`folds_alone`) or giving up the hand for its
+    side, which pays a pending envido or flor as the rules say and the hand's value."""
     r = s.rules
     side = h.side_of[seat]
     ev.append(Event(E.Folded(seat=seat, team=side)))
+    if folds_alone(s, h, seat):
+        _leave(s, h, seat, ev)
+        return
     other = h.side_of[next_opponent(h, seat)]
     bet = h.bet
     # Going to the mazo with the envido still open: the other side's envido point.
@@ -142,3 +197,20 @@ def fold(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
                 return
     h.truco = None
     S.end_hand(s, h, other, S.hand_points(s, h, other), HandEndReason.FOLDED, ev)
+
+
+def _leave(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
+    """``seat`` leaves the hand alone: its cards go to the deck, its flor is void, and the
+    turn passes (or the trick is complete)."""
+    h.out = (*h.out, seat)
+    h.cards[seat] = []  # replaced, never edited: the list is shared with the previous state
+    if seat in F.flor_holders(s.rules, h) and seat not in h.flor_void:
+        h.flor_void = tuple(sorted((*h.flor_void, seat)))
+    trick = h.tricks[-1]
+    nxt = next_to_play(h, seat)
+    if nxt is None:
+        finish_trick(s, h, trick, ev)
+        return
+    if not trick.plays:
+        trick.leader = nxt  # the seat that opens the trick in his place
+    h.turn = nxt
