@@ -295,6 +295,9 @@ def _steps(r: RuleSet) -> int:
     return len(r.truco_ladder) + (r.truco_game_call is not None)
 
 
+CAPPED: Final = "the hand is already worth what every side needs to win the game (truco_capped_at_game)"
+
+
 def truco_closes_envido(r: RuleSet, h: HandState) -> None:
     """A truco accepted (or raised, which accepts it) closes the envido. With
     ``fold_concedes_envido_after_truco`` the envido stays unplayed (``envido_open``) for the
@@ -330,11 +333,15 @@ class Truco(Move):
                 return f"the {call.family} call must be answered first"
             if call.level + 1 >= _steps(r):
                 return "the truco ladder is at its top"
+            if r.truco_capped_at_game and S.ladder_value(c.s, call.level) >= S.largest_need(c.s):
+                return CAPPED
             return None
         if h.truco_level + 1 >= _steps(r):
             return "the truco ladder is at its top"
         if h.raise_side is not None and h.raise_side != h.side_of[c.seat]:
             return "only the side that accepted the last call may raise"
+        if r.truco_capped_at_game and h.value >= S.largest_need(c.s):
+            return CAPPED
         return None
 
     def do(self, s: MatchState, h: HandState, seat: int, action: Action, ev: list[Event]) -> None:

@@ -216,6 +216,11 @@ class RuleSet:
     envido point when a truco was accepted, as long as no envido or flor was played
     (marianogappa/truco). Off: an accepted truco closes the envido and there is no point."""
 
+    truco_capped_at_game: bool = False
+    """No truco call or raise once the hand's value (the pending call's, else the accepted
+    one) already gives every side what it needs to win the game: at 10-10 of 12 no six after
+    the truco, at 5-8 no twelve after the nine (CTruco). Off: the ladder is always open."""
+
     fold_alone: bool = False
     """Team games: a player may go to the deck alone on his turn (no call pending) while a
     partner is still in the hand; his cards leave the hand and the partners play on. The last

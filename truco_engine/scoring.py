@@ -120,6 +120,12 @@ def hand_points(s: MatchState, h: HandState, side: int) -> int:
     return h.value
 
 
+def largest_need(s: MatchState) -> int:
+    """What the side of the hand in progress furthest from the target needs to win the game
+    (a hand worth this much decides the game whoever takes it)."""
+    return s.rules.target_points - lowest_side_score(s)
+
+
 def ladder_value(s: MatchState, level: int) -> int:
     """Value of the truco-ladder step ``level`` once accepted; the game step is worth what
     the side furthest from the target needs (what it pays at most)."""

@@ -148,6 +148,7 @@ def test_cards_revealed_only_when_a_hand_or_game_ends():
         ({"fold_alone": True}, "fold_alone"),
         ({"fold_alone": True, "players": 4, "fold": False}, "fold_alone"),
         ({"fold_alone": True, "players": 3}, "fold_alone"),
+        ({"truco_capped_at_game": "yes"}, "truco_capped_at_game"),
     ],
 )
 def test_invalid_options_name_the_field_and_allowed_values(overrides, field):
@@ -169,7 +170,7 @@ def test_preset_defaults():
     assert not a.fold_concedes_envido and a.falta_envido == "game"
     assert (a.envido_declined_plus_one, a.falta_envido_adds_chain, a.falta_envido_by_winner) == (False,) * 3
     assert a.falta_after_envido_envido and not a.fold_concedes_envido_after_truco
-    assert not a.fold_alone
+    assert not a.truco_capped_at_game and not a.fold_alone
     assert get_rules("argentine-30").target_points == 30
     assert get_rules("pica-pica").pica_pica and get_rules("pica-pica").players == 6
     assert get_rules("carancho").play_mode == "carancho"
