@@ -1,5 +1,6 @@
-"""Every River Plate preset and player count: random legal play ends, replays exactly, and no
-observation or redacted event shows a seat a card it may not know. Rule options validate."""
+"""Every River Plate preset and player count, and each with every house rule switched on:
+random legal play ends, replays exactly, and no observation or redacted event shows a seat a
+card it may not know. Rule options validate."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.events import data
+from tests.helpers.house_rules import with_house_rules
 from truco_engine import (
     EventKind,
     InvalidRulesError,
@@ -49,6 +51,11 @@ def _cases() -> list[tuple[str, RuleSet]]:
         ("gaucho-clean", get_rules("gaucho", clean_deck=True)),
         ("uruguayan-no-flor", get_rules("uruguayan", flor=False)),
         ("valencian-flor", get_rules("valencian", flor=True)),
+    ]
+    out += [(f"{name}-house", with_house_rules(get_rules(name))) for name in PRESETS]
+    out += [
+        (f"{name}-4p-house", with_house_rules(get_rules(name, players=4)))
+        for name in ("argentine", "uruguayan")
     ]
     return out
 
