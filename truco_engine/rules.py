@@ -17,6 +17,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any, Final
 
 from truco_engine.cards import DECKS
@@ -447,12 +448,30 @@ def get_rules(name: str = "paulista", /, **overrides: Any) -> RuleSet:
     return _build(base, extra) if extra else base
 
 
+@lru_cache(maxsize=256)
+def house_rules(rules: RuleSet) -> tuple[str, ...]:
+    """The names of the fields in which ``rules`` differs from its preset played at the same
+    table size, target and number of games (what a match's rules summary names as its house
+    rules), sorted. A rule set not built from a registered preset is compared with the field
+    defaults."""
+    ref = RuleSet()
+    if rules.name in PRESETS:
+        shown = {"players": rules.players, "target_points": rules.target_points}
+        try:
+            ref = get_rules(rules.name, games_to_win=rules.games_to_win, **shown)
+        except InvalidRulesError:
+            ref = PRESETS[rules.name]
+    differ = (f.name for f in fields(RuleSet) if getattr(rules, f.name) != getattr(ref, f.name))
+    return tuple(sorted(name for name in differ if name != "name"))
+
+
 __all__ = [
     "ALIASES",
     "PRESETS",
     "RuleSet",
     "find_preset",
     "get_rules",
+    "house_rules",
     "preset_names",
     "register_preset",
 ]

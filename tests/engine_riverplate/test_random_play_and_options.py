@@ -17,6 +17,7 @@ from truco_engine import (
     Match,
     RuleSet,
     get_rules,
+    house_rules,
     is_over,
     legal_actions,
     needs_deal,
@@ -185,3 +186,12 @@ def test_preset_defaults():
     assert (v.deck, v.ranking, v.flor) == ("spanish22", "valencian", False)
     u = get_rules("uruguayan")
     assert (u.ranking, u.falta_envido) == ("muestra", "half")
+
+
+def test_house_rules_name_the_fields_set_apart_from_the_preset():
+    """What a match's rules summary names (``RulesSummary.house_rules``): the player count,
+    target and games are shown beside it, so what follows from them is no house rule."""
+    assert house_rules(get_rules("argentine-3p")) == ()
+    assert house_rules(get_rules("paulista", target_points=24, games_to_win=2)) == ()
+    rules = get_rules("uruguayan", falta_envido_by_winner=True, falta_after_envido_envido=False, flor=False)
+    assert house_rules(rules) == ("falta_after_envido_envido", "falta_envido_by_winner", "flor")
