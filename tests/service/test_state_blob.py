@@ -114,7 +114,7 @@ async def test_the_metadata_is_a_fifth_of_its_zlib_form_and_either_form_loads() 
         assert snap is not None
         meta = Meta.from_bytes(snap.meta)
         plain = meta.to_bytes(plain=True)
-        assert snap.meta[:1] == meta_codec.TAG_V1, preset
+        assert snap.meta[:1] == meta_codec.TAG_V2, preset
         assert len(snap.meta) < 200 and len(plain) > 600, (preset, len(snap.meta), len(plain))
         assert Meta.from_bytes(plain) == meta == Meta.from_bytes(meta.to_bytes())
 
@@ -125,3 +125,20 @@ def test_the_metadata_dictionary_never_changes() -> None:
         hashlib.sha256(meta_codec.META_DICT_V1).hexdigest()
         == "2ee9d20a074e7c0b11f42f06c10a31dd4907b6d8631fbb5adeaffc4439dcc3b8"
     )
+    assert (
+        hashlib.sha256(meta_codec.META_DICT_V2).hexdigest()
+        == "1eafd7d26eb2ab7c3ac5f52c701b4017dd69f175caa5d25649b6f3ff841049ce"
+    )
+
+
+async def test_metadata_written_with_the_first_dictionary_still_loads() -> None:
+    """Builds before the house-rule fields wrote tag ``\\x01`` with ``META_DICT_V1``."""
+    store = MemoryMatchStore()
+    svc = MatchService(store)
+    created = await svc.create_match(Operator("acme"), T.CreateMatchRequest(preset="argentine"))
+    snap = await store.load(created.match.match_id)
+    assert snap is not None
+    raw = meta_codec.unpack(snap.meta)
+    c = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zdict=meta_codec.META_DICT_V1)
+    old = meta_codec.TAG_V1 + c.compress(raw) + c.flush()
+    assert meta_codec.unpack(old) == raw and Meta.from_bytes(old) == Meta.from_bytes(snap.meta)
