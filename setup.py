@@ -16,6 +16,7 @@ from setuptools import setup
 
 COMPILED = (
     "moves",
+    "tricks",
     "scoring",
     "flor",
     "variants",

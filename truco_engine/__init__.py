@@ -91,7 +91,7 @@ from truco_engine.record import (
     state_from_json,
     state_to_json,
 )
-from truco_engine.rules import PRESETS, RuleSet, find_preset, get_rules, preset_names
+from truco_engine.rules import PRESETS, RuleSet, find_preset, get_rules, house_rules, preset_names
 from truco_engine.state import MatchState
 
 __all__ = [
@@ -159,6 +159,7 @@ __all__ = [
     "describe",
     "find_preset",
     "get_rules",
+    "house_rules",
     "is_legal",
     "is_over",
     "legal_actions",

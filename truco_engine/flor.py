@@ -80,7 +80,14 @@ def played_first_card(h: HandState, seat: int) -> bool:
 def window_open(s: MatchState, h: HandState) -> bool:
     """The flor (and envido) window of the hand: flor played, first trick, no flor sung yet,
     no truco accepted or raised, not a hand of eleven or iron hand."""
-    return s.rules.flor and h.envido_open and not h.flor_sung and len(h.tricks) == 1 and not h.special
+    return (
+        s.rules.flor
+        and h.envido_open
+        and not h.flor_sung
+        and len(h.tricks) == 1
+        and not h.special
+        and h.truco_level < 0
+    )
 
 
 def can_sing(s: MatchState, h: HandState, seat: int, *, answering: bool) -> bool:
@@ -181,10 +188,14 @@ def accept(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     h.envido_open = False
     if seat not in h.flor_sung:
         h.flor_sung.append(seat)
-    value = S.flor_value(s, bet.chain)
-    ev.append(Event(E.CallAnswered(seat=seat, family=CallFamily.FLOR, accepted=True, value=value)))
     holders = [x for x in h.order if holds_flor(r, h, x)]
-    best = S.declare(h, holders, lambda x: flor_points_for(r, h.turn_up, h.dealt[x]), CallFamily.FLOR, ev)
+    declared: list[Event] = []  # the winner first: falta_envido_by_winner pays by it
+    best = S.declare(
+        h, holders, lambda x: flor_points_for(r, h.turn_up, h.dealt[x]), CallFamily.FLOR, declared
+    )
+    value = S.flor_value(s, bet.chain, h.side_of[best])
+    ev.append(Event(E.CallAnswered(seat=seat, family=CallFamily.FLOR, accepted=True, value=value)))
+    ev.extend(declared)
     if r.show_envido_cards:
         h.shows.append((best, "flor"))
     S.win_bet(s, h, CallFamily.FLOR, best, h.side_of[best], value, ev)

@@ -30,15 +30,16 @@ from truco_engine import actions as A
 from truco_engine import events as E
 from truco_engine import flor as F
 from truco_engine import scoring as S
+from truco_engine import tricks as T
 from truco_engine import variants as V
 from truco_engine.actions import Action
-from truco_engine.enums import AllTied, FoldOnEnvido, LeadAfterTie, PartnerFlor, Phase, PlayMode
+from truco_engine.enums import PartnerFlor, Phase, PlayMode
 from truco_engine.errors import IllegalActionError, InvalidCardError, MatchOverError, NotYourTurnError
 from truco_engine.events import CallFamily, Event, HandEndReason, private
-from truco_engine.ranking import FACE_DOWN, deck_set, envido_points_for
+from truco_engine.ranking import deck_set, envido_points_for
 from truco_engine.rules import RuleSet
 from truco_engine.scoring import ENVIDO_CALLS, ENVIDO_MAX, ENVIDO_ORDER
-from truco_engine.state import Call, HandState, MatchState, Trick
+from truco_engine.state import Call, HandState, MatchState
 
 NOT_YOUR_TURN: Final = "the game is not waiting for this seat"
 """The reason of a kind the seat may not take now because it is not its decision."""
@@ -274,11 +275,7 @@ class Play(Move):
         trick.plays.append((seat, card, action.face_down))
         played = E.CardPlayed(seat=seat, card=card, face_down=action.face_down, trick_index=len(h.tricks) - 1)
         ev.append(private(played, (seat,), "card") if action.face_down else Event(played))
-        n = len(h.order)
-        if len(trick.plays) < n:
-            h.turn = h.order[(h.order.index(seat) + 1) % n]
-            return
-        finish_trick(s, h, trick, ev)
+        T.played(s, h, seat, ev)
 
 
 _PLAYS: dict[tuple[str, bool], Action] = {}
@@ -298,86 +295,15 @@ def _steps(r: RuleSet) -> int:
     return len(r.truco_ladder) + (r.truco_game_call is not None)
 
 
-def finish_trick(s: MatchState, h: HandState, trick: Trick, ev: list[Event]) -> None:
-    """Decide a complete trick, then lead the next one or end the hand."""
-    strength = h.strength
-    best = FACE_DOWN
-    for _, card, down in trick.plays:
-        v = FACE_DOWN if down else strength[card]
-        if v > best:
-            best = v
-    top = [x for x, card, down in trick.plays if not down and strength[card] == best]
-    sides = {h.side_of[x] for x in top}
-    if best == FACE_DOWN or len(sides) > 1:
-        trick.tied = True
-        rule = s.rules.lead_after_tie
-        if rule is LeadAfterTie.TIED_TRICK_OPENER:
-            leader = trick.leader
-        elif rule is LeadAfterTie.MANO:
-            leader = h.order[0]
-        else:
-            tying = top or [p[0] for p in trick.plays]
-            leader = min(tying, key=h.order.index)
-    else:
-        trick.winner = top[0]
-        trick.side = h.side_of[top[0]]
-        leader = top[0]
-    ev.append(
-        Event(
-            E.TrickEnded(
-                trick_index=len(h.tricks) - 1,
-                winner_seat=trick.winner,
-                winner_team=trick.side,
-                tied=trick.tied,
-            )
-        )
-    )
-    if len(h.tricks) == 1 and h.envido_open:
+CAPPED: Final = "the hand is already worth what every side needs to win the game (truco_capped_at_game)"
+
+
+def truco_closes_envido(r: RuleSet, h: HandState) -> None:
+    """A truco accepted (or raised, which accepts it) closes the envido. With
+    ``fold_concedes_envido_after_truco`` the envido stays unplayed (``envido_open``) for the
+    mazo's point, and the window checks close it through ``truco_level`` instead."""
+    if r.envido and not r.fold_concedes_envido_after_truco:
         h.envido_open = False
-    decided, winner = hand_result(h.tricks)
-    if not decided:
-        h.tricks.append(Trick(leader))
-        h.turn = leader
-        return
-    if winner is None:
-        if s.rules.all_tricks_tied is AllTied.MANO:
-            side = h.side_of[h.order[0]]
-            S.end_hand(s, h, side, S.hand_points(s, h, side), HandEndReason.ALL_TIED_MANO, ev)
-        else:
-            S.end_hand(s, h, None, 0, HandEndReason.ALL_TIED_REDEAL, ev)
-        return
-    S.end_hand(s, h, winner, S.hand_points(s, h, winner), HandEndReason.TRICKS, ev)
-
-
-def hand_result(tricks: list[Trick]) -> tuple[bool, int | None]:
-    """Rule 7 of the paulista text (and the parda rules of the River Plate texts):
-    (decided, winning side or None for all three tied)."""
-    res = [None if t.tied else t.side for t in tricks if t.tied or t.side is not None]
-    if len(res) < 2:
-        return False, None
-    r1, r2 = res[0], res[1]
-    if len(res) == 2:
-        if r1 is not None and r1 == r2:
-            return True, r1
-        if r1 is not None and r2 is None:
-            return True, r1
-        if r1 is None and r2 is not None:
-            return True, r2
-        return False, None
-    r3 = res[2]
-    if r3 is None:
-        if r1 is None and r2 is None:
-            return True, None
-        return True, r1 if r1 is not None else r2
-    counts: dict[int, int] = {}
-    for x in res:
-        if x is not None:
-            counts[x] = counts.get(x, 0) + 1
-    top = max(counts.values())
-    leaders = [x for x, n in counts.items() if n == top]
-    if len(leaders) == 1:
-        return True, leaders[0]
-    return True, r1 if r1 in leaders else r3
 
 
 # -------------------------------------------------------------------------- truco
@@ -393,7 +319,7 @@ class Truco(Move):
             return NOT_YOUR_TURN
         if h.special:
             return f"nobody calls truco in the {'iron hand' if h.special == 'iron' else 'hand of eleven'}"
-        if not c.on_turn and (c.seat not in h.order or c.discard_owed()):
+        if not c.on_turn and (c.seat not in h.order or c.seat in h.out or c.discard_owed()):
             return NOT_YOUR_TURN
         if c.on_turn:
             why = c.block
@@ -407,11 +333,15 @@ class Truco(Move):
                 return f"the {call.family} call must be answered first"
             if call.level + 1 >= _steps(r):
                 return "the truco ladder is at its top"
+            if r.truco_capped_at_game and S.ladder_value(c.s, call.level) >= S.largest_need(c.s):
+                return CAPPED
             return None
         if h.truco_level + 1 >= _steps(r):
             return "the truco ladder is at its top"
         if h.raise_side is not None and h.raise_side != h.side_of[c.seat]:
             return "only the side that accepted the last call may raise"
+        if r.truco_capped_at_game and h.value >= S.largest_need(c.s):
+            return CAPPED
         return None
 
     def do(self, s: MatchState, h: HandState, seat: int, action: Action, ev: list[Event]) -> None:
@@ -422,11 +352,11 @@ class Truco(Move):
             h.value = S.ladder_value(s, old.level)
             level, responder = old.level + 1, old.caller
         else:
-            level, responder = h.truco_level + 1, next_opponent(h, seat)
+            level, responder = h.truco_level + 1, T.next_opponent(h, seat)
             if r.flor and level == 0:
                 responder = F.flor_responder(s, h, seat, responder)
-        if r.envido and old is not None:
-            h.envido_open = False
+        if old is not None:
+            truco_closes_envido(r, h)
         name = r.call_name(level)
         h.truco = Call(CallFamily.TRUCO, seat, responder, [name], level)
         ev.append(
@@ -444,6 +374,9 @@ class Truco(Move):
 
 
 # ------------------------------------------------------------------------- envido
+_DOUBLE: Final = ["envido", "envido"]
+
+
 class Envido(Move):
     """The envido chain: envido, real envido, falta envido."""
 
@@ -467,6 +400,8 @@ class Envido(Move):
             last = ENVIDO_ORDER[call.chain[-1]]
             if ENVIDO_ORDER[self.kind] < last or call.chain.count(self.kind) >= ENVIDO_MAX[self.kind]:
                 return f"{self.kind} cannot follow {', '.join(call.chain)}"
+            if self.kind == "falta_envido" and not c.r.falta_after_envido_envido and call.chain == _DOUBLE:
+                return "falta_envido cannot follow envido, envido (falta_after_envido_envido)"
         return None
 
     @staticmethod
@@ -483,7 +418,7 @@ class Envido(Move):
         call = c.pending
         window = "envido is only possible in the first trick, before your card, once per hand"
         if call is None or (call.family is CallFamily.TRUCO and call.level == 0 and h.bet is None):
-            if not h.envido_open or len(h.tricks) != 1 or h.special:
+            if not h.envido_open or len(h.tricks) != 1 or h.special or h.truco_level >= 0:
                 return window
             if r.flor and F.envido_barred(c.s, h, c.seat):
                 return "a player holding flor sings flor instead of calling envido (envido_with_flor)"
@@ -504,7 +439,7 @@ class Envido(Move):
             responder = old.caller
         else:
             chain = [name]
-            responder = h.truco.caller if h.truco is not None else next_opponent(h, seat)
+            responder = h.truco.caller if h.truco is not None else T.next_opponent(h, seat)
             if s.rules.flor and h.truco is None:
                 F.void_partners_flor(s, h, seat)
                 partners = s.rules.partner_flor is PartnerFlor.FIRST
@@ -546,6 +481,8 @@ class SingFlor(Move):
             return None if c.flor else window
         bet = h.bet
         if r.flor_mandatory or bet is None or bet.family is not CallFamily.ENVIDO or c.seat not in h.order:
+            return NOT_YOUR_TURN
+        if c.seat in h.out:
             return NOT_YOUR_TURN
         if c.seat == bet.caller:
             return "the envido's caller does not sing flor over his own envido"
@@ -629,11 +566,14 @@ def accept(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     if bet is not None:
         h.bet = None
         h.envido_open = False
-        value = S.envido_value(s, bet.chain)
-        ev.append(Event(E.CallAnswered(seat=seat, family=bet.family, accepted=True, value=value)))
+        seats = h.order if not h.out else tuple(x for x in h.order if x not in h.out)
+        declared: list[Event] = []  # the winner first: falta_envido_by_winner pays by it
         best = S.declare(
-            h, h.order, lambda x: envido_points_for(r, h.turn_up, h.dealt[x]), CallFamily.ENVIDO, ev
+            h, seats, lambda x: envido_points_for(r, h.turn_up, h.dealt[x]), CallFamily.ENVIDO, declared
         )
+        value = S.envido_value(s, bet.chain, h.side_of[best])
+        ev.append(Event(E.CallAnswered(seat=seat, family=bet.family, accepted=True, value=value)))
+        ev.extend(declared)
         if r.show_envido_cards:
             h.shows.append((best, "envido"))
         S.win_bet(s, h, CallFamily.ENVIDO, best, h.side_of[best], value, ev)
@@ -644,8 +584,7 @@ def accept(s: MatchState, h: HandState, seat: int, ev: list[Event]) -> None:
     h.truco_level = call.level
     h.value = S.ladder_value(s, call.level)
     h.raise_side = h.side_of[seat]
-    if r.envido:
-        h.envido_open = False
+    truco_closes_envido(r, h)
     ev.append(Event(E.CallAnswered(seat=seat, family=CallFamily.TRUCO, accepted=True, value=h.value)))
 
 
@@ -688,37 +627,7 @@ class Fold(Move):
         return c.block
 
     def do(self, s: MatchState, h: HandState, seat: int, action: Action, ev: list[Event]) -> None:
-        r = s.rules
-        side = h.side_of[seat]
-        other = h.side_of[next_opponent(h, seat)]
-        ev.append(Event(E.Folded(seat=seat, team=side)))
-        bet = h.bet
-        # Going to the mazo with the envido still open: the other side's envido point.
-        conceded = bet is None and r.fold_concedes_envido and h.envido_open and not h.flor_sung
-        if conceded and S.win_bet(s, h, CallFamily.ENVIDO, None, other, 1, ev):
-            return
-        if bet is not None:
-            h.bet = None
-            # A pending envido is dropped (seed 003: the opponent "is awarded whatever the round
-            # is currently worth") or counted as declined; a sung flor is always paid.
-            if bet.family is CallFamily.FLOR or r.fold_on_envido is FoldOnEnvido.DECLINED:
-                value = S.bet_values(s, bet)[1]
-                if S.win_bet(s, h, bet.family, bet.caller, other, value, ev):
-                    return
-        h.truco = None
-        S.end_hand(s, h, other, S.hand_points(s, h, other), HandEndReason.FOLDED, ev)
-
-
-def next_opponent(h: HandState, seat: int) -> int:
-    """The first seat of another side after ``seat`` in play order."""
-    n = len(h.order)
-    i = h.order.index(seat)
-    side = h.side_of[seat]
-    for k in range(1, n):
-        x = h.order[(i + k) % n]
-        if h.side_of[x] != side:
-            return x
-    raise AssertionError("no opponent")  # pragma: no cover
+        T.fold(s, h, seat, ev)
 
 
 # ----------------------------------------------------------------------- registry

@@ -17,6 +17,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any, Final
 
 from truco_engine.cards import DECKS
@@ -34,6 +35,7 @@ from truco_engine.enums import (
     Ranking,
 )
 from truco_engine.errors import InvalidRulesError, UnknownPresetError
+from truco_engine.rule_checks import validate
 
 RANKINGS: Final = tuple(Ranking)
 PLAY_MODES: Final = tuple(PlayMode)
@@ -190,6 +192,42 @@ class RuleSet:
     played yet, no truco accepted) gives the other side one extra point, as a declined envido
     would (only with ``envido`` and ``fold``)."""
 
+    envido_declined_plus_one: bool = False
+    """A declined envido chain pays what it had reached before the declined call plus one:
+    envido, envido declined 3; envido, real envido 3; envido, envido, real envido 5;
+    envido, falta envido 3 (gotruco, pytruco). A single declined call still pays 1. Off: what
+    the chain had reached, at least 1 (seeds 002, 003). Only with ``envido``."""
+
+    falta_envido_adds_chain: bool = False
+    """An accepted falta envido also pays the calls accepted before it: envido, falta envido
+    = 2 + the falta (gotruco, pytruco). Off: the falta alone (seeds 002, 003). Only with
+    ``envido``."""
+
+    falta_envido_by_winner: bool = False
+    """While the leader is in the first half (malas), the falta envido (and a contraflor al
+    resto played as the falta) pays what its winner needs to close the half, not what the
+    leader needs (marianogappa/truco, gotruco). Only with ``falta_envido="half"``."""
+
+    falta_after_envido_envido: bool = True
+    """Falta envido may directly follow envido, envido. Off: it may not (marianogappa/truco);
+    envido, envido, real envido, falta envido stays possible. Off only with ``envido``."""
+
+    fold_concedes_envido_after_truco: bool = False
+    """With ``fold_concedes_envido``: going to the mazo during the first trick still gives the
+    envido point when a truco was accepted, as long as no envido or flor was played
+    (marianogappa/truco). Off: an accepted truco closes the envido and there is no point."""
+
+    truco_capped_at_game: bool = False
+    """No truco call or raise once the hand's value (the pending call's, else the accepted
+    one) already gives every side what it needs to win the game: at 10-10 of 12 no six after
+    the truco, at 5-8 no twelve after the nine (CTruco). Off: the ladder is always open."""
+
+    fold_alone: bool = False
+    """Team games: a player may go to the deck alone on his turn (no call pending) while a
+    partner is still in the hand; his cards leave the hand and the partners play on. The last
+    player of a side to fold gives up the hand for the side (gotruco). Only with ``fold``,
+    ``play_mode="teams"`` and 4 or more players."""
+
     pica_pica: bool = False
     """Teams of 6 to 12 players: every second hand is played head-to-head ('pica-pica',
     'de punta'): each player plays a one-against-one sub-hand with the opponent facing him
@@ -206,7 +244,7 @@ class RuleSet:
                 except ValueError:
                     allowed = ", ".join(m.value for m in enum)
                     raise InvalidRulesError(name, f"{value!r} is not allowed; allowed: {allowed}") from None
-        _validate(self)
+        validate(self)
 
     # ----------------------------------------------------------------- helpers
     @property
@@ -266,9 +304,9 @@ _FIELD_TYPES: Final = typing.get_type_hints(RuleSet)
 
 def _type_problem(hint: Any, value: object) -> str | None:
     """What is wrong with the type of ``value`` for a field of type ``hint``, for the types
-    :func:`_validate` does not check itself (``None``: nothing): flags, and lists, whose items
-    later code hashes or prints as names (numbers and names get their allowed values from
-    :func:`_validate` and the enums)."""
+    :func:`truco_engine.rule_checks.validate` does not check itself (``None``: nothing):
+    flags, and lists, whose items later code hashes or prints as names (numbers and names get
+    their allowed values from ``validate`` and the enums)."""
     if hint is bool:
         return None if isinstance(value, bool) else "expected true or false"
     if typing.get_origin(hint) is tuple:
@@ -296,102 +334,6 @@ def _build(base: RuleSet, overrides: Mapping[str, Any]) -> RuleSet:
             raise InvalidRulesError(k, f"{problem}, got {shown}")
         clean[k] = v
     return dataclasses.replace(base, **clean)
-
-
-def _int(name: str, value: object, lo: int, hi: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise InvalidRulesError(name, f"{value!r} is not allowed; allowed: integers {lo}..{hi}")
-
-
-def _validate(r: RuleSet) -> None:
-    if not isinstance(r.name, str) or not r.name:
-        raise InvalidRulesError("name", "must be a non-empty string")
-    french = r.deck is Deck.FRENCH40
-    needs_french = r.ranking in (Ranking.VIRA, Ranking.FIXED_MINEIRO)
-    if french != needs_french:
-        decks = "french40" if needs_french else "spanish40, spanish22"
-        raise InvalidRulesError("deck", f"'{r.deck}' does not fit ranking '{r.ranking}'; allowed: {decks}")
-    if r.ranking is Ranking.VALENCIAN and r.deck is not Deck.SPANISH22:
-        raise InvalidRulesError("deck", "ranking 'valencian' needs deck 'spanish22'; allowed: spanish22")
-    if r.deck is Deck.SPANISH22 and r.ranking is not Ranking.VALENCIAN:
-        raise InvalidRulesError("ranking", "deck 'spanish22' needs ranking 'valencian'; allowed: valencian")
-    allowed_players: tuple[int, ...]
-    if r.play_mode is PlayMode.TEAMS:
-        allowed_players = (2, 4, 6) if r.deck is Deck.SPANISH22 else (2, 4, 6, 8, 10, 12)
-    else:
-        allowed_players = (3,)
-    if r.players not in allowed_players:
-        raise InvalidRulesError(
-            "players",
-            f"{r.players!r} is not allowed with play_mode '{r.play_mode}' and deck '{r.deck}'; "
-            f"allowed: {', '.join(map(str, allowed_players))}",
-        )
-    # Each player needs 3 cards (4 for the carancho), plus a turn-up card where used.
-    need = (
-        3 * r.players
-        + (1 if r.ranking in (Ranking.VIRA, Ranking.MUESTRA) else 0)
-        + (1 if r.play_mode is PlayMode.CARANCHO else 0)
-    )
-    have = len(DECKS[r.deck]) if not r.clean_deck else 24
-    if need > have:
-        raise InvalidRulesError("players", f"{r.players} players need {need} cards; the deck has {have}")
-    _int("target_points", r.target_points, 1, 1000)
-    _int("games_to_win", r.games_to_win, 1, 99)
-    _int("base_value", r.base_value, 1, 1000)
-    _int("face_down_from_trick", r.face_down_from_trick, 0, 3)
-    if r.face_down_from_trick == 1:
-        raise InvalidRulesError("face_down_from_trick", "1 is not allowed; allowed: 0 (never), 2, 3")
-    ladder = r.truco_ladder
-    if not ladder or any(not isinstance(v, int) or isinstance(v, bool) for v in ladder):
-        raise InvalidRulesError("truco_ladder", "must be a non-empty list of integers")
-    if any(b <= a for a, b in zip((r.base_value, *ladder), ladder, strict=False)):
-        raise InvalidRulesError(
-            "truco_ladder", f"values must rise above base_value {r.base_value}: {list(ladder)}"
-        )
-    if len(r.truco_call_names) != len(ladder):
-        raise InvalidRulesError("truco_call_names", f"needs {len(ladder)} names, one per ladder step")
-    game_call = r.truco_game_call
-    if game_call is not None and (
-        not isinstance(game_call, str) or not game_call or game_call in r.truco_call_names
-    ):
-        raise InvalidRulesError(
-            "truco_game_call", "must be null or a name that is not one of truco_call_names"
-        )
-    if r.hand_of_eleven_at is not None:
-        _int("hand_of_eleven_at", r.hand_of_eleven_at, 1, r.target_points - 1)
-        _int("hand_of_eleven_value", r.hand_of_eleven_value, 1, 1000)
-        _int("hand_of_eleven_refusal", r.hand_of_eleven_refusal, 1, 1000)
-        if r.play_mode is not PlayMode.TEAMS:
-            raise InvalidRulesError("hand_of_eleven_at", "only with play_mode 'teams'; allowed: null")
-    if r.clean_deck and r.ranking in (Ranking.MUESTRA, Ranking.VALENCIAN):
-        raise InvalidRulesError("clean_deck", f"not with ranking '{r.ranking}'; allowed: false")
-    if r.flor and not r.envido:
-        raise InvalidRulesError("flor", "flor needs envido; allowed: false when envido is false")
-    if r.envido_with_flor and not r.flor:
-        raise InvalidRulesError("envido_with_flor", "only with flor; allowed: false when flor is false")
-    for name in ("flor_value", "flor_accepted_value", "contraflor_value"):
-        _int(name, getattr(r, name), 1, 1000)
-    if r.fold_concedes_envido and not (r.envido and r.fold):
-        raise InvalidRulesError(
-            "fold_concedes_envido", "only with envido and fold; allowed: false when either is false"
-        )
-    if r.pica_pica and (r.play_mode is not PlayMode.TEAMS or r.players not in PICA_PICA_PLAYERS):
-        raise InvalidRulesError(
-            "pica_pica",
-            "head-to-head hands need two teams of 3 to 6 players; "
-            "allowed: true with play_mode 'teams' and players 6, 8, 10 or 12, else false",
-        )
-    if r.envido and r.deck is Deck.FRENCH40:
-        raise InvalidRulesError("envido", "envido is played with a Spanish deck; allowed: false")
-    seen: set[str] = set()
-    for c in r.extra_manilhas:
-        if c not in DECKS[r.deck] or c in seen:
-            raise InvalidRulesError("extra_manilhas", f"{c!r} is not a distinct card of deck '{r.deck}'")
-        seen.add(c)
-
-
-PICA_PICA_PLAYERS: Final = (6, 8, 10, 12)
-"""Table sizes of the head-to-head rounds (seed 001: "Nas modalidades de 6 a 12 pessoas")."""
 
 
 # ---------------------------------------------------------------------- presets
@@ -506,12 +448,30 @@ def get_rules(name: str = "paulista", /, **overrides: Any) -> RuleSet:
     return _build(base, extra) if extra else base
 
 
+@lru_cache(maxsize=256)
+def house_rules(rules: RuleSet) -> tuple[str, ...]:
+    """The names of the fields in which ``rules`` differs from its preset played at the same
+    table size, target and number of games (what a match's rules summary names as its house
+    rules), sorted. A rule set not built from a registered preset is compared with the field
+    defaults."""
+    ref = RuleSet()
+    if rules.name in PRESETS:
+        shown = {"players": rules.players, "target_points": rules.target_points}
+        try:
+            ref = get_rules(rules.name, games_to_win=rules.games_to_win, **shown)
+        except InvalidRulesError:
+            ref = PRESETS[rules.name]
+    differ = (f.name for f in fields(RuleSet) if getattr(rules, f.name) != getattr(ref, f.name))
+    return tuple(sorted(name for name in differ if name != "name"))
+
+
 __all__ = [
     "ALIASES",
     "PRESETS",
     "RuleSet",
     "find_preset",
     "get_rules",
+    "house_rules",
     "preset_names",
     "register_preset",
 ]

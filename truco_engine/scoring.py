@@ -32,36 +32,63 @@ def game_value(s: MatchState) -> int:
     return s.rules.target_points - max(s.scores)
 
 
-def falta_value(s: MatchState) -> int:
+def side_score(s: MatchState, side: int) -> int:
+    """The score that counts for ``side``'s game: its own (the pair of a carancho hand: its
+    partner nearer the target)."""
+    holders = V.shape_of(s.rules).score_holders(s.hand, side)
+    return max(s.scores[x] for x in holders)
+
+
+def lowest_side_score(s: MatchState) -> int:
+    """The score of the side of the hand in progress furthest from the target."""
+    h = s.hand
+    if h is None or len(s.scores) == 2:
+        return min(s.scores)
+    return min(side_score(s, side) for side in {h.side_of[x] for x in h.order})
+
+
+def falta_value(s: MatchState, winner: int | None = None) -> int:
     """Falta envido: what the leader needs to win the game, or (``falta_envido="half"``)
-    to close the first half while the leader is still in it."""
+    to close the first half while the leader is still in it -- what ``winner`` (the side that
+    wins it) needs to close it with ``falta_envido_by_winner``; the winner not known yet,
+    the most it can pay."""
     r = s.rules
     lead = max(s.scores)
     half = r.target_points // 2
     if r.falta_envido is FaltaEnvido.HALF and lead < half:
+        if r.falta_envido_by_winner:
+            return half - (lowest_side_score(s) if winner is None else side_score(s, winner))
         return half - lead
     return r.target_points - lead
 
 
-def envido_value(s: MatchState, chain: Sequence[str]) -> int:
-    """Points an accepted envido chain is worth (falta envido: what it is worth now)."""
+def envido_value(s: MatchState, chain: Sequence[str], winner: int | None = None) -> int:
+    """Points an accepted envido chain is worth (falta envido: what it is worth now, to
+    ``winner`` when given; plus the calls before it with ``falta_envido_adds_chain``)."""
     if "falta_envido" in chain:
-        return falta_value(s)
+        if s.rules.falta_envido_adds_chain:
+            return falta_value(s, winner) + sum(ENVIDO_VALUE[c] for c in chain[:-1])
+        return falta_value(s, winner)
     return sum(ENVIDO_VALUE[c] for c in chain)
 
 
 def envido_declined_value(s: MatchState, chain: Sequence[str]) -> int:
     """Points the caller scores when the last call of the chain is declined: the value the
-    chain had reached before that call, at least 1."""
-    return envido_value(s, chain[:-1]) if len(chain) > 1 else 1
+    chain had reached before that call, at least 1 (``envido_declined_plus_one``: that value
+    plus one)."""
+    if len(chain) == 1:
+        return 1
+    before = envido_value(s, chain[:-1])
+    return before + 1 if s.rules.envido_declined_plus_one else before
 
 
-def flor_value(s: MatchState, chain: Sequence[str]) -> int:
-    """Points an accepted flor chain is worth (flor against flor, contraflor, al resto)."""
+def flor_value(s: MatchState, chain: Sequence[str], winner: int | None = None) -> int:
+    """Points an accepted flor chain is worth (flor against flor, contraflor, al resto; the
+    falta, as falta envido, to ``winner`` when given)."""
     r = s.rules
     last = chain[-1]
     if last == "contraflor_al_resto":
-        return game_value(s) if r.contraflor_al_resto is ContraflorAlResto.GAME else falta_value(s)
+        return game_value(s) if r.contraflor_al_resto is ContraflorAlResto.GAME else falta_value(s, winner)
     if last == "contraflor":
         return r.contraflor_value
     return r.flor_accepted_value
@@ -91,6 +118,12 @@ def hand_points(s: MatchState, h: HandState, side: int) -> int:
     if hand_wins_game(s, h):
         return s.rules.target_points - s.scores[side]
     return h.value
+
+
+def largest_need(s: MatchState) -> int:
+    """What the side of the hand in progress furthest from the target needs to win the game
+    (a hand worth this much decides the game whoever takes it)."""
+    return s.rules.target_points - lowest_side_score(s)
 
 
 def ladder_value(s: MatchState, level: int) -> int:

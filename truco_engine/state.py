@@ -123,6 +123,7 @@ class HandState:
         "mano",
         "number",
         "order",
+        "out",
         "over",
         "raise_side",
         "shows",
@@ -165,6 +166,9 @@ class HandState:
     blind: bool
     shows: list[tuple[int, str]]
     over: bool
+    out: tuple[int, ...]
+    """Seats that went to the deck alone this (sub-)hand (``fold_alone``), in the order they
+    left."""
 
     def __init__(self) -> None:
         """An empty hand; :func:`truco_engine.deal` and :meth:`from_dict` fill it in."""
@@ -184,6 +188,7 @@ class HandState:
         self.flor_void = ()
         self.shows = []
         self.over = False
+        self.out = ()
 
     def copy(self) -> HandState:
         h = HandState()
@@ -215,6 +220,7 @@ class HandState:
         h.blind = self.blind
         h.shows = list(self.shows)
         h.over = self.over
+        h.out = self.out
         return h
 
     def to_dict(self) -> dict[str, Any]:
@@ -246,6 +252,8 @@ class HandState:
         }
         if self.flor_void:  # written only when set: states of hands without it keep their form
             d["flor_void"] = list(self.flor_void)
+        if self.out:  # likewise
+            d["out"] = list(self.out)
         return d
 
     @classmethod
@@ -278,6 +286,7 @@ class HandState:
         h.blind = d["blind"]
         h.shows = [(s[0], s[1]) for s in d["shows"]]
         h.over = d["over"]
+        h.out = tuple(d.get("out", ()))
         return h
 
 

@@ -156,3 +156,16 @@ def test_malformed_actions_name_the_field_and_quote_little(msg: action_pb2.Actio
 def test_an_event_of_an_unknown_kind_keeps_its_kind() -> None:
     ev = codec.event_from_proto(event_pb2.Event(version=3, kind="clock_started"))
     assert ev.kind == "clock_started" and ev.version == 3 and ev.data == {}
+
+
+def test_the_rules_summary_names_the_house_rules() -> None:
+    """``RulesSummary.house_rules``: the fields set apart from the preset at this table size,
+    target and number of games (docs/rules/house-rules.md)."""
+    plain = codec.rules_summary(te.get_rules("argentine-4p", target_points=30))
+    assert list(plain.house_rules) == []
+    house = te.get_rules(
+        "argentine-4p", fold_alone=True, truco_capped_at_game=True, envido_declined_plus_one=True
+    )
+    summary = codec.rules_summary(house)
+    assert list(summary.house_rules) == ["envido_declined_plus_one", "fold_alone", "truco_capped_at_game"]
+    assert json_format.MessageToDict(summary)["houseRules"] == list(summary.house_rules)

@@ -594,6 +594,17 @@ def test_option_fold_gives_up_the_current_value():
     assert t.state.scores == [0, 7]
 
 
+def test_option_fold_in_the_iron_hand_gives_the_game():
+    """With ``fold=True`` a fold in the iron hand gives the other side the hand, which is
+    worth the game to whoever takes it."""
+    t = Table("paulista-2p", fold=True).set(scores=[11, 11])
+    t.deal(vira="7D")
+    assert t.hand.special == "iron"
+    t.act(0, "fold")
+    assert t.hand_end() == {"winner_team": 1, "points": 1, "reason": "folded"}
+    assert t.state.phase == "over" and t.state.winner == 1
+
+
 def test_option_fold_is_off_by_default():
     """The paulista text has no folding outside an answer; ``fold`` defaults to false."""
     t = Table("paulista-2p")

@@ -18,6 +18,11 @@ Properties (checked together along one random match per example, to keep the sui
   and cards of a side that won a bet (envido, flor), revealed at the end of the hand;
 * ``replay(record)`` rebuilds the live state; states, records and events round-trip
   through JSON.
+
+The same properties hold with every house rule switched on (``tests/helpers/house_rules.py``),
+plus: no truco call is made once the hand is worth what every side needs
+(``truco_capped_at_game``), and a seat that folded alone holds no card and has no legal action
+for the rest of its hand (``fold_alone``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.events import data
+from tests.helpers.house_rules import HOUSE_RULES, house_fields, with_house_rules
 from truco_engine import (
     Event,
     EventKind,
@@ -81,6 +87,22 @@ def _cases() -> list[tuple[str, int]]:
 
 CASES = _cases()
 IDS = [f"{name}-{n}p" for name, n in CASES]
+
+
+def _house_cases() -> list[tuple[str, int]]:
+    """Every preset at its own table size and, where that is not 4 and a team game of 4 is
+    allowed, at 4 players (where partners can fold alone)."""
+    out = []
+    for name in preset_names():
+        n = get_rules(name).players
+        out.append((name, n))
+        if n != 4 and (name, 4) in CASES and get_rules(name, players=4).play_mode == "teams":
+            out.append((name, 4))
+    return out
+
+
+HOUSE_CASES = _house_cases()
+HOUSE_IDS = [f"{name}-{n}p-house" for name, n in HOUSE_CASES]
 SETTINGS = settings(
     max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
 )
@@ -188,6 +210,8 @@ class ValueTracker:
             if self.pending is not None:  # a raise accepts the raised call
                 self.value = self.pending
             assert d["value_if_declined"] == self.value
+            if r.truco_capped_at_game and r.play_mode != "carancho":  # a call that can still matter
+                assert self.value < r.target_points - min(self.scores), (self.value, self.scores)
             if d["name"] == r.truco_game_call:  # joc fora: the hand is worth the game
                 assert d["value_if_accepted"] == r.target_points - min(self.scores)
                 self.pending = GAME
@@ -205,7 +229,7 @@ class ValueTracker:
                 assert side is None and points == 0
             elif reason == "eleven_refused":
                 assert points == r.hand_of_eleven_refusal
-            elif (self.special == "iron" and reason in ("tricks", "all_tied_mano")) or (
+            elif (self.special == "iron" and reason in ("tricks", "all_tied_mano", "folded")) or (
                 self.value == GAME and reason != "declined"  # joc fora accepted
             ):
                 assert points == r.target_points - self.scores[side]
@@ -318,9 +342,13 @@ def check_match(rules: RuleSet, seed: int, start: MatchState | None) -> MatchSta
     kn = Knowledge(rules)
     rng = random.Random(seed ^ 0x5EED)
     last = None
+    out: set[int] = set()  # seats that folded alone this (sub-)hand
     for before, events, after in play(rules, seed, start):
         last = after
         assert events and before != after
+        _track_out(events, out)
+        for seat in out:
+            assert not legal_actions(after, seat) and observe(after, seat).hand == ()
         for e in events:
             values.feed(e, seat_teams(after))
             if e.kind == EventKind.HAND_STARTED:
@@ -350,6 +378,17 @@ def check_match(rules: RuleSet, seed: int, start: MatchState | None) -> MatchSta
     assert last is not None and last.phase == "over" and last.winner is not None
     assert max(last.games) == rules.games_to_win
     return last
+
+
+def _track_out(events: list[Event], out: set[int]) -> None:
+    """Keep ``out``, the seats that folded alone in the (sub-)hand in progress, up to date."""
+    kinds = [e.kind for e in events]
+    if EventKind.HAND_STARTED in kinds or EventKind.HEAD_TO_HEAD_STARTED in kinds:
+        out.clear()
+    if EventKind.HAND_ENDED in kinds or EventKind.GAME_ENDED in kinds:
+        out.clear()
+    elif EventKind.FOLDED in kinds:  # the hand goes on: the seat folded alone
+        out.update(data(e)["seat"] for e in events if e.kind == EventKind.FOLDED)
 
 
 def _check_json_round_trip(rules: RuleSet, state: MatchState) -> None:
@@ -393,6 +432,25 @@ def test_random_match_from_random_scores(preset, players, seed):
     ends, each hand pays its value, no leak, JSON round-trips."""
     rules = get_rules(preset, players=players)
     check_match(rules, seed, near_end(rules, random.Random(seed)))
+
+
+@pytest.mark.parametrize(("preset", "players"), HOUSE_CASES, ids=HOUSE_IDS)
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_match_with_every_house_rule(preset, players, seed):
+    """Every house rule the preset can take switched on: from a new match and from random
+    scores, the same properties, and ``replay(record)`` equals the live state."""
+    rules = with_house_rules(get_rules(preset, players=players))
+    assert type(rules).from_dict(rules.to_dict()) == rules
+    last = check_match(rules, seed, None)
+    assert replay(play.last_record) == last  # type: ignore[attr-defined]
+    check_match(rules, seed, near_end(rules, random.Random(seed)))
+
+
+def test_house_cases_switch_every_house_rule_on():
+    on = set().union(*(house_fields(with_house_rules(get_rules(n, players=p))) for n, p in HOUSE_CASES))
+    assert on == set(HOUSE_RULES)
+    assert house_fields(with_house_rules(get_rules("argentine-4p"))) == set(HOUSE_RULES)
 
 
 def test_cases_cover_the_brazilian_tables():

@@ -1,5 +1,6 @@
-"""Every River Plate preset and player count: random legal play ends, replays exactly, and no
-observation or redacted event shows a seat a card it may not know. Rule options validate."""
+"""Every River Plate preset and player count, and each with every house rule switched on:
+random legal play ends, replays exactly, and no observation or redacted event shows a seat a
+card it may not know. Rule options validate."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from typing import Any
 import pytest
 
 from tests.helpers.events import data
+from tests.helpers.house_rules import with_house_rules
 from truco_engine import (
     EventKind,
     InvalidRulesError,
     Match,
     RuleSet,
     get_rules,
+    house_rules,
     is_over,
     legal_actions,
     needs_deal,
@@ -49,6 +52,11 @@ def _cases() -> list[tuple[str, RuleSet]]:
         ("gaucho-clean", get_rules("gaucho", clean_deck=True)),
         ("uruguayan-no-flor", get_rules("uruguayan", flor=False)),
         ("valencian-flor", get_rules("valencian", flor=True)),
+    ]
+    out += [(f"{name}-house", with_house_rules(get_rules(name))) for name in PRESETS]
+    out += [
+        (f"{name}-4p-house", with_house_rules(get_rules(name, players=4)))
+        for name in ("argentine", "uruguayan")
     ]
     return out
 
@@ -136,6 +144,19 @@ def test_cards_revealed_only_when_a_hand_or_game_ends():
         ({"ranking": "valencian"}, "deck"),
         ({"deck": "spanish22"}, "ranking"),
         ({"ranking": "uruguayo"}, "ranking"),
+        ({"envido_declined_plus_one": True, "envido": False, "flor": False}, "envido_declined_plus_one"),
+        ({"falta_envido_adds_chain": True, "envido": False, "flor": False}, "falta_envido_adds_chain"),
+        ({"falta_after_envido_envido": False, "envido": False, "flor": False}, "falta_after_envido_envido"),
+        ({"falta_envido_by_winner": True}, "falta_envido_by_winner"),
+        (
+            {"falta_envido_by_winner": True, "falta_envido": "half", "envido": False, "flor": False},
+            "falta_envido_by_winner",
+        ),
+        ({"fold_concedes_envido_after_truco": True}, "fold_concedes_envido_after_truco"),
+        ({"fold_alone": True}, "fold_alone"),
+        ({"fold_alone": True, "players": 4, "fold": False}, "fold_alone"),
+        ({"fold_alone": True, "players": 3}, "fold_alone"),
+        ({"truco_capped_at_game": "yes"}, "truco_capped_at_game"),
     ],
 )
 def test_invalid_options_name_the_field_and_allowed_values(overrides, field):
@@ -155,6 +176,9 @@ def test_preset_defaults():
         False,
     )
     assert not a.fold_concedes_envido and a.falta_envido == "game"
+    assert (a.envido_declined_plus_one, a.falta_envido_adds_chain, a.falta_envido_by_winner) == (False,) * 3
+    assert a.falta_after_envido_envido and not a.fold_concedes_envido_after_truco
+    assert not a.truco_capped_at_game and not a.fold_alone
     assert get_rules("argentine-30").target_points == 30
     assert get_rules("pica-pica").pica_pica and get_rules("pica-pica").players == 6
     assert get_rules("carancho").play_mode == "carancho"
@@ -162,3 +186,12 @@ def test_preset_defaults():
     assert (v.deck, v.ranking, v.flor) == ("spanish22", "valencian", False)
     u = get_rules("uruguayan")
     assert (u.ranking, u.falta_envido) == ("muestra", "half")
+
+
+def test_house_rules_name_the_fields_set_apart_from_the_preset():
+    """What a match's rules summary names (``RulesSummary.house_rules``): the player count,
+    target and games are shown beside it, so what follows from them is no house rule."""
+    assert house_rules(get_rules("argentine-3p")) == ()
+    assert house_rules(get_rules("paulista", target_points=24, games_to_win=2)) == ()
+    rules = get_rules("uruguayan", falta_envido_by_winner=True, falta_after_envido_envido=False, flor=False)
+    assert house_rules(rules) == ("falta_after_envido_envido", "falta_envido_by_winner", "flor")

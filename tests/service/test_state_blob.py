@@ -51,6 +51,23 @@ def test_the_dictionaries_never_change() -> None:
         hashlib.sha256(compact.META_DICT_V1).hexdigest()
         == "2ee9d20a074e7c0b11f42f06c10a31dd4907b6d8631fbb5adeaffc4439dcc3b8"
     )
+    assert (
+        hashlib.sha256(compact.META_DICT_V2).hexdigest()
+        == "1eafd7d26eb2ab7c3ac5f52c701b4017dd69f175caa5d25649b6f3ff841049ce"
+    )
     event = b'{"card":"3e","face_down":false,"kind":"card_played","seat":0,"t":336696,"trick_index":0}'
     assert compact.unpack_event(compact.pack_event(event)) == event
     assert len(compact.pack_event(event)) < len(event) // 4
+
+
+async def test_metadata_written_with_the_first_dictionary_still_loads() -> None:
+    """Builds before the house-rule fields wrote tag ``\\x01`` with ``META_DICT_V1``."""
+    svc = services()
+    created = await svc.steps.create_match(Operator("acme"), T.CreateMatchRequest(preset="argentine"))
+    snap = await svc.store.matches.load(created.match.match_id)
+    assert snap is not None
+    raw = compact.unpack_meta(snap.meta)
+    c = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zdict=compact.META_DICT_V1)
+    old = compact.META_TAG_V1 + c.compress(raw) + c.flush()
+    assert compact.unpack_meta(old) == raw and meta_of(old) == meta_of(snap.meta)
+    await svc.store.close()

@@ -94,6 +94,7 @@ class RulesSummary(_message.Message):
     DECK_STYLE_FIELD_NUMBER: _builtins.int
     ENVIDO_FIELD_NUMBER: _builtins.int
     FLOR_FIELD_NUMBER: _builtins.int
+    HOUSE_RULES_FIELD_NUMBER: _builtins.int
     preset: _builtins.str
     """Canonical preset name."""
     players: _builtins.int
@@ -108,6 +109,14 @@ class RulesSummary(_message.Message):
     """Envido is played."""
     flor: _builtins.bool
     """Flor is played."""
+    @_builtins.property
+    def house_rules(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The house rules: names of the rule-set fields whose values differ from the
+        preset played at this table size, target and number of games (e.g.
+        "fold_alone", "truco_capped_at_game"), sorted. Their values are in
+        Match.effective_rules; docs/rules/ describes each field.
+        """
+
     def __init__(
         self,
         *,
@@ -118,10 +127,11 @@ class RulesSummary(_message.Message):
         deck_style: Global___DeckStyle.ValueType = ...,
         envido: _builtins.bool = ...,
         flor: _builtins.bool = ...,
+        house_rules: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deck_style", b"deck_style", "envido", b"envido", "flor", b"flor", "games_to_win", b"games_to_win", "players", b"players", "preset", b"preset", "target_points", b"target_points"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deck_style", b"deck_style", "envido", b"envido", "flor", b"flor", "games_to_win", b"games_to_win", "house_rules", b"house_rules", "players", b"players", "preset", b"preset", "target_points", b"target_points"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

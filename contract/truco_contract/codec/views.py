@@ -76,6 +76,7 @@ def rules_summary(rules: te.RuleSet) -> observation_pb2.RulesSummary:
         else observation_pb2.DECK_STYLE_SPANISH,
         envido=rules.envido,
         flor=rules.flor,
+        house_rules=te.house_rules(rules),
     )
 
 

@@ -18,18 +18,28 @@ A dictionary is part of the storage format: never change one; add a new tag byte
 dictionary instead, and keep decoding the old ones. ``EVENT_DICT_V2`` is one typical stored
 event of each kind, family and reason from random matches of several presets, the most
 frequent kinds last (deflate reaches the end of a dictionary most cheaply); it must stay
-within the 4 KiB window. ``META_DICT_V1`` is the metadata of one match of each of six presets
-with the per-match values blanked.
+within the 4 KiB window. ``META_DICT_V1`` and ``META_DICT_V2`` are the metadata of one match of
+each of six presets with the per-match values blanked, their rule sets without and with the
+house-rule fields (docs/rules/house-rules.md).
 """
 
 from __future__ import annotations
 
 import zlib
 
-__all__ = ["EVENT_DICT_V2", "META_DICT_V1", "pack_event", "pack_meta", "unpack_event", "unpack_meta"]
+__all__ = [
+    "EVENT_DICT_V2",
+    "META_DICT_V1",
+    "META_DICT_V2",
+    "pack_event",
+    "pack_meta",
+    "unpack_event",
+    "unpack_meta",
+]
 
 EVENT_TAG = b"\x02"
-META_TAG = b"\x01"
+META_TAG = b"\x02"
+META_TAG_V1 = b"\x01"
 _EVENT_WBITS = -12  # 4 KiB window: the dictionary fits; a small window keeps compressobj cheap
 _EVENT_MEM_LEVEL = 4
 _META_WBITS = -15
@@ -176,6 +186,106 @@ META_DICT_V1 = (
 )
 
 
+META_DICT_V2 = (
+    b'{"created_at":0.0,"cred_key":"","deck_orders":[],"first_dealer":null,"format":3,"labels":{},"life'
+    b'cycle":{"idle_timeout":86400000},"match_id":"","owner":"acme","request_fingerprint":"","rules":{"'
+    b'all_tricks_tied":"mano","base_value":1,"clean_deck":false,"contraflor":true,"contraflor_al_resto"'
+    b':"falta","contraflor_value":6,"deck":"spanish22","envido":true,"envido_declined_plus_one":false,"'
+    b'envido_with_flor":false,"extra_manilhas":[],"face_down_from_trick":0,"falta_after_envido_envido":'
+    b'true,"falta_envido":"game","falta_envido_adds_chain":false,"falta_envido_by_winner":false,"flor":'
+    b'false,"flor_accepted_value":4,"flor_mandatory":true,"flor_value":3,"fold":true,"fold_alone":false'
+    b',"fold_concedes_envido":false,"fold_concedes_envido_after_truco":false,"fold_on_envido":"declined'
+    b'","games_to_win":2,"halves":false,"hand_of_eleven_at":null,"hand_of_eleven_refusal":1,"hand_of_el'
+    b'even_value":3,"iron_hand":false,"lead_after_tie":"nearest_to_mano","name":"valencian","partner_fl'
+    b'or":"voided","pica_pica":false,"pieza_values":"tables","play_mode":"teams","players":4,"ranking":'
+    b'"valencian","show_envido_cards":true,"target_points":12,"three_never_manilha":false,"truco_call_n'
+    b'ames":["truc","retruc","quatre_val"],"truco_capped_at_game":false,"truco_game_call":"joc_fora","t'
+    b'ruco_ladder":[2,3,4],"truco_out_of_turn":false},"seats":[{"display_name":"seat 0","kind":"human",'
+    b'"seat":0,"team":0},{"display_name":"seat 1","kind":"human","seat":1,"team":1},{"display_name":"se'
+    b'at 2","kind":"human","seat":2,"team":0},{"display_name":"seat 3","kind":"human","seat":3,"team":1'
+    b'}],"seed":"","source":"server_seed"}{"created_at":0.0,"cred_key":"","deck_orders":[],"first_deale'
+    b'r":null,"format":3,"labels":{},"lifecycle":{"idle_timeout":86400000},"match_id":"","owner":"acme"'
+    b',"request_fingerprint":"","rules":{"all_tricks_tied":"mano","base_value":1,"clean_deck":false,"co'
+    b'ntraflor":true,"contraflor_al_resto":"falta","contraflor_value":6,"deck":"spanish40","envido":tru'
+    b'e,"envido_declined_plus_one":false,"envido_with_flor":false,"extra_manilhas":[],"face_down_from_t'
+    b'rick":0,"falta_after_envido_envido":true,"falta_envido":"game","falta_envido_adds_chain":false,"f'
+    b'alta_envido_by_winner":false,"flor":true,"flor_accepted_value":4,"flor_mandatory":true,"flor_valu'
+    b'e":3,"fold":true,"fold_alone":false,"fold_concedes_envido":false,"fold_concedes_envido_after_truc'
+    b'o":false,"fold_on_envido":"declined","games_to_win":2,"halves":false,"hand_of_eleven_at":null,"ha'
+    b'nd_of_eleven_refusal":1,"hand_of_eleven_value":3,"iron_hand":false,"lead_after_tie":"nearest_to_m'
+    b'ano","name":"gaucho","partner_flor":"voided","pica_pica":false,"pieza_values":"tables","play_mode'
+    b'":"teams","players":4,"ranking":"argentine","show_envido_cards":true,"target_points":12,"three_ne'
+    b'ver_manilha":false,"truco_call_names":["truco","retruco","vale_quatro"],"truco_capped_at_game":fa'
+    b'lse,"truco_game_call":null,"truco_ladder":[2,3,4],"truco_out_of_turn":false},"seats":[{"display_n'
+    b'ame":"seat 0","kind":"human","seat":0,"team":0},{"display_name":"seat 1","kind":"human","seat":1,'
+    b'"team":1},{"display_name":"seat 2","kind":"human","seat":2,"team":0},{"display_name":"seat 3","ki'
+    b'nd":"human","seat":3,"team":1}],"seed":"","source":"server_seed"}{"created_at":0.0,"cred_key":"",'
+    b'"deck_orders":[],"first_dealer":null,"format":3,"labels":{},"lifecycle":{"idle_timeout":86400000}'
+    b',"match_id":"","owner":"acme","request_fingerprint":"","rules":{"all_tricks_tied":"mano","base_va'
+    b'lue":1,"clean_deck":false,"contraflor":true,"contraflor_al_resto":"falta","contraflor_value":6,"d'
+    b'eck":"spanish40","envido":true,"envido_declined_plus_one":false,"envido_with_flor":false,"extra_m'
+    b'anilhas":[],"face_down_from_trick":0,"falta_after_envido_envido":true,"falta_envido":"half","falt'
+    b'a_envido_adds_chain":false,"falta_envido_by_winner":false,"flor":true,"flor_accepted_value":4,"fl'
+    b'or_mandatory":true,"flor_value":3,"fold":true,"fold_alone":false,"fold_concedes_envido":false,"fo'
+    b'ld_concedes_envido_after_truco":false,"fold_on_envido":"declined","games_to_win":1,"halves":true,'
+    b'"hand_of_eleven_at":null,"hand_of_eleven_refusal":1,"hand_of_eleven_value":3,"iron_hand":false,"l'
+    b'ead_after_tie":"nearest_to_mano","name":"uruguayan","partner_flor":"voided","pica_pica":false,"pi'
+    b'eza_values":"tables","play_mode":"teams","players":2,"ranking":"muestra","show_envido_cards":true'
+    b',"target_points":30,"three_never_manilha":false,"truco_call_names":["truco","retruco","vale_cuatr'
+    b'o"],"truco_capped_at_game":false,"truco_game_call":null,"truco_ladder":[2,3,4],"truco_out_of_turn'
+    b'":false},"seats":[{"display_name":"seat 0","kind":"human","seat":0,"team":0},{"display_name":"sea'
+    b't 1","kind":"human","seat":1,"team":1}],"seed":"","source":"server_seed"}{"created_at":0.0,"cred_'
+    b'key":"","deck_orders":[],"first_dealer":null,"format":3,"labels":{},"lifecycle":{"idle_timeout":8'
+    b'6400000},"match_id":"","owner":"acme","request_fingerprint":"","rules":{"all_tricks_tied":"mano",'
+    b'"base_value":1,"clean_deck":false,"contraflor":true,"contraflor_al_resto":"falta","contraflor_val'
+    b'ue":6,"deck":"spanish40","envido":true,"envido_declined_plus_one":false,"envido_with_flor":false,'
+    b'"extra_manilhas":[],"face_down_from_trick":0,"falta_after_envido_envido":true,"falta_envido":"gam'
+    b'e","falta_envido_adds_chain":false,"falta_envido_by_winner":false,"flor":true,"flor_accepted_valu'
+    b'e":4,"flor_mandatory":true,"flor_value":3,"fold":true,"fold_alone":false,"fold_concedes_envido":f'
+    b'alse,"fold_concedes_envido_after_truco":false,"fold_on_envido":"hand","games_to_win":1,"halves":f'
+    b'alse,"hand_of_eleven_at":null,"hand_of_eleven_refusal":1,"hand_of_eleven_value":3,"iron_hand":fal'
+    b'se,"lead_after_tie":"nearest_to_mano","name":"argentine","partner_flor":"first","pica_pica":false'
+    b',"pieza_values":"tables","play_mode":"teams","players":2,"ranking":"argentine","show_envido_cards'
+    b'":true,"target_points":15,"three_never_manilha":false,"truco_call_names":["truco","retruco","vale'
+    b'_cuatro"],"truco_capped_at_game":false,"truco_game_call":null,"truco_ladder":[2,3,4],"truco_out_o'
+    b'f_turn":false},"seats":[{"display_name":"seat 0","kind":"human","seat":0,"team":0},{"display_name'
+    b'":"seat 1","kind":"human","seat":1,"team":1}],"seed":"","source":"server_seed"}{"created_at":0.0,'
+    b'"cred_key":"","deck_orders":[],"first_dealer":null,"format":3,"labels":{},"lifecycle":{"idle_time'
+    b'out":86400000},"match_id":"","owner":"acme","request_fingerprint":"","rules":{"all_tricks_tied":"'
+    b'redeal","base_value":2,"clean_deck":false,"contraflor":true,"contraflor_al_resto":"falta","contra'
+    b'flor_value":6,"deck":"french40","envido":false,"envido_declined_plus_one":false,"envido_with_flor'
+    b'":false,"extra_manilhas":[],"face_down_from_trick":2,"falta_after_envido_envido":true,"falta_envi'
+    b'do":"game","falta_envido_adds_chain":false,"falta_envido_by_winner":false,"flor":false,"flor_acce'
+    b'pted_value":4,"flor_mandatory":true,"flor_value":3,"fold":false,"fold_alone":false,"fold_concedes'
+    b'_envido":false,"fold_concedes_envido_after_truco":false,"fold_on_envido":"declined","games_to_win'
+    b'":1,"halves":false,"hand_of_eleven_at":10,"hand_of_eleven_refusal":2,"hand_of_eleven_value":4,"ir'
+    b'on_hand":true,"lead_after_tie":"tied_trick_opener","name":"mineiro","partner_flor":"first","pica_'
+    b'pica":false,"pieza_values":"tables","play_mode":"teams","players":4,"ranking":"fixed_mineiro","sh'
+    b'ow_envido_cards":true,"target_points":12,"three_never_manilha":false,"truco_call_names":["truco",'
+    b'"six","ten","twelve"],"truco_capped_at_game":false,"truco_game_call":null,"truco_ladder":[4,6,10,'
+    b'12],"truco_out_of_turn":true},"seats":[{"display_name":"seat 0","kind":"human","seat":0,"team":0}'
+    b',{"display_name":"seat 1","kind":"human","seat":1,"team":1},{"display_name":"seat 2","kind":"huma'
+    b'n","seat":2,"team":0},{"display_name":"seat 3","kind":"human","seat":3,"team":1}],"seed":"","sour'
+    b'ce":"server_seed"}{"created_at":0.0,"cred_key":"","deck_orders":[],"first_dealer":null,"format":3'
+    b',"labels":{},"lifecycle":{"idle_timeout":86400000},"match_id":"","owner":"acme","request_fingerpr'
+    b'int":"","rules":{"all_tricks_tied":"redeal","base_value":1,"clean_deck":false,"contraflor":true,"'
+    b'contraflor_al_resto":"falta","contraflor_value":6,"deck":"french40","envido":false,"envido_declin'
+    b'ed_plus_one":false,"envido_with_flor":false,"extra_manilhas":[],"face_down_from_trick":2,"falta_a'
+    b'fter_envido_envido":true,"falta_envido":"game","falta_envido_adds_chain":false,"falta_envido_by_w'
+    b'inner":false,"flor":false,"flor_accepted_value":4,"flor_mandatory":true,"flor_value":3,"fold":fal'
+    b'se,"fold_alone":false,"fold_concedes_envido":false,"fold_concedes_envido_after_truco":false,"fold'
+    b'_on_envido":"declined","games_to_win":1,"halves":false,"hand_of_eleven_at":11,"hand_of_eleven_ref'
+    b'usal":1,"hand_of_eleven_value":3,"iron_hand":true,"lead_after_tie":"tied_trick_opener","name":"pa'
+    b'ulista","partner_flor":"first","pica_pica":false,"pieza_values":"tables","play_mode":"teams","pla'
+    b'yers":2,"ranking":"vira","show_envido_cards":true,"target_points":12,"three_never_manilha":false,'
+    b'"truco_call_names":["truco","six","nine","twelve"],"truco_capped_at_game":false,"truco_game_call"'
+    b':null,"truco_ladder":[3,6,9,12],"truco_out_of_turn":true},"seats":[{"display_name":"seat 0","kind'
+    b'":"human","seat":0,"team":0},{"display_name":"seat 1","kind":"human","seat":1,"team":1}],"seed":"'
+    b'","source":"server_seed"}'
+)
+
+_META_DICTS = {META_TAG_V1: META_DICT_V1, META_TAG: META_DICT_V2}
+
 _PRIMED = zlib.compressobj(
     9, zlib.DEFLATED, _EVENT_WBITS, _EVENT_MEM_LEVEL, zlib.Z_DEFAULT_STRATEGY, EVENT_DICT_V2
 )
@@ -200,13 +310,14 @@ def unpack_event(blob: bytes) -> bytes:
 
 def pack_meta(raw: bytes) -> bytes:
     """The compact form of a match's metadata (its canonical JSON)."""
-    c = zlib.compressobj(9, zlib.DEFLATED, _META_WBITS, 9, zdict=META_DICT_V1)
+    c = zlib.compressobj(9, zlib.DEFLATED, _META_WBITS, 9, zdict=META_DICT_V2)
     return META_TAG + c.compress(raw) + c.flush()
 
 
 def unpack_meta(blob: bytes) -> bytes:
     """The JSON of a stored metadata blob (plain JSON passes through)."""
-    if blob[:1] == META_TAG:
-        d = zlib.decompressobj(_META_WBITS, zdict=META_DICT_V1)
+    zdict = _META_DICTS.get(blob[:1])
+    if zdict is not None:
+        d = zlib.decompressobj(_META_WBITS, zdict=zdict)
         return d.decompress(blob[1:]) + d.flush()
     return blob
