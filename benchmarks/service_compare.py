@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import statistics
 import sys
@@ -34,13 +35,25 @@ from pathlib import Path
 import aiohttp
 
 from truco_contract.pb import match_service_pb2_grpc
-from truco_tools.bench_connection import ConnectionBots, stubs_of
+from truco_tools.bench_connection import ConnectionBots, pattern_connect_load, stubs_of
 from truco_tools.bench_rest import RestBots
-from truco_tools.bench_service import HOST, Bots, Figures, _channel, _child, _window
+from truco_tools.bench_service import (
+    HOST,
+    PATTERN_SERVICE,
+    Bots,
+    Figures,
+    _channel,
+    _child,
+    _echo_cmd,
+    _window,
+    cpu_seconds,
+)
 from truco_tools.redis_proc import free_port, start_redis
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("unary-redis", "connect-redis", "rest-memory")
+FLOORS = {"unary-redis": "unary", "connect-redis": "connect", "rest-memory": "rest"}
+"""The no-work floor of each phase's transport (``--floors``)."""
 SOURCES = ("contract", "server", "clients", "tools", "cli", ".")
 """The source folders of a checkout (``[tool.setuptools.packages.find] where``)."""
 
@@ -117,17 +130,60 @@ async def _measure(phase: str, root: Path, args: argparse.Namespace) -> float:
             redis.stop()
 
 
-async def compare(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
-    """The median CPU ms per action of each build, per phase (this, other)."""
+async def _floor(phase: str, args: argparse.Namespace) -> float:
+    """The CPU ms per action of a server that speaks the protocol and does no work, under the
+    same load: ``truco_tools.floor_server`` for unary gRPC and REST (the same bots), the
+    no-work server's player-connection pattern for ``Connect`` (the same messages per action)."""
+    if phase == "connect-redis":
+        port = free_port(HOST)
+        with _child(_echo_cmd(port), "echo listening") as echo:
+            channels = [_channel(f"{HOST}:{port}", i) for i in range(max(1, -(-args.matches // 25)))]
+            try:
+                _, cpu = await pattern_connect_load(
+                    channels, PATTERN_SERVICE, args.matches, 2, args.seconds, lambda: cpu_seconds(echo.pid)
+                )
+            finally:
+                for ch in channels:
+                    await ch.close()
+            return cpu
+    port, http_port = free_port(HOST), free_port(HOST)
+    cmd = [
+        sys.executable,
+        "-m",
+        "truco_tools.floor_server",
+        "--grpc-port",
+        str(port),
+        "--http-port",
+        str(http_port),
+    ]
+    with _child(cmd, "floor listening") as proc:
+        return await _load(phase, port, http_port, proc.pid, args)
+
+
+async def compare(args: argparse.Namespace) -> dict[str, tuple[float, float, float]]:
+    """The median CPU ms per action of each build and of the floor (NaN without
+    ``--floors``), per phase: (this, other, floor)."""
     builds = (("this", ROOT), ("other", args.against.resolve()))
-    got: dict[str, dict[str, list[float]]] = {p: {"this": [], "other": []} for p in args.phases}
+    got: dict[str, dict[str, list[float]]] = {p: {"this": [], "other": [], "floor": []} for p in args.phases}
     for pair in range(args.pairs):
         for phase in args.phases:
-            for label, root in builds if pair % 2 == 0 else builds[::-1]:
+            runs = list(builds if pair % 2 == 0 else builds[::-1])
+            for label, root in runs:
                 value = await _measure(phase, root, args)
                 got[phase][label].append(value)
                 print(f"# pair {pair + 1}/{args.pairs} {phase:14s} {label:5s} {value:.3f} ms", flush=True)
-    return {p: (statistics.median(v["this"]), statistics.median(v["other"])) for p, v in got.items()}
+            if args.floors:
+                value = await _floor(phase, args)
+                got[phase]["floor"].append(value)
+                print(f"# pair {pair + 1}/{args.pairs} {phase:14s} floor {value:.3f} ms", flush=True)
+    return {
+        p: (
+            statistics.median(v["this"]),
+            statistics.median(v["other"]),
+            statistics.median(v["floor"]) if v["floor"] else math.nan,
+        )
+        for p, v in got.items()
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--phases", type=lambda s: tuple(s.split(",")), default=PHASES, help=f"of {','.join(PHASES)}"
     )
+    parser.add_argument(
+        "--floors",
+        action="store_true",
+        help="also measure each transport's floor: a server that speaks the protocol and does no work",
+    )
     args = parser.parse_args(argv)
     if not (args.against / "server" / "truco_server").is_dir():
         parser.error(f"{args.against} is not a checkout of this repository")
@@ -155,9 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"load average (1 min): {load0:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} cores"
     )
-    print(f"{'phase':14s} {'this (ms)':>10s} {'other (ms)':>11s} {'this/other':>11s}")
-    for phase, (this, other) in results.items():
-        print(f"{phase:14s} {this:10.3f} {other:11.3f} {this / other:11.3f}")
+    print(f"{'phase':14s} {'this (ms)':>10s} {'other (ms)':>11s} {'this/other':>11s} {'floor (ms)':>11s}")
+    for phase, (this, other, floor) in results.items():
+        print(f"{phase:14s} {this:10.3f} {other:11.3f} {this / other:11.3f} {floor:11.3f}")
     took = time.time() - started
     print(f"({args.pairs} pairs of {args.warmup:g}+{args.seconds:g} s, {args.matches} matches; {took:.0f} s)")
     return 0
