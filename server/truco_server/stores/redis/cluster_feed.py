@@ -118,6 +118,11 @@ class ClusterStreamHub(HubCore):
         """The name of the node feed ``match_id``'s channel is subscribed on, if any."""
         return self._where.get(match_id)
 
+    def subscriber_client(self, match_id: str) -> aioredis.Redis | None:
+        """The client of the subscriber connection ``match_id``'s channel is on, if any."""
+        feed = self._feeds.get(self._where.get(match_id, ""))
+        return None if feed is None else feed.client
+
     # -- subscriptions --------------------------------------------------------------------
 
     def _followed(self, mid: str) -> None:

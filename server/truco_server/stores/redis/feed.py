@@ -82,6 +82,11 @@ class RedisStreamHub(HubCore):
         self.reads = 0
         """``XREAD`` calls issued (for tests and benchmarks)."""
 
+    @property
+    def reader_id(self) -> int | None:
+        """The Redis client id of the reader's connection, once it has one."""
+        return self._reader_id
+
     def is_local(self, match_id: str) -> bool:
         """Whether ``match_id`` is in the local class (read only every ``poll_ms``)."""
         return match_id in self._local
