@@ -8,14 +8,18 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Callable
+from typing import Any
 
+import hiredis
 import pytest
 import redis.asyncio as aioredis
+from redis.asyncio.connection import Connection
 
 from tests.storage.support import new_match, play, step
 from truco_server.ports.errors import StoreUnavailable, VersionConflict
 from truco_server.ports.matches import Commit, CommitResult
-from truco_server.ports.queues import CLOCK
+from truco_server.ports.queues import CLOCK, RelayWake
 from truco_server.ports.settings import StoreSettings
 from truco_server.stores.redis import RedisStore, open_redis
 from truco_server.stores.redis.scripts import COMMIT
@@ -196,36 +200,41 @@ async def test_a_batch_that_meets_noscript_loads_once_and_reruns_only_the_refuse
 
 
 async def test_script_flushes_during_a_run_of_batches_cost_no_commit(
-    redis_store: RedisStore, clean_redis_url: str
+    redis_stores: Callable[..., RedisStore], clean_redis_url: str
 ) -> None:
     """Commits keep going in batches while another client flushes the script cache again
     and again: every commit is applied once, in order, none fails."""
-    store = redis_store
+    store = redis_stores(clean_redis_url)  # its log keeps every event
     ids = [f"m{i}" for i in range(8)]
     for m in ids:
         await new_match(store, m)
     admin = aioredis.Redis.from_url(clean_redis_url)
-    stop = asyncio.Event()
+    flushes = 0
 
-    async def flusher() -> int:
-        n = 0
-        while not stop.is_set():
+    async def flusher() -> None:
+        nonlocal flushes
+        while flushes < 20:
             await admin.script_flush()
-            n += 1
-            await asyncio.sleep(0.003)
-        return n
+            flushes += 1
+            await asyncio.sleep(0.002)
 
-    flushing = asyncio.ensure_future(flusher())
+    async def drive(m: str) -> int:
+        version = 2
+        while flushes < 20 or version < 42:
+            version = (await store.matches.commit(step(m, version))).version
+        return version
+
     try:
-        done = await asyncio.gather(*(play(store, m, 2, 40) for m in ids))
+        _, *done = await asyncio.gather(flusher(), *(drive(m) for m in ids))
+        stats = await admin.info("commandstats")
     finally:
-        stop.set()
-        flushes = await flushing
         await admin.aclose()
-    assert done == [42] * 8 and flushes > 5
-    for m in ids:
-        events = await store.matches.read_events(m, 0, 100)
-        assert isinstance(events, list) and [e for _, e in events][2:] == [b"ev-%d" % v for v in range(3, 43)]
+    assert stats["cmdstat_script|load"]["calls"] >= 2  # the batches met NOSCRIPT and loaded again
+    for m, version in zip(ids, done, strict=True):
+        events = await store.matches.read_events(m, 0, 10_000)
+        assert isinstance(events, list) and [e for _, e in events][2:] == [
+            b"ev-%d" % v for v in range(3, version + 1)
+        ]
 
 
 async def test_scripts_of_the_other_ports_share_the_batch(redis_store: RedisStore) -> None:
@@ -267,6 +276,35 @@ async def test_with_wait_a_batch_ends_with_one_wait_and_counts_each_short_commit
 
 
 # ------------------------------------------------------------------------------ layout, counts
+
+
+async def test_hiredis_packs_the_adapters_commands_as_redis_py_does(
+    redis_store: RedisStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch packs its commands with hiredis's pack_command: for every command a create,
+    commits (binary, non-ASCII, empty, negative arguments), queue and document calls send,
+    the bytes are redis-py's own packer's."""
+    sent: list[tuple[Any, ...]] = []
+    batcher = redis_store._batcher
+    exchange = batcher._exchange
+
+    async def recording(commands: list[tuple[Any, ...]]) -> list[Any]:
+        sent.extend(commands)
+        return await exchange(commands)
+
+    monkeypatch.setattr(batcher, "_exchange", recording)
+    blob = bytes(range(256)) + "ümlaut €".encode()
+    await new_match(redis_store, "m-ü", wake=-5, relay=RelayWake(7, blob))
+    await redis_store.client.script_flush()  # the next batch loads its script again
+    await redis_store.matches.commit(
+        Commit("m-ü", 2, blob, [blob, b""], request_id="r ü", reply=blob, status="x")
+    )
+    await redis_store.queues.add(CLOCK, "ü", -1, blob)
+    await redis_store.documents.put("league", "ü", 0, blob)
+    assert {c[0] for c in sent} == {"EVALSHA", "ZADD", "HSET", "SCRIPT"}
+    packer = Connection()
+    for command in sent:
+        assert hiredis.pack_command(command) == b"".join(packer.pack_command(*command)), command
 
 
 async def test_redis_keys_share_one_hash_tag(redis_store: RedisStore) -> None:

@@ -3,12 +3,13 @@ script) that tasks issue in the same turn of the event loop go to Redis together
 
 A caller hands :meth:`ScriptBatcher.call` one :class:`ScriptCall` (a script, its keys and
 arguments, the commands that must precede it, whether it waits for replicas) and awaits its
-own result. The first call of a turn starts one task that, in the loop's next turn, takes
-every call queued meanwhile and sends them:
+own result. The first caller of a turn yields once -- the other tasks of the turn add their
+calls meanwhile -- then sends every call queued and answers each (no task, no timer):
 
-* one server or a Sentinel group's primary: one pipeline (one write, one read) with each
-  call's preceding commands and its ``EVALSHA``, in the callers' order, and one ``WAIT`` at
-  the end when a call asks for replicas (``WAIT`` covers every write the connection made
+* one server or a Sentinel group's primary: one pipeline (one write, one read, on one
+  connection of redis-py's pool, through its public connection API) with each call's
+  preceding commands and its ``EVALSHA``, in the callers' order, and one ``WAIT`` at the
+  end when a call asks for replicas (``WAIT`` covers every write the connection made
   before it);
 * a Redis Cluster: the preceding commands (other slots: the queues, the owner index) in one
   cluster pipeline first, then the ``EVALSHA``\\ s in one pipeline per node (grouped from
@@ -33,7 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from redis.exceptions import NoScriptError
+from hiredis import pack_command
+from redis.exceptions import NoScriptError, ResponseError
 
 from truco_server.core import metrics
 from truco_server.ports.errors import StoreUnavailable
@@ -78,36 +80,71 @@ class ScriptBatcher:
         self._conn = conn
         self._pending: list[ScriptCall] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
         s = conn.settings
         self._wait: Command | None = ("WAIT", s.wait_replicas, s.wait_timeout_ms) if s.wait_replicas else None
 
     async def call(self, call: ScriptCall) -> Any:
         """The script's reply, sent with the other calls of this turn; raises
-        StoreUnavailable (and only that) for a fault."""
+        StoreUnavailable (and only that) for a fault.
+
+        The first caller of a turn sends the batch itself: it yields once (the other tasks
+        of this turn add their calls meanwhile), then sends them all and answers each. A
+        caller cancelled while it sends hands the others to a task that sends them again."""
+        if self._closed:
+            raise StoreUnavailable("the store is closed")
         loop = asyncio.get_running_loop()
         call.future = future = loop.create_future()
         pending = self._pending
         pending.append(call)
-        if len(pending) == 1:
-            task = loop.create_task(self._flush())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        return await future
+        if len(pending) > 1:
+            return await future  # the first caller of this turn sends it
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            self._pending.remove(call)
+            if self._pending:
+                self._in_task(self._pending)
+                self._pending = []
+            raise
+        calls, self._pending = self._pending, []
+        try:
+            await self._run(calls)
+        except asyncio.CancelledError:
+            self._in_task(
+                [c for c in calls if c is not call and c.future is not None and not c.future.done()]
+            )
+            raise
+        return future.result()
 
     async def call_many(self, calls: Sequence[ScriptCall]) -> list[Any]:
         """The replies of ``calls`` (given together: one batch), in order; the first fault
         raises."""
         if not calls:
             return []
+        if self._closed:
+            raise StoreUnavailable("the store is closed")
         loop = asyncio.get_running_loop()
         for call in calls:
             call.future = loop.create_future()
         await self._run(list(calls))
         return [call.future.result() for call in calls if call.future is not None]
 
-    async def _flush(self) -> None:
-        calls, self._pending = self._pending, []
-        await self._run(calls)
+    def _in_task(self, calls: list[ScriptCall]) -> None:
+        """Send ``calls`` from a task of their own (their sender was cancelled)."""
+        if not calls:
+            return
+
+        async def send() -> None:
+            try:
+                await self._run(calls)
+            except asyncio.CancelledError:  # the store closes
+                _fail(calls, StoreUnavailable("the store was closed"))
+                raise
+
+        task = asyncio.get_running_loop().create_task(send())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _run(self, calls: list[ScriptCall]) -> None:
         """Send ``calls`` until each has its outcome (module docstring)."""
@@ -132,9 +169,6 @@ class ScriptBatcher:
                 if fault is not None:
                     attempts = attempts or conn.attempts(todo[0].operation)
                     await attempts.failed(fault)  # or StoreUnavailable
-        except asyncio.CancelledError:
-            _fail(todo, StoreUnavailable("the store was closed"))
-            raise
         except Exception as exc:  # StoreUnavailable, or a bug of ours: every caller sees it
             _fail(todo, exc)
 
@@ -166,35 +200,54 @@ class ScriptBatcher:
     # -- one server, a Sentinel group ---------------------------------------------------
 
     async def _send(self, todo: list[ScriptCall]) -> list[Any]:
-        """One pipeline: scripts to load, each call's preceding commands and its EVALSHA,
-        WAIT. Returns each call's outcome (a reply or an exception)."""
-        conn = self._conn
-        pipe = conn.client.pipeline(transaction=False)
-        sent = 0
-        for script in {c.script.sha: c.script for c in todo if c.load}.values():
-            pipe.execute_command("SCRIPT LOAD", script.body)
-            sent += 1
+        """One write of the scripts to load, each call's preceding commands and its EVALSHA,
+        and WAIT, on one connection of redis-py's pool; one read of the replies. Returns
+        each call's outcome (a reply or an exception)."""
+        commands: list[Command] = [
+            ("SCRIPT", "LOAD", s.body) for s in {c.script.sha: c.script for c in todo if c.load}.values()
+        ]
         spans = []
         for call in todo:
-            start = sent
+            start = len(commands)
             if not call.before_done:
-                for command in call.before:
-                    pipe.execute_command(*command)
-                    sent += 1
-            pipe.execute_command(*call.evalsha())
-            sent += 1
-            spans.append((start, sent))
+                commands.extend(call.before)
+            commands.append(call.evalsha())
+            spans.append((start, len(commands)))
         durable = self._wait is not None and any(c.durable for c in todo)
         if durable:
             assert self._wait is not None
-            pipe.execute_command(*self._wait)
-            sent += 1
-        conn.stats.add(1, sent)
-        replies = await pipe.execute(raise_on_error=False)
+            commands.append(self._wait)
+        self._conn.stats.add(1, len(commands))
+        replies = await self._exchange(commands)
         outcomes = [_outcome(replies[a:b]) for a, b in spans]
         if durable:
             self._count_short(replies[-1], sum(1 for c in todo if c.durable))
         return outcomes
+
+    async def _exchange(self, commands: list[Command]) -> list[Any]:
+        """Send ``commands`` in one write on a connection of redis-py's pool and read their
+        replies (an error reply as its exception). A connection left with replies unread
+        (a fault, a cancellation) is closed, never reused. The commands are packed by
+        hiredis's ``pack_command`` (the same bytes as redis-py's packer, a fifth of its CPU:
+        ``test_hiredis_packs_the_adapters_commands_as_redis_py_does``); their arguments
+        are bytes, str or int only."""
+        pool = self._conn.client.connection_pool
+        payload = b"".join([pack_command(command) for command in commands])
+        connection = await pool.get_connection()
+        try:
+            await connection.send_packed_command(payload, check_health=False)
+            replies: list[Any] = []
+            for _ in commands:
+                try:
+                    replies.append(await connection.read_response())
+                except ResponseError as exc:
+                    replies.append(exc)
+        except BaseException:
+            await connection.disconnect()
+            raise
+        finally:
+            await pool.release(connection)
+        return replies
 
     def _count_short(self, acknowledged: Any, durable_calls: int) -> None:
         if isinstance(acknowledged, int) and acknowledged >= self._conn.settings.wait_replicas:
@@ -273,6 +326,7 @@ class ScriptBatcher:
         return outcomes
 
     async def close(self) -> None:
+        self._closed = True
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
