@@ -21,7 +21,7 @@ from truco_server.ports.errors import StoreUnavailable, VersionConflict
 from truco_server.ports.matches import Commit, CommitResult
 from truco_server.ports.queues import CLOCK, RelayWake
 from truco_server.ports.settings import StoreSettings
-from truco_server.stores.redis import RedisStore, open_redis
+from truco_server.stores.redis import RedisStore, open_redis, pipelines
 from truco_server.stores.redis.scripts import COMMIT
 from truco_tools.redis_proc import start_redis
 
@@ -285,14 +285,13 @@ async def test_hiredis_packs_the_adapters_commands_as_redis_py_does(
     commits (binary, non-ASCII, empty, negative arguments), queue and document calls send,
     the bytes are redis-py's own packer's."""
     sent: list[tuple[Any, ...]] = []
-    batcher = redis_store._batcher
-    exchange = batcher._exchange
+    exchange = pipelines._exchange
 
-    async def recording(commands: list[tuple[Any, ...]]) -> list[Any]:
+    async def recording(conn: Any, commands: list[tuple[Any, ...]]) -> list[Any]:
         sent.extend(commands)
-        return await exchange(commands)
+        return await exchange(conn, commands)
 
-    monkeypatch.setattr(batcher, "_exchange", recording)
+    monkeypatch.setattr(pipelines, "_exchange", recording)
     blob = bytes(range(256)) + "ümlaut €".encode()
     await new_match(redis_store, "m-ü", wake=-5, relay=RelayWake(7, blob))
     await redis_store.client.script_flush()  # the next batch loads its script again
