@@ -25,7 +25,7 @@ from truco_server.stores.redis import RedisStore, open_redis, pipelines
 from truco_server.stores.redis.scripts import COMMIT
 from truco_tools.redis_proc import start_redis
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)  # async tests run by asyncio_mode = "auto"
 
 
 # ------------------------------------------------------------------------------ one at a time
@@ -106,6 +106,26 @@ async def test_concurrent_commits_share_few_connections_and_close_leaves_none(cl
             await asyncio.sleep(0.02)
         assert left == me
     finally:
+        await admin.aclose()
+
+
+async def test_more_operations_than_connections_wait_their_turn(clean_redis_url: str) -> None:
+    """At most max_connections operations use the server at once; the others wait (none
+    fails for want of a connection), and the pool never opens more than that."""
+    store = open_redis(clean_redis_url, max_connections=3)
+    admin = aioredis.Redis.from_url(clean_redis_url)
+    try:
+        await new_match(store, "m1")
+        waits = [store.operators.read("op", "", 10, block=0.3) for _ in range(5)]  # each holds one
+        loads = [store.matches.load("m1") for _ in range(100)]
+        commits = [store.matches.commit(step(f"x{i}", 0)) for i in range(20)]
+        got = await asyncio.gather(*waits, *loads, *commits, return_exceptions=True)
+        assert got[:5] == [[]] * 5
+        assert all(snap is not None and snap.version == 2 for snap in got[5:105])  # type: ignore[union-attr]
+        assert all(type(r).__name__ == "MatchNotFound" for r in got[105:])
+        assert len(await admin.client_list()) <= 1 + 3 + 1  # the admin, 3 slots, a pool's one spare at most
+    finally:
+        await store.close()
         await admin.aclose()
 
 
@@ -415,3 +435,31 @@ async def test_a_paused_server_fails_each_attempt_by_the_socket_timeout_then_is_
     finally:
         await store.close()
         proc.stop()
+
+
+def test_the_redis_py_api_the_adapter_relies_on_is_there() -> None:
+    """The adapter uses redis-py's public classes below the clients (a pool's connections,
+    a cluster node's connections, the slot map) and hiredis's packer. On a cluster an
+    AttributeError is retried as redis-py's topology race, so a release that drops one of
+    these would show as StoreUnavailable after retry_seconds: this fails at once instead."""
+    import inspect
+
+    from redis.asyncio import BlockingConnectionPool, ConnectionPool
+    from redis.asyncio.cluster import ClusterNode, NodesManager, RedisCluster
+    from redis.asyncio.sentinel import SentinelConnectionPool
+
+    wanted = {
+        Connection: ["send_packed_command", "read_response", "disconnect", "is_connected"],
+        ConnectionPool: ["get_connection", "release", "disconnect"],
+        BlockingConnectionPool: ["get_connection", "release"],
+        ClusterNode: ["acquire_connection", "release", "disconnect_if_needed"],
+        RedisCluster: ["get_node_from_key", "initialize", "execute_command", "keyslot"],
+        NodesManager: ["initialize"],
+    }
+    for cls, names in wanted.items():
+        for name in names:
+            assert hasattr(cls, name), f"redis-py's {cls.__name__} has no {name} any more"
+    assert "check_health" in inspect.signature(Connection.send_packed_command).parameters
+    pool = SentinelConnectionPool("m", sentinel_manager=object())
+    assert (pool.service_name, pool.connection_kwargs.get("socket_timeout", None)) == ("m", None)
+    assert hiredis.pack_command(("PING",)) == b"*1\r\n$4\r\nPING\r\n"

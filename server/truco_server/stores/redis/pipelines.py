@@ -5,12 +5,15 @@ reply or an exception), never an exception for the whole batch from a fault of o
   scripts to load, each call's preceding commands and its ``EVALSHA``, and ``WAIT``, on a
   connection of redis-py's pool (its public connection API: ``get_connection``,
   ``send_packed_command``, ``read_response``, ``release``); one read of the replies;
-* a Redis Cluster (:func:`send_cluster`): the preceding commands (other slots) in one
-  cluster pipeline, then the scripts grouped by the node redis-py's slot map gives their
-  keys: a node's group in a pipeline of its own (a fault of one node fails only its calls:
-  one cluster pipeline over every node loses every node's replies when one node fails), a
-  group of one script without anything to load or wait for in one ``execute_command``
-  (measured: 64 against 102 us). ``MOVED`` and ``ASK`` are redis-py's to follow.
+* a Redis Cluster (:func:`send_cluster`): the preceding commands (other slots) first, then
+  the scripts, each grouped by the node redis-py's slot map gives their keys, a node's
+  group in one write and one read on a connection of that node (``ClusterNode``'s
+  ``acquire_connection`` and ``release``), the nodes at once. A fault of one node fails only
+  its group's calls. A command a node redirects (``MOVED``, ``ASK``, ``TRYAGAIN``) is sent
+  again through redis-py's cluster client, which follows the redirection and updates its
+  slot map. Measured on the local cluster (per call): 39 us for one call against 70 for
+  ``RedisCluster.execute_command`` and 121 for a cluster pipeline; 25 against 63 at 8 calls
+  and 7 against 29 at 64 for a cluster pipeline per node.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hiredis import pack_command
-from redis.exceptions import ResponseError
+from redis.exceptions import AskError, ResponseError, TryAgainError
 
 from truco_server.core import metrics
 from truco_server.stores.redis.connection import RedisConnection, is_fault
@@ -116,11 +119,16 @@ async def _exchange(conn: RedisConnection, commands: list[Command]) -> list[Any]
     ``test_hiredis_packs_the_adapters_commands_as_redis_py_does``)."""
     pool = conn.client.connection_pool
     payload = b"".join([pack_command(command) for command in commands])
+    async with conn.slots:
+        return await _exchange_on_pool(pool, payload, len(commands))
+
+
+async def _exchange_on_pool(pool: Any, payload: bytes, count: int) -> list[Any]:
     connection = await pool.get_connection()
     try:
         await connection.send_packed_command(payload, check_health=False)
         replies: list[Any] = []
-        for _ in commands:
+        for _ in range(count):
             try:
                 replies.append(await connection.read_response())
             except ResponseError as exc:
@@ -135,84 +143,116 @@ async def _exchange(conn: RedisConnection, commands: list[Command]) -> list[Any]
 
 def send_cluster(conn: RedisConnection) -> Sender:
     """The sender of a Redis Cluster (module docstring)."""
-    rc = conn.client
     s = conn.settings
     wait: Command | None = ("WAIT", s.wait_replicas, s.wait_timeout_ms) if s.wait_replicas else None
 
     async def send(todo: list[ScriptCall]) -> list[Any]:
+        await conn.client.initialize()  # the slot map, once (and again after a fault)
         outcomes: list[Any] = [None] * len(todo)
         await _before(conn, todo, outcomes)
-        groups: dict[str, tuple[Any, list[int]]] = {}
-        for i, call in enumerate(todo):
-            if outcomes[i] is None:
-                node = rc.get_node_from_key(call.keys[0])
-                groups.setdefault(node.name, (node, []))[1].append(i)
-        sends = [_node(conn, node, [todo[i] for i in idx], wait) for node, idx in groups.values()]
+        ready = [i for i in range(len(todo)) if outcomes[i] is None]
+        groups = _by_node(conn, [todo[i].keys[0] for i in ready])
+        sends = [_node(conn, node, [todo[ready[k]] for k in idx], wait) for node, idx in groups]
         results = [await sends[0]] if len(sends) == 1 else await asyncio.gather(*sends)
-        for (_, idx), got in zip(groups.values(), results, strict=True):
-            for i, out in zip(idx, got, strict=True):
-                outcomes[i] = out
+        for (_, idx), got in zip(groups, results, strict=True):
+            for k, out in zip(idx, got, strict=True):
+                outcomes[ready[k]] = out
         return outcomes
 
     return send
 
 
+def _by_node(conn: RedisConnection, keys: list[str]) -> list[tuple[Any, list[int]]]:
+    """The indexes of ``keys`` grouped by the node redis-py's slot map gives them."""
+    groups: dict[str, tuple[Any, list[int]]] = {}
+    for i, key in enumerate(keys):
+        node = conn.client.get_node_from_key(key)
+        groups.setdefault(node.name, (node, []))[1].append(i)
+    return list(groups.values())
+
+
 async def _before(conn: RedisConnection, todo: list[ScriptCall], outcomes: list[Any]) -> None:
-    """The calls' preceding commands (idempotent: a fault sends them all again), in one
-    cluster pipeline; a call whose commands failed gets that failure as its outcome."""
-    first = [(i, c) for i, c in enumerate(todo) if c.before and not c.before_done]
-    if not first:
+    """The calls' preceding commands (idempotent: a fault sends them again), one write per
+    node; a call whose commands failed gets that failure as its outcome."""
+    owners = [(i, c) for i, c in enumerate(todo) if c.before and not c.before_done]
+    commands = [(i, command) for i, call in owners for command in call.before]
+    if not commands:
         return
-    rc = conn.client
-    pipe = rc.pipeline()
-    spans = []
-    for i, call in first:
-        start = len(pipe)
-        for command in call.before:
-            pipe.execute_command(*command)
-        spans.append((i, start, len(pipe)))
-    nodes = {rc.get_node_from_key(str(command[1])).name for _, c in first for command in c.before}
-    conn.stats.add(len(nodes), len(pipe))
-    replies = await pipe.execute(raise_on_error=False)
-    for i, a, b in spans:
-        failed = next((r for r in replies[a:b] if isinstance(r, BaseException)), None)
-        if failed is not None:
-            outcomes[i] = failed
-        else:
-            todo[i].before_done = True
+    replies: list[Any] = [None] * len(commands)
+    groups = _by_node(conn, [str(command[1]) for _, command in commands])
+    sent = [_on_node(conn, node, [commands[k][1] for k in idx]) for node, idx in groups]
+    results = [await sent[0]] if len(sent) == 1 else await asyncio.gather(*sent)
+    for (_, idx), got in zip(groups, results, strict=True):
+        for k, reply in zip(idx, got, strict=True):
+            replies[k] = reply
+    for (i, _), reply in zip(commands, replies, strict=True):
+        if isinstance(reply, BaseException) and outcomes[i] is None:
+            outcomes[i] = reply
+    for i, call in owners:
+        call.before_done = outcomes[i] is None
 
 
 async def _node(conn: RedisConnection, node: Any, calls: list[ScriptCall], wait: Command | None) -> list[Any]:
-    """One node's scripts (what it must load first, WAIT after); a fault of the node is
-    every call's outcome."""
-    rc = conn.client
-    durable = [c for c in calls if c.durable] if wait is not None else []
+    """One node's scripts, with what it must load first and its WAIT after."""
     load = _to_load(calls)
+    durable = sum(1 for c in calls if c.durable) if wait is not None else 0
+    commands = [("SCRIPT", "LOAD", script.body) for script in load] + [c.evalsha() for c in calls]
+    if durable:
+        assert wait is not None
+        commands.append(wait)
+    replies = await _on_node(conn, node, commands, follow=range(len(load), len(load) + len(calls)))
+    if durable:
+        # a script redis-py sent to another node (MOVED, ASK) is not covered by this node's
+        # WAIT: counted as short
+        moved = any(conn.client.get_node_from_key(c.keys[0]).name != node.name for c in calls if c.durable)
+        _count_short(conn, -1 if moved else replies[-1], durable)
+    return replies[len(load) : len(load) + len(calls)]
+
+
+async def _on_node(
+    conn: RedisConnection, node: Any, commands: list[Command], follow: range | None = None
+) -> list[Any]:
+    """``commands`` in one write on a connection of ``node`` (redis-py's
+    ``ClusterNode.acquire_connection`` and ``release``), their replies in one read; a fault
+    of the node is every command's reply. A command the node redirects (``MOVED``, ``ASK``,
+    ``TRYAGAIN``; all of ``follow`` when given, else all) is sent again through redis-py's
+    cluster client, which follows the redirection and learns the slot's new owner."""
+    conn.stats.add(1, len(commands))
     try:
-        if len(calls) == 1 and not load and not durable:
-            conn.stats.add(1, 1)
-            try:
-                return [await rc.execute_command(*calls[0].evalsha())]
-            except ResponseError as exc:
-                return [exc]
-        pipe = rc.pipeline()
-        for script in load:
-            pipe.execute_command("SCRIPT LOAD", script.body, target_nodes=node)
-        start = len(pipe)
-        for call in calls:
-            pipe.execute_command(*call.evalsha())
-        if durable:
-            assert wait is not None
-            pipe.execute_command(*wait, target_nodes=node)
-        conn.stats.add(1, len(pipe))
-        replies = await pipe.execute(raise_on_error=False)
+        async with conn.slots:
+            replies = await _exchange_on(node, commands)
     except Exception as exc:
         if not is_fault(exc, conn.kind):
             raise
-        return [exc] * len(calls)
-    if durable:
-        # a script redis-py sent to another node (MOVED, ASK) is not covered by this
-        # node's WAIT: counted as short
-        moved = any(rc.get_node_from_key(c.keys[0]).name != node.name for c in durable)
-        _count_short(conn, -1 if moved else replies[-1], len(durable))
-    return list(replies[start : start + len(calls)])
+        return [exc] * len(commands)
+    for i in follow if follow is not None else range(len(commands)):
+        if isinstance(replies[i], AskError | TryAgainError):  # MovedError is an AskError
+            conn.stats.add(1, 1)
+            try:
+                replies[i] = await conn.client.execute_command(*commands[i])
+            except Exception as exc:
+                if not is_fault(exc, conn.kind):
+                    raise
+                replies[i] = exc
+    return replies
+
+
+async def _exchange_on(node: Any, commands: list[Command]) -> list[Any]:
+    """One write and one read on a connection of a cluster node (see :func:`_exchange`)."""
+    payload = b"".join([pack_command(command) for command in commands])
+    connection = node.acquire_connection()
+    try:
+        await node.disconnect_if_needed(connection)  # one marked after a failover
+        await connection.send_packed_command(payload, check_health=False)
+        replies: list[Any] = []
+        for _ in commands:
+            try:
+                replies.append(await connection.read_response())
+            except ResponseError as exc:
+                replies.append(exc)
+    except BaseException:
+        await connection.disconnect()
+        raise
+    finally:
+        node.release(connection)
+    return replies
