@@ -16,7 +16,9 @@ commit the store counted (``stats.round_trips``).
 (``PYTHONPATH``), alternately with this checkout (A B A B ...), and prints both and their
 ratio: the store found there may be this adapter (``open_store(url).matches``) or the
 ``RedisMatchStore`` it replaced (``store.commit(match_id, expected_version=...)``). The
-first round of each run is a warm-up and is not counted; medians are printed.
+first round of each run is a warm-up and is not counted; medians are printed, and the range
+of the worker CPU ratio over the pairs (on a shared machine it moves a lot). The Redis CPU
+includes the servers' background work over the run's wall time.
 """
 
 from __future__ import annotations
@@ -192,7 +194,11 @@ def _compare(other: Path, options: list[str], pairs: int, committers: list[int])
                 f"  {label} ({apis[label]}): worker CPU {cols[0]:.1f} us/commit,"
                 f" Redis CPU {cols[1]:.1f} us/commit, {cols[2]:.3f} round trips/commit"
             )
-        print(f"  ratio this/other: worker CPU {a[0] / b[0]:.2f}, Redis CPU {a[1] / b[1]:.2f}")
+        lo, *_, hi = sorted(x[0] / y[0] for x, y in zip(this[n], that[n], strict=True)) * 2
+        print(
+            f"  ratio this/other: worker CPU {a[0] / b[0]:.2f} (pairs {lo:.2f}-{hi:.2f}),"
+            f" Redis CPU {a[1] / b[1]:.2f}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
