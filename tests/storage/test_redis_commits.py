@@ -219,6 +219,20 @@ async def test_a_batch_that_meets_noscript_loads_once_and_reruns_only_the_refuse
     assert sorted(claimed) == sorted(["warm", "other", *ids])  # the queue commands ran once
 
 
+async def test_a_batch_of_outbox_takes_loads_its_script_once_where_it_was_flushed(
+    redis_store: RedisStore,
+) -> None:
+    """Batched outbox takes on a server that lost its scripts (a restart): every call is
+    refused with NOSCRIPT in one round trip, then SCRIPT LOAD and all of them again in one."""
+    for m in ("m1", "m2", "m3"):
+        await new_match(redis_store, m, outbox=[m.encode()])
+    await redis_store.client.script_flush()
+    before = redis_store.stats.round_trips
+    taken = await redis_store.operators.outbox_take(["m1", "m2", "m3"], "tok", 10_000, 10)
+    assert taken == [[b"m1"], [b"m2"], [b"m3"]]
+    assert redis_store.stats.round_trips - before == 2
+
+
 async def test_script_flushes_during_a_run_of_batches_cost_no_commit(
     redis_stores: Callable[..., RedisStore], clean_redis_url: str
 ) -> None:
