@@ -271,6 +271,26 @@ async def test_script_flushes_during_a_run_of_batches_cost_no_commit(
         ]
 
 
+async def test_a_sender_cancelled_mid_batch_leaves_the_others_answered(redis_store: RedisStore) -> None:
+    """The first caller of a turn sends the batch; cancelled while it waits for the replies
+    (or before it sent), it hands the other calls to a task that sends them again: each
+    gets its answer, and each commit is applied once."""
+    store = redis_store
+    ids = [f"m{i}" for i in range(5)]
+    for m in ids:
+        await new_match(store, m)
+    await play(store, "m0", 2, 1)  # the script is loaded, a connection is open
+    tasks = [asyncio.ensure_future(store.matches.commit(step(m, 3 if m == "m0" else 2))) for m in ids]
+    await asyncio.sleep(0)  # the first caller yields, the others queue their calls
+    await asyncio.sleep(0)  # the first caller has sent the batch and waits for its replies
+    tasks[0].cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(results[0], asyncio.CancelledError)
+    assert all(isinstance(r, CommitResult) and r.version == 3 for r in results[1:]), results
+    for m in ids[1:]:
+        assert await store.matches.read_events(m, 2, 10) == [(3, b"ev-3")]
+
+
 async def test_scripts_of_the_other_ports_share_the_batch(redis_store: RedisStore) -> None:
     store = redis_store
     await new_match(store)

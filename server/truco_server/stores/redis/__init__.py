@@ -2,7 +2,7 @@
 
 * :mod:`.connection` -- the clients from the URL, retries through faults, ``StoreUnavailable``;
 * :mod:`.scripts` -- the Lua; :mod:`.keys` -- the key layout; :mod:`.batch` -- script calls
-  sent together per event-loop turn;
+  sent together per event-loop turn, :mod:`.pipelines` -- how a batch reaches Redis;
 * :mod:`.matches` and :mod:`.listing` -- the match log; :mod:`.hub`, :mod:`.feed` and
   :mod:`.cluster_feed` -- following matches' streams;
 * :mod:`.queues`, :mod:`.operators`, :mod:`.documents` -- the other three ports;

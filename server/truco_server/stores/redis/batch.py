@@ -87,6 +87,8 @@ class ScriptBatcher:
             self._in_task(
                 [c for c in calls if c is not call and c.future is not None and not c.future.done()]
             )
+            if future.done() and not future.cancelled():
+                future.exception()  # nobody will look at it
             raise
         return future.result()
 
@@ -161,7 +163,7 @@ class ScriptBatcher:
                     call.load = call.before_done = False
                     again.append(call)
                     fault = out
-                else:
+                elif not future.done():  # (a caller cancelled meanwhile)
                     future.set_exception(conn.unavailable(call.operation, out, "failed"))
             elif not future.done():
                 future.set_result(out)
