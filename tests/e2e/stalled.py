@@ -21,9 +21,10 @@ from truco_contract.pb import match_pb2
 from truco_contract.pb import match_service_pb2 as MS
 from truco_match import records, table
 from truco_match.events import LogEntry, MatchForfeited, TimeoutCause, TurnTimedOut, entry_to_dict
-from truco_server.ports.store import CLOCK, StoreSettings
+from truco_server.ports.queues import CLOCK
+from truco_server.ports.settings import StoreSettings
 from truco_server.services.stored import entry_of
-from truco_server.stores.shards import ShardedQueue
+from truco_server.stores.redis import ShardedQueue
 
 FORFEIT_AFTER = 3
 

@@ -1,4 +1,4 @@
-"""The sharded-queue key layout (storage.shards): S fixed shard tags, one slot per shard,
+"""The sharded-queue key layout (truco_server.stores.redis.keys): S fixed shard tags, one slot per shard,
 items mapped stably to shards, every shard listed for its readers, and a claim script on
 one shard's keys running on a real Redis Cluster."""
 
@@ -11,7 +11,7 @@ import pytest
 from redis.crc import key_slot
 from redis.exceptions import RedisClusterException, ResponseError
 
-from truco_server.stores import ShardedQueue
+from truco_server.stores.redis import ShardedQueue
 from truco_tools.redis_cluster import LocalRedisCluster
 
 #: Moves the earliest due entry of one shard to its claimed set, atomically (the shape of

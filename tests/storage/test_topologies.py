@@ -1,8 +1,8 @@
-"""The Redis store on a Redis Cluster and a Sentinel group, beyond the shared contract:
+"""The Redis adapter on a Redis Cluster and a Sentinel group, beyond the shared contract:
 routing, script reloads, the cluster stream hub following slot moves and failovers, the
 check of every followed stream after a reconnect (lost or rewritten events reported as a
 gap), the commit token that keeps a worker from writing on a lost state, WAIT, and the
-retries that carry a commit across a failover.
+retries that carry a commit across a failover, then give up as StoreUnavailable.
 
 Real processes on loopback (the session's cluster and Sentinel group, tests/helpers); a
 failover takes a few seconds (1 s failure detection in the fixtures).
@@ -14,23 +14,19 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
-from tests.storage.test_store_contract import entry, new_match, play
-from truco_server.stores import (
-    EventSubscription,
-    LogTrimmed,
-    RedisMatchStore,
-    StoreSettings,
-    StoreUnavailable,
-    VersionConflict,
-)
-from truco_server.stores.fanout import ClusterStreamHub, RedisStreamHub
+from tests.storage.support import Follower, entry, new_match, play
+from truco_server.ports.errors import StoreUnavailable, VersionConflict
+from truco_server.ports.matches import Commit, NewMatch
+from truco_server.stores.redis import RedisStore, open_redis
+from truco_server.stores.redis.cluster_feed import ClusterStreamHub
+from truco_server.stores.redis.feed import RedisStreamHub
 from truco_tools.redis_cluster import ClusterNode, LocalRedisCluster, LocalSentinelGroup
 from truco_tools.redis_proc import free_port
 
@@ -38,70 +34,15 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(90)]
 
 
 # ------------------------------------------------------------------------------ helpers
-class Follower:
-    """Reads one subscription in a task: every version delivered, and each gap reported
-    (a LogTrimmed marker, answered as the service does: resume from the stored version)."""
-
-    def __init__(self, store: RedisMatchStore, sub: EventSubscription) -> None:
-        self.store = store
-        self.sub = sub
-        self.versions: list[int] = []
-        self.payloads: dict[int, bytes] = {}
-        self.gaps: list[tuple[int, int]] = []
-        self.task = asyncio.ensure_future(self._run())
-
-    async def _run(self) -> None:
-        async for batch in self.sub:
-            if isinstance(batch, LogTrimmed):
-                snap = await self.store.load(self.sub.match_id)
-                assert snap is not None
-                self.gaps.append((self.sub.last_version, snap.version))
-                self.versions.append(-1)  # marks where the snapshot came
-                self.sub.resume_from(snap.version)
-                continue
-            for v, payload in batch:
-                self.versions.append(v)
-                self.payloads[v] = payload
-
-    async def wait_for(self, version: int, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while self.sub.last_version < version:
-            assert not self.task.done(), self.task
-            assert time.monotonic() < deadline, (self.sub.match_id, self.sub.last_version, version)
-            await asyncio.sleep(0.02)
-
-    def contiguous_runs(self) -> list[list[int]]:
-        """The delivered versions split at each reported gap; each run must be contiguous."""
-        runs: list[list[int]] = [[]]
-        for v in self.versions:
-            if v == -1:
-                runs.append([])
-            else:
-                runs[-1].append(v)
-        return runs
-
-    def assert_contiguous_or_reported(self, start: int) -> None:
-        runs = self.contiguous_runs()
-        first = runs[0]
-        assert first == list(range(start + 1, start + 1 + len(first))), first[:10]
-        for (_, resumed), run in zip(self.gaps, runs[1:], strict=True):
-            assert run == list(range(resumed + 1, resumed + 1 + len(run))), run[:10]
-
-    async def close(self) -> None:
-        await self.sub.aclose()
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
-
-
-async def dump_match(r: Any, store: RedisMatchStore, match_id: str) -> dict[str, bytes]:
-    keys = store.keys_for(match_id)
+async def dump_match(r: Any, store: RedisStore, match_id: str) -> dict[str, bytes]:
+    keys = store.keys.match(match_id)
     return {k: await r.dump(k) for k in (keys.match, keys.events, keys.requests) if await r.exists(k)}
 
 
-async def restore_match(r: Any, store: RedisMatchStore, match_id: str, dumps: dict[str, bytes]) -> None:
+async def restore_match(r: Any, store: RedisStore, match_id: str, dumps: dict[str, bytes]) -> None:
     """Put a match back as it was when dumped: what a replica promoted before it received
     the later commits holds."""
-    keys = store.keys_for(match_id)
+    keys = store.keys.match(match_id)
     await r.delete(keys.match, keys.events, keys.requests)
     for key, raw in dumps.items():
         await r.restore(key, 0, raw, replace=True)
@@ -125,31 +66,16 @@ def match_ids_on(cluster: LocalRedisCluster, primary: ClusterNode, count: int, p
     return found
 
 
-@pytest.fixture
-async def stores() -> AsyncIterator[Callable[..., RedisMatchStore]]:
-    opened: list[RedisMatchStore] = []
-
-    def make(url: str, **settings: Any) -> RedisMatchStore:
-        settings.setdefault("max_events", 10_000)  # the checks compare whole logs
-        store = RedisMatchStore.from_url(url, StoreSettings(**settings), hub_block_ms=500)
-        opened.append(store)
-        return store
-
-    yield make
-    for store in opened:
-        await store.close()
-
-
 # ------------------------------------------------------------------------------ cluster routing
 async def test_cluster_commits_go_to_each_slots_primary_in_one_round_trip(
-    redis_cluster: LocalRedisCluster, stores: Callable[..., RedisMatchStore]
+    redis_cluster: LocalRedisCluster, redis_stores: Callable[..., RedisStore]
 ) -> None:
-    store = stores(redis_cluster.url)
+    store = redis_stores(redis_cluster.url)
     assert store.kind == "cluster"
     mids = [f"m{i}" for i in range(12)]
     for mid in mids:
         await play(store, mid, await new_match(store, mid), 1)  # warm up: scripts loaded
-    owners = {redis_cluster.primary_for_key(store.keys_for(mid).match).node_id for mid in mids}
+    owners = {redis_cluster.primary_for_key(store.keys.match(mid).match).node_id for mid in mids}
     assert len(owners) == 3  # the matches spread over every primary
     before = store.stats.round_trips
     for mid in mids:
@@ -172,9 +98,9 @@ async def test_a_multi_stream_xread_across_slots_is_refused_even_on_one_node(
 
 
 async def test_cluster_commit_loads_the_script_again_where_it_was_flushed(
-    redis_cluster: LocalRedisCluster, stores: Callable[..., RedisMatchStore]
+    redis_cluster: LocalRedisCluster, redis_stores: Callable[..., RedisStore]
 ) -> None:
-    store = stores(redis_cluster.url)
+    store = redis_stores(redis_cluster.url)
     version = await play(store, "m1", await new_match(store, "m1"), 1)
     await store.client.script_flush()  # on every primary, as after a restart
     before = store.stats.round_trips
@@ -188,8 +114,9 @@ async def test_redis_py_cluster_register_script_reloads_after_a_flush(
 ) -> None:
     """redis-py's own AsyncScript on the async cluster client survives SCRIPT FLUSH on
     every primary (the intermittent NoScriptError reported against 7.2 does not show on
-    the installed version); the store does not depend on it (it loads on its connection)."""
-    store = RedisMatchStore.from_url(redis_cluster.url)
+    the installed version); the adapter does not depend on it (a node that answers NOSCRIPT
+    gets SCRIPT LOAD in the next pipeline the adapter sends it)."""
+    store = open_redis(redis_cluster.url)
     try:
         rc = store.client
         script = rc.register_script("return redis.call('INCR', KEYS[1])")
@@ -202,11 +129,11 @@ async def test_redis_py_cluster_register_script_reloads_after_a_flush(
 
 
 async def test_cluster_stream_follows_a_slot_moved_to_another_node(
-    redis_cluster: LocalRedisCluster, stores: Callable[..., RedisMatchStore]
+    redis_cluster: LocalRedisCluster, redis_stores: Callable[..., RedisStore]
 ) -> None:
-    writer, reader = stores(redis_cluster.url), stores(redis_cluster.url)
+    writer, reader = redis_stores(redis_cluster.url), redis_stores(redis_cluster.url)
     version = await new_match(writer, "m1")
-    follower = Follower(reader, reader.subscribe("m1", version))
+    follower = Follower(reader, reader.matches.subscribe("m1", version))
     slot = key_slot(b"m1")
     source = redis_cluster.primary_for_slot(slot)
     target = next(p for p in redis_cluster.primaries() if p.node_id != source.node_id)
@@ -220,16 +147,16 @@ async def test_cluster_stream_follows_a_slot_moved_to_another_node(
     await follower.wait_for(version)
     follower.assert_contiguous_or_reported(2)
     assert follower.gaps == [] and follower.versions == list(range(3, version + 1))
-    hub = reader._hub
-    assert isinstance(hub, ClusterStreamHub) and hub._where["m1"] == f"127.0.0.1:{target.port}"
+    hub = reader.matches.hub
+    assert isinstance(hub, ClusterStreamHub) and hub.node_of("m1") == f"127.0.0.1:{target.port}"
     await follower.close()
     redis_cluster.move_slot(slot, source)  # as the other tests expect it
 
 
 # ------------------------------------------------------------------------------ failovers
 async def run_through_failover(
-    writer: RedisMatchStore,
-    reader: RedisMatchStore,
+    writer: RedisStore,
+    reader: RedisStore,
     mids: list[str],
     failover: Callable[[], Any],
     settle: Callable[[], Any],
@@ -238,7 +165,7 @@ async def run_through_failover(
     bit more; return the followers and each match's acknowledged (version, event)."""
     versions = {mid: await new_match(writer, mid) for mid in mids}
     await asyncio.to_thread(settle)  # the matches themselves exist on the replicas
-    followers = {mid: Follower(reader, reader.subscribe(mid, versions[mid])) for mid in mids}
+    followers = {mid: Follower(reader, reader.matches.subscribe(mid, versions[mid])) for mid in mids}
     for mid in mids:
         await followers[mid].wait_for(versions[mid])
     acked: dict[str, list[tuple[int, bytes]]] = {mid: [] for mid in mids}
@@ -249,13 +176,8 @@ async def run_through_failover(
         while not done.is_set():
             event = f"{mid}-ev-{n}".encode()
             try:
-                res = await writer.commit(
-                    mid,
-                    expected_version=versions[mid],
-                    state=b"s",
-                    events=[event],
-                    request_id=f"{mid}-r{n}",
-                    reply=b"ok",
+                res = await writer.matches.commit(
+                    Commit(mid, versions[mid], b"s", [event], request_id=f"{mid}-r{n}", reply=b"ok")
                 )
             except VersionConflict as exc:  # the state this writer knew was lost: go on from the store's
                 versions[mid] = exc.current_version
@@ -278,7 +200,7 @@ async def run_through_failover(
 
 
 async def check_streams(
-    writer: RedisMatchStore, followers: dict[str, Follower], acked: dict[str, list[tuple[int, bytes]]]
+    writer: RedisStore, followers: dict[str, Follower], acked: dict[str, list[tuple[int, bytes]]]
 ) -> tuple[int, int]:
     """Every stream contiguous between reported gaps and at the stored end, and a stream
     that reported no gap got exactly the stored events; returns (gaps reported,
@@ -287,7 +209,7 @@ async def check_streams(
     gaps = lost = 0
     for mid, follower in followers.items():
         follower.assert_contiguous_or_reported(2)
-        log = await writer.read_events(mid, 0, 10_000)
+        log = await writer.matches.read_events(mid, 0, 10_000)
         assert isinstance(log, list)
         stored = dict(log)
         assert follower.sub.last_version == max(stored)
@@ -301,10 +223,10 @@ async def check_streams(
 
 
 async def test_cluster_primary_killed_mid_run_streams_and_commits_carry_on(
-    redis_cluster: LocalRedisCluster, stores: Callable[..., RedisMatchStore]
+    redis_cluster: LocalRedisCluster, redis_stores: Callable[..., RedisStore]
 ) -> None:
-    writer = stores(redis_cluster.url, retry_seconds=20)
-    reader = stores(redis_cluster.url)
+    writer = redis_stores(redis_cluster.url, retry_seconds=20)
+    reader = redis_stores(redis_cluster.url)
     victim = redis_cluster.primaries()[0]
     mids = [*match_ids_on(redis_cluster, victim, 4, "fo"), "other1", "other2"]
     followers, acked = await run_through_failover(
@@ -322,10 +244,10 @@ async def test_cluster_primary_killed_mid_run_streams_and_commits_carry_on(
 
 
 async def test_sentinel_failover_streams_and_commits_carry_on(
-    redis_sentinel: LocalSentinelGroup, stores: Callable[..., RedisMatchStore]
+    redis_sentinel: LocalSentinelGroup, redis_stores: Callable[..., RedisStore]
 ) -> None:
-    writer = stores(redis_sentinel.url, retry_seconds=20)
-    reader = stores(redis_sentinel.url)
+    writer = redis_stores(redis_sentinel.url, retry_seconds=20)
+    reader = redis_stores(redis_sentinel.url)
     assert writer.kind == "sentinel"
     followers, acked = await run_through_failover(
         writer, reader, ["s1", "s2", "s3"], redis_sentinel.kill_primary, redis_sentinel.wait_replicated
@@ -333,20 +255,19 @@ async def test_sentinel_failover_streams_and_commits_carry_on(
     gaps, lost = await check_streams(writer, followers, acked)
     print(f"sentinel failover: {sum(map(len, acked.values()))} commits, {gaps} gaps reported, {lost} lost")
     assert writer.stats.retries > 0
-    hub = reader._hub
-    assert isinstance(hub, RedisStreamHub)
+    assert isinstance(reader.matches.hub, RedisStreamHub)
     for follower in followers.values():
         await follower.close()
 
 
 async def test_with_wait_every_acknowledged_commit_survives_a_primary_kill(
-    redis_cluster: LocalRedisCluster, stores: Callable[..., RedisMatchStore]
+    redis_cluster: LocalRedisCluster, redis_stores: Callable[..., RedisStore]
 ) -> None:
     """WAIT 1: a commit is answered once the (only) replica has it, and the replica is what
     gets promoted, so nothing answered is lost to this failover (the guarantee stops there:
     docs/operations.md, "Durability")."""
-    writer = stores(redis_cluster.url, retry_seconds=20, wait_replicas=1, wait_timeout_ms=500)
-    reader = stores(redis_cluster.url)
+    writer = redis_stores(redis_cluster.url, retry_seconds=20, wait_replicas=1, wait_timeout_ms=500)
+    reader = redis_stores(redis_cluster.url)
     victim = redis_cluster.primaries()[0]
     mids = match_ids_on(redis_cluster, victim, 3, "w")
     followers, acked = await run_through_failover(
@@ -366,12 +287,12 @@ async def test_with_wait_every_acknowledged_commit_survives_a_primary_kill(
 
 
 async def test_cluster_commit_in_flight_when_its_primary_dies_lands_exactly_once(
-    redis_cluster: LocalRedisCluster, stores: Callable[..., RedisMatchStore]
+    redis_cluster: LocalRedisCluster, redis_stores: Callable[..., RedisStore]
 ) -> None:
     """The primary stops with the commit unread in its socket, its replica takes over, then
     it is killed: the store sends the commit again to the new primary, where it lands once;
     a client retry with the same request id gets that first result."""
-    store = stores(redis_cluster.url, retry_seconds=20)
+    store = redis_stores(redis_cluster.url, retry_seconds=20)
     victim = redis_cluster.primaries()[0]
     (mid,) = match_ids_on(redis_cluster, victim, 1, "inflight")
     version = await play(store, mid, await new_match(store, mid), 2)
@@ -380,9 +301,7 @@ async def test_cluster_commit_in_flight_when_its_primary_dies_lands_exactly_once
     os.kill(victim.pid, signal.SIGSTOP)
     try:
         pending = asyncio.ensure_future(
-            store.commit(
-                mid, expected_version=version, state=b"x", events=[b"the-one"], request_id="once", reply=b"r"
-            )
+            store.matches.commit(Commit(mid, version, b"x", [b"the-one"], request_id="once", reply=b"r"))
         )
         await asyncio.sleep(0.2)
         assert not pending.done()
@@ -394,63 +313,55 @@ async def test_cluster_commit_in_flight_when_its_primary_dies_lands_exactly_once
         victim.process.kill()  # SIGKILL works on a stopped process
     res = await asyncio.wait_for(pending, 20)
     assert (res.version, res.duplicate) == (version + 1, False)
-    again = await store.commit(
-        mid, expected_version=version, state=b"x", events=[b"the-one"], request_id="once", reply=b"r"
+    again = await store.matches.commit(
+        Commit(mid, version, b"x", [b"the-one"], request_id="once", reply=b"r")
     )
     assert (again.version, again.duplicate, again.reply) == (version + 1, True, b"r")
-    log = await store.read_events(mid, 0, 100)
+    log = await store.matches.read_events(mid, 0, 100)
     assert isinstance(log, list) and [e for _, e in log].count(b"the-one") == 1
 
 
 # ------------------------------------------------------------------------------ lost writes
-@pytest.fixture(params=["redis", "cluster", "sentinel"])
-def topology_url(request: pytest.FixtureRequest) -> str:
-    if request.param == "redis":
-        return str(request.getfixturevalue("clean_redis_url"))
-    if request.param == "cluster":
-        return str(request.getfixturevalue("redis_cluster").url)
-    return str(request.getfixturevalue("redis_sentinel").url)
-
-
-async def kill_hub_connections(store: RedisMatchStore, match_id: str) -> None:
+async def kill_hub_connections(store: RedisStore, match_id: str) -> None:
     """Drop the hub's reader connection(s), as a failover does."""
-    hub = store._hub
+    hub = store.matches.hub
     if isinstance(hub, ClusterStreamHub):
-        feed = hub._feeds[hub._where[match_id]]
-        await feed.client.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+        client = hub.subscriber_client(match_id)
+        assert client is not None
+        await client.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
     else:
-        assert isinstance(hub, RedisStreamHub) and hub._reader_id is not None
-        await store.client.client_kill_filter(_id=hub._reader_id)
+        assert isinstance(hub, RedisStreamHub) and hub.reader_id is not None
+        await store.client.client_kill_filter(_id=hub.reader_id)
 
 
 async def test_events_lost_by_a_failover_are_reported_as_a_gap(
-    topology_url: str, stores: Callable[..., RedisMatchStore]
+    topology_url: str, redis_stores: Callable[..., RedisStore]
 ) -> None:
     """A reader delivered versions 5 and 6; then the match is what a replica promoted
     before receiving them holds (version 4), the reader's connection drops, and other
     events take versions 5.. : the reader's subscription reports a gap (LogTrimmed, so the
     service sends a snapshot) and then follows the surviving history."""
-    writer, reader = stores(topology_url), stores(topology_url)
+    writer, reader = redis_stores(topology_url), redis_stores(topology_url)
     version = await play(writer, "m1", await new_match(writer, "m1"), 2)  # 4
     dumps = await dump_match(writer.client, writer, "m1")
-    follower = Follower(reader, reader.subscribe("m1", version))
+    follower = Follower(reader, reader.matches.subscribe("m1", version))
     await follower.wait_for(version)
     await asyncio.sleep(0.1)
     await play(writer, "m1", version, 2)  # 5, 6: delivered, then lost
     await follower.wait_for(6)
     await restore_match(writer.client, writer, "m1", dumps)
     await kill_hub_connections(reader, "m1")
-    other = stores(topology_url)  # another worker, which never saw 5 and 6
-    await other.commit("m1", expected_version=4, state=b"s", events=[b"new-5"], request_id="n5", reply=b"")
-    await other.commit("m1", expected_version=5, state=b"s", events=[b"new-6"], request_id="n6", reply=b"")
-    await other.commit("m1", expected_version=6, state=b"s", events=[b"new-7"], request_id="n7", reply=b"")
+    other = redis_stores(topology_url)  # another worker, which never saw 5 and 6
+    await other.matches.commit(Commit("m1", 4, b"s", [b"new-5"], request_id="n5"))
+    await other.matches.commit(Commit("m1", 5, b"s", [b"new-6"], request_id="n6"))
+    await other.matches.commit(Commit("m1", 6, b"s", [b"new-7"], request_id="n7"))
     await follower.wait_for(7)
     assert len(follower.gaps) == 1 and follower.gaps[0][0] == 6  # reported at the lost version 6
-    await other.commit("m1", expected_version=7, state=b"s", events=[b"new-8"], request_id="n8", reply=b"")
+    await other.matches.commit(Commit("m1", 7, b"s", [b"new-8"], request_id="n8"))
     await follower.wait_for(8)
     follower.assert_contiguous_or_reported(4)
     assert follower.payloads[8] == b"new-8"  # the surviving history from the snapshot on
-    assert reader._hub is not None and reader._hub.gaps == 1
+    assert reader.matches.hub is not None and reader.matches.hub.gaps == 1
     await follower.close()
 
 
@@ -476,7 +387,7 @@ def hold_hub_reads(hub: RedisStreamHub | ClusterStreamHub, gate: asyncio.Event) 
 
 
 async def test_a_gap_is_reported_for_events_a_subscription_read_from_the_log_itself(
-    topology_url: str, stores: Callable[..., RedisMatchStore]
+    topology_url: str, redis_stores: Callable[..., RedisStore]
 ) -> None:
     """A subscription resumes at version 4 while 5 and 6 are in the log: its own catch-up
     reads them, before its worker's hub has read the stream. A failover then loses 5 and
@@ -484,32 +395,32 @@ async def test_a_gap_is_reported_for_events_a_subscription_read_from_the_log_its
     reports the gap, because what it read moved the hub's cursor too, and the hub's check
     compares the stream with that. (Were the cursor left at 4, the check would find the
     stream continuing it, and version 7 of the new history would follow the lost 6.)"""
-    writer, reader = stores(topology_url), stores(topology_url)
+    writer, reader = redis_stores(topology_url), redis_stores(topology_url)
     version = await play(writer, "m1", await new_match(writer, "m1"), 2)  # 4
     dumps = await dump_match(writer.client, writer, "m1")
     await play(writer, "m1", version, 2)  # 5, 6: read by the subscription, then lost
-    sub = reader.subscribe("m1", version)
-    hub = reader._hub
+    sub = reader.matches.subscribe("m1", version)
+    hub = reader.matches.hub
     assert hub is not None
     gate = asyncio.Event()
     hold_hub_reads(hub, gate)
     follower = Follower(reader, sub)
     await follower.wait_for(6)
     deadline = time.monotonic() + 20
-    while "m1" not in getattr(hub, "_where", {"m1": ""}) or getattr(hub, "_reader_id", 0) is None:
+    while (hub.node_of("m1") if isinstance(hub, ClusterStreamHub) else hub.reader_id) is None:
         assert time.monotonic() < deadline, "the hub never connected"  # its connection, to drop
         await asyncio.sleep(0.02)
     assert hub.cursor("m1") == 6  # the subscription's read moved the hub's cursor
     await restore_match(writer.client, writer, "m1", dumps)
     await kill_hub_connections(reader, "m1")
     gate.set()
-    other = stores(topology_url)
+    other = redis_stores(topology_url)
     for v in (5, 6, 7):
         ev = [b"new-%d" % v]
-        await other.commit("m1", expected_version=v - 1, state=b"s", events=ev, request_id=f"n{v}", reply=b"")
+        await other.matches.commit(Commit("m1", v - 1, b"s", ev, request_id=f"n{v}"))
     await follower.wait_for(7)
     assert [gap[0] for gap in follower.gaps] == [6]  # reported at the lost version 6
-    await other.commit("m1", expected_version=7, state=b"s", events=[b"new-8"], request_id="n8", reply=b"")
+    await other.matches.commit(Commit("m1", 7, b"s", [b"new-8"], request_id="n8"))
     await follower.wait_for(8)
     follower.assert_contiguous_or_reported(4)
     assert follower.payloads[8] == b"new-8"  # the surviving history from the snapshot on
@@ -517,92 +428,76 @@ async def test_a_gap_is_reported_for_events_a_subscription_read_from_the_log_its
 
 
 async def test_a_worker_holding_a_lost_state_cannot_commit_on_top_of_its_replacement(
-    topology_url: str, stores: Callable[..., RedisMatchStore]
+    topology_url: str, redis_stores: Callable[..., RedisStore]
 ) -> None:
     """The commit token: worker A committed version 3, which a failover lost; worker B
     committed another version 3. A, still holding its own version 3, commits expecting
     version 3 -- the version matches, the token does not: a conflict, not a corrupt write."""
-    a, b = stores(topology_url), stores(topology_url)
+    a, b = redis_stores(topology_url), redis_stores(topology_url)
     version = await new_match(a, "m1")  # 2
     dumps = await dump_match(a.client, a, "m1")
-    await a.commit("m1", expected_version=version, state=b"a3", events=[b"a3"], request_id="a3", reply=b"")
+    await a.matches.commit(Commit("m1", version, b"a3", [b"a3"], request_id="a3"))
     await restore_match(a.client, a, "m1", dumps)  # the failover lost it
-    await b.commit("m1", expected_version=version, state=b"b3", events=[b"b3"], request_id="b3", reply=b"")
+    await b.matches.commit(Commit("m1", version, b"b3", [b"b3"], request_id="b3"))
     with pytest.raises(VersionConflict) as info:
-        await a.commit("m1", expected_version=3, state=b"a4", events=[b"a4"], request_id="a4", reply=b"")
+        await a.matches.commit(Commit("m1", 3, b"a4", [b"a4"], request_id="a4"))
     assert info.value.current_version == 3
-    snap = await a.load("m1")  # A reloads (the service does on a conflict) and goes on from B's
+    snap = await a.matches.load("m1")  # A reloads (the service does on a conflict) and goes on from B's
     assert snap is not None and snap.state == b"b3"
-    assert (
-        await a.commit("m1", expected_version=3, state=b"a4", events=[b"a4"], request_id="a4", reply=b"")
-    ).version == 4
+    assert (await a.matches.commit(Commit("m1", 3, b"a4", [b"a4"], request_id="a4"))).version == 4
 
 
 # ------------------------------------------------------------------------------ giving up
 async def test_an_unreachable_redis_answers_store_unavailable_after_the_retry_time(
-    stores: Callable[..., RedisMatchStore],
+    redis_stores: Callable[..., RedisStore],
 ) -> None:
     dead = f"redis://127.0.0.1:{free_port()}/0"
-    store = stores(dead, retry_seconds=0.3)
+    store = redis_stores(dead, retry_seconds=0.3)
     t0 = time.monotonic()
     with pytest.raises(StoreUnavailable, match="commit"):
-        await store.commit("m1", expected_version=0, state=b"", events=[], request_id="r", reply=b"")
+        await store.matches.commit(Commit("m1", 0, b"", [], request_id="r"))
     assert 0.3 <= time.monotonic() - t0 < 3
     assert store.stats.retries >= 2
-    cluster = stores(f"redis+cluster://127.0.0.1:{free_port()}", retry_seconds=0.3)
+    cluster = redis_stores(f"redis+cluster://127.0.0.1:{free_port()}", retry_seconds=0.3)
     with pytest.raises(StoreUnavailable):
-        await cluster.load("m1")
-
-
-async def test_wait_reports_when_replicas_do_not_acknowledge(
-    clean_redis_url: str, stores: Callable[..., RedisMatchStore]
-) -> None:
-    """WAIT on a server without replicas: the commit is applied and answered after the
-    timeout, and counted as short."""
-    store = stores(clean_redis_url, wait_replicas=1, wait_timeout_ms=20)
-    version = await new_match(store, "m1")
-    assert store.stats.wait_short == 1  # the create waited too
-    res = await store.commit(
-        "m1", expected_version=version, state=b"", events=[b"e"], request_id="r", reply=b""
-    )
-    assert res.version == version + 1 and store.stats.wait_short == 2
+        await cluster.matches.load("m1")
 
 
 async def test_owner_index_spreads_over_shards_and_lists_in_order(
-    redis_cluster: LocalRedisCluster, stores: Callable[..., RedisMatchStore]
+    redis_cluster: LocalRedisCluster, redis_stores: Callable[..., RedisStore]
 ) -> None:
-    store = stores(redis_cluster.url, owner_index_shards=8)
+    store = redis_stores(redis_cluster.url, owner_index_shards=8)
     for i in range(40):
-        await store.create(f"m{i}", b"", b"", [], entry(f"m{i}", created_at=100.0 + i))
-    sizes = [await store.client.zcard(k) for k in store.owner_keys("tenant-a")]
+        await store.matches.create(NewMatch(entry(f"m{i}", created_at=100.0 + i), b"", b""))
+    sizes = [await store.client.zcard(k) for k in store.keys.owner_indexes("tenant-a")]
     assert sum(sizes) == 40 and sum(1 for n in sizes if n) >= 6
-    slots = {key_slot(k.encode()) for k in store.owner_keys("tenant-a")}
+    slots = {key_slot(k.encode()) for k in store.keys.owner_indexes("tenant-a")}
     assert len(slots) == 8
     seen: list[str] = []
     token = None
     while True:
-        page, token = await store.list_matches("tenant-a", None, 7, token)
+        page, token = await store.matches.list_matches("tenant-a", None, 7, token)
         seen += [e.match_id for e in page]
         if token is None:
             break
     assert seen == [f"m{i}" for i in range(39, -1, -1)]
     # raising the shard count later keeps every match listed
-    wider = stores(redis_cluster.url, owner_index_shards=16)
-    page, _ = await wider.list_matches("tenant-a", None, 100, None)
+    wider = redis_stores(redis_cluster.url, owner_index_shards=16)
+    page, _ = await wider.matches.list_matches("tenant-a", None, 100, None)
     assert [e.match_id for e in page] == seen
 
 
 async def test_a_manual_cluster_failover_is_followed_without_a_gap(
-    redis_cluster: LocalRedisCluster, stores: Callable[..., RedisMatchStore]
+    redis_cluster: LocalRedisCluster, redis_stores: Callable[..., RedisStore]
 ) -> None:
     """CLUSTER FAILOVER on a replica (how a primary is upgraded without downtime): commits
     follow the MOVED redirection, the stream moves its subscription to the new primary, and
     every event arrives once, in order."""
-    writer, reader = stores(redis_cluster.url), stores(redis_cluster.url)
+    writer, reader = redis_stores(redis_cluster.url), redis_stores(redis_cluster.url)
     version = await new_match(writer, "m1")
-    follower = Follower(reader, reader.subscribe("m1", version))
+    follower = Follower(reader, reader.matches.subscribe("m1", version))
     await follower.wait_for(version)
-    owner = redis_cluster.primary_for_key(writer.keys_for("m1").match)
+    owner = redis_cluster.primary_for_key(writer.keys.match("m1").match)
     replica = redis_cluster.replicas_of(owner)[0]
     with replica.client() as c:
         assert c.execute_command("CLUSTER", "FAILOVER") in ("OK", b"OK", True)

@@ -10,7 +10,7 @@ import pytest
 from truco_tools import profile_shares
 
 RAW = """\
-m (b.py:1);commit (site/truco_server/stores/redis_store.py:10);send (site/redis/connection.py:5) 30
+m (b.py:1);commit (site/truco_server/stores/redis/matches.py:10);send (site/redis/connection.py:5) 30
 m (b.py:1);decide (site/truco_engine/engine.py:20) 20
 m (b.py:1);reply (site/truco_server/api/wire.py:3);SerializeToString (site/google/protobuf/message.py:9) 25
 m (b.py:1);_run_once (lib/asyncio/base_events.py:1);EpollSelector.select (lib/selectors.py:468) 15
@@ -35,7 +35,7 @@ def test_self_time_is_grouped_by_the_layer_of_the_innermost_frame() -> None:
 
 
 def test_the_store_is_its_own_layer_and_idle_frames_can_be_left_out() -> None:
-    raw = RAW + "m (b.py:1);commit (site/truco_server/stores/redis_store.py:12) 10\n"
+    raw = RAW + "m (b.py:1);commit (site/truco_server/stores/redis/matches.py:12) 10\n"
     layers, _, total = profile_shares.shares(profile_shares.parse(raw.splitlines()), skip_idle=True)
     assert total == 95  # 110 less the 15 samples waiting in select
     assert layers["store"] == 10 and "server" not in layers

@@ -24,14 +24,25 @@ __all__ = ["Documents", "MatchLog", "OperatorFeed", "Queues", "Store", "StoreSet
 
 
 class Store(Protocol):
-    """One backend's ports, opened once per worker (:func:`truco_server.stores.open_store`)."""
+    """One backend's ports, opened once per worker (:func:`truco_server.stores.open_store`).
+    Its members are read-only (an adapter's own types may stand for the ports)."""
 
-    matches: MatchLog
-    queues: Queues
-    operators: OperatorFeed
-    documents: Documents
-    description: str
-    """What it is, for logs and health (``memory``, ``redis standalone 127.0.0.1:6379``...)."""
+    @property
+    def matches(self) -> MatchLog: ...
+
+    @property
+    def queues(self) -> Queues: ...
+
+    @property
+    def operators(self) -> OperatorFeed: ...
+
+    @property
+    def documents(self) -> Documents: ...
+
+    @property
+    def description(self) -> str:
+        """What it is, for logs and health (``memory``, ``redis standalone 127.0.0.1:6379``...)."""
+        ...
 
     async def ping(self, timeout: float) -> None:
         """Return when the backend answers within ``timeout`` seconds (one round trip, no

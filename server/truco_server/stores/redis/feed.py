@@ -1,0 +1,268 @@
+"""The stream hub of one Redis server or a Sentinel group's primary: one ``XREAD BLOCK``
+reader task serving every subscription of a worker (the ordering argument and the failover
+check are in :mod:`.hub`).
+
+* One background task runs ``XREAD BLOCK`` over the streams of the subscribed matches on one
+  dedicated connection. A subscription for a new match interrupts the blocked read with
+  ``CLIENT UNBLOCK`` so the new stream is read at once (``block_ms`` bounds the delay if that
+  wake-up races with the read).
+* Local fan-out: after each of its own commits the adapter hands the hub the events it just
+  wrote (:meth:`RedisStreamHub.committed`), delivered at once with the commit's note.
+* To keep a busy worker from re-reading streams only it writes, a match whose last
+  ``local_after`` commits were all local and contiguous becomes *local*: it leaves the
+  blocking read and is only polled (a non-blocking ``XREAD``) every ``poll_ms``; an ``XREAD``
+  that finds events this worker did not commit, a local commit that finds the cursor behind,
+  or a lost version check makes it *remote* again.
+* After a read fails (Redis restarted or failed over), every followed stream is checked
+  before anything more is delivered (:meth:`.hub.HubCore._check`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from truco_server.stores.redis.hub import HubCore
+from truco_server.stores.redis.replies import EVENT_FIELD, parse_xread, version_of
+
+__all__ = ["RedisStreamHub"]
+
+log = logging.getLogger("truco_server.stores.redis.feed")
+
+_FAULTS = (RedisError, OSError, TimeoutError)
+
+
+class RedisStreamHub(HubCore):
+    """One ``XREAD BLOCK`` reader task for every subscription of a worker (module docstring).
+
+    ``reader`` is a client with one dedicated connection (blocked most of the time);
+    ``waker`` is the adapter's client, for ``CLIENT UNBLOCK`` and the checks. After a read
+    that returned events the next one waits ``coalesce_ms`` so that several commits share
+    one read (at the cost of at most that much delivery delay)."""
+
+    def __init__(
+        self,
+        reader: aioredis.Redis,
+        waker: aioredis.Redis,
+        stream_key: Callable[[str], str],
+        *,
+        block_ms: int = 1000,
+        count: int = 500,
+        coalesce_ms: float = 2.0,
+        poll_ms: float = 50.0,
+        local_after: int = 3,
+        timeout: float = 5.0,
+        on_round_trip: Callable[[int], None] | None = None,
+    ) -> None:
+        super().__init__(stream_key, count=count, timeout=timeout, on_round_trip=on_round_trip)
+        self._reader = reader
+        self._waker = waker
+        self._block_ms = block_ms
+        self._streak: dict[str, int] = {}
+        self._local: set[str] = set()
+        self._coalesce = coalesce_ms / 1000
+        self._poll = poll_ms / 1000
+        self._local_after = max(1, local_after)
+        self._next_poll = 0.0
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._reader_id: int | None = None
+        self._blocking = False
+        self._blocking_on: frozenset[str] | None = None
+        self._generation = 0
+        self._wakers: set[asyncio.Task[None]] = set()
+        self._backoff = 0.05
+        self.reads = 0
+        """``XREAD`` calls issued (for tests and benchmarks)."""
+
+    @property
+    def reader_id(self) -> int | None:
+        """The Redis client id of the reader's connection, once it has one."""
+        return self._reader_id
+
+    def is_local(self, match_id: str) -> bool:
+        """Whether ``match_id`` is in the local class (read only every ``poll_ms``)."""
+        return match_id in self._local
+
+    def _followed(self, mid: str) -> None:
+        self._streak[mid] = 0
+        self._make_remote(mid)
+
+    def _unfollowed(self, mid: str) -> None:
+        self._streak.pop(mid, None)
+        self._local.discard(mid)
+
+    def committed(self, match_id: str, base_version: int, events: list[bytes], note: object = None) -> None:
+        """This worker committed ``events`` as versions ``base_version + 1 ..``: deliver them
+        to this worker's subscriptions now, with ``note``."""
+        cursor = self._cursors.get(match_id)
+        if cursor is None or not events or match_id in self._unverified:
+            return
+        if cursor == base_version:
+            self._deliver(match_id, [(base_version + i, e) for i, e in enumerate(events, 1)], note)
+            self.local_batches += 1
+        elif cursor < base_version:
+            self._read_soon(match_id)  # commits from elsewhere are waiting: read them now
+            return
+        # else an XREAD raced ahead of this reply and already delivered these events
+        streak = self._streak[match_id] = self._streak.get(match_id, 0) + 1
+        if streak >= self._local_after:
+            self._local.add(match_id)  # left out of the blocking reads from the next one
+
+    def conflicted(self, match_id: str) -> None:
+        if match_id in self._cursors:
+            self._make_remote(match_id)
+
+    def _read_soon(self, mid: str) -> None:
+        self._make_remote(mid)
+
+    def _make_remote(self, mid: str) -> None:
+        """Put ``mid`` in every blocking read from now on (interrupting the current one)."""
+        self._streak[mid] = 0
+        self._local.discard(mid)
+        blocking_on = self._blocking_on
+        if blocking_on is not None and mid in blocking_on:
+            return
+        self._generation += 1
+        self._changed.set()
+        if self._task is None:
+            self._task = asyncio.create_task(
+                self._run(), name="truco-stream-hub", context=contextvars.Context()
+            )
+        elif self._blocking:
+            self._spawn(self._wake(self._generation))
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._wakers.add(task)
+        task.add_done_callback(self._wakers.discard)
+
+    async def _wake(self, generation: int) -> None:
+        """Interrupt the blocked XREAD so it restarts with the new set of streams."""
+        for _ in range(5):
+            reader_id = self._reader_id
+            if reader_id is None or generation != self._generation or not self._blocking:
+                return
+            try:
+                self._on_round_trip(1)
+                async with asyncio.timeout(self._timeout):
+                    if await self._waker.client_unblock(reader_id):
+                        return
+            except _FAULTS:
+                return
+            await asyncio.sleep(0.002)  # read not yet on the server: try again
+
+    async def _run(self) -> None:
+        while not self._closed:
+            if not self._cursors:
+                self._changed.clear()
+                await self._changed.wait()
+                continue
+            if self._unverified and not await self._verify():
+                continue
+            self._changed.clear()
+            plan = await self._plan()
+            if plan is None:
+                continue
+            mids, block = plan
+            try:
+                resp = await self._xread(mids, block)
+            except _FAULTS as exc:
+                self._reader_id = None
+                self._unverified.update(self._cursors)
+                log.warning("stream hub read failed: %s; retrying", exc)
+                await self._pause()
+                continue
+            self._backoff = 0.05
+            if resp and block is not None and self._coalesce > 0:
+                await asyncio.sleep(self._coalesce)  # see the class docstring
+            self._take(resp)
+
+    async def _verify(self) -> bool:
+        """After a failed read (Redis restarted or failed over): what was delivered may be
+        gone from the log, so check every followed stream before reading on."""
+        try:
+            await self._check(self._waker, list(self._unverified))
+        except _FAULTS as exc:
+            log.warning("stream hub check failed: %s; retrying", exc)
+            await self._pause()
+            return False
+        return not self._unverified
+
+    async def _pause(self) -> None:
+        await asyncio.sleep(self._backoff)
+        self._backoff = min(self._backoff * 2, 2.0)
+
+    async def _plan(self) -> tuple[list[str], int | None] | None:
+        """The matches of the next read and its block (ms; None: not blocking), or None when
+        there is nothing to read now (after waiting for a change or the next poll)."""
+        now = asyncio.get_running_loop().time()
+        if self._local and now >= self._next_poll:
+            self._next_poll = now + self._poll  # everything, without blocking
+            return list(self._cursors), None
+        mids = [mid for mid in self._cursors if mid not in self._local]
+        wait = self._next_poll - now if self._local else self._block_ms / 1000
+        if not mids:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await self._changed.wait()
+            return None
+        return mids, max(1, min(self._block_ms, int(wait * 1000) + 1))
+
+    async def _xread(self, mids: list[str], block: int | None) -> Any:
+        keys, cursors = self._keys, self._cursors
+        streams: dict[Any, Any] = {keys[mid]: f"{cursors[mid]}-0" for mid in mids}
+        try:
+            async with asyncio.timeout(self._timeout + (block or 0) / 1000):
+                if self._reader_id is None:
+                    self._on_round_trip(1)
+                    self._reader_id = int(await self._reader.client_id())
+                    if self._changed.is_set():
+                        return None  # the set of streams changed meanwhile
+                self._on_round_trip(1)
+                self.reads += 1
+                if block is None:
+                    return await self._reader.xread(streams, count=self._count)
+                self._blocking = True
+                self._blocking_on = frozenset(mids)
+                return await self._reader.xread(streams, count=self._count, block=block)
+        finally:
+            self._blocking = False
+            self._blocking_on = None
+
+    def _take(self, resp: Any) -> None:
+        """Deliver what an XREAD returned beyond each cursor."""
+        for key, entries in parse_xread(resp):
+            mid = self._key_to_match.get(key if isinstance(key, bytes) else key.encode())
+            if mid is None or not entries:
+                continue
+            cursor = self._cursors.get(mid)
+            if cursor is None:
+                continue
+            batch = [(v, fields[EVENT_FIELD]) for eid, fields in entries if (v := version_of(eid)) > cursor]
+            if not batch:
+                continue  # already delivered by local fan-out
+            if mid not in self._inflight and (mid in self._local or self._streak.get(mid)):
+                # events this worker did not commit (with a local commit in flight they are
+                # most likely that commit's, read before its reply arrived)
+                self._streak[mid] = 0
+                self._local.discard(mid)
+            self._deliver_read(mid, batch)
+
+    async def close(self) -> None:
+        self._closed = True
+        self._changed.set()
+        for task in [self._task, *self._wakers]:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, *_FAULTS):
+                    await task
+        self._task = None
+        await self._reader.aclose()

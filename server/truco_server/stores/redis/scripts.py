@@ -1,0 +1,281 @@
+"""The Lua scripts of the Redis adapter, each named by its SHA1 (what ``EVALSHA`` sends).
+
+Each script touches keys of one slot only (its ``KEYS``, which share a hash tag), so every
+script runs unchanged on one server, a Sentinel group's primary and a Redis Cluster. A
+script runs without interleaving on the server: that is what makes a commit atomic
+(DESIGN.md, invariant 2). The bodies are unchanged from the store they replace, so a rolling
+update runs the same scripts under the same names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+__all__ = [
+    "COMMIT",
+    "CREATE",
+    "DELIVERY_LOG_PUT",
+    "DOC_PUT",
+    "OUTBOX_DONE",
+    "OUTBOX_TAKE",
+    "QUEUE_ADD",
+    "QUEUE_CLAIM",
+    "QUEUE_DUE",
+    "QUEUE_FINISH",
+    "QUEUE_RELEASE",
+    "WEBHOOK_PUT",
+    "Script",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A script: its name (for errors and metrics), its body and the body's SHA1."""
+
+    name: str
+    body: str
+    sha: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha", hashlib.sha1(self.body.encode()).hexdigest())
+
+
+CREATE = Script(
+    "create",
+    """
+-- KEYS: match hash, events stream, record list, outbox list
+-- ARGV: meta, state, status, owner, created_at, sort_key, summary, maxlen,
+--       retention_ttl (0 = none), head, n_events, events..., n_outbox, outbox items...
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
+local n = tonumber(ARGV[11])
+for i = 1, n do
+  redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[8], i .. '-0', 'e', ARGV[11 + i])
+end
+local m = tonumber(ARGV[12 + n])
+for j = 1, m do redis.call('RPUSH', KEYS[4], ARGV[12 + n + j]) end
+redis.call('HSET', KEYS[1], 'version', n, 'state', ARGV[2], 'meta', ARGV[1],
+           'status', ARGV[3], 'owner', ARGV[4], 'created_at', ARGV[5],
+           'updated_at', ARGV[5], 'sort_key', ARGV[6], 'summary', ARGV[7], 'head', ARGV[10])
+local ttl = tonumber(ARGV[9])
+if ttl > 0 then
+  redis.call('EXPIRE', KEYS[1], ttl)
+  if n > 0 then redis.call('EXPIRE', KEYS[2], ttl) end
+end
+return n
+""",
+)
+
+COMMIT = Script(
+    "commit",
+    """
+-- KEYS: match hash, events stream, request records hash, record list, outbox list
+-- ARGV: expected_version, state, request_id ('' = none), reply, request_ttl, maxlen,
+--       status ('' = unchanged), retention_ttl (0 = status not terminal), updated_at,
+--       summary ('' = unchanged), expected head ('' = not checked), new head,
+--       doorbell channel ('' = none), record step ('' = none), n_events, events...,
+--       n_outbox, outbox items...
+-- Returns {0, new_version} | {1, recorded "<version>:<reply>"} | {2, current_version}
+--       | {3} when the match does not exist.
+if redis.call('EXISTS', KEYS[1]) == 0 then return {3} end
+if ARGV[3] ~= '' then
+  local prev = redis.call('HGET', KEYS[3], ARGV[3])
+  if prev then return {1, prev} end
+end
+local cur = tonumber(redis.call('HGET', KEYS[1], 'version'))
+if cur ~= tonumber(ARGV[1]) then return {2, cur} end
+if ARGV[11] ~= '' then
+  local head = redis.call('HGET', KEYS[1], 'head')
+  if head and head ~= ARGV[11] then return {2, cur} end
+end
+local n = tonumber(ARGV[15])
+for i = 1, n do
+  redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[6], (cur + i) .. '-0', 'e', ARGV[15 + i])
+end
+local m = tonumber(ARGV[16 + n])
+for j = 1, m do redis.call('RPUSH', KEYS[5], ARGV[16 + n + j]) end
+local newv = cur + n
+redis.call('HSET', KEYS[1], 'version', newv, 'state', ARGV[2], 'updated_at', ARGV[9], 'head', ARGV[12])
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'status', ARGV[7]) end
+if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'summary', ARGV[10]) end
+if ARGV[14] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[14]) end
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[3], newv .. ':' .. ARGV[4])
+  redis.call('EXPIRE', KEYS[3], ARGV[5])
+end
+local ttl = tonumber(ARGV[8])
+if ttl > 0 then
+  for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ttl) end
+end
+if ARGV[13] ~= '' and n > 0 then
+  local lens, evs = {}, {}
+  for i = 1, n do
+    evs[i] = ARGV[15 + i]
+    lens[i] = string.len(evs[i])
+  end
+  redis.call('SPUBLISH', ARGV[13], cur .. ':' .. table.concat(lens, ',') .. ':' .. table.concat(evs))
+end
+return {0, newv}
+""",
+)
+
+OUTBOX_TAKE = Script(
+    "outbox_take",
+    """
+-- KEYS: outbox list, relay lock.  ARGV: token, lease (ms), most items.
+-- The outbox's first items and the lock, or false when another relay holds the lock.
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) == false then return false end
+local items = redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)
+if #items == 0 then redis.call('DEL', KEYS[2]) end
+return items
+""",
+)
+
+OUTBOX_DONE = Script(
+    "outbox_done",
+    """
+-- KEYS: outbox list, relay lock.  ARGV: token, items relayed.
+-- Drops the relayed items and the lock, if the lock is still this relay's.
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('LTRIM', KEYS[1], tonumber(ARGV[2]), -1)
+redis.call('DEL', KEYS[2])
+return 1
+""",
+)
+
+QUEUE_ADD = Script(
+    "queue_add",
+    """
+-- KEYS: due zset, data hash of the item's shard.  ARGV: item, due (ms), mode, data.
+-- mode 'lower': the item's due time becomes at most `due` (a new item is added), data
+--   replaced when given; mode 'new': added only if the item has no data yet (returns 0
+--   when it had: an item is queued once).
+if ARGV[3] == 'new' then
+  if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[4]) == 0 then return 0 end
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+  return 1
+end
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[4]) end
+redis.call('ZADD', KEYS[1], 'LT', ARGV[2], ARGV[1])
+return 1
+""",
+)
+
+QUEUE_CLAIM = Script(
+    "queue_claim",
+    """
+-- KEYS: due zset, data hash.  ARGV: now (ms), lease (ms), limit.
+-- Items due by now, each pushed to now + lease (claimed until then); returns
+-- {item, due score, lease score, data ('' = none), ...}.
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0,
+                       tonumber(ARGV[3]))
+local out = {}
+local lease = tonumber(ARGV[1]) + tonumber(ARGV[2])
+for i = 1, #due, 2 do
+  redis.call('ZADD', KEYS[1], 'XX', lease, due[i])
+  out[#out + 1] = due[i]
+  out[#out + 1] = due[i + 1]
+  out[#out + 1] = lease
+  out[#out + 1] = redis.call('HGET', KEYS[2], due[i]) or ''
+end
+return out
+""",
+)
+
+QUEUE_FINISH = Script(
+    "queue_finish",
+    """
+-- KEYS: due zset, data hash.  ARGV: item, lease it was claimed with, next due ('' = done:
+--   drop it and its data), new data ('' = unchanged), mode.
+-- mode 'lower': if the due time was lowered meanwhile (a commit registered an earlier
+--   wakeup), the lower of the two stays; a missing item is re-added.  mode 'owned': nothing
+--   happens unless the claim still holds (another reader took over an expired lease).
+-- Returns 1 when the claim still held.
+local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
+local held = cur and tonumber(cur) == tonumber(ARGV[2])
+if not held then
+  if ARGV[5] == 'owned' then return 0 end
+  if ARGV[3] ~= '' then redis.call('ZADD', KEYS[1], 'LT', ARGV[3], ARGV[1]) end
+  return 0
+end
+if ARGV[3] == '' then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('HDEL', KEYS[2], ARGV[1])
+else
+  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+  if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[4]) end
+end
+return 1
+""",
+)
+
+QUEUE_RELEASE = Script(
+    "queue_release",
+    """
+-- KEYS: due zset, data hash of the item's shard.  ARGV: item, data.
+-- Drops the item and its data if its data is still ARGV[2] (nobody queued it again since).
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+""",
+)
+
+QUEUE_DUE = Script(
+    "queue_due",
+    """
+-- KEYS: the due zsets of a queue's shards, all on this server.  ARGV: now (ms).
+-- The indexes (0-based) of the shards with an item due by now.
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('ZCOUNT', key, '-inf', ARGV[1]) > 0 then out[#out + 1] = i - 1 end
+end
+return out
+""",
+)
+
+WEBHOOK_PUT = Script(
+    "webhook_put",
+    """
+-- KEYS: the operator's webhooks hash.  ARGV: webhook id, data, most webhooks.
+-- Stores (or replaces) a webhook; 0 when the operator already has the most it may.
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+""",
+)
+
+DOC_PUT = Script(
+    "doc_put",
+    """
+-- KEYS: a document's hash (fields v = version, d = data).  ARGV: expected version, data.
+-- Compare-and-set: writes the data and version + 1 only if the version is the expected one
+-- (0: no document yet); returns 1 when written, 0 when the version differs.
+local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+if v ~= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'v', v + 1, 'd', ARGV[2])
+return 1
+""",
+)
+
+DELIVERY_LOG_PUT = Script(
+    "delivery_log_put",
+    """
+-- KEYS: a webhook's deliveries hash, their order zset.  ARGV: delivery id, data, event time
+-- (ms), deliveries kept.  Records a delivery's state; the oldest beyond the limit go.
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1])
+local extra = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
+if extra > 0 then
+  local old = redis.call('ZRANGE', KEYS[2], 0, extra - 1)
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, extra - 1)
+  redis.call('HDEL', KEYS[1], unpack(old))
+end
+return 1
+""",
+)

@@ -1,0 +1,115 @@
+"""The operator feed's contract (truco_server.ports.operators): outboxes, operator streams,
+webhooks and their delivery log; every test runs on every adapter -- memory, one Redis
+server, a Redis Cluster and a Sentinel group."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.storage.conftest import StoreFactory
+from tests.storage.support import new_match, step
+from truco_server.ports import Store
+from truco_server.ports.queues import RELAY, RelayWake
+from truco_server.ports.settings import StoreSettings
+from truco_server.stores.redis import RedisStore
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+
+
+async def test_commits_fill_the_outbox_and_a_relay_takes_it_under_a_lock(store: Store) -> None:
+    v = await new_match(store, n_events=1, outbox=[b"created"])
+    v = (await store.matches.commit(step("m1", v, outbox=[b"a", b"b"]))).version
+    assert await store.operators.outbox_take(["m1"], "tok", 10_000, 10) == [[b"created", b"a", b"b"]]
+    assert await store.operators.outbox_take(["m1"], "other", 10_000, 10) == [None]  # locked
+    await store.matches.commit(step("m1", v, outbox=[b"c"]))  # written while the relay works
+    assert await store.operators.outbox_done([("m1", 3)], "other") == [False]
+    assert await store.operators.outbox_done([("m1", 3)], "tok") == [True]
+    assert await store.operators.outbox_take(["m1"], "tok2", 10_000, 1) == [[b"c"]]
+    assert await store.operators.outbox_done([("m1", 1)], "tok2") == [True]
+    assert await store.operators.outbox_take(["m1"], "tok3", 10_000, 10) == [[]]
+
+
+async def test_outboxes_of_several_matches_are_taken_trimmed_and_released_together(
+    store: Store, backend: str
+) -> None:
+    """The relay's batch: one take of several outboxes (each answering as its single take
+    would: items, nothing, or locked), one trim, one release of their safety nets; on one
+    server each of the three is one round trip whatever the number of matches."""
+    for m in ("m1", "m2", "m3"):
+        await new_match(
+            store, m, n_events=1, outbox=[f"{m} created".encode()], relay=RelayWake(5_000, m.encode())
+        )
+    assert await store.operators.outbox_take(["m2"], "another relay", 10_000, 10) != [None]
+    assert await store.operators.outbox_done([("m3", 0)], "nobody") == [False]  # not locked: no effect
+    assert await store.operators.outbox_take(["m3"], "first", 10_000, 10) == [[b"m3 created"]]
+    assert await store.operators.outbox_done([("m3", 1)], "first") == [True]  # m3's outbox is empty now
+    assert await store.queues.release(RELAY, [("nope", b"")]) == [False]  # Redis has each script from here on
+    stats = store.stats if isinstance(store, RedisStore) else None
+    trips = stats.round_trips if stats is not None else 0
+    taken = await store.operators.outbox_take(["m1", "m2", "m3", "nope"], "tok", 10_000, 10)
+    assert taken == [[b"m1 created"], None, [], []]
+    assert await store.operators.outbox_done([("m1", 1), ("m2", 1)], "tok") == [True, False]  # m2 not ours
+    released = await store.queues.release(RELAY, [("m1", b"m1"), ("m2", b"stale"), ("m3", b"m3")])
+    assert released == [True, False, True]
+    if stats is not None and backend != "cluster":
+        assert stats.round_trips - trips == 3
+    assert await store.operators.outbox_take(["m1"], "check", 10_000, 10) == [[]]
+    assert await store.operators.outbox_take(["m2"], "check", 10_000, 10) == [None]  # still the other relay's
+    assert await store.operators.outbox_take([], "tok", 10_000, 10) == []
+    assert await store.operators.outbox_done([], "tok") == []
+
+
+async def test_operator_stream_reads_from_a_cursor_and_waits(two_workers: tuple[Store, Store]) -> None:
+    store, other = two_workers  # another worker's client
+    assert await store.operators.last("op") == "0-0"
+    cursors = await store.operators.append("op", [b"one", b"two"])
+    assert await store.operators.read("op", "", 10) == [(cursors[0], b"one"), (cursors[1], b"two")]
+    assert await store.operators.read("op", cursors[0], 10) == [(cursors[1], b"two")]
+    assert await store.operators.read("op", "", 1) == [(cursors[0], b"one")]
+    assert await store.operators.last("op") == cursors[1]
+    assert await store.operators.read("other-op", "", 10) == []
+    waiting = asyncio.ensure_future(other.operators.read("op", cursors[1], 10, block=5.0))
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    (third,) = await store.operators.append("op", [b"three"])
+    assert await asyncio.wait_for(waiting, 5) == [(third, b"three")]
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    assert await store.operators.read("op", third, 10, block=0.2) == []
+    assert loop.time() - t0 >= 0.15
+    assert await store.operators.append("op", []) == []
+
+
+async def test_an_operator_stream_keeps_its_newest_events(make_store: StoreFactory) -> None:
+    store = await make_store(StoreSettings(operator_events_max_len=3))
+    cursors = await store.operators.append("op", [b"e%d" % i for i in range(500)])
+    got = await store.operators.read("op", "", 1000)
+    # Redis trims approximately (whole stream nodes): the newest are always kept
+    assert got[-3:] == [(cursors[i], b"e%d" % i) for i in (497, 498, 499)]
+    assert len(got) < 500
+
+
+async def test_webhooks_are_per_operator_and_limited(store: Store) -> None:
+    assert await store.operators.webhook_put("op", "w1", b"one", limit=2)
+    assert await store.operators.webhook_put("op", "w2", b"two", limit=2)
+    assert not await store.operators.webhook_put("op", "w3", b"three", limit=2)
+    assert await store.operators.webhook_put("op", "w1", b"one again", limit=2)  # a replacement is no new one
+    assert await store.operators.webhook_list("op") == {"w1": b"one again", "w2": b"two"}
+    assert await store.operators.webhook_list("another") == {}
+    assert await store.operators.webhook_get("op", "w2") == b"two"
+    assert await store.operators.webhook_delete("op", "w2")
+    assert not await store.operators.webhook_delete("op", "w2")
+    assert await store.operators.webhook_get("op", "w2") is None
+
+
+async def test_delivery_log_keeps_the_newest_per_webhook(store: Store) -> None:
+    for i in range(5):
+        await store.operators.delivery_log_put("op", "w1", f"d{i}", f"pending {i}".encode(), 1000 + i, keep=3)
+    await store.operators.delivery_log_put("op", "w1", "d3", b"delivered 3", 9999, keep=3)  # keeps its place
+    assert await store.operators.delivery_log("op", "w1", 10) == [b"pending 4", b"delivered 3", b"pending 2"]
+    assert await store.operators.delivery_log("op", "w1", 1) == [b"pending 4"]
+    assert await store.operators.webhook_put("op", "w1", b"hook", limit=5)
+    await store.operators.webhook_delete("op", "w1")
+    assert await store.operators.delivery_log("op", "w1", 10) == []
