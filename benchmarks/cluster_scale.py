@@ -1,10 +1,9 @@
 """Throughput and Redis cost per action with 1, 2 and 3 workers on a local Redis Cluster,
-in one run; and what one commit costs on each path. Everything on loopback, started and
+in one run. Everything on loopback, started and
 stopped by pid.
 
     python benchmarks/cluster_scale.py                      # 1, 2, 3 workers; 60 matches; 10 s each
     python benchmarks/cluster_scale.py --workers 1 3 --matches 120 --seconds 20
-    python benchmarks/cluster_scale.py --commits-only       # only the commit-path comparison
 
 What runs: a Redis Cluster of six ``redis-server`` processes (3 primaries, 3 replicas, no
 persistence; ``truco_tools.redis_cluster``); for each worker count N, N ``truco serve``
@@ -22,13 +21,8 @@ After ``--warmup`` seconds it measures ``--seconds`` seconds:
 * bytes of Redis memory per live match (``MEMORY USAGE`` of every key of 10 live matches,
   sampled every second; primaries only -- a replica holds a second copy).
 
-Then (and alone with ``--commits-only``) the commit path: sequential commits on one match,
-in-process, alternating three paths in rounds -- the store's packed ``EVALSHA`` on one
-server, the store's packed ``EVALSHA`` on the cluster (its own slot lookup on the cluster
-client's slot map), and redis-py's ``RedisCluster`` script call (its routing and command
-layer) -- and prints, for each, the median wall time per commit (the round trip included)
-and the median CPU time of this process per commit (what the path costs the worker; robust
-to a busy machine).
+What one commit costs on one server and on the cluster, alone and batched, is
+``benchmarks/store_commit.py``'s (``--topology cluster``).
 
 On 2 cores the six Redis processes, the workers and the bots share two cores: adding
 workers adds processes competing for the same CPU, so the figures show the *overhead* of
@@ -47,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from truco_tools.bench_service import _cpu_seconds
+from truco_tools.bench_service import cpu_seconds as _cpu_seconds
 from truco_tools.cluster_load import ClusterBots, LoadStats, start_workers
 from truco_tools.redis_cluster import LocalRedisCluster, start_cluster
 
@@ -131,80 +125,6 @@ async def measure(
     return out
 
 
-async def commit_paths(
-    cluster: LocalRedisCluster, rounds: int, commits: int
-) -> dict[str, tuple[float, float]]:
-    """Median (wall, CPU) µs per sequential commit on each path (module docstring)."""
-    from truco_server.stores import RedisMatchStore, StoreSettings
-    from truco_server.stores.redis_store import COMMIT_LUA
-    from truco_tools.redis_proc import start_redis
-
-    one = start_redis(host="127.0.0.1")
-    settings = StoreSettings(max_events=64)
-    stores = {"one server, packed EVALSHA": RedisMatchStore.from_url(one.url, settings)}
-    stores["cluster, packed EVALSHA"] = RedisMatchStore.from_url(cluster.url, settings)
-    routed = RedisMatchStore.from_url(cluster.url, settings)
-    script = routed.client.register_script(COMMIT_LUA)
-    results: dict[str, list[tuple[float, float]]] = {
-        name: [] for name in [*stores, "cluster, redis-py script call"]
-    }
-    try:
-        versions: dict[str, int] = {}
-        for name, store in [*stores.items(), ("cluster, redis-py script call", routed)]:
-            versions[name] = await store.create(name.replace(" ", "-"), b"m", b"s", [b"e"], _entry(name))
-
-        async def packed(name: str, store: RedisMatchStore) -> None:
-            mid = name.replace(" ", "-")
-            for _ in range(commits):
-                res = await store.commit(
-                    mid, expected_version=versions[name], state=b"s" * 700, events=[b"e" * 70],
-                    request_id=None, reply=b"",
-                )  # fmt: skip
-                versions[name] = res.version
-
-        async def via_redis_py(name: str) -> None:
-            mid = name.replace(" ", "-")
-            keys = routed.keys_for(mid)
-            for _ in range(commits):
-                v = versions[name]
-                res = await script(
-                    keys=[keys.match, keys.events, keys.requests],
-                    args=[v, b"s" * 700, "", b"", 86400, 64, "", 0, repr(time.time()), b"", "", "h", "",
-                          1, b"e" * 70],
-                )  # fmt: skip
-                versions[name] = int(res[1])
-
-        def timed(t0: float, c0: float) -> tuple[float, float]:
-            return (time.perf_counter() - t0) / commits * 1e6, (time.process_time() - c0) / commits * 1e6
-
-        for r in range(rounds + 1):
-            for name, store in stores.items():
-                t0, c0 = time.perf_counter(), time.process_time()
-                await packed(name, store)
-                if r:
-                    results[name].append(timed(t0, c0))
-            name = "cluster, redis-py script call"
-            t0, c0 = time.perf_counter(), time.process_time()
-            await via_redis_py(name)
-            if r:
-                results[name].append(timed(t0, c0))
-    finally:
-        for store in [*stores.values(), routed]:
-            await store.close()
-        one.stop()
-    return {
-        name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-        for name, v in results.items()
-    }
-
-
-def _entry(name: str) -> Any:
-    from truco_server.stores import MatchIndexEntry
-
-    mid = name.replace(" ", "-")
-    return MatchIndexEntry(match_id=mid, owner="bench", status="active", created_at=time.time())
-
-
 def report(row: dict[str, Any], first: dict[str, Any]) -> None:
     """The figures of one worker count, one ``name: value`` line each."""
     n = row["workers"]
@@ -232,22 +152,16 @@ async def main(args: argparse.Namespace) -> None:
     cluster = await asyncio.to_thread(start_cluster)
     try:
         with tempfile.TemporaryDirectory(prefix="truco-cluster-bench-") as tmp:
-            if not args.commits_only:
-                rows = []
-                for n in args.workers:
-                    print(
-                        f"# {n} worker(s), {args.matches} matches, {args.warmup:g} s + {args.seconds:g} s",
-                        flush=True,
-                    )
-                    rows.append(await measure(cluster, n, args, Path(tmp)))
-                    await asyncio.to_thread(cluster.flushall)
-                for row in rows:
-                    report(row, rows[0])
-            print(
-                f"# commit paths: {args.rounds} rounds x {args.commits} sequential commits each", flush=True
-            )
-            for name, (wall, cpu) in (await commit_paths(cluster, args.rounds, args.commits)).items():
-                print(f"commit, {name}: wall {wall:.0f} µs, client CPU {cpu:.0f} µs")
+            rows = []
+            for n in args.workers:
+                print(
+                    f"# {n} worker(s), {args.matches} matches, {args.warmup:g} s + {args.seconds:g} s",
+                    flush=True,
+                )
+                rows.append(await measure(cluster, n, args, Path(tmp)))
+                await asyncio.to_thread(cluster.flushall)
+            for row in rows:
+                report(row, rows[0])
     finally:
         cluster.stop()
     print(f"machine load average (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
@@ -261,7 +175,4 @@ if __name__ == "__main__":
     parser.add_argument("--matches", type=int, default=60, help="concurrent matches (default 60)")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per worker count")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds before measuring")
-    parser.add_argument("--rounds", type=int, default=3, help="commit-path rounds (default 3)")
-    parser.add_argument("--commits", type=int, default=1000, help="commits per path and round")
-    parser.add_argument("--commits-only", action="store_true", help="only the commit-path comparison")
     asyncio.run(main(parser.parse_args()))

@@ -34,12 +34,12 @@ for part in ("server", "contract", "tools", "clients", "."):
 import structlog  # noqa: E402
 
 from truco_contract.pb import match_pb2, match_service_pb2  # noqa: E402
+from truco_server.app.wiring import build_services  # noqa: E402
 from truco_server.core import requests as T  # noqa: E402
 from truco_server.core.caller import Operator  # noqa: E402
+from truco_server.core.config import Settings  # noqa: E402
 from truco_server.leagues import Swiss  # noqa: E402
-from truco_server.services.leagues import EntrantDoc, LeagueService, LeagueSpec  # noqa: E402
-from truco_server.services.matches import MatchService  # noqa: E402
-from truco_server.stores import RedisMatchStore  # noqa: E402
+from truco_server.services.leagues import EntrantDoc, LeagueSpec  # noqa: E402
 from truco_tools.redis_proc import start_redis  # noqa: E402
 
 OPERATOR = Operator("bench")
@@ -67,11 +67,10 @@ def _parts(total: float) -> str:
 
 async def run(entrants: int, rounds: int, seed: int) -> None:
     redis = start_redis()
-    store = RedisMatchStore.from_url(redis.url)
+    svc = build_services(Settings(redis_url=redis.url), asyncio.Event())
     try:
-        matches = MatchService(store)
-        leagues = LeagueService(store, matches)
-        create = leagues.create_match
+        leagues = svc.leagues
+        create = leagues.job.create_match
 
         async def timed_create(op: Operator, req: T.CreateMatchRequest) -> T.CreateMatchResponse:
             t = time.perf_counter()
@@ -80,7 +79,7 @@ async def run(entrants: int, rounds: int, seed: int) -> None:
             finally:
                 SPENT["create"] += time.perf_counter() - t
 
-        leagues.create_match = timed_create
+        leagues.job.create_match = timed_create
         _timed_pairings()
         template = match_service_pb2.CreateMatchRequest(rules=match_pb2.RuleSet(preset="argentine"))
         spec = LeagueSpec(
@@ -94,7 +93,7 @@ async def run(entrants: int, rounds: int, seed: int) -> None:
         await leagues.start(OPERATOR, doc.league_id)
         rnd = random.Random(seed)
         t0 = time.perf_counter()
-        await leagues.advance(doc.league_id)
+        await leagues.job.advance(doc.league_id)
         first = time.perf_counter() - t0
         print(f"{entrants} entrants, Swiss of {rounds} rounds, redis-server on loopback")
         print(f"round 1: pair + create {entrants // 2} matches: {_parts(first)}")
@@ -104,10 +103,12 @@ async def run(entrants: int, rounds: int, seed: int) -> None:
             for p in current.round_pairings(r):
                 for key in p.tables:
                     mid = current.tables[key].match_id
-                    await matches.adjudicate_match(OPERATOR, T.AdjudicateMatchRequest(mid, rnd.randrange(2)))
+                    await svc.steps.adjudicate_match(
+                        OPERATOR, T.AdjudicateMatchRequest(mid, rnd.randrange(2))
+                    )
             adjudicated = time.perf_counter() - t_adj
             t1 = time.perf_counter()
-            await leagues.advance(doc.league_id)
+            await leagues.job.advance(doc.league_id)
             took = time.perf_counter() - t1
             nxt = "" if r == rounds else f", pair round {r + 1} + create its matches"
             print(f"round {r}: collect {entrants // 2} results + rate{nxt}: {_parts(took)}")
@@ -118,7 +119,7 @@ async def run(entrants: int, rounds: int, seed: int) -> None:
         size = len(done.to_bytes())
         print(f"state {done.state}, {len(done.tables)} matches; league document {size:,} bytes")
     finally:
-        await store.close()
+        await svc.store.close()
         redis.stop()
 
 
