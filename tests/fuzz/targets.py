@@ -137,12 +137,12 @@ class RestEnv:
     """The API layer on an in-memory store with one live match (seats joined, a few moves)."""
 
     loop: asyncio.AbstractEventLoop
-    store: Any
+    services: Any
     apis: dict[str, Any]
     routes: dict[str, Any]
     match_api: Any
     mem: Any = None
-    """The in-memory store's own data (what a refused call must leave alone)."""
+    """The in-memory store, whose own data a refused call must leave alone."""
     match_id: str = ""
     tokens: dict[str, str] = field(default_factory=dict)
     fresh: str = ""
@@ -154,7 +154,7 @@ class RestEnv:
 
     def match_fingerprint(self) -> str:
         """A digest of everything the store holds of the live match."""
-        m = self.mem._matches.get(self.match_id)
+        m = self.mem.matches._matches.get(self.match_id)
         if m is None:
             return "gone"
         h = hashlib.sha256(m.meta + m.state + str(m.version).encode())
@@ -167,15 +167,15 @@ class RestEnv:
     def fingerprint(self) -> tuple[Any, ...]:
         """What a refused call must leave alone: the live match in full, and how many matches,
         listings, queued items, operators, operator events and documents the store holds."""
-        s = self.mem
+        matches, operators = self.mem.matches, self.mem.operators._operators
         return (
             self.match_fingerprint(),
-            len(s._matches),
-            sum(len(v) for v in s._owner_index.values()),
-            sum(len(v) for v in s._queues.values()),
-            len(s._operators),
-            sum(len(o.events) + len(o.webhooks) for o in s._operators.values()),
-            len(s._docs),
+            len(matches._matches),
+            sum(len(v) for v in matches._owner_index.values()),
+            sum(len(v) for v in self.mem.queues._queues.values()),
+            len(operators),
+            sum(len(o.events) + len(o.webhooks) for o in operators.values()),
+            len(self.mem.documents._docs),
         )
 
 
@@ -221,7 +221,8 @@ def _rest_env() -> RestEnv:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     settings = Settings(api_keys=(ApiKey(name="ops", secret=API_KEY),), heartbeat_interval_seconds=0.05)
-    svc = build_services(settings, asyncio.Event(), open_store(None))
+    store = open_store(None)
+    svc = build_services(settings, asyncio.Event(), store)
     offline = OfflineDestinations("")
     svc.operators.destinations = svc.deliverer.destinations = offline
     routes: dict[str, Any] = {}
@@ -235,7 +236,7 @@ def _rest_env() -> RestEnv:
             by_method[r.method_name] = served
         api = served if isinstance(served, MatchApi) else api
     assert api is not None
-    return RestEnv(loop, svc, by_method, routes, api, svc.store.old)  # type: ignore[attr-defined]
+    return RestEnv(loop, svc, by_method, routes, api, store)
 
 
 async def _new_match(env: RestEnv) -> None:
@@ -248,7 +249,7 @@ async def _new_match(env: RestEnv) -> None:
         Credentials(api_key=API_KEY),
         MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset="argentine"), players=2, seed=b"f" * 32),
     )
-    await env.store.relay.done()  # its operator events are relayed before any input
+    await env.services.relay.done()  # its operator events are relayed before any input
     env.match_id = created.match.match_id
     env.tokens = {f"$seat{c.seat}": c.token for c in created.seat_credentials}
     env.tokens["$spectator"] = created.spectator_token
@@ -485,7 +486,7 @@ def rest_target(data: bytes) -> None:
     for name in route.path_fields:
         path_params.setdefault(name.replace(".", "__"), env.match_id)
     # what earlier calls left to relay (RELAY_GATHER_SECONDS after their commits) is done first
-    env.loop.run_until_complete(env.store.relay.done())
+    env.loop.run_until_complete(env.services.relay.done())
     before = env.fingerprint()
     try:
         creds = Credentials.from_pairs(list(headers.items()))
