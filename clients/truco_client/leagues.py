@@ -32,9 +32,17 @@ from typing import Any, TypeVar
 
 import grpc
 
-from truco_client._core import CHANNEL_OPTIONS, RetryPolicy, Seconds, lifecycle_of, metadata, new_request_id
+from truco_client._core import (
+    CHANNEL_OPTIONS,
+    CONNECT_TIMEOUT,
+    RetryPolicy,
+    Seconds,
+    lifecycle_of,
+    metadata,
+    new_request_id,
+)
 from truco_client.bot import Bot
-from truco_client.errors import RETRYABLE, from_rpc_error
+from truco_client.errors import RETRYABLE, ServerUnreachable, from_rpc_error
 from truco_client.runner import run_bot
 from truco_contract import codec
 from truco_contract.leagues import Assignment, assignment_from_proto
@@ -68,11 +76,16 @@ class LeagueClient:
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
         credentials: grpc.ChannelCredentials | None = None,
+        connect_timeout: float | None = CONNECT_TIMEOUT,
     ) -> None:
         self.target = target
         self.api_key = api_key
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
+        self.connect_timeout = connect_timeout
+        """Seconds the first call waits for the server to accept a connection
+        (:class:`~truco_client.errors.ServerUnreachable` otherwise; ``None``: no wait)."""
+        self._reached = not connect_timeout
         if credentials is not None:
             self._channel = grpc.secure_channel(target, credentials, options=CHANNEL_OPTIONS)
         else:
@@ -89,7 +102,19 @@ class LeagueClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _reach(self) -> None:
+        if self._reached or not self.connect_timeout:
+            return
+        ready = grpc.channel_ready_future(self._channel)
+        try:
+            ready.result(timeout=self.connect_timeout)
+        except grpc.FutureTimeoutError:
+            ready.cancel()
+            raise ServerUnreachable([self.target], self.connect_timeout) from None
+        self._reached = True
+
     def _call(self, method: str, request: Any) -> Any:
+        self._reach()
         attempt = 0
         while True:
             attempt += 1
