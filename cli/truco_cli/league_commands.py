@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from truco_cli.match_commands import DEFAULT_SERVER
+
 
 def _client(args: argparse.Namespace) -> Any:
     from truco_client.leagues import LeagueClient
@@ -319,13 +321,19 @@ def _lobby(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- parser
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--server", default="127.0.0.1:50051", help="HOST:PORT (comma-separated for several)")
+    p.add_argument(
+        "--server",
+        default=DEFAULT_SERVER,
+        help=f"HOST:PORT (default {DEFAULT_SERVER}; comma-separated for several)",
+    )
     p.add_argument("--api-key", help="the operator's API key (or TRUCO_API_KEY)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per call (default 10)")
 
 
 def _export(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument(
+        "--format", choices=("table", "csv", "json"), default="table", help="output (default table)"
+    )
     p.add_argument("-o", "--output", help="file to write (default: standard output)")
 
 
@@ -337,22 +345,24 @@ def register(sub: Any) -> None:
     bots = cmds.add_parser("bots", help="bot accounts (entrants that play through the lobby)")
     bcmds = bots.add_subparsers(dest="bots_command", metavar="COMMAND", required=True)
     b = bcmds.add_parser("create", help="create bot accounts; prints (or writes) their ids and credentials")
-    b.add_argument("--name", default="bot")
-    b.add_argument("--count", type=int, default=1)
+    b.add_argument("--name", default="bot", help="name of the accounts, numbered when several (default bot)")
+    b.add_argument("--count", type=int, default=1, help="how many accounts (default 1)")
     b.add_argument("--max-concurrent", type=int, default=1, help="matches at once (default 1)")
     b.add_argument("-o", "--output", help="JSON file of the accounts (default: standard output)")
     _common(b)
     b.set_defaults(func=_bots_create)
     b = bcmds.add_parser("list", help="the operator's bot accounts")
-    b.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    b.add_argument(
+        "--format", choices=("table", "csv", "json"), default="table", help="output (default table)"
+    )
     _common(b)
     b.set_defaults(func=_bots_list)
 
     c = cmds.add_parser("create", help="create a league (prints its id)")
-    c.add_argument("name")
+    c.add_argument("name", help="the league's name")
     formats = "round_robin, double_round_robin, swiss, single_elimination, double_elimination"
     c.add_argument("--format", required=True, help=formats)
-    c.add_argument("--preset", default="argentine")
+    c.add_argument("--preset", default="argentine", help="rule preset of its matches (default argentine)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="rule override, e.g. target_points=15")
     c.add_argument("--rounds", type=int, help="swiss: the number of rounds")
     c.add_argument("--entrant", action="append", metavar="ID", help="an entrant (player or bot id), by seed")
@@ -361,8 +371,12 @@ def register(sub: Any) -> None:
     c.add_argument(
         "--duplicate", choices=("off", "tables"), help="duplicate deals (two tables, seats swapped)"
     )
-    c.add_argument("--deal-sets", choices=("pairing", "round"))
-    c.add_argument("--duplicate-scoring", choices=("net", "imps"))
+    c.add_argument(
+        "--deal-sets", choices=("pairing", "round"), help="duplicate: deals shared per pairing or per round"
+    )
+    c.add_argument(
+        "--duplicate-scoring", choices=("net", "imps"), help="duplicate: score by net points or IMPs"
+    )
     c.add_argument("--tie-breaks", help="comma-separated order, e.g. sonneborn_berger,buchholz")
     c.add_argument("--join-window", type=float, help="seconds every seat has to join (a no-show forfeits)")
     c.add_argument("--turn-timeout", type=float, help="seconds per decision")
@@ -371,15 +385,15 @@ def register(sub: Any) -> None:
     c.set_defaults(func=_create)
 
     r = cmds.add_parser("register", help="register an entrant")
-    r.add_argument("league")
-    r.add_argument("entrant")
+    r.add_argument("league", help="league id")
+    r.add_argument("entrant", help="entrant id (a player or bot id, or a team's name)")
     r.add_argument("--members", help="comma-separated members of a team entrant")
     r.add_argument("--seed", type=int, default=0, help="its seed (default: the next free)")
     _common(r)
     r.set_defaults(func=_register)
     w = cmds.add_parser("withdraw", help="withdraw an entrant")
-    w.add_argument("league")
-    w.add_argument("entrant")
+    w.add_argument("league", help="league id")
+    w.add_argument("entrant", help="entrant id")
     _common(w)
     w.set_defaults(func=_simple("withdraw"))
     for name, help_text in (
@@ -389,12 +403,12 @@ def register(sub: Any) -> None:
         ("show", "a league's state"),
     ):
         p = cmds.add_parser(name, help=help_text)
-        p.add_argument("league")
+        p.add_argument("league", help="league id")
         _common(p)
         p.set_defaults(func=_simple("get_league" if name == "show" else name))
 
     f = cmds.add_parser("follow", help="print results as they come, then the standings")
-    f.add_argument("league")
+    f.add_argument("league", help="league id")
     f.add_argument("--poll", type=float, default=1.0, help="seconds between looks (default 1)")
     f.add_argument("--timeout-total", type=float, help="give up after this many seconds")
     _common(f)
@@ -405,20 +419,20 @@ def register(sub: Any) -> None:
         ("results", _results, "one line per match"),
     ):
         p = cmds.add_parser(name, help=help_text)
-        p.add_argument("league")
+        p.add_argument("league", help="league id")
         if name != "standings":
             p.add_argument("--round", type=int, default=0, help="only this round")
         _export(p)
         _common(p)
         p.set_defaults(func=func)
     rec = cmds.add_parser("records", help="write every match's record to a directory")
-    rec.add_argument("league")
-    rec.add_argument("--dir", required=True)
+    rec.add_argument("league", help="league id")
+    rec.add_argument("--dir", required=True, help="directory to write the records to (created if missing)")
     _common(rec)
     rec.set_defaults(func=_records)
     lb = cmds.add_parser("leaderboard", help="a rating family's leaderboard")
     lb.add_argument("family", help="e.g. argentine-2p (truco league show gives a league's family)")
-    lb.add_argument("--limit", type=int, default=50)
+    lb.add_argument("--limit", type=int, default=50, help="most entries (default 50)")
     _export(lb)
     _common(lb)
     lb.set_defaults(func=_leaderboard)

@@ -26,6 +26,14 @@ def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Ite
 ALL = sorted(commands(cli.build_parser()))
 
 
+def command(path: tuple[str, ...]) -> argparse.ArgumentParser:
+    """The parser of one command path."""
+    parser = cli.build_parser()
+    for name in path:
+        parser = next(a.choices[name] for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return parser
+
+
 def test_the_walk_finds_the_nested_commands() -> None:
     """The walk itself is checked: it reaches sub-subcommands, not only the first level."""
     assert {("serve",), ("match", "create"), ("bots", "eval"), ("league", "bots", "create")} <= set(ALL)
@@ -61,3 +69,31 @@ def test_help_renders_in_a_client_only_install(
     monkeypatch.setattr(optional, "SERVER_MISSING", "redis: not installed")
     for path in commands(cli.build_parser()):
         run_help(path, capsys)
+
+
+def test_every_argument_has_a_help_text() -> None:
+    """`truco demo --help` once listed --preset, --players and --bot-seed with no word."""
+    missing = []
+    for path in ALL:
+        parser = command(path)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction) or action.help == argparse.SUPPRESS:
+                continue
+            if not (action.help or "").strip():
+                missing.append(f"truco {' '.join(path)} {'/'.join(action.option_strings) or action.dest}")
+    assert not missing, missing
+
+
+def test_every_server_option_defaults_to_the_local_server() -> None:
+    """Every command that talks to a server defaults to the address `truco serve` listens on,
+    but for play and demo, which start a server of their own without --server."""
+    own_server = {("play",), ("demo",)}
+    seen = set()
+    for path in ALL:
+        parser = command(path)
+        for action in parser._actions:
+            if "--server" in action.option_strings:
+                seen.add(path)
+                expected = None if path in own_server else "127.0.0.1:50051"
+                assert (action.default, action.required) == (expected, False), path
+    assert {("watch",), ("bot",), ("match", "create"), ("league", "lobby")} <= seen
