@@ -283,40 +283,70 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
 
 def _lobby(args: argparse.Namespace) -> int:
+    """Every account of the bot file in the lobby, on one event loop on a thread of its own
+    (:func:`truco_client.leagues.run_lobbies`); this thread waits for the league, or Ctrl-C.
+    Progress goes to stdout; stderr carries only what went wrong."""
     from truco_bots import get_bot
-    from truco_client.leagues import run_lobby
+    from truco_client.leagues import run_lobbies
 
     bots = _read_bots(args.bots)
     bot_class = get_bot(args.bot)
     stop = threading.Event()
     servers = args.server.split(",")
-    played: dict[str, int] = {}
+    outcome: dict[str, Any] = {}
 
-    def run(b: dict[str, Any]) -> None:
-        played[b["bot_id"]] = run_lobby(
-            servers, b["bot_id"], b["token"], bot_class, max_concurrent=args.max_concurrent, stop=stop,
-            log=lambda m: print(m, file=sys.stderr, flush=True),
-        )  # fmt: skip
+    def run() -> None:
+        try:
+            outcome["played"] = run_lobbies(
+                servers, [(b["bot_id"], b["token"]) for b in bots], bot_class,
+                max_concurrent=args.max_concurrent, stop=stop,
+                log=lambda m: print(m, file=sys.stderr, flush=True),
+            )  # fmt: skip
+        except Exception as exc:  # reported by the command, as one line
+            outcome["error"] = exc
 
-    threads = [threading.Thread(target=run, args=(b,), daemon=True) for b in bots]
-    for t in threads:
-        t.start()
-    print(f"{len(bots)} {args.bot} bots in the lobby of {args.server}", file=sys.stderr, flush=True)
+    lobby = threading.Thread(target=run, name="lobby", daemon=True)
+    lobby.start()
+    print(f"{len(bots)} {args.bot} bots in the lobby of {args.server}", flush=True)
+    late = False
     try:
         if args.until_finished:
-            from truco_client.leagues import LeagueClient
-
-            with LeagueClient(servers[0], api_key=args.api_key or os.environ.get("TRUCO_API_KEY")) as c:
-                c.wait_finished(args.until_finished, timeout=args.timeout_total or 7 * 24 * 3600.0)
+            late = not _until_finished(args, servers[0], lobby)
             stop.set()
-        while any(t.is_alive() for t in threads):
-            time.sleep(0.2)
+        while lobby.is_alive():
+            lobby.join(0.2)
     except KeyboardInterrupt:
+        pass
+    finally:
         stop.set()
-    for t in threads:
-        t.join(10)
-    print(f"{sum(played.values())} matches played", file=sys.stderr)
+        lobby.join(10)
+    if "error" in outcome:
+        raise outcome["error"]
+    if late:
+        late_line = f"truco league lobby: {args.until_finished} not finished after {args.timeout_total:g} s"
+        print(late_line, file=sys.stderr)
+        return 1
+    played = outcome.get("played", {})
+    # (a match between two of the file's bots is two seats played, one by each)
+    print(f"{sum(played.values())} seats played by {len(played)} bots", flush=True)
     return 0
+
+
+def _until_finished(args: argparse.Namespace, server: str, lobby: threading.Thread) -> bool:
+    """Wait while the lobby runs until the league is finished (``False``: not within
+    ``--timeout-total``)."""
+    from truco_client.leagues import LeagueClient
+    from truco_contract.pb import league_service_pb2
+
+    deadline = time.monotonic() + (args.timeout_total or 7 * 24 * 3600.0)
+    with LeagueClient(server, api_key=args.api_key or os.environ.get("TRUCO_API_KEY")) as c:
+        while lobby.is_alive():
+            if c.get_league(args.until_finished).state == league_service_pb2.LEAGUE_STATE_FINISHED:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            lobby.join(0.5)  # the lobby ending (an error) ends the wait too
+    return True
 
 
 # ---------------------------------------------------------------------------- parser

@@ -160,3 +160,26 @@ def test_the_command_prints_one_line_and_exits_1(argv: list[str]) -> None:
     assert lines[0].startswith("truco "), lines
     assert f"no Truco server answers at {address}" in lines[0] and "truco serve" in lines[0], lines
     assert elapsed < CONNECT_TIMEOUT + SLACK + 3.0  # plus the command's own start-up
+
+
+def test_the_lobby_fails_fast_on_a_wrong_address(tmp_path: Path) -> None:
+    from truco_bots import RandomBot
+    from truco_client.leagues import run_lobby
+
+    address = dead_address()
+    start = time.monotonic()
+    with pytest.raises(ServerUnreachable) as caught:
+        run_lobby(address, "bot_x", "tb1.x", RandomBot)
+    assert time.monotonic() - start < CONNECT_TIMEOUT + SLACK
+    check(caught.value, address)
+    bots = tmp_path / "bots.json"
+    bots.write_text('[{"bot_id": "bot_x", "token": "tb1.x"}]')
+    done = subprocess.run(
+        [TRUCO, "league", "lobby", str(bots), "--server", address],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1, done
+    assert done.stderr.strip().splitlines() == [f"truco league: {caught.value}"], done.stderr
