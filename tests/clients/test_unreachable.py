@@ -19,7 +19,7 @@ import pytest
 from truco_client import AsyncTrucoClient, ServerUnreachable, TrucoClient, Unavailable
 from truco_client._core import CONNECT_TIMEOUT
 from truco_client.leagues import LeagueClient
-from truco_server.embedded import EmbeddedServer
+from truco_server.app.embedded import EmbeddedServer
 
 pytestmark = pytest.mark.timeout(60)
 
