@@ -13,6 +13,7 @@ from typing import Any
 
 from truco_cli import optional
 from truco_cli.errors import UsageError
+from truco_cli.match_commands import DEFAULT_SERVER
 from truco_client.bot import Bot
 from truco_client.observation import Observation
 
@@ -99,7 +100,11 @@ def _cmd_bot(args: argparse.Namespace) -> int:
         raise UsageError("give --token (a seat token, printed by truco match create) or TRUCO_TOKEN")
     match_id = args.match or _match_of_token(token)
     if not match_id:
-        raise UsageError("give --match: the token is not a match credential (an operator API key?)")
+        raise UsageError(
+            "the --token given is not a match credential: a seat token looks like "
+            "tc1.<match id>.<seat>.<signature> (truco match create prints one per seat); "
+            "an operator API key plays no seat"
+        )
     servers = args.server.split(",") if "," in args.server else args.server
     with TrucoClient(servers, token=token, timeout=args.timeout) as client:
         view = client.get_match(match_id)
@@ -281,15 +286,17 @@ def register(sub: Any) -> None:
 
     w = sub.add_parser("watch", help="spectate a match")
     w.add_argument("match", help="match id")
-    w.add_argument("--server", required=True, help="HOST:PORT")
+    w.add_argument(
+        "--server", default=DEFAULT_SERVER, help=f"HOST:PORT of the server (default {DEFAULT_SERVER})"
+    )
     w.add_argument("--token", required=True, help="the match's spectator token")
     w.add_argument("--delay", type=float, default=0.0, help="pause after each update")
-    w.add_argument("--no-color", action="store_true")
+    w.add_argument("--no-color", action="store_true", help="no ANSI colours")
     w.set_defaults(func=_cmd_watch)
 
     d = sub.add_parser("demo", help="watch bots play (on an in-process server, or on --server)")
-    d.add_argument("--preset", default="argentine")
-    d.add_argument("--players", type=int, default=None)
+    d.add_argument("--preset", default="argentine", help="rule preset (default argentine)")
+    d.add_argument("--players", type=int, default=None, help="number of players (default: the preset's)")
     d.add_argument(
         "--bots", default="rules,random", help="bots per seat, cycled: built-in names or MODULE:Class"
     )
@@ -298,15 +305,13 @@ def register(sub: Any) -> None:
     d.add_argument("--delay", type=float, default=0.6, help="seconds per move (default 0.6)")
     d.add_argument("--fast", action="store_true", help="no delay")
     d.add_argument("--seed", help="shuffle seed (text)")
-    d.add_argument("--bot-seed", type=int, default=None)
-    d.add_argument("--no-color", action="store_true")
+    d.add_argument("--bot-seed", type=int, default=None, help="seed of the bots, for a reproducible demo")
+    d.add_argument("--no-color", action="store_true", help="no ANSI colours")
     d.set_defaults(func=_cmd_demo)
 
     b = sub.add_parser("bot", help="run a bot (MODULE:Class or a built-in name) on one seat of a match")
     b.add_argument("bot", help="MODULE:Class (a truco_client.Bot subclass) or random / rules / mcts")
-    b.add_argument(
-        "--server", default="127.0.0.1:50051", help="HOST:PORT (comma-separated for several workers)"
-    )
+    b.add_argument("--server", default=DEFAULT_SERVER, help="HOST:PORT (comma-separated for several workers)")
     b.add_argument("--match", help="match id (default: the one in the seat token)")
     b.add_argument("--token", help="seat credential (or TRUCO_TOKEN)")
     b.add_argument("--param", action="append", default=[], help="bot constructor argument NAME=VALUE")

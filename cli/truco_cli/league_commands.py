@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from truco_cli.match_commands import DEFAULT_SERVER
+
 
 def _client(args: argparse.Namespace) -> Any:
     from truco_client.leagues import LeagueClient
@@ -281,51 +283,87 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
 
 def _lobby(args: argparse.Namespace) -> int:
+    """Every account of the bot file in the lobby, on one event loop on a thread of its own
+    (:func:`truco_client.leagues.run_lobbies`); this thread waits for the league, or Ctrl-C.
+    Progress goes to stdout; stderr carries only what went wrong."""
     from truco_bots import get_bot
-    from truco_client.leagues import run_lobby
+    from truco_client.leagues import run_lobbies
 
     bots = _read_bots(args.bots)
     bot_class = get_bot(args.bot)
     stop = threading.Event()
     servers = args.server.split(",")
-    played: dict[str, int] = {}
+    outcome: dict[str, Any] = {}
 
-    def run(b: dict[str, Any]) -> None:
-        played[b["bot_id"]] = run_lobby(
-            servers, b["bot_id"], b["token"], bot_class, max_concurrent=args.max_concurrent, stop=stop,
-            log=lambda m: print(m, file=sys.stderr, flush=True),
-        )  # fmt: skip
+    def run() -> None:
+        try:
+            outcome["played"] = run_lobbies(
+                servers, [(b["bot_id"], b["token"]) for b in bots], bot_class,
+                max_concurrent=args.max_concurrent, stop=stop,
+                log=lambda m: print(m, file=sys.stderr, flush=True),
+            )  # fmt: skip
+        except Exception as exc:  # reported by the command, as one line
+            outcome["error"] = exc
 
-    threads = [threading.Thread(target=run, args=(b,), daemon=True) for b in bots]
-    for t in threads:
-        t.start()
-    print(f"{len(bots)} {args.bot} bots in the lobby of {args.server}", file=sys.stderr, flush=True)
+    lobby = threading.Thread(target=run, name="lobby", daemon=True)
+    lobby.start()
+    print(f"{len(bots)} {args.bot} bots in the lobby of {args.server}", flush=True)
+    late = False
     try:
         if args.until_finished:
-            from truco_client.leagues import LeagueClient
-
-            with LeagueClient(servers[0], api_key=args.api_key or os.environ.get("TRUCO_API_KEY")) as c:
-                c.wait_finished(args.until_finished, timeout=args.timeout_total or 7 * 24 * 3600.0)
+            late = not _until_finished(args, servers[0], lobby)
             stop.set()
-        while any(t.is_alive() for t in threads):
-            time.sleep(0.2)
+        while lobby.is_alive():
+            lobby.join(0.2)
     except KeyboardInterrupt:
+        pass
+    finally:
         stop.set()
-    for t in threads:
-        t.join(10)
-    print(f"{sum(played.values())} matches played", file=sys.stderr)
+        lobby.join(10)
+    if "error" in outcome:
+        raise outcome["error"]
+    if late:
+        late_line = f"truco league lobby: {args.until_finished} not finished after {args.timeout_total:g} s"
+        print(late_line, file=sys.stderr)
+        return 1
+    played = outcome.get("played", {})
+    # (a match between two of the file's bots is two seats played, one by each)
+    print(f"{sum(played.values())} seats played by {len(played)} bots", flush=True)
     return 0
+
+
+def _until_finished(args: argparse.Namespace, server: str, lobby: threading.Thread) -> bool:
+    """Wait while the lobby runs until the league is finished (``False``: not within
+    ``--timeout-total``)."""
+    from truco_client.leagues import LeagueClient
+    from truco_contract.pb import league_service_pb2
+
+    deadline = time.monotonic() + (args.timeout_total or 7 * 24 * 3600.0)
+    with LeagueClient(server, api_key=args.api_key or os.environ.get("TRUCO_API_KEY")) as c:
+        while lobby.is_alive():
+            if c.get_league(args.until_finished).state == league_service_pb2.LEAGUE_STATE_FINISHED:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            lobby.join(0.5)  # the lobby ending (an error) ends the wait too
+    return True
 
 
 # ---------------------------------------------------------------------------- parser
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--server", default="127.0.0.1:50051", help="HOST:PORT (comma-separated for several)")
+    p.add_argument(
+        "--server",
+        default=DEFAULT_SERVER,
+        help=f"HOST:PORT (default {DEFAULT_SERVER}; comma-separated for several)",
+    )
     p.add_argument("--api-key", help="the operator's API key (or TRUCO_API_KEY)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per call (default 10)")
 
 
 def _export(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument(
+        "--format", choices=("table", "csv", "json"), default="table", help="output (default table)"
+    )
     p.add_argument("-o", "--output", help="file to write (default: standard output)")
 
 
@@ -337,22 +375,24 @@ def register(sub: Any) -> None:
     bots = cmds.add_parser("bots", help="bot accounts (entrants that play through the lobby)")
     bcmds = bots.add_subparsers(dest="bots_command", metavar="COMMAND", required=True)
     b = bcmds.add_parser("create", help="create bot accounts; prints (or writes) their ids and credentials")
-    b.add_argument("--name", default="bot")
-    b.add_argument("--count", type=int, default=1)
+    b.add_argument("--name", default="bot", help="name of the accounts, numbered when several (default bot)")
+    b.add_argument("--count", type=int, default=1, help="how many accounts (default 1)")
     b.add_argument("--max-concurrent", type=int, default=1, help="matches at once (default 1)")
     b.add_argument("-o", "--output", help="JSON file of the accounts (default: standard output)")
     _common(b)
     b.set_defaults(func=_bots_create)
     b = bcmds.add_parser("list", help="the operator's bot accounts")
-    b.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    b.add_argument(
+        "--format", choices=("table", "csv", "json"), default="table", help="output (default table)"
+    )
     _common(b)
     b.set_defaults(func=_bots_list)
 
     c = cmds.add_parser("create", help="create a league (prints its id)")
-    c.add_argument("name")
+    c.add_argument("name", help="the league's name")
     formats = "round_robin, double_round_robin, swiss, single_elimination, double_elimination"
     c.add_argument("--format", required=True, help=formats)
-    c.add_argument("--preset", default="argentine")
+    c.add_argument("--preset", default="argentine", help="rule preset of its matches (default argentine)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="rule override, e.g. target_points=15")
     c.add_argument("--rounds", type=int, help="swiss: the number of rounds")
     c.add_argument("--entrant", action="append", metavar="ID", help="an entrant (player or bot id), by seed")
@@ -361,8 +401,12 @@ def register(sub: Any) -> None:
     c.add_argument(
         "--duplicate", choices=("off", "tables"), help="duplicate deals (two tables, seats swapped)"
     )
-    c.add_argument("--deal-sets", choices=("pairing", "round"))
-    c.add_argument("--duplicate-scoring", choices=("net", "imps"))
+    c.add_argument(
+        "--deal-sets", choices=("pairing", "round"), help="duplicate: deals shared per pairing or per round"
+    )
+    c.add_argument(
+        "--duplicate-scoring", choices=("net", "imps"), help="duplicate: score by net points or IMPs"
+    )
     c.add_argument("--tie-breaks", help="comma-separated order, e.g. sonneborn_berger,buchholz")
     c.add_argument("--join-window", type=float, help="seconds every seat has to join (a no-show forfeits)")
     c.add_argument("--turn-timeout", type=float, help="seconds per decision")
@@ -371,15 +415,15 @@ def register(sub: Any) -> None:
     c.set_defaults(func=_create)
 
     r = cmds.add_parser("register", help="register an entrant")
-    r.add_argument("league")
-    r.add_argument("entrant")
+    r.add_argument("league", help="league id")
+    r.add_argument("entrant", help="entrant id (a player or bot id, or a team's name)")
     r.add_argument("--members", help="comma-separated members of a team entrant")
     r.add_argument("--seed", type=int, default=0, help="its seed (default: the next free)")
     _common(r)
     r.set_defaults(func=_register)
     w = cmds.add_parser("withdraw", help="withdraw an entrant")
-    w.add_argument("league")
-    w.add_argument("entrant")
+    w.add_argument("league", help="league id")
+    w.add_argument("entrant", help="entrant id")
     _common(w)
     w.set_defaults(func=_simple("withdraw"))
     for name, help_text in (
@@ -389,12 +433,12 @@ def register(sub: Any) -> None:
         ("show", "a league's state"),
     ):
         p = cmds.add_parser(name, help=help_text)
-        p.add_argument("league")
+        p.add_argument("league", help="league id")
         _common(p)
         p.set_defaults(func=_simple("get_league" if name == "show" else name))
 
     f = cmds.add_parser("follow", help="print results as they come, then the standings")
-    f.add_argument("league")
+    f.add_argument("league", help="league id")
     f.add_argument("--poll", type=float, default=1.0, help="seconds between looks (default 1)")
     f.add_argument("--timeout-total", type=float, help="give up after this many seconds")
     _common(f)
@@ -405,20 +449,20 @@ def register(sub: Any) -> None:
         ("results", _results, "one line per match"),
     ):
         p = cmds.add_parser(name, help=help_text)
-        p.add_argument("league")
+        p.add_argument("league", help="league id")
         if name != "standings":
             p.add_argument("--round", type=int, default=0, help="only this round")
         _export(p)
         _common(p)
         p.set_defaults(func=func)
     rec = cmds.add_parser("records", help="write every match's record to a directory")
-    rec.add_argument("league")
-    rec.add_argument("--dir", required=True)
+    rec.add_argument("league", help="league id")
+    rec.add_argument("--dir", required=True, help="directory to write the records to (created if missing)")
     _common(rec)
     rec.set_defaults(func=_records)
     lb = cmds.add_parser("leaderboard", help="a rating family's leaderboard")
     lb.add_argument("family", help="e.g. argentine-2p (truco league show gives a league's family)")
-    lb.add_argument("--limit", type=int, default=50)
+    lb.add_argument("--limit", type=int, default=50, help="most entries (default 50)")
     _export(lb)
     _common(lb)
     lb.set_defaults(func=_leaderboard)

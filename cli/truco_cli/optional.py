@@ -1,7 +1,7 @@
 """The parts of the ``truco`` command that need the server install.
 
-A client-only install (``pip install truco-service``) has the engine, the contract, the SDK and
-the bots, but not the server's dependencies (Redis, aiohttp, structlog, prometheus-client).
+A client-only install (``pip install .`` in a checkout) has the engine, the contract, the SDK
+and the bots, but not the server's dependencies (Redis, aiohttp, structlog, prometheus-client).
 Everything that needs them is imported here, once; the subcommands that use them check
 :data:`SERVER_MISSING` and answer with one line instead of a traceback.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-SERVER_HINT = "install the server: pip install 'truco-service[server]'"
+SERVER_HINT = "install the server from a checkout of the project: pip install '.[server]' (or make serve)"
+"""How to get the server: the project is installed from its source (no package index has it)."""
 
 embedded: ModuleType | None
 serve: ModuleType | None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import truco_engine as te
+from truco_cli.match_commands import DEFAULT_SERVER
 from truco_contract import record_file
 from truco_contract.record_file import verify_json
 from truco_match import records
@@ -98,9 +99,7 @@ def register(sub: Any) -> None:
     """Add ``record`` and ``verify`` to the ``truco`` parser."""
     r = sub.add_parser("record", help="export a match's record (the file truco replay and truco verify read)")
     r.add_argument("match", help="match id")
-    r.add_argument(
-        "--server", default="127.0.0.1:50051", help="HOST:PORT (comma-separated for several workers)"
-    )
+    r.add_argument("--server", default=DEFAULT_SERVER, help="HOST:PORT (comma-separated for several workers)")
     r.add_argument("--token", help="a seat or spectator token of the match (or TRUCO_TOKEN)")
     r.add_argument("--api-key", help="the owning operator's API key (or TRUCO_API_KEY)")
     r.add_argument("-o", "--output", help="file to write (default: standard output)")

@@ -27,6 +27,14 @@ CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.enable_retries", 0),  # the SDK retries itself, with the same request id
 ]
 
+CONNECT_TIMEOUT = 2.0
+"""Seconds a client's first call waits for a server to accept a connection at each of its
+addresses (``connect_timeout=``) before it raises
+:class:`~truco_client.errors.ServerUnreachable`: an address where nothing listens fails in
+this time with a line saying so, instead of after every retry of the
+:class:`RetryPolicy`. Once a client has reached a server, a lost connection is retried as
+before (a worker restarting, a failover)."""
+
 STREAM_END_WAIT = 5.0
 """Seconds a stream that showed the match is over is read on, until the server ends it (its
 status follows the last message at once), before the client cancels it. Cancelling at once

@@ -22,6 +22,7 @@ import grpc
 import truco_engine as te
 from truco_client._core import (
     CHANNEL_OPTIONS,
+    CONNECT_TIMEOUT,
     STREAM_END_WAIT,
     ActionResult,
     CreatedMatch,
@@ -48,7 +49,7 @@ from truco_client._core import (
     submit_request,
 )
 from truco_client.actions import Action
-from truco_client.errors import RETRYABLE, Unavailable, from_rpc_error
+from truco_client.errors import RETRYABLE, ServerUnreachable, Unavailable, from_rpc_error
 from truco_contract import codec
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
 from truco_match.lifecycle import TimeControl
@@ -59,14 +60,48 @@ T = TypeVar("T")
 
 
 class _AioChannels:
-    def __init__(self, targets: Sequence[str], credentials: grpc.ChannelCredentials | None) -> None:
+    """One channel at a time over a list of targets, as the sync client's: the first
+    :meth:`reach` waits until a target accepts a connection (``connect_timeout`` each) and
+    raises :class:`ServerUnreachable` when none does."""
+
+    def __init__(
+        self,
+        targets: Sequence[str],
+        credentials: grpc.ChannelCredentials | None,
+        connect_timeout: float | None = CONNECT_TIMEOUT,
+    ) -> None:
         if not targets:
             raise ValueError("give at least one target, e.g. '127.0.0.1:50051'")
         self.targets = list(targets)
         self.credentials = credentials
+        self.connect_timeout = connect_timeout
         self.index = 0
         self._channel: grpc.aio.Channel | None = None
         self._stub: match_service_pb2_grpc.MatchServiceStub | None = None
+        self._reached = not connect_timeout
+        self._reaching = asyncio.Lock()
+
+    async def reach(self, timeout: float | None = None) -> None:
+        """On the first call (or with a ``timeout``, always): wait until a target accepts a
+        connection, ``timeout`` (else ``connect_timeout``) seconds per target."""
+        wait = timeout or self.connect_timeout
+        if (self._reached and timeout is None) or not wait:
+            return
+        async with self._reaching:
+            if self._reached and timeout is None:
+                return
+            for _ in self.targets:
+                self.stub()
+                assert self._channel is not None
+                try:
+                    await asyncio.wait_for(self._channel.channel_ready(), wait)
+                except TimeoutError:
+                    await self.close()
+                    self.index = (self.index + 1) % len(self.targets)
+                    continue
+                self._reached = True
+                return
+            raise ServerUnreachable(self.targets, wait)
 
     def stub(self) -> Any:
         if self._stub is None:
@@ -114,10 +149,11 @@ class AsyncTrucoClient:
         retry: RetryPolicy | None = None,
         heartbeat_timeout: float = 30.0,
         credentials: grpc.ChannelCredentials | None = None,
+        connect_timeout: float | None = CONNECT_TIMEOUT,
         _channels: _AioChannels | None = None,
     ) -> None:
         self._channels = _channels or _AioChannels(
-            [target] if isinstance(target, str) else target, credentials
+            [target] if isinstance(target, str) else target, credentials, connect_timeout
         )
         self.token = token
         self.api_key = api_key
@@ -142,6 +178,11 @@ class AsyncTrucoClient:
     async def close(self) -> None:
         await self._channels.close()
 
+    async def wait_ready(self, timeout: float = 10.0) -> None:
+        """Wait until a server accepts a connection, ``timeout`` seconds per address (raises
+        :class:`~truco_client.errors.ServerUnreachable`)."""
+        await self._channels.reach(timeout)
+
     async def __aenter__(self) -> AsyncTrucoClient:
         return self
 
@@ -152,6 +193,7 @@ class AsyncTrucoClient:
         attempt = 0
         while True:
             attempt += 1
+            await self._channels.reach()
             try:
                 return await fn(self._channels.stub())
             except grpc.RpcError as err:
@@ -356,6 +398,7 @@ class AsyncTrucoClient:
         failures = 0
         while True:
             call: Any = None
+            await self._channels.reach()
             try:
                 call = self._channels.stub().StreamObservations(state.request(), metadata=md)
                 it = call.__aiter__()

@@ -30,6 +30,7 @@ import grpc
 import truco_engine as te
 from truco_client._core import (
     CHANNEL_OPTIONS,
+    CONNECT_TIMEOUT,
     STREAM_END_WAIT,
     ActionResult,
     CreatedMatch,
@@ -56,7 +57,7 @@ from truco_client._core import (
     submit_request,
 )
 from truco_client.actions import Action
-from truco_client.errors import RETRYABLE, TrucoClientError, Unavailable, from_rpc_error
+from truco_client.errors import RETRYABLE, ServerUnreachable, Unavailable, from_rpc_error
 from truco_contract import codec
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
 from truco_match.lifecycle import TimeControl
@@ -83,44 +84,76 @@ def _read_to_end(call: Any) -> None:
 
 
 class _Channels:
-    """One channel at a time over a list of targets; ``rotate()`` moves to the next."""
+    """One channel at a time over a list of targets; ``rotate()`` moves to the next. The
+    first ``stub()`` waits until a target accepts a connection (``connect_timeout`` each;
+    ``None`` or 0: not at all), trying each in turn, and raises :class:`ServerUnreachable` when
+    none does; after that, failures are the retry policy's business."""
 
-    def __init__(self, targets: Sequence[str], credentials: grpc.ChannelCredentials | None) -> None:
+    def __init__(
+        self,
+        targets: Sequence[str],
+        credentials: grpc.ChannelCredentials | None,
+        connect_timeout: float | None = CONNECT_TIMEOUT,
+    ) -> None:
         if not targets:
             raise ValueError("give at least one target, e.g. '127.0.0.1:50051'")
         self.targets = list(targets)
         self.credentials = credentials
+        self.connect_timeout = connect_timeout
         self.index = 0
         self._channel: grpc.Channel | None = None
         self._stub: match_service_pb2_grpc.MatchServiceStub | None = None
         self._lock = threading.Lock()
+        self._reached = not connect_timeout
+
+    def _open(self) -> match_service_pb2_grpc.MatchServiceStub:
+        if self._stub is None:
+            target = self.targets[self.index]
+            if self.credentials is not None:
+                self._channel = grpc.secure_channel(target, self.credentials, options=CHANNEL_OPTIONS)
+            else:
+                self._channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+            self._stub = match_service_pb2_grpc.MatchServiceStub(self._channel)
+        return self._stub
+
+    def _reach(self, timeout: float) -> None:
+        """Wait (``timeout`` per target) until one accepts a connection; keep its channel."""
+        for _ in self.targets:
+            self._open()
+            assert self._channel is not None
+            ready = grpc.channel_ready_future(self._channel)
+            try:
+                ready.result(timeout=timeout)
+            except grpc.FutureTimeoutError:
+                ready.cancel()
+                self._drop()
+                self.index = (self.index + 1) % len(self.targets)
+                continue
+            self._reached = True
+            return
+        raise ServerUnreachable(self.targets, timeout)
 
     def stub(self) -> match_service_pb2_grpc.MatchServiceStub:
         with self._lock:
-            if self._stub is None:
-                target = self.targets[self.index]
-                if self.credentials is not None:
-                    self._channel = grpc.secure_channel(target, self.credentials, options=CHANNEL_OPTIONS)
-                else:
-                    self._channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
-                self._stub = match_service_pb2_grpc.MatchServiceStub(self._channel)
-            return self._stub
+            if not self._reached and self.connect_timeout:
+                self._reach(self.connect_timeout)
+            return self._open()
+
+    def _drop(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+        self._channel = None
+        self._stub = None
 
     def rotate(self) -> None:
         with self._lock:
             if len(self.targets) > 1:
                 self.index = (self.index + 1) % len(self.targets)
-                if self._channel is not None:
-                    self._channel.close()
-                self._channel = None
-                self._stub = None
+                self._drop()
 
     def close(self) -> None:
         with self._lock:
-            if self._channel is not None:
-                self._channel.close()
-            self._channel = None
-            self._stub = None
+            self._drop()
 
 
 class TrucoClient:
@@ -136,9 +169,12 @@ class TrucoClient:
         retry: RetryPolicy | None = None,
         heartbeat_timeout: float = 30.0,
         credentials: grpc.ChannelCredentials | None = None,
+        connect_timeout: float | None = CONNECT_TIMEOUT,
         _channels: _Channels | None = None,
     ) -> None:
-        self._channels = _channels or _Channels([target] if isinstance(target, str) else target, credentials)
+        self._channels = _channels or _Channels(
+            [target] if isinstance(target, str) else target, credentials, connect_timeout
+        )
         self.token = token
         """Default seat / spectator credential."""
         self.api_key = api_key
@@ -448,16 +484,10 @@ class TrucoClient:
             time.sleep(self.retry.backoff(failures, self._rng))
 
     def wait_ready(self, timeout: float = 10.0) -> None:
-        """Block until the channel is connected (raises :class:`TrucoClientError`)."""
-        self._channels.stub()
-        ch = self._channels._channel
-        assert ch is not None
-        try:
-            grpc.channel_ready_future(ch).result(timeout=timeout)
-        except grpc.FutureTimeoutError:
-            raise TrucoClientError(
-                f"could not connect to {self._channels.targets[self._channels.index]}"
-            ) from None
+        """Block until a server accepts a connection, ``timeout`` seconds per address (raises
+        :class:`~truco_client.errors.ServerUnreachable`, a :class:`TrucoClientError`)."""
+        with self._channels._lock:
+            self._channels._reach(timeout)
 
 
 __all__ = ["TrucoClient"]

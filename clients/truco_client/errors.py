@@ -6,6 +6,7 @@ or stale actions also carry the legal actions and the current version.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import grpc
@@ -78,6 +79,25 @@ class ResourceExhausted(TrucoApiError):
 
 class Unavailable(TrucoApiError):
     """UNAVAILABLE (or DEADLINE_EXCEEDED) after every retry."""
+
+
+class ServerUnreachable(Unavailable):
+    """No server accepted a connection at any of the client's addresses within its
+    ``connect_timeout``, on the client's first call (nothing listens there, or the address is
+    wrong). Its message is one line naming the addresses and how to start a server."""
+
+    def __init__(self, targets: Sequence[str], waited: float) -> None:
+        where = " or ".join(targets)
+        message = (
+            f"no Truco server answers at {where} (waited {waited:g} s); start one with "
+            "`truco serve` (`make serve` in a checkout), or check the address"
+        )
+        super().__init__(grpc.StatusCode.UNAVAILABLE, message, "SERVER_UNREACHABLE")
+        self.targets = tuple(targets)
+        """The addresses tried."""
+
+    def __str__(self) -> str:
+        return self.message
 
 
 _BY_CODE: dict[grpc.StatusCode, type[TrucoApiError]] = {

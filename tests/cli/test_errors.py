@@ -93,6 +93,10 @@ def test_version() -> None:
             ["not a subclass of truco_client.Bot"],
         ),
         (["bot", "rules"], ["truco bot: give --token"]),
+        (
+            ["bot", "rules", "--token", "garbage"],
+            ["truco bot: the --token given is not a match credential", "tc1.<match id>.<seat>.<signature>"],
+        ),
         (["bots", "eval", "--pair", "rules:alphago", "--preset", "argentine"], ["unknown bot 'alphago'"]),
         (["bots", "eval", "--pair", "rules:random", "--preset", "nosuch"], ["unknown preset 'nosuch'"]),
         (["bots", "eval", "--pair", "rules:random", "--preset", "paulista", "--bot-arg", "x"], ["--bot-arg"]),
@@ -191,7 +195,8 @@ def test_bot_refuses_a_spectator_token_and_an_operator_key(server: EmbeddedServe
     )
     one_line_error(operator, "truco bot: that is an operator API key, not a seat's")
     no_match = truco("bot", "rules", "--server", server.address, "--token", "ops-secret")
-    one_line_error(no_match, "give --match")
+    one_line_error(no_match, "not a match credential", "a seat token looks like tc1.")
+    assert "ops-secret" not in no_match.stderr  # a credential is never echoed
 
 
 def test_bot_shows_progress_and_demo_uses_a_running_server(server: EmbeddedServer) -> None:

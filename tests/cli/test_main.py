@@ -30,6 +30,12 @@ def test_without_the_server_install_serve_says_how_to_get_it(
     assert err == ["truco serve: redis: not installed; " + optional.SERVER_HINT]
 
 
+def test_the_server_hint_names_an_install_that_works() -> None:
+    """No package index has truco-service: the server comes from a checkout."""
+    assert "pip install '.[server]'" in optional.SERVER_HINT and "checkout" in optional.SERVER_HINT
+    assert "truco-service[server]" not in optional.SERVER_HINT
+
+
 def test_cli_announces_where_it_listens(capsys: pytest.CaptureFixture[str]) -> None:
     class FakeWorker:
         grpc_address = "127.0.0.1:50051"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -54,7 +55,8 @@ def test_play_a_match_in_a_pty(preset: str) -> None:
             i = child.expect([r"\n> ", r"You win!", r"You lose\.", r"Match over\.", pexpect.EOF])
             if i == 0:
                 before = child.before
-                assert "Your move:" in before and "1) " in before  # numbered legal actions
+                # numbered legal actions (on turn, or a truco out of turn while a bot thinks)
+                assert ("Your move:" in before or "While you wait, you may:" in before) and "1) " in before
                 child.sendline("1")
                 moves += 1
                 assert moves < 500
@@ -220,31 +222,104 @@ def test_the_hand_marks_its_top_cards_and_shows_the_suit_legend() -> None:
     assert seen["manilha"] > 0 and seen["top card"] > 0
 
 
+ROOT = Path(__file__).resolve().parents[2]
+TRUCO_AT_ONCE = "tests.clients.scripted_bots:TrucoAtOnce"  # a bot of our own, found from ROOT
+PLAY = re.compile(r"\d+\) play (\w+?)[♣♥♠♦]")
+
+
+def _spawn_against_truco_at_once(seed: str) -> pexpect.spawn:
+    argv = ["play", "--delay", "0", "--no-color", "--preset", "paulista-2p", "--seed", seed]
+    argv += ["--bot-seed", "1", "--bot", TRUCO_AT_ONCE]
+    return _pty(TRUCO, argv, timeout=60, dimensions=(50, 120), cwd=str(ROOT))
+
+
+class ScriptedHuman:
+    """Seat 0 of ``truco play --preset paulista-2p`` against :class:`TrucoAtOnce`, reading the
+    screen as a person does and answering only the prompts no move of the bot can make stale:
+    the bot's truco (it waits for our answer: we accept) and, once its truco of the hand was
+    accepted, a card in our own turn (it can no longer raise, and it is not its turn). At every
+    other prompt a move of the bot is due (its truco, in or out of its turn, or its card), so
+    nothing is typed: the client must draw the table again by itself, with the moves legal
+    then. Any "not sent", "not played" or "refused" line means a move was sent, or nearly sent,
+    on a table the client no longer showed."""
+
+    def __init__(self, child: pexpect.spawn) -> None:
+        self.child = child
+        self.hand = 0
+        self.called = False  # the bot called truco in this hand
+        self.waits = self.answers = self.cards = 0
+
+    def read(self, pattern: str, timeout: float = 30) -> str:
+        self.child.expect(pattern, timeout=timeout)
+        screen = str(self.child.before)
+        for stale in ("not sent", "not played", "refused"):
+            assert stale not in screen, screen[-3000:]
+        for line in screen.splitlines():
+            hand = re.search(r"— Hand (\d+)", line)
+            if hand is not None:
+                self.hand, self.called = int(hand.group(1)), False
+            elif "-bot 1: TRUCO!" in line:
+                self.called = True
+        return screen
+
+    def card_turn(self) -> str:
+        """Answer (or wait) until a prompt to play a card in our own turn; that table."""
+        while True:
+            screen = self.read(r"\n> ")
+            assert "Match over" not in screen, screen[-2000:]
+            table = screen[screen.rfind("══ Truco") :]
+            if "Pending: TRUCO by" in table:
+                self.child.sendline("quiero")
+                self.answers += 1
+            elif "Waiting for" in table or not self.called:
+                self.waits += 1  # the bot moves next: the table must move without us
+            else:
+                assert "Your move:" in table and PLAY.search(table), table
+                return table
+
+    def play(self, code: str, typed: str | None = None) -> None:
+        self.child.sendline(typed or code)
+        self.read(f"You played {re.escape(code)}")
+        self.cards += 1
+
+
+def test_paulista_table_follows_the_bots_and_no_move_is_sent_stale() -> None:
+    """Paulista lets truco be called out of turn, so the player is at the prompt nearly all the
+    time. The table must be drawn again whenever the stream moves (a bot's card, a bot's truco
+    out of turn), with the moves legal then, and no move may go out on an older version."""
+    child = _spawn_against_truco_at_once("stale")
+    human = ScriptedHuman(child)
+    try:
+        while True:
+            table = human.card_turn()
+            if human.hand >= 4:
+                break
+            match = PLAY.search(table)
+            assert match is not None
+            human.play(match.group(1))
+        child.sendline("q")
+        child.expect("Bye.")
+        child.expect(pexpect.EOF, timeout=30)
+    finally:
+        child.close(force=True)
+    assert human.answers >= 3 and human.cards >= 3, vars(human)
+    assert human.waits >= 3, vars(human)  # the table moved by itself at least that often
+    assert child.exitstatus == 0
+
+
 @pytest.mark.parametrize("form", ["code", "play code"])
 def test_play_takes_a_card_code(form: str) -> None:
-    bot = "rules" if form == "code" else "truco_client.examples.high_card:HighCardBot"  # a bot of your own
-    child = _spawn("--preset", "paulista-2p", "--seed", "codes", "--bot-seed", "1", "--bot", bot)
+    child = _spawn_against_truco_at_once("codes")
+    human = ScriptedHuman(child)
     try:
-        screen = _prompt(child)
-        assert "Suits: C ♣ clubs, H ♥ hearts, S ♠ spades, D ♦ diamonds" in screen
-        import re
-
-        first = re.search(r"\d+\) play (\w+?)[♣♥♠♦]", screen)
-        for _ in range(4):  # paulista lets a bot call truco out of turn, even before our first card
-            if first is not None:
-                break
-            assert "accept (quiero)" in screen, screen
-            child.sendline("quiero")
-            screen = _prompt(child)
-            first = re.search(r"\d+\) play (\w+?)[♣♥♠♦]", screen)
-        assert first is not None, screen
-        code = first.group(1)
-        child.sendline(code if form == "code" else f"play {code}")
-        # Submitted as that card: played, or refused because a bot's call out of turn came first.
-        assert child.expect([f"You played {re.escape(code)}", "refused: "]) in (0, 1)
-        _prompt(child)
+        table = human.card_turn()
+        assert "Suits: C ♣ clubs, H ♥ hearts, S ♠ spades, D ♦ diamonds" in table
         child.sendline("nonsense")
-        child.expect("is not one of the moves above")
+        human.read("is not one of the moves above")
+        match = PLAY.search(table)
+        assert match is not None
+        code = match.group(1)
+        human.play(code, code if form == "code" else f"play {code}")
         child.sendline("q")
         child.expect("Bye.")
         child.expect(pexpect.EOF, timeout=30)
@@ -308,3 +383,47 @@ def test_ctrl_c_at_the_prompt_interrupts_the_read_whichever_thread_takes_the_sig
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
+
+
+def test_a_line_read_after_the_stream_moved_is_not_sent(server: object) -> None:
+    """Where the prompt's read cannot be woken (a pipe, not POSIX: ``input``), a line can come
+    back after the stream moved: it is not submitted; the new table is drawn and asked again."""
+    import io
+    import select
+
+    from truco_client import TrucoClient
+    from truco_client import actions as A
+    from truco_client.terminal import Names, Style, human_loop
+
+    assert hasattr(server, "address")
+    with TrucoClient(server.address) as client:
+        m = client.create_match("paulista-2p", seed=b"s" * 32)
+        bot = client.with_token(m.seat_tokens[1])
+        lines: list[str] = []
+        before = bot.get_match(m.match_id).observation.version
+
+        def read(prompt: str, wake: int | None) -> str:
+            if lines:  # the second prompt: leave
+                return "q"
+            # Seat 1 calls truco (in its turn or out of it: paulista allows both), then the
+            # player's line comes back only once the stream brought that call.
+            bot.submit_action(m.match_id, A.truco(), expected_version=before)
+            assert wake is not None and select.select([wake], [], [], 10)[0], "no wake"
+            lines.append("1")
+            return "1"
+
+        out = io.StringIO()
+        final = human_loop(
+            client.with_token(m.seat_tokens[0]),
+            m.match_id,
+            Names(["me", "bot"], 0),
+            Style(False),
+            read=read,
+            out=out,
+        )
+        text = out.getvalue()
+        assert final is None
+        assert "'1' not sent: the table changed" in text, text
+        assert text.index("not sent") < text.rindex("Pending: TRUCO by bot"), text  # drawn again after
+        after = bot.get_match(m.match_id).observation
+        assert after.version == before + 1 and after.pending is not None  # nothing from seat 0

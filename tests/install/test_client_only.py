@@ -1,4 +1,4 @@
-"""A client-only install (``pip install truco-service``, no extras) in a clean virtualenv has
+"""A client-only install (``pip install .`` in a checkout, no extras) in a clean virtualenv has
 the engine, the contract, the SDK, the bots and the client side of ``truco``, and none of
 the server's runtime (Redis, aiohttp, structlog, prometheus-client); it plays a whole match
 against a server started separately (from this checkout's full install)."""
@@ -124,7 +124,7 @@ def test_truco_serve_says_how_to_get_the_server(client_venv: Path) -> None:
     )
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "pip install 'truco-service[server]'" in lines[0], done.stderr
+    assert len(lines) == 1 and "pip install '.[server]'" in lines[0], done.stderr  # works in a checkout
 
 
 def test_a_client_only_install_plays_a_match_against_a_separate_server(

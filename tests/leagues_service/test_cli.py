@@ -80,7 +80,7 @@ def test_a_bot_league_from_nothing_with_the_cli(
         code, _, err = run(capsys, "league", "create", "x", "--format", "ladder", *srv)
         assert code == 1 and "unknown format 'ladder'" in err
         assert lobby.wait(30) == 0
-        assert "matches played" in (tmp_path / "lobby.log").read_text()
+        assert "12 seats played by 4 bots" in (tmp_path / "lobby.log").read_text()  # 6 matches, 2 seats each
     finally:
         if lobby is not None and lobby.poll() is None:
             lobby.kill()

@@ -4,14 +4,22 @@ A person's view, at a desktop's width (1280 px) and a phone's (390 px, mobile vi
 
 - create: the page creates a match with the operator key typed into its create form, the
   other seats are the page's in-page random bots, the test clicks seat 0's buttons to the end;
-- join and spectate: a match created over REST beforehand; one page joins seat 0 through the
-  join form, another joins seat 1 with a ``#match=..&seat=..`` link, a third watches through
-  the spectate form; the test plays both seats to the end.
+- join and spectate: a match created over REST beforehand, with names for its seats; one page
+  joins seat 0 through the join form, another joins seat 1 with a ``#match=..&seat=..`` link,
+  a third watches through the spectate form; the test plays both seats to the end;
+- invite, in another language: in a browser whose language is Portuguese, a page creates a
+  match with names, the other seat for other people; seat 1 comes by its invite link and
+  switches its page to Spanish; both seats are played to the end.
 
-Every page must fit its viewport (no horizontal scrolling), log sentences rather than
-``key=value`` text, raise no script error, and the spectator must never see a card in hand
-or an action button; the server must agree the match finished; screenshots must show a
-rendered page. Missing chromium or node is a failure, not a skip.
+Every page must fit its viewport (no horizontal scrolling), log sentences (in its language)
+rather than ``key=value`` text, raise no script error, and the spectator must never see a card
+in hand or an action button; the server must agree the match finished; screenshots must show a
+rendered page. What a person at a real table sees is checked too: the cards of every hand
+shown that beat every plain card (manilhas, the River Plate top cards) are marked, exactly
+those, as the rules engine ranks them; seats go by the names given at creation, one-seat teams
+included; invite links are offered only for seats other people play; and a page in Portuguese
+or Spanish has a word for everything and no English string of its own left. Missing chromium
+or node is a failure, not a skip.
 
 The screenshots in docs/images/ come from this test:
 ``TRUCO_SCREENSHOTS=docs/images .venv/bin/python -m pytest tests/rest/test_browser.py``.
@@ -19,8 +27,11 @@ The screenshots in docs/images/ come from this test:
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import urllib.request
@@ -30,8 +41,10 @@ from typing import Any
 
 import pytest
 
+import truco_engine as te
 from tests.rest.conftest import ACME_KEY, REPO, Served
 from tests.rest.png import color_histogram
+from truco_engine.ranking import MANILHA_BASE, strength_table
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -125,23 +138,60 @@ def _drive(served: Served, tmp_path: Path, mode: str, viewport: str, **extra: st
     return summary
 
 
+def check_marks(summary: dict[str, Any], preset: str, players: int, word: str) -> int:
+    """Every card the seat pages showed in hand is marked exactly when the engine ranks it
+    above every plain card that hand (manilhas, top cards), with ``word`` and a legend; the
+    number of marked cards seen."""
+    rules = te.get_rules(preset, players=players)
+    assert summary["marks"], "no hand was seen"
+    marked = 0
+    for snap in summary["marks"]:
+        table = strength_table(rules, snap["turnUp"] or None)
+        for card, mark in snap["cards"]:
+            top = table[card] >= MANILHA_BASE
+            assert mark == (word if top else None), (card, snap)
+            marked += top
+        assert ("★" in snap["legend"]) == any(m for _, m in snap["cards"]), snap
+    return marked
+
+
 @pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
 def test_create_a_match_and_play_it_against_the_in_page_bots(
     served: Served, tmp_path: Path, viewport: str
 ) -> None:
     summary = _drive(served, tmp_path, "create", viewport)
     assert summary["status"]["creator"].startswith("Match over"), summary
+    check_marks(summary, "paulista", 4, "manilha")
+    assert summary["invites"]["creator"] == ["invite-spectators"], summary  # the bots' seats get no link
+    for label in summary["teams"]["creator"]:  # two a side, by name (the default "Seat N")
+        assert re.fullmatch(r"Team (\d) \(Seat \d & Seat \d\): \d+", label), label
+
+
+def _match_with_a_manilha_for_seat_0(served: Served) -> dict[str, Any]:
+    """A two-seat paulista match, with names, whose first hand gives seat 0 a manilha (a few
+    seeds are tried: about half the deals do)."""
+    rules = te.get_rules("paulista", players=2)
+    for attempt in range(40):
+        seed = base64.b64encode(hashlib.sha256(f"browser-marks-{attempt}".encode()).digest()).decode()
+        body = {
+            "requestId": str(uuid.uuid4()),
+            "rules": {"preset": "paulista"},
+            "players": 2,
+            "seed": seed,
+            "seats": [{"displayName": "ana"}, {"displayName": "beto"}],
+        }
+        created: dict[str, Any] = _rest(served, "POST", "/v1/matches", ACME_KEY, body)
+        seat0 = created["seatCredentials"][0]["token"]
+        obs = _rest(served, "GET", f"/v1/matches/{created['match']['matchId']}", seat0)["observation"]
+        table = strength_table(rules, obs["turnUp"])
+        if any(table[c] >= MANILHA_BASE for c in obs["hand"]):
+            return created
+    raise AssertionError("no deal of 40 gave seat 0 a manilha")
 
 
 @pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
 def test_join_two_seats_by_token_and_spectate(served: Served, tmp_path: Path, viewport: str) -> None:
-    created = _rest(
-        served,
-        "POST",
-        "/v1/matches",
-        ACME_KEY,
-        {"requestId": str(uuid.uuid4()), "rules": {"preset": "paulista"}, "players": 2},
-    )
+    created = _match_with_a_manilha_for_seat_0(served)
     tokens = [c["token"] for c in created["seatCredentials"]]
     summary = _drive(
         served,
@@ -158,3 +208,32 @@ def test_join_two_seats_by_token_and_spectate(served: Served, tmp_path: Path, vi
         assert summary["fragmentLeft"][page] == "", summary  # the token is gone from the address bar
     assert summary["status"]["seat0"].endswith(("(you win!)", "(you lose)")), summary
     assert "you" not in summary["status"]["spectator"], summary
+    assert check_marks(summary, "paulista", 2, "manilha") >= 1  # seat 0's first hand has one
+    assert summary["titles"]["seat0"] == "Seat 0 · ana — you (team 0)", summary
+    assert summary["titles"]["seat1"] == "Seat 1 · beto — you (team 1)", summary
+    for page in ("seat0", "seat1", "spectator"):
+        labels = summary["teams"][page]
+        assert [label.split(":")[0] for label in labels] == ["Team 0 (ana)", "Team 1 (beto)"], labels
+
+
+@pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
+def test_invite_links_in_portuguese_and_spanish(served: Served, tmp_path: Path, viewport: str) -> None:
+    summary = _drive(
+        served, tmp_path, "invite", viewport, LOCALE="pt-BR", PRESET="argentine", NAMES="Ana, Beto"
+    )
+    assert summary["lang"] == {"seat0 (form)": "pt", "seat0": "pt", "seat1": "es"}, summary
+    assert summary["status"]["seat0"].startswith("Partida encerrada — a equipe "), summary
+    assert summary["status"]["seat0"].endswith(("(você ganhou!)", "(você perdeu)")), summary
+    assert summary["status"]["seat1"].startswith("Partida terminada — gana el equipo "), summary
+    assert summary["status"]["seat1"].endswith(("(¡ganaste!)", "(perdiste)")), summary
+    assert summary["invites"]["seat0"] == ["invite-seat-1", "invite-spectators"], summary
+    assert summary["titles"]["seat1"] == "Lugar 1 · Beto — vos (equipo 1)", summary
+    assert [label.split(":")[0] for label in summary["teams"]["seat0"]] == [
+        "Equipe 0 (Ana)",
+        "Equipe 1 (Beto)",
+    ]
+    assert [label.split(":")[0] for label in summary["teams"]["seat1"]] == [
+        "Equipo 0 (Ana)",
+        "Equipo 1 (Beto)",
+    ]
+    check_marks(summary, "argentine", 2, "top")

@@ -129,7 +129,7 @@ class Settings:
     webhook_timeout_seconds: float = 10.0
     """A webhook delivery attempt without an answer within this long fails (and is retried)."""
     webhook_retry_schedule: str = "5,300,1800,7200,18000,36000"
-    """Seconds before each retry of a failed webhook delivery (±10 % jitter); after the last
+    """Seconds before each retry of a failed webhook delivery (±10 percent jitter); after the last
     step the delivery is given up and shown as failed. The default retries for about 17 h."""
     webhooks_per_operator: int = 10
     """Most webhooks an operator may register."""

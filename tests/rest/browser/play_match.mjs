@@ -7,10 +7,16 @@
 //                joins seat 0 through the "join" form, a second joins seat 1 with a
 //                #match=..&seat=.. link, a third spectates through the "spectate" form; the
 //                script clicks the two seats' buttons at random until the match is over.
+//   MODE=invite  in a browser whose language is LOCALE (pt-BR), a page creates a two-seat
+//                match with names (NAMES), the other seat for "other people"; a second page
+//                opens the invite link of seat 1 and is switched to Spanish with the page's
+//                language switch; the script clicks both seats' buttons to the end.
 //
 // Every page is checked for horizontal overflow (nothing may be wider than the viewport),
-// page errors, a readable log (sentences, no key=value), and that a spectator never sees a
-// card in hand or an action button.
+// page errors, a readable log (sentences in the page's language, no key=value), and that a
+// spectator never sees a card in hand or an action button. The summary also reports what the
+// test checks against the server and the rules engine: the seat pages' hands with their marks
+// (manilhas, top cards), the team labels and the invite links offered.
 //
 //   BASE=http://127.0.0.1:8080 SHOT_DIR=/tmp/shots [MODE=create] [WIDTH=390 HEIGHT=844 MOBILE=1]
 //   [API_KEY=...] [PRESET=paulista] node play_match.mjs
@@ -40,6 +46,7 @@ const context = await chromium.launchPersistentContext(profile, {
   deviceScaleFactor: 1,
   isMobile: mobile,
   hasTouch: mobile,
+  ...(env.LOCALE ? { locale: env.LOCALE } : {}),  // the browser's language (navigator.languages)
   args: [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -48,7 +55,10 @@ const context = await chromium.launchPersistentContext(profile, {
 const problems = [];
 const shots = [];
 let clicks = 0;
-const summary = { mode, width, matchId: "", clicks: 0, status: {}, logLines: {}, fragmentLeft: {}, shots };
+const summary = { mode, width, matchId: "", clicks: 0, status: {}, logLines: {}, fragmentLeft: {}, shots,
+                  marks: [], teams: {}, titles: {}, invites: {}, lang: {} };
+// The sentences a finished match's log must have, per language: a card played, the match won.
+const SENTENCES = { en: [/ plays /, /wins the match/], pt: [/ joga /, /vence a partida/], es: [/ juega /, /gana la partida/] };
 
 function watch(page, name) {
   page.on("pageerror", (e) => problems.push(`${name} pageerror: ${e.message}`));
@@ -88,6 +98,37 @@ async function shoot(page, name) {
   await page.screenshot({ path, fullPage: true });
   shots.push(path);
 }
+// What a seat page shows in hand with the marks it puts on cards, with the turned-up card.
+async function snapMarks(page, name) {
+  const s = await page.evaluate(() => ({
+    version: game.obs ? String(game.obs.version) : "", turnUp: (game.obs && game.obs.turnUp) || "",
+    cards: Array.from(document.querySelectorAll("#hand .card[data-card]")).map((c) => [c.dataset.card, c.dataset.mark || null]),
+    legend: (document.querySelector("#marks") || {}).textContent || "",
+  }));
+  const last = summary.marks.filter((m) => m.page === name).pop();
+  if (s.cards.length && (!last || last.version !== s.version)) summary.marks.push({ page: name, ...s });
+}
+// The page's words in the language it shows: every key of English has a translation, and no
+// English string of the page's own is left on it (form labels, buttons, titles, options).
+async function languageCheck(page, name, code) {
+  summary.lang[name] = await page.evaluate(() => document.documentElement.lang);
+  const missing = await page.evaluate((code) => {
+    const out = [];
+    const keys = (en, other, path) => {
+      for (const [k, v] of Object.entries(en)) {
+        if (!other || !(k in other)) out.push(`no ${code} word for ${path}${k}`);
+        else if (v && typeof v === "object") keys(v, other[k], `${path}${k}.`);
+      }
+    };
+    keys(WORDS.en, WORDS[code], "");
+    const shown = Array.from(document.body.children).filter((e) => e.tagName !== "SCRIPT").map((e) => e.textContent).join("\n");
+    for (const [k, v] of Object.entries(WORDS.en)) {
+      if (typeof v === "string" && v.length > 3 && v !== WORDS[code][k] && !v.includes("<") && shown.includes(v)) out.push(`English left on the page: ${k}: ${v}`);
+    }
+    return out;
+  }, code);
+  for (const m of missing) problems.push(`${name}: ${m}`);
+}
 async function clickOne(page) {
   const buttons = page.locator("#actions button:not([disabled])");
   const n = await buttons.count();
@@ -107,92 +148,141 @@ async function checkSpectator(page) {
   }));
   if (seen.cards || seen.buttons) problems.push(`spectator sees ${seen.cards} cards in hand, ${seen.buttons} buttons`);
 }
-async function finalChecks(page, name) {
+async function finalChecks(page, name, code = "en") {
   summary.status[name] = (await page.textContent("#status")) || "";
   if ((await state(page)) !== "over") problems.push(`${name}: match not over: ${summary.status[name]}`);
   const lines = await page.$$eval("#log li", (els) => els.map((e) => e.textContent));
   summary.logLines[name] = lines.length;
   const raw = lines.filter((l) => /\w=\S/.test(l));
   if (raw.length) problems.push(`${name}: key=value lines in the log: ${raw.slice(0, 3).join(" | ")}`);
-  if (!lines.some((l) => / plays /.test(l))) problems.push(`${name}: no "plays" sentence in the log`);
-  if (!lines.some((l) => /wins the match/.test(l))) problems.push(`${name}: no "wins the match" sentence`);
+  for (const pattern of SENTENCES[code]) {
+    if (!lines.some((l) => pattern.test(l))) problems.push(`${name}: no ${pattern} sentence in the log (${code})`);
+  }
   summary.fragmentLeft[name] = await page.evaluate(() => location.hash);
+  summary.teams[name] = await page.$$eval("#scoreline .team", (els) => els.map((e) => e.textContent));
+  summary.titles[name] = (await page.textContent("#me-title")) || "";
+  summary.invites[name] = await page.$$eval("#invite-list input", (els) => els.map((e) => e.id));
   await overflow(page, name);
+}
+
+// Clicks two seat pages' buttons at random until neither can play (the match is over).
+async function playBoth(seat0, seat1, watcher, shotNames = ["seat0", "spectator"]) {
+  let idle = 0;
+  while (Date.now() - started < budgetMs && clicks < maxClicks) {
+    if ((await state(seat0)) !== "playing" && (await state(seat1)) !== "playing") break;
+    await snapMarks(seat0, "seat0"); await snapMarks(seat1, "seat1");
+    const moved = (await clickOne(seat0)) || (await clickOne(seat1));
+    if (!moved) { await seat0.waitForTimeout(40); idle += 1; } else idle = 0;
+    if (idle > 400) { problems.push("nobody could move for 16 s"); break; }
+    if (clicks >= 4 && moved && !shots.length) {
+      if (watcher) await checkSpectator(watcher);
+      await shoot(seat0, shotNames[0]); await shoot(watcher || seat1, shotNames[1]);
+    }
+    if (watcher && clicks % 10 === 0 && moved) await checkSpectator(watcher);
+  }
+}
+// Every page connected and showing the match (its first observation drawn).
+const connected = (pages) => Promise.all(Object.entries(pages).map(([name, page]) =>
+  page.waitForFunction(() => document.querySelector("#status").dataset.state === "playing" && document.body.dataset.version,
+    null, { timeout: 20000 }).catch(() => problems.push(`${name} never connected`))));
+
+async function createAndPlay() {
+  const page = await newPage("creator");
+  pages = { creator: page };
+  await page.goto(`${base}/play?delay=20`);
+  if (env.API_KEY) await page.fill("#apikey", env.API_KEY);
+  await page.fill("#preset", env.PRESET || "paulista");
+  await page.selectOption("#others", "bot");
+  await overflow(page, "creator (form)");
+  await page.click("#create");
+  await page.waitForFunction(() => document.querySelector("#status").dataset.state === "playing");
+  summary.matchId = await page.evaluate(() => game.id);
+  if (await page.inputValue("#apikey")) problems.push("the operator key stayed in the form after creating");
+  while (Date.now() - started < budgetMs && clicks < maxClicks) {
+    await page.waitForFunction(
+      () => ["over", "error"].includes(document.querySelector("#status").dataset.state) ||
+        document.querySelector("#actions button:not([disabled])") !== null,
+      null, { timeout: 30000 },
+    );
+    if ((await state(page)) !== "playing") break;
+    await snapMarks(page, "creator");
+    await clickOne(page);
+    if (clicks === 3 && !shots.length) { await overflow(page, "creator (playing)"); await shoot(page, "playing"); }
+  }
+  await page.waitForTimeout(300);
+  if (!shots.length) await shoot(page, "playing");  // a very short match: the final table
+  await finalChecks(page, "creator");
+}
+
+async function joinAndPlay() {
+  const id = env.MATCH_ID;
+  summary.matchId = id;
+  const seat0 = await newPage("seat0");
+  const seat1 = await newPage("seat1");
+  const watcher = await newPage("spectator");
+  pages = { seat0, seat1, spectator: watcher };
+  // seat 0: the join form
+  await seat0.goto(`${base}/play`);
+  await seat0.click("#join-summary");
+  await seat0.fill("#join-match", id);
+  await seat0.fill("#join-token", env.SEAT0);
+  await seat0.click("#join");
+  // seat 1: a link with the token after '#'
+  await seat1.goto(`${base}/play#match=${encodeURIComponent(id)}&seat=${encodeURIComponent(env.SEAT1)}`);
+  // the spectator: the spectate form
+  await watcher.goto(`${base}/play`);
+  await watcher.click("#watch-summary");
+  await watcher.fill("#watch-match", id);
+  await watcher.fill("#watch-token", env.SPECTATOR);
+  await watcher.click("#watch");
+  await connected(pages);
+  const titles = [await seat0.textContent("#me-title"), await seat1.textContent("#me-title")];
+  if (!titles[0].startsWith("Seat 0") || !titles[1].startsWith("Seat 1")) problems.push("seat titles: " + titles.join(" / "));
+  await playBoth(seat0, seat1, watcher);
+  await watcher.waitForFunction(() => document.querySelector("#status").dataset.state !== "playing", null,
+    { timeout: 15000 }).catch(() => {});
+  await seat0.waitForTimeout(300);
+  if (!shots.length) { await shoot(seat0, "seat0"); await shoot(watcher, "spectator"); }
+  for (const [name, page] of Object.entries(pages)) await finalChecks(page, name);
+  await checkSpectator(watcher);
+}
+
+// In the browser's language (LOCALE: Portuguese), create a two-seat match with names for
+// other people; seat 1 comes by its invite link and switches its page to Spanish.
+async function inviteAndPlay() {
+  const seat0 = await newPage("seat0");
+  pages = { seat0 };
+  await seat0.goto(`${base}/play?delay=20`);
+  await languageCheck(seat0, "seat0 (form)", "pt");
+  if (env.API_KEY) await seat0.fill("#apikey", env.API_KEY);
+  await seat0.fill("#preset", env.PRESET || "argentine");
+  await seat0.fill("#names", env.NAMES || "");
+  await seat0.selectOption("#others", "invite");
+  await overflow(seat0, "seat0 (form)");
+  await seat0.click("#create");
+  await seat0.waitForFunction(() => document.querySelector("#status").dataset.state === "playing");
+  summary.matchId = await seat0.evaluate(() => game.id);
+  const link = await seat0.inputValue("#invite-seat-1").catch(() => "");
+  if (!link.includes("#match=")) { problems.push("no invite link for seat 1"); return; }
+  const seat1 = await newPage("seat1");
+  pages.seat1 = seat1;
+  await seat1.goto(link);
+  await connected(pages);
+  await seat1.selectOption("#lang", "es");
+  await seat1.waitForFunction(() => document.documentElement.lang === "es");
+  await playBoth(seat0, seat1, null, ["pt-seat0", "es-seat1"]);
+  if (!shots.length) { await shoot(seat0, "pt-seat0"); await shoot(seat1, "es-seat1"); }
+  await finalChecks(seat0, "seat0", "pt");
+  await finalChecks(seat1, "seat1", "es");
+  await languageCheck(seat0, "seat0", "pt");
+  await languageCheck(seat1, "seat1", "es");
 }
 
 let pages = {};
 try {
-  if (mode === "create") {
-    const page = await newPage("creator");
-    pages = { creator: page };
-    await page.goto(`${base}/play?delay=20`);
-    if (env.API_KEY) await page.fill("#apikey", env.API_KEY);
-    await page.fill("#preset", env.PRESET || "paulista");
-    await page.selectOption("#others", "bot");
-    await overflow(page, "creator (form)");
-    await page.click("#create");
-    await page.waitForFunction(() => document.querySelector("#status").dataset.state === "playing");
-    summary.matchId = await page.evaluate(() => game.id);
-    if (await page.inputValue("#apikey")) problems.push("the operator key stayed in the form after creating");
-    while (Date.now() - started < budgetMs && clicks < maxClicks) {
-      await page.waitForFunction(
-        () => ["over", "error"].includes(document.querySelector("#status").dataset.state) ||
-          document.querySelector("#actions button:not([disabled])") !== null,
-        null, { timeout: 30000 },
-      );
-      if ((await state(page)) !== "playing") break;
-      await clickOne(page);
-      if (clicks === 3 && !shots.length) { await overflow(page, "creator (playing)"); await shoot(page, "playing"); }
-    }
-    await page.waitForTimeout(300);
-    if (!shots.length) await shoot(page, "playing");  // a very short match: the final table
-    await finalChecks(page, "creator");
-  } else {
-    const id = env.MATCH_ID;
-    summary.matchId = id;
-    const seat0 = await newPage("seat0");
-    const seat1 = await newPage("seat1");
-    const watcher = await newPage("spectator");
-    pages = { seat0, seat1, spectator: watcher };
-    // seat 0: the join form
-    await seat0.goto(`${base}/play`);
-    await seat0.click("#join-summary");
-    await seat0.fill("#join-match", id);
-    await seat0.fill("#join-token", env.SEAT0);
-    await seat0.click("#join");
-    // seat 1: a link with the token after '#'
-    await seat1.goto(`${base}/play#match=${encodeURIComponent(id)}&seat=${encodeURIComponent(env.SEAT1)}`);
-    // the spectator: the spectate form
-    await watcher.goto(`${base}/play`);
-    await watcher.click("#watch-summary");
-    await watcher.fill("#watch-match", id);
-    await watcher.fill("#watch-token", env.SPECTATOR);
-    await watcher.click("#watch");
-    for (const [name, page] of Object.entries(pages)) {
-      await page.waitForFunction(() => document.querySelector("#status").dataset.state === "playing", null,
-        { timeout: 20000 }).catch(() => problems.push(`${name} never connected`));
-    }
-    const titles = [await seat0.textContent("#me-title"), await seat1.textContent("#me-title")];
-    if (!titles[0].startsWith("Seat 0") || !titles[1].startsWith("Seat 1")) problems.push("seat titles: " + titles.join(" / "));
-    let idle = 0;
-    while (Date.now() - started < budgetMs && clicks < maxClicks) {
-      if ((await state(seat0)) !== "playing" && (await state(seat1)) !== "playing") break;
-      const moved = (await clickOne(seat0)) || (await clickOne(seat1));
-      if (!moved) { await seat0.waitForTimeout(40); idle += 1; } else idle = 0;
-      if (idle > 400) { problems.push("nobody could move for 16 s"); break; }
-      if (clicks >= 4 && moved && !shots.length) {
-        await checkSpectator(watcher);
-        await shoot(seat0, "seat0"); await shoot(watcher, "spectator");
-      }
-      if (clicks % 10 === 0 && moved) await checkSpectator(watcher);
-    }
-    await watcher.waitForFunction(() => document.querySelector("#status").dataset.state !== "playing", null,
-      { timeout: 15000 }).catch(() => {});
-    await seat0.waitForTimeout(300);
-    if (!shots.length) { await shoot(seat0, "seat0"); await shoot(watcher, "spectator"); }
-    for (const [name, page] of Object.entries(pages)) await finalChecks(page, name);
-    await checkSpectator(watcher);
-  }
+  if (mode === "create") await createAndPlay();
+  else if (mode === "invite") await inviteAndPlay();
+  else await joinAndPlay();
 } catch (e) {
   problems.push("script: " + (e && e.stack ? e.stack : e));
   for (const [name, page] of Object.entries(pages)) {

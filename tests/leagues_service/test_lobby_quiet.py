@@ -1,0 +1,67 @@
+"""``truco league lobby`` over a league of more than 100 matches writes nothing to stderr.
+
+Each lobby match's bot once ran its own asyncio loop, with its own ``grpc.aio`` channel, on a
+thread of its own; a loop closed while grpc's poller still had something for it, and every
+such match left an "Exception in callback PollerCompletionQueue._handle_events ...
+RuntimeError: Event loop is closed" traceback on stderr (about 760 over 1,150 matches). The
+lobby must run its bots without leaking loops or channels and stay silent when nothing is
+wrong: its progress lines go to stdout, stderr is for what went wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.leagues_service.workers import start_serve
+from truco_client.leagues import LeagueClient
+from truco_contract.pb import league_service_pb2
+
+pytestmark = pytest.mark.timeout(420)
+
+ENTRANTS = 15  # a round robin of 15: 105 matches, in 15 rounds of 7 (one bye each)
+
+
+def test_the_lobby_is_silent_over_a_league_of_105_matches(clean_redis_url: str, tmp_path: Path) -> None:
+    serve = start_serve(clean_redis_url, tmp_path / "serve.log")
+    lobby: subprocess.Popen[str] | None = None
+    try:
+        with LeagueClient(serve.address) as leagues:
+            bots = [leagues.create_bot(f"random {i}", max_concurrent=2) for i in range(ENTRANTS)]
+            league = leagues.create_league(
+                "quiet",
+                "round_robin",
+                preset="argentine",
+                overrides={"target_points": 3},
+                entrants=[b.bot_id for b in bots],
+                join_window=60,
+            )
+            bots_file = tmp_path / "bots.json"
+            bots_file.write_text(
+                "[" + ",".join(f'{{"bot_id": "{b.bot_id}", "token": "{b.token}"}}' for b in bots) + "]"
+            )
+            env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_")}
+            lobby = subprocess.Popen(
+                [sys.executable, "-m", "truco_cli.main", "league", "lobby", str(bots_file), "--bot", "random",
+                 "--until-finished", league.league_id, "--timeout-total", "300", "--server", serve.address],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            )  # fmt: skip
+            leagues.start(league.league_id)
+            out, err = lobby.communicate(timeout=360)
+            finished = leagues.get_league(league.league_id)
+            results = leagues.pairings(league.league_id)
+        assert lobby.returncode == 0, (out[-2000:], err[-3000:])
+        assert err == "", err[-3000:]
+        assert "210 seats played by 15 bots" in out, out  # 105 matches, each two bots of the file
+        played = [p for p in results.pairings if p.second]
+        assert len(played) == 105 and all(p.tables for p in played)
+        assert finished.state == league_service_pb2.LEAGUE_STATE_FINISHED
+    finally:
+        if lobby is not None and lobby.poll() is None:
+            lobby.kill()
+            lobby.wait(10)
+        serve.kill()
