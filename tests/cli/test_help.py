@@ -97,3 +97,17 @@ def test_every_server_option_defaults_to_the_local_server() -> None:
                 expected = None if path in own_server else "127.0.0.1:50051"
                 assert (action.default, action.required) == (expected, False), path
     assert {("watch",), ("bot",), ("match", "create"), ("league", "lobby")} <= seen
+
+
+def test_a_percent_sign_in_a_setting_doc_is_shown_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flags of `truco serve` take their help from the settings' docstrings, which argparse
+    reads as format strings: a '%' in one is shown as written."""
+    pytest.importorskip("truco_server")
+    from truco_server.core import config
+
+    docs = config._field_docs()
+    name = next(opt.name for opt in config.OPTIONS if opt.flag is not None)
+    monkeypatch.setattr(config, "_field_docs", lambda: {**docs, name: "up 10 % (or 100%s)"})
+    parser = argparse.ArgumentParser()
+    config.add_arguments(parser)
+    assert "up 10 % (or 100%s)" in " ".join(parser.format_help().split())

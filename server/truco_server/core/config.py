@@ -384,7 +384,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             dest=opt.name,
             default=None,
             metavar=opt.metavar,
-            help=f"{docs.get(opt.name, '')} [env {opt.env}; default {_show(default)}]",
+            help=f"{docs.get(opt.name, '')} [env {opt.env}; default {_show(default)}]".replace("%", "%%"),
         )
 
 
