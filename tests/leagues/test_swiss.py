@@ -225,13 +225,13 @@ def test_pairing_rounds_out_of_order() -> None:
 
 
 def test_the_bye_skips_the_lowest_ranked_when_the_others_could_not_be_paired() -> None:
-    """A recorded run (nine entrants, random results from seed 195) in which round 7's
-    lowest-ranked entrant without a bye, e4, cannot take it: without e4 the other eight
-    cannot all be paired without a rematch. The next one up, e6, gets it."""
+    """A recorded run (nine entrants, random results from seed 200) in which round 7's
+    lowest-ranked entrant without a bye, e8, cannot take it: without e8 the other eight
+    cannot all be paired without a rematch. The next one up, e5, gets it."""
     from truco_server.leagues.results import build_history
 
     swiss = Swiss(field(9), rounds=9)
-    rnd = random.Random(195)
+    rnd = random.Random(200)
     results: list[Result] = []
     for r in range(1, 7):
         tables = swiss.pairings(r, results)
@@ -242,10 +242,10 @@ def test_the_bye_skips_the_lowest_ranked_when_the_others_could_not_be_paired() -
     history = build_history(results, [e.id for e in swiss.entrants], swiss.scoring)
     ranked = [e.id for e in swiss.ranking(history, {e.id for e in swiss.entrants})]
     without_bye = [x for x in reversed(ranked) if history.byes(x) == 0]
-    assert without_bye[:2] == ["e4", "e6"]
+    assert without_bye[:2] == ["e8", "e5"]
     met = {frozenset((r.first, r.second)) for r in results if r.second is not None}
-    assert not perfectly_pairable(set(ranked) - {"e4"}, met)
-    assert [p.first for p in tables if p.second is None] == ["e6"]
+    assert not perfectly_pairable(set(ranked) - {"e8"}, met)
+    assert [p.first for p in tables if p.second is None] == ["e5"]
 
 
 def test_a_leader_who_met_the_next_group_is_paired_close_rather_than_floated_far() -> None:
@@ -259,7 +259,7 @@ def test_a_leader_who_met_the_next_group_is_paired_close_rather_than_floated_far
     sizes = Counter(g for _, g in layout)
     firsts = {g: min(i for i, (_, h) in enumerate(layout) if h == g) for g in sizes}
     players = [_Player(x, i, g, i - firsts[g], sizes[g], none) for i, (x, g) in enumerate(layout)]
-    met = frozenset({frozenset(("L", "a1")), frozenset(("L", "a2"))})
+    met = {"L": {"a1", "a2"}, "a1": {"L"}, "a2": {"L"}}
     pairs = pair_players(players, met, bracket_size=5)
     assert pairs is not None
     gaps = sorted(abs(a.group - b.group) for a, b in pairs)

@@ -75,6 +75,11 @@ class Result:
     def pairing(self) -> Pairing:
         return Pairing(self.round, self.table, self.first, self.second)
 
+    @property
+    def entrants(self) -> tuple[str, ...]:
+        """The one or two entrant ids at this table."""
+        return (self.first,) if self.second is None else (self.first, self.second)
+
     def loser(self) -> str | None:
         """The losing entrant of a decided, played result (``None`` for draws and byes)."""
         if self.second is None or self.winner is None:
@@ -164,20 +169,26 @@ def _game_value(result: Result, me: str, scoring: Scoring) -> tuple[float, float
 
 
 def check_result(result: Result, known: Mapping[str, object] | Iterable[str]) -> None:
-    """Check a result's own consistency (ids known, the winner one of the two sides)."""
-    where = f"results[round {result.round}, table {result.table}]"
+    """Check a result's own consistency (ids known, the winner one of the two sides).
+    ``known`` is looked up as it is when it is a mapping or a set (so a caller checking
+    many results passes a set once)."""
+
+    def where() -> str:
+        return f"results[round {result.round}, table {result.table}]"
+
     if result.round < 1 or result.table < 1:
-        raise InvalidResultError(where, "round and table numbers start at 1")
-    ids = known if isinstance(known, Mapping) else set(known)
-    for side in result.pairing.entrants:
+        raise InvalidResultError(where(), "round and table numbers start at 1")
+    ids = known if isinstance(known, Mapping | set | frozenset) else set(known)
+    sides = result.entrants
+    for side in sides:
         if side not in ids:
-            raise UnknownEntrantError(where, f"{side!r} is not a registered entrant")
+            raise UnknownEntrantError(where(), f"{side!r} is not a registered entrant")
     if result.second is not None and result.first == result.second:
-        raise InvalidResultError(where, "an entrant cannot play itself")
-    if result.winner is not None and result.winner not in result.pairing.entrants:
-        raise InvalidResultError(f"{where}.winner", f"{result.winner!r} did not play at this table")
+        raise InvalidResultError(where(), "an entrant cannot play itself")
+    if result.winner is not None and result.winner not in sides:
+        raise InvalidResultError(f"{where()}.winner", f"{result.winner!r} did not play at this table")
     if result.first_points < 0 or result.second_points < 0:
-        raise InvalidResultError(f"{where}.points", "Truco points cannot be negative")
+        raise InvalidResultError(f"{where()}.points", "Truco points cannot be negative")
 
 
 def build_history(results: Sequence[Result], known: Iterable[str], scoring: Scoring) -> History:
@@ -197,7 +208,8 @@ def build_history(results: Sequence[Result], known: Iterable[str], scoring: Scor
                 f"results[round {result.round}, table {result.table}]", "this table has two results"
             )
         seen_tables.add(key)
-        for side in result.pairing.entrants:
+        sides = result.entrants
+        for side in sides:
             if (result.round, side) in seen_in_round:
                 raise InvalidResultError(
                     f"results[round {result.round}, table {result.table}]",
@@ -205,7 +217,6 @@ def build_history(results: Sequence[Result], known: Iterable[str], scoring: Scor
                 )
             seen_in_round.add((result.round, side))
         last = max(last, result.round)
-        sides = result.pairing.entrants
         if len(sides) == 2:
             met.add(frozenset(sides))
         for me in sides:
