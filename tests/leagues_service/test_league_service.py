@@ -131,6 +131,36 @@ async def test_a_round_is_paired_once(any_stack: Stack) -> None:
     assert again.pairings == after.pairings
 
 
+async def test_a_pass_writes_only_the_parts_that_changed(any_stack: Stack) -> None:
+    """Two of a round's eight matches end: the pass that records them writes their two
+    pairings' parts (the result, then released and rated), not the entrants, the head or
+    the six pairings still playing; the league read back is the one the pass kept."""
+    s = any_stack
+    doc = await s.leagues.create_league(OPERATOR, spec("swiss", 16, rounds=3))
+    await s.leagues.start(OPERATOR, doc.league_id)
+    await s.leagues.job.advance(doc.league_id)
+    paired = await s.leagues.get_league(OPERATOR, doc.league_id)
+    assert paired.round == 1 and all(t.match_id and t.assigned for t in paired.tables.values())
+    written: list[set[str]] = []
+    put = s.store.documents.put_parts
+
+    async def spy(kind: str, doc_id: str, version: int, changed: object, removed: object = ()) -> bool:
+        if kind == "league":
+            written.append(set(changed) | set(removed))  # type: ignore[call-overload]
+        return await put(kind, doc_id, version, changed, removed)  # type: ignore[arg-type]
+
+    s.store.documents.put_parts = spy  # type: ignore[method-assign]
+    ended = paired.pairings[2:4]
+    for p in ended:
+        (key,) = p.tables
+        await s.steps.adjudicate_match(OPERATOR, T.AdjudicateMatchRequest(paired.tables[key].match_id, 0))
+    await s.leagues.job.advance(doc.league_id)
+    assert written == [{"p:1.3", "p:1.4"}] * 2  # collected, then released and rated
+    after = await s.leagues.get_league(OPERATOR, doc.league_id)
+    assert [p.table for p in after.pairings if p.result is not None] == [3, 4]
+    assert after.to_parts() == (await s.store.documents.get_parts("league", doc.league_id) or (0, {}))[1]
+
+
 async def test_teams_of_two_sit_in_alternate_seats(any_stack: Stack) -> None:
     teams = tuple(EntrantDoc(f"t{i}", i, [f"t{i}a", f"t{i}b"]) for i in range(1, 4))
     sp = dataclasses.replace(spec("round_robin", 3, template=template("paulista", 3)), entrants=teams)

@@ -120,7 +120,9 @@ async def _run(stack: Stack, phase: str) -> int:
 
 
 async def test_death_at_every_point_of_pairing_and_creation(stack: Stack) -> None:
-    assert await _run(stack, "pairing") > 10
+    # the pass: load, pair round 1 and write it, create the two matches (their relays run
+    # beside), write them, hand the bots their seats, write that: at least 9 points
+    assert await _run(stack, "pairing") >= 9
 
 
 async def test_death_at_every_point_of_collecting_and_rating(stack: Stack) -> None:

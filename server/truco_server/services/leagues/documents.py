@@ -1,10 +1,14 @@
 """What the league service stores: a league document, a bot account, an assignment.
 
-A league is one versioned document (``MatchStore.doc_get`` / ``doc_put``, compare-and-set on
-the version): its settings, its entrants, the pairings made so far with their tables (one
-match each), the results recorded, and which matches are rated. Every change is a new
-version written only if nobody wrote in between, so two workers that both advance a league
-cannot both record a round or a result: the loser of the race reloads and finds it done.
+A league is one versioned document of parts (``Documents.get_parts`` / ``put_parts``,
+compare-and-set on the version): ``head`` (its settings and state), ``entrants``, and one
+part per pairing, ``p:<round>.<table>``, holding the pairing, its result and its tables
+(one match each, which are rated). Every change is a new version written only if nobody
+wrote in between, so two workers that both advance a league cannot both record a round or
+a result: the loser of the race reloads and finds it done. A write carries only the parts
+whose bytes changed (:func:`save_league` compares them with what :func:`load_league`
+read): recording ten results writes ten pairing parts and the head, whatever the size of
+the league.
 
 The documents are plain JSON (orjson) so an operator can read them in Redis; their shape is
 private to this package.
@@ -34,6 +38,7 @@ from truco_server.leagues import (
     parse_tie_breaks,
 )
 from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS
+from truco_server.ports.documents import Documents
 
 LEAGUE = "league"
 """Document kind of a league."""
@@ -211,17 +216,70 @@ class LeagueDoc:
     def entrant_players(self) -> dict[str, list[str]]:
         return {e.id: e.players for e in self.entrants}
 
-    # -------------------------------------------------------------- bytes
-    def to_bytes(self) -> bytes:
-        return orjson.dumps(self)  # orjson writes dataclasses natively (a tenth of asdict's time)
+    # -------------------------------------------------------------- stored form
+    def to_parts(self) -> dict[str, bytes]:
+        """The league's parts (see the module docstring)."""
+        head = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _SPLIT}
+        parts = {HEAD: orjson.dumps(head), ENTRANTS: orjson.dumps(self.entrants)}
+        for p in self.pairings:
+            tables = [self.tables[k] for k in p.tables]
+            # orjson writes dataclasses natively (a tenth of asdict's time)
+            parts[f"{PAIRING}{p.round}.{p.table}"] = orjson.dumps({"pairing": p, "tables": tables})
+        return parts
 
     @classmethod
-    def from_bytes(cls, raw: bytes) -> LeagueDoc:
-        d = orjson.loads(raw)
-        d["entrants"] = [EntrantDoc(**e) for e in d["entrants"]]
-        d["pairings"] = [PairingDoc(**p) for p in d["pairings"]]
-        d["tables"] = {k: TableDoc(**t) for k, t in d["tables"].items()}
+    def from_parts(cls, parts: dict[str, bytes]) -> LeagueDoc:
+        d = orjson.loads(parts[HEAD])
+        d["entrants"] = [EntrantDoc(**e) for e in orjson.loads(parts[ENTRANTS])]
+        pairings: list[PairingDoc] = []
+        tables: dict[str, TableDoc] = {}
+        for name, raw in parts.items():
+            if name.startswith(PAIRING):
+                got = orjson.loads(raw)
+                pairings.append(PairingDoc(**got["pairing"]))
+                tables.update((t["key"], TableDoc(**t)) for t in got["tables"])
+        pairings.sort(key=lambda p: (p.round, p.table))
+        d["pairings"], d["tables"] = pairings, tables
         return cls(**d)
+
+    def size(self) -> int:
+        """Bytes of the stored form."""
+        return sum(len(v) for v in self.to_parts().values())
+
+
+HEAD, ENTRANTS, PAIRING = "head", "entrants", "p:"
+"""The league's part names (``p:<round>.<table>`` per pairing)."""
+_SPLIT = {"entrants", "pairings", "tables"}
+"""Fields kept in parts of their own, not in the head."""
+
+
+@dataclass(slots=True)
+class StoredLeague:
+    """A league as read: its version, the document, and the parts it was read from (what
+    :func:`save_league` compares with)."""
+
+    version: int
+    doc: LeagueDoc
+    parts: dict[str, bytes]
+
+
+async def load_league(documents: Documents, league_id: str) -> StoredLeague | None:
+    got = await documents.get_parts(LEAGUE, league_id)
+    if got is None:
+        return None
+    return StoredLeague(got[0], LeagueDoc.from_parts(got[1]), got[1])
+
+
+async def save_league(documents: Documents, stored: StoredLeague) -> bool:
+    """Write ``stored.doc`` over the version it was read at (0: create it), with only the
+    parts that changed; ``False`` when another write came first."""
+    parts = stored.doc.to_parts()
+    changed = {k: v for k, v in parts.items() if stored.parts.get(k) != v}
+    removed = [k for k in stored.parts if k not in parts]
+    if not await documents.put_parts(LEAGUE, stored.doc.league_id, stored.version, changed, removed):
+        return False
+    stored.version, stored.parts = stored.version + 1, parts
+    return True
 
 
 @dataclass(slots=True)

@@ -68,12 +68,13 @@ from truco_server.ports.queues import Claim, Queues
 from truco_server.services.leagues.bots import BOT_PREFIX
 from truco_server.services.leagues.documents import (
     CAS_ATTEMPTS,
-    LEAGUE,
     LeagueDoc,
     PairingDoc,
     State,
     TableDoc,
+    load_league,
     result_dict,
+    save_league,
 )
 from truco_server.services.leagues.errors import invalid
 from truco_server.services.leagues.outcomes import outcome_of
@@ -150,16 +151,18 @@ class LeagueJob:
     async def advance(self, league_id: str) -> int | None:
         """One pass of the league job (see the module docstring); returns when it is due
         next (ms since the epoch), or ``None``."""
+        stored = None
         for _ in range(CAS_ATTEMPTS * 10):
-            got = await self.documents.get(LEAGUE, league_id)
-            if got is None:
-                return None
-            version, doc = got[0], LeagueDoc.from_bytes(got[1])
-            if not await self._step(doc):  # nothing to write
-                return self._next_due(doc)
-            # stored only if nobody wrote meanwhile; either way, look again (the next step may
-            # follow at once, or another worker's document is the one to go on from)
-            await self.documents.put(LEAGUE, league_id, version, doc.to_bytes())
+            if stored is None:
+                stored = await load_league(self.documents, league_id)
+                if stored is None:
+                    return None
+            if not await self._step(stored.doc):  # nothing to write
+                return self._next_due(stored.doc)
+            # stored only if nobody wrote meanwhile: then the next step may follow at once
+            # from this document; otherwise another worker's document is the one to go on from
+            if not await save_league(self.documents, stored):
+                stored = None
         return _ms() + 1000
 
     def _next_due(self, doc: LeagueDoc) -> int | None:

@@ -51,6 +51,9 @@ from truco_server.services.leagues.documents import (
     LeagueDoc,
     PairingDoc,
     State,
+    StoredLeague,
+    load_league,
+    save_league,
 )
 from truco_server.services.leagues.errors import LeagueNotFound, LeagueStateError, invalid, league_error
 from truco_server.services.leagues.job import POLL_MS, LeagueJob, match_template
@@ -124,29 +127,29 @@ class LeagueService:
         """The league job (its queue's reader, the pass, the wakeups)."""
 
     # =================================================================== documents
-    async def _load(self, league_id: str) -> tuple[int, LeagueDoc]:
-        got = await self.documents.get(LEAGUE, league_id) if ID.match(league_id) else None
+    async def _load(self, league_id: str) -> StoredLeague:
+        got = await load_league(self.documents, league_id) if ID.match(league_id) else None
         if got is None:
             raise LeagueNotFound(f"no league {league_id[:64]!r}")
-        return got[0], LeagueDoc.from_bytes(got[1])
+        return got
 
-    async def _owned(self, operator: Operator, league_id: str) -> tuple[int, LeagueDoc]:
+    async def _owned(self, operator: Operator, league_id: str) -> StoredLeague:
         if not league_id:
             raise invalid("league_id", "required")
-        version, doc = await self._load(league_id)
-        if doc.owner != operator.name:
+        stored = await self._load(league_id)
+        if stored.doc.owner != operator.name:
             raise LeagueNotFound(f"no league {league_id[:64]!r}")
-        return version, doc
+        return stored
 
     async def _update(
         self, operator: Operator, league_id: str, change: Callable[[LeagueDoc], None]
     ) -> LeagueDoc:
         """Apply ``change`` to the league and store it (compare-and-set, retried on a race)."""
         for _ in range(CAS_ATTEMPTS):
-            version, doc = await self._owned(operator, league_id)
-            change(doc)
-            if await self.documents.put(LEAGUE, league_id, version, doc.to_bytes()):
-                return doc
+            stored = await self._owned(operator, league_id)
+            change(stored.doc)
+            if await save_league(self.documents, stored):
+                return stored.doc
         raise E.ServiceError("the league changed too often; try again", code=E.Code.ABORTED, reason="ABORTED")
 
     # =================================================================== creation
@@ -192,9 +195,8 @@ class LeagueService:
                 raise invalid("rounds", f"only a swiss takes a number of rounds; a {kind.value} has its own")
         except LeagueError as exc:
             raise league_error(exc) from exc
-        if not await self.documents.put(LEAGUE, league_id, 0, doc.to_bytes()):
-            _, existing = await self._owned(operator, league_id)
-            return existing
+        if not await save_league(self.documents, StoredLeague(0, doc, {})):
+            return (await self._owned(operator, league_id)).doc
         await self.documents.index_add(operator.name, LEAGUE, league_id, round(doc.created_at * 1000))
         log.info("league created", league_id=league_id, format=kind.value, entrants=len(entrants))
         return doc
@@ -267,19 +269,19 @@ class LeagueService:
 
     # =================================================================== the operator's leagues
     async def get_league(self, operator: Operator, league_id: str) -> LeagueDoc:
-        return (await self._owned(operator, league_id))[1]
+        return (await self._owned(operator, league_id)).doc
 
     async def list_leagues(self, operator: Operator) -> list[LeagueDoc]:
         ids = await self.documents.index(operator.name, LEAGUE, MAX_LEAGUES_LISTED)
         out = []
         for league_id in ids:
-            got = await self.documents.get(LEAGUE, league_id)
+            got = await load_league(self.documents, league_id)
             if got is not None:
-                out.append(LeagueDoc.from_bytes(got[1]))
+                out.append(got.doc)
         return out
 
     async def register(self, operator: Operator, league_id: str, entrant: EntrantDoc) -> LeagueDoc:
-        _, current = await self._owned(operator, league_id)
+        current = (await self._owned(operator, league_id)).doc
         if current.state == State.FINISHED:
             raise LeagueStateError("the league is finished", reason="REGISTRATION_CLOSED")
         (entrant,) = self._numbered([entrant], current.entrants)
@@ -342,7 +344,7 @@ class LeagueService:
         return doc
 
     async def standings(self, operator: Operator, league_id: str) -> tuple[LeagueDoc, tuple[Standing, ...]]:
-        _, doc = await self._owned(operator, league_id)
+        doc = (await self._owned(operator, league_id)).doc
         try:
             event = doc.event(min_entrants=False)
             return doc, event.standings(doc.results(), doc.withdrawn())
@@ -354,5 +356,5 @@ class LeagueService:
     ) -> tuple[LeagueDoc, list[PairingDoc]]:
         if round_no < 0:
             raise invalid("round", "must not be negative")
-        _, doc = await self._owned(operator, league_id)
+        doc = (await self._owned(operator, league_id)).doc
         return doc, [p for p in doc.pairings if round_no in (0, p.round)]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+
+from truco_server.ports.documents import WHOLE, check_part_names
+
 __all__ = ["MemoryDocuments"]
 
 
@@ -9,18 +13,36 @@ class MemoryDocuments:
     """Versioned documents, their indexes and bot assignments held in this process."""
 
     def __init__(self) -> None:
-        self._docs: dict[tuple[str, str], tuple[int, bytes]] = {}
+        self._docs: dict[tuple[str, str], tuple[int, dict[str, bytes]]] = {}
         self._index: dict[tuple[str, str], dict[str, int]] = {}
         self._assignments: dict[str, dict[str, bytes]] = {}
 
     async def get(self, kind: str, doc_id: str) -> tuple[int, bytes] | None:
-        return self._docs.get((kind, doc_id))
+        got = await self.get_parts(kind, doc_id)
+        return None if got is None else (got[0], got[1].get(WHOLE, b""))
 
     async def put(self, kind: str, doc_id: str, expected_version: int, data: bytes) -> bool:
-        current = self._docs.get((kind, doc_id))
-        if (current[0] if current is not None else 0) != expected_version:
+        return await self.put_parts(kind, doc_id, expected_version, {WHOLE: data})
+
+    async def get_parts(self, kind: str, doc_id: str) -> tuple[int, dict[str, bytes]] | None:
+        got = self._docs.get((kind, doc_id))
+        return None if got is None else (got[0], dict(got[1]))
+
+    async def put_parts(
+        self,
+        kind: str,
+        doc_id: str,
+        expected_version: int,
+        changed: Mapping[str, bytes],
+        removed: Collection[str] = (),
+    ) -> bool:
+        check_part_names(changed, removed)
+        version, parts = self._docs.get((kind, doc_id), (0, {}))
+        if version != expected_version:
             return False
-        self._docs[(kind, doc_id)] = (expected_version + 1, bytes(data))
+        parts = {k: v for k, v in parts.items() if k not in removed}
+        parts.update((k, bytes(v)) for k, v in changed.items())
+        self._docs[(kind, doc_id)] = (expected_version + 1, parts)
         return True
 
     async def index_add(self, owner: str, kind: str, doc_id: str, time_ms: int) -> None:
