@@ -33,7 +33,12 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from truco_server.leagues.entrants import Entrant
-from truco_server.leagues.errors import NoValidPairingError, RoundOrderError
+from truco_server.leagues.errors import (
+    InvalidOptionError,
+    NoValidPairingError,
+    RoundOrderError,
+    UnknownEntrantError,
+)
 from truco_server.leagues.matching import max_weight_matching
 from truco_server.leagues.results import DEFAULT_SCORING, History, Pairing, Result, Scoring, build_history
 from truco_server.leagues.rounds import check_round_number, check_withdrawn, earlier, tables_done
@@ -295,6 +300,36 @@ def _seat(a: _Player, b: _Player, table: int) -> tuple[_Player, _Player]:
 
 
 @dataclass(frozen=True)
+class RoundOverrides:
+    """The operator's decisions for one round of a Swiss: tables it pairs itself (``first``
+    is mano) and entrants it gives a bye (each scores the bye's points). Everyone else
+    present is paired by the system."""
+
+    pairs: tuple[tuple[str, str], ...] = ()
+    byes: tuple[str, ...] = ()
+
+    def check(self, present: Collection[str], forbidden: Collection[frozenset[str]]) -> set[str]:
+        """The entrants these overrides place; typed errors for an entrant that is not
+        present this round, placed twice, paired with itself, or a forbidden pair."""
+        placed: set[str] = set()
+        named = [(f"pairs[{i}]", x) for i, pair in enumerate(self.pairs) for x in pair]
+        named += [(f"byes[{i}]", x) for i, x in enumerate(self.byes)]
+        for where, entrant in named:
+            if entrant not in present:
+                raise UnknownEntrantError(where, f"{entrant!r} is not an entrant present in this round")
+            if entrant in placed:
+                raise InvalidOptionError(where, f"{entrant!r} is placed twice in this round")
+            placed.add(entrant)
+        for i, (a, b) in enumerate(self.pairs):
+            if frozenset((a, b)) in forbidden:
+                raise InvalidOptionError(f"pairs[{i}]", f"{a!r} v {b!r} is a forbidden pairing")
+        return placed
+
+
+NO_OVERRIDES = RoundOverrides()
+
+
+@dataclass(frozen=True)
 class Swiss:
     """A Swiss event of a fixed number of rounds."""
 
@@ -313,8 +348,17 @@ class Swiss:
         )
 
     def pairings(
-        self, round_no: int, results: Sequence[Result], withdrawn: Collection[str] = ()
+        self,
+        round_no: int,
+        results: Sequence[Result],
+        withdrawn: Collection[str] = (),
+        *,
+        forbidden: Collection[frozenset[str]] = (),
+        overrides: RoundOverrides = NO_OVERRIDES,
     ) -> tuple[Pairing, ...]:
+        """The round's tables. ``forbidden`` pairs are never paired (like a rematch);
+        ``overrides`` are the operator's pairings and byes for this round, placed as given
+        (the operator's tables first, their byes last); the others are paired as usual."""
         out = check_withdrawn(withdrawn, self.entrants)
         check_round_number(round_no, self.rounds)
         past = earlier(results, round_no)
@@ -324,28 +368,31 @@ class Swiss:
             if r not in played_rounds:
                 raise RoundOrderError("round", f"round {r} has no results yet; pair rounds in order")
         present = {e.id for e in self.entrants if e.joined_round <= round_no and e.id not in out}
-        ranked = self.ranking(history, present)
-        if len(ranked) < 2:
+        placed = overrides.check(present, forbidden)
+        ranked = self.ranking(history, present - placed)
+        if not placed and len(ranked) < 2:
             raise NoValidPairingError("round", f"round {round_no} has {len(ranked)} entrant(s) present")
         if len(ranked) % 2 == 0:
-            pairs = self._pair(ranked, history)
+            pairs = self._pair(ranked, history, forbidden)
             if pairs is None:
                 raise NoValidPairingError(
                     "round", f"no pairing of round {round_no} avoids a rematch; the event should end"
                 )
-            return self._tables(round_no, pairs, None)
+            return self._tables(round_no, pairs, None, overrides)
         candidates = [e for e in reversed(ranked) if history.byes(e.id) == 0]
         if not candidates:
             raise NoValidPairingError("round", f"round {round_no} needs a bye and every entrant has had one")
         for bye in candidates:
-            pairs = self._pair([e for e in ranked if e.id != bye.id], history)
+            pairs = self._pair([e for e in ranked if e.id != bye.id], history, forbidden)
             if pairs is not None:
-                return self._tables(round_no, pairs, bye.id)
+                return self._tables(round_no, pairs, bye.id, overrides)
         raise NoValidPairingError(
             "round", f"no pairing of round {round_no} avoids a rematch and a second bye; the event should end"
         )
 
-    def _pair(self, ranked: Sequence[Entrant], history: History) -> list[tuple[_Player, _Player]] | None:
+    def _pair(
+        self, ranked: Sequence[Entrant], history: History, forbidden: Collection[frozenset[str]] = ()
+    ) -> list[tuple[_Player, _Player]] | None:
         scores = [history.score(e.id) for e in ranked]
         players: list[_Player] = []
         runs = itertools.groupby(range(len(ranked)), key=lambda i: scores[i])
@@ -355,18 +402,25 @@ class Swiss:
                 pref = mano_preference(history, ranked[i].id)
                 players.append(_Player(ranked[i].id, i, group, pos, len(indexes), pref))
         met = {e.id: set(history.opponents(e.id)) for e in ranked}
+        for pair in forbidden:
+            a, b = tuple(pair)
+            if a in met and b in met:
+                met[a].add(b)
+                met[b].add(a)
         return pair_players(players, met, self.bracket_size)
 
     @staticmethod
-    def _tables(round_no: int, pairs: list[tuple[_Player, _Player]], bye: str | None) -> tuple[Pairing, ...]:
+    def _tables(
+        round_no: int, pairs: list[tuple[_Player, _Player]], bye: str | None, overrides: RoundOverrides
+    ) -> tuple[Pairing, ...]:
+        out = [Pairing(round_no, table, a, b) for table, (a, b) in enumerate(overrides.pairs, start=1)]
         ordered = sorted(pairs, key=lambda ab: min(ab[0].rank, ab[1].rank))
-        out: list[Pairing] = []
-        for table, (a, b) in enumerate(ordered, start=1):
+        for table, (a, b) in enumerate(ordered, start=len(out) + 1):
             hi, lo = (a, b) if a.rank < b.rank else (b, a)
             first, second = _seat(hi, lo, table)
             out.append(Pairing(round_no, table, first.id, second.id))
-        if bye is not None:
-            out.append(Pairing(round_no, len(out) + 1, bye, None))
+        for entrant in (*overrides.byes, *([bye] if bye is not None else [])):
+            out.append(Pairing(round_no, len(out) + 1, entrant, None))
         return tuple(out)
 
     def is_finished(self, results: Sequence[Result], withdrawn: Collection[str] = ()) -> bool:
