@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from truco_server.leagues import (
+    NO_OVERRIDES,
     DealSets,
     DuplicateMode,
     DuplicateOptions,
@@ -33,6 +34,7 @@ from truco_server.leagues import (
     Pairing,
     PairScoring,
     Result,
+    RoundOverrides,
     create_event,
     parse_format,
     parse_tie_breaks,
@@ -53,6 +55,8 @@ MAX_NAME = 100
 """The longest name of a league or a bot account."""
 CAS_ATTEMPTS = 20
 """How often a write that lost the compare-and-set is recomputed before it gives up."""
+DEFAULT_COUNTED = ("played", "adjudicated")
+"""The endings rated when a league's policy names none (``outcomes.ENDINGS``)."""
 
 
 class State:
@@ -99,7 +103,10 @@ class TableDoc:
     """Final points of direction 0 and 1."""
     deals: list[list[int]] = field(default_factory=list)
     """Points direction 0 and 1 made on each deal (hand) of the match, in order."""
+    ending: str = ""
+    """How the match ended (``outcomes.ENDINGS``; what the rating policy counts)."""
     rated: bool = False
+    """Rated (or un-rated) under the policy; a correction clears it so the job rates again."""
     released: bool = False
     """Bot assignments of this table removed."""
 
@@ -115,6 +122,8 @@ class PairingDoc:
     """Keys of its tables (none for a bye)."""
     result: dict[str, Any] | None = None
     """The recorded :class:`Result` (its fields), plus ``deals``/``net``/``imps`` under duplicate."""
+    corrections: list[dict[str, Any]] = field(default_factory=list)
+    """The operator's corrections: ``time``, ``by``, ``reason``, ``before``, ``after``."""
 
     def pairing(self) -> Pairing:
         return Pairing(self.round, self.table, self.first, self.second, self.label)
@@ -166,6 +175,12 @@ class LeagueDoc:
     pairings: list[PairingDoc] = field(default_factory=list)
     tables: dict[str, TableDoc] = field(default_factory=dict)
     request_id: str = ""
+    forbidden: list[list[str]] = field(default_factory=list)
+    """Pairs a Swiss never pairs."""
+    overrides: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    """The operator's ``pairs`` and ``byes`` of rounds not paired yet, by round (a string)."""
+    rating: dict[str, Any] = field(default_factory=lambda: {"rated": True, "count": list(DEFAULT_COUNTED)})
+    """The rating policy: ``rated``, and ``count``: the endings it rates."""
 
     # -------------------------------------------------------------- the library's view
     @property
@@ -197,6 +212,20 @@ class LeagueDoc:
         from truco_server.leagues.entrants import validate_entrants
 
         return Event(self.spec(), validate_entrants(entrants, self.players_per_side, 1))
+
+    def forbidden_pairs(self) -> frozenset[frozenset[str]]:
+        return frozenset(frozenset(p) for p in self.forbidden)
+
+    def round_overrides(self, round_no: int) -> RoundOverrides:
+        got = self.overrides.get(str(round_no))
+        if not got:
+            return NO_OVERRIDES
+        return RoundOverrides(tuple((a, b) for a, b in got["pairs"]), tuple(got["byes"]))
+
+    def counts(self, t: TableDoc) -> bool:
+        """Whether the rating policy rates this finished table."""
+        ending = t.ending or ("no_show" if t.forfeit else "played")  # a table stored before endings
+        return bool(self.rating["rated"]) and t.winner_side is not None and ending in self.rating["count"]
 
     def withdrawn(self) -> set[str]:
         return {e.id for e in self.entrants if e.withdrawn}

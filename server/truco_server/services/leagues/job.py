@@ -54,6 +54,7 @@ from truco_server.leagues import (
     DealScore,
     DuplicateMode,
     Event,
+    LeagueError,
     NoValidPairingError,
     RatedMatch,
     Result,
@@ -197,8 +198,8 @@ class LeagueJob:
         # 3. results of finished matches
         if await self._collect(doc, current, tables):
             return True
-        # 4. release and rate finished matches
-        pending = [t for t in tables if t.done and not (t.released and t.rated)]
+        # 4. release and rate finished matches (of any round: a corrected result is rated again)
+        pending = [t for t in doc.tables.values() if t.done and not (t.released and t.rated)]
         if pending:
             await self._finish_tables(doc, pending)
             for t in pending:
@@ -262,7 +263,7 @@ class LeagueJob:
                     Operator(doc.owner), T.GetMatchRecordRequest(t.match_id)
                 )
             out = outcome_of(record.record)
-            t.done, t.winner_side, t.forfeit = True, out.winner_side, out.forfeit
+            t.done, t.winner_side, t.forfeit, t.ending = True, out.winner_side, out.forfeit, out.ending
             t.points, t.deals = list(out.points), [list(d) for d in out.deals]
             return True
 
@@ -275,18 +276,25 @@ class LeagueJob:
         return changed
 
     async def _finish_tables(self, doc: LeagueDoc, tables: Sequence[TableDoc]) -> None:
+        """Remove the bot assignments of finished tables, and rate each under the league's
+        policy (a table the policy does not count is un-rated, in case a correction made it
+        so; the book ignores a match it already holds as it is)."""
         players = doc.entrant_players()
-        played = []
+        played, unrated = [], []
         for t in tables:
             for _seat, player, _token in t.seats:
                 if player.startswith(BOT_PREFIX) and not t.released:
                     await self.documents.assignment_delete(player, t.match_id)
-            if t.rated or t.winner_side is None or t.forfeit:
-                continue  # forfeits and matches without a winner are not rated
+            if t.rated:
+                continue
+            if not doc.counts(t):
+                unrated.append(t.match_id)
+                continue
             sides = tuple(tuple(players[e]) for e in t.sides)
+            assert t.winner_side is not None
             played.append(RatedMatch(t.match_id, doc.family, sides, ranks_from_winner(sides, t.winner_side)))
-        if played:
-            applied = await self.ratings.rate(doc.owner, doc.family, played)
+        if played or unrated:
+            applied = await self.ratings.rate(doc.owner, doc.family, played, unrated)
             log.info("matches rated", league_id=doc.league_id, matches=len(applied))
 
 
@@ -299,12 +307,20 @@ def _next_round(doc: LeagueDoc) -> None:
         doc.state = State.FINISHED
         log.info("league finished", league_id=doc.league_id, rounds=doc.round)
         return
+    nxt = doc.round + 1
     try:
-        paired = event.pairings(doc.round + 1, results, doc.withdrawn())
+        paired = event.pairings(
+            nxt, results, doc.withdrawn(), forbidden=doc.forbidden_pairs(), overrides=doc.round_overrides(nxt)
+        )
     except NoValidPairingError as exc:
         doc.state, doc.finish_reason = State.FINISHED, exc.message
-        log.info("league finished: no valid pairing", league_id=doc.league_id, round=doc.round + 1)
+        log.info("league finished: no valid pairing", league_id=doc.league_id, round=nxt)
         return
+    except LeagueError as exc:  # the operator's pairings no longer fit: the operator decides
+        doc.state, doc.finish_reason = State.PAUSED, f"round {nxt}: {exc}"
+        log.info("league paused: the operator's pairings do not fit", league_id=doc.league_id, round=nxt)
+        return
+    doc.overrides.pop(str(nxt), None)
     doc.round += 1
     for pairing in paired:
         pd = PairingDoc(pairing.round, pairing.table, pairing.first, pairing.second, pairing.label)

@@ -41,6 +41,7 @@ from truco_server.leagues import (
 )
 from truco_server.ports.documents import Documents
 from truco_server.ports.queues import Queues
+from truco_server.services.leagues import control
 from truco_server.services.leagues.bots import BOT_PREFIX, BotAccounts
 from truco_server.services.leagues.documents import (
     CAS_ATTEMPTS,
@@ -81,6 +82,8 @@ class LeagueSpec:
     tie_breaks: tuple[str, ...] = ()
     entrants: tuple[EntrantDoc, ...] = ()
     request_id: str = ""
+    rating: tuple[bool, tuple[str, ...]] = (False, ())
+    """The rating policy: unrated, and the endings rated (none: the default ones)."""
 
 
 class LeagueService:
@@ -183,6 +186,7 @@ class LeagueService:
             },
             tie_breaks=list(spec.tie_breaks),
             request_id=spec.request_id,
+            rating=control.rating_policy(*spec.rating),
         )
         entrants = self._numbered(list(spec.entrants))
         await self._check_bots(operator, entrants)
@@ -307,6 +311,7 @@ class LeagueService:
                 doc.entrants.remove(e)
             else:
                 e.withdrawn = True
+            control.drop_from_overrides(doc, entrant_id)
 
         return await self._update(operator, league_id, change)
 
@@ -350,6 +355,45 @@ class LeagueService:
             return doc, event.standings(doc.results(), doc.withdrawn())
         except LeagueError as exc:
             raise league_error(exc) from exc
+
+    # =================================================================== manual control
+    async def set_forbidden(
+        self, operator: Operator, league_id: str, pairs: Sequence[tuple[str, str]]
+    ) -> LeagueDoc:
+        return await self._update(operator, league_id, lambda doc: control.set_forbidden(doc, pairs))
+
+    async def set_round(
+        self,
+        operator: Operator,
+        league_id: str,
+        round_no: int,
+        pairs: Sequence[tuple[str, str]],
+        byes: Sequence[str],
+    ) -> LeagueDoc:
+        return await self._update(
+            operator, league_id, lambda doc: control.set_round(doc, round_no, pairs, byes)
+        )
+
+    async def correct(
+        self,
+        operator: Operator,
+        league_id: str,
+        round_no: int,
+        table: int,
+        outcome: tuple[str, int, int, bool],
+        reason: str,
+    ) -> tuple[LeagueDoc, PairingDoc]:
+        """Correct a recorded result (:func:`.control.correct`); the job rates it again."""
+        now = self.now()
+        corrected: list[PairingDoc] = []
+
+        def change(doc: LeagueDoc) -> None:
+            corrected[:] = [control.correct(doc, round_no, table, outcome, reason, now, operator.name)]
+
+        doc = await self._update(operator, league_id, change)
+        await self.job.wake(league_id)
+        log.info("league result corrected", league_id=league_id, round=round_no, table=table)
+        return doc, corrected[0]
 
     async def pairings(
         self, operator: Operator, league_id: str, round_no: int
