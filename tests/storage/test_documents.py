@@ -9,6 +9,8 @@ import asyncio
 import pytest
 
 from truco_server.ports import Store
+from truco_server.ports.documents import DocRef
+from truco_server.ports.errors import ParentMissing
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -122,3 +124,36 @@ async def test_concurrent_part_writers_of_one_version_have_one_winner(
     winner = wins.index(True)
     expected = {"head": b"0", "p:1": b"x"} | {f"p:{winner}": b"%d" % winner}
     assert await b.documents.get_parts("league", "l1") == (2, expected)
+
+
+async def test_a_write_that_requires_a_missing_document_writes_nothing(store: Store) -> None:
+    """A rating book requires its league, an assignment its league and its bot account: with
+    one of them missing (a league lost with a Redis restarted without persistence) the write
+    is refused whole, on every adapter; with them there, it is made."""
+    docs = store.documents
+    league, bot = DocRef("league", "l1"), DocRef("bot", "bot_1")
+    with pytest.raises(ParentMissing) as refused:
+        await docs.put("ratings", "op/argentine-2p", 0, b"book", requires=[league])
+    assert refused.value.ref == league
+    assert await docs.get("ratings", "op/argentine-2p") is None
+    assert await docs.put("league", "l1", 0, b"league")
+    with pytest.raises(ParentMissing) as refused:
+        await docs.assignment_put("bot_1", "m1", b"seat 0", requires=[league, bot])
+    assert refused.value.ref == bot  # the first one missing is named
+    assert await docs.assignments("bot_1") == {}
+    assert await docs.put("bot", "bot_1", 0, b"bot")
+    await docs.assignment_put("bot_1", "m1", b"seat 0", requires=[league, bot])
+    assert await docs.put("ratings", "op/argentine-2p", 0, b"book", requires=[league])
+    assert not await docs.put("ratings", "op/argentine-2p", 0, b"stale", requires=[league])  # still a CAS
+    assert await docs.get("ratings", "op/argentine-2p") == (1, b"book")
+    assert await docs.assignments("bot_1") == {"m1": b"seat 0"}
+
+
+async def test_a_league_stored_in_parts_is_a_parent(store: Store) -> None:
+    """A league is written as parts: a write that requires it is made once it exists."""
+    docs = store.documents
+    league = DocRef("league", "parts")
+    with pytest.raises(ParentMissing):
+        await docs.put("ratings", "op/family", 0, b"book", requires=[league])
+    assert await docs.put_parts("league", "parts", 0, {"head": b"h"})
+    assert await docs.put("ratings", "op/family", 0, b"book", requires=[league])

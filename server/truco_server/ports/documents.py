@@ -9,17 +9,33 @@ A document of one part (a bot account, a rating book) is read and written whole 
 (a league) is split into parts so that a write carries only the parts that changed
 (:meth:`Documents.get_parts`, :meth:`Documents.put_parts`): one compare-and-set still covers
 them all, so a writer never sees half of another's change.
+
+A write may name the documents it belongs to (``requires``: a rating book's league, an
+assignment's league and bot account): it is made only if each of them exists, checked in the
+same atomic step as the write where the adapter can (:class:`DocRef`), and otherwise refused
+with :class:`~truco_server.ports.errors.ParentMissing`, nothing written. So work that was under
+way when its league was lost (a Redis restarted without persistence) never writes its records
+back into an empty store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 WHOLE = "d"
 """The part :meth:`Documents.get` and :meth:`Documents.put` read and write."""
 RESERVED = "v"
 """Not a part name (the store keeps the version under it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DocRef:
+    """A document by its kind and id: what a write names as the document it belongs to."""
+
+    kind: str
+    doc_id: str
 
 
 class Documents(Protocol):
@@ -30,10 +46,13 @@ class Documents(Protocol):
         :data:`WHOLE`; empty bytes when it has none)."""
         ...
 
-    async def put(self, kind: str, doc_id: str, expected_version: int, data: bytes) -> bool:
-        """Replace a one-part document if its version is ``expected_version`` (0: create
-        it, only if there is none); the version becomes ``expected_version + 1``. ``False``,
-        and nothing written, when the version differs."""
+    async def put(
+        self, kind: str, doc_id: str, expected_version: int, data: bytes, *, requires: Sequence[DocRef] = ()
+    ) -> bool:
+        """Replace a one-part document if its version is ``expected_version`` (0: create it,
+        only if there is none); the version becomes ``expected_version + 1``. ``False``, and
+        nothing written, when the version differs. :class:`~truco_server.ports.errors.ParentMissing`,
+        nothing written, when a document of ``requires`` does not exist."""
         ...
 
     async def get_parts(self, kind: str, doc_id: str) -> tuple[int, dict[str, bytes]] | None:
@@ -63,8 +82,12 @@ class Documents(Protocol):
         """The owner's newest ``limit`` document ids of ``kind``, newest first."""
         ...
 
-    async def assignment_put(self, bot_id: str, match_id: str, data: bytes) -> None:
-        """Record (or replace) an assignment of a bot to a match."""
+    async def assignment_put(
+        self, bot_id: str, match_id: str, data: bytes, *, requires: Sequence[DocRef] = ()
+    ) -> None:
+        """Record (or replace) an assignment of a bot to a match;
+        :class:`~truco_server.ports.errors.ParentMissing`, nothing written, when a document of
+        ``requires`` does not exist."""
         ...
 
     async def assignment_delete(self, bot_id: str, match_id: str) -> bool:

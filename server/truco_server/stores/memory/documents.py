@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
-from truco_server.ports.documents import WHOLE, check_part_names
+from truco_server.ports.documents import WHOLE, DocRef, check_part_names
+from truco_server.ports.errors import ParentMissing
 
 __all__ = ["MemoryDocuments"]
 
@@ -21,7 +22,16 @@ class MemoryDocuments:
         got = await self.get_parts(kind, doc_id)
         return None if got is None else (got[0], got[1].get(WHOLE, b""))
 
-    async def put(self, kind: str, doc_id: str, expected_version: int, data: bytes) -> bool:
+    def require(self, requires: Sequence[DocRef]) -> None:
+        """Raise ParentMissing for the first document of ``requires`` that does not exist."""
+        for ref in requires:
+            if (ref.kind, ref.doc_id) not in self._docs:
+                raise ParentMissing(ref)
+
+    async def put(
+        self, kind: str, doc_id: str, expected_version: int, data: bytes, *, requires: Sequence[DocRef] = ()
+    ) -> bool:
+        self.require(requires)
         return await self.put_parts(kind, doc_id, expected_version, {WHOLE: data})
 
     async def get_parts(self, kind: str, doc_id: str) -> tuple[int, dict[str, bytes]] | None:
@@ -52,7 +62,10 @@ class MemoryDocuments:
         found = self._index.get((owner, kind), {})
         return sorted(found, key=lambda d: (-found[d], d))[:limit]
 
-    async def assignment_put(self, bot_id: str, match_id: str, data: bytes) -> None:
+    async def assignment_put(
+        self, bot_id: str, match_id: str, data: bytes, *, requires: Sequence[DocRef] = ()
+    ) -> None:
+        self.require(requires)
         self._assignments.setdefault(bot_id, {})[match_id] = bytes(data)
 
     async def assignment_delete(self, bot_id: str, match_id: str) -> bool:
