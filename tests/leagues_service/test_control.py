@@ -8,6 +8,9 @@ so the league's own work is what is tested and it takes seconds."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -179,3 +182,30 @@ def test_an_unrated_league_rates_nothing(clean_redis_url: str, tmp_path: Path) -
             wait_for(lambda league_id=league_id: ops.get_league(league_id).state == lpb.LEAGUE_STATE_FINISHED)
         players = {e.player_id for e in ops.leaderboard("argentine-2p", 100)}
         assert not players & {"u1", "u2", "p1", "p2"}
+
+
+def walkthrough(name: str) -> str:
+    """The ``sh`` block of docs/leagues.md after ``<!-- walkthrough: NAME -->``."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "leagues.md").read_text()
+    after = text.split(f"<!-- walkthrough: {name} -->\n```sh\n", 1)[1]
+    return after.split("\n```\n", 1)[0]
+
+
+def test_the_walkthrough_of_the_docs(clean_redis_url: str, tmp_path: Path) -> None:
+    """docs/leagues.md, "Manual control": its curl walk-through, run as written."""
+    assert shutil.which("curl") and shutil.which("jq"), "the walk-through needs curl and jq"
+    with two_workers(clean_redis_url, tmp_path, rest=True) as (_a, b):
+        env = {**os.environ, "BASE": b.http, "KEY": "any (open mode)"}
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", walkthrough("control")],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr + done.stdout
+    lines = done.stdout.splitlines()
+    assert lines[0] == "1 fer v ana"
+    paired = [line.split()[1::2] for line in lines[:4] if " v " in line]
+    assert not any(set(p) == {"ana", "bea"} for p in paired)  # the forbidden pair
+    assert '{"reason":"score card signed by both","before":"fer","after":"ana"}' in lines
+    standings = [line.split() for line in lines[-6:]]
+    score = {entrant: float(points) for _rank, entrant, points in standings}
+    assert len(score) == 6 and (score["ana"], score["fer"]) == (1.0, 0.0), lines
