@@ -25,6 +25,7 @@ from truco_client import TrucoClient
 from truco_client.errors import TrucoApiError
 from truco_client.leagues import LeagueClient
 from truco_contract.pb import league_service_pb2 as lpb
+from truco_contract.pb import operator_service_pb2, operator_service_pb2_grpc
 from truco_server.leagues import RatedMatch, RatingBook, ranks_from_winner
 
 ENTRANTS = [f"e{i}" for i in range(1, 9)]
@@ -209,3 +210,55 @@ def test_the_walkthrough_of_the_docs(clean_redis_url: str, tmp_path: Path) -> No
     standings = [line.split() for line in lines[-6:]]
     score = {entrant: float(points) for _rank, entrant, points in standings}
     assert len(score) == 6 and (score["ana"], score["fer"]) == (1.0, 0.0), lines
+
+
+def league_events(address: str, league_id: str, until: Callable[[list[Any]], bool]) -> list[Any]:
+    """The operator's feed, read from its start on ``address`` (gRPC), until ``until`` holds
+    for the events of ``league_id``: those events, each with its id, type and labels."""
+    got: list[Any] = []
+    with grpc.insecure_channel(address) as ch:
+        call = operator_service_pb2_grpc.OperatorServiceStub(ch).StreamOperatorEvents(
+            operator_service_pb2.StreamOperatorEventsRequest(from_cursor="0-0"), timeout=120
+        )
+        for msg in call:
+            if msg.HasField("event") and msg.event.labels.get("league") == league_id:
+                if not msg.event.type.startswith("match."):  # the league's own, not its matches'
+                    got.append(msg.event)
+                if until(got):
+                    call.cancel()
+                    return got
+    raise AssertionError(f"the feed ended first: {[e.type for e in got]}")
+
+
+def test_league_events_arrive_once_each_in_order(clean_redis_url: str, tmp_path: Path) -> None:
+    """league.started, round.paired, entrant.forfeited (nobody joins: every match a double
+    no-show), league.finished, result.corrected: on the operator's feed (read from the other
+    worker), in order, each once, with their labels; none carries a match event."""
+    with two_workers(clean_redis_url, tmp_path) as (a, b), LeagueClient(a.address) as ops:
+        lg = ops.create_league(
+            "no shows",
+            "swiss",
+            overrides={"target_points": 3},
+            rounds=2,
+            entrants=ENTRANTS[:4],
+            join_window=1,
+        )
+        lid = lg.league_id
+        ops.start(lid)
+        wait_for(lambda: ops.get_league(lid).state == lpb.LEAGUE_STATE_FINISHED, timeout=120)
+        ops.correct_result(lid, 1, 1, ops.pairings(lid, 1).pairings[0].first, (3, 0), reason="walked over")
+        events = league_events(b.address, lid, lambda got: any(e.type == "result.corrected" for e in got))
+    kinds = [e.type for e in events]
+    assert kinds == [
+        "league.started",
+        "round.paired", *["entrant.forfeited"] * 4,
+        "round.paired", *["entrant.forfeited"] * 4,
+        "league.finished", "result.corrected",
+    ], kinds  # fmt: skip
+    assert [e.id for e in events] == [f"{lid}:e{i}" for i in range(1, len(events) + 1)]  # once each
+    assert [e.labels.get("round") for e in events if e.type == "round.paired"] == ["1", "2"]
+    forfeited = [(e.labels["round"], e.labels["entrant"]) for e in events if e.type == "entrant.forfeited"]
+    assert sorted(forfeited) == sorted((r, e) for r in ("1", "2") for e in ENTRANTS[:4])
+    assert all(e.match_id for e in events if e.type == "entrant.forfeited")
+    assert events[0].labels["entrants"] == "4" and not any(e.HasField("event") for e in events)
+    assert events[-1].labels["reason"] == "walked over"

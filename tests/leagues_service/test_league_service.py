@@ -22,6 +22,7 @@ from tests.leagues_service.conftest import (
     template,
 )
 from truco_contract.leagues import Assignment
+from truco_contract.pb import operator_service_pb2
 from truco_server.core import errors as E
 from truco_server.core import requests as T
 from truco_server.core.caller import Operator
@@ -213,12 +214,13 @@ async def test_each_match_is_rated_once(any_stack: Stack) -> None:
     }
     decided = [t for t in done.tables.values() if t.winner_side is not None and not t.forfeit]
     assert sum(board.values()) == 2 * len(decided) == 2 * 6
-    from truco_server.leagues import RatedMatch
+    from truco_server.leagues import RatedMatch, ranks_from_winner
 
     t = decided[0]
-    again = RatedMatch(t.match_id, done.family, ((t.sides[0],), (t.sides[1],)), (1, 2))
+    sides = ((t.sides[0],), (t.sides[1],))
+    again = RatedMatch(t.match_id, done.family, sides, ranks_from_winner(sides, t.winner_side))
     applied = await any_stack.leagues.ratings.rate(OPERATOR.name, done.family, [again])
-    assert applied == []  # the book knows it
+    assert applied == []  # the book knows it (the same match with another result is a correction)
 
 
 async def _next(gen: object, timeout: float = 5.0) -> object:
@@ -332,3 +334,30 @@ async def test_formats_run_to_the_end(stack: Stack, fmt: str, n: int, duplicate:
     if fmt == "double_elimination":
         final = [p for p in done.pairings if p.label.startswith("GF")]
         assert final and table[0].entrant_id == final[-1].result["winner"]  # type: ignore[index]
+
+
+async def test_pause_and_resume_are_league_events_in_order(stack: Stack) -> None:
+    """StartLeague, PauseLeague, ResumeLeague, then the job's pass: the league's events are on
+    the operator's stream in that order, before the round the pass pairs."""
+    operator = Operator("acme-events")
+    doc = await stack.leagues.create_league(operator, spec("round_robin", 4))
+    await stack.leagues.start(operator, doc.league_id)
+    await stack.leagues.pause(operator, doc.league_id)
+    await stack.leagues.resume(operator, doc.league_id)
+    await stack.leagues.job.advance(doc.league_id)
+    stream = await stack.store.operators.read(operator.name, "", 1000)
+    events = [operator_service_pb2.OperatorEvent.FromString(raw) for _cursor, raw in stream]
+    league = [
+        e
+        for e in events
+        if e.labels.get("league") == doc.league_id and e.type.startswith(("league.", "round."))
+    ]
+    assert [(e.type, e.labels.get("round", "")) for e in league] == [
+        ("league.started", ""),
+        ("league.paused", "0"),
+        ("league.resumed", "0"),
+        ("round.paired", "1"),
+    ]
+    assert [e.id for e in league] == [f"{doc.league_id}:e{i}" for i in range(1, 5)]
+    assert league[1].labels["reason"] == "PauseLeague"
+    assert (await stack.leagues.get_league(operator, doc.league_id)).outbox == []  # all published

@@ -139,6 +139,10 @@ def correct(
     after = {**p.result, **result_dict(new)}  # a duplicate comparison stays, for the record
     p.corrections.append({"time": now, "by": by, "reason": reason, "before": p.result, "after": after})
     p.result = after
+    doc.emit(
+        "result.corrected", now, doc.tables[p.tables[0]].match_id if len(p.tables) == 1 else "",
+        round=round_no, table=table, winner=new.winner or "", reason=reason,
+    )  # fmt: skip
     if len(p.tables) == 1:
         t = doc.tables[p.tables[0]]
         t.winner_side = None if new.winner is None else t.sides.index(new.winner)

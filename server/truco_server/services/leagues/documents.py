@@ -181,6 +181,24 @@ class LeagueDoc:
     """The operator's ``pairs`` and ``byes`` of rounds not paired yet, by round (a string)."""
     rating: dict[str, Any] = field(default_factory=lambda: {"rated": True, "count": list(DEFAULT_COUNTED)})
     """The rating policy: ``rated``, and ``count``: the endings it rates."""
+    outbox: list[dict[str, Any]] = field(default_factory=list)
+    """League events written with the change they report, not yet on the operator's feed
+    (``id``, ``type``, ``time``, ``match_id``, ``labels``); the job publishes them."""
+    events: int = 0
+    """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
+
+    def emit(self, kind: str, now: float, match_id: str = "", **labels: object) -> None:
+        """Record a league event (``league.started``, ``round.paired``...) with this change."""
+        self.events += 1
+        self.outbox.append(
+            {
+                "id": f"{self.league_id}:e{self.events}",
+                "type": kind,
+                "time": now,
+                "match_id": match_id,
+                "labels": {"league": self.league_id} | {k: str(v) for k, v in labels.items()},
+            }
+        )
 
     # -------------------------------------------------------------- the library's view
     @property

@@ -92,7 +92,7 @@ from truco_server.services.leagues.documents import (
     save_league,
 )
 from truco_server.services.leagues.errors import invalid
-from truco_server.services.leagues.outcomes import outcome_of
+from truco_server.services.leagues.outcomes import NO_SHOW, TIME_FORFEIT, outcome_of
 from truco_server.services.leagues.ratings import RatingBooks
 from truco_server.services.matches import MatchService
 from truco_server.services.reads import MatchReads
@@ -111,6 +111,10 @@ LEASE_MS = 10_000
 COLLECT_CONCURRENCY = 16
 """Matches looked at (and their records read) at once when collecting a round's results."""
 TERMINAL = {MatchStatus.FINISHED.value, MatchStatus.ABORTED.value, MatchStatus.CANCELLED.value}
+
+
+Publish = Callable[[str, Sequence[OperatorEvent]], Awaitable[None]]
+"""How the job puts an owner's league events on its feed (``Operators.publish``)."""
 
 
 class CreateMatch(Protocol):
@@ -137,6 +141,7 @@ class LeagueJob:
         *,
         create_match: CreateMatch,
         ratings: RatingBooks,
+        publish: Publish | None = None,
         poll_ms: int = POLL_MS,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -149,6 +154,8 @@ class LeagueJob:
         self.now = clock
         self.create_match = create_match
         """How a table's match is created (tests wrap it to stop a pass half-way)."""
+        self.publish = publish
+        """How league events reach the operator's feed and webhooks (none: they are dropped)."""
 
     def reader(self, *, tick: float = 0.25) -> QueueReader:
         """The reader of the league queue (one per worker)."""
@@ -215,6 +222,13 @@ class LeagueJob:
         side effects of a step (creating matches, assignments, ratings) are made before the
         step is stored and are idempotent, so a step that is lost (a death, a lost race) is
         simply done again."""
+        # 0. league events stored by an earlier step (or call) to the operator's feed: at
+        # least once, in order, each with its stable id
+        if doc.outbox:
+            if self.publish is not None:
+                await self.publish(doc.owner, [league_event(e) for e in doc.outbox])
+            doc.outbox = []
+            return True
         if doc.state in (State.FINISHED, State.REGISTRATION):
             return False
         current = doc.round_pairings(doc.round)
@@ -245,7 +259,7 @@ class LeagueJob:
         # 5. the next round, or the end
         if doc.state != State.RUNNING or not doc.round_complete(doc.round):
             return False
-        _next_round(doc)
+        _next_round(doc, self.now())
         return True
 
     # ------------------------------------------------------------------- tables
@@ -316,8 +330,16 @@ class LeagueJob:
             t.points, t.deals = list(out.points), [list(d) for d in out.deals]
             return True
 
-        if any(await asyncio.gather(*(collect(t) for t in tables if not t.done))):
-            changed = True
+        todo = [t for t in tables if not t.done]
+        now_done = {
+            t.key for t, done in zip(todo, await asyncio.gather(*map(collect, todo)), strict=True) if done
+        }
+        changed = bool(now_done)
+        for p in current:
+            for k in p.tables:
+                t = doc.tables[k]
+                if k in now_done and t.ending in (NO_SHOW, TIME_FORFEIT):
+                    _forfeited(doc, p, t, self.now())
         for p in current:
             if p.result is None and p.tables and all(doc.tables[k].done for k in p.tables):
                 p.result = decide(doc, p)
@@ -350,12 +372,35 @@ class LeagueJob:
 
 
 # ----------------------------------------------------------------------- rounds and results
-def _next_round(doc: LeagueDoc) -> None:
+def _forfeited(doc: LeagueDoc, p: PairingDoc, t: TableDoc, now: float) -> None:
+    """``entrant.forfeited`` for each side of a finished table that lost it without playing
+    (did not join, or ran out of time)."""
+    for side, entrant in enumerate(t.sides):
+        if t.winner_side is None or side != t.winner_side:
+            doc.emit(
+                "entrant.forfeited", now, t.match_id,
+                round=p.round, table=p.table, entrant=entrant, ending=t.ending or NO_SHOW,
+            )  # fmt: skip
+
+
+def league_event(e: dict[str, Any]) -> OperatorEvent:
+    """A stored league event (:meth:`LeagueDoc.emit`) as an operator event."""
+    return OperatorEvent(
+        id=e["id"],
+        match_id=e["match_id"],
+        type=OperatorEventType(e["type"]),
+        time=e["time"],
+        labels=e["labels"],
+    )
+
+
+def _next_round(doc: LeagueDoc, now: float) -> None:
     """End the league whose rounds are all played, or pair its next round."""
     event = doc.event()
     results = doc.results()
     if doc.round > 0 and _finished(doc, event, results):
         doc.state = State.FINISHED
+        doc.emit("league.finished", now, rounds=doc.round)
         log.info("league finished", league_id=doc.league_id, rounds=doc.round)
         return
     nxt = doc.round + 1
@@ -365,10 +410,12 @@ def _next_round(doc: LeagueDoc) -> None:
         )
     except NoValidPairingError as exc:
         doc.state, doc.finish_reason = State.FINISHED, exc.message
+        doc.emit("league.finished", now, rounds=doc.round, reason=exc.message)
         log.info("league finished: no valid pairing", league_id=doc.league_id, round=nxt)
         return
     except LeagueError as exc:  # the operator's pairings no longer fit: the operator decides
         doc.state, doc.finish_reason = State.PAUSED, f"round {nxt}: {exc}"
+        doc.emit("league.paused", now, round=nxt, reason=doc.finish_reason)
         log.info("league paused: the operator's pairings do not fit", league_id=doc.league_id, round=nxt)
         return
     doc.overrides.pop(str(nxt), None)
@@ -381,6 +428,8 @@ def _next_round(doc: LeagueDoc) -> None:
             doc.tables[dt.key] = TableDoc(dt.key, dt.deal_set, list(dt.sides))
             pd.tables.append(dt.key)
         doc.pairings.append(pd)
+    byes = sum(1 for p in paired if p.is_bye)
+    doc.emit("round.paired", now, round=doc.round, pairings=len(paired) - byes, byes=byes)
     log.info("league round paired", league_id=doc.league_id, round=doc.round, pairings=len(paired))
 
 

@@ -22,7 +22,7 @@ PLAYED, ADJUDICATED, TIME_FORFEIT, NO_SHOW, UNDECIDED = (
 )
 """How a table's match ended (what a league's rating policy counts): played to its end (or
 resigned), decided by the operator (an adjudication, or a result corrected after the end),
-lost on time, a side that did not join, nobody won."""
+lost on time, a side (or both: no winner) that did not join, nobody won otherwise."""
 ENDINGS = (PLAYED, ADJUDICATED, TIME_FORFEIT, NO_SHOW)
 """The endings a rating policy may count (an undecided match is never rated)."""
 
@@ -75,6 +75,6 @@ def outcome_of(record: records.MatchRecord) -> TableOutcome:
         absent = {s % 2 for s in aborted.seats}  # a seat's team: seats alternate 0, 1, 0, 1...
         winner = None if len(absent) == 2 else 1 - absent.pop()
         return TableOutcome(
-            winner, True, (scores[0], scores[1]), tuple(deals), NO_SHOW if winner is not None else UNDECIDED
-        )
+            winner, True, (scores[0], scores[1]), tuple(deals), NO_SHOW
+        )  # both absent: no winner
     return TableOutcome(None, True, (scores[0], scores[1]), tuple(deals), UNDECIDED)

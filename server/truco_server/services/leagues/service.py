@@ -57,7 +57,7 @@ from truco_server.services.leagues.documents import (
     save_league,
 )
 from truco_server.services.leagues.errors import LeagueNotFound, LeagueStateError, invalid, league_error
-from truco_server.services.leagues.job import POLL_MS, LeagueJob, match_template
+from truco_server.services.leagues.job import POLL_MS, LeagueJob, Publish, match_template
 from truco_server.services.leagues.ratings import RatingBooks
 from truco_server.services.matches import MatchService
 from truco_server.services.reads import MatchReads
@@ -101,6 +101,7 @@ class LeagueService:
         heartbeat_seconds: float = 5.0,
         stopping: asyncio.Event | None = None,
         poll_ms: int = POLL_MS,
+        publish: Publish | None = None,
         lobby_poll_seconds: float = 0.25,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -124,6 +125,7 @@ class LeagueService:
             reads,
             create_match=steps.create_match,
             ratings=self.ratings,
+            publish=publish,
             poll_ms=poll_ms,
             clock=clock,
         )
@@ -324,6 +326,7 @@ class LeagueService:
             except LeagueError as exc:
                 raise league_error(exc) from exc
             doc.state = State.RUNNING
+            doc.emit("league.started", self.now(), entrants=sum(1 for e in doc.entrants if not e.withdrawn))
 
         doc = await self._update(operator, league_id, change)
         await self.job.wake(league_id)
@@ -335,6 +338,7 @@ class LeagueService:
             if doc.state != State.RUNNING:
                 raise LeagueStateError(f"the league is {doc.state}; only a running league pauses")
             doc.state = State.PAUSED
+            doc.emit("league.paused", self.now(), round=doc.round, reason="PauseLeague")
 
         return await self._update(operator, league_id, change)
 
@@ -343,6 +347,7 @@ class LeagueService:
             if doc.state != State.PAUSED:
                 raise LeagueStateError(f"the league is {doc.state}; only a paused league resumes")
             doc.state = State.RUNNING
+            doc.emit("league.resumed", self.now(), round=doc.round)
 
         doc = await self._update(operator, league_id, change)
         await self.job.wake(league_id)
