@@ -151,10 +151,14 @@ class LeagueClient:
         request_id: str | None = None,
         unrated: bool = False,
         rated_endings: Sequence[str] = (),
+        start_time: float | None = None,
+        round_interval: Seconds | None = None,
     ) -> league_service_pb2.League:
         """A new league in registration (entrants get seeds in the order given). ``unrated``:
         none of its matches is rated; ``rated_endings``: which are ("played", "adjudicated",
-        "time_forfeit", "no_show"; default played and adjudicated)."""
+        "time_forfeit", "no_show"; default played and adjudicated). ``start_time`` (seconds
+        since the epoch): it starts by itself then; ``round_interval``: the pause between a
+        round's last result and the next round."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -178,6 +182,15 @@ class LeagueClient:
             request_id=request_id or new_request_id(),
             rating_policy=pb.RatingPolicy(unrated=unrated, count=list(rated_endings)),
         )
+        if start_time is not None:
+            req.schedule.start_time.FromNanoseconds(round(start_time * 1e9))
+        if round_interval:
+            seconds = (
+                round_interval.total_seconds()
+                if isinstance(round_interval, timedelta)
+                else float(round_interval)
+            )
+            req.schedule.round_interval.FromNanoseconds(round(seconds * 1e9))
         return self._call("CreateLeague", req).league  # type: ignore[no-any-return]
 
     def get_league(self, league_id: str) -> league_service_pb2.League:

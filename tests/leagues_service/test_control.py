@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,14 @@ def fields(err: dict[str, Any]) -> list[str]:
 
 def end_round(ops: LeagueClient, address: str, league_id: str, round_no: int) -> None:
     """End every match of the round: the first entrant of each pairing wins."""
+
+    def created() -> list[Any]:
+        got = ops.pairings(league_id, round_no).pairings
+        return got if all(t.match_id for p in got for t in p.tables) else []
+
+    pairings = wait_for(created)  # a round's matches are created just after it is paired
     with TrucoClient(address, api_key="any (open mode)") as c:
-        for p in ops.pairings(league_id, round_no).pairings:
+        for p in pairings:
             for t in p.tables:
                 c.adjudicate_match(t.match_id, 0 if t.sides[0] == p.first else 1, "the test")
 
@@ -262,3 +269,36 @@ def test_league_events_arrive_once_each_in_order(clean_redis_url: str, tmp_path:
     assert all(e.match_id for e in events if e.type == "entrant.forfeited")
     assert events[0].labels["entrants"] == "4" and not any(e.HasField("event") for e in events)
     assert events[-1].labels["reason"] == "walked over"
+
+
+def test_a_league_starts_at_its_start_time_and_pauses_between_rounds(
+    clean_redis_url: str, tmp_path: Path
+) -> None:
+    """A round robin of four created over REST with a start time 2 s ahead and 3 s between
+    rounds: nobody calls StartLeague, yet it starts then (league.started no earlier); round 2
+    is paired no earlier than 3 s after round 1's last result; an interval over 7 days is
+    refused."""
+    with two_workers(clean_redis_url, tmp_path, rest=True) as (a, b), LeagueClient(a.address) as ops:
+        start = time.time() + 2
+        at = datetime.fromtimestamp(start, UTC).isoformat().replace("+00:00", "Z")
+        status, got = rest(b.http, "POST", "/v1/leagues", {
+            "name": "scheduled", "format": "round_robin",
+            "rules": {"preset": "argentine", "overrides": {"target_points": 3}},
+            "entrants": [{"entrantId": e} for e in ENTRANTS[:4]],
+            "schedule": {"startTime": at, "roundInterval": "3s"},
+        })  # fmt: skip
+        assert status == 200 and got["league"]["schedule"]["roundInterval"] == "3s", got
+        lid = got["league"]["leagueId"]
+        assert ops.get_league(lid).state == lpb.LEAGUE_STATE_REGISTRATION
+        wait_for(round_paired(ops, lid, 1))
+        end_round(ops, a.address, lid, 1)
+        ended = time.time()  # round 1's matches all ended before this
+        wait_for(round_paired(ops, lid, 2))
+        events = league_events(b.address, lid, lambda got: [e.type for e in got].count("round.paired") == 2)
+        too_long = {"name": "x", "format": "round_robin", "schedule": {"roundInterval": "700000s"}}
+        status, err = rest(b.http, "POST", "/v1/leagues", too_long | {"rules": {"preset": "argentine"}})
+        assert status == 400 and fields(err) == ["schedule.round_interval"], err
+    started, paired = events[0], [e for e in events if e.type == "round.paired"]
+    assert started.type == "league.started" and started.time.ToNanoseconds() / 1e9 >= start - 0.001
+    # the job sees the last result after that match ended, before `ended` at the earliest
+    assert paired[1].time.ToNanoseconds() / 1e9 >= ended - 0.5 + 3

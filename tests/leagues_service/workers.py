@@ -48,7 +48,7 @@ def start_serve(redis_url: str, log: Path, *, rest: bool = False) -> Serve:
     out = log.open("wb")
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     out.close()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a cap: it waits for the log line (slow on a loaded machine)
     ready = "REST/JSON listening" if rest else "gRPC listening"
     while ready not in log.read_text(errors="replace"):
         if proc.poll() is not None or time.monotonic() > deadline:

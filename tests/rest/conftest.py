@@ -124,7 +124,7 @@ def served(clean_redis_url: str) -> Iterator[Served]:
     base = None
     grpc_address = ""
     seen: list[str] = []
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a cap: it waits for the lines (slow on a loaded machine)
     assert proc.stdout is not None
     while time.monotonic() < deadline:
         line = proc.stdout.readline()

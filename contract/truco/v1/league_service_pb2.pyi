@@ -5,6 +5,7 @@ isort:skip_file
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
@@ -151,6 +152,7 @@ class League(_message.Message):
     FORBIDDEN_PAIRS_FIELD_NUMBER: _builtins.int
     ROUND_PAIRINGS_FIELD_NUMBER: _builtins.int
     RATING_POLICY_FIELD_NUMBER: _builtins.int
+    SCHEDULE_FIELD_NUMBER: _builtins.int
     league_id: _builtins.str
     """Server-assigned id."""
     name: _builtins.str
@@ -215,6 +217,10 @@ class League(_message.Message):
     def rating_policy(self) -> Global___RatingPolicy:
         """Which of its matches are rated."""
 
+    @_builtins.property
+    def schedule(self) -> Global___LeagueSchedule:
+        """When it starts by itself, and the pause between rounds."""
+
     def __init__(
         self,
         *,
@@ -236,14 +242,49 @@ class League(_message.Message):
         forbidden_pairs: _abc.Iterable[Global___EntrantPair] | None = ...,
         round_pairings: _abc.Iterable[Global___RoundPairings] | None = ...,
         rating_policy: Global___RatingPolicy | None = ...,
+        schedule: Global___LeagueSchedule | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "settings", b"settings"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "settings", b"settings", "state", b"state", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "settings", b"settings", "state", b"state", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___League: _TypeAlias = League  # noqa: Y015
+
+@_typing.final
+class LeagueSchedule(_message.Message):
+    """A league's schedule."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    START_TIME_FIELD_NUMBER: _builtins.int
+    ROUND_INTERVAL_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def start_time(self) -> _timestamp_pb2.Timestamp:
+        """When the league starts by itself (StartLeague may start it before); unset:
+        only StartLeague starts it.
+        """
+
+    @_builtins.property
+    def round_interval(self) -> _duration_pb2.Duration:
+        """The pause between the last result of a round and the pairing of the
+        next (at most 7 days); unset: none.
+        """
+
+    def __init__(
+        self,
+        *,
+        start_time: _timestamp_pb2.Timestamp | None = ...,
+        round_interval: _duration_pb2.Duration | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["round_interval", b"round_interval", "start_time", b"start_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["round_interval", b"round_interval", "start_time", b"start_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LeagueSchedule: _TypeAlias = LeagueSchedule  # noqa: Y015
 
 @_typing.final
 class EntrantPair(_message.Message):
@@ -352,6 +393,7 @@ class CreateLeagueRequest(_message.Message):
     ENTRANTS_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     RATING_POLICY_FIELD_NUMBER: _builtins.int
+    SCHEDULE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Display name (at most 100 characters)."""
     format: _builtins.str
@@ -384,6 +426,10 @@ class CreateLeagueRequest(_message.Message):
     def rating_policy(self) -> Global___RatingPolicy:
         """Which matches are rated (default: rated, played and adjudicated ones)."""
 
+    @_builtins.property
+    def schedule(self) -> Global___LeagueSchedule:
+        """When it starts by itself, and the pause between rounds."""
+
     def __init__(
         self,
         *,
@@ -397,10 +443,11 @@ class CreateLeagueRequest(_message.Message):
         entrants: _abc.Iterable[Global___Entrant] | None = ...,
         request_id: _builtins.str = ...,
         rating_policy: Global___RatingPolicy | None = ...,
+        schedule: Global___LeagueSchedule | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "settings", b"settings"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "settings", b"settings", "tie_breaks", b"tie_breaks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "settings", b"settings", "tie_breaks", b"tie_breaks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

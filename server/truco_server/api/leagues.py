@@ -57,7 +57,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         total = doc.event(min_entrants=True).total_rounds()
     except ValueError:  # not enough entrants yet
         total = 0
-    return pb.League(
+    m = pb.League(
         league_id=doc.league_id,
         name=doc.name,
         format=doc.format,
@@ -93,6 +93,11 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         ],
         rating_policy=pb.RatingPolicy(unrated=not doc.rating["rated"], count=doc.rating["count"]),
     )
+    if doc.starts_at:
+        m.schedule.start_time.CopyFrom(_ts(doc.starts_at))
+    if doc.round_interval:
+        m.schedule.round_interval.FromNanoseconds(round(doc.round_interval * 1e9))
+    return m
 
 
 def standing_to_proto(s: Standing) -> league_service_pb2.Standing:
@@ -206,6 +211,12 @@ class LeagueApi:
             entrants=tuple(entrant_from_proto(e, f"entrants[{i}]") for i, e in enumerate(request.entrants)),
             request_id=request.request_id,
             rating=(request.rating_policy.unrated, tuple(request.rating_policy.count)),
+            schedule=(
+                request.schedule.start_time.ToNanoseconds() / 1e9
+                if request.schedule.HasField("start_time")
+                else 0.0,
+                request.schedule.round_interval.ToNanoseconds() / 1e9,
+            ),
         )
         doc = await self.leagues.create_league(operator, spec)
         return pb.CreateLeagueResponse(league=league_to_proto(doc))

@@ -51,6 +51,17 @@ def rating_policy(unrated: bool, count: Sequence[str]) -> dict[str, Any]:
     return {"rated": not unrated, "count": [e for e in ENDINGS if e in counted]}  # in ENDINGS' order
 
 
+MAX_ROUND_INTERVAL = 7 * 24 * 3600.0
+"""Longest pause between rounds (seconds)."""
+
+
+def round_interval(seconds: float) -> float:
+    """A league's round interval from CreateLeague (INVALID_ARGUMENT when out of range)."""
+    if not 0 <= seconds <= MAX_ROUND_INTERVAL:
+        raise invalid("schedule.round_interval", "from 0 to 7 days")
+    return seconds
+
+
 def set_forbidden(doc: LeagueDoc, pairs: Sequence[tuple[str, str]]) -> None:
     if len(pairs) > MAX_FORBIDDEN:
         raise invalid("pairs", f"at most {MAX_FORBIDDEN}")
@@ -160,4 +171,11 @@ def _fixed_schedule(
         raise league_error(exc) from exc
 
 
-__all__ = ["correct", "drop_from_overrides", "rating_policy", "set_forbidden", "set_round"]
+__all__ = [
+    "correct",
+    "drop_from_overrides",
+    "rating_policy",
+    "round_interval",
+    "set_forbidden",
+    "set_round",
+]

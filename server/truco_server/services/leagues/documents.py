@@ -181,6 +181,12 @@ class LeagueDoc:
     """The operator's ``pairs`` and ``byes`` of rounds not paired yet, by round (a string)."""
     rating: dict[str, Any] = field(default_factory=lambda: {"rated": True, "count": list(DEFAULT_COUNTED)})
     """The rating policy: ``rated``, and ``count``: the endings it rates."""
+    starts_at: float = 0.0
+    """When the job starts the league by itself (seconds since the epoch; 0: never)."""
+    round_interval: float = 0.0
+    """Seconds between a round's last result and the next round's pairing."""
+    round_done_at: float = 0.0
+    """When the current round's last result was seen (0: not yet); the interval runs from it."""
     outbox: list[dict[str, Any]] = field(default_factory=list)
     """League events written with the change they report, not yet on the operator's feed
     (``id``, ``type``, ``time``, ``match_id``, ``labels``); the job publishes them."""

@@ -167,10 +167,12 @@ class LeagueJob:
         # lost under it (a Redis restarted empty) is not queued again by it
         return QueueReader(self.queues, LEAGUE_QUEUE, handle, owned=True, tick=tick, lease_ms=LEASE_MS)
 
-    async def wake(self, league_id: str) -> None:
-        """Queue a pass of the league now (nothing when the league is gone)."""
+    async def wake(self, league_id: str, *, at_ms: int | None = None) -> None:
+        """Queue a pass of the league now, or at ``at_ms`` unless it is due earlier (nothing
+        when the league is gone)."""
+        due = _ms() if at_ms is None else at_ms
         try:
-            await self.queues.add(LEAGUE_QUEUE, league_id, _ms(), requires=(DocRef(LEAGUE, league_id),))
+            await self.queues.add(LEAGUE_QUEUE, league_id, due, requires=(DocRef(LEAGUE, league_id),))
         except ParentMissing:
             metrics.ORPHANED_WORK.labels("league").inc()
             log.warning("league not woken: the league no longer exists", league_id=league_id)
@@ -211,8 +213,12 @@ class LeagueJob:
         return _ms() + 1000
 
     def _next_due(self, doc: LeagueDoc) -> int | None:
+        if doc.state == State.REGISTRATION and doc.starts_at:
+            return round(doc.starts_at * 1000)
         if doc.state in (State.FINISHED, State.REGISTRATION):
             return None
+        if doc.state == State.RUNNING and doc.round_done_at:  # the pause between rounds
+            return min(_ms() + self.poll_ms, round((doc.round_done_at + doc.round_interval) * 1000))
         if doc.state == State.PAUSED and all(t.done and t.released and t.rated for t in doc.tables.values()):
             return None
         return _ms() + self.poll_ms
@@ -228,6 +234,9 @@ class LeagueJob:
             if self.publish is not None:
                 await self.publish(doc.owner, [league_event(e) for e in doc.outbox])
             doc.outbox = []
+            return True
+        if doc.state == State.REGISTRATION and doc.starts_at and self.now() >= doc.starts_at:
+            _scheduled_start(doc, self.now())
             return True
         if doc.state in (State.FINISHED, State.REGISTRATION):
             return False
@@ -259,6 +268,13 @@ class LeagueJob:
         # 5. the next round, or the end
         if doc.state != State.RUNNING or not doc.round_complete(doc.round):
             return False
+        if doc.round and doc.round_interval:  # the pause between rounds, from the last result
+            if not doc.round_done_at:
+                doc.round_done_at = self.now()
+                return True
+            if self.now() < doc.round_done_at + doc.round_interval:
+                return False
+        doc.round_done_at = 0.0
         _next_round(doc, self.now())
         return True
 
@@ -392,6 +408,20 @@ def league_event(e: dict[str, Any]) -> OperatorEvent:
         time=e["time"],
         labels=e["labels"],
     )
+
+
+def _scheduled_start(doc: LeagueDoc, now: float) -> None:
+    """Start a league at its start time (as StartLeague would), or end it when it cannot
+    start (too few entrants)."""
+    try:
+        doc.event()
+    except LeagueError as exc:
+        doc.state, doc.finish_reason = State.FINISHED, f"not started at its start time: {exc}"
+        doc.emit("league.finished", now, rounds=0, reason=doc.finish_reason)
+        return
+    doc.state = State.RUNNING
+    doc.emit("league.started", now, entrants=sum(1 for e in doc.entrants if not e.withdrawn))
+    log.info("league started at its start time", league_id=doc.league_id)
 
 
 def _next_round(doc: LeagueDoc, now: float) -> None:

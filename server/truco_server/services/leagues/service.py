@@ -84,6 +84,9 @@ class LeagueSpec:
     request_id: str = ""
     rating: tuple[bool, tuple[str, ...]] = (False, ())
     """The rating policy: unrated, and the endings rated (none: the default ones)."""
+    schedule: tuple[float, float] = (0.0, 0.0)
+    """When it starts by itself (seconds since the epoch; 0: never), and the seconds between
+    rounds."""
 
 
 class LeagueService:
@@ -189,6 +192,8 @@ class LeagueService:
             tie_breaks=list(spec.tie_breaks),
             request_id=spec.request_id,
             rating=control.rating_policy(*spec.rating),
+            starts_at=spec.schedule[0],
+            round_interval=control.round_interval(spec.schedule[1]),
         )
         entrants = self._numbered(list(spec.entrants))
         await self._check_bots(operator, entrants)
@@ -204,6 +209,8 @@ class LeagueService:
         if not await save_league(self.documents, StoredLeague(0, doc, {})):
             return (await self._owned(operator, league_id)).doc
         await self.documents.index_add(operator.name, LEAGUE, league_id, round(doc.created_at * 1000))
+        if doc.starts_at:
+            await self.job.wake(league_id, at_ms=round(doc.starts_at * 1000))
         log.info("league created", league_id=league_id, format=kind.value, entrants=len(entrants))
         return doc
 
