@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import random
+from typing import Any
 
 import pytest
 from google.protobuf import duration_pb2
@@ -361,3 +363,33 @@ async def test_pause_and_resume_are_league_events_in_order(stack: Stack) -> None
     assert [e.id for e in league] == [f"{doc.league_id}:e{i}" for i in range(1, 5)]
     assert league[1].labels["reason"] == "PauseLeague"
     assert (await stack.leagues.get_league(operator, doc.league_id)).outbox == []  # all published
+
+
+async def test_league_events_go_to_the_webhooks_that_want_them(stack: Stack) -> None:
+    """A webhook for league.started and round.paired gets one delivery of each, in order,
+    with the event's id as webhook-id and a body with the league's labels and no match event;
+    a webhook for match events only gets no league event."""
+    operator = Operator("acme-hooks")
+    wants = await stack.operators.create_webhook(
+        operator, "https://93.184.216.34/l", ["league.started", "round.paired"], ""
+    )
+    other = await stack.operators.create_webhook(operator, "https://93.184.216.34/m", ["match.ended"], "")
+    queued: list[Any] = []
+
+    class Capture:
+        async def enqueue(self, delivery: Any) -> None:
+            queued.append(delivery)
+
+    stack.operators.deliverer = Capture()  # type: ignore[assignment]
+    doc = await stack.leagues.create_league(operator, spec("round_robin", 4))
+    await stack.leagues.start(operator, doc.league_id)
+    await stack.leagues.job.advance(doc.league_id)
+    league = [d for d in queued if not d.type.startswith("match.")]
+    assert [(d.webhook_id, d.type, d.event_id) for d in league] == [
+        (wants.webhook_id, "league.started", f"{doc.league_id}:e1"),
+        (wants.webhook_id, "round.paired", f"{doc.league_id}:e2"),
+    ]
+    assert not [d for d in queued if d.webhook_id == other.webhook_id and not d.type.startswith("match.")]
+    body = json.loads(league[1].body)
+    assert body["type"] == "round.paired" and "event" not in body["data"]
+    assert body["data"]["labels"] == {"league": doc.league_id, "round": "1", "pairings": "2", "byes": "0"}
