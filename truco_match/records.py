@@ -30,6 +30,7 @@ from truco_match.events import (
     SeatJoined,
     TimeAdded,
     TimeoutCause,
+    TurnReminder,
 )
 from truco_match.lifecycle import Life
 from truco_match.matches import MatchInfo
@@ -67,6 +68,7 @@ class RecordStep:
     abort: MatchAborted | None = None
     forfeit: MatchForfeited | None = None
     reissue_credential: CredentialReissued | None = None
+    remind: TurnReminder | None = None
 
 
 # ------------------------------------------------------------------ compact storage
@@ -94,6 +96,8 @@ def pack_step(step: RecordStep, created_at: float) -> bytes:
         body = ["f", step.forfeit.seat, step.forfeit.team, step.forfeit.expiries]
     elif step.reissue_credential is not None:
         body = ["k", step.reissue_credential.seat]
+    elif step.remind is not None:
+        body = ["m", step.remind.seat, step.remind.remaining]
     else:
         raise ValueError("a record step needs a step")
     ms = round((step.time - created_at) * 1000)
@@ -129,6 +133,8 @@ def unpack_step(raw: bytes, created_at: float) -> RecordStep:
         common["forfeit"] = MatchForfeited(seat=rest[0], team=rest[1], expiries=rest[2])
     elif kind == "k":
         common["reissue_credential"] = CredentialReissued(seat=rest[0])
+    elif kind == "m":
+        common["remind"] = TurnReminder(seat=rest[0], remaining=rest[1])
     else:
         raise ValueError(f"unknown record step kind {kind!r}")
     return RecordStep(**common)
@@ -178,6 +184,11 @@ def apply_step(
         return table.abort(setup, state, life, step.abort.reason)
     if step.reissue_credential is not None:
         return table.reissue(setup, state, life, step.reissue_credential.seat, now)
+    if step.remind is not None:
+        reminded = table.remind(setup, state, life, now)
+        if reminded is None:
+            raise te.RecordError(f"version {step.version}: the recorded reminder was not due")
+        return reminded
     raise te.RecordError(f"version {step.version}: an empty step")
 
 

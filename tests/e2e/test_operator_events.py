@@ -132,7 +132,7 @@ async def test_each_webhook_arrives_signed_with_one_id_despite_two_failures(
         m = await create(MSG.MatchServiceStub(c2), "paulista", 2)  # through the other worker
         await _resign(MSG.MatchServiceStub(c1), m)
         ids = {f"{m.match_id}:{v}" for v in (1, 2)}  # created, started (its first deal)
-        await _until(lambda: len(receiver.by_id()) >= 3, 30, "three events")
+        await _until(lambda: len(receiver.by_id()) >= 4, 30, "four events")
         await _until(lambda: all(len(a) >= 3 for a in receiver.by_id().values()), 30, "third attempts")
         got = receiver.by_id()
         assert ids <= set(got)
@@ -145,7 +145,7 @@ async def test_each_webhook_arrives_signed_with_one_id_despite_two_failures(
             payload = payloads[0]
             assert payload["data"]["id"] == event_id and payload["data"]["matchId"] == m.match_id
             types[payload["type"]] = payload
-        assert set(types) == {"match.created", "match.started", "match.ended"}
+        assert set(types) == {"match.created", "match.started", "match.turn", "match.ended"}
         ended = types["match.ended"]["data"]
         assert ended["result"]["winnerTeam"] == 1  # seat 0 resigned
         deliveries = await ops.ListWebhookDeliveries(
@@ -273,7 +273,7 @@ async def test_the_operator_stream_follows_a_whole_match_and_resumes(make_worker
         call.cancel()
         kinds = [e.type for e in events]
         assert kinds[:2] == ["match.created", "match.started"] and kinds[-1] == "match.ended"
-        assert set(kinds[2:-1]) == {"match.hand_ended"} and len(kinds) >= 4
+        assert set(kinds[2:-1]) == {"match.hand_ended", "match.turn"} and len(kinds) >= 4
         assert len({e.id for e in events}) == len(events)
         assert all(e.labels["table"] == "7" for e in events)
         final = await stub.GetMatch(MS.GetMatchRequest(match_id=m.match_id), metadata=bearer(m.spectator))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import structlog
 
 from truco_contract.pb import league_service_pb2, match_service_pb2, operator_service_pb2
+from truco_match.match import Match
 from truco_server.api.auth import Authenticator, KeyRing
 from truco_server.api.leagues import LeagueApi
 from truco_server.api.matches import MatchApi, StreamTracker
@@ -27,6 +28,7 @@ from truco_server.services.leagues import LeagueService
 from truco_server.services.matches import MatchService, ServiceSettings
 from truco_server.services.operators import Operators
 from truco_server.services.quotas import Quotas
+from truco_server.services.ratings import RatedMatches, RatingBooks
 from truco_server.services.reads import MatchReads
 from truco_server.services.relay import Relay
 from truco_server.services.scheduler import QueueReader, clock_reader, relay_reader, webhook_reader
@@ -57,6 +59,7 @@ class Services:
     operators: Operators
     deliverer: Deliverer
     leagues: LeagueService
+    ratings: RatingBooks
 
     def readers(self, tick: float) -> list[QueueReader]:
         """The readers of the clock, relay, webhook and league queues."""
@@ -130,7 +133,13 @@ def build_services(
         stopping=stopping,
     )
     operators.listeners.append(leagues.job.on_events)
-    return Services(store, matches, steps, reads, streams, relay, operators, deliverer, leagues)
+    ratings = RatingBooks(store.documents)
+
+    async def load(match_id: str) -> Match:
+        return await matches.load(match_id, fresh=True)
+
+    operators.listeners.append(RatedMatches(ratings, load).on_events)
+    return Services(store, matches, steps, reads, streams, relay, operators, deliverer, leagues, ratings)
 
 
 def _reload_on_sighup(ctx: WorkerContext, keys: KeyRing) -> None:
