@@ -87,13 +87,19 @@ def test_openapi_is_served(served: Served) -> None:
     with urllib.request.urlopen(served.base + "/openapi.json", timeout=10) as resp:
         doc = json.load(resp)
     assert doc["openapi"].startswith("3.")
-    from truco_server.app.wiring import LEAGUE_SERVICE, OPERATOR_SERVICE
+    from truco_server.app.wiring import LEAGUE_SERVICE, MATCHMAKING_SERVICE, OPERATOR_SERVICE
 
     # one document for every service
-    every = [*routes_of(SERVICE), *routes_of(OPERATOR_SERVICE), *routes_of(LEAGUE_SERVICE)]
+    every = [
+        *routes_of(SERVICE),
+        *routes_of(OPERATOR_SERVICE),
+        *routes_of(LEAGUE_SERVICE),
+        *routes_of(MATCHMAKING_SERVICE),
+    ]
     assert doc == build_openapi(every, title=doc["info"]["title"], version=doc["info"]["version"])
     assert "/v1/operator/webhooks" in doc["paths"]
     assert "/v1/leagues/{league_id}/standings" in doc["paths"]
+    assert "/v1/pools/{pool_id}/tickets/{ticket_id}:stream" in doc["paths"]
 
 
 def _create(base: str) -> dict[str, Any]:

@@ -149,6 +149,13 @@ class Operators:
             todo = [m for m, items in moved if len(items) >= RELAY_BATCH]  # more left in these
         return busy
 
+    async def publish(self, owner: str, events: Sequence[OperatorEvent]) -> None:
+        """Events that are not a match commit's (``ticket.matched``): to the owner's stream,
+        its listeners and its webhooks, as a relay does. At least once: the caller publishes
+        again (the same ids) if it dies before recording that it did."""
+        bodies = [codec.operator_event_to_proto(ev).SerializeToString() for ev in events]
+        await self._publish(owner, bodies, events)
+
     async def _publish(self, owner: str, bodies: Sequence[bytes], events: Sequence[OperatorEvent]) -> None:
         """Append ``events`` (stored as ``bodies``, their protos as the outbox holds them) to the
         owner's stream, then tell the listeners and queue the webhook deliveries."""
