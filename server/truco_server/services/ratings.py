@@ -29,7 +29,7 @@ from truco_server.core import errors as E
 from truco_server.core.caller import Operator
 from truco_server.leagues import LeaderboardEntry, PlayerRating, RatedMatch, RatingBook
 from truco_server.leagues.ratings import ranks_from_winner
-from truco_server.ports.documents import Documents
+from truco_server.ports.documents import DocRef, Documents
 
 log = structlog.get_logger("truco.ratings")
 
@@ -80,16 +80,20 @@ class RatingBooks:
         _, book = await self._book(owner, family)
         return {p: book.rating(family, p) for p in players}
 
-    async def rate(self, owner: str, family: str, played: Sequence[RatedMatch]) -> list[str]:
+    async def rate(
+        self, owner: str, family: str, played: Sequence[RatedMatch], *, requires: Sequence[DocRef] = ()
+    ) -> list[str]:
         """Apply finished matches of one family to the owner's book in one write, each once (a
-        match id the book has applied is skipped); returns the ids applied now."""
+        match id the book has applied is skipped); returns the ids applied now. ``requires``:
+        what the matches belong to (a league's): without it nothing is written
+        (:class:`~truco_server.ports.errors.ParentMissing`)."""
         for _ in range(CAS_ATTEMPTS):
             version, book = await self._book(owner, family)
             applied = [m.match_id for m in played if book.apply(m)]
             if not applied:
                 return []
             if await self.documents.put(
-                RATINGS, book_id(owner, family), version, orjson.dumps(book.to_dict())
+                RATINGS, book_id(owner, family), version, orjson.dumps(book.to_dict()), requires=requires
             ):
                 return applied
         raise E.ServiceError("the rating book changed too often", code=E.Code.ABORTED, reason="ABORTED")
