@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import dataclasses
 import hashlib
 import hmac
 import re
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import truco_engine as te
-from truco_match.create import PLAYER_ID, MatchSpec, SpecError, check, family_of
+from truco_match.create import PLAYER_ID, MatchSpec, SeatSpec, SpecError, check, family_of
 from truco_match.operator_events import TicketSeat
 
 POOL_ID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -143,7 +144,10 @@ def check_pool(spec: PoolSpec, default_idle_timeout: int) -> Pool:
             "a pool's matches are seated by the pool and dealt by the server",
             [("seats", "not in a pool")],
         )
-    rules, _ = check(spec.match, default_idle_timeout)
+    rules, _ = check(dataclasses.replace(spec.match, rated=False), default_idle_timeout)
+    if spec.match.rated:  # checked as its matches will be: every seat with a player
+        seated = tuple(SeatSpec(player_id=f"seat-{i}") for i in range(rules.players))
+        check(dataclasses.replace(spec.match, seats=seated), default_idle_timeout)
     if rules.play_mode is te.PlayMode.CARANCHO and spec.match.rated:
         raise SpecError("carancho matches are not rated", [("settings.rated", "not for carancho")])
     problems = spec.window.problems() if spec.window is not None else []

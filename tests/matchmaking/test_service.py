@@ -13,8 +13,10 @@ import pytest
 
 from tests.helpers.clock import FakeClock
 from tests.matchmaking.conftest import services_over
+from tests.service.test_service import act
 from truco_contract import codec
 from truco_contract.pb import operator_service_pb2
+from truco_engine import Action
 from truco_match.create import MatchSpec
 from truco_match.matchmaking import (
     PoolSpec,
@@ -225,6 +227,30 @@ async def test_a_rating_window_pairs_the_closest_and_waits_for_the_far(
     clock.advance(0.2)  # now both windows reach
     await svc.matchmaking.tables.run(key)
     assert (await state("s1")).match_id == (await state("new3")).match_id != ""
+
+
+async def test_a_rated_pool_makes_rated_matches_that_move_its_players_ratings(
+    svc: Services, operator: Operator
+) -> None:
+    """A rated pool is checked as its matches will be (every seat with a player), and the
+    match a table gets is rated into the pool's family when it ends."""
+    made = await svc.matchmaking.pools.create(
+        operator,
+        PoolSpec("ranked", MatchSpec(preset="paulista", players=2, rated=True), RatingWindow(5, 1, 50)),
+    )
+    assert made.pool.family == "paulista-2p"
+    tickets = [
+        (await svc.matchmaking.create_ticket(operator, "ranked", spec(p), None))[0] for p in ("ana", "bia")
+    ]
+    await svc.matchmaking.tables.run(made.key)
+    done = await svc.matchmaking.get_ticket(operator, "ranked", tickets[0].ticket_id)
+    match = await svc.matches.load(done.match_id)
+    assert match.meta.rated
+    await act(svc, done.match_id, done.seats[0].token, Action("resign"))
+    await svc.relay.done()
+    after = {p: await svc.matchmaking.player_rating(operator, p, "paulista-2p") for p in ("ana", "bia")}
+    assert after["ana"].games == after["bia"].games == 1
+    assert after["bia"].mu > after["ana"].mu  # ana resigned
 
 
 class Died(BaseException):
