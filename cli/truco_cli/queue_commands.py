@@ -155,7 +155,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_pool_list)
 
     j = cmds.add_parser("join", help="queue a player (and partners): prints the ticket and its token")
-    j.add_argument("pool")
+    j.add_argument("pool", help="the pool's id")
     j.add_argument("player", help="the player's id")
     j.add_argument("--name", help="the player's display name")
     j.add_argument("--partner", action="append", metavar="ID", help="a partner of the party")
@@ -171,7 +171,7 @@ def register(sub: Any) -> None:
         ("wait", _wait, "wait until the ticket is matched (its seats and their tokens)"),
     ):
         s = cmds.add_parser(name, help=what)
-        s.add_argument("pool")
+        s.add_argument("pool", help="the pool's id")
         s.add_argument("ticket", help="the ticket id")
         if name == "wait":
             s.add_argument(
@@ -186,7 +186,7 @@ def register(sub: Any) -> None:
         s.set_defaults(func=func)
 
     r = cmds.add_parser("rating", help="a player's rating in a rule family")
-    r.add_argument("player")
+    r.add_argument("player", help="the player's id")
     r.add_argument("family", help="e.g. paulista-2p")
     _common(r)
     r.set_defaults(func=_rating)
