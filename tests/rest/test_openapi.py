@@ -24,7 +24,9 @@ from truco_contract.pb import match_service_pb2
 from truco_server.transports.rest.openapi import build_openapi
 from truco_server.transports.rest.routes import routes_of
 
-pytestmark = pytest.mark.timeout(120)
+# A safety net only: the fuzzing stops itself after TIME_BUDGET_S; starting the served workers
+# (up to a minute on a loaded 2-core machine) and generating the cases of every operation come on top.
+pytestmark = pytest.mark.timeout(300)
 
 SERVICE = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
 TIME_BUDGET_S = 40.0
