@@ -5,15 +5,23 @@ clock runs, when a seat away for its disconnect grace must get its default move,
 idle out (:func:`truco_match.table.due`). At that time the server asks :func:`due_step` what to
 do -- in this order: abort a match whose seats did not all join in time; time out the awaited
 decision whose clock ran out; play the default move of an awaited seat away for longer than its
-grace; abort a match idle for its idle timeout -- commits it, and asks :func:`next_wake` for the
-next time. Times are milliseconds since the match's creation.
+grace; remind the awaited seat that its time runs out soon; abort a match idle for its idle
+timeout -- commits it, and asks :func:`next_wake` for the next time. Times are milliseconds
+since the match's creation.
 """
 
 from __future__ import annotations
 
 import truco_engine as te
 from truco_match import records, table
-from truco_match.events import MatchAborted, MatchForfeited, MatchStatus, TimeoutCause, TurnTimedOut
+from truco_match.events import (
+    MatchAborted,
+    MatchForfeited,
+    MatchStatus,
+    TimeoutCause,
+    TurnReminder,
+    TurnTimedOut,
+)
 from truco_match.lifecycle import Life
 
 Due = tuple[table.Step, records.RecordStep, MatchStatus | None]
@@ -52,6 +60,14 @@ def due_step(
         done = table.expire(setup, state, life, TimeoutCause.DISCONNECTED, now)
         if done is not None:
             return done, _timed_out(done, records.StepCause.DISCONNECTED), None
+    reminded = table.remind(setup, state, life, now)
+    if reminded is not None:
+        entry = reminded.entries[0]
+        assert isinstance(entry, TurnReminder)
+        record = records.RecordStep(
+            version=0, time=0.0, seat=entry.seat, cause=records.StepCause.CLOCK, remind=entry
+        )
+        return reminded, record, None
     if lc.idle_timeout and lc.time_control is None and now >= life.last_activity + lc.idle_timeout:
         return _aborted(table.abort(setup, state, life, "idle"), MatchAborted(reason="idle"))
     return None
@@ -66,7 +82,12 @@ def next_wake(setup: table.Setup, state: te.MatchState, life: Life, now: int) ->
     lc = setup.lifecycle
     if due <= now and lc.disconnect_grace and life.awaited is not None:
         # only the away check can be due and not done: the seat is there; look again later
-        others = [t for t in (life.deadline(), lc.join_window if not life.started else None) if t is not None]
+        times = (
+            life.deadline(),
+            life.reminder_due(lc.time_control),
+            lc.join_window if not life.started else None,
+        )
+        others = [t for t in times if t is not None]
         due = min([now + lc.disconnect_grace, *[t for t in others if t > now]])
     return max(due, now)
 

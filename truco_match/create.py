@@ -5,6 +5,7 @@ must pass before anything is stored."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,18 @@ class SeatSpec:
 
     name: str = ""
     kind: SeatKind = SeatKind.HUMAN
+    player_id: str = ""
+    """The operator's id of the player (optional): what a rating follows across matches."""
+
+
+PLAYER_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,64}$")
+"""What an operator's player id may be: 1 to 64 letters, digits and ``. _ : @ -``."""
+
+
+def family_of(rules: te.RuleSet) -> str:
+    """The rating family of a rule set (``<preset>-<players>p``, e.g. ``paulista-4p``): the
+    ratings of one family say nothing about another's."""
+    return f"{rules.name}-{rules.players}p"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +58,9 @@ class MatchSpec:
     timeout of 0 takes the server's default)."""
     client_seed: bytes = b""
     """The creator's entropy, mixed into every deal."""
+    rated: bool = False
+    """The result updates the players' ratings in the match's rating family
+    (:func:`family_of`); every seat needs a ``player_id``."""
 
 
 class SpecError(ValueError):
@@ -101,6 +117,7 @@ def check(spec: MatchSpec, default_idle_timeout: int) -> tuple[te.RuleSet, Lifec
             f"{len(spec.seats)} seats given for {rules.players} players",
             [("seats", f"give {rules.players} seats or none")],
         )
+    _check_players(spec, rules)
     if spec.first_dealer is not None and not 0 <= spec.first_dealer < rules.players:
         raise SpecError(
             f"first_dealer must be a seat 0..{rules.players - 1}", [("first_dealer", "out of range")]
@@ -126,6 +143,32 @@ def check(spec: MatchSpec, default_idle_timeout: int) -> tuple[te.RuleSet, Lifec
     return rules, check_lifecycle(spec.lifecycle, default_idle_timeout)
 
 
+def _check_players(spec: MatchSpec, rules: te.RuleSet) -> None:
+    """Player ids are well formed and seat one player once; a rated match names every seat's
+    player and keeps its teams from hand to hand."""
+    ids = [s.player_id for s in spec.seats if s.player_id]
+    for i, s in enumerate(spec.seats):
+        if s.player_id and not PLAYER_ID.match(s.player_id):
+            raise SpecError(
+                f"seats[{i}].player_id: 1 to 64 letters, digits and . _ : @ -",
+                [(f"seats[{i}].player_id", "1 to 64 letters, digits and . _ : @ -")],
+            )
+    if len(set(ids)) != len(ids):
+        raise SpecError("a player_id appears on two seats", [("seats", "one seat per player_id")])
+    if not spec.rated:
+        return
+    if len(ids) != rules.players:
+        raise SpecError(
+            "a rated match needs a player_id on every seat",
+            [("seats", f"give {rules.players} seats, each with a player_id")],
+        )
+    if rules.play_mode is te.PlayMode.CARANCHO:
+        raise SpecError(
+            "carancho matches are not rated: the sides change every hand",
+            [("settings.rated", "not for carancho")],
+        )
+
+
 def deal_source(spec: MatchSpec) -> DealSource:
     """Where the deals of a match made to ``spec`` come from (visible to every seat)."""
     if spec.deck_orders:
@@ -138,7 +181,7 @@ def deal_source(spec: MatchSpec) -> DealSource:
 def fingerprint_of(spec: MatchSpec, rules: te.RuleSet, lifecycle: Lifecycle) -> dict[str, Any]:
     """What a creation asked for, as the tree its fingerprint is taken of (a retry with the
     same ``request_id`` must ask for the same)."""
-    seats = table.seats_of(rules, [(s.name, s.kind) for s in spec.seats])
+    seats = table.seats_of(rules, [(s.name, s.kind) for s in spec.seats], [s.player_id for s in spec.seats])
     return {
         "rules": rules.to_dict(),
         "seats": [seat_to_dict(s) for s in seats],
@@ -148,4 +191,5 @@ def fingerprint_of(spec: MatchSpec, rules: te.RuleSet, lifecycle: Lifecycle) -> 
         "labels": dict(spec.labels),
         "lifecycle": lifecycle.to_dict(),
         "client_seed": spec.client_seed.hex(),
+        **({"rated": True} if spec.rated else {}),
     }

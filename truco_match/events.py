@@ -49,6 +49,9 @@ class SeatInfo:
     """The seat's team in the first hand (carancho: it changes every hand)."""
     display_name: str
     kind: SeatKind = SeatKind.HUMAN
+    player_id: str = ""
+    """The operator's id of the player in the seat (its own, opaque to the server): what a
+    rating follows from match to match; empty when the creator gave none."""
 
 
 class DealSource(StrEnum):
@@ -213,6 +216,17 @@ class CredentialReissued:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TurnReminder:
+    """The awaited ``seat``'s time for its decision runs out in ``remaining`` milliseconds
+    (``TimeControl.remind_before``; once per decision)."""
+
+    kind: ClassVar[str] = "turn_reminder"
+    seat: int
+    remaining: int
+    """Milliseconds (a ``Duration`` on the wire)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CardList:
     """A list of cards (one seat's hand)."""
 
@@ -241,6 +255,7 @@ ServicePayload = (
     | TimeAdded
     | HandCardsShown
     | CredentialReissued
+    | TurnReminder
 )
 """A payload the service adds to the log (public, but ``hand_cards_shown``: see
 :data:`SPECTATORS_ONLY`)."""
@@ -263,6 +278,7 @@ SERVICE_PAYLOADS: dict[str, type[ServicePayload]] = {
         TimeAdded,
         HandCardsShown,
         CredentialReissued,
+        TurnReminder,
     )
 }
 
@@ -341,7 +357,10 @@ def _plain(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.hex()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        d = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, SeatInfo) and not value.player_id:
+            del d["player_id"]  # the stored form of a seat without one is as it always was
+        return d
     return value
 
 
@@ -357,7 +376,8 @@ def payload_to_dict(payload: Payload) -> dict[str, Any]:
 
 
 def seat_to_dict(seat: SeatInfo) -> dict[str, Any]:
-    """A seat as plain values (stored in match metadata and listings)."""
+    """A seat as plain values (stored in match metadata and listings; no ``player_id`` when
+    it has none)."""
     d: dict[str, Any] = _plain(seat)
     return d
 

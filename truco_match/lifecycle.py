@@ -7,7 +7,9 @@ The clock (``TimeControl``): each decision of the awaited seat has an allowance
 (``per_decision``, or ``first_decision`` for the first decision of a hand, plus any time the
 creator added), then draws on the seat's bank; ``increment`` is added to the bank after each
 of its decisions. The clock runs for one decision at a time, identified by the engine's
-decision counter, so a late expiry never applies to a decision already made.
+decision counter, so a late expiry never applies to a decision already made. Allowances and
+banks go up to fourteen days (correspondence play); ``remind_before`` makes the server remind
+the awaited seat once per decision that long before its time runs out (``turn_reminder``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_DURATION_MS = 24 * 3600 * 1000
-"""Longest allowance, bank, window or timeout a match may set (one day)."""
+"""Longest window or timeout a match may set, and the longest increment (one day)."""
+MAX_DECISION_MS = 14 * MAX_DURATION_MS
+"""Longest allowance, bank or reminder of a turn clock (fourteen days: a correspondence
+match gives hours or days per decision)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,18 +35,27 @@ class TimeControl:
     first_decision: int = 0
     forfeit_after: int = 0
     """Expiries of one seat after which its side loses; 0: never."""
+    remind_before: int = 0
+    """Remind the awaited seat this long before its decision's time runs out (a
+    ``turn_reminder`` event, once per decision); 0: never."""
 
     def problems(self) -> list[tuple[str, str]]:
         """(field, what is wrong) for an invalid clock; empty when valid."""
         out = []
-        for name in ("per_decision", "bank", "increment", "first_decision"):
+        for name in ("per_decision", "bank", "increment", "first_decision", "remind_before"):
             value = getattr(self, name)
-            if not 0 <= value <= MAX_DURATION_MS:
-                out.append((name, f"between 0 and {MAX_DURATION_MS // 1000} seconds"))
+            most = MAX_DURATION_MS if name == "increment" else MAX_DECISION_MS
+            if not 0 <= value <= most:
+                out.append((name, f"between 0 and {most // 1000} seconds"))
             elif 0 < value < 1000 and name != "increment":
                 out.append((name, "at least 1 second (or unset)"))
         if not self.per_decision and not self.bank:
             out.append(("per_decision", "a clock needs per_decision or bank"))
+        elif (
+            self.remind_before
+            and self.remind_before >= max(self.per_decision, self.first_decision) + self.bank
+        ):
+            out.append(("remind_before", "less than a decision's time (per_decision plus bank)"))
         if not 0 <= self.forfeit_after <= 1000:
             out.append(("forfeit_after", "between 0 and 1000"))
         return out
@@ -68,6 +82,9 @@ class Lifecycle:
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        tc = d.get("time_control")
+        if tc is not None and not tc["remind_before"]:
+            del tc["remind_before"]  # the stored form of a clock without one is as it always was
         return {k: v for k, v in d.items() if v}
 
     @classmethod
@@ -106,6 +123,8 @@ class Life:
     """Per viewer (the seats, then the spectators last): ``[generation, issued at]`` of its
     current credential (ms since creation); empty until the first re-issue (every viewer at
     generation 0, issued at creation)."""
+    reminded: int = -1
+    """The decision (its counter) whose seat was last reminded (``turn_reminder``); -1: none."""
 
     def credential(self, viewer: int) -> tuple[int, int]:
         """``(generation, issued at)`` of the current credential of ``viewer`` (a seat, or a
@@ -129,6 +148,7 @@ class Life:
             allowance=self.allowance,
             last_activity=self.last_activity,
             credentials=[list(c) for c in self.credentials],
+            reminded=self.reminded,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -147,6 +167,14 @@ class Life:
             return None
         bank = self.bank[self.awaited] if self.bank else 0
         return self.since + self.allowance + bank
+
+    def reminder_due(self, tc: TimeControl | None) -> int | None:
+        """When the timed decision's seat is to be reminded (ms since creation), or ``None``
+        (no reminder set, none timed, or reminded already)."""
+        end = self.deadline()
+        if tc is None or not tc.remind_before or end is None or self.reminded == self.decision:
+            return None
+        return max(self.since, end - tc.remind_before)
 
     def remaining(self, now: int) -> int | None:
         """Milliseconds the timed decision has left at ``now``."""

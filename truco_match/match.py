@@ -77,6 +77,8 @@ class Meta:
     """What CreateMatch was asked for, to tell a retry of the same ``request_id`` from a reuse
     with another body."""
     format: int = 3
+    rated: bool = False
+    """Its result updates the players' ratings (every seat has a ``player_id``)."""
 
     @property
     def incarnation(self) -> str:
@@ -251,6 +253,7 @@ class Match:
             result=result_of(self.state, self.status),
             lifecycle=self.setup.lifecycle,
             fairness=self.setup.fairness(self.life),
+            rated=m.rated,
         )
 
 

@@ -40,6 +40,8 @@ class MatchInfo:
     """Clock, join window, idle timeout, disconnect grace, spectator settings."""
     fairness: Fairness | None = None
     """Where the deals come from and the seed's hash."""
+    rated: bool = False
+    """The result updates the players' ratings."""
 
     @property
     def preset(self) -> str:

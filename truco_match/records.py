@@ -30,6 +30,7 @@ from truco_match.events import (
     SeatJoined,
     TimeAdded,
     TimeoutCause,
+    TurnReminder,
     TurnTimedOut,
 )
 from truco_match.lifecycle import Life
@@ -71,6 +72,7 @@ class RecordStep:
     timeout: TurnTimedOut | None = None
     """A timeout that made no move: the seat's flor, which it had to sing, was lost and the
     decision passed to another seat (:mod:`truco_match.timeout`)."""
+    remind: TurnReminder | None = None
 
 
 # ------------------------------------------------------------------ compact storage
@@ -100,6 +102,8 @@ def pack_step(step: RecordStep, created_at: float) -> bytes:
         body = ["k", step.reissue_credential.seat]
     elif step.timeout is not None:
         body = ["o", step.timeout.expiries]
+    elif step.remind is not None:
+        body = ["m", step.remind.seat, step.remind.remaining]
     else:
         raise ValueError("a record step needs a step")
     ms = round((step.time - created_at) * 1000)
@@ -138,6 +142,8 @@ def unpack_step(raw: bytes, created_at: float) -> RecordStep:
     elif kind == "o":
         timed_cause = TimeoutCause.CLOCK if common["cause"] is StepCause.CLOCK else TimeoutCause.DISCONNECTED
         common["timeout"] = TurnTimedOut(seat=seat, cause=timed_cause, action=None, expiries=rest[0])
+    elif kind == "m":
+        common["remind"] = TurnReminder(seat=rest[0], remaining=rest[1])
     else:
         raise ValueError(f"unknown record step kind {kind!r}")
     return RecordStep(**common)
@@ -182,6 +188,11 @@ def apply_step(
         return table.abort(setup, state, life, step.abort.reason)
     if step.reissue_credential is not None:
         return table.reissue(setup, state, life, step.reissue_credential.seat, now)
+    if step.remind is not None:
+        reminded = table.remind(setup, state, life, now)
+        if reminded is None:
+            raise te.RecordError(f"version {step.version}: the recorded reminder was not due")
+        return reminded
     raise te.RecordError(f"version {step.version}: an empty step")
 
 

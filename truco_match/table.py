@@ -37,6 +37,7 @@ from truco_match.events import (
     SeatKind,
     TimeAdded,
     TimeoutCause,
+    TurnReminder,
     TurnTimedOut,
 )
 from truco_match.fairness import deck_for_hand, mix, salt_for_hand, seed_hash
@@ -103,8 +104,11 @@ class Step:
     """Milliseconds the acting seat's clock ran for this decision (0 without a clock)."""
 
 
-def seats_of(rules: te.RuleSet, names: Sequence[tuple[str, SeatKind]] = ()) -> tuple[SeatInfo, ...]:
-    """The public seats of a new match: display names (default ``seat N``) and kinds."""
+def seats_of(
+    rules: te.RuleSet, names: Sequence[tuple[str, SeatKind]] = (), player_ids: Sequence[str] = ()
+) -> tuple[SeatInfo, ...]:
+    """The public seats of a new match: display names (default ``seat N``), kinds and the
+    operator's player ids (default none)."""
     teams = te.seat_teams(te.new_match(rules))
     return tuple(
         SeatInfo(
@@ -112,6 +116,7 @@ def seats_of(rules: te.RuleSet, names: Sequence[tuple[str, SeatKind]] = ()) -> t
             team=teams[i],
             display_name=(names[i][0] if i < len(names) else "") or f"seat {i}",
             kind=names[i][1] if i < len(names) else SeatKind.HUMAN,
+            player_id=player_ids[i] if i < len(player_ids) else "",
         )
         for i in range(rules.players)
     )
@@ -214,6 +219,20 @@ def expire(setup: Setup, state: te.MatchState, life: Life, cause: TimeoutCause, 
     return step
 
 
+def remind(setup: Setup, state: te.MatchState, life: Life, now: int) -> Step | None:
+    """The reminder of the awaited seat that its time runs out soon, once per decision
+    (``TimeControl.remind_before``); ``None`` when none is due at ``now`` (not yet, already
+    sent, or the time is already up)."""
+    at = life.reminder_due(setup.lifecycle.time_control)
+    end = life.deadline()
+    seat = life.awaited
+    if at is None or end is None or seat is None or not at <= now < end or te.is_over(state):
+        return None
+    life = life.copy()
+    life.reminded = life.decision
+    return Step(state, life, [TurnReminder(seat=seat, remaining=end - now)])
+
+
 def add_time(setup: Setup, state: te.MatchState, life: Life, seat: int | None, ms: int) -> Step:
     """The creator gives ``seat`` (``None``: every seat) ``ms`` more: on the decision being
     timed and in the bank."""
@@ -299,6 +318,9 @@ def due(setup: Setup, state: te.MatchState, life: Life) -> int | None:
         end = life.deadline()
         if end is not None:
             times.append(end)
+        reminder = life.reminder_due(lc.time_control)
+        if reminder is not None:
+            times.append(reminder)
         if lc.disconnect_grace and life.awaited is not None:
             times.append(life.since + lc.disconnect_grace)
     if lc.idle_timeout and lc.time_control is None:

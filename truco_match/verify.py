@@ -309,6 +309,7 @@ def _describe(step: RecordStep) -> str:
         ("forfeit", "forfeit"),
         ("reissue_credential", "credential re-issue"),
         ("timeout", "timeout without a move"),
+        ("remind", "turn reminder"),
     ):
         if getattr(step, name) is not None:
             return what

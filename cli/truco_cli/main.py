@@ -7,6 +7,7 @@ truco record / verify       export a match's record, check it (truco_cli.record_
 truco bench engine|service  benchmarks (truco_cli.bench_commands)
 truco play / watch / demo / bot / bots eval   clients (truco_cli.client_commands)
 truco league ...            leagues, bot accounts, the bot lobby (truco_cli.league_commands)
+truco queue ...             matchmaking pools, tickets, ratings (truco_cli.queue_commands)
 
 Every user mistake is one line on stderr and a non-zero exit (truco_cli.errors).
 """
@@ -25,6 +26,7 @@ from truco_cli import (
     league_commands,
     match_commands,
     optional,
+    queue_commands,
     record_commands,
 )
 from truco_cli.errors import run_command
@@ -86,6 +88,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sub.add_parser("campaign", help=campaign_help)
     client_commands.register(sub)
     league_commands.register(sub)
+    queue_commands.register(sub)
     return parser
 
 

@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -24,8 +25,9 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 from standardwebhooks import Webhook as Verifier
+from standardwebhooks import WebhookVerificationError
 
-from tests.e2e.client import Player, act, bearer, create, rich
+from tests.e2e.client import Player, act, bearer, create, get, rich
 from tests.e2e.conftest import WorkerFactory, serve_process
 from truco_contract.pb import action_pb2, match_pb2, operator_service_pb2, operator_service_pb2_grpc
 from truco_contract.pb import match_service_pb2 as MS
@@ -132,7 +134,7 @@ async def test_each_webhook_arrives_signed_with_one_id_despite_two_failures(
         m = await create(MSG.MatchServiceStub(c2), "paulista", 2)  # through the other worker
         await _resign(MSG.MatchServiceStub(c1), m)
         ids = {f"{m.match_id}:{v}" for v in (1, 2)}  # created, started (its first deal)
-        await _until(lambda: len(receiver.by_id()) >= 3, 30, "three events")
+        await _until(lambda: len(receiver.by_id()) >= 4, 30, "four events")
         await _until(lambda: all(len(a) >= 3 for a in receiver.by_id().values()), 30, "third attempts")
         got = receiver.by_id()
         assert ids <= set(got)
@@ -145,7 +147,7 @@ async def test_each_webhook_arrives_signed_with_one_id_despite_two_failures(
             payload = payloads[0]
             assert payload["data"]["id"] == event_id and payload["data"]["matchId"] == m.match_id
             types[payload["type"]] = payload
-        assert set(types) == {"match.created", "match.started", "match.ended"}
+        assert set(types) == {"match.created", "match.started", "match.turn", "match.ended"}
         ended = types["match.ended"]["data"]
         assert ended["result"]["winnerTeam"] == 1  # seat 0 resigned
         deliveries = await ops.ListWebhookDeliveries(
@@ -273,7 +275,7 @@ async def test_the_operator_stream_follows_a_whole_match_and_resumes(make_worker
         call.cancel()
         kinds = [e.type for e in events]
         assert kinds[:2] == ["match.created", "match.started"] and kinds[-1] == "match.ended"
-        assert set(kinds[2:-1]) == {"match.hand_ended"} and len(kinds) >= 4
+        assert set(kinds[2:-1]) == {"match.hand_ended", "match.turn"} and len(kinds) >= 4
         assert len({e.id for e in events}) == len(events)
         assert all(e.labels["table"] == "7" for e in events)
         final = await stub.GetMatch(MS.GetMatchRequest(match_id=m.match_id), metadata=bearer(m.spectator))
@@ -306,3 +308,64 @@ async def test_webhooks_over_rest(make_worker: WorkerFactory) -> None:
             assert r.status == 400
             body = await r.json()
             assert json.dumps(body).count("DESTINATION_NOT_ALLOWED") >= 1
+
+
+TURN_EVENT_KEYS = {"id", "matchId", "type", "time", "labels", "turn"}
+TURN_KEYS = {"seat", "playerId", "decision", "awaiting", "call", "handNumber", "deadline"}
+CARD = re.compile(r"^(1[0-2]|[1-9AJQK])[ebcoCHSD]$")  # a card code of either deck
+
+
+def _values(x: Any) -> list[Any]:
+    if isinstance(x, dict):
+        return [v for item in x.values() for v in _values(item)]
+    if isinstance(x, list):
+        return [v for item in x for v in _values(item)]
+    return [x]
+
+
+async def test_match_turn_webhooks_one_per_awaited_decision_signed_and_without_cards(
+    make_worker: WorkerFactory, receiver: Receiver
+) -> None:
+    """A webhook subscribed to ``match.turn`` gets exactly one delivery per decision the
+    match awaited, each verified by the ``standardwebhooks`` library with the webhook's secret;
+    the decisions come from what the seats were shown before acting, not from the events."""
+    receiver.fail = 0
+    async with make_worker(**FAST) as w, grpc.aio.insecure_channel(w.grpc_address) as ch:
+        ops = operator_service_pb2_grpc.OperatorServiceStub(ch)
+        stub = MSG.MatchServiceStub(ch)
+        hook = (
+            await ops.CreateWebhook(OPS.CreateWebhookRequest(url=receiver.url, event_types=["match.turn"]))
+        ).webhook
+        seats = [match_pb2.SeatSpec(display_name=f"p{i}", player_id=f"player-{i}") for i in range(2)]
+        m = await create(stub, "paulista", 2, seats=seats)
+        rng = random.Random(11)
+        awaited: list[tuple[int, int]] = []  # (decision, seat) each seat was shown before acting
+        n = 0
+        while True:
+            view = await get(stub, m.match_id, m.tokens[0])
+            if view.match.state != match_pb2.MATCH_STATE_ACTIVE:
+                break
+            seat = view.observation.awaited[0]
+            mine = await get(stub, m.match_id, m.tokens[seat])
+            awaited.append((mine.observation.decision, seat))
+            action = rng.choice(list(mine.observation.legal_actions))
+            await act(stub, m.match_id, m.tokens[seat], action, rid=f"{m.match_id}-{n}")
+            n += 1
+        assert len(awaited) > 5
+        await _until(lambda: len(receiver.by_id()) >= len(awaited), 60, "a webhook per decision")
+        await asyncio.sleep(0.5)  # a late extra delivery would show here
+        got = receiver.by_id()
+        assert len(got) == len(awaited)
+        payloads = [_verified(hook.secret, attempts[0]) for attempts in got.values()]
+        assert all(len(attempts) == 1 for attempts in got.values())
+        assert {p["type"] for p in payloads} == {"match.turn"}
+        turns = sorted((p["data"]["turn"] for p in payloads), key=lambda t: int(t.get("decision", 0)))
+        assert [(int(t.get("decision", 0)), int(t.get("seat", 0))) for t in turns] == awaited
+        assert all(t["playerId"] == f"player-{t.get('seat', 0)}" for t in turns)
+        for p in payloads:  # the turn and nothing else: no hand, no card anywhere
+            assert set(p["data"]) <= TURN_EVENT_KEYS and set(p["data"]["turn"]) <= TURN_KEYS, p
+            assert not [v for v in _values(p) if isinstance(v, str) and CARD.match(v)], p
+        first = next(iter(got.values()))[0]
+        tampered = Attempt(dict(first.headers), first.body.replace("match.turn", "match.tvrn"))
+        with pytest.raises(WebhookVerificationError):
+            _verified(hook.secret, tampered)

@@ -29,7 +29,7 @@ from truco_server.core import errors as E
 from truco_server.core import requests as T
 from truco_server.core.caller import Operator
 from truco_server.services.leagues import EntrantDoc, LeagueNotFound, LeagueStateError, State
-from truco_server.services.leagues.documents import RATINGS
+from truco_server.services.ratings import RATINGS
 
 
 async def test_unknown_format_is_a_typed_error(any_stack: Stack) -> None:

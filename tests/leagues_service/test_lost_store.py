@@ -71,6 +71,7 @@ class WipingStore:
         self.queues = _WipingPort(store.queues, self)
         self.operators = _WipingPort(store.operators, self)
         self.documents = _WipingPort(store.documents, self)
+        self.tickets = _WipingPort(store.tickets, self)
         self.description = store.description
 
     def wipe(self) -> None:

@@ -17,7 +17,7 @@ from truco_server.core.caller import Operator
 from truco_server.leagues import RatingBook
 from truco_server.ports import Store
 from truco_server.services.leagues import EntrantDoc, State
-from truco_server.services.leagues.documents import RATINGS
+from truco_server.services.ratings import RATINGS
 
 
 class Died(BaseException):
@@ -56,6 +56,7 @@ class DyingStore:
         self.queues = _DyingPort(store.queues, self)
         self.operators = _DyingPort(store.operators, self)
         self.documents = _DyingPort(store.documents, self)
+        self.tickets = _DyingPort(store.tickets, self)
         self.description = store.description
 
 

@@ -237,3 +237,21 @@ def test_invite_links_in_portuguese_and_spanish(served: Served, tmp_path: Path, 
         "Equipo 1 (Beto)",
     ]
     check_marks(summary, "argentine", 2, "top")
+
+
+@pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
+def test_two_pages_press_quick_match_and_play_each_other(
+    served: Served, tmp_path: Path, viewport: str
+) -> None:
+    """Two browser pages press "quick match" in one pool: the server pairs their tickets, each
+    page joins its own seat of the one match, and they play it to the end."""
+    summary = _drive(served, tmp_path, "quick", viewport)
+    assert summary["matchIds"]["ana"] == summary["matchIds"]["bia"] != "", summary
+    assert sorted(summary["seats"].values()) == [0, 1], summary
+    for page in ("ana", "bia"):
+        assert summary["status"][page].startswith("Match over"), summary
+        assert summary["status"][page].endswith(("(you win!)", "(you lose)")), summary
+    match = _rest(served, "GET", f"/v1/matches/{summary['matchId']}", ACME_KEY)["match"]
+    assert match["settings"]["labels"]["pool"] == "quick"
+    assert sorted(s["displayName"] for s in match["seats"]) == ["Ana", "Bia"]
+    assert all(s["playerId"].startswith("guest-") for s in match["seats"])

@@ -24,7 +24,9 @@ from truco_contract.pb import match_service_pb2
 from truco_server.transports.rest.openapi import build_openapi
 from truco_server.transports.rest.routes import routes_of
 
-pytestmark = pytest.mark.timeout(120)
+# A safety net only: the fuzzing stops itself after TIME_BUDGET_S; starting the served workers
+# (up to a minute on a loaded 2-core machine) and generating the cases of every operation come on top.
+pytestmark = pytest.mark.timeout(300)
 
 SERVICE = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
 TIME_BUDGET_S = 40.0
@@ -87,13 +89,19 @@ def test_openapi_is_served(served: Served) -> None:
     with urllib.request.urlopen(served.base + "/openapi.json", timeout=10) as resp:
         doc = json.load(resp)
     assert doc["openapi"].startswith("3.")
-    from truco_server.app.wiring import LEAGUE_SERVICE, OPERATOR_SERVICE
+    from truco_server.app.wiring import LEAGUE_SERVICE, MATCHMAKING_SERVICE, OPERATOR_SERVICE
 
     # one document for every service
-    every = [*routes_of(SERVICE), *routes_of(OPERATOR_SERVICE), *routes_of(LEAGUE_SERVICE)]
+    every = [
+        *routes_of(SERVICE),
+        *routes_of(OPERATOR_SERVICE),
+        *routes_of(LEAGUE_SERVICE),
+        *routes_of(MATCHMAKING_SERVICE),
+    ]
     assert doc == build_openapi(every, title=doc["info"]["title"], version=doc["info"]["version"])
     assert "/v1/operator/webhooks" in doc["paths"]
     assert "/v1/leagues/{league_id}/standings" in doc["paths"]
+    assert "/v1/pools/{pool_id}/tickets/{ticket_id}:stream" in doc["paths"]
 
 
 def _create(base: str) -> dict[str, Any]:

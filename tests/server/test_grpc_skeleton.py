@@ -551,6 +551,11 @@ def test_the_worker_serves_every_rpc_of_every_service() -> None:
 
     svc = build_services(settings(), asyncio.Event(), open_store(None))
     served = apis(svc, Authenticator(settings()))
-    assert {service.name for service, _ in served} == {"MatchService", "OperatorService", "LeagueService"}
+    assert {service.name for service, _ in served} == {
+        "MatchService",
+        "OperatorService",
+        "LeagueService",
+        "MatchmakingService",
+    }
     for service, api in served:
         assert set(method_handlers(api, service)) == {m.name for m in service.methods}, service.name

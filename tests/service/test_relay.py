@@ -67,6 +67,7 @@ async def test_events_a_worker_did_not_relay_are_relayed_by_the_queue_after_the_
     assert await _stream_types(service, operator.name) == [
         "match.created",
         "match.started",
+        "match.turn",
         "match.cancelled",
     ]
     assert await service.store.operators.outbox_take([mid], "check", 1000, 10) == [[]]
@@ -89,7 +90,7 @@ async def test_a_reader_that_finds_the_outbox_locked_looks_again(
     assert await service.store.queues.due(RELAY, FAR) != []  # kept for later
     await asyncio.sleep(1.1)  # the dead relay's lock (1 s) and the retry (1 s) run out
     assert await reader.run_once() == 1
-    assert await _stream_types(service, operator.name) == ["match.created", "match.started"]
+    assert await _stream_types(service, operator.name) == ["match.created", "match.started", "match.turn"]
     assert await service.store.queues.due(RELAY, FAR) == []
 
 
@@ -133,7 +134,7 @@ async def test_commits_of_a_few_milliseconds_are_relayed_together(
     ids = [c.match.match_id for c in created]
     assert calls == [ids]
     types = await _stream_types(service, operator.name)
-    assert types == ["match.created", "match.started"] * 3
+    assert types == ["match.created", "match.started", "match.turn"] * 3
     assert await service.store.queues.due(RELAY, FAR) == []  # every safety net released
     for mid in ids:
         assert await service.store.operators.outbox_take([mid], "check", 1000, 10) == [[]]

@@ -172,6 +172,7 @@ class TimeControl(_message.Message):
     FIRST_DECISION_FIELD_NUMBER: _builtins.int
     ON_EXPIRY_FIELD_NUMBER: _builtins.int
     FORFEIT_AFTER_FIELD_NUMBER: _builtins.int
+    REMIND_BEFORE_FIELD_NUMBER: _builtins.int
     on_expiry: Global___ExpiryAction.ValueType
     """What happens at expiry."""
     forfeit_after: _builtins.int
@@ -180,7 +181,9 @@ class TimeControl(_message.Message):
     """
     @_builtins.property
     def per_decision(self) -> _duration_pb2.Duration:
-        """Time each decision has before the bank is used. Unset: none."""
+        """Time each decision has before the bank is used (1 second to 14 days:
+        hours or days per decision make a correspondence match). Unset: none.
+        """
 
     @_builtins.property
     def bank(self) -> _duration_pb2.Duration:
@@ -196,6 +199,13 @@ class TimeControl(_message.Message):
         to look at the new cards). Unset: per_decision.
         """
 
+    @_builtins.property
+    def remind_before(self) -> _duration_pb2.Duration:
+        """Remind the awaited seat this long before its decision's time runs out:
+        a TurnReminder event (and the operator event "match.turn_reminder"),
+        once per decision. Less than per_decision plus bank. Unset: never.
+        """
+
     def __init__(
         self,
         *,
@@ -205,10 +215,11 @@ class TimeControl(_message.Message):
         first_decision: _duration_pb2.Duration | None = ...,
         on_expiry: Global___ExpiryAction.ValueType = ...,
         forfeit_after: _builtins.int = ...,
+        remind_before: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bank", b"bank", "first_decision", b"first_decision", "increment", b"increment", "per_decision", b"per_decision"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bank", b"bank", "first_decision", b"first_decision", "increment", b"increment", "per_decision", b"per_decision", "remind_before", b"remind_before"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bank", b"bank", "first_decision", b"first_decision", "forfeit_after", b"forfeit_after", "increment", b"increment", "on_expiry", b"on_expiry", "per_decision", b"per_decision"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bank", b"bank", "first_decision", b"first_decision", "forfeit_after", b"forfeit_after", "increment", b"increment", "on_expiry", b"on_expiry", "per_decision", b"per_decision", "remind_before", b"remind_before"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -259,19 +270,26 @@ class SeatSpec(_message.Message):
 
     DISPLAY_NAME_FIELD_NUMBER: _builtins.int
     KIND_FIELD_NUMBER: _builtins.int
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
     display_name: _builtins.str
     """Name shown to other seats and spectators. Optional (default "seat N")."""
     kind: Global___SeatKind.ValueType
     """Human or bot."""
+    player_id: _builtins.str
+    """The operator's own id of the player in this seat (optional; 1 to 64
+    letters, digits and . _ : @ -): what a rating follows from match to
+    match. One seat per player id. Required on every seat of a rated match.
+    """
     def __init__(
         self,
         *,
         display_name: _builtins.str = ...,
         kind: Global___SeatKind.ValueType = ...,
+        player_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_name", b"display_name", "kind", b"kind"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_name", b"display_name", "kind", b"kind", "player_id", b"player_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -287,6 +305,7 @@ class Seat(_message.Message):
     TEAM_FIELD_NUMBER: _builtins.int
     DISPLAY_NAME_FIELD_NUMBER: _builtins.int
     KIND_FIELD_NUMBER: _builtins.int
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """Seat number, 0-based, in playing order."""
     team: _builtins.int
@@ -297,6 +316,8 @@ class Seat(_message.Message):
     """Display name given at creation."""
     kind: Global___SeatKind.ValueType
     """Human or bot."""
+    player_id: _builtins.str
+    """The operator's id of the player, when the creator gave one."""
     def __init__(
         self,
         *,
@@ -304,10 +325,11 @@ class Seat(_message.Message):
         team: _builtins.int = ...,
         display_name: _builtins.str = ...,
         kind: Global___SeatKind.ValueType = ...,
+        player_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_name", b"display_name", "kind", b"kind", "seat", b"seat", "team", b"team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_name", b"display_name", "kind", b"kind", "player_id", b"player_id", "seat", b"seat", "team", b"team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -372,10 +394,16 @@ class MatchSettings(_message.Message):
     SPECTATOR_DELAY_ACTIONS_FIELD_NUMBER: _builtins.int
     SHOW_HANDS_TO_SPECTATORS_FIELD_NUMBER: _builtins.int
     CREDENTIAL_TTL_FIELD_NUMBER: _builtins.int
+    RATED_FIELD_NUMBER: _builtins.int
     spectator_delay_actions: _builtins.int
     """Spectators see the match this many actions late (0: live)."""
     show_hands_to_spectators: _builtins.bool
     """Spectators see every seat's cards once a hand is over (HandCardsShown)."""
+    rated: _builtins.bool
+    """The result updates the players' ratings in the match's rating family
+    ("<preset>-<players>p"): every seat needs a player_id; not for carancho.
+    A match that ends without a winner (aborted, cancelled) is not rated.
+    """
     @_builtins.property
     def turn_timeout(self) -> _duration_pb2.Duration:
         """Shorthand for a time control of `turn_timeout` per decision (and nothing
@@ -434,10 +462,11 @@ class MatchSettings(_message.Message):
         spectator_delay_actions: _builtins.int = ...,
         show_hands_to_spectators: _builtins.bool = ...,
         credential_ttl: _duration_pb2.Duration | None = ...,
+        rated: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["credential_ttl", b"credential_ttl", "disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["credential_ttl", b"credential_ttl", "disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "labels", b"labels", "show_hands_to_spectators", b"show_hands_to_spectators", "spectator_delay_actions", b"spectator_delay_actions", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["credential_ttl", b"credential_ttl", "disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "labels", b"labels", "rated", b"rated", "show_hands_to_spectators", b"show_hands_to_spectators", "spectator_delay_actions", b"spectator_delay_actions", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -955,6 +955,7 @@ class RecordStep(_message.Message):
     FORFEIT_FIELD_NUMBER: _builtins.int
     REISSUE_CREDENTIAL_FIELD_NUMBER: _builtins.int
     TIMEOUT_FIELD_NUMBER: _builtins.int
+    REMIND_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """Match version after the step."""
     seat: _builtins.int
@@ -1005,6 +1006,10 @@ class RecordStep(_message.Message):
         lost and the decision passed to another seat (docs/lifecycle.md).
         """
 
+    @_builtins.property
+    def remind(self) -> _event_pb2.TurnReminder:
+        """The server reminded the awaited seat that its time runs out soon."""
+
     def __init__(
         self,
         *,
@@ -1022,14 +1027,15 @@ class RecordStep(_message.Message):
         forfeit: _event_pb2.MatchForfeited | None = ...,
         reissue_credential: _event_pb2.CredentialReissued | None = ...,
         timeout: _event_pb2.TurnTimedOut | None = ...,
+        remind: _event_pb2.TurnReminder | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "seat", b"seat", "step", b"step", "time", b"time", "timeout", b"timeout"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "remind", b"remind", "seat", b"seat", "step", b"step", "time", b"time", "timeout", b"timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "cause", b"cause", "clock_ms", b"clock_ms", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "seat", b"seat", "step", b"step", "time", b"time", "timeout", b"timeout", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "cause", b"cause", "clock_ms", b"clock_ms", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "remind", b"remind", "seat", b"seat", "step", b"step", "time", b"time", "timeout", b"timeout", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
-    _WhichOneofReturnType_step: _TypeAlias = _typing.Literal["action", "join", "add_time", "adjudicate", "cancel", "abort", "forfeit", "reissue_credential", "timeout"]  # noqa: Y015
+    _WhichOneofReturnType_step: _TypeAlias = _typing.Literal["action", "join", "add_time", "adjudicate", "cancel", "abort", "forfeit", "reissue_credential", "timeout", "remind"]  # noqa: Y015
     _WhichOneofArgType_step: _TypeAlias = _typing.Literal["step", b"step"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...

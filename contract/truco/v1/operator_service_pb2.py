@@ -28,7 +28,7 @@ from truco.v1 import event_pb2 as truco_dot_v1_dot_event__pb2
 from truco.v1 import match_pb2 as truco_dot_v1_dot_match__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ftruco/v1/operator_service.proto\x12\x08truco.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14truco/v1/event.proto\x1a\x14truco/v1/match.proto\"\xa0\x02\n\rOperatorEvent\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06\x63ursor\x18\x02 \x01(\t\x12\x10\n\x08match_id\x18\x03 \x01(\t\x12\x0c\n\x04type\x18\x04 \x01(\t\x12(\n\x04time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1e\n\x05\x65vent\x18\x06 \x01(\x0b\x32\x0f.truco.v1.Event\x12\x33\n\x06labels\x18\x07 \x03(\x0b\x32#.truco.v1.OperatorEvent.LabelsEntry\x12%\n\x06result\x18\x08 \x01(\x0b\x32\x15.truco.v1.MatchResult\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"2\n\x1bStreamOperatorEventsRequest\x12\x13\n\x0b\x66rom_cursor\x18\x01 \x01(\t\"\x84\x01\n\x1cStreamOperatorEventsResponse\x12(\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x17.truco.v1.OperatorEventH\x00\x12/\n\theartbeat\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00\x42\t\n\x07message\"\x95\x01\n\x07Webhook\x12\x12\n\nwebhook_id\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x13\n\x0b\x65vent_types\x18\x03 \x03(\t\x12\x0e\n\x06secret\x18\x04 \x01(\t\x12/\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\"M\n\x14\x43reateWebhookRequest\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\x13\n\x0b\x65vent_types\x18\x02 \x03(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\";\n\x15\x43reateWebhookResponse\x12\"\n\x07webhook\x18\x01 \x01(\x0b\x32\x11.truco.v1.Webhook\"\x15\n\x13ListWebhooksRequest\";\n\x14ListWebhooksResponse\x12#\n\x08webhooks\x18\x01 \x03(\x0b\x32\x11.truco.v1.Webhook\"*\n\x14\x44\x65leteWebhookRequest\x12\x12\n\nwebhook_id\x18\x01 \x01(\t\"\x17\n\x15\x44\x65leteWebhookResponse\"\xf5\x01\n\x0fWebhookDelivery\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12&\n\x05state\x18\x03 \x01(\x0e\x32\x17.truco.v1.DeliveryState\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\x05\x12\x13\n\x0blast_status\x18\x05 \x01(\x05\x12\x12\n\nlast_error\x18\x06 \x01(\t\x12\x35\n\x11next_attempt_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nevent_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"m\n\x1cListWebhookDeliveriesRequest\x12\x12\n\nwebhook_id\x18\x01 \x01(\t\x12&\n\x05state\x18\x02 \x01(\x0e\x32\x17.truco.v1.DeliveryState\x12\x11\n\tpage_size\x18\x03 \x01(\x05\"N\n\x1dListWebhookDeliveriesResponse\x12-\n\ndeliveries\x18\x01 \x03(\x0b\x32\x19.truco.v1.WebhookDelivery*\x84\x01\n\rDeliveryState\x12\x1e\n\x1a\x44\x45LIVERY_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x44\x45LIVERY_STATE_PENDING\x10\x01\x12\x1c\n\x18\x44\x45LIVERY_STATE_DELIVERED\x10\x02\x12\x19\n\x15\x44\x45LIVERY_STATE_FAILED\x10\x03\x32\xa1\x05\n\x0fOperatorService\x12\x8b\x01\n\x14StreamOperatorEvents\x12%.truco.v1.StreamOperatorEventsRequest\x1a&.truco.v1.StreamOperatorEventsResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/v1/operator/events:stream0\x01\x12r\n\rCreateWebhook\x12\x1e.truco.v1.CreateWebhookRequest\x1a\x1f.truco.v1.CreateWebhookResponse\" \x82\xd3\xe4\x93\x02\x1a\"\x15/v1/operator/webhooks:\x01*\x12l\n\x0cListWebhooks\x12\x1d.truco.v1.ListWebhooksRequest\x1a\x1e.truco.v1.ListWebhooksResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/v1/operator/webhooks\x12|\n\rDeleteWebhook\x12\x1e.truco.v1.DeleteWebhookRequest\x1a\x1f.truco.v1.DeleteWebhookResponse\"*\x82\xd3\xe4\x93\x02$*\"/v1/operator/webhooks/{webhook_id}\x12\x9f\x01\n\x15ListWebhookDeliveries\x12&.truco.v1.ListWebhookDeliveriesRequest\x1a\'.truco.v1.ListWebhookDeliveriesResponse\"5\x82\xd3\xe4\x93\x02/\x12-/v1/operator/webhooks/{webhook_id}/deliveriesb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ftruco/v1/operator_service.proto\x12\x08truco.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14truco/v1/event.proto\x1a\x14truco/v1/match.proto\"\xec\x02\n\rOperatorEvent\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06\x63ursor\x18\x02 \x01(\t\x12\x10\n\x08match_id\x18\x03 \x01(\t\x12\x0c\n\x04type\x18\x04 \x01(\t\x12(\n\x04time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1e\n\x05\x65vent\x18\x06 \x01(\x0b\x32\x0f.truco.v1.Event\x12\x33\n\x06labels\x18\x07 \x03(\x0b\x32#.truco.v1.OperatorEvent.LabelsEntry\x12%\n\x06result\x18\x08 \x01(\x0b\x32\x15.truco.v1.MatchResult\x12#\n\x04turn\x18\t \x01(\x0b\x32\x15.truco.v1.TurnAwaited\x12%\n\x06ticket\x18\n \x01(\x0b\x32\x15.truco.v1.TicketMatch\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xa3\x01\n\x0bTurnAwaited\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x10\n\x08\x64\x65\x63ision\x18\x03 \x01(\x03\x12\x10\n\x08\x61waiting\x18\x04 \x01(\t\x12\x0c\n\x04\x63\x61ll\x18\x05 \x01(\t\x12\x13\n\x0bhand_number\x18\x06 \x01(\x05\x12,\n\x08\x64\x65\x61\x64line\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"V\n\x0bTicketMatch\x12\x11\n\tticket_id\x18\x01 \x01(\t\x12\x0f\n\x07pool_id\x18\x02 \x01(\t\x12#\n\x05seats\x18\x03 \x03(\x0b\x32\x14.truco.v1.TicketSeat\"<\n\nTicketSeat\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\x05\x12\r\n\x05token\x18\x03 \x01(\t\"G\n\x1bStreamOperatorEventsRequest\x12\x13\n\x0b\x66rom_cursor\x18\x01 \x01(\t\x12\x13\n\x0b\x65vent_types\x18\x02 \x03(\t\"\x84\x01\n\x1cStreamOperatorEventsResponse\x12(\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x17.truco.v1.OperatorEventH\x00\x12/\n\theartbeat\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00\x42\t\n\x07message\"\x95\x01\n\x07Webhook\x12\x12\n\nwebhook_id\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x13\n\x0b\x65vent_types\x18\x03 \x03(\t\x12\x0e\n\x06secret\x18\x04 \x01(\t\x12/\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\"M\n\x14\x43reateWebhookRequest\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\x13\n\x0b\x65vent_types\x18\x02 \x03(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\";\n\x15\x43reateWebhookResponse\x12\"\n\x07webhook\x18\x01 \x01(\x0b\x32\x11.truco.v1.Webhook\"\x15\n\x13ListWebhooksRequest\";\n\x14ListWebhooksResponse\x12#\n\x08webhooks\x18\x01 \x03(\x0b\x32\x11.truco.v1.Webhook\"*\n\x14\x44\x65leteWebhookRequest\x12\x12\n\nwebhook_id\x18\x01 \x01(\t\"\x17\n\x15\x44\x65leteWebhookResponse\"\xf5\x01\n\x0fWebhookDelivery\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12&\n\x05state\x18\x03 \x01(\x0e\x32\x17.truco.v1.DeliveryState\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\x05\x12\x13\n\x0blast_status\x18\x05 \x01(\x05\x12\x12\n\nlast_error\x18\x06 \x01(\t\x12\x35\n\x11next_attempt_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nevent_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"m\n\x1cListWebhookDeliveriesRequest\x12\x12\n\nwebhook_id\x18\x01 \x01(\t\x12&\n\x05state\x18\x02 \x01(\x0e\x32\x17.truco.v1.DeliveryState\x12\x11\n\tpage_size\x18\x03 \x01(\x05\"N\n\x1dListWebhookDeliveriesResponse\x12-\n\ndeliveries\x18\x01 \x03(\x0b\x32\x19.truco.v1.WebhookDelivery*\x84\x01\n\rDeliveryState\x12\x1e\n\x1a\x44\x45LIVERY_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x44\x45LIVERY_STATE_PENDING\x10\x01\x12\x1c\n\x18\x44\x45LIVERY_STATE_DELIVERED\x10\x02\x12\x19\n\x15\x44\x45LIVERY_STATE_FAILED\x10\x03\x32\xa1\x05\n\x0fOperatorService\x12\x8b\x01\n\x14StreamOperatorEvents\x12%.truco.v1.StreamOperatorEventsRequest\x1a&.truco.v1.StreamOperatorEventsResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/v1/operator/events:stream0\x01\x12r\n\rCreateWebhook\x12\x1e.truco.v1.CreateWebhookRequest\x1a\x1f.truco.v1.CreateWebhookResponse\" \x82\xd3\xe4\x93\x02\x1a\"\x15/v1/operator/webhooks:\x01*\x12l\n\x0cListWebhooks\x12\x1d.truco.v1.ListWebhooksRequest\x1a\x1e.truco.v1.ListWebhooksResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/v1/operator/webhooks\x12|\n\rDeleteWebhook\x12\x1e.truco.v1.DeleteWebhookRequest\x1a\x1f.truco.v1.DeleteWebhookResponse\"*\x82\xd3\xe4\x93\x02$*\"/v1/operator/webhooks/{webhook_id}\x12\x9f\x01\n\x15ListWebhookDeliveries\x12&.truco.v1.ListWebhookDeliveriesRequest\x1a\'.truco.v1.ListWebhookDeliveriesResponse\"5\x82\xd3\xe4\x93\x02/\x12-/v1/operator/webhooks/{webhook_id}/deliveriesb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -47,36 +47,42 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_OPERATORSERVICE'].methods_by_name['DeleteWebhook']._serialized_options = b'\202\323\344\223\002$*\"/v1/operator/webhooks/{webhook_id}'
   _globals['_OPERATORSERVICE'].methods_by_name['ListWebhookDeliveries']._loaded_options = None
   _globals['_OPERATORSERVICE'].methods_by_name['ListWebhookDeliveries']._serialized_options = b'\202\323\344\223\002/\022-/v1/operator/webhooks/{webhook_id}/deliveries'
-  _globals['_DELIVERYSTATE']._serialized_start=1515
-  _globals['_DELIVERYSTATE']._serialized_end=1647
+  _globals['_DELIVERYSTATE']._serialized_start=1928
+  _globals['_DELIVERYSTATE']._serialized_end=2060
   _globals['_OPERATOREVENT']._serialized_start=153
-  _globals['_OPERATOREVENT']._serialized_end=441
-  _globals['_OPERATOREVENT_LABELSENTRY']._serialized_start=396
-  _globals['_OPERATOREVENT_LABELSENTRY']._serialized_end=441
-  _globals['_STREAMOPERATOREVENTSREQUEST']._serialized_start=443
-  _globals['_STREAMOPERATOREVENTSREQUEST']._serialized_end=493
-  _globals['_STREAMOPERATOREVENTSRESPONSE']._serialized_start=496
-  _globals['_STREAMOPERATOREVENTSRESPONSE']._serialized_end=628
-  _globals['_WEBHOOK']._serialized_start=631
-  _globals['_WEBHOOK']._serialized_end=780
-  _globals['_CREATEWEBHOOKREQUEST']._serialized_start=782
-  _globals['_CREATEWEBHOOKREQUEST']._serialized_end=859
-  _globals['_CREATEWEBHOOKRESPONSE']._serialized_start=861
-  _globals['_CREATEWEBHOOKRESPONSE']._serialized_end=920
-  _globals['_LISTWEBHOOKSREQUEST']._serialized_start=922
-  _globals['_LISTWEBHOOKSREQUEST']._serialized_end=943
-  _globals['_LISTWEBHOOKSRESPONSE']._serialized_start=945
-  _globals['_LISTWEBHOOKSRESPONSE']._serialized_end=1004
-  _globals['_DELETEWEBHOOKREQUEST']._serialized_start=1006
-  _globals['_DELETEWEBHOOKREQUEST']._serialized_end=1048
-  _globals['_DELETEWEBHOOKRESPONSE']._serialized_start=1050
-  _globals['_DELETEWEBHOOKRESPONSE']._serialized_end=1073
-  _globals['_WEBHOOKDELIVERY']._serialized_start=1076
-  _globals['_WEBHOOKDELIVERY']._serialized_end=1321
-  _globals['_LISTWEBHOOKDELIVERIESREQUEST']._serialized_start=1323
-  _globals['_LISTWEBHOOKDELIVERIESREQUEST']._serialized_end=1432
-  _globals['_LISTWEBHOOKDELIVERIESRESPONSE']._serialized_start=1434
-  _globals['_LISTWEBHOOKDELIVERIESRESPONSE']._serialized_end=1512
-  _globals['_OPERATORSERVICE']._serialized_start=1650
-  _globals['_OPERATORSERVICE']._serialized_end=2323
+  _globals['_OPERATOREVENT']._serialized_end=517
+  _globals['_OPERATOREVENT_LABELSENTRY']._serialized_start=472
+  _globals['_OPERATOREVENT_LABELSENTRY']._serialized_end=517
+  _globals['_TURNAWAITED']._serialized_start=520
+  _globals['_TURNAWAITED']._serialized_end=683
+  _globals['_TICKETMATCH']._serialized_start=685
+  _globals['_TICKETMATCH']._serialized_end=771
+  _globals['_TICKETSEAT']._serialized_start=773
+  _globals['_TICKETSEAT']._serialized_end=833
+  _globals['_STREAMOPERATOREVENTSREQUEST']._serialized_start=835
+  _globals['_STREAMOPERATOREVENTSREQUEST']._serialized_end=906
+  _globals['_STREAMOPERATOREVENTSRESPONSE']._serialized_start=909
+  _globals['_STREAMOPERATOREVENTSRESPONSE']._serialized_end=1041
+  _globals['_WEBHOOK']._serialized_start=1044
+  _globals['_WEBHOOK']._serialized_end=1193
+  _globals['_CREATEWEBHOOKREQUEST']._serialized_start=1195
+  _globals['_CREATEWEBHOOKREQUEST']._serialized_end=1272
+  _globals['_CREATEWEBHOOKRESPONSE']._serialized_start=1274
+  _globals['_CREATEWEBHOOKRESPONSE']._serialized_end=1333
+  _globals['_LISTWEBHOOKSREQUEST']._serialized_start=1335
+  _globals['_LISTWEBHOOKSREQUEST']._serialized_end=1356
+  _globals['_LISTWEBHOOKSRESPONSE']._serialized_start=1358
+  _globals['_LISTWEBHOOKSRESPONSE']._serialized_end=1417
+  _globals['_DELETEWEBHOOKREQUEST']._serialized_start=1419
+  _globals['_DELETEWEBHOOKREQUEST']._serialized_end=1461
+  _globals['_DELETEWEBHOOKRESPONSE']._serialized_start=1463
+  _globals['_DELETEWEBHOOKRESPONSE']._serialized_end=1486
+  _globals['_WEBHOOKDELIVERY']._serialized_start=1489
+  _globals['_WEBHOOKDELIVERY']._serialized_end=1734
+  _globals['_LISTWEBHOOKDELIVERIESREQUEST']._serialized_start=1736
+  _globals['_LISTWEBHOOKDELIVERIESREQUEST']._serialized_end=1845
+  _globals['_LISTWEBHOOKDELIVERIESRESPONSE']._serialized_start=1847
+  _globals['_LISTWEBHOOKDELIVERIESRESPONSE']._serialized_end=1925
+  _globals['_OPERATORSERVICE']._serialized_start=2063
+  _globals['_OPERATORSERVICE']._serialized_end=2736
 # @@protoc_insertion_point(module_scope)

@@ -84,9 +84,12 @@ class OperatorEvent(_message.Message):
     EVENT_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    TURN_FIELD_NUMBER: _builtins.int
+    TICKET_FIELD_NUMBER: _builtins.int
     id: _builtins.str
-    """Stable id: "<match_id>:<version>" ("<league_id>:e<n>" for a league
-    event). The webhook-id of its deliveries.
+    """Stable id: "<match_id>:<version>" ("<match_id>:<version>:turn" for
+    "match.turn", "<ticket_id>:matched" for "ticket.matched", "<league_id>:e<n>"
+    for a league event). The webhook-id of its deliveries.
     """
     cursor: _builtins.str
     """Position in the operator's stream; resume from it."""
@@ -95,7 +98,9 @@ class OperatorEvent(_message.Message):
     type: _builtins.str
     """"match.created", "match.started", "match.hand_ended", "match.ended",
     "match.aborted", "match.cancelled", "match.turn_timed_out",
-    "match.credential_reissued"; a league's: "league.started",
+    "match.credential_reissued", "match.turn" (a decision is awaited),
+    "match.turn_reminder" (its time runs out soon), "ticket.matched" (a
+    matchmaking ticket got its seat); a league's: "league.started",
     "round.paired", "entrant.forfeited", "result.corrected", "league.paused",
     "league.resumed", "league.finished" (labels: league, round, table,
     entrant, reason).
@@ -106,7 +111,9 @@ class OperatorEvent(_message.Message):
 
     @_builtins.property
     def event(self) -> _event_pb2.Event:
-        """The match event, as a spectator sees it (none for a league event)."""
+        """The match event, as a spectator sees it (unset on "match.turn",
+        "ticket.matched" and a league event).
+        """
 
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
@@ -115,6 +122,14 @@ class OperatorEvent(_message.Message):
     @_builtins.property
     def result(self) -> _match_pb2.MatchResult:
         """The result, on "match.ended"."""
+
+    @_builtins.property
+    def turn(self) -> Global___TurnAwaited:
+        """The awaited decision, on "match.turn" and "match.turn_reminder"."""
+
+    @_builtins.property
+    def ticket(self) -> Global___TicketMatch:
+        """The ticket and its players' seats, on "ticket.matched"."""
 
     def __init__(
         self,
@@ -127,14 +142,130 @@ class OperatorEvent(_message.Message):
         event: _event_pb2.Event | None = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         result: _match_pb2.MatchResult | None = ...,
+        turn: Global___TurnAwaited | None = ...,
+        ticket: Global___TicketMatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "result", b"result", "time", b"time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "result", b"result", "ticket", b"ticket", "time", b"time", "turn", b"turn"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cursor", b"cursor", "event", b"event", "id", b"id", "labels", b"labels", "match_id", b"match_id", "result", b"result", "time", b"time", "type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cursor", b"cursor", "event", b"event", "id", b"id", "labels", b"labels", "match_id", b"match_id", "result", b"result", "ticket", b"ticket", "time", b"time", "turn", b"turn", "type", b"type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___OperatorEvent: _TypeAlias = OperatorEvent  # noqa: Y015
+
+@_typing.final
+class TurnAwaited(_message.Message):
+    """What a "match.turn" awaits: public, never a card."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    DECISION_FIELD_NUMBER: _builtins.int
+    AWAITING_FIELD_NUMBER: _builtins.int
+    CALL_FIELD_NUMBER: _builtins.int
+    HAND_NUMBER_FIELD_NUMBER: _builtins.int
+    DEADLINE_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The awaited seat."""
+    player_id: _builtins.str
+    """The seat's player id, when the match's creator gave one."""
+    decision: _builtins.int
+    """The decision's number (Observation.decision)."""
+    awaiting: _builtins.str
+    """"play" (its turn: a card or a call) or "answer" (the pending call)."""
+    call: _builtins.str
+    """When answering: the call awaiting the answer ("truco", "envido", ... or
+    "hand_of_eleven").
+    """
+    hand_number: _builtins.int
+    """The hand in play (1-based)."""
+    @_builtins.property
+    def deadline(self) -> _timestamp_pb2.Timestamp:
+        """When the decision's time runs out; unset without a clock."""
+
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        player_id: _builtins.str = ...,
+        decision: _builtins.int = ...,
+        awaiting: _builtins.str = ...,
+        call: _builtins.str = ...,
+        hand_number: _builtins.int = ...,
+        deadline: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["awaiting", b"awaiting", "call", b"call", "deadline", b"deadline", "decision", b"decision", "hand_number", b"hand_number", "player_id", b"player_id", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnAwaited: _TypeAlias = TurnAwaited  # noqa: Y015
+
+@_typing.final
+class TicketMatch(_message.Message):
+    """A matched matchmaking ticket: the seat of each of its players, with the
+    seat's credential to hand to that player.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TICKET_ID_FIELD_NUMBER: _builtins.int
+    POOL_ID_FIELD_NUMBER: _builtins.int
+    SEATS_FIELD_NUMBER: _builtins.int
+    ticket_id: _builtins.str
+    """The ticket."""
+    pool_id: _builtins.str
+    """Its pool."""
+    @_builtins.property
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___TicketSeat]:
+        """One per player of the ticket (its player first, then its party)."""
+
+    def __init__(
+        self,
+        *,
+        ticket_id: _builtins.str = ...,
+        pool_id: _builtins.str = ...,
+        seats: _abc.Iterable[Global___TicketSeat] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["pool_id", b"pool_id", "seats", b"seats", "ticket_id", b"ticket_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TicketMatch: _TypeAlias = TicketMatch  # noqa: Y015
+
+@_typing.final
+class TicketSeat(_message.Message):
+    """A ticket player's seat."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    """The player."""
+    seat: _builtins.int
+    """The seat it plays."""
+    token: _builtins.str
+    """That seat's credential (SeatCredential.token)."""
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        seat: _builtins.int = ...,
+        token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["player_id", b"player_id", "seat", b"seat", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TicketSeat: _TypeAlias = TicketSeat  # noqa: Y015
 
 @_typing.final
 class StreamOperatorEventsRequest(_message.Message):
@@ -143,16 +274,24 @@ class StreamOperatorEventsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     FROM_CURSOR_FIELD_NUMBER: _builtins.int
+    EVENT_TYPES_FIELD_NUMBER: _builtins.int
     from_cursor: _builtins.str
     """The cursor of the last event processed; empty: only new events."""
+    @_builtins.property
+    def event_types(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Only these event types ("match.turn"...); empty: every type. Heartbeats
+        still come; resume from the cursor of the last event received.
+        """
+
     def __init__(
         self,
         *,
         from_cursor: _builtins.str = ...,
+        event_types: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_cursor", b"from_cursor"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event_types", b"event_types", "from_cursor", b"from_cursor"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -72,10 +72,12 @@ class OperatorServiceServicer:
 
     def StreamOperatorEvents(self, request, context):
         """The lifecycle events of the operator's matches, from a resume point, until
-        the client cancels. Heartbeats when nothing happened for the server's
-        heartbeat interval. Delivery is at least once: dedupe by OperatorEvent.id.
+        the client cancels; only the types asked for, when event_types is given.
+        Heartbeats when nothing happened for the server's heartbeat interval.
+        Delivery is at least once: dedupe by OperatorEvent.id.
 
-        Errors: INVALID_ARGUMENT (bad cursor); UNAUTHENTICATED; UNAVAILABLE.
+        Errors: INVALID_ARGUMENT (bad cursor, unknown event type); UNAUTHENTICATED;
+        UNAVAILABLE.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

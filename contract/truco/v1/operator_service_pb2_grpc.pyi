@@ -38,10 +38,12 @@ class OperatorServiceStub:
     def __new__(cls, channel: _aio.Channel) -> OperatorServiceAsyncStub: ...
     StreamOperatorEvents: _grpc.UnaryStreamMultiCallable[_operator_service_pb2.StreamOperatorEventsRequest, _operator_service_pb2.StreamOperatorEventsResponse]
     """The lifecycle events of the operator's matches, from a resume point, until
-    the client cancels. Heartbeats when nothing happened for the server's
-    heartbeat interval. Delivery is at least once: dedupe by OperatorEvent.id.
+    the client cancels; only the types asked for, when event_types is given.
+    Heartbeats when nothing happened for the server's heartbeat interval.
+    Delivery is at least once: dedupe by OperatorEvent.id.
 
-    Errors: INVALID_ARGUMENT (bad cursor); UNAUTHENTICATED; UNAVAILABLE.
+    Errors: INVALID_ARGUMENT (bad cursor, unknown event type); UNAUTHENTICATED;
+    UNAVAILABLE.
     """
     CreateWebhook: _grpc.UnaryUnaryMultiCallable[_operator_service_pb2.CreateWebhookRequest, _operator_service_pb2.CreateWebhookResponse]
     """Registers a webhook endpoint. The response holds its signing secret
@@ -78,10 +80,12 @@ class OperatorServiceAsyncStub(OperatorServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     StreamOperatorEvents: _aio.UnaryStreamMultiCallable[_operator_service_pb2.StreamOperatorEventsRequest, _operator_service_pb2.StreamOperatorEventsResponse]  # type: ignore[assignment]
     """The lifecycle events of the operator's matches, from a resume point, until
-    the client cancels. Heartbeats when nothing happened for the server's
-    heartbeat interval. Delivery is at least once: dedupe by OperatorEvent.id.
+    the client cancels; only the types asked for, when event_types is given.
+    Heartbeats when nothing happened for the server's heartbeat interval.
+    Delivery is at least once: dedupe by OperatorEvent.id.
 
-    Errors: INVALID_ARGUMENT (bad cursor); UNAUTHENTICATED; UNAVAILABLE.
+    Errors: INVALID_ARGUMENT (bad cursor, unknown event type); UNAUTHENTICATED;
+    UNAVAILABLE.
     """
     CreateWebhook: _aio.UnaryUnaryMultiCallable[_operator_service_pb2.CreateWebhookRequest, _operator_service_pb2.CreateWebhookResponse]  # type: ignore[assignment]
     """Registers a webhook endpoint. The response holds its signing secret
@@ -121,10 +125,12 @@ class OperatorServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_operator_service_pb2.StreamOperatorEventsResponse], _abc.AsyncIterator[_operator_service_pb2.StreamOperatorEventsResponse]]:
         """The lifecycle events of the operator's matches, from a resume point, until
-        the client cancels. Heartbeats when nothing happened for the server's
-        heartbeat interval. Delivery is at least once: dedupe by OperatorEvent.id.
+        the client cancels; only the types asked for, when event_types is given.
+        Heartbeats when nothing happened for the server's heartbeat interval.
+        Delivery is at least once: dedupe by OperatorEvent.id.
 
-        Errors: INVALID_ARGUMENT (bad cursor); UNAUTHENTICATED; UNAVAILABLE.
+        Errors: INVALID_ARGUMENT (bad cursor, unknown event type); UNAUTHENTICATED;
+        UNAVAILABLE.
         """
 
     @_abc_1.abstractmethod

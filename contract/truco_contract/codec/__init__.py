@@ -14,7 +14,8 @@ match (tests/contract checks them over random matches of every preset).
 Callers use this package (``codec.action_to_proto(...)``); by concern, its modules are
 :mod:`.actions`, :mod:`.plans` (dataclass and message, field by field), :mod:`.views`
 (events and observations), :mod:`.matches` (matches, rules, settings and lifecycle),
-:mod:`.records`, :mod:`.operator_events`, and what they share: :mod:`.errors` and
+:mod:`.records`, :mod:`.operator_events`, :mod:`.matchmaking` (pools and tickets), and what
+they share: :mod:`.errors` and
 :mod:`.scalars` (timestamps, durations, enums).
 """
 
@@ -39,6 +40,13 @@ from truco_contract.codec.matches import (
     rules_to_struct,
     settings_to_proto,
     struct_to_dict,
+)
+from truco_contract.codec.matchmaking import (
+    pool_spec_from_proto,
+    pool_to_proto,
+    ticket_from_proto,
+    ticket_spec_from_proto,
+    ticket_to_proto,
 )
 from truco_contract.codec.operator_events import (
     operator_event_from_proto,
@@ -88,6 +96,8 @@ __all__ = [
     "operator_event_from_proto",
     "operator_event_to_proto",
     "payload_to_proto",
+    "pool_spec_from_proto",
+    "pool_to_proto",
     "record_from_proto",
     "record_to_proto",
     "result_from_proto",
@@ -97,5 +107,8 @@ __all__ = [
     "rules_to_struct",
     "settings_to_proto",
     "struct_to_dict",
+    "ticket_from_proto",
+    "ticket_spec_from_proto",
+    "ticket_to_proto",
     "webhook_payload",
 ]

@@ -57,12 +57,15 @@ _SEAT = plan_for(SeatInfo, match_pb2.Seat)
 _FAIRNESS = plan_for(Fairness, match_pb2.Fairness)
 
 
-def settings_to_proto(labels: Mapping[str, str], lc: Lifecycle) -> match_pb2.MatchSettings:
-    """A match's labels and lifecycle settings as ``truco.v1.MatchSettings``."""
+def settings_to_proto(
+    labels: Mapping[str, str], lc: Lifecycle, rated: bool = False
+) -> match_pb2.MatchSettings:
+    """A match's labels, lifecycle settings and rated flag as ``truco.v1.MatchSettings``."""
     m = match_pb2.MatchSettings(
         labels=dict(labels),
         spectator_delay_actions=lc.spectator_delay,
         show_hands_to_spectators=lc.show_hands,
+        rated=rated,
     )
     for name, value in (
         ("join_window", lc.join_window),
@@ -75,7 +78,7 @@ def settings_to_proto(labels: Mapping[str, str], lc: Lifecycle) -> match_pb2.Mat
     tc = lc.time_control
     if tc is not None:
         t = m.time_control
-        for name in ("per_decision", "bank", "increment", "first_decision"):
+        for name in ("per_decision", "bank", "increment", "first_decision", "remind_before"):
             if getattr(tc, name):
                 getattr(t, name).CopyFrom(duration(getattr(tc, name)))
         t.on_expiry = match_pb2.EXPIRY_ACTION_DEFAULT_MOVE
@@ -95,6 +98,7 @@ def lifecycle_from_proto(m: match_pb2.MatchSettings, where: str = "settings") ->
             increment=ms_of(t.increment),
             first_decision=ms_of(t.first_decision),
             forfeit_after=t.forfeit_after,
+            remind_before=ms_of(t.remind_before),
         )
     elif m.HasField("turn_timeout") and (m.turn_timeout.seconds or m.turn_timeout.nanos):
         tc = TimeControl(per_decision=ms_of(m.turn_timeout))
@@ -129,7 +133,7 @@ def match_spec_from_proto(request: match_service_pb2.CreateMatchRequest) -> Matc
         if kind is None:
             allowed = "SEAT_KIND_HUMAN, SEAT_KIND_BOT"
             raise DecodeError(f"seats[{i}].kind", f"unknown seat kind {s.kind}; allowed: {allowed}")
-        seats.append(SeatSpec(s.display_name, kind))
+        seats.append(SeatSpec(s.display_name, kind, s.player_id))
     settings = request.settings
     tc = settings.time_control
     if settings.HasField("time_control") and tc.on_expiry not in (
@@ -150,6 +154,7 @@ def match_spec_from_proto(request: match_service_pb2.CreateMatchRequest) -> Matc
         labels=dict(settings.labels),
         lifecycle=lifecycle_from_proto(settings),
         client_seed=request.client_seed,
+        rated=settings.rated,
     )
 
 
@@ -162,7 +167,7 @@ def match_to_proto(info: MatchInfo) -> match_pb2.Match:
         rules=match_pb2.RuleSet(preset=info.rules.name),
         effective_rules=rules_to_struct(info.rules),
         seats=[typing.cast(match_pb2.Seat, _SEAT.encode(s)) for s in info.seats],
-        settings=settings_to_proto(info.labels, info.lifecycle),
+        settings=settings_to_proto(info.labels, info.lifecycle, info.rated),
         create_time=timestamp(info.created_at),
         update_time=timestamp(info.updated_at),
     )
@@ -196,4 +201,5 @@ def match_from_proto(msg: match_pb2.Match, where: str = "match") -> MatchInfo:
         result=result,
         lifecycle=lifecycle_from_proto(msg.settings, f"{where}.settings"),
         fairness=_FAIRNESS.decode(msg.fairness, f"{where}.fairness") if msg.HasField("fairness") else None,
+        rated=msg.settings.rated,
     )

@@ -13,12 +13,67 @@ from truco_contract.codec.matches import result_from_proto, result_to_proto
 from truco_contract.codec.scalars import seconds_of, timestamp
 from truco_contract.codec.views import event_from_proto, event_to_proto
 from truco_contract.pb import operator_service_pb2
-from truco_match.operator_events import OperatorEvent, OperatorEventType
+from truco_match.operator_events import (
+    Awaiting,
+    OperatorEvent,
+    OperatorEventType,
+    TicketMatch,
+    TicketSeat,
+    Turn,
+)
+
+pb = operator_service_pb2
+
+
+def turn_to_proto(t: Turn) -> operator_service_pb2.TurnAwaited:
+    m = pb.TurnAwaited(
+        seat=t.seat,
+        player_id=t.player_id,
+        decision=t.decision,
+        awaiting=t.awaiting.value,
+        call=t.call,
+        hand_number=t.hand_number,
+    )
+    if t.deadline is not None:
+        m.deadline.CopyFrom(timestamp(t.deadline))
+    return m
+
+
+def turn_from_proto(m: operator_service_pb2.TurnAwaited, where: str = "turn") -> Turn:
+    try:
+        awaiting = Awaiting(m.awaiting)
+    except ValueError:
+        raise DecodeError(f"{where}.awaiting", f"unknown value {m.awaiting!r}") from None
+    return Turn(
+        seat=m.seat,
+        player_id=m.player_id,
+        decision=m.decision,
+        awaiting=awaiting,
+        call=m.call,
+        hand_number=m.hand_number,
+        deadline=seconds_of(m.deadline) if m.HasField("deadline") else None,
+    )
+
+
+def ticket_match_to_proto(t: TicketMatch) -> operator_service_pb2.TicketMatch:
+    return pb.TicketMatch(
+        ticket_id=t.ticket_id,
+        pool_id=t.pool_id,
+        seats=[pb.TicketSeat(player_id=s.player_id, seat=s.seat, token=s.token) for s in t.seats],
+    )
+
+
+def ticket_match_from_proto(m: operator_service_pb2.TicketMatch) -> TicketMatch:
+    return TicketMatch(
+        ticket_id=m.ticket_id,
+        pool_id=m.pool_id,
+        seats=tuple(TicketSeat(player_id=s.player_id, seat=s.seat, token=s.token) for s in m.seats),
+    )
 
 
 def operator_event_to_proto(ev: OperatorEvent) -> operator_service_pb2.OperatorEvent:
     """A lifecycle event as ``truco.v1.OperatorEvent`` (its bytes are also its stored form)."""
-    m = operator_service_pb2.OperatorEvent(
+    m = pb.OperatorEvent(
         id=ev.id,
         cursor=ev.cursor,
         match_id=ev.match_id,
@@ -30,6 +85,10 @@ def operator_event_to_proto(ev: OperatorEvent) -> operator_service_pb2.OperatorE
         m.event.CopyFrom(event_to_proto(ev.event))
     if ev.result is not None:
         m.result.CopyFrom(result_to_proto(ev.result))
+    if ev.turn is not None:
+        m.turn.CopyFrom(turn_to_proto(ev.turn))
+    if ev.ticket is not None:
+        m.ticket.CopyFrom(ticket_match_to_proto(ev.ticket))
     return m
 
 
@@ -48,6 +107,8 @@ def operator_event_from_proto(msg: operator_service_pb2.OperatorEvent, where: st
         labels=dict(msg.labels),
         result=result_from_proto(msg.result) if msg.HasField("result") else None,
         cursor=msg.cursor,
+        turn=turn_from_proto(msg.turn, f"{where}.turn") if msg.HasField("turn") else None,
+        ticket=ticket_match_from_proto(msg.ticket) if msg.HasField("ticket") else None,
     )
 
 

@@ -7,6 +7,8 @@ HTTP header; an operator key may also come as ``x-api-key``):
   who owns the matches it creates. With no keys configured the worker runs open: a caller
   that must be an operator is the operator ``public`` (development only; see
   docs/operations.md);
+* a **ticket credential** ``tk1...`` handed out by CreateTicket: one matchmaking ticket,
+  verified by the matchmaking service against its pool's key;
 * a **match credential** ``tc1.<match_id>.<seat or s>.<mac>`` handed out by CreateMatch: one
   seat of one match, or its spectators (:mod:`truco_match.credentials`): parsed here
   (:func:`~truco_server.core.caller.parse_token`), verified by the service once the match is
@@ -39,6 +41,8 @@ from truco_server.core.caller import (
     Credentials,
     MatchCredential,
     Operator,
+    TicketCredential,
+    parse_ticket_token,
     parse_token,
 )
 from truco_server.core.config import ApiKey, ConfigError, Settings, find_api_key, read_api_keys_file
@@ -169,6 +173,16 @@ class Authenticator:
         if cred is None:
             raise E.Unauthenticated("malformed credential")
         return cred
+
+    def ticket_holder(self, creds: Credentials) -> Operator | TicketCredential:
+        """A ticket credential (verified by the matchmaking service against its pool) or,
+        without one, the operator's key."""
+        if creds.bearer is not None:
+            found = parse_ticket_token(creds.bearer)
+            if found is None:
+                raise E.Unauthenticated("malformed credential: a ticket token (tk1...) or an API key")
+            return found
+        return self.operator(creds)
 
     def viewer(self, creds: Credentials) -> Caller:
         """A match credential or, without one, the operator's key (the owner looks on)."""

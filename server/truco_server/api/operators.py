@@ -74,12 +74,13 @@ class OperatorApi:
         self, creds: Credentials, request: pb.StreamOperatorEventsRequest
     ) -> AsyncIterator[pb.StreamOperatorEventsResponse]:
         operator = self.auth.operator(creds)
+        types = list(request.event_types)
         if self.streams is None:
-            async for ev in self.operators.stream(operator, request.from_cursor):
+            async for ev in self.operators.stream(operator, request.from_cursor, types):
                 yield self._message(ev)
             return
         async with self.streams.track():
-            async for ev in self.operators.stream(operator, request.from_cursor):
+            async for ev in self.operators.stream(operator, request.from_cursor, types):
                 yield self._message(ev)
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""Builds a worker from its settings: the store's four ports, the services over them, the
+"""Builds a worker from its settings: the store's five ports, the services over them, the
 queue readers, the API objects, and the gRPC and REST faces over those.
 
 ``truco serve`` (``truco_cli.serve``) and the embedded server build the worker with
@@ -16,18 +16,27 @@ from dataclasses import dataclass
 
 import structlog
 
-from truco_contract.pb import league_service_pb2, match_service_pb2, operator_service_pb2
+from truco_contract.pb import (
+    league_service_pb2,
+    match_service_pb2,
+    matchmaking_service_pb2,
+    operator_service_pb2,
+)
+from truco_match.match import Match
 from truco_server.api.auth import Authenticator, KeyRing
 from truco_server.api.leagues import LeagueApi
 from truco_server.api.matches import MatchApi, StreamTracker
+from truco_server.api.matchmaking import MatchmakingApi
 from truco_server.api.operators import OperatorApi
 from truco_server.app.persistence import PersistenceReport
 from truco_server.core.config import Settings
 from truco_server.ports import Store, StoreSettings
 from truco_server.services.leagues import LeagueService
 from truco_server.services.matches import MatchService, ServiceSettings
+from truco_server.services.matchmaking import Matchmaking, Pools
 from truco_server.services.operators import Operators
 from truco_server.services.quotas import Quotas
+from truco_server.services.ratings import RatedMatches, RatingBooks
 from truco_server.services.reads import MatchReads
 from truco_server.services.relay import Relay
 from truco_server.services.scheduler import QueueReader, clock_reader, relay_reader, webhook_reader
@@ -43,6 +52,7 @@ _log = structlog.get_logger("truco_server.wiring")
 MATCH_SERVICE = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
 OPERATOR_SERVICE = operator_service_pb2.DESCRIPTOR.services_by_name["OperatorService"]
 LEAGUE_SERVICE = league_service_pb2.DESCRIPTOR.services_by_name["LeagueService"]
+MATCHMAKING_SERVICE = matchmaking_service_pb2.DESCRIPTOR.services_by_name["MatchmakingService"]
 
 
 @dataclass
@@ -58,15 +68,18 @@ class Services:
     operators: Operators
     deliverer: Deliverer
     leagues: LeagueService
+    ratings: RatingBooks
+    matchmaking: Matchmaking
 
     def readers(self, tick: float) -> list[QueueReader]:
-        """The readers of the clock, relay, webhook and league queues."""
+        """The readers of the clock, relay, webhook, league and matchmaking queues."""
         queues = self.store.queues
         return [
             clock_reader(self.steps, queues, tick=tick),
             relay_reader(self.operators.relay, queues, tick=tick),
             webhook_reader(self.deliverer, queues, tick=tick),
             self.leagues.job.reader(tick=tick),
+            self.matchmaking.reader(tick=tick),
         ]
 
 
@@ -132,7 +145,26 @@ def build_services(
         publish=operators.publish,
     )
     operators.listeners.append(leagues.job.on_events)
-    return Services(store, matches, steps, reads, streams, relay, operators, deliverer, leagues)
+    ratings = RatingBooks(store.documents)
+
+    async def load(match_id: str) -> Match:
+        return await matches.load(match_id, fresh=True)
+
+    operators.listeners.append(RatedMatches(ratings, load).on_events)
+    matchmaking = Matchmaking(
+        Pools(store.documents, matches.settings.idle_timeout_ms),
+        store.tickets,
+        store.queues,
+        ratings,
+        steps.create_match,
+        operators.publish,
+        heartbeat_seconds=s.heartbeat_interval_seconds,
+        stopping=stopping,
+        clock=clock,
+    )
+    return Services(
+        store, matches, steps, reads, streams, relay, operators, deliverer, leagues, ratings, matchmaking
+    )
 
 
 def _reload_on_sighup(ctx: WorkerContext, keys: KeyRing) -> None:
@@ -163,6 +195,7 @@ def service_factory(ctx: WorkerContext) -> Served:
         ctx.add_startup(reader.start)
         ctx.add_cleanup(reader.stop)
     ctx.add_cleanup(svc.deliverer.close)
+    ctx.add_cleanup(svc.matchmaking.close)
     ctx.add_cleanup(svc.streams.close)
     auth = Authenticator(s)
     if auth.open:
@@ -185,4 +218,5 @@ def apis(
         (MATCH_SERVICE, MatchApi(svc.matches, svc.steps, svc.reads, svc.streams, auth, tracker, quotas)),
         (OPERATOR_SERVICE, OperatorApi(svc.operators, auth, tracker)),
         (LEAGUE_SERVICE, LeagueApi(svc.leagues, auth, tracker)),
+        (MATCHMAKING_SERVICE, MatchmakingApi(svc.matchmaking, auth, tracker)),
     ]

@@ -4,7 +4,10 @@ read from its metadata or headers (``authorization: Bearer <token>``, ``x-api-ke
 * an **operator** (an API key configured on the server) owns the matches it creates;
 * a **match credential** ``tc1.<match_id>.<seat or s>.<mac>`` stands for one seat of one match,
   or its spectators; it is verified against the match's own key once the match is loaded
-  (:func:`truco_match.credentials.viewer_of`).
+  (:func:`truco_match.credentials.viewer_of`);
+* a **ticket credential** ``tk1.<owner>.<pool_id>.<ticket_id>.<mac>`` stands for one
+  matchmaking ticket; it is verified against its pool's key once the pool is loaded
+  (:func:`truco_match.matchmaking.ticket_token`).
 
 Credentials are never logged (a key's fingerprint may be).
 """
@@ -15,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from truco_match.credentials import SPECTATOR, TOKEN_PREFIX
+from truco_match.matchmaking import TICKET_TOKEN_PREFIX, token_parts
 
 __all__ = [
     "MAX_TOKEN_CHARS",
@@ -24,6 +28,8 @@ __all__ = [
     "Credentials",
     "MatchCredential",
     "Operator",
+    "TicketCredential",
+    "parse_ticket_token",
     "parse_token",
 ]
 
@@ -47,6 +53,16 @@ class MatchCredential:
     match_id: str
     who: str
     """The seat number as text, or ``s`` for the spectators."""
+
+
+@dataclass(frozen=True, slots=True)
+class TicketCredential:
+    """A ticket credential as presented (not verified until its pool is loaded)."""
+
+    token: str
+    owner: str
+    pool_id: str
+    ticket_id: str
 
 
 Caller = Operator | MatchCredential
@@ -74,9 +90,9 @@ class Credentials:
                     bearer = rest.strip()
             elif key == "x-api-key":
                 api_key = text.strip()
-        # A bearer shaped like a match credential stays one (a malformed one is refused, never
-        # taken as an operator key, which an open worker would accept).
-        if bearer is not None and not bearer.startswith(TOKEN_PREFIX + "."):
+        # A bearer shaped like a match or ticket credential stays one (a malformed one is
+        # refused, never taken as an operator key, which an open worker would accept).
+        if bearer is not None and not bearer.startswith((TOKEN_PREFIX + ".", TICKET_TOKEN_PREFIX + ".")):
             api_key, bearer = api_key or bearer, None
         return cls(bearer, api_key)
 
@@ -98,3 +114,9 @@ def parse_token(token: str) -> MatchCredential | None:
     if len(parts) != 4 or parts[0] != TOKEN_PREFIX:
         return None
     return MatchCredential(token, parts[1], parts[2])
+
+
+def parse_ticket_token(token: str) -> TicketCredential | None:
+    """The parts of a ticket credential, or ``None`` when ``token`` is not one."""
+    parts = token_parts(token) if len(token) <= MAX_TOKEN_CHARS else None
+    return None if parts is None else TicketCredential(token, *parts)

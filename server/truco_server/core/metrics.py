@@ -119,6 +119,22 @@ WEBHOOK_SECONDS = Histogram(
     "Duration of one webhook delivery attempt.",
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
+TICKETS = Counter(
+    "truco_tickets_total",
+    "Matchmaking tickets by what became of them: created, matched, cancelled, expired.",
+    ("result",),
+)
+TICKET_WAIT_SECONDS = Histogram(
+    "truco_ticket_wait_seconds",
+    "Time from a ticket's creation to its table's match (time to match).",
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800),
+)
+FORMATION_SECONDS = Histogram(
+    "truco_formation_seconds",
+    "Time from forming a table (its tickets taken) to its tickets matched (the match made, "
+    "the events published).",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
 COMMIT_CONFLICTS = Counter(
     "truco_commit_conflicts_total",
     "Atomic commits rejected because another writer changed the match first.",

@@ -5,10 +5,11 @@ one contract suite every adapter (:mod:`truco_server.stores`) passes.
 * :mod:`.queues` -- sharded work queues (clock wakeups, relays, webhook deliveries, leagues);
 * :mod:`.operators` -- outboxes, operator event streams, webhooks and their delivery log;
 * :mod:`.documents` -- league documents, their indexes, bot assignments;
+* :mod:`.tickets` -- matchmaking pools' tickets and the tables formed from them;
 * :mod:`.errors` -- what every adapter raises; :mod:`.settings` -- what tunes them;
 * :mod:`.persistence` -- what a store keeps across a restart of its backend.
 
-:class:`Store` is one backend's four ports, what a worker opens once.
+:class:`Store` is one backend's five ports, what a worker opens once.
 """
 
 from __future__ import annotations
@@ -21,8 +22,18 @@ from truco_server.ports.operators import OperatorFeed
 from truco_server.ports.persistence import Persistence
 from truco_server.ports.queues import Queues
 from truco_server.ports.settings import StoreSettings
+from truco_server.ports.tickets import Tickets
 
-__all__ = ["Documents", "MatchLog", "OperatorFeed", "Persistence", "Queues", "Store", "StoreSettings"]
+__all__ = [
+    "Documents",
+    "MatchLog",
+    "OperatorFeed",
+    "Persistence",
+    "Queues",
+    "Store",
+    "StoreSettings",
+    "Tickets",
+]
 
 
 class Store(Protocol):
@@ -40,6 +51,9 @@ class Store(Protocol):
 
     @property
     def documents(self) -> Documents: ...
+
+    @property
+    def tickets(self) -> Tickets: ...
 
     @property
     def description(self) -> str:

@@ -1,7 +1,8 @@
 """Sharded work queues: work any worker may do and exactly one does.
 
-A queue (:data:`CLOCK`, :data:`RELAY`, :data:`WEBHOOK`, :data:`LEAGUE`) is ``queue_shards``
-sets of items ordered by due time (ms since the epoch), each item with optional data. A reader
+A queue (:data:`CLOCK`, :data:`RELAY`, :data:`WEBHOOK`, :data:`LEAGUE`, :data:`MATCHMAKING`) is
+``queue_shards`` sets of items ordered by due time (ms since the epoch), each item with
+optional data. A reader
 claims due items of a shard (:meth:`Queues.claim`: each is leased, so no other reader takes
 it meanwhile), does the work and ends the claim (:meth:`Queues.finish`: the next due time, or
 done). A reader that dies leaves its claims to expire and be claimed again. Contract suite:
@@ -26,6 +27,9 @@ RELAY = "relay"
 that queued it): the safety net of the relay after a commit (:class:`RelayWake`)."""
 LEAGUE = "league"
 """League jobs (item: a league id): pair a round, create its matches, collect results."""
+MATCHMAKING = "matchmaking"
+"""Matchmaking pools with tickets waiting or tables forming (item: a pool's storage key):
+form tables, create their matches, expire tickets. A new ticket makes its pool due at once."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -287,7 +287,7 @@ class MatchService:
         now = meta.created_at + ms / 1000
         done = match.after(step, match.version + len(step.entries), status, now)
         moment = Moment(done, step.entries, match.version + 1, [now] * len(step.entries))
-        outbox = self.relay.outbox(done, step.entries, match.version + 1)
+        outbox = self.relay.outbox(done, step.entries, match.version + 1, match.life)
         net = self.relay.net(outbox)
         commit = Commit(
             match_id=meta.match_id,

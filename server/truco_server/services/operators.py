@@ -50,6 +50,17 @@ MAX_DESCRIPTION = 200
 EVENT_TYPES = frozenset(t.value for t in OperatorEventType)
 
 
+def check_event_types(event_types: Sequence[str]) -> frozenset[str]:
+    """The event types asked for (empty: every type); INVALID_ARGUMENT names an unknown one."""
+    unknown = [t for t in event_types if t not in EVENT_TYPES]
+    if unknown:
+        raise E.InvalidArgument(
+            f"unknown event type {unknown[0][:40]!r}; known: {', '.join(sorted(EVENT_TYPES))}",
+            field_violations=[E.FieldViolation("event_types", f"unknown: {unknown[0][:40]}")],
+        )
+    return frozenset(event_types)
+
+
 def outbox_item(owner: str, ev: OperatorEvent) -> bytes:
     """The stored form of an event waiting in a match's outbox: its owner and its proto."""
     return owner.encode() + b"\0" + codec.operator_event_to_proto(ev).SerializeToString()
@@ -139,11 +150,11 @@ class Operators:
         return busy
 
     async def publish(self, owner: str, events: Sequence[OperatorEvent]) -> None:
-        """Put events that no match commit made (a league's) on the owner's stream and
-        webhooks, in order; at least once, like a relay (their ids are stable)."""
-        await self._publish(
-            owner, [codec.operator_event_to_proto(ev).SerializeToString() for ev in events], events
-        )
+        """Events that no match commit made (a league's, ``ticket.matched``): to the owner's
+        stream, its listeners and its webhooks, in order, as a relay does. At least once: the
+        caller publishes again (the same ids) if it dies before recording that it did."""
+        bodies = [codec.operator_event_to_proto(ev).SerializeToString() for ev in events]
+        await self._publish(owner, bodies, events)
 
     async def _publish(self, owner: str, bodies: Sequence[bytes], events: Sequence[OperatorEvent]) -> None:
         """Append ``events`` (stored as ``bodies``, their protos as the outbox holds them) to the
@@ -183,14 +194,18 @@ class Operators:
         return hooks
 
     # ------------------------------------------------------------------------ stream
-    async def stream(self, operator: Operator, from_cursor: str) -> AsyncIterator[OperatorEvent | None]:
-        """The operator's events after ``from_cursor`` (empty: only new ones), forever;
-        ``None`` is a heartbeat. Raises :class:`errors.ShuttingDown` when the worker stops."""
+    async def stream(
+        self, operator: Operator, from_cursor: str, event_types: Sequence[str] = ()
+    ) -> AsyncIterator[OperatorEvent | None]:
+        """The operator's events after ``from_cursor`` (empty: only new ones), only those of
+        ``event_types`` when given, forever; ``None`` is a heartbeat. Raises
+        :class:`errors.ShuttingDown` when the worker stops."""
         if from_cursor and not _CURSOR.match(from_cursor):
             raise E.InvalidArgument(
                 "from_cursor is a cursor from an OperatorEvent",
                 field_violations=[E.FieldViolation("from_cursor", "not a cursor")],
             )
+        wanted = check_event_types(event_types)
         owner = operator.name
         cursor = from_cursor or await self.feed.last(owner)
         metrics.STREAM_SUBSCRIBERS.inc()
@@ -203,10 +218,12 @@ class Operators:
                     yield None
                     continue
                 for c, raw in got:
+                    cursor = c
                     msg = operator_service_pb2.OperatorEvent.FromString(raw)
+                    if wanted and msg.type not in wanted:
+                        continue
                     msg.cursor = c
                     yield codec.operator_event_from_proto(msg)
-                    cursor = c
         finally:
             metrics.STREAM_SUBSCRIBERS.dec()
 
@@ -214,12 +231,7 @@ class Operators:
     async def create_webhook(
         self, operator: Operator, url: str, event_types: Sequence[str], description: str
     ) -> WebhookInfo:
-        unknown = [t for t in event_types if t not in EVENT_TYPES]
-        if unknown:
-            raise E.InvalidArgument(
-                f"unknown event type {unknown[0]!r}; known: {', '.join(sorted(EVENT_TYPES))}",
-                field_violations=[E.FieldViolation("event_types", f"unknown: {unknown[0][:40]}")],
-            )
+        check_event_types(event_types)
         if len(description) > MAX_DESCRIPTION:
             raise E.InvalidArgument(
                 f"description: at most {MAX_DESCRIPTION} characters",

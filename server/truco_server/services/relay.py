@@ -1,5 +1,5 @@
 """The relay after a commit: a commit that writes operator events (``match.created``,
-``match.hand_ended``, ``match.ended``...) writes them to the match's outbox and queues the
+``match.hand_ended``, ``match.turn``, ``match.ended``...) writes them to the match's outbox and queues the
 match in the relay queue as a safety net (:class:`~truco_server.ports.queues.RelayWake`, due
 :attr:`Relay.grace_ms` later). This worker then relays the outbox itself, gathered with the
 other commits of the next :attr:`Relay.gather_seconds` (one take, one append per operator and
@@ -19,6 +19,7 @@ import structlog
 
 from truco_match import operator_events
 from truco_match.events import LogEntry
+from truco_match.lifecycle import Life
 from truco_match.match import Match, result_of
 from truco_server.ports.queues import RELAY, Queues, RelayWake
 from truco_server.services.operators import outbox_item
@@ -57,13 +58,25 @@ class Relay:
         self._gathering: asyncio.Task[bool] | None = None
 
     @staticmethod
-    def outbox(match: Match, entries: Sequence[LogEntry], first_version: int) -> list[bytes]:
-        """The operator events of a commit that made ``match``, as its outbox stores them."""
-        result = result_of(match.state, match.status)
-        events = operator_events.of_entries(
-            match.match_id, entries, first_version, match.updated_at, match.meta.labels, result
+    def outbox(
+        match: Match, entries: Sequence[LogEntry], first_version: int, before: Life | None
+    ) -> list[bytes]:
+        """The operator events of a commit that made ``match`` (from a match whose lifecycle
+        state was ``before``; ``None``: the commit created it), as its outbox stores them."""
+        committed = operator_events.Committed(
+            match_id=match.match_id,
+            entries=entries,
+            first_version=first_version,
+            time=match.updated_at,
+            labels=match.meta.labels,
+            result=result_of(match.state, match.status),
+            state=match.state,
+            before=before,
+            after=match.life,
+            seats=match.seats,
+            epoch_ms=match.meta.epoch_ms(0),
         )
-        return [outbox_item(match.meta.owner, ev) for ev in events]
+        return [outbox_item(match.meta.owner, ev) for ev in operator_events.of_commit(committed)]
 
     def net(self, outbox: Sequence[bytes]) -> RelayWake | None:
         """The relay queue's safety net for a commit's operator events."""

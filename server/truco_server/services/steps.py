@@ -80,7 +80,7 @@ class MatchSteps:
             match_id = "m" + hashlib.sha256(f"{operator.name}\n{req.request_id}".encode()).hexdigest()[:20]
         else:
             match_id = "m" + secrets.token_hex(10)
-        seats = table.seats_of(rules, [(s.name, s.kind) for s in req.seats])
+        seats = table.seats_of(rules, [(s.name, s.kind) for s in req.seats], [s.player_id for s in req.seats])
         fingerprint = stored.create_fingerprint(create.fingerprint_of(req, rules, lifecycle))
         meta = Meta(
             match_id=match_id,
@@ -96,6 +96,7 @@ class MatchSteps:
             lifecycle=lifecycle.to_dict(),
             source=create.deal_source(req).value,
             request_fingerprint=fingerprint if req.request_id else "",
+            rated=req.rated,
         )
         try:
             match = await self._create(meta, req.client_seed, requires)
@@ -118,7 +119,7 @@ class MatchSteps:
         match = Match(
             meta, setup, step.state, step.life, len(step.entries), MatchStatus.ACTIVE, meta.created_at
         )
-        outbox = svc.relay.outbox(match, step.entries, 1)
+        outbox = svc.relay.outbox(match, step.entries, 1, None)
         net = svc.relay.net(outbox)
         due = table.due(setup, step.state, step.life)
         raw_meta = stored.meta_bytes(meta)

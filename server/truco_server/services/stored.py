@@ -149,6 +149,8 @@ def listing(info: MatchInfo) -> bytes:
     if info.result is not None:
         r = info.result
         row["x"] = [r.winner_team, list(r.scores), list(r.games_won)]
+    if info.rated:
+        row["R"] = 1
     return zlib.compress(canonical(row), 6)
 
 
@@ -171,6 +173,7 @@ def listed(entry: MatchIndexEntry) -> MatchInfo:
         result=result,
         lifecycle=Lifecycle.from_dict(row.get("c", {})),
         fairness=_fairness_from_dict(row["f"]) if "f" in row else None,
+        rated=bool(row.get("R")),
     )
 
 

@@ -11,6 +11,9 @@
 //                match with names (NAMES), the other seat for "other people"; a second page
 //                opens the invite link of seat 1 and is switched to Spanish with the page's
 //                language switch; the script clicks both seats' buttons to the end.
+//   MODE=quick   two pages press "quick match" (operator key typed, names Ana and Bia) in the
+//                same pool; each waits on its ticket's stream until a table is formed, joins
+//                its seat; the script clicks both seats' buttons to the end.
 //
 // Every page is checked for horizontal overflow (nothing may be wider than the viewport),
 // page errors, a readable log (sentences in the page's language, no key=value), and that a
@@ -278,10 +281,39 @@ async function inviteAndPlay() {
   await languageCheck(seat1, "seat1", "es");
 }
 
+// Two pages press "quick match" and find each other through the pool.
+async function quickAndPlay() {
+  const a = await newPage("ana");
+  const b = await newPage("bia");
+  pages = { ana: a, bia: b };
+  for (const [page, name] of [[a, "Ana"], [b, "Bia"]]) {
+    await page.goto(`${base}/play`);
+    await page.click("#quick-summary");
+    if (env.API_KEY) await page.fill("#quick-apikey", env.API_KEY);
+    await page.fill("#quick-name", name);
+    await overflow(page, `${name} (form)`);
+    await page.click("#quick");
+  }
+  await connected(pages);
+  for (const [name, page] of Object.entries(pages)) {
+    summary.matchIds = summary.matchIds || {};
+    summary.matchIds[name] = await page.evaluate(() => game.id);
+    summary.seats = summary.seats || {};
+    summary.seats[name] = await page.evaluate(() => game.seat);
+    if (await page.inputValue("#quick-apikey")) problems.push(`${name}: the operator key stayed in the form`);
+  }
+  summary.matchId = summary.matchIds.ana;
+  await playBoth(a, b, null, ["quick-ana", "quick-bia"]);
+  if (!shots.length) { await shoot(a, "quick-ana"); await shoot(b, "quick-bia"); }
+  await finalChecks(a, "ana");
+  await finalChecks(b, "bia");
+}
+
 let pages = {};
 try {
   if (mode === "create") await createAndPlay();
   else if (mode === "invite") await inviteAndPlay();
+  else if (mode === "quick") await quickAndPlay();
   else await joinAndPlay();
 } catch (e) {
   problems.push("script: " + (e && e.stack ? e.stack : e));

@@ -2,14 +2,13 @@
 
 Built on the pure tournament library :mod:`truco_server.leagues`: the operator's leagues in
 :mod:`.service`, which builds the bot accounts and lobby (:mod:`.bots`), the rating books
-(:mod:`.ratings`) and the league job (:mod:`.job`); see docs/leagues.md.
+(:mod:`truco_server.services.ratings`) and the league job (:mod:`.job`); see docs/leagues.md.
 """
 
 from truco_server.services.leagues.bots import BOT_PREFIX, BotAccounts
 from truco_server.services.leagues.documents import BotDoc, EntrantDoc, LeagueDoc, PairingDoc, State, TableDoc
 from truco_server.services.leagues.errors import LeagueNotFound, LeagueStateError
 from truco_server.services.leagues.job import DUPLICATE_DEALS, LeagueJob
-from truco_server.services.leagues.ratings import RatingBooks
 from truco_server.services.leagues.service import LeagueService, LeagueSpec
 
 __all__ = [
@@ -25,7 +24,6 @@ __all__ = [
     "LeagueSpec",
     "LeagueStateError",
     "PairingDoc",
-    "RatingBooks",
     "State",
     "TableDoc",
 ]

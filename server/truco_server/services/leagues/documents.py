@@ -46,8 +46,6 @@ LEAGUE = "league"
 """Document kind of a league."""
 BOT = "bot"
 """Document kind of a bot account."""
-RATINGS = "ratings"
-"""Document kind of an operator's rating book of one family."""
 
 ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
 """The form of a league's or a bot account's id (anything else is not looked up)."""

@@ -93,8 +93,8 @@ from truco_server.services.leagues.documents import (
 )
 from truco_server.services.leagues.errors import invalid
 from truco_server.services.leagues.outcomes import NO_SHOW, TIME_FORFEIT, outcome_of
-from truco_server.services.leagues.ratings import RatingBooks
 from truco_server.services.matches import MatchService
+from truco_server.services.ratings import RatingBooks
 from truco_server.services.reads import MatchReads
 from truco_server.services.scheduler import QueueReader
 

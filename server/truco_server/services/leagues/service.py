@@ -4,7 +4,7 @@
 create a league, register and withdraw entrants, start, pause and resume it, read its
 standings and pairings (here); create bot accounts and stream a bot its matches
 (:attr:`LeagueService.bots`, :mod:`.bots`); read a family's leaderboard
-(:attr:`LeagueService.ratings`, :mod:`.ratings`).
+(:attr:`LeagueService.ratings`, :mod:`truco_server.services.ratings`).
 
 What moves a league on once it is started is the league job (:attr:`LeagueService.job`,
 :mod:`.job`), run by whichever worker claims the league; starting or resuming a league
@@ -58,8 +58,8 @@ from truco_server.services.leagues.documents import (
 )
 from truco_server.services.leagues.errors import LeagueNotFound, LeagueStateError, invalid, league_error
 from truco_server.services.leagues.job import POLL_MS, LeagueJob, Publish, match_template
-from truco_server.services.leagues.ratings import RatingBooks
 from truco_server.services.matches import MatchService
+from truco_server.services.ratings import RatingBooks
 from truco_server.services.reads import MatchReads
 from truco_server.services.steps import MatchSteps, spec_error
 

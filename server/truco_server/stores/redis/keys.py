@@ -6,7 +6,9 @@ Cluster: keys with the same tag are in the same slot, so one script may touch th
 * an operator: ``truco:{op:<owner>}:...`` (its stream, webhooks, deliveries, document index);
 * the owner index of matches: ``owner_index_shards`` sorted sets per owner, each its own tag;
 * a sharded queue: ``truco:{q:<name>:<k>}<suffix>`` (:class:`ShardedQueue`);
-* a document: ``truco:{lg:<kind>:<id>}:doc``; a bot's assignments: ``truco:{bot:<id>}:...``.
+* a document: ``truco:{lg:<kind>:<id>}:doc``; a bot's assignments: ``truco:{bot:<id>}:...``;
+* a matchmaking pool: ``truco:{mm:<pool key>}:...`` (:class:`PoolKeys`: its tickets, line,
+  players and formations in one slot, so forming a table is one script).
 
 This is the layout the store it replaces wrote: data written by it is read as it is.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-__all__ = ["Keys", "MatchKeys", "OperatorKeys", "ShardedQueue"]
+__all__ = ["Keys", "MatchKeys", "OperatorKeys", "PoolKeys", "ShardedQueue"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,28 @@ class OperatorKeys:
     def documents(self, kind: str) -> str:
         """The operator's index of documents of ``kind`` (leagues, bots), by creation time."""
         return f"{self.base}:docs:{kind}"
+
+
+@dataclass(frozen=True, slots=True)
+class PoolKeys:
+    """The keys of one matchmaking pool, all in slot ``{mm:<pool key>}``."""
+
+    base: str
+    waiting: str
+    """The sorted set of waiting tickets by creation time (ms)."""
+    expiry: str
+    """The sorted set of waiting tickets by expiry time (ms)."""
+    players: str
+    """The hash of the players with a live ticket (field = player id, value = ticket id)."""
+    formations: str
+    """The hash of pending formations (field = formation id, value = its data)."""
+    pending: str
+    """The sorted set of pending formations by formation time (ms)."""
+
+    def ticket(self, ticket_id: str) -> str:
+        """A ticket's hash: ``state``, ``data``, ``players`` (newline-separated),
+        ``formation``, ``result``; it expires ``retention_seconds`` after it ends."""
+        return f"{self.base}:t:{ticket_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,3 +201,14 @@ class Keys:
 
     def assignments(self, bot_id: str) -> str:
         return f"{self.prefix}:{{bot:{bot_id}}}:assignments"
+
+    def pool(self, key: str) -> PoolKeys:
+        base = f"{self.prefix}:{{mm:{key}}}"
+        return PoolKeys(
+            base=base,
+            waiting=f"{base}:waiting",
+            expiry=f"{base}:expiry",
+            players=f"{base}:players",
+            formations=f"{base}:formations",
+            pending=f"{base}:pending",
+        )

@@ -31,6 +31,10 @@ __all__ = [
     "QUEUE_DUE",
     "QUEUE_FINISH",
     "QUEUE_RELEASE",
+    "TICKET_ADD",
+    "TICKET_END",
+    "TICKET_FORM",
+    "TICKET_SETTLE",
     "WEBHOOK_PUT",
     "Script",
     "guarded",
@@ -376,3 +380,118 @@ def guarded(script: Script) -> Script:
     if found is None:
         found = _guarded[script.sha] = Script(f"{script.name}_if", _GUARD + script.body)
     return found
+
+
+TICKET_ADD = Script(
+    "ticket_add",
+    """
+-- KEYS: ticket hash, waiting zset, expiry zset, players hash (one pool's slot).
+-- ARGV: ticket id, data, created (ms), expires (ms), most waiting, players (newline-separated),
+--       n players, players...
+-- {0}: added | {1, state, data, result, formation}: the id exists | {2, player, its ticket}:
+-- a player has a live ticket | {3}: the line is full.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local t = redis.call('HMGET', KEYS[1], 'state', 'data', 'result', 'formation')
+  return {1, t[1] or '', t[2] or '', t[3] or '', t[4] or ''}
+end
+local n = tonumber(ARGV[7])
+for i = 1, n do
+  local other = redis.call('HGET', KEYS[4], ARGV[7 + i])
+  if other then return {2, ARGV[7 + i], other} end
+end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return {3} end
+redis.call('HSET', KEYS[1], 'state', 'waiting', 'data', ARGV[2], 'players', ARGV[6])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+for i = 1, n do redis.call('HSET', KEYS[4], ARGV[7 + i], ARGV[1]) end
+return {0}
+""",
+)
+
+_LEAVE = """
+local function leave(ticket, id, players_key)
+  local players = redis.call('HGET', ticket, 'players') or ''
+  for p in string.gmatch(players, '[^\\n]+') do
+    if redis.call('HGET', players_key, p) == id then redis.call('HDEL', players_key, p) end
+  end
+end
+"""
+
+TICKET_END = Script(
+    "ticket_end",
+    _LEAVE
+    + """
+-- KEYS: ticket hash, waiting zset, expiry zset, players hash.
+-- ARGV: ticket id, new state, retention (s), now (ms; '' = whenever: a cancel).
+-- Ends a waiting ticket (an expiry only once due); returns {state, data, result, formation}
+-- afterwards, {} when there is no such ticket.
+local t = redis.call('HMGET', KEYS[1], 'state', 'data', 'result', 'formation')
+if not t[1] then return {} end
+if t[1] == 'waiting' then
+  local due = true
+  if ARGV[4] ~= '' then
+    local at = redis.call('ZSCORE', KEYS[3], ARGV[1])
+    due = at ~= false and tonumber(at) <= tonumber(ARGV[4])
+  end
+  if due then
+    redis.call('HSET', KEYS[1], 'state', ARGV[2])
+    redis.call('ZREM', KEYS[2], ARGV[1])
+    redis.call('ZREM', KEYS[3], ARGV[1])
+    leave(KEYS[1], ARGV[1], KEYS[4])
+    redis.call('EXPIRE', KEYS[1], ARGV[3])
+    t[1] = ARGV[2]
+  end
+end
+return {t[1], t[2] or '', t[3] or '', t[4] or ''}
+""",
+)
+
+TICKET_FORM = Script(
+    "ticket_form",
+    """
+-- KEYS: waiting zset, expiry zset, formations hash, pending zset, the tickets' hashes...
+-- ARGV: formation id, its data, now (ms), the tickets' ids... (in the order of their keys)
+-- Takes every ticket into the formation if each waits unexpired (or is in this formation
+-- already: a repeated call); else changes nothing. Returns the ids that did not.
+local bad = {}
+for i = 5, #KEYS do
+  local id = ARGV[i - 1]
+  local t = redis.call('HMGET', KEYS[i], 'state', 'formation')
+  local ours = t[1] == 'forming' and t[2] == ARGV[1]
+  local at = redis.call('ZSCORE', KEYS[2], id)
+  local waits = t[1] == 'waiting' and at ~= false and tonumber(at) > tonumber(ARGV[3])
+  if not (ours or waits) then bad[#bad + 1] = id end
+end
+if #bad > 0 then return bad end
+for i = 5, #KEYS do
+  local id = ARGV[i - 1]
+  redis.call('HSET', KEYS[i], 'state', 'forming', 'formation', ARGV[1])
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZREM', KEYS[2], id)
+end
+redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[4], 'NX', ARGV[3], ARGV[1])
+return bad
+""",
+)
+
+TICKET_SETTLE = Script(
+    "ticket_settle",
+    _LEAVE
+    + """
+-- KEYS: formations hash, pending zset, players hash, the tickets' hashes...
+-- ARGV: formation id, retention (s), the tickets' ids..., their results... (key order)
+-- Marks the tickets matched with their results and drops the formation; 0 when it was
+-- settled already.
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+local m = #KEYS - 3
+for k = 1, m do
+  local key, id = KEYS[3 + k], ARGV[2 + k]
+  redis.call('HSET', key, 'state', 'matched', 'result', ARGV[2 + m + k])
+  leave(key, id, KEYS[3])
+  redis.call('EXPIRE', key, ARGV[2])
+end
+return 1
+""",
+)
