@@ -204,7 +204,7 @@ class Match:
             if len(self.verified) < 64:
                 self.verified[token] = viewer
         if self.expired(viewer, now):
-            raise InvalidCredential("invalid credential")
+            raise InvalidCredential("past its lifetime")
         return viewer
 
     def expires_at(self, viewer: int) -> float | None:

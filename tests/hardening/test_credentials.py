@@ -36,7 +36,7 @@ from truco_server.api.auth import Authenticator, KeyRing
 from truco_server.app.wiring import apis, build_services
 from truco_server.core.caller import Credentials
 from truco_server.core.config import ApiKey, ConfigError, Settings
-from truco_server.core.errors import ServiceError
+from truco_server.core.errors import CredentialNotValid, ServiceError
 from truco_server.services.steps import reissue_key
 from truco_server.stores import open_store
 
@@ -298,7 +298,8 @@ async def test_credentials_expire_after_the_match_credential_ttl() -> None:
     clock.advance(1)
     with pytest.raises(ServiceError) as caught:
         await api.GetMatch(seat0, get)
-    assert (caught.value.code.name, caught.value.message) == ("UNAUTHENTICATED", "invalid credential")
+    # expired: answered like a made-up credential
+    assert (caught.value.code.name, caught.value.message) == ("UNAUTHENTICATED", CredentialNotValid.MESSAGE)
     # the open stream ends at its next message (a heartbeat here)
     with pytest.raises(ServiceError) as ended:
         while True:

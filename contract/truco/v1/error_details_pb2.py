@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from truco.v1 import action_pb2 as truco_dot_v1_dot_action__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ctruco/v1/error_details.proto\x12\x08truco.v1\x1a\x15truco/v1/action.proto\"g\n\x13IllegalActionDetail\x12\'\n\rlegal_actions\x18\x01 \x03(\x0b\x32\x10.truco.v1.Action\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x17\n\x0f\x63urrent_version\x18\x03 \x01(\x03*\xb0\x05\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12 \n\x1c\x45RROR_REASON_INVALID_REQUEST\x10\x01\x12\x1e\n\x1a\x45RROR_REASON_INVALID_RULES\x10\x02\x12\x1f\n\x1b\x45RROR_REASON_ILLEGAL_ACTION\x10\x03\x12\x1e\n\x1a\x45RROR_REASON_NOT_YOUR_TURN\x10\x04\x12!\n\x1d\x45RROR_REASON_MATCH_NOT_ACTIVE\x10\x05\x12\x1e\n\x1a\x45RROR_REASON_STALE_VERSION\x10\x06\x12 \n\x1c\x45RROR_REASON_MATCH_NOT_FOUND\x10\x07\x12#\n\x1f\x45RROR_REASON_INVALID_CREDENTIAL\x10\x08\x12\"\n\x1e\x45RROR_REASON_PERMISSION_DENIED\x10\t\x12\"\n\x1e\x45RROR_REASON_REQUEST_ID_REUSED\x10\n\x12#\n\x1f\x45RROR_REASON_RESOURCE_EXHAUSTED\x10\x0b\x12\x1e\n\x1a\x45RROR_REASON_SHUTTING_DOWN\x10\x0c\x12 \n\x1c\x45RROR_REASON_ALREADY_STARTED\x10\r\x12\x19\n\x15\x45RROR_REASON_NO_CLOCK\x10\x0e\x12\"\n\x1e\x45RROR_REASON_WEBHOOK_NOT_FOUND\x10\x0f\x12(\n$ERROR_REASON_DESTINATION_NOT_ALLOWED\x10\x10\x12\x19\n\x15\x45RROR_REASON_INTERNAL\x10\x11\x12\"\n\x1e\x45RROR_REASON_STORE_UNAVAILABLE\x10\x12\x12\x1f\n\x1b\x45RROR_REASON_QUOTA_EXCEEDED\x10\x13\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ctruco/v1/error_details.proto\x12\x08truco.v1\x1a\x15truco/v1/action.proto\"g\n\x13IllegalActionDetail\x12\'\n\rlegal_actions\x18\x01 \x03(\x0b\x32\x10.truco.v1.Action\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x17\n\x0f\x63urrent_version\x18\x03 \x01(\x03*\xfc\x05\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12 \n\x1c\x45RROR_REASON_INVALID_REQUEST\x10\x01\x12\x1e\n\x1a\x45RROR_REASON_INVALID_RULES\x10\x02\x12\x1f\n\x1b\x45RROR_REASON_ILLEGAL_ACTION\x10\x03\x12\x1e\n\x1a\x45RROR_REASON_NOT_YOUR_TURN\x10\x04\x12!\n\x1d\x45RROR_REASON_MATCH_NOT_ACTIVE\x10\x05\x12\x1e\n\x1a\x45RROR_REASON_STALE_VERSION\x10\x06\x12 \n\x1c\x45RROR_REASON_MATCH_NOT_FOUND\x10\x07\x12#\n\x1f\x45RROR_REASON_INVALID_CREDENTIAL\x10\x08\x12\"\n\x1e\x45RROR_REASON_PERMISSION_DENIED\x10\t\x12\"\n\x1e\x45RROR_REASON_REQUEST_ID_REUSED\x10\n\x12#\n\x1f\x45RROR_REASON_RESOURCE_EXHAUSTED\x10\x0b\x12\x1e\n\x1a\x45RROR_REASON_SHUTTING_DOWN\x10\x0c\x12 \n\x1c\x45RROR_REASON_ALREADY_STARTED\x10\r\x12\x19\n\x15\x45RROR_REASON_NO_CLOCK\x10\x0e\x12\"\n\x1e\x45RROR_REASON_WEBHOOK_NOT_FOUND\x10\x0f\x12(\n$ERROR_REASON_DESTINATION_NOT_ALLOWED\x10\x10\x12\x19\n\x15\x45RROR_REASON_INTERNAL\x10\x11\x12\"\n\x1e\x45RROR_REASON_STORE_UNAVAILABLE\x10\x12\x12\x1f\n\x1b\x45RROR_REASON_QUOTA_EXCEEDED\x10\x13\x12#\n\x1f\x45RROR_REASON_MISSING_CREDENTIAL\x10\x14\x12%\n!ERROR_REASON_MALFORMED_CREDENTIAL\x10\x15\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,7 +33,7 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'truco.v1.error_details_pb2'
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ERRORREASON']._serialized_start=171
-  _globals['_ERRORREASON']._serialized_end=859
+  _globals['_ERRORREASON']._serialized_end=935
   _globals['_ILLEGALACTIONDETAIL']._serialized_start=65
   _globals['_ILLEGALACTIONDETAIL']._serialized_end=168
 # @@protoc_insertion_point(module_scope)

@@ -50,6 +50,8 @@ class Reason(enum.StrEnum):
     STALE_VERSION = "STALE_VERSION"
     MATCH_NOT_FOUND = "MATCH_NOT_FOUND"
     INVALID_CREDENTIAL = "INVALID_CREDENTIAL"
+    MISSING_CREDENTIAL = "MISSING_CREDENTIAL"
+    MALFORMED_CREDENTIAL = "MALFORMED_CREDENTIAL"
     PERMISSION_DENIED = "PERMISSION_DENIED"
     REQUEST_ID_REUSED = "REQUEST_ID_REUSED"
     RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
@@ -192,10 +194,38 @@ class WebhookNotFound(ServiceError):
 
 
 class Unauthenticated(ServiceError):
-    """No credential, or not a valid one."""
+    """Not a valid credential (an unknown API key; a credential of the wrong kind for the call)."""
 
     default_code = Code.UNAUTHENTICATED
     default_reason = Reason.INVALID_CREDENTIAL
+
+
+class MissingCredential(Unauthenticated):
+    """No credential where the call needs one; the message says where one goes."""
+
+    default_reason = Reason.MISSING_CREDENTIAL
+
+
+class MalformedCredential(Unauthenticated):
+    """What was sent is not shaped like a credential; the message says what one looks like."""
+
+    default_reason = Reason.MALFORMED_CREDENTIAL
+
+
+class CredentialNotValid(Unauthenticated):
+    """A well-shaped match credential that does not stand for a viewer of the match it names:
+    a signature that does not verify, a match that does not exist (or is no longer kept), a
+    re-issued or expired credential. One answer, byte for byte, for all of them, so that a
+    made-up token cannot tell which match ids exist nor whether a credential was once valid."""
+
+    MESSAGE: ClassVar[str] = (
+        "invalid credential: not a valid seat or spectator token of this match (the signature "
+        "does not verify, the match does not exist or is no longer kept, or the credential was "
+        "re-issued or has expired)"
+    )
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE)
 
 
 class PermissionDenied(ServiceError):

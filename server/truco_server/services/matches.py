@@ -223,8 +223,8 @@ class MatchService:
         stand for a viewer of this match now (re-issued since, or past its lifetime)."""
         try:
             viewer = match.viewer_of(cred.token, cred.who, cred.match_id, self.now())
-        except InvalidCredential as exc:
-            raise E.Unauthenticated(str(exc)) from None
+        except InvalidCredential:
+            raise E.CredentialNotValid() from None  # one answer, whatever was wrong with it
         bind_operator(match.meta.owner)
         return viewer
 
@@ -250,7 +250,7 @@ class MatchService:
         if isinstance(caller, MatchCredential) and (
             match.life.credential(viewer)[0] != generation or match.expired(viewer, self.now())
         ):
-            raise E.Unauthenticated("invalid credential")
+            raise E.CredentialNotValid()
 
     async def touch(self, match: Match, viewer: int) -> None:
         """Record that ``viewer`` is here (at most once per half heartbeat; only for matches
