@@ -143,7 +143,7 @@ async def test_a_match_the_store_lost_under_a_call_is_not_found_not_internal() -
     INTERNAL that way); both transports classify it with ``as_service_error``."""
     from truco_server.api.status import as_service_error
     from truco_server.core import errors as E
-    from truco_server.stores import MatchNotFound as StoreMatchNotFound
+    from truco_server.ports.errors import MatchNotFound as StoreMatchNotFound
 
     typed = as_service_error(StoreMatchNotFound("m-gone"))
     assert isinstance(typed, E.MatchNotFound) and typed.code is E.Code.NOT_FOUND
