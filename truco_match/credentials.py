@@ -11,8 +11,9 @@ Two ways a presented token fails, told apart for the caller without telling whet
 exists: :func:`parts` refuses a token that is not shaped like a credential at all
 (:class:`MalformedCredential`, decided from the text alone); :func:`viewer_of` refuses a
 well-shaped one that does not stand for a viewer of the match (:class:`InvalidCredential`: a
-signature that does not verify, a seat the match does not have, a re-issued or expired one --
-answered exactly like a token of a match that does not exist).
+signature that does not verify, a seat the match does not have, a re-issued one -- answered
+exactly like a token of a match that does not exist); a genuine credential past its lifetime
+is :class:`ExpiredCredential`, which only its holder can meet.
 """
 
 from __future__ import annotations
@@ -40,8 +41,15 @@ class MalformedCredential(ValueError):
 class InvalidCredential(ValueError):
     """A well-shaped credential that does not stand for a viewer of this match (another
     match's, a seat the match does not have, a signature that does not verify, replaced by a
-    re-issue, past its lifetime). The message is for the worker's log: a caller gets one
-    answer for all of them, the answer of a match that does not exist."""
+    re-issue). The message is for the worker's log: a caller gets one answer for all of
+    them, the answer of a match that does not exist (:class:`ExpiredCredential`, a genuine
+    one past its lifetime, is told apart)."""
+
+
+class ExpiredCredential(InvalidCredential):
+    """A credential the match issued (its signature verifies for the viewer's current
+    generation) that is past its lifetime: told apart from an invalid one, since only a holder
+    of a genuine credential can get this answer."""
 
 
 def parts(token: str) -> tuple[str, str]:

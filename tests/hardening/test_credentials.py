@@ -36,7 +36,7 @@ from truco_server.api.auth import Authenticator, KeyRing
 from truco_server.app.wiring import apis, build_services
 from truco_server.core.caller import Credentials
 from truco_server.core.config import ApiKey, ConfigError, Settings
-from truco_server.core.errors import CredentialNotValid, ServiceError
+from truco_server.core.errors import CredentialNotValid, ExpiredCredential, ServiceError
 from truco_server.services.steps import reissue_key
 from truco_server.stores import open_store
 
@@ -298,24 +298,38 @@ async def test_credentials_expire_after_the_match_credential_ttl() -> None:
     clock.advance(1)
     with pytest.raises(ServiceError) as caught:
         await api.GetMatch(seat0, get)
-    # expired: answered like a made-up credential
-    assert (caught.value.code.name, caught.value.message) == ("UNAUTHENTICATED", CredentialNotValid.MESSAGE)
-    # the open stream ends at its next message (a heartbeat here)
+    # expired: a genuine credential is told so (only its holder can get this answer)
+    expired = ("UNAUTHENTICATED", "EXPIRED_CREDENTIAL", ExpiredCredential.MESSAGE)
+    assert (caught.value.code.name, caught.value.reason, caught.value.message) == expired
+    # a made-up credential of the same seat is still only invalid, not expired
+    forged = created.seat_credentials[0].token[:-40] + "0" * 40
+    with pytest.raises(ServiceError) as made_up:
+        await api.GetMatch(Credentials(bearer=forged), get)
+    assert (made_up.value.reason, made_up.value.message) == ("INVALID_CREDENTIAL", CredentialNotValid.MESSAGE)
+    # the open stream ends at its next message (a heartbeat here), saying why
     with pytest.raises(ServiceError) as ended:
         while True:
             upd = await asyncio.wait_for(anext(stream), 5)
             assert upd.heartbeat.version, "an update reached the expired credential"
-    assert ended.value.code.name == "UNAUTHENTICATED"
+    assert (ended.value.code.name, ended.value.reason) == ("UNAUTHENTICATED", "EXPIRED_CREDENTIAL")
     # a re-issued credential lives credential_ttl from its issue
     new = await api.ReissueCredential(op, MS.ReissueCredentialRequest(match_id=match_id, seat=0))
     assert new.expire_time.ToMilliseconds() == round((clock.now + 60) * 1000)
     fresh = Credentials(bearer=new.token)
     await api.GetMatch(fresh, get)
-    with pytest.raises(ServiceError):  # seat 1's first credential expired with seat 0's
+    with pytest.raises(ServiceError) as seat1:  # seat 1's first credential expired with seat 0's
         await api.GetMatch(Credentials(bearer=created.seat_credentials[1].token), get)
+    assert seat1.value.reason == "EXPIRED_CREDENTIAL"
+    with pytest.raises(ServiceError) as replaced:  # a re-issued one is invalid, expired or not
+        await api.GetMatch(seat0, get)
+    assert (replaced.value.reason, replaced.value.message) == (
+        "INVALID_CREDENTIAL",
+        CredentialNotValid.MESSAGE,
+    )
     clock.advance(60)
-    with pytest.raises(ServiceError):
+    with pytest.raises(ServiceError) as later:
         await api.GetMatch(fresh, get)
+    assert later.value.reason == "EXPIRED_CREDENTIAL"
 
 
 async def test_credential_ttl_is_validated_and_shown_over_rest(make_worker: WorkerFactory) -> None:

@@ -7,6 +7,8 @@ match -- the same bytes whether its signature is wrong or its match does not exi
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ from tests.e2e.client import bearer
 from truco_contract.pb import action_pb2, match_pb2, match_service_pb2, match_service_pb2_grpc
 from truco_match.credentials import SHAPE
 from truco_server.app.wiring import MATCH_SERVICE
-from truco_server.core.errors import CredentialNotValid
+from truco_server.core.errors import CredentialNotValid, ExpiredCredential
 from truco_server.transports.grpc.server import Worker
 from truco_server.transports.rest import Route, routes_of
 
@@ -341,3 +343,34 @@ async def test_an_unknown_match_and_a_bad_signature_answer_byte_for_byte_alike_o
                 ]
                 assert answers[0] == answers[1] == answers[2], (name, accept, answers)
                 assert rest_refusal(answers[0]) == ("INVALID_CREDENTIAL", CredentialNotValid.MESSAGE)
+
+
+async def test_an_expired_credential_is_told_so_over_grpc_and_rest(worker: Worker) -> None:
+    async with open_worker(worker) as o:
+        settings = match_pb2.MatchSettings()
+        settings.credential_ttl.FromSeconds(1)  # the shortest lifetime there is
+        created = await o.stub.CreateMatch(
+            MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset="paulista"), settings=settings)
+        )
+        mid = created.match.match_id
+        seat = next(c.token for c in created.seat_credentials if c.seat == 0)
+        # wait (bounded) for the lifetime to pass: the answer changes by itself
+        deadline = time.monotonic() + 30
+        while (answer := await grpc_answer(GRPC_READS["GetMatch"](o.stub, mid, bearer(seat))))[0] == "ok":
+            assert time.monotonic() < deadline, "the credential never expired"
+            await asyncio.sleep(0.05)
+        expired = ("EXPIRED_CREDENTIAL", ExpiredCredential.MESSAGE)
+        assert refused(answer) == expired
+        routes = {
+            **match_reads(),
+            "SubmitAction": next(r for r in routes_of(MATCH_SERVICE) if r.method_name == "SubmitAction"),
+        }
+        calls = {**GRPC_READS, "SubmitAction": submit}
+        for name, route in routes.items():
+            assert refused(await grpc_answer(calls[name](o.stub, mid, bearer(seat)))) == expired, name
+            for accept in stream_kinds(route):
+                got = await http_answer(o, route, mid, {**accept, "Authorization": f"Bearer {seat}"})
+                assert rest_refusal(got) == expired, (name, accept)
+            # a made-up token of the same seat learns nothing from the expiry
+            made_up = refused(await grpc_answer(calls[name](o.stub, mid, bearer(forged(mid)))))
+            assert made_up == ("INVALID_CREDENTIAL", CredentialNotValid.MESSAGE), name

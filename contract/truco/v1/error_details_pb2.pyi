@@ -50,8 +50,8 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """UNAUTHENTICATED: the credential is not valid for this call: a
     well-formed match credential that is not a current seat or spectator
     token of the match (a signature that does not verify, a match that does
-    not exist, a re-issued or expired credential: one answer for all, so no
-    answer tells whether a match id exists), a credential of another match,
+    not exist, a re-issued credential: one answer for all, so no answer
+    tells whether a match id exists), a credential of another match,
     an unknown API key, or a credential of the wrong kind for the call.
     Missing and malformed credentials have their own reasons.
     """
@@ -107,6 +107,13 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     worker without API keys nothing else is one); the message says what is
     wrong with it.
     """
+    ERROR_REASON_EXPIRED_CREDENTIAL: _ErrorReason.ValueType  # 22
+    """UNAUTHENTICATED: a genuine seat or spectator token of the match (its
+    signature verifies) that is past its lifetime (MatchSettings.credential_ttl);
+    the match's operator hands out a new one (ReissueCredential). Only a
+    credential the match itself issued gets this answer, so it tells nothing
+    a made-up token could learn.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Error model (every RPC of MatchService). Errors are a google.rpc.Status with
@@ -127,7 +134,8 @@ class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     | ABORTED             | expected_version is stale, or the       | ErrorInfo, IllegalActionDetail   |
     |                     | match kept changing under retries       |                                  |
     | NOT_FOUND           | unknown match                           | ErrorInfo                        |
-    | UNAUTHENTICATED     | missing, malformed or bad credential    | ErrorInfo                        |
+    | UNAUTHENTICATED     | missing, malformed, expired or bad      | ErrorInfo                        |
+    |                     | credential                              |                                  |
     | PERMISSION_DENIED   | credential not allowed to do this       | ErrorInfo                        |
     | ALREADY_EXISTS      | request_id reused, other action/seat    | ErrorInfo                        |
     | RESOURCE_EXHAUSTED  | a per-credential quota                  | ErrorInfo, QuotaFailure,         |
@@ -164,8 +172,8 @@ ERROR_REASON_INVALID_CREDENTIAL: ErrorReason.ValueType  # 8
 """UNAUTHENTICATED: the credential is not valid for this call: a
 well-formed match credential that is not a current seat or spectator
 token of the match (a signature that does not verify, a match that does
-not exist, a re-issued or expired credential: one answer for all, so no
-answer tells whether a match id exists), a credential of another match,
+not exist, a re-issued credential: one answer for all, so no answer
+tells whether a match id exists), a credential of another match,
 an unknown API key, or a credential of the wrong kind for the call.
 Missing and malformed credentials have their own reasons.
 """
@@ -220,6 +228,13 @@ ERROR_REASON_MALFORMED_CREDENTIAL: ErrorReason.ValueType  # 21
 credential is tc1.<match id>.<seat number or s>.<40 hex digits>; on a
 worker without API keys nothing else is one); the message says what is
 wrong with it.
+"""
+ERROR_REASON_EXPIRED_CREDENTIAL: ErrorReason.ValueType  # 22
+"""UNAUTHENTICATED: a genuine seat or spectator token of the match (its
+signature verifies) that is past its lifetime (MatchSettings.credential_ttl);
+the match's operator hands out a new one (ReissueCredential). Only a
+credential the match itself issued gets this answer, so it tells nothing
+a made-up token could learn.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 

@@ -52,6 +52,7 @@ class Reason(enum.StrEnum):
     INVALID_CREDENTIAL = "INVALID_CREDENTIAL"
     MISSING_CREDENTIAL = "MISSING_CREDENTIAL"
     MALFORMED_CREDENTIAL = "MALFORMED_CREDENTIAL"
+    EXPIRED_CREDENTIAL = "EXPIRED_CREDENTIAL"
     PERMISSION_DENIED = "PERMISSION_DENIED"
     REQUEST_ID_REUSED = "REQUEST_ID_REUSED"
     RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
@@ -215,14 +216,29 @@ class MalformedCredential(Unauthenticated):
 class CredentialNotValid(Unauthenticated):
     """A well-shaped match credential that does not stand for a viewer of the match it names:
     a signature that does not verify, a match that does not exist (or is no longer kept), a
-    re-issued or expired credential. One answer, byte for byte, for all of them, so that a
-    made-up token cannot tell which match ids exist nor whether a credential was once valid."""
+    re-issued credential. One answer, byte for byte, for all of them, so that a made-up token
+    cannot tell which match ids exist nor whether a credential was once valid."""
 
     MESSAGE: ClassVar[str] = (
         "invalid credential: not a valid seat or spectator token of this match (the signature "
         "does not verify, the match does not exist or is no longer kept, or the credential was "
-        "re-issued or has expired)"
+        "re-issued)"
     )
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE)
+
+
+class ExpiredCredential(Unauthenticated):
+    """A genuine match credential (its signature verifies) past its lifetime
+    (``credential_ttl``). Only the holder of a credential the match issued gets this answer,
+    so it tells nothing a made-up token could learn."""
+
+    MESSAGE: ClassVar[str] = (
+        "expired credential: this seat or spectator token of the match is past its lifetime "
+        "(the match's credential_ttl); its operator can hand out a new one (ReissueCredential)"
+    )
+    default_reason = Reason.EXPIRED_CREDENTIAL
 
     def __init__(self) -> None:
         super().__init__(self.MESSAGE)
