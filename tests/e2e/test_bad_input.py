@@ -152,7 +152,7 @@ CASES = [
         "create/seat-token-as-key",
         lambda c: create_req(c, bearer(c.a.tokens[0])),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "WRONG_CREDENTIAL_KIND",
     ),
     Case(
         "create/bad-preset",
@@ -364,7 +364,7 @@ CASES = [
         "act/operator-key",
         lambda c: submit(c, c.legal[0], bearer(KEY_ACME)),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "WRONG_CREDENTIAL_KIND",
     ),
     Case(
         "act/spectator",
@@ -492,7 +492,7 @@ CASES = [
         "list/seat-token",
         lambda c: c.stub.ListMatches(MS.ListMatchesRequest(), metadata=c.token(0)),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "WRONG_CREDENTIAL_KIND",
     ),
     # --- CancelMatch
     Case(
@@ -526,7 +526,7 @@ CASES = [
         "cancel/seat-token",
         lambda c: c.stub.CancelMatch(MS.CancelMatchRequest(match_id=c.a.match_id), metadata=c.token(0)),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "WRONG_CREDENTIAL_KIND",
     ),
     Case(
         "cancel/spectator-token",
@@ -534,7 +534,7 @@ CASES = [
             MS.CancelMatchRequest(match_id=c.a.match_id), metadata=bearer(c.a.spectator)
         ),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "WRONG_CREDENTIAL_KIND",
     ),
 ]
 

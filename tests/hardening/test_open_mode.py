@@ -374,3 +374,34 @@ async def test_an_expired_credential_is_told_so_over_grpc_and_rest(worker: Worke
             # a made-up token of the same seat learns nothing from the expiry
             made_up = refused(await grpc_answer(calls[name](o.stub, mid, bearer(forged(mid)))))
             assert made_up == ("INVALID_CREDENTIAL", CredentialNotValid.MESSAGE), name
+
+
+async def test_a_credential_of_another_kind_is_told_so_over_grpc_and_rest(worker: Worker) -> None:
+    async with open_worker(worker) as o:
+        async with o.http.post(f"{o.base}/v1/bots", json={"name": "lobby bot"}) as resp:
+            assert resp.status == 200, await resp.text()
+            bot = (await resp.json())["bot"]
+        assert bot["token"].startswith("tb1.")
+        routes = {
+            **match_reads(),
+            "SubmitAction": next(r for r in routes_of(MATCH_SERVICE) if r.method_name == "SubmitAction"),
+        }
+        calls = {**GRPC_READS, "SubmitAction": submit}
+        for name, route in routes.items():
+            # a bot account's credential opens the bot lobby only, never a match
+            reason, message = refused(
+                await grpc_answer(calls[name](o.stub, o.match_id, bearer(bot["token"])))
+            )
+            assert reason == "WRONG_CREDENTIAL_KIND" and "bot account's credential" in message, name
+            for accept in stream_kinds(route):
+                headers = {**accept, "Authorization": f"Bearer {bot['token']}"}
+                got = await http_answer(o, route, o.match_id, headers)
+                assert rest_refusal(got) == (reason, message), (name, accept)
+        # and the bot lobby takes no match credential
+        lobby = f"{o.base}/v1/bots/{bot['botId']}/assignments:stream"
+        async with o.http.get(lobby, headers={"Authorization": f"Bearer {o.seats[0]}"}) as resp:
+            got = HttpAnswer(
+                resp.status, await resp.read(), resp.headers.get("WWW-Authenticate"), resp.content_type
+            )
+        reason, message = rest_refusal(got)
+        assert reason == "WRONG_CREDENTIAL_KIND" and "a match credential" in message

@@ -299,7 +299,7 @@ async def test_every_error_case_matches_grpc(rest_worker: RestWorker) -> None:
         ("cancel: other operator", "POST", f"/v1/matches/{mid}:cancel", {}, {"X-Api-Key": OTHER_KEY},
          "CancelMatch", {"matchId": mid}, 403, 7, "PERMISSION_DENIED"),
         ("cancel: seat credential", "POST", f"/v1/matches/{mid}:cancel", {}, seat,
-         "CancelMatch", {"matchId": mid}, 401, 16, "INVALID_CREDENTIAL"),
+         "CancelMatch", {"matchId": mid}, 401, 16, "WRONG_CREDENTIAL_KIND"),
         # a match credential never tells an unknown match from a bad credential
         ("stream: unknown match", "GET", "/v1/matches/m0000:streamObservations", None, seat,
          "StreamObservations", {"matchId": "m0000"}, 401, 16, "INVALID_CREDENTIAL"),

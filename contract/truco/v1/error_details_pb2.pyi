@@ -51,9 +51,9 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     well-formed match credential that is not a current seat or spectator
     token of the match (a signature that does not verify, a match that does
     not exist, a re-issued credential: one answer for all, so no answer
-    tells whether a match id exists), a credential of another match,
-    an unknown API key, or a credential of the wrong kind for the call.
-    Missing and malformed credentials have their own reasons.
+    tells whether a match id exists), a credential of another match, or an
+    unknown API key. Missing, malformed and expired credentials, and those
+    of the wrong kind for the call, have their own reasons.
     """
     ERROR_REASON_PERMISSION_DENIED: _ErrorReason.ValueType  # 9
     """PERMISSION_DENIED: the credential is valid but not for this operation
@@ -114,6 +114,13 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     credential the match itself issued gets this answer, so it tells nothing
     a made-up token could learn.
     """
+    ERROR_REASON_WRONG_CREDENTIAL_KIND: _ErrorReason.ValueType  # 23
+    """UNAUTHENTICATED: a credential of another kind than the call takes: a
+    match credential where an operator API key is needed, an operator API
+    key where a seat's token is, a bot account's credential (tb1....) for
+    anything but StreamAssignments, a match credential for StreamAssignments.
+    The message names both kinds; decided from the call alone.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Error model (every RPC of MatchService). Errors are a google.rpc.Status with
@@ -173,9 +180,9 @@ ERROR_REASON_INVALID_CREDENTIAL: ErrorReason.ValueType  # 8
 well-formed match credential that is not a current seat or spectator
 token of the match (a signature that does not verify, a match that does
 not exist, a re-issued credential: one answer for all, so no answer
-tells whether a match id exists), a credential of another match,
-an unknown API key, or a credential of the wrong kind for the call.
-Missing and malformed credentials have their own reasons.
+tells whether a match id exists), a credential of another match, or an
+unknown API key. Missing, malformed and expired credentials, and those
+of the wrong kind for the call, have their own reasons.
 """
 ERROR_REASON_PERMISSION_DENIED: ErrorReason.ValueType  # 9
 """PERMISSION_DENIED: the credential is valid but not for this operation
@@ -235,6 +242,13 @@ signature verifies) that is past its lifetime (MatchSettings.credential_ttl);
 the match's operator hands out a new one (ReissueCredential). Only a
 credential the match itself issued gets this answer, so it tells nothing
 a made-up token could learn.
+"""
+ERROR_REASON_WRONG_CREDENTIAL_KIND: ErrorReason.ValueType  # 23
+"""UNAUTHENTICATED: a credential of another kind than the call takes: a
+match credential where an operator API key is needed, an operator API
+key where a seat's token is, a bot account's credential (tb1....) for
+anything but StreamAssignments, a match credential for StreamAssignments.
+The message names both kinds; decided from the call alone.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 

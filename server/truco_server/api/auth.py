@@ -43,6 +43,7 @@ from truco_server.core.caller import (
 )
 from truco_server.core.config import ApiKey, ConfigError, Settings, find_api_key, read_api_keys_file
 from truco_server.core.logging import bind_operator
+from truco_server.services.leagues.bots import BOT_TOKEN_PREFIX
 
 log = structlog.get_logger("truco.auth")
 
@@ -173,10 +174,12 @@ class Authenticator:
         if self.open:
             return PUBLIC_OPERATOR
         if creds.api_key is not None:
+            self._not_a_bot(creds, "an operator API key", "api key")
             return self._known(creds.api_key)
         if creds.bearer is not None:
-            raise E.Unauthenticated(
-                "this call takes an operator API key, not a match credential: send " + creds.where("api key")
+            raise E.WrongCredentialKind(
+                "wrong kind of credential: a match credential, where this call takes an operator API "
+                "key, sent as " + creds.where("api key")
             )
         self._unreadable(creds)
         raise E.MissingCredential(
@@ -190,12 +193,13 @@ class Authenticator:
         if cred is not None:
             return cred
         if creds.api_key is not None:
+            self._not_a_bot(creds, "the seat's token")
             if self.open:
                 raise E.MalformedCredential(OPEN_NOT_A_TOKEN)
             if self._find(creds.api_key) is not None:
-                raise E.Unauthenticated(
-                    "an operator API key does not play a seat: send the seat's token as "
-                    + creds.where("token")
+                raise E.WrongCredentialKind(
+                    "wrong kind of credential: an operator API key, which plays no seat: send the "
+                    "seat's token as " + creds.where("token")
                 )
             raise E.MalformedCredential(
                 f"malformed credential: not a seat token ({SHAPE}), nor a known API key"
@@ -214,6 +218,7 @@ class Authenticator:
         if cred is not None:
             return cred
         if creds.api_key is not None:
+            self._not_a_bot(creds, "one of its seat or spectator tokens")
             if self.open:
                 raise E.MalformedCredential(OPEN_NOT_A_TOKEN)
             return self._known(creds.api_key, f"; a match credential is {SHAPE}")
@@ -240,6 +245,16 @@ class Authenticator:
                 f"a credential of match {E.quote(token_match)}, not of match {E.quote(match_id)}"
             )
         return MatchCredential(creds.bearer, token_match, who)
+
+    @staticmethod
+    def _not_a_bot(creds: Credentials, wanted: str, carried: str = "token") -> None:
+        """A bot account's credential is for the bot lobby only (``StreamAssignments``)."""
+        if creds.api_key is not None and creds.api_key.startswith(BOT_TOKEN_PREFIX + "."):
+            raise E.WrongCredentialKind(
+                "wrong kind of credential: a bot account's credential (tb1....), which only opens "
+                f"the bot lobby (StreamAssignments); this call takes {wanted}, sent as "
+                + creds.where(carried)
+            )
 
     @staticmethod
     def _unreadable(creds: Credentials) -> None:

@@ -53,6 +53,7 @@ class Reason(enum.StrEnum):
     MISSING_CREDENTIAL = "MISSING_CREDENTIAL"
     MALFORMED_CREDENTIAL = "MALFORMED_CREDENTIAL"
     EXPIRED_CREDENTIAL = "EXPIRED_CREDENTIAL"
+    WRONG_CREDENTIAL_KIND = "WRONG_CREDENTIAL_KIND"
     PERMISSION_DENIED = "PERMISSION_DENIED"
     REQUEST_ID_REUSED = "REQUEST_ID_REUSED"
     RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
@@ -195,7 +196,7 @@ class WebhookNotFound(ServiceError):
 
 
 class Unauthenticated(ServiceError):
-    """Not a valid credential (an unknown API key; a credential of the wrong kind for the call)."""
+    """Not a valid credential (an unknown API key, a credential of another match)."""
 
     default_code = Code.UNAUTHENTICATED
     default_reason = Reason.INVALID_CREDENTIAL
@@ -211,6 +212,14 @@ class MalformedCredential(Unauthenticated):
     """What was sent is not shaped like a credential; the message says what one looks like."""
 
     default_reason = Reason.MALFORMED_CREDENTIAL
+
+
+class WrongCredentialKind(Unauthenticated):
+    """A credential of another kind than the call takes (a match credential where an operator
+    key is needed, an operator key where a seat's token is, a bot account's credential
+    anywhere but the bot lobby); the message names both kinds. Decided from the call alone."""
+
+    default_reason = Reason.WRONG_CREDENTIAL_KIND
 
 
 class CredentialNotValid(Unauthenticated):
