@@ -13,7 +13,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -475,3 +475,30 @@ def test_truco_serve_workers_reload_the_keys_file_on_sighup(tmp_path: Path, clea
             time.sleep(0.05)
         assert all(x["keys"] == [f"acme:{fingerprint}"] for x in reloads())
         assert "new-secret" not in log_path.read_text() and "old-secret" not in log_path.read_text()
+
+
+# ------------------------------------------------------------------------- kinds
+def test_the_kind_of_a_credential_is_told_from_the_call_alone() -> None:
+    bot = "tb1.bot_0123456789abcdef.s3cret"
+    odd_key = "tb1.an-operator-secret-that-looks-like-a-bot"  # a configured key always wins
+    keyed = Authenticator(Settings(api_keys=(*KEYS, ApiKey("odd", odd_key))))
+
+    def reason(call: Callable[[], object]) -> str:
+        with pytest.raises(ServiceError) as caught:
+            call()
+        return caught.value.reason
+
+    assert keyed.operator(Credentials(api_key=odd_key)).name == "odd"
+    assert keyed.viewer(Credentials(api_key=odd_key), "m1") == keyed.operator(Credentials(api_key=odd_key))
+    assert reason(lambda: keyed.operator(Credentials(api_key=bot))) == "WRONG_CREDENTIAL_KIND"
+    assert reason(lambda: keyed.viewer(Credentials(api_key=bot), "m1")) == "WRONG_CREDENTIAL_KIND"
+    assert reason(lambda: keyed.seat(Credentials(api_key=bot), "m1")) == "WRONG_CREDENTIAL_KIND"
+    assert reason(lambda: keyed.seat(Credentials(api_key=KEY), "m1")) == "WRONG_CREDENTIAL_KIND"
+    seat = f"tc1.m1.0.{'0' * 40}"
+    assert reason(lambda: keyed.operator(Credentials(bearer=seat))) == "WRONG_CREDENTIAL_KIND"
+    assert reason(lambda: keyed.viewer(Credentials(api_key="nope"), "m1")) == "INVALID_CREDENTIAL"
+    assert reason(lambda: keyed.viewer(Credentials(bearer=seat), "m2")) == "INVALID_CREDENTIAL"
+    opened = Authenticator(Settings())
+    assert reason(lambda: opened.viewer(Credentials(api_key=bot), "m1")) == "WRONG_CREDENTIAL_KIND"
+    assert reason(lambda: opened.viewer(Credentials(api_key="nope"), "m1")) == "MALFORMED_CREDENTIAL"
+    assert reason(lambda: opened.viewer(Credentials(), "m1")) == "MISSING_CREDENTIAL"

@@ -154,11 +154,13 @@ class Authenticator:
 
     What is wrong is said, typed (``ErrorInfo.reason``): nothing sent
     (``MISSING_CREDENTIAL``, naming where a credential goes), something that is no credential
-    (``MALFORMED_CREDENTIAL``, saying what one looks like), a credential that is not valid for
-    the call (``INVALID_CREDENTIAL``). Each is decided here from the call alone, never from
-    whether a match exists; later, once the match is loaded, a well-formed match credential
-    that does not verify gets the answer of one whose match does not exist
-    (:class:`~truco_server.core.errors.CredentialNotValid`)."""
+    (``MALFORMED_CREDENTIAL``, saying what one looks like), a credential of another kind than
+    the call takes (``WRONG_CREDENTIAL_KIND``), one that is not valid for the call
+    (``INVALID_CREDENTIAL``: an unknown key, another match's). Each is decided here from the
+    call alone, never from whether a match exists; later, once the match is loaded, a
+    well-formed match credential that does not verify gets the answer of one whose match does
+    not exist (:class:`~truco_server.core.errors.CredentialNotValid`), and a genuine one past
+    its lifetime ``EXPIRED_CREDENTIAL``."""
 
     def __init__(self, settings: Settings, keys: KeyRing | None = None) -> None:
         self.settings = settings
@@ -174,8 +176,7 @@ class Authenticator:
         if self.open:
             return PUBLIC_OPERATOR
         if creds.api_key is not None:
-            self._not_a_bot(creds, "an operator API key", "api key")
-            return self._known(creds.api_key)
+            return self._known(creds, creds.api_key, "an operator API key", "api key")
         if creds.bearer is not None:
             raise E.WrongCredentialKind(
                 "wrong kind of credential: a match credential, where this call takes an operator API "
@@ -193,14 +194,14 @@ class Authenticator:
         if cred is not None:
             return cred
         if creds.api_key is not None:
-            self._not_a_bot(creds, "the seat's token")
-            if self.open:
-                raise E.MalformedCredential(OPEN_NOT_A_TOKEN)
             if self._find(creds.api_key) is not None:
                 raise E.WrongCredentialKind(
                     "wrong kind of credential: an operator API key, which plays no seat: send the "
                     "seat's token as " + creds.where("token")
                 )
+            self._not_a_bot(creds, "the seat's token")
+            if self.open:
+                raise E.MalformedCredential(OPEN_NOT_A_TOKEN)
             raise E.MalformedCredential(
                 f"malformed credential: not a seat token ({SHAPE}), nor a known API key"
             )
@@ -218,10 +219,11 @@ class Authenticator:
         if cred is not None:
             return cred
         if creds.api_key is not None:
-            self._not_a_bot(creds, "one of its seat or spectator tokens")
             if self.open:
+                self._not_a_bot(creds, "one of its seat or spectator tokens")
                 raise E.MalformedCredential(OPEN_NOT_A_TOKEN)
-            return self._known(creds.api_key, f"; a match credential is {SHAPE}")
+            wanted = "one of its seat or spectator tokens"
+            return self._known(creds, creds.api_key, wanted, hint=f"; a match credential is {SHAPE}")
         self._unreadable(creds)
         who = "" if self.open else ", or its owner's API key"
         raise E.MissingCredential(
@@ -268,9 +270,14 @@ class Authenticator:
             return None
         return find_api_key(self.keys.keys(), api_key)
 
-    def _known(self, api_key: str, hint: str = "") -> Operator:
+    def _known(
+        self, creds: Credentials, api_key: str, wanted: str, carried: str = "token", hint: str = ""
+    ) -> Operator:
+        """The operator of ``api_key`` (the call's); otherwise a bot credential is told so
+        (the call takes ``wanted``), anything else is an unknown API key."""
         key = self._find(api_key)
         if key is None:
+            self._not_a_bot(creds, wanted, carried)
             raise E.Unauthenticated("unknown API key" + hint)
         bind_operator(key.name)
         return Operator(key.name)
