@@ -15,7 +15,9 @@ store is a ``redis-server`` started on a free loopback port and stopped at the e
 Prints, per round: the pass that pairs it and creates its matches, then the pass that
 collects its results, rates its matches and pairs the next round, each with how much of it
 was the pairing library (``Swiss.pairings``) and the match creations (``CreateMatch``); the
-rest is collecting results, rating and the league document's writes.
+rest is collecting results, rating and the league document's reads and writes. Each pass
+also prints how many bytes it wrote to the league document (only the parts that changed)
+against the size of the whole document.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from truco_tools.redis_proc import start_redis  # noqa: E402
 
 OPERATOR = Operator("bench")
 SPENT = {"pairing": 0.0, "create": 0.0}
+WRITTEN = {"bytes": 0, "writes": 0}
 
 
 def _timed_pairings() -> None:
@@ -61,8 +64,27 @@ def _timed_pairings() -> None:
 
 def _parts(total: float) -> str:
     p, c = SPENT["pairing"], SPENT["create"]
+    w, n = WRITTEN["bytes"], WRITTEN["writes"]
     SPENT.update(pairing=0.0, create=0.0)
-    return f"{total:.2f} s (pairing {p:.2f} s, creating matches {c:.2f} s, the rest {total - p - c:.2f} s)"
+    WRITTEN.update(bytes=0, writes=0)
+    return (
+        f"{total:.2f} s (pairing {p:.2f} s, creating matches {c:.2f} s, the rest {total - p - c:.2f} s);"
+        f" league document: {n} writes, {w:,} bytes written"
+    )
+
+
+def _count_writes(documents: object) -> None:
+    put = documents.put_parts  # type: ignore[attr-defined]
+
+    async def counted(
+        kind: str, doc_id: str, version: int, changed: dict[str, bytes], removed: object = ()
+    ) -> bool:
+        if kind == "league":
+            WRITTEN["writes"] += 1
+            WRITTEN["bytes"] += sum(len(k) + len(v) for k, v in changed.items())
+        return bool(await put(kind, doc_id, version, changed, removed))
+
+    documents.put_parts = counted  # type: ignore[attr-defined]
 
 
 async def run(entrants: int, rounds: int, seed: int) -> None:
@@ -81,6 +103,7 @@ async def run(entrants: int, rounds: int, seed: int) -> None:
 
         leagues.job.create_match = timed_create
         _timed_pairings()
+        _count_writes(svc.store.documents)
         template = match_service_pb2.CreateMatchRequest(rules=match_pb2.RuleSet(preset="argentine"))
         spec = LeagueSpec(
             name="bench",
@@ -116,8 +139,12 @@ async def run(entrants: int, rounds: int, seed: int) -> None:
                 f"  (ending the round's matches by AdjudicateMatch first, not counted: {adjudicated:.2f} s)"
             )
         done = await leagues.get_league(OPERATOR, doc.league_id)
-        size = len(done.to_bytes())
-        print(f"state {done.state}, {len(done.tables)} matches; league document {size:,} bytes")
+        parts = done.to_parts()
+        size = sum(len(k) + len(v) for k, v in parts.items())
+        print(
+            f"state {done.state}, {len(done.tables)} matches;"
+            f" league document {size:,} bytes in {len(parts):,} parts"
+        )
     finally:
         await svc.store.close()
         redis.stop()

@@ -42,19 +42,32 @@ class OperatorEventType(StrEnum):
     CANCELLED = "match.cancelled"
     TURN_TIMED_OUT = "match.turn_timed_out"
     CREDENTIAL_REISSUED = "match.credential_reissued"
+    LEAGUE_STARTED = "league.started"
+    ROUND_PAIRED = "round.paired"
+    ENTRANT_FORFEITED = "entrant.forfeited"
+    RESULT_CORRECTED = "result.corrected"
+    LEAGUE_PAUSED = "league.paused"
+    LEAGUE_RESUMED = "league.resumed"
+    LEAGUE_FINISHED = "league.finished"
+
+
+LEAGUE_EVENT_TYPES = frozenset(t for t in OperatorEventType if not t.value.startswith("match."))
+"""The events of a league (no match log entry; ``labels`` say which league, round, table,
+entrant)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OperatorEvent:
-    """One lifecycle event of a match."""
+    """One lifecycle event of a match, or of a league (:data:`LEAGUE_EVENT_TYPES`: then
+    ``match_id`` is empty, or the match concerned, and there is no ``event``)."""
 
     id: str
     match_id: str
     type: OperatorEventType
     time: float
     """Server time of the commit (seconds since the epoch)."""
-    event: EventView
-    """The log entry, as a spectator sees it."""
+    event: EventView | None = None
+    """The match's log entry, as a spectator sees it (``None`` for a league event)."""
     labels: Mapping[str, str] = field(default_factory=dict)
     result: MatchResult | None = None
     """On ``match.ended``."""

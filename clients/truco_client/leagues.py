@@ -149,8 +149,16 @@ class LeagueClient:
         turn_timeout: float | timedelta | None = None,
         time_control: TimeControl | None = None,
         request_id: str | None = None,
+        unrated: bool = False,
+        rated_endings: Sequence[str] = (),
+        start_time: float | None = None,
+        round_interval: Seconds | None = None,
     ) -> league_service_pb2.League:
-        """A new league in registration (entrants get seeds in the order given)."""
+        """A new league in registration (entrants get seeds in the order given). ``unrated``:
+        none of its matches is rated; ``rated_endings``: which are ("played", "adjudicated",
+        "time_forfeit", "no_show"; default played and adjudicated). ``start_time`` (seconds
+        since the epoch): it starts by itself then; ``round_interval``: the pause between a
+        round's last result and the next round."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -172,7 +180,17 @@ class LeagueClient:
             tie_breaks=list(tie_breaks),
             entrants=[_entrant(e, i) for i, e in enumerate(entrants, 1)],
             request_id=request_id or new_request_id(),
+            rating_policy=pb.RatingPolicy(unrated=unrated, count=list(rated_endings)),
         )
+        if start_time is not None:
+            req.schedule.start_time.FromNanoseconds(round(start_time * 1e9))
+        if round_interval:
+            seconds = (
+                round_interval.total_seconds()
+                if isinstance(round_interval, timedelta)
+                else float(round_interval)
+            )
+            req.schedule.round_interval.FromNanoseconds(round(seconds * 1e9))
         return self._call("CreateLeague", req).league  # type: ignore[no-any-return]
 
     def get_league(self, league_id: str) -> league_service_pb2.League:
@@ -197,6 +215,45 @@ class LeagueClient:
 
     def resume(self, league_id: str) -> league_service_pb2.League:
         return self._call("ResumeLeague", pb.ResumeLeagueRequest(league_id=league_id)).league  # type: ignore[no-any-return]
+
+    def set_forbidden_pairs(
+        self, league_id: str, pairs: Sequence[tuple[str, str]]
+    ) -> league_service_pb2.League:
+        """Replace the league's forbidden pairs (a Swiss never pairs them)."""
+        req = pb.SetForbiddenPairsRequest(
+            league_id=league_id, pairs=[pb.EntrantPair(first=a, second=b) for a, b in pairs]
+        )
+        return self._call("SetForbiddenPairs", req).league  # type: ignore[no-any-return]
+
+    def set_round_pairings(
+        self, league_id: str, round: int, pairs: Sequence[tuple[str, str]] = (), byes: Sequence[str] = ()
+    ) -> league_service_pb2.League:
+        """The operator's own pairings (first: mano) and byes of a Swiss round not paired yet."""
+        req = pb.SetRoundPairingsRequest(
+            league_id=league_id,
+            round=round,
+            pairs=[pb.EntrantPair(first=a, second=b) for a, b in pairs],
+            byes=list(byes),
+        )
+        return self._call("SetRoundPairings", req).league  # type: ignore[no-any-return]
+
+    def correct_result(
+        self,
+        league_id: str,
+        round: int,
+        table: int,
+        winner: str,
+        points: tuple[int, int] = (0, 0),
+        *,
+        forfeit: bool = False,
+        reason: str = "",
+    ) -> league_service_pb2.LeaguePairing:
+        """Correct a recorded result (winner "" is a draw); ``points`` are the first's and the second's."""
+        req = pb.CorrectResultRequest(
+            league_id=league_id, round=round, table=table, winner=winner,
+            first_points=points[0], second_points=points[1], forfeit=forfeit, reason=reason,
+        )  # fmt: skip
+        return self._call("CorrectResult", req).pairing  # type: ignore[no-any-return]
 
     def standings(self, league_id: str) -> league_service_pb2.GetStandingsResponse:
         return self._call("GetStandings", pb.GetStandingsRequest(league_id=league_id))  # type: ignore[no-any-return]

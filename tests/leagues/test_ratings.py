@@ -29,8 +29,7 @@ def test_a_match_is_applied_exactly_once() -> None:
     assert book.apply(one_v_one("m1", "ana", "beto"))
     after = (book.rating("argentine-2p", "ana"), book.rating("argentine-2p", "beto"))
     assert after[0].mu > 25 > after[1].mu and after[0].games == after[1].games == 1
-    assert not book.apply(one_v_one("m1", "ana", "beto"))
-    assert not book.apply(one_v_one("m1", "beto", "ana"))  # the id decides, not the content
+    assert not book.apply(one_v_one("m1", "ana", "beto"))  # the same match again: ignored
     assert (book.rating("argentine-2p", "ana"), book.rating("argentine-2p", "beto")) == after
     assert book.applied("m1") and not book.applied("m2")
 
@@ -119,3 +118,51 @@ def test_malformed_matches_are_refused(match: RatedMatch) -> None:
     with pytest.raises(InvalidResultError):
         book.apply(match)
     assert book.families() == () and not book.applied(match.match_id)
+
+
+def test_a_corrected_result_is_rated_again_as_if_it_had_always_been_so() -> None:
+    """Three matches; the second's result is corrected: the book equals one that applied
+    the corrected result from the start, in the same order; removing a match equals never
+    having applied it; the corrected book survives its round trip."""
+    first, second, third = (
+        one_v_one("m1", "ana", "beto"),
+        one_v_one("m2", "ana", "cris"),
+        one_v_one("m3", "beto", "cris"),
+    )
+    corrected = one_v_one("m2", "cris", "ana")
+    book = RatingBook()
+    for m in (first, second, third):
+        book.apply(m)
+    assert book.apply(corrected)
+    assert not book.apply(corrected)  # once
+    straight = RatingBook()
+    for m in (first, corrected, third):
+        straight.apply(m)
+    assert book.to_dict() == straight.to_dict()
+    assert book.remove("m2") and not book.remove("m2")
+    without = RatingBook()
+    for m in (first, third):
+        without.apply(m)
+    assert book.to_dict() == without.to_dict()
+    assert RatingBook.from_dict(book.to_dict()).to_dict() == without.to_dict()
+
+
+def test_a_version_1_book_is_read_and_corrections_replay_from_its_ratings() -> None:
+    """A book stored before matches were kept (version 1: the applied ids only) loads with
+    its ratings; its ids stay applied (never rated again), and a later match corrected is
+    rated again from the ratings the old book held."""
+    old = RatingBook()
+    old.apply(one_v_one("m1", "ana", "beto"))
+    v1 = {**old.to_dict(), "version": 1, "applied": ["m1"]}
+    del v1["matches"]
+    book = RatingBook.from_dict(v1)
+    assert book.applied("m1") and not book.apply(one_v_one("m1", "beto", "ana"))
+    assert book.rating("argentine-2p", "ana") == old.rating("argentine-2p", "ana")
+    book.apply(one_v_one("m2", "ana", "cris"))
+    assert book.apply(one_v_one("m2", "cris", "ana"))  # corrected
+    straight = RatingBook.from_dict(old.to_dict())
+    straight.apply(one_v_one("m2", "cris", "ana"))
+    assert book.to_dict()["families"] == straight.to_dict()["families"]
+    again = RatingBook.from_dict(book.to_dict())
+    assert again.applied("m1") and again.to_dict() == book.to_dict()
+    assert again.remove("m2") and again.to_dict()["families"] == old.to_dict()["families"]

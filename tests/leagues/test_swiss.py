@@ -225,13 +225,13 @@ def test_pairing_rounds_out_of_order() -> None:
 
 
 def test_the_bye_skips_the_lowest_ranked_when_the_others_could_not_be_paired() -> None:
-    """A recorded run (nine entrants, random results from seed 195) in which round 7's
-    lowest-ranked entrant without a bye, e4, cannot take it: without e4 the other eight
-    cannot all be paired without a rematch. The next one up, e6, gets it."""
+    """A recorded run (nine entrants, random results from seed 200) in which round 7's
+    lowest-ranked entrant without a bye, e8, cannot take it: without e8 the other eight
+    cannot all be paired without a rematch. The next one up, e5, gets it."""
     from truco_server.leagues.results import build_history
 
     swiss = Swiss(field(9), rounds=9)
-    rnd = random.Random(195)
+    rnd = random.Random(200)
     results: list[Result] = []
     for r in range(1, 7):
         tables = swiss.pairings(r, results)
@@ -242,10 +242,10 @@ def test_the_bye_skips_the_lowest_ranked_when_the_others_could_not_be_paired() -
     history = build_history(results, [e.id for e in swiss.entrants], swiss.scoring)
     ranked = [e.id for e in swiss.ranking(history, {e.id for e in swiss.entrants})]
     without_bye = [x for x in reversed(ranked) if history.byes(x) == 0]
-    assert without_bye[:2] == ["e4", "e6"]
+    assert without_bye[:2] == ["e8", "e5"]
     met = {frozenset((r.first, r.second)) for r in results if r.second is not None}
-    assert not perfectly_pairable(set(ranked) - {"e4"}, met)
-    assert [p.first for p in tables if p.second is None] == ["e6"]
+    assert not perfectly_pairable(set(ranked) - {"e8"}, met)
+    assert [p.first for p in tables if p.second is None] == ["e5"]
 
 
 def test_a_leader_who_met_the_next_group_is_paired_close_rather_than_floated_far() -> None:
@@ -259,9 +259,76 @@ def test_a_leader_who_met_the_next_group_is_paired_close_rather_than_floated_far
     sizes = Counter(g for _, g in layout)
     firsts = {g: min(i for i, (_, h) in enumerate(layout) if h == g) for g in sizes}
     players = [_Player(x, i, g, i - firsts[g], sizes[g], none) for i, (x, g) in enumerate(layout)]
-    met = frozenset({frozenset(("L", "a1")), frozenset(("L", "a2"))})
+    met = {"L": {"a1", "a2"}, "a1": {"L"}, "a2": {"L"}}
     pairs = pair_players(players, met, bracket_size=5)
     assert pairs is not None
     gaps = sorted(abs(a.group - b.group) for a, b in pairs)
     partner = {a.id: b.id for a, b in pairs} | {b.id: a.id for a, b in pairs}
     assert partner["L"] in ("b1", "b2") and gaps == [0, 0, 1, 2]
+
+
+def test_forbidden_pairs_are_never_paired() -> None:
+    """Round 1 of 8 pairs e1-e5, e6-e2, e3-e7, e8-e4; forbidding e1-e5 and e3-e7 moves
+    them, and a hundred random rounds never pair a forbidden pair."""
+    swiss = Swiss(field(8), rounds=5)
+    plain = {frozenset((p.first, p.second)) for p in swiss.pairings(1, [])}
+    forbidden = {frozenset(("e1", "e5")), frozenset(("e3", "e7"))}
+    assert forbidden <= plain
+    tables = swiss.pairings(1, [], forbidden=forbidden)
+    check_round(swiss, tables, [])
+    assert not forbidden & {frozenset((p.first, p.second)) for p in tables}
+    rnd = random.Random(3)
+    for _ in range(100):
+        ids = [f"e{i}" for i in range(1, 9)]
+        pairs = {frozenset(rnd.sample(ids, 2)) for _ in range(5)}
+        try:
+            tables = swiss.pairings(1, [], forbidden=pairs)
+        except NoValidPairingError:
+            assert not perfectly_pairable(ids, pairs)
+            continue
+        assert not pairs & {frozenset((p.first, p.second)) for p in tables}
+
+
+def test_the_operators_pairings_and_byes_come_first_and_the_rest_is_paired() -> None:
+    from truco_server.leagues import RoundOverrides
+
+    swiss = Swiss(field(9), rounds=5)
+    overrides = RoundOverrides(pairs=(("e9", "e1"),), byes=("e2", "e3"))
+    tables = [(p.table, p.first, p.second) for p in swiss.pairings(1, [], overrides=overrides)]
+    # e9-e1 as given (e9 mano) first; e4..e8 are five: two tables and the system's bye to
+    # the lowest-ranked, e8, after the operator's byes
+    assert tables[0] == (1, "e9", "e1")
+    assert [t[1:] for t in tables[3:]] == [("e2", None), ("e3", None), ("e8", None)]
+    assert sorted(e for t in tables[1:3] for e in t[1:] if e) == ["e4", "e5", "e6", "e7"]
+    assert [t[0] for t in tables] == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field_name", "message"),
+    [
+        ((("e1", "e2"), ("e2", "e3")), "pairs[1]", "placed twice"),
+        ((("e1", "e1"),), "pairs[0]", "placed twice"),
+        ((("e1", "nobody"),), "pairs[0]", "not an entrant present"),
+        ((("e1", "e2"),), "pairs[0]", "forbidden pairing"),
+    ],
+)
+def test_bad_overrides_name_the_field(
+    overrides: tuple[tuple[str, str], ...], field_name: str, message: str
+) -> None:
+    from truco_server.leagues import LeagueError, RoundOverrides
+
+    swiss = Swiss(field(8), rounds=3)
+    with pytest.raises(LeagueError) as err:
+        swiss.pairings(1, [], forbidden={frozenset(("e1", "e2"))}, overrides=RoundOverrides(pairs=overrides))
+    assert err.value.field == field_name and message in err.value.message
+
+
+def test_only_a_swiss_takes_overrides() -> None:
+    from truco_server.leagues import InvalidOptionError, RoundOverrides
+
+    event = create_event(EventSpec(FormatKind.ROUND_ROBIN), field(4))
+    with pytest.raises(InvalidOptionError):
+        event.pairings(1, [], forbidden={frozenset(("e1", "e2"))})
+    with pytest.raises(InvalidOptionError):
+        event.pairings(1, [], overrides=RoundOverrides(byes=("e1",)))
+    assert len(event.pairings(1, [])) == 2

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import random
+from typing import Any
 
 import pytest
 from google.protobuf import duration_pb2
@@ -22,6 +24,7 @@ from tests.leagues_service.conftest import (
     template,
 )
 from truco_contract.leagues import Assignment
+from truco_contract.pb import operator_service_pb2
 from truco_server.core import errors as E
 from truco_server.core import requests as T
 from truco_server.core.caller import Operator
@@ -131,6 +134,36 @@ async def test_a_round_is_paired_once(any_stack: Stack) -> None:
     assert again.pairings == after.pairings
 
 
+async def test_a_pass_writes_only_the_parts_that_changed(any_stack: Stack) -> None:
+    """Two of a round's eight matches end: the pass that records them writes their two
+    pairings' parts (the result, then released and rated), not the entrants, the head or
+    the six pairings still playing; the league read back is the one the pass kept."""
+    s = any_stack
+    doc = await s.leagues.create_league(OPERATOR, spec("swiss", 16, rounds=3))
+    await s.leagues.start(OPERATOR, doc.league_id)
+    await s.leagues.job.advance(doc.league_id)
+    paired = await s.leagues.get_league(OPERATOR, doc.league_id)
+    assert paired.round == 1 and all(t.match_id and t.assigned for t in paired.tables.values())
+    written: list[set[str]] = []
+    put = s.store.documents.put_parts
+
+    async def spy(kind: str, doc_id: str, version: int, changed: object, removed: object = ()) -> bool:
+        if kind == "league":
+            written.append(set(changed) | set(removed))  # type: ignore[call-overload]
+        return await put(kind, doc_id, version, changed, removed)  # type: ignore[arg-type]
+
+    s.store.documents.put_parts = spy  # type: ignore[method-assign]
+    ended = paired.pairings[2:4]
+    for p in ended:
+        (key,) = p.tables
+        await s.steps.adjudicate_match(OPERATOR, T.AdjudicateMatchRequest(paired.tables[key].match_id, 0))
+    await s.leagues.job.advance(doc.league_id)
+    assert written == [{"p:1.3", "p:1.4"}] * 2  # collected, then released and rated
+    after = await s.leagues.get_league(OPERATOR, doc.league_id)
+    assert [p.table for p in after.pairings if p.result is not None] == [3, 4]
+    assert after.to_parts() == (await s.store.documents.get_parts("league", doc.league_id) or (0, {}))[1]
+
+
 async def test_teams_of_two_sit_in_alternate_seats(any_stack: Stack) -> None:
     teams = tuple(EntrantDoc(f"t{i}", i, [f"t{i}a", f"t{i}b"]) for i in range(1, 4))
     sp = dataclasses.replace(spec("round_robin", 3, template=template("paulista", 3)), entrants=teams)
@@ -183,12 +216,13 @@ async def test_each_match_is_rated_once(any_stack: Stack) -> None:
     }
     decided = [t for t in done.tables.values() if t.winner_side is not None and not t.forfeit]
     assert sum(board.values()) == 2 * len(decided) == 2 * 6
-    from truco_server.leagues import RatedMatch
+    from truco_server.leagues import RatedMatch, ranks_from_winner
 
     t = decided[0]
-    again = RatedMatch(t.match_id, done.family, ((t.sides[0],), (t.sides[1],)), (1, 2))
+    sides = ((t.sides[0],), (t.sides[1],))
+    again = RatedMatch(t.match_id, done.family, sides, ranks_from_winner(sides, t.winner_side))
     applied = await any_stack.leagues.ratings.rate(OPERATOR.name, done.family, [again])
-    assert applied == []  # the book knows it
+    assert applied == []  # the book knows it (the same match with another result is a correction)
 
 
 async def _next(gen: object, timeout: float = 5.0) -> object:
@@ -302,3 +336,60 @@ async def test_formats_run_to_the_end(stack: Stack, fmt: str, n: int, duplicate:
     if fmt == "double_elimination":
         final = [p for p in done.pairings if p.label.startswith("GF")]
         assert final and table[0].entrant_id == final[-1].result["winner"]  # type: ignore[index]
+
+
+async def test_pause_and_resume_are_league_events_in_order(stack: Stack) -> None:
+    """StartLeague, PauseLeague, ResumeLeague, then the job's pass: the league's events are on
+    the operator's stream in that order, before the round the pass pairs."""
+    operator = Operator("acme-events")
+    doc = await stack.leagues.create_league(operator, spec("round_robin", 4))
+    await stack.leagues.start(operator, doc.league_id)
+    await stack.leagues.pause(operator, doc.league_id)
+    await stack.leagues.resume(operator, doc.league_id)
+    await stack.leagues.job.advance(doc.league_id)
+    stream = await stack.store.operators.read(operator.name, "", 1000)
+    events = [operator_service_pb2.OperatorEvent.FromString(raw) for _cursor, raw in stream]
+    league = [
+        e
+        for e in events
+        if e.labels.get("league") == doc.league_id and e.type.startswith(("league.", "round."))
+    ]
+    assert [(e.type, e.labels.get("round", "")) for e in league] == [
+        ("league.started", ""),
+        ("league.paused", "0"),
+        ("league.resumed", "0"),
+        ("round.paired", "1"),
+    ]
+    assert [e.id for e in league] == [f"{doc.league_id}:e{i}" for i in range(1, 5)]
+    assert league[1].labels["reason"] == "PauseLeague"
+    assert (await stack.leagues.get_league(operator, doc.league_id)).outbox == []  # all published
+
+
+async def test_league_events_go_to_the_webhooks_that_want_them(stack: Stack) -> None:
+    """A webhook for league.started and round.paired gets one delivery of each, in order,
+    with the event's id as webhook-id and a body with the league's labels and no match event;
+    a webhook for match events only gets no league event."""
+    operator = Operator("acme-hooks")
+    wants = await stack.operators.create_webhook(
+        operator, "https://93.184.216.34/l", ["league.started", "round.paired"], ""
+    )
+    other = await stack.operators.create_webhook(operator, "https://93.184.216.34/m", ["match.ended"], "")
+    queued: list[Any] = []
+
+    class Capture:
+        async def enqueue(self, delivery: Any) -> None:
+            queued.append(delivery)
+
+    stack.operators.deliverer = Capture()  # type: ignore[assignment]
+    doc = await stack.leagues.create_league(operator, spec("round_robin", 4))
+    await stack.leagues.start(operator, doc.league_id)
+    await stack.leagues.job.advance(doc.league_id)
+    league = [d for d in queued if not d.type.startswith("match.")]
+    assert [(d.webhook_id, d.type, d.event_id) for d in league] == [
+        (wants.webhook_id, "league.started", f"{doc.league_id}:e1"),
+        (wants.webhook_id, "round.paired", f"{doc.league_id}:e2"),
+    ]
+    assert not [d for d in queued if d.webhook_id == other.webhook_id and not d.type.startswith("match.")]
+    body = json.loads(league[1].body)
+    assert body["type"] == "round.paired" and "event" not in body["data"]
+    assert body["data"]["labels"] == {"league": doc.league_id, "round": "1", "pairings": "2", "byes": "0"}

@@ -115,12 +115,15 @@ async def _run(stack: Stack, phase: str) -> int:
             survived = False
         await run_league(stack, doc.league_id, seed=k, operator=operator)
         await _check(stack, operator, doc.league_id)
-        if survived:
+        if survived and dying.calls < dying.at:  # no call died, the pass's nor a relay's beside it
             return k
 
 
 async def test_death_at_every_point_of_pairing_and_creation(stack: Stack) -> None:
-    assert await _run(stack, "pairing") > 10
+    # the pass: load, pair round 1 and write it, create the two matches (each one guarded
+    # script; their relays run beside), write them, hand the bot its seat, write that: 7
+    # points, then the relays' calls, which the pass does not wait for
+    assert await _run(stack, "pairing") >= 8
 
 
 async def test_death_at_every_point_of_collecting_and_rating(stack: Stack) -> None:

@@ -25,6 +25,8 @@ class Serve:
     proc: subprocess.Popen[bytes]
     address: str
     log: Path
+    http: str = ""
+    """The REST base URL (``http://127.0.0.1:<port>``), when it serves REST."""
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -32,35 +34,37 @@ class Serve:
         self.proc.wait(10)
 
 
-def start_serve(redis_url: str, log: Path) -> Serve:
+def start_serve(redis_url: str, log: Path, *, rest: bool = False) -> Serve:
     port = free_port()
+    http_port = free_port() if rest else 0
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
     env.update({"TRUCO_HEARTBEAT_INTERVAL_SECONDS": "1", "TRUCO_SCHEDULER_TICK_SECONDS": "0.1"})
     cmd = [
         sys.executable, "-m", "truco_cli.main", "serve",
         "--redis", redis_url, "--grpc-port", str(port), "--metrics-port", "0",
-        "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning",
+        "--http-port", str(http_port), "--host", "127.0.0.1", "--log-level", "warning",
         "--workers", "1",  # one worker process: the one a test kills
     ]  # fmt: skip
     out = log.open("wb")
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     out.close()
-    deadline = time.monotonic() + 30
-    while "gRPC listening" not in log.read_text(errors="replace"):
+    deadline = time.monotonic() + 120  # a cap: it waits for the log line (slow on a loaded machine)
+    ready = "REST/JSON listening" if rest else "gRPC listening"
+    while ready not in log.read_text(errors="replace"):
         if proc.poll() is not None or time.monotonic() > deadline:
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
             raise AssertionError("truco serve did not start: " + log.read_text())
         time.sleep(0.05)
-    return Serve(proc, f"127.0.0.1:{port}", log)
+    return Serve(proc, f"127.0.0.1:{port}", log, f"http://127.0.0.1:{http_port}" if rest else "")
 
 
 @contextmanager
-def two_workers(redis_url: str, tmp: Path) -> Iterator[list[Serve]]:
+def two_workers(redis_url: str, tmp: Path, *, rest: bool = False) -> Iterator[list[Serve]]:
     workers: list[Serve] = []
     try:
         for i in range(2):
-            workers.append(start_serve(redis_url, tmp / f"serve{i}.log"))
+            workers.append(start_serve(redis_url, tmp / f"serve{i}.log", rest=rest))
         yield workers
     finally:
         for w in workers:

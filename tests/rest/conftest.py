@@ -26,6 +26,7 @@ from truco_contract.pb import match_service_pb2_grpc
 from truco_server.app.wiring import service_factory
 from truco_server.core.config import ApiKey, Settings
 from truco_server.transports.grpc.server import Worker
+from truco_tools.redis_proc import STARTUP_TIMEOUT
 
 ACME_KEY = "k-acme-secret"
 OTHER_KEY = "k-other-secret"
@@ -124,8 +125,7 @@ def served(clean_redis_url: str) -> Iterator[Served]:
     base = None
     grpc_address = ""
     seen: list[str] = []
-    # a bound on a readiness wait: two workers took ~50 s to start on a loaded 2-core machine
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + STARTUP_TIMEOUT  # a bound: the wait ends at the banner
     assert proc.stdout is not None
     while time.monotonic() < deadline:
         line = proc.stdout.readline()

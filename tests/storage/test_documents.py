@@ -71,6 +71,61 @@ async def test_a_bots_assignments(store: Store) -> None:
     assert await docs.assignments("b2") == {"m1": b"seat 1"}
 
 
+async def test_a_document_of_parts_writes_only_what_changed(store: Store) -> None:
+    docs = store.documents
+    assert await docs.get_parts("league", "l1") is None
+    assert not await docs.put_parts("league", "l1", 1, {"head": b"no such version"})
+    assert await docs.put_parts("league", "l1", 0, {"head": b"h1", "p:1.1": b"a", "p:1.2": b"b"})
+    assert not await docs.put_parts("league", "l1", 0, {"head": b"created twice"})
+    assert await docs.get_parts("league", "l1") == (1, {"head": b"h1", "p:1.1": b"a", "p:1.2": b"b"})
+    # one part changed, one added, one removed; the others are kept as they were
+    assert await docs.put_parts("league", "l1", 1, {"p:1.2": b"B", "p:2.1": b"c"}, removed=["p:1.1"])
+    assert await docs.get_parts("league", "l1") == (2, {"head": b"h1", "p:1.2": b"B", "p:2.1": b"c"})
+    assert not await docs.put_parts("league", "l1", 1, {"head": b"stale"}, removed=["head"])
+    assert await docs.put_parts("league", "l1", 2, {})  # nothing changed: the version still moves
+    assert await docs.get_parts("league", "l1") == (3, {"head": b"h1", "p:1.2": b"B", "p:2.1": b"c"})
+    with pytest.raises(ValueError):
+        await docs.put_parts("league", "l1", 3, {"v": b"the version's own name"})
+    with pytest.raises(ValueError):
+        await docs.put_parts("league", "l1", 3, {"": b"no name"})
+
+
+async def test_many_and_large_parts_in_one_write(store: Store) -> None:
+    """More parts than one Lua call takes as arguments, and a part of a megabyte."""
+    docs = store.documents
+    parts = {f"p:{i}": b"%d" % i for i in range(5000)}
+    parts["big"] = bytes(range(256)) * 4096
+    assert await docs.put_parts("league", "big", 0, parts)
+    assert await docs.get_parts("league", "big") == (1, parts)
+    assert await docs.put_parts("league", "big", 1, {}, removed=[f"p:{i}" for i in range(2500)])
+    got = await docs.get_parts("league", "big")
+    assert got is not None and got[0] == 2 and set(got[1]) == {f"p:{i}" for i in range(2500, 5000)} | {"big"}
+
+
+async def test_a_one_part_document_is_the_whole_part_of_its_parts(store: Store) -> None:
+    """get/put are the part named ``d`` of the same document: one written whole is read as
+    parts, and a document written as parts without it reads as empty bytes."""
+    docs = store.documents
+    assert await docs.put("league", "old", 0, b"{...}")
+    assert await docs.get_parts("league", "old") == (1, {"d": b"{...}"})
+    assert await docs.put_parts("league", "old", 1, {"head": b"h"}, removed=["d"])
+    assert await docs.get("league", "old") == (2, b"")
+
+
+async def test_concurrent_part_writers_of_one_version_have_one_winner(
+    two_workers: tuple[Store, Store],
+) -> None:
+    a, b = two_workers
+    assert await a.documents.put_parts("league", "l1", 0, {"head": b"0", "p:1": b"x"})
+    wins = await asyncio.gather(
+        *(w.documents.put_parts("league", "l1", 1, {f"p:{i}": b"%d" % i}) for i, w in enumerate([a, b] * 5))
+    )
+    assert wins.count(True) == 1
+    winner = wins.index(True)
+    expected = {"head": b"0", "p:1": b"x"} | {f"p:{winner}": b"%d" % winner}
+    assert await b.documents.get_parts("league", "l1") == (2, expected)
+
+
 async def test_a_write_that_requires_a_missing_document_writes_nothing(store: Store) -> None:
     """A rating book requires its league, an assignment its league and its bot account: with
     one of them missing (a league lost with a Redis restarted without persistence) the write
@@ -92,3 +147,13 @@ async def test_a_write_that_requires_a_missing_document_writes_nothing(store: St
     assert not await docs.put("ratings", "op/argentine-2p", 0, b"stale", requires=[league])  # still a CAS
     assert await docs.get("ratings", "op/argentine-2p") == (1, b"book")
     assert await docs.assignments("bot_1") == {"m1": b"seat 0"}
+
+
+async def test_a_league_stored_in_parts_is_a_parent(store: Store) -> None:
+    """A league is written as parts: a write that requires it is made once it exists."""
+    docs = store.documents
+    league = DocRef("league", "parts")
+    with pytest.raises(ParentMissing):
+        await docs.put("ratings", "op/family", 0, b"book", requires=[league])
+    assert await docs.put_parts("league", "parts", 0, {"head": b"h"})
+    assert await docs.put("ratings", "op/family", 0, b"book", requires=[league])

@@ -5,6 +5,7 @@ isort:skip_file
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
@@ -148,6 +149,10 @@ class League(_message.Message):
     RATING_FAMILY_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     FINISH_REASON_FIELD_NUMBER: _builtins.int
+    FORBIDDEN_PAIRS_FIELD_NUMBER: _builtins.int
+    ROUND_PAIRINGS_FIELD_NUMBER: _builtins.int
+    RATING_POLICY_FIELD_NUMBER: _builtins.int
+    SCHEDULE_FIELD_NUMBER: _builtins.int
     league_id: _builtins.str
     """Server-assigned id."""
     name: _builtins.str
@@ -169,7 +174,7 @@ class League(_message.Message):
     players, e.g. "argentine-2p").
     """
     finish_reason: _builtins.str
-    """Why the league finished early, when it did."""
+    """Why the league finished early (or was paused by the server), when it did."""
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
         """The rule set every match is played with."""
@@ -198,6 +203,24 @@ class League(_message.Message):
     def create_time(self) -> _timestamp_pb2.Timestamp:
         """Creation time."""
 
+    @_builtins.property
+    def forbidden_pairs(self) -> _containers.RepeatedCompositeFieldContainer[Global___EntrantPair]:
+        """Pairs a Swiss never pairs (SetForbiddenPairs)."""
+
+    @_builtins.property
+    def round_pairings(self) -> _containers.RepeatedCompositeFieldContainer[Global___RoundPairings]:
+        """The operator's pairings and byes of rounds not paired yet
+        (SetRoundPairings).
+        """
+
+    @_builtins.property
+    def rating_policy(self) -> Global___RatingPolicy:
+        """Which of its matches are rated."""
+
+    @_builtins.property
+    def schedule(self) -> Global___LeagueSchedule:
+        """When it starts by itself, and the pause between rounds."""
+
     def __init__(
         self,
         *,
@@ -216,14 +239,143 @@ class League(_message.Message):
         rating_family: _builtins.str = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
         finish_reason: _builtins.str = ...,
+        forbidden_pairs: _abc.Iterable[Global___EntrantPair] | None = ...,
+        round_pairings: _abc.Iterable[Global___RoundPairings] | None = ...,
+        rating_policy: Global___RatingPolicy | None = ...,
+        schedule: Global___LeagueSchedule | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "duplicate", b"duplicate", "rules", b"rules", "settings", b"settings"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rounds", b"rounds", "rules", b"rules", "settings", b"settings", "state", b"state", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "settings", b"settings", "state", b"state", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___League: _TypeAlias = League  # noqa: Y015
+
+@_typing.final
+class LeagueSchedule(_message.Message):
+    """A league's schedule."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    START_TIME_FIELD_NUMBER: _builtins.int
+    ROUND_INTERVAL_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def start_time(self) -> _timestamp_pb2.Timestamp:
+        """When the league starts by itself (StartLeague may start it before); unset:
+        only StartLeague starts it.
+        """
+
+    @_builtins.property
+    def round_interval(self) -> _duration_pb2.Duration:
+        """The pause between the last result of a round and the pairing of the
+        next (at most 7 days); unset: none.
+        """
+
+    def __init__(
+        self,
+        *,
+        start_time: _timestamp_pb2.Timestamp | None = ...,
+        round_interval: _duration_pb2.Duration | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["round_interval", b"round_interval", "start_time", b"start_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["round_interval", b"round_interval", "start_time", b"start_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LeagueSchedule: _TypeAlias = LeagueSchedule  # noqa: Y015
+
+@_typing.final
+class EntrantPair(_message.Message):
+    """Two entrants."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIRST_FIELD_NUMBER: _builtins.int
+    SECOND_FIELD_NUMBER: _builtins.int
+    first: _builtins.str
+    """The first entrant (in a pairing: mano in the first hand)."""
+    second: _builtins.str
+    """The other."""
+    def __init__(
+        self,
+        *,
+        first: _builtins.str = ...,
+        second: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first", b"first", "second", b"second"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EntrantPair: _TypeAlias = EntrantPair  # noqa: Y015
+
+@_typing.final
+class RoundPairings(_message.Message):
+    """The operator's decisions for one Swiss round."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROUND_FIELD_NUMBER: _builtins.int
+    PAIRS_FIELD_NUMBER: _builtins.int
+    BYES_FIELD_NUMBER: _builtins.int
+    round: _builtins.int
+    """The round."""
+    @_builtins.property
+    def pairs(self) -> _containers.RepeatedCompositeFieldContainer[Global___EntrantPair]:
+        """Tables the operator pairs itself."""
+
+    @_builtins.property
+    def byes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Entrants it gives a bye (each scores the bye's points)."""
+
+    def __init__(
+        self,
+        *,
+        round: _builtins.int = ...,
+        pairs: _abc.Iterable[Global___EntrantPair] | None = ...,
+        byes: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["byes", b"byes", "pairs", b"pairs", "round", b"round"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RoundPairings: _TypeAlias = RoundPairings  # noqa: Y015
+
+@_typing.final
+class RatingPolicy(_message.Message):
+    """Which matches of a league are rated in its family's rating book."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    UNRATED_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    unrated: _builtins.bool
+    """True: none of its matches is rated."""
+    @_builtins.property
+    def count(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """How a match may have ended to be rated: "played" (to its end, or
+        resigned), "adjudicated" (by the operator, or a corrected result),
+        "time_forfeit", "no_show". Empty: played and adjudicated.
+        """
+
+    def __init__(
+        self,
+        *,
+        unrated: _builtins.bool = ...,
+        count: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "unrated", b"unrated"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RatingPolicy: _TypeAlias = RatingPolicy  # noqa: Y015
 
 @_typing.final
 class CreateLeagueRequest(_message.Message):
@@ -240,6 +392,8 @@ class CreateLeagueRequest(_message.Message):
     TIE_BREAKS_FIELD_NUMBER: _builtins.int
     ENTRANTS_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    RATING_POLICY_FIELD_NUMBER: _builtins.int
+    SCHEDULE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Display name (at most 100 characters)."""
     format: _builtins.str
@@ -268,6 +422,14 @@ class CreateLeagueRequest(_message.Message):
     def entrants(self) -> _containers.RepeatedCompositeFieldContainer[Global___Entrant]:
         """Entrants registered at once (more may register before the start)."""
 
+    @_builtins.property
+    def rating_policy(self) -> Global___RatingPolicy:
+        """Which matches are rated (default: rated, played and adjudicated ones)."""
+
+    @_builtins.property
+    def schedule(self) -> Global___LeagueSchedule:
+        """When it starts by itself, and the pause between rounds."""
+
     def __init__(
         self,
         *,
@@ -280,10 +442,12 @@ class CreateLeagueRequest(_message.Message):
         tie_breaks: _abc.Iterable[_builtins.str] | None = ...,
         entrants: _abc.Iterable[Global___Entrant] | None = ...,
         request_id: _builtins.str = ...,
+        rating_policy: Global___RatingPolicy | None = ...,
+        schedule: Global___LeagueSchedule | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "rules", b"rules", "settings", b"settings"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "settings", b"settings", "tie_breaks", b"tie_breaks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "settings", b"settings", "tie_breaks", b"tie_breaks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -943,6 +1107,7 @@ class LeaguePairing(_message.Message):
     LABEL_FIELD_NUMBER: _builtins.int
     TABLES_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    CORRECTIONS_FIELD_NUMBER: _builtins.int
     round: _builtins.int
     """Round, from 1."""
     table: _builtins.int
@@ -961,6 +1126,10 @@ class LeaguePairing(_message.Message):
     def result(self) -> Global___PairingResult:
         """The result once recorded."""
 
+    @_builtins.property
+    def corrections(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResultCorrection]:
+        """The operator's corrections of the result, oldest first."""
+
     def __init__(
         self,
         *,
@@ -971,14 +1140,55 @@ class LeaguePairing(_message.Message):
         label: _builtins.str = ...,
         tables: _abc.Iterable[Global___LeagueTable] | None = ...,
         result: Global___PairingResult | None = ...,
+        corrections: _abc.Iterable[Global___ResultCorrection] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["first", b"first", "label", b"label", "result", b"result", "round", b"round", "second", b"second", "table", b"table", "tables", b"tables"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["corrections", b"corrections", "first", b"first", "label", b"label", "result", b"result", "round", b"round", "second", b"second", "table", b"table", "tables", b"tables"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___LeaguePairing: _TypeAlias = LeaguePairing  # noqa: Y015
+
+@_typing.final
+class ResultCorrection(_message.Message):
+    """One correction of a pairing's result (CorrectResult)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TIME_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    BEFORE_FIELD_NUMBER: _builtins.int
+    AFTER_FIELD_NUMBER: _builtins.int
+    reason: _builtins.str
+    """The operator's reason."""
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """When it was made."""
+
+    @_builtins.property
+    def before(self) -> Global___PairingResult:
+        """The result before."""
+
+    @_builtins.property
+    def after(self) -> Global___PairingResult:
+        """The result after."""
+
+    def __init__(
+        self,
+        *,
+        time: _timestamp_pb2.Timestamp | None = ...,
+        reason: _builtins.str = ...,
+        before: Global___PairingResult | None = ...,
+        after: Global___PairingResult | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "before", b"before", "time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "before", b"before", "reason", b"reason", "time", b"time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResultCorrection: _TypeAlias = ResultCorrection  # noqa: Y015
 
 @_typing.final
 class ListPairingsRequest(_message.Message):
@@ -1069,6 +1279,194 @@ class BotAccount(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___BotAccount: _TypeAlias = BotAccount  # noqa: Y015
+
+@_typing.final
+class SetForbiddenPairsRequest(_message.Message):
+    """Request of SetForbiddenPairs."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEAGUE_ID_FIELD_NUMBER: _builtins.int
+    PAIRS_FIELD_NUMBER: _builtins.int
+    league_id: _builtins.str
+    """The league."""
+    @_builtins.property
+    def pairs(self) -> _containers.RepeatedCompositeFieldContainer[Global___EntrantPair]:
+        """Every forbidden pair (replaces the league's list; at most 1,000)."""
+
+    def __init__(
+        self,
+        *,
+        league_id: _builtins.str = ...,
+        pairs: _abc.Iterable[Global___EntrantPair] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["league_id", b"league_id", "pairs", b"pairs"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetForbiddenPairsRequest: _TypeAlias = SetForbiddenPairsRequest  # noqa: Y015
+
+@_typing.final
+class SetForbiddenPairsResponse(_message.Message):
+    """Response of SetForbiddenPairs."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEAGUE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def league(self) -> Global___League:
+        """The league."""
+
+    def __init__(
+        self,
+        *,
+        league: Global___League | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["league", b"league"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["league", b"league"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetForbiddenPairsResponse: _TypeAlias = SetForbiddenPairsResponse  # noqa: Y015
+
+@_typing.final
+class SetRoundPairingsRequest(_message.Message):
+    """Request of SetRoundPairings."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEAGUE_ID_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
+    PAIRS_FIELD_NUMBER: _builtins.int
+    BYES_FIELD_NUMBER: _builtins.int
+    league_id: _builtins.str
+    """The league."""
+    round: _builtins.int
+    """A round not paired yet."""
+    @_builtins.property
+    def pairs(self) -> _containers.RepeatedCompositeFieldContainer[Global___EntrantPair]:
+        """Tables the operator pairs itself (first: mano in the first hand)."""
+
+    @_builtins.property
+    def byes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Entrants given a bye."""
+
+    def __init__(
+        self,
+        *,
+        league_id: _builtins.str = ...,
+        round: _builtins.int = ...,
+        pairs: _abc.Iterable[Global___EntrantPair] | None = ...,
+        byes: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["byes", b"byes", "league_id", b"league_id", "pairs", b"pairs", "round", b"round"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetRoundPairingsRequest: _TypeAlias = SetRoundPairingsRequest  # noqa: Y015
+
+@_typing.final
+class SetRoundPairingsResponse(_message.Message):
+    """Response of SetRoundPairings."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEAGUE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def league(self) -> Global___League:
+        """The league."""
+
+    def __init__(
+        self,
+        *,
+        league: Global___League | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["league", b"league"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["league", b"league"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetRoundPairingsResponse: _TypeAlias = SetRoundPairingsResponse  # noqa: Y015
+
+@_typing.final
+class CorrectResultRequest(_message.Message):
+    """Request of CorrectResult."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEAGUE_ID_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
+    TABLE_FIELD_NUMBER: _builtins.int
+    WINNER_FIELD_NUMBER: _builtins.int
+    FIRST_POINTS_FIELD_NUMBER: _builtins.int
+    SECOND_POINTS_FIELD_NUMBER: _builtins.int
+    FORFEIT_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    league_id: _builtins.str
+    """The league."""
+    round: _builtins.int
+    """The pairing's round."""
+    table: _builtins.int
+    """The pairing's table."""
+    winner: _builtins.str
+    """The winner's entrant id; empty: a draw (refused in a knockout)."""
+    first_points: _builtins.int
+    """Truco points of the pairing's first entrant."""
+    second_points: _builtins.int
+    """Truco points of the second entrant."""
+    forfeit: _builtins.bool
+    """The match was not played (a no-show)."""
+    reason: _builtins.str
+    """Why (kept with the correction; at most 500 characters)."""
+    def __init__(
+        self,
+        *,
+        league_id: _builtins.str = ...,
+        round: _builtins.int = ...,
+        table: _builtins.int = ...,
+        winner: _builtins.str = ...,
+        first_points: _builtins.int = ...,
+        second_points: _builtins.int = ...,
+        forfeit: _builtins.bool = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first_points", b"first_points", "forfeit", b"forfeit", "league_id", b"league_id", "reason", b"reason", "round", b"round", "second_points", b"second_points", "table", b"table", "winner", b"winner"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CorrectResultRequest: _TypeAlias = CorrectResultRequest  # noqa: Y015
+
+@_typing.final
+class CorrectResultResponse(_message.Message):
+    """Response of CorrectResult."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PAIRING_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def pairing(self) -> Global___LeaguePairing:
+        """The pairing with its corrected result."""
+
+    def __init__(
+        self,
+        *,
+        pairing: Global___LeaguePairing | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["pairing", b"pairing"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["pairing", b"pairing"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CorrectResultResponse: _TypeAlias = CorrectResultResponse  # noqa: Y015
 
 @_typing.final
 class CreateBotAccountRequest(_message.Message):

@@ -92,6 +92,21 @@ class LeagueServiceStub:
                 request_serializer=truco_dot_v1_dot_league__service__pb2.ListPairingsRequest.SerializeToString,
                 response_deserializer=truco_dot_v1_dot_league__service__pb2.ListPairingsResponse.FromString,
                 _registered_method=True)
+        self.SetForbiddenPairs = channel.unary_unary(
+                '/truco.v1.LeagueService/SetForbiddenPairs',
+                request_serializer=truco_dot_v1_dot_league__service__pb2.SetForbiddenPairsRequest.SerializeToString,
+                response_deserializer=truco_dot_v1_dot_league__service__pb2.SetForbiddenPairsResponse.FromString,
+                _registered_method=True)
+        self.SetRoundPairings = channel.unary_unary(
+                '/truco.v1.LeagueService/SetRoundPairings',
+                request_serializer=truco_dot_v1_dot_league__service__pb2.SetRoundPairingsRequest.SerializeToString,
+                response_deserializer=truco_dot_v1_dot_league__service__pb2.SetRoundPairingsResponse.FromString,
+                _registered_method=True)
+        self.CorrectResult = channel.unary_unary(
+                '/truco.v1.LeagueService/CorrectResult',
+                request_serializer=truco_dot_v1_dot_league__service__pb2.CorrectResultRequest.SerializeToString,
+                response_deserializer=truco_dot_v1_dot_league__service__pb2.CorrectResultResponse.FromString,
+                _registered_method=True)
         self.CreateBotAccount = channel.unary_unary(
                 '/truco.v1.LeagueService/CreateBotAccount',
                 request_serializer=truco_dot_v1_dot_league__service__pb2.CreateBotAccountRequest.SerializeToString,
@@ -227,6 +242,47 @@ class LeagueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetForbiddenPairs(self, request, context):
+        """Replaces the league's forbidden pairs: a Swiss never pairs them (team
+        mates, family), as if they had met. Applies from the next round paired.
+
+        Errors: INVALID_ARGUMENT (an unknown entrant, a pair of one entrant, a
+        format with a fixed schedule); NOT_FOUND; UNAUTHENTICATED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetRoundPairings(self, request, context):
+        """Sets the operator's own pairings and byes of a Swiss round that is not
+        paired yet (replacing any set before; none: the system pairs it all).
+        The round's other entrants are paired by the system around them.
+
+        Errors: INVALID_ARGUMENT (an entrant not present in that round, placed
+        twice, a forbidden pair, a format with a fixed schedule);
+        FAILED_PRECONDITION (the round is already paired); NOT_FOUND;
+        UNAUTHENTICATED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CorrectResult(self, request, context):
+        """Corrects the recorded result of a pairing whose matches are over: an
+        operator decision, kept with its reason in the pairing's corrections.
+        Standings follow at once, later Swiss rounds are paired from it, and the
+        pairing's match is rated again (or un-rated) under the league's rating
+        policy, its family recomputed in order.
+
+        Errors: INVALID_ARGUMENT (a winner who did not play, no winner in a
+        knockout, negative points); FAILED_PRECONDITION (no result yet, a bye, a
+        knockout whose next round was paired with the other winner); NOT_FOUND;
+        UNAUTHENTICATED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreateBotAccount(self, request, context):
         """Creates a bot account of the operator. The response holds its
         credential, shown this once. A bot account is an entrant (or a team
@@ -322,6 +378,21 @@ def add_LeagueServiceServicer_to_server(servicer, server):
                     servicer.ListPairings,
                     request_deserializer=truco_dot_v1_dot_league__service__pb2.ListPairingsRequest.FromString,
                     response_serializer=truco_dot_v1_dot_league__service__pb2.ListPairingsResponse.SerializeToString,
+            ),
+            'SetForbiddenPairs': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetForbiddenPairs,
+                    request_deserializer=truco_dot_v1_dot_league__service__pb2.SetForbiddenPairsRequest.FromString,
+                    response_serializer=truco_dot_v1_dot_league__service__pb2.SetForbiddenPairsResponse.SerializeToString,
+            ),
+            'SetRoundPairings': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetRoundPairings,
+                    request_deserializer=truco_dot_v1_dot_league__service__pb2.SetRoundPairingsRequest.FromString,
+                    response_serializer=truco_dot_v1_dot_league__service__pb2.SetRoundPairingsResponse.SerializeToString,
+            ),
+            'CorrectResult': grpc.unary_unary_rpc_method_handler(
+                    servicer.CorrectResult,
+                    request_deserializer=truco_dot_v1_dot_league__service__pb2.CorrectResultRequest.FromString,
+                    response_serializer=truco_dot_v1_dot_league__service__pb2.CorrectResultResponse.SerializeToString,
             ),
             'CreateBotAccount': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateBotAccount,
@@ -622,6 +693,87 @@ class LeagueService:
             '/truco.v1.LeagueService/ListPairings',
             truco_dot_v1_dot_league__service__pb2.ListPairingsRequest.SerializeToString,
             truco_dot_v1_dot_league__service__pb2.ListPairingsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetForbiddenPairs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/truco.v1.LeagueService/SetForbiddenPairs',
+            truco_dot_v1_dot_league__service__pb2.SetForbiddenPairsRequest.SerializeToString,
+            truco_dot_v1_dot_league__service__pb2.SetForbiddenPairsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetRoundPairings(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/truco.v1.LeagueService/SetRoundPairings',
+            truco_dot_v1_dot_league__service__pb2.SetRoundPairingsRequest.SerializeToString,
+            truco_dot_v1_dot_league__service__pb2.SetRoundPairingsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CorrectResult(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/truco.v1.LeagueService/CorrectResult',
+            truco_dot_v1_dot_league__service__pb2.CorrectResultRequest.SerializeToString,
+            truco_dot_v1_dot_league__service__pb2.CorrectResultResponse.FromString,
             options,
             channel_credentials,
             insecure,

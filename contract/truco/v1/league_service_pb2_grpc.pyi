@@ -103,6 +103,35 @@ class LeagueServiceStub:
 
     Errors: NOT_FOUND; UNAUTHENTICATED.
     """
+    SetForbiddenPairs: _grpc.UnaryUnaryMultiCallable[_league_service_pb2.SetForbiddenPairsRequest, _league_service_pb2.SetForbiddenPairsResponse]
+    """Replaces the league's forbidden pairs: a Swiss never pairs them (team
+    mates, family), as if they had met. Applies from the next round paired.
+
+    Errors: INVALID_ARGUMENT (an unknown entrant, a pair of one entrant, a
+    format with a fixed schedule); NOT_FOUND; UNAUTHENTICATED.
+    """
+    SetRoundPairings: _grpc.UnaryUnaryMultiCallable[_league_service_pb2.SetRoundPairingsRequest, _league_service_pb2.SetRoundPairingsResponse]
+    """Sets the operator's own pairings and byes of a Swiss round that is not
+    paired yet (replacing any set before; none: the system pairs it all).
+    The round's other entrants are paired by the system around them.
+
+    Errors: INVALID_ARGUMENT (an entrant not present in that round, placed
+    twice, a forbidden pair, a format with a fixed schedule);
+    FAILED_PRECONDITION (the round is already paired); NOT_FOUND;
+    UNAUTHENTICATED.
+    """
+    CorrectResult: _grpc.UnaryUnaryMultiCallable[_league_service_pb2.CorrectResultRequest, _league_service_pb2.CorrectResultResponse]
+    """Corrects the recorded result of a pairing whose matches are over: an
+    operator decision, kept with its reason in the pairing's corrections.
+    Standings follow at once, later Swiss rounds are paired from it, and the
+    pairing's match is rated again (or un-rated) under the league's rating
+    policy, its family recomputed in order.
+
+    Errors: INVALID_ARGUMENT (a winner who did not play, no winner in a
+    knockout, negative points); FAILED_PRECONDITION (no result yet, a bye, a
+    knockout whose next round was paired with the other winner); NOT_FOUND;
+    UNAUTHENTICATED.
+    """
     CreateBotAccount: _grpc.UnaryUnaryMultiCallable[_league_service_pb2.CreateBotAccountRequest, _league_service_pb2.CreateBotAccountResponse]
     """Creates a bot account of the operator. The response holds its
     credential, shown this once. A bot account is an entrant (or a team
@@ -205,6 +234,35 @@ class LeagueServiceAsyncStub(LeagueServiceStub):
     operator's own players, and its result once recorded.
 
     Errors: NOT_FOUND; UNAUTHENTICATED.
+    """
+    SetForbiddenPairs: _aio.UnaryUnaryMultiCallable[_league_service_pb2.SetForbiddenPairsRequest, _league_service_pb2.SetForbiddenPairsResponse]  # type: ignore[assignment]
+    """Replaces the league's forbidden pairs: a Swiss never pairs them (team
+    mates, family), as if they had met. Applies from the next round paired.
+
+    Errors: INVALID_ARGUMENT (an unknown entrant, a pair of one entrant, a
+    format with a fixed schedule); NOT_FOUND; UNAUTHENTICATED.
+    """
+    SetRoundPairings: _aio.UnaryUnaryMultiCallable[_league_service_pb2.SetRoundPairingsRequest, _league_service_pb2.SetRoundPairingsResponse]  # type: ignore[assignment]
+    """Sets the operator's own pairings and byes of a Swiss round that is not
+    paired yet (replacing any set before; none: the system pairs it all).
+    The round's other entrants are paired by the system around them.
+
+    Errors: INVALID_ARGUMENT (an entrant not present in that round, placed
+    twice, a forbidden pair, a format with a fixed schedule);
+    FAILED_PRECONDITION (the round is already paired); NOT_FOUND;
+    UNAUTHENTICATED.
+    """
+    CorrectResult: _aio.UnaryUnaryMultiCallable[_league_service_pb2.CorrectResultRequest, _league_service_pb2.CorrectResultResponse]  # type: ignore[assignment]
+    """Corrects the recorded result of a pairing whose matches are over: an
+    operator decision, kept with its reason in the pairing's corrections.
+    Standings follow at once, later Swiss rounds are paired from it, and the
+    pairing's match is rated again (or un-rated) under the league's rating
+    policy, its family recomputed in order.
+
+    Errors: INVALID_ARGUMENT (a winner who did not play, no winner in a
+    knockout, negative points); FAILED_PRECONDITION (no result yet, a bye, a
+    knockout whose next round was paired with the other winner); NOT_FOUND;
+    UNAUTHENTICATED.
     """
     CreateBotAccount: _aio.UnaryUnaryMultiCallable[_league_service_pb2.CreateBotAccountRequest, _league_service_pb2.CreateBotAccountResponse]  # type: ignore[assignment]
     """Creates a bot account of the operator. The response holds its
@@ -365,6 +423,53 @@ class LeagueServiceServicer(metaclass=_abc_1.ABCMeta):
         operator's own players, and its result once recorded.
 
         Errors: NOT_FOUND; UNAUTHENTICATED.
+        """
+
+    @_abc_1.abstractmethod
+    def SetForbiddenPairs(
+        self,
+        request: _league_service_pb2.SetForbiddenPairsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_league_service_pb2.SetForbiddenPairsResponse, _abc.Awaitable[_league_service_pb2.SetForbiddenPairsResponse]]:
+        """Replaces the league's forbidden pairs: a Swiss never pairs them (team
+        mates, family), as if they had met. Applies from the next round paired.
+
+        Errors: INVALID_ARGUMENT (an unknown entrant, a pair of one entrant, a
+        format with a fixed schedule); NOT_FOUND; UNAUTHENTICATED.
+        """
+
+    @_abc_1.abstractmethod
+    def SetRoundPairings(
+        self,
+        request: _league_service_pb2.SetRoundPairingsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_league_service_pb2.SetRoundPairingsResponse, _abc.Awaitable[_league_service_pb2.SetRoundPairingsResponse]]:
+        """Sets the operator's own pairings and byes of a Swiss round that is not
+        paired yet (replacing any set before; none: the system pairs it all).
+        The round's other entrants are paired by the system around them.
+
+        Errors: INVALID_ARGUMENT (an entrant not present in that round, placed
+        twice, a forbidden pair, a format with a fixed schedule);
+        FAILED_PRECONDITION (the round is already paired); NOT_FOUND;
+        UNAUTHENTICATED.
+        """
+
+    @_abc_1.abstractmethod
+    def CorrectResult(
+        self,
+        request: _league_service_pb2.CorrectResultRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_league_service_pb2.CorrectResultResponse, _abc.Awaitable[_league_service_pb2.CorrectResultResponse]]:
+        """Corrects the recorded result of a pairing whose matches are over: an
+        operator decision, kept with its reason in the pairing's corrections.
+        Standings follow at once, later Swiss rounds are paired from it, and the
+        pairing's match is rated again (or un-rated) under the league's rating
+        policy, its family recomputed in order.
+
+        Errors: INVALID_ARGUMENT (a winner who did not play, no winner in a
+        knockout, negative points); FAILED_PRECONDITION (no result yet, a bye, a
+        knockout whose next round was paired with the other winner); NOT_FOUND;
+        UNAUTHENTICATED.
         """
 
     @_abc_1.abstractmethod

@@ -52,7 +52,7 @@ Global___DeliveryState: _TypeAlias = DeliveryState  # noqa: Y015
 
 @_typing.final
 class OperatorEvent(_message.Message):
-    """One lifecycle event of a match."""
+    """One lifecycle event of a match, or of a league."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -85,15 +85,20 @@ class OperatorEvent(_message.Message):
     LABELS_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     id: _builtins.str
-    """Stable id: "<match_id>:<version>". The webhook-id of its deliveries."""
+    """Stable id: "<match_id>:<version>" ("<league_id>:e<n>" for a league
+    event). The webhook-id of its deliveries.
+    """
     cursor: _builtins.str
     """Position in the operator's stream; resume from it."""
     match_id: _builtins.str
-    """The match."""
+    """The match (of a league event: the match concerned, or empty)."""
     type: _builtins.str
     """"match.created", "match.started", "match.hand_ended", "match.ended",
     "match.aborted", "match.cancelled", "match.turn_timed_out",
-    "match.credential_reissued".
+    "match.credential_reissued"; a league's: "league.started",
+    "round.paired", "entrant.forfeited", "result.corrected", "league.paused",
+    "league.resumed", "league.finished" (labels: league, round, table,
+    entrant, reason).
     """
     @_builtins.property
     def time(self) -> _timestamp_pb2.Timestamp:
@@ -101,7 +106,7 @@ class OperatorEvent(_message.Message):
 
     @_builtins.property
     def event(self) -> _event_pb2.Event:
-        """The match event, as a spectator sees it."""
+        """The match event, as a spectator sees it (none for a league event)."""
 
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:

@@ -24,9 +24,10 @@ def operator_event_to_proto(ev: OperatorEvent) -> operator_service_pb2.OperatorE
         match_id=ev.match_id,
         type=ev.type.value,
         time=timestamp(ev.time),
-        event=event_to_proto(ev.event),
         labels=dict(ev.labels),
     )
+    if ev.event is not None:
+        m.event.CopyFrom(event_to_proto(ev.event))
     if ev.result is not None:
         m.result.CopyFrom(result_to_proto(ev.result))
     return m
@@ -43,7 +44,7 @@ def operator_event_from_proto(msg: operator_service_pb2.OperatorEvent, where: st
         match_id=msg.match_id,
         type=kind,
         time=seconds_of(msg.time),
-        event=event_from_proto(msg.event, f"{where}.event"),
+        event=event_from_proto(msg.event, f"{where}.event") if msg.HasField("event") else None,
         labels=dict(msg.labels),
         result=result_from_proto(msg.result) if msg.HasField("result") else None,
         cursor=msg.cursor,

@@ -7,6 +7,7 @@ Every RPC takes the operator's API key and sees only that operator's leagues and
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 from google.protobuf import timestamp_pb2
 
@@ -56,7 +57,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         total = doc.event(min_entrants=True).total_rounds()
     except ValueError:  # not enough entrants yet
         total = 0
-    return pb.League(
+    m = pb.League(
         league_id=doc.league_id,
         name=doc.name,
         format=doc.format,
@@ -81,7 +82,22 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         rating_family=doc.family,
         create_time=_ts(doc.created_at),
         finish_reason=doc.finish_reason,
+        forbidden_pairs=[pb.EntrantPair(first=a, second=b) for a, b in doc.forbidden],
+        round_pairings=[
+            pb.RoundPairings(
+                round=int(r),
+                pairs=[pb.EntrantPair(first=a, second=b) for a, b in o["pairs"]],
+                byes=o["byes"],
+            )
+            for r, o in sorted(doc.overrides.items(), key=lambda kv: int(kv[0]))
+        ],
+        rating_policy=pb.RatingPolicy(unrated=not doc.rating["rated"], count=doc.rating["count"]),
     )
+    if doc.starts_at:
+        m.schedule.start_time.CopyFrom(_ts(doc.starts_at))
+    if doc.round_interval:
+        m.schedule.round_interval.FromNanoseconds(round(doc.round_interval * 1e9))
+    return m
 
 
 def standing_to_proto(s: Standing) -> league_service_pb2.Standing:
@@ -116,23 +132,35 @@ def pairing_to_proto(doc: LeagueDoc, p: PairingDoc) -> league_service_pb2.League
                 for seat, player, token in t.seats
             ],
         )
-    r = p.result
-    if r is not None:
-        m.result.CopyFrom(
-            pb.PairingResult(
-                winner=r["winner"] or "",
-                first_points=r["first_points"],
-                second_points=r["second_points"],
-                forfeit=r["forfeit"],
-                net=r.get("net", 0),
-                imps=r.get("imps", 0),
-                deals=[
-                    pb.DealComparison(deal=d, net_table_a=a, net_table_b=b, net=n, imps=i)
-                    for d, a, b, n, i in r.get("deals", [])
-                ],
-            )
+    if p.result is not None:
+        m.result.CopyFrom(result_to_proto(p.result))
+    for c in p.corrections:
+        m.corrections.add(
+            time=_ts(c["time"]),
+            reason=c["reason"],
+            before=result_to_proto(c["before"]),
+            after=result_to_proto(c["after"]),
         )
     return m
+
+
+def result_to_proto(r: dict[str, Any]) -> league_service_pb2.PairingResult:
+    return pb.PairingResult(
+        winner=r["winner"] or "",
+        first_points=r["first_points"],
+        second_points=r["second_points"],
+        forfeit=r["forfeit"],
+        net=r.get("net", 0),
+        imps=r.get("imps", 0),
+        deals=[
+            pb.DealComparison(deal=d, net_table_a=a, net_table_b=b, net=n, imps=i)
+            for d, a, b, n, i in r.get("deals", [])
+        ],
+    )
+
+
+def _pairs(pairs: Sequence[league_service_pb2.EntrantPair]) -> list[tuple[str, str]]:
+    return [(p.first, p.second) for p in pairs]
 
 
 def leaderboard_to_proto(entries: Sequence[LeaderboardEntry]) -> league_service_pb2.GetLeaderboardResponse:
@@ -183,6 +211,13 @@ class LeagueApi:
             tie_breaks=tuple(request.tie_breaks),
             entrants=tuple(entrant_from_proto(e, f"entrants[{i}]") for i, e in enumerate(request.entrants)),
             request_id=request.request_id,
+            rating=(request.rating_policy.unrated, tuple(request.rating_policy.count)),
+            schedule=(
+                request.schedule.start_time.ToNanoseconds() / 1e9
+                if request.schedule.HasField("start_time")
+                else 0.0,
+                request.schedule.round_interval.ToNanoseconds() / 1e9,
+            ),
         )
         doc = await self.leagues.create_league(operator, spec)
         return pb.CreateLeagueResponse(league=league_to_proto(doc))
@@ -241,6 +276,34 @@ class LeagueApi:
     ) -> pb.ListPairingsResponse:
         doc, found = await self.leagues.pairings(self.auth.operator(creds), request.league_id, request.round)
         return pb.ListPairingsResponse(pairings=[pairing_to_proto(doc, p) for p in found])
+
+    async def SetForbiddenPairs(
+        self, creds: Credentials, request: pb.SetForbiddenPairsRequest
+    ) -> pb.SetForbiddenPairsResponse:
+        operator = self.auth.operator(creds)
+        doc = await self.leagues.set_forbidden(operator, request.league_id, _pairs(request.pairs))
+        return pb.SetForbiddenPairsResponse(league=league_to_proto(doc))
+
+    async def SetRoundPairings(
+        self, creds: Credentials, request: pb.SetRoundPairingsRequest
+    ) -> pb.SetRoundPairingsResponse:
+        operator = self.auth.operator(creds)
+        if len(request.pairs) + len(request.byes) > MAX_ENTRANTS_PER_CALL:
+            raise _bad("pairs", f"at most {MAX_ENTRANTS_PER_CALL} pairs and byes")
+        doc = await self.leagues.set_round(
+            operator, request.league_id, request.round, _pairs(request.pairs), list(request.byes)
+        )
+        return pb.SetRoundPairingsResponse(league=league_to_proto(doc))
+
+    async def CorrectResult(
+        self, creds: Credentials, request: pb.CorrectResultRequest
+    ) -> pb.CorrectResultResponse:
+        operator = self.auth.operator(creds)
+        outcome = (request.winner, request.first_points, request.second_points, request.forfeit)
+        doc, pairing = await self.leagues.correct(
+            operator, request.league_id, request.round, request.table, outcome, request.reason
+        )
+        return pb.CorrectResultResponse(pairing=pairing_to_proto(doc, pairing))
 
     async def CreateBotAccount(
         self, creds: Credentials, request: pb.CreateBotAccountRequest

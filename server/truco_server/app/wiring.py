@@ -129,6 +129,7 @@ def build_services(
         reads,
         heartbeat_seconds=s.heartbeat_interval_seconds,
         stopping=stopping,
+        publish=operators.publish,
     )
     operators.listeners.append(leagues.job.on_events)
     return Services(store, matches, steps, reads, streams, relay, operators, deliverer, leagues)

@@ -47,6 +47,7 @@ from truco_server.leagues.formats import (
     Event,
     EventSpec,
     FormatKind,
+    check_fixed_schedule,
     create_event,
     max_swiss_rounds,
     parse_format,
@@ -63,13 +64,14 @@ from truco_server.leagues.ratings import (
 from truco_server.leagues.results import Pairing, Result, Scoring
 from truco_server.leagues.round_robin import RoundRobin, berger_round
 from truco_server.leagues.rounds import Format
-from truco_server.leagues.swiss import Swiss
+from truco_server.leagues.swiss import NO_OVERRIDES, RoundOverrides, Swiss
 from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS, Standing, TieBreak, parse_tie_breaks, standings
 
 __all__ = [
     "DEFAULT_TIE_BREAKS",
     "MAX_ENTRANTS",
     "MIN_ENTRANTS",
+    "NO_OVERRIDES",
     "TRUCO_IMP_SCALE",
     "Board",
     "DealComparison",
@@ -106,6 +108,7 @@ __all__ = [
     "RegistrationClosedError",
     "Result",
     "RoundOrderError",
+    "RoundOverrides",
     "RoundRobin",
     "Scoring",
     "Standing",
@@ -118,6 +121,7 @@ __all__ = [
     "bracket_size",
     "build_bracket",
     "check_boards",
+    "check_fixed_schedule",
     "compare_pair",
     "create_event",
     "imps",

@@ -25,7 +25,7 @@ from truco_server.leagues.errors import InvalidOptionError, RegistrationClosedEr
 from truco_server.leagues.results import DEFAULT_SCORING, Pairing, Result, Scoring, build_history
 from truco_server.leagues.round_robin import RoundRobin
 from truco_server.leagues.rounds import Format
-from truco_server.leagues.swiss import DEFAULT_BRACKET_SIZE, Swiss
+from truco_server.leagues.swiss import DEFAULT_BRACKET_SIZE, NO_OVERRIDES, RoundOverrides, Swiss
 from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS, Standing, TieBreak, standings
 
 
@@ -106,9 +106,22 @@ class Event:
         return self.format.total_rounds()
 
     def pairings(
-        self, round_no: int, results: Sequence[Result], withdrawn: Collection[str] = ()
+        self,
+        round_no: int,
+        results: Sequence[Result],
+        withdrawn: Collection[str] = (),
+        *,
+        forbidden: Collection[frozenset[str]] = (),
+        overrides: RoundOverrides = NO_OVERRIDES,
     ) -> tuple[Pairing, ...]:
-        return self.format.pairings(round_no, results, withdrawn)
+        """The round's tables; ``forbidden`` pairs and the operator's ``overrides`` (its
+        own pairings and byes) are for a Swiss (:meth:`Swiss.pairings`): every other format
+        has a fixed schedule and refuses them (:class:`InvalidOptionError`)."""
+        fmt = self.format
+        if isinstance(fmt, Swiss):
+            return fmt.pairings(round_no, results, withdrawn, forbidden=forbidden, overrides=overrides)
+        check_fixed_schedule(self.spec.format, forbidden, overrides)
+        return fmt.pairings(round_no, results, withdrawn)
 
     def is_finished(self, results: Sequence[Result], withdrawn: Collection[str] = ()) -> bool:
         return self.format.is_finished(results, withdrawn)
@@ -161,6 +174,24 @@ class Event:
         """Each entrant's score (no tie-breaks)."""
         history = build_history(results, (e.id for e in self.entrants), self.spec.scoring)
         return {e.id: history.score(e.id) for e in self.entrants}
+
+
+def check_fixed_schedule(
+    kind: FormatKind, forbidden: Collection[frozenset[str]], overrides: RoundOverrides = NO_OVERRIDES
+) -> None:
+    """:class:`InvalidOptionError` when a format other than a Swiss is given forbidden
+    pairs or the operator's pairings or byes."""
+    if kind is FormatKind.SWISS:
+        return
+    if forbidden:
+        raise InvalidOptionError(
+            "forbidden_pairs", f"a {kind.value} has a fixed schedule: only a swiss avoids pairs"
+        )
+    if overrides.pairs or overrides.byes:
+        raise InvalidOptionError(
+            "pairs",
+            f"a {kind.value} has a fixed schedule: only a swiss takes the operator's pairings and byes",
+        )
 
 
 def create_event(spec: EventSpec, entrants: Iterable[Entrant]) -> Event:

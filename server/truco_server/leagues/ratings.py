@@ -5,9 +5,12 @@ each for themselves), each player separately, so one player's rating follows him
 teams. A rule-set family (the service's key, e.g. ``argentine-2p``) has its own ratings:
 a player's 1 v 1 rating says nothing about his team play.
 
-Exactly once: :class:`RatingBook` keeps the id of every match it applied and ignores a
-second application of the same id. :func:`rate` is the pure update the book uses, for a
-service that keeps ratings and applied ids in its own store.
+Exactly once: :class:`RatingBook` keeps every match it applied (its id, sides and places)
+and ignores a second application of the same match. A result corrected after the fact is
+applied again with its new places (or removed): the family is then rated again from its
+first match, in the order the matches were applied, as if the result had always been the
+corrected one. :func:`rate` is the pure update the book uses, for a service that keeps
+ratings and applied matches in its own store.
 
 A player is shown by his **ordinal** ``mu - 3 * sigma``, a conservative skill estimate that
 starts at 0 and rises as the uncertainty ``sigma`` falls.
@@ -24,7 +27,7 @@ from openskill.models import PlackettLuce
 from truco_server.leagues.errors import InvalidOptionError, InvalidResultError
 
 #: Layout version of :meth:`RatingBook.to_dict`.
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -124,20 +127,49 @@ class RatingBook:
     def __init__(self, model: RatingModel = RatingModel()) -> None:
         self.model = model
         self._families: dict[str, dict[str, PlayerRating]] = {}
-        self._applied: set[str] = set()
+        self._matches: dict[str, RatedMatch] = {}
+        """Every match applied, in the order applied (so the book can be replayed)."""
+        self._base: dict[str, dict[str, PlayerRating]] = {}
+        """Ratings a book of version 1 (ids only, no matches) held: a replay starts there."""
+        self._legacy: set[str] = set()
+        """Ids a book of version 1 applied: kept as applied, never rated again."""
 
     def apply(self, match: RatedMatch) -> bool:
-        """Rate a finished match once: True if applied, False if this match id was already."""
+        """Rate a finished match once: True if applied, False if this match id was already.
+
+        A match id applied before with other ranks or sides (a result corrected) replaces
+        that match: its family is rated again from the first match, in the same order."""
         match.check()
-        if match.match_id in self._applied:
+        before = self._matches.get(match.match_id)
+        if before == match or match.match_id in self._legacy:
             return False
-        family = self._families.setdefault(match.family, {})
-        family.update(rate(self.model, family, match))
-        self._applied.add(match.match_id)
+        self._matches[match.match_id] = match
+        if before is None:
+            family = self._families.setdefault(match.family, {})
+            family.update(rate(self.model, family, match))
+        else:
+            self._replay({before.family, match.family})
         return True
 
+    def remove(self, match_id: str) -> bool:
+        """Un-rate a match (a result corrected to one that is not rated): its family is rated
+        again without it; False when the match was not applied."""
+        before = self._matches.pop(match_id, None)
+        if before is None:
+            return False
+        self._replay({before.family})
+        return True
+
+    def _replay(self, families: set[str]) -> None:
+        for name in families:
+            family = dict(self._base.get(name, {}))
+            for m in self._matches.values():
+                if m.family == name:
+                    family.update(rate(self.model, family, m))
+            self._families[name] = family
+
     def applied(self, match_id: str) -> bool:
-        return match_id in self._applied
+        return match_id in self._matches or match_id in self._legacy
 
     def families(self) -> tuple[str, ...]:
         return tuple(sorted(self._families))
@@ -154,33 +186,57 @@ class RatingBook:
         return tuple(LeaderboardEntry(i, p, r) for i, (p, r) in enumerate(players, start=1))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (JSON-ready) holding everything, applied match ids included."""
+        """Plain data (JSON-ready) holding everything, the applied matches included."""
         m = self.model
-        return {
+        out = {
             "version": STATE_VERSION,
             "model": {"mu": m.mu, "sigma": m.sigma, "beta": m.beta, "tau": m.tau},
-            "families": {
-                fam: {p: {"mu": r.mu, "sigma": r.sigma, "games": r.games} for p, r in sorted(players.items())}
-                for fam, players in sorted(self._families.items())
-            },
-            "applied": sorted(self._applied),
+            "families": _families_dict(self._families),
+            "matches": [
+                [m.match_id, m.family, [list(side) for side in m.sides], list(m.ranks)]
+                for m in self._matches.values()
+            ],
         }
+        if self._legacy:
+            out["base"] = _families_dict(self._base)
+            out["legacy"] = sorted(self._legacy)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RatingBook:
-        if data.get("version") != STATE_VERSION:
-            raise InvalidOptionError(
-                "ratings.version", f"expected {STATE_VERSION}, got {data.get('version')!r}"
-            )
+        """A book from :meth:`to_dict`; a version 1 book (the ids it applied, not the matches)
+        keeps its ratings as the base a replay starts from, and its ids as applied for good."""
+        version = data.get("version")
+        if version not in (1, STATE_VERSION):
+            raise InvalidOptionError("ratings.version", f"expected {STATE_VERSION}, got {version!r}")
         m = data["model"]
         book = cls(RatingModel(float(m["mu"]), float(m["sigma"]), float(m["beta"]), float(m["tau"])))
-        for fam, players in data["families"].items():
-            book._families[str(fam)] = {
-                str(p): PlayerRating(float(r["mu"]), float(r["sigma"]), int(r["games"]))
-                for p, r in players.items()
-            }
-        book._applied = {str(x) for x in data["applied"]}
+        book._families = _families_of(data["families"])
+        if version == 1:
+            book._base, book._legacy = _families_of(data["families"]), {str(x) for x in data["applied"]}
+            return book
+        book._base = _families_of(data.get("base", {}))
+        book._legacy = {str(x) for x in data.get("legacy", [])}
+        for match_id, family, sides, ranks in data["matches"]:
+            book._matches[str(match_id)] = RatedMatch(
+                str(match_id), str(family), tuple(tuple(str(p) for p in side) for side in sides), tuple(ranks)
+            )
         return book
+
+
+def _families_dict(families: Mapping[str, Mapping[str, PlayerRating]]) -> dict[str, Any]:
+    return {
+        fam: {p: {"mu": r.mu, "sigma": r.sigma, "games": r.games} for p, r in sorted(players.items())}
+        for fam, players in sorted(families.items())
+    }
+
+
+def _families_of(data: Mapping[str, Any]) -> dict[str, dict[str, PlayerRating]]:
+    return {str(fam): {str(p): _rating(r) for p, r in players.items()} for fam, players in data.items()}
+
+
+def _rating(r: Mapping[str, Any]) -> PlayerRating:
+    return PlayerRating(float(r["mu"]), float(r["sigma"]), int(r["games"]))
 
 
 def ranks_from_winner(sides: Sequence[Sequence[str]], winner_side: int | None) -> tuple[int, ...]:

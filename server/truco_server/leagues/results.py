@@ -9,8 +9,10 @@ so the service stores results and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from truco_server.leagues.errors import InvalidOptionError, InvalidResultError, UnknownEntrantError
 
@@ -75,6 +77,11 @@ class Result:
     def pairing(self) -> Pairing:
         return Pairing(self.round, self.table, self.first, self.second)
 
+    @property
+    def entrants(self) -> tuple[str, ...]:
+        """The one or two entrant ids at this table."""
+        return (self.first,) if self.second is None else (self.first, self.second)
+
     def loser(self) -> str | None:
         """The losing entrant of a decided, played result (``None`` for draws and byes)."""
         if self.second is None or self.winner is None:
@@ -105,8 +112,7 @@ class Scoring:
 DEFAULT_SCORING = Scoring()
 
 
-@dataclass(frozen=True)
-class Game:
+class Game(NamedTuple):
     """One result seen from one entrant's side."""
 
     round: int
@@ -129,14 +135,14 @@ class History:
     games: Mapping[str, tuple[Game, ...]]
     rounds_played: int
     """Highest round number with a result."""
-    met: frozenset[frozenset[str]] = field(default_factory=frozenset)
-    """Every pair of entrants that already met (each a two-element set)."""
+    scores: Mapping[str, float] = field(default_factory=dict)
+    """Each entrant's score (the sum of its games'), for those with a game."""
 
     def of(self, entrant_id: str) -> tuple[Game, ...]:
         return self.games.get(entrant_id, ())
 
     def score(self, entrant_id: str) -> float:
-        return sum(g.score for g in self.of(entrant_id))
+        return self.scores.get(entrant_id, 0.0)
 
     def byes(self, entrant_id: str) -> int:
         return sum(1 for g in self.of(entrant_id) if g.opponent is None)
@@ -144,8 +150,13 @@ class History:
     def opponents(self, entrant_id: str) -> list[str]:
         return [g.opponent for g in self.of(entrant_id) if g.opponent is not None]
 
+    @functools.cached_property
+    def met(self) -> frozenset[frozenset[str]]:
+        """Every pair of entrants that already met (each a two-element set)."""
+        return frozenset(frozenset((e, g.opponent)) for e, gs in self.games.items() for g in gs if g.opponent)
+
     def have_met(self, a: str, b: str) -> bool:
-        return frozenset((a, b)) in self.met
+        return any(g.opponent == b for g in self.of(a))
 
     def times_met(self, a: str, b: str) -> int:
         return sum(1 for g in self.of(a) if g.opponent == b)
@@ -163,60 +174,63 @@ def _game_value(result: Result, me: str, scoring: Scoring) -> tuple[float, float
     return 0.0, scoring.loss
 
 
-def check_result(result: Result, known: Mapping[str, object] | Iterable[str]) -> None:
-    """Check a result's own consistency (ids known, the winner one of the two sides)."""
-    where = f"results[round {result.round}, table {result.table}]"
+def check_result(result: Result, known: Container[str]) -> None:
+    """Check a result's own consistency (ids ``known``, the winner one of the two sides)."""
+
+    def where() -> str:
+        return f"results[round {result.round}, table {result.table}]"
+
     if result.round < 1 or result.table < 1:
-        raise InvalidResultError(where, "round and table numbers start at 1")
-    ids = known if isinstance(known, Mapping) else set(known)
-    for side in result.pairing.entrants:
-        if side not in ids:
-            raise UnknownEntrantError(where, f"{side!r} is not a registered entrant")
+        raise InvalidResultError(where(), "round and table numbers start at 1")
+    sides = result.entrants
+    for side in sides:
+        if side not in known:
+            raise UnknownEntrantError(where(), f"{side!r} is not a registered entrant")
     if result.second is not None and result.first == result.second:
-        raise InvalidResultError(where, "an entrant cannot play itself")
-    if result.winner is not None and result.winner not in result.pairing.entrants:
-        raise InvalidResultError(f"{where}.winner", f"{result.winner!r} did not play at this table")
+        raise InvalidResultError(where(), "an entrant cannot play itself")
+    if result.winner is not None and result.winner not in sides:
+        raise InvalidResultError(f"{where()}.winner", f"{result.winner!r} did not play at this table")
     if result.first_points < 0 or result.second_points < 0:
-        raise InvalidResultError(f"{where}.points", "Truco points cannot be negative")
+        raise InvalidResultError(f"{where()}.points", "Truco points cannot be negative")
 
 
 def build_history(results: Sequence[Result], known: Iterable[str], scoring: Scoring) -> History:
     """Derive every entrant's games from ``results`` (checked: each table and each entrant
     at most once per round)."""
     ids = set(known)
-    games: dict[str, list[Game]] = {}
-    seen_tables: set[tuple[int, int]] = set()
-    seen_in_round: set[tuple[int, str]] = set()
-    met: set[frozenset[str]] = set()
-    last = 0
-    for result in sorted(results, key=lambda r: (r.round, r.table)):
-        check_result(result, ids)
-        key = (result.round, result.table)
-        if key in seen_tables:
+    games: dict[str, list[Game]] = {e: [] for e in ids}
+    current = 0
+    tables: set[int] = set()
+    """Tables of the current round seen so far (the results are taken in round order)."""
+    seated: set[str] = set()
+    """Entrants of the current round seen so far."""
+    for r in sorted(results, key=_round_and_table):
+        check_result(r, ids)
+        if r.round != current:
+            current, tables, seated = r.round, set(), set()
+        if r.table in tables:
             raise InvalidResultError(
-                f"results[round {result.round}, table {result.table}]", "this table has two results"
+                f"results[round {r.round}, table {r.table}]", "this table has two results"
             )
-        seen_tables.add(key)
-        for side in result.pairing.entrants:
-            if (result.round, side) in seen_in_round:
+        tables.add(r.table)
+        first, second = r.first, r.second
+        for side in (first,) if second is None else (first, second):
+            if side in seated:
                 raise InvalidResultError(
-                    f"results[round {result.round}, table {result.table}]",
-                    f"{side!r} has two results in round {result.round}",
+                    f"results[round {r.round}, table {r.table}]",
+                    f"{side!r} has two results in round {r.round}",
                 )
-            seen_in_round.add((result.round, side))
-        last = max(last, result.round)
-        sides = result.pairing.entrants
-        if len(sides) == 2:
-            met.add(frozenset(sides))
-        for me in sides:
-            other = None if result.second is None else (result.second if me == result.first else result.first)
-            fraction, score = _game_value(result, me, scoring)
-            pf, pa = (
-                (result.first_points, result.second_points)
-                if me == result.first
-                else (result.second_points, result.first_points)
-            )
-            games.setdefault(me, []).append(
-                Game(result.round, other, fraction, score, pf, pa, me == result.first and other is not None)
-            )
-    return History({k: tuple(v) for k, v in games.items()}, last, frozenset(met))
+            seated.add(side)
+        if second is None:
+            games[first].append(Game(r.round, None, 1.0, scoring.bye, r.first_points, r.second_points, False))
+            continue
+        f1, s1 = _game_value(r, first, scoring)
+        f2, s2 = _game_value(r, second, scoring)
+        games[first].append(Game(r.round, second, f1, s1, r.first_points, r.second_points, True))
+        games[second].append(Game(r.round, first, f2, s2, r.second_points, r.first_points, False))
+    played = {k: tuple(v) for k, v in games.items() if v}
+    return History(played, current, {k: sum(g.score for g in v) for k, v in played.items()})
+
+
+def _round_and_table(r: Result) -> tuple[int, int]:
+    return (r.round, r.table)

@@ -1,9 +1,10 @@
-"""Swiss pairing by maximum-weight matching (networkx).
+"""Swiss pairing by maximum-weight matching.
 
 Hard constraints: nobody meets the same opponent twice, nobody gets a second bye, every
 present entrant is paired (or gets the round's one bye). Soft constraints, in strict
-priority order, are folded into one integer weight per allowed pair and handed to
-``networkx.max_weight_matching(maxcardinality=True)``; see :func:`edge_weight`, :func:`float_weight` and
+priority order, are folded into one integer weight per allowed pair and handed to a
+maximum-weight matching of maximum cardinality (:mod:`truco_server.leagues.matching`,
+Edmonds' blossom algorithm); see :func:`edge_weight`, :func:`float_weight` and
 docs/leagues.md for the formula.
 
 Ranking used for pairing: score (from the results), then seed. Score groups are the runs
@@ -12,7 +13,7 @@ of equal score in that order.
 **The bye** (odd number of present entrants) goes to the lowest-ranked entrant without a
 bye for whom the others can still be paired without a rematch.
 
-**Brackets.** networkx's matching is pure Python and roughly cubic, so a large field is not
+**Brackets.** The matching is cubic in the number of players, so a large field is not
 paired in one graph. The ranked field is cut into brackets of at most ``bracket_size``
 entrants along score-group boundaries (small neighbouring groups share one bracket; a group
 larger than the limit is split into sub-brackets that each take a slice of its top half and
@@ -28,13 +29,17 @@ above it (the same trade the FIDE Dutch system makes by pairing bracket by brack
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-
-import networkx as nx
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from truco_server.leagues.entrants import Entrant
-from truco_server.leagues.errors import NoValidPairingError, RoundOrderError
+from truco_server.leagues.errors import (
+    InvalidOptionError,
+    NoValidPairingError,
+    RoundOrderError,
+    UnknownEntrantError,
+)
+from truco_server.leagues.matching import max_weight_matching
 from truco_server.leagues.results import DEFAULT_SCORING, History, Pairing, Result, Scoring, build_history
 from truco_server.leagues.rounds import check_round_number, check_withdrawn, earlier, tables_done
 
@@ -86,6 +91,20 @@ def pair_mano_cost(a: ManoPreference, b: ManoPreference) -> int:
     return min(a.cost(True) + b.cost(False), b.cost(True) + a.cost(False))
 
 
+def _pref_key(pref: ManoPreference) -> int:
+    """A small number per preference (0: none; 1..3 wants first; 4..6 wants second)."""
+    if pref.wants_first is None:
+        return 0
+    return pref.strength if pref.wants_first else ABSOLUTE + pref.strength
+
+
+_PREFS = [ManoPreference(None, NO_PREFERENCE)] + [
+    ManoPreference(first, s) for first in (True, False) for s in (MILD, STRONG, ABSOLUTE)
+]
+#: ``pair_mano_cost`` of every two preferences, by :func:`_pref_key`.
+_MANO_COSTS = [[pair_mano_cost(a, b) for b in _PREFS] for a in _PREFS]
+
+
 @dataclass(frozen=True)
 class _Player:
     id: str
@@ -97,6 +116,10 @@ class _Player:
     """Position inside the score group."""
     group_size: int
     pref: ManoPreference
+    pref_key: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pref_key", _pref_key(self.pref))
 
 
 @dataclass(frozen=True)
@@ -109,26 +132,25 @@ class Weights:
 
     n: int
     groups: int
+    pairs: int = field(init=False)
+    mano: int = field(init=False)
+    floater: int = field(init=False)
+    gap: int = field(init=False)
+    base: int = field(init=False)
 
-    @property
-    def pairs(self) -> int:
-        return self.n // 2 + 1
-
-    @property
-    def mano(self) -> int:
-        return self.pairs * self.n + 1
-
-    @property
-    def floater(self) -> int:
-        return self.pairs * (MAX_MANO_COST * self.mano + self.n) + 1
-
-    @property
-    def gap(self) -> int:
-        return self.floater * (2 * self.pairs * self.n + 1)
-
-    @property
-    def base(self) -> int:
-        return self.gap * (self.groups**2 + 1)
+    def __post_init__(self) -> None:
+        pairs = self.n // 2 + 1
+        mano = pairs * self.n + 1
+        floater = pairs * (MAX_MANO_COST * mano + self.n) + 1
+        gap = floater * (2 * pairs * self.n + 1)
+        for name, value in (
+            ("pairs", pairs),
+            ("mano", mano),
+            ("floater", floater),
+            ("gap", gap),
+            ("base", gap * (self.groups**2 + 1)),
+        ):
+            object.__setattr__(self, name, value)
 
 
 def edge_weight(a: _Player, b: _Player, scale: Weights) -> int:
@@ -141,9 +163,23 @@ def edge_weight(a: _Player, b: _Player, scale: Weights) -> int:
     4. top half v bottom half: ``-abs(abs(pos_a - pos_b) - size // 2)`` within a score
        group (the group's k-th player meets its (k + size/2)-th), 0 across groups.
     """
-    gap = abs(a.group - b.group)
-    fold = abs(abs(a.pos - b.pos) - a.group_size // 2) if gap == 0 else 0
-    return scale.base - gap * gap * scale.gap - pair_mano_cost(a.pref, b.pref) * scale.mano - fold
+    return _row_weights(a, [b], scale)[0]
+
+
+def _row_weights(a: _Player, others: Sequence[_Player], scale: Weights) -> list[int]:
+    """:func:`edge_weight` of ``a`` with each of ``others`` (one loop, no calls per pair:
+    a bracket has about a thousand pairs)."""
+    base, gap_w, mano_w = scale.base, scale.gap, scale.mano
+    costs = _MANO_COSTS[a.pref_key]
+    group, pos, half = a.group, a.pos, a.group_size // 2
+    out = []
+    for b in others:
+        gap = group - b.group
+        if gap:
+            out.append(base - gap * gap * gap_w - costs[b.pref_key] * mano_w)
+        else:
+            out.append(base - costs[b.pref_key] * mano_w - abs(abs(pos - b.pos) - half))
+    return out
 
 
 def float_weight(a: _Player, next_group: int, scale: Weights) -> int:
@@ -156,41 +192,34 @@ def float_weight(a: _Player, next_group: int, scale: Weights) -> int:
     2. who floats: ``+ rank_a`` (among equal gaps, the lowest-ranked member floats).
 
     A bracket of odd size gets one extra float node joined to every member by these
-    edges, so the matching is perfect and the float node's partner is the floater.
-    Keeping the rank term off the player-to-player edges keeps the matching fast (a term
-    on every edge that depends on each end's rank makes networkx's dual updates many times
-    slower)."""
+    edges, so the matching is perfect and the float node's partner is the floater."""
     gap = next_group - a.group
     return scale.base - gap * gap * scale.gap + a.rank * scale.floater
 
 
 def _match(
-    nodes: Sequence[_Player], met: frozenset[frozenset[str]], groups: int, next_group: int
+    nodes: Sequence[_Player], met: Mapping[str, Collection[str]], groups: int, next_group: int
 ) -> tuple[list[tuple[_Player, _Player]], list[_Player]]:
     """Max-weight max-cardinality matching of ``nodes``; returns pairs and the unpaired.
-    ``next_group`` is the best score group of the bracket below (for the float cost)."""
-    scale = Weights(len(nodes), groups)
-    graph: nx.Graph[int] = nx.Graph()
-    graph.add_nodes_from(range(len(nodes)))
+    ``met`` gives each player's earlier opponents; ``next_group`` is the best score group
+    of the bracket below (for the float cost)."""
+    k = len(nodes)
+    scale = Weights(k, groups)
+    size = k + k % 2
+    weights: list[list[int | None]] = [[None] * size for _ in range(size)]
     for i, a in enumerate(nodes):
-        for j in range(i + 1, len(nodes)):
-            b = nodes[j]
-            if frozenset((a.id, b.id)) not in met:
-                graph.add_edge(i, j, weight=edge_weight(a, b, scale))
-    float_node = len(nodes)
-    if len(nodes) % 2:
+        before = met.get(a.id, ())
+        later = range(i + 1, k)
+        allowed = [j for j in later if nodes[j].id not in before]
+        row = weights[i]
+        for j, w in zip(allowed, _row_weights(a, [nodes[j] for j in allowed], scale), strict=True):
+            row[j] = weights[j][i] = w
+    if k % 2:
         for i, a in enumerate(nodes):
-            graph.add_edge(i, float_node, weight=float_weight(a, next_group, scale))
-    matching = nx.max_weight_matching(graph, maxcardinality=True)
-    pairs: list[tuple[_Player, _Player]] = []
-    used: set[int] = set()
-    for i, j in matching:
-        if float_node in (i, j):
-            continue
-        x, y = (i, j) if i < j else (j, i)
-        pairs.append((nodes[x], nodes[y]))
-        used.update((x, y))
-    left = [p for k, p in enumerate(nodes) if k not in used]
+            weights[i][k] = weights[k][i] = float_weight(a, next_group, scale)
+    mate = max_weight_matching(weights)
+    pairs = [(nodes[i], nodes[j]) for i, j in enumerate(mate[:k]) if i < j < k]
+    left = [p for i, p in enumerate(nodes) if not 0 <= mate[i] < k]
     return pairs, left
 
 
@@ -229,27 +258,30 @@ def brackets(players: Sequence[_Player], size: int) -> list[list[_Player]]:
 
 
 def pair_players(
-    players: Sequence[_Player], met: frozenset[frozenset[str]], bracket_size: int
+    players: Sequence[_Player], met: Mapping[str, Collection[str]], bracket_size: int
 ) -> list[tuple[_Player, _Player]] | None:
-    """Pair every player (an even count) without a rematch, or ``None`` if impossible."""
+    """Pair every player (an even count) without a rematch (``met``: each player's earlier
+    opponents), or ``None`` if impossible."""
     if not players:
         return []
     groups = max(p.group for p in players) + 1
     parts = brackets(players, bracket_size)
-    states: list[tuple[list[tuple[_Player, _Player]], list[_Player]]] = [([], [])]
+    matched: list[list[tuple[_Player, _Player]]] = []
+    """The pairs of each bracket in turn."""
+    carried: list[list[_Player]] = [[]]
+    """Who floated into each bracket from the one above."""
     for k, part in enumerate(parts):
-        done, carry = states[-1]
         next_group = parts[k + 1][0].group if k + 1 < len(parts) else groups
-        pairs, left = _match(carry + part, met, groups, next_group)
-        states.append((done + pairs, left))
-    if not states[-1][1]:
-        return states[-1][0]
+        pairs, left = _match(carried[-1] + part, met, groups, next_group)
+        matched.append(pairs)
+        carried.append(left)
+    if not carried[-1]:
+        return [pair for pairs in matched for pair in pairs]
     for start in range(len(parts) - 2, -1, -1):
-        done, carry = states[start]
-        nodes = carry + [p for part in parts[start:] for p in part]
+        nodes = carried[start] + [p for part in parts[start:] for p in part]
         pairs, left = _match(nodes, met, groups, groups)
         if not left:
-            return done + pairs
+            return [pair for done in matched[:start] for pair in done] + pairs
     return None
 
 
@@ -265,6 +297,36 @@ def _seat(a: _Player, b: _Player, table: int) -> tuple[_Player, _Player]:
     if b.pref.wants_first is not None:
         return (b, a) if b.pref.wants_first else (a, b)
     return (a, b) if table % 2 == 1 else (b, a)
+
+
+@dataclass(frozen=True)
+class RoundOverrides:
+    """The operator's decisions for one round of a Swiss: tables it pairs itself (``first``
+    is mano) and entrants it gives a bye (each scores the bye's points). Everyone else
+    present is paired by the system."""
+
+    pairs: tuple[tuple[str, str], ...] = ()
+    byes: tuple[str, ...] = ()
+
+    def check(self, present: Collection[str], forbidden: Collection[frozenset[str]]) -> set[str]:
+        """The entrants these overrides place; typed errors for an entrant that is not
+        present this round, placed twice, paired with itself, or a forbidden pair."""
+        placed: set[str] = set()
+        named = [(f"pairs[{i}]", x) for i, pair in enumerate(self.pairs) for x in pair]
+        named += [(f"byes[{i}]", x) for i, x in enumerate(self.byes)]
+        for where, entrant in named:
+            if entrant not in present:
+                raise UnknownEntrantError(where, f"{entrant!r} is not an entrant present in this round")
+            if entrant in placed:
+                raise InvalidOptionError(where, f"{entrant!r} is placed twice in this round")
+            placed.add(entrant)
+        for i, (a, b) in enumerate(self.pairs):
+            if frozenset((a, b)) in forbidden:
+                raise InvalidOptionError(f"pairs[{i}]", f"{a!r} v {b!r} is a forbidden pairing")
+        return placed
+
+
+NO_OVERRIDES = RoundOverrides()
 
 
 @dataclass(frozen=True)
@@ -286,8 +348,17 @@ class Swiss:
         )
 
     def pairings(
-        self, round_no: int, results: Sequence[Result], withdrawn: Collection[str] = ()
+        self,
+        round_no: int,
+        results: Sequence[Result],
+        withdrawn: Collection[str] = (),
+        *,
+        forbidden: Collection[frozenset[str]] = (),
+        overrides: RoundOverrides = NO_OVERRIDES,
     ) -> tuple[Pairing, ...]:
+        """The round's tables. ``forbidden`` pairs are never paired (like a rematch);
+        ``overrides`` are the operator's pairings and byes for this round, placed as given
+        (the operator's tables first, their byes last); the others are paired as usual."""
         out = check_withdrawn(withdrawn, self.entrants)
         check_round_number(round_no, self.rounds)
         past = earlier(results, round_no)
@@ -297,28 +368,31 @@ class Swiss:
             if r not in played_rounds:
                 raise RoundOrderError("round", f"round {r} has no results yet; pair rounds in order")
         present = {e.id for e in self.entrants if e.joined_round <= round_no and e.id not in out}
-        ranked = self.ranking(history, present)
-        if len(ranked) < 2:
+        placed = overrides.check(present, forbidden)
+        ranked = self.ranking(history, present - placed)
+        if not placed and len(ranked) < 2:
             raise NoValidPairingError("round", f"round {round_no} has {len(ranked)} entrant(s) present")
         if len(ranked) % 2 == 0:
-            pairs = self._pair(ranked, history)
+            pairs = self._pair(ranked, history, forbidden)
             if pairs is None:
                 raise NoValidPairingError(
                     "round", f"no pairing of round {round_no} avoids a rematch; the event should end"
                 )
-            return self._tables(round_no, pairs, None)
+            return self._tables(round_no, pairs, None, overrides)
         candidates = [e for e in reversed(ranked) if history.byes(e.id) == 0]
         if not candidates:
             raise NoValidPairingError("round", f"round {round_no} needs a bye and every entrant has had one")
         for bye in candidates:
-            pairs = self._pair([e for e in ranked if e.id != bye.id], history)
+            pairs = self._pair([e for e in ranked if e.id != bye.id], history, forbidden)
             if pairs is not None:
-                return self._tables(round_no, pairs, bye.id)
+                return self._tables(round_no, pairs, bye.id, overrides)
         raise NoValidPairingError(
             "round", f"no pairing of round {round_no} avoids a rematch and a second bye; the event should end"
         )
 
-    def _pair(self, ranked: Sequence[Entrant], history: History) -> list[tuple[_Player, _Player]] | None:
+    def _pair(
+        self, ranked: Sequence[Entrant], history: History, forbidden: Collection[frozenset[str]] = ()
+    ) -> list[tuple[_Player, _Player]] | None:
         scores = [history.score(e.id) for e in ranked]
         players: list[_Player] = []
         runs = itertools.groupby(range(len(ranked)), key=lambda i: scores[i])
@@ -327,18 +401,26 @@ class Swiss:
             for pos, i in enumerate(indexes):
                 pref = mano_preference(history, ranked[i].id)
                 players.append(_Player(ranked[i].id, i, group, pos, len(indexes), pref))
-        return pair_players(players, history.met, self.bracket_size)
+        met = {e.id: set(history.opponents(e.id)) for e in ranked}
+        for pair in forbidden:
+            a, b = tuple(pair)
+            if a in met and b in met:
+                met[a].add(b)
+                met[b].add(a)
+        return pair_players(players, met, self.bracket_size)
 
     @staticmethod
-    def _tables(round_no: int, pairs: list[tuple[_Player, _Player]], bye: str | None) -> tuple[Pairing, ...]:
+    def _tables(
+        round_no: int, pairs: list[tuple[_Player, _Player]], bye: str | None, overrides: RoundOverrides
+    ) -> tuple[Pairing, ...]:
+        out = [Pairing(round_no, table, a, b) for table, (a, b) in enumerate(overrides.pairs, start=1)]
         ordered = sorted(pairs, key=lambda ab: min(ab[0].rank, ab[1].rank))
-        out: list[Pairing] = []
-        for table, (a, b) in enumerate(ordered, start=1):
+        for table, (a, b) in enumerate(ordered, start=len(out) + 1):
             hi, lo = (a, b) if a.rank < b.rank else (b, a)
             first, second = _seat(hi, lo, table)
             out.append(Pairing(round_no, table, first.id, second.id))
-        if bye is not None:
-            out.append(Pairing(round_no, len(out) + 1, bye, None))
+        for entrant in (*overrides.byes, *([bye] if bye is not None else [])):
+            out.append(Pairing(round_no, len(out) + 1, entrant, None))
         return tuple(out)
 
     def is_finished(self, results: Sequence[Result], withdrawn: Collection[str] = ()) -> bool:

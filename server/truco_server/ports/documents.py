@@ -1,7 +1,14 @@
 """League documents: a league, a bot account and a rating family's book are each one
-document (opaque bytes with a version, replaced only by a compare-and-set on that version,
-each in a slot of its own); an operator's documents of a kind are listed in an index; a bot's
-current assignments are a hash. Contract suite: ``tests/storage/test_documents.py``.
+document (a version and named parts, each part opaque bytes; written only by a
+compare-and-set on the version, each document in a slot of its own); an operator's
+documents of a kind are listed in an index; a bot's current assignments are a hash.
+Contract suite: ``tests/storage/test_documents.py``.
+
+A document of one part (a bot account, a rating book) is read and written whole with
+:meth:`Documents.get` and :meth:`Documents.put` (its part is :data:`WHOLE`). A large one
+(a league) is split into parts so that a write carries only the parts that changed
+(:meth:`Documents.get_parts`, :meth:`Documents.put_parts`): one compare-and-set still covers
+them all, so a writer never sees half of another's change.
 
 A write may name the documents it belongs to (``requires``: a rating book's league, an
 assignment's league and bot account): it is made only if each of them exists, checked in the
@@ -13,9 +20,14 @@ back into an empty store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+WHOLE = "d"
+"""The part :meth:`Documents.get` and :meth:`Documents.put` read and write."""
+RESERVED = "v"
+"""Not a part name (the store keeps the version under it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,16 +42,36 @@ class Documents(Protocol):
     """Versioned documents, their indexes and bot assignments (see the module docstring)."""
 
     async def get(self, kind: str, doc_id: str) -> tuple[int, bytes] | None:
-        """A document and its version (from 1), or ``None``."""
+        """A one-part document and its version (from 1), or ``None`` (its part
+        :data:`WHOLE`; empty bytes when it has none)."""
         ...
 
     async def put(
         self, kind: str, doc_id: str, expected_version: int, data: bytes, *, requires: Sequence[DocRef] = ()
     ) -> bool:
-        """Replace the document if its version is ``expected_version`` (0: create it, only if
-        there is none); the version becomes ``expected_version + 1``. ``False``, and nothing
-        written, when the version differs. :class:`~truco_server.ports.errors.ParentMissing`,
+        """Replace a one-part document if its version is ``expected_version`` (0: create it,
+        only if there is none); the version becomes ``expected_version + 1``. ``False``, and
+        nothing written, when the version differs. :class:`~truco_server.ports.errors.ParentMissing`,
         nothing written, when a document of ``requires`` does not exist."""
+        ...
+
+    async def get_parts(self, kind: str, doc_id: str) -> tuple[int, dict[str, bytes]] | None:
+        """A document's version (from 1) and all its parts by name, or ``None``."""
+        ...
+
+    async def put_parts(
+        self,
+        kind: str,
+        doc_id: str,
+        expected_version: int,
+        changed: Mapping[str, bytes],
+        removed: Collection[str] = (),
+    ) -> bool:
+        """If the document's version is ``expected_version`` (0: there is none yet), write
+        the ``changed`` parts, remove the ``removed`` ones (other parts stay as they are)
+        and make the version ``expected_version + 1``, all at once; ``False``, and nothing
+        written, when the version differs. A part name is a non-empty string other than
+        :data:`RESERVED` (``ValueError`` otherwise)."""
         ...
 
     async def index_add(self, owner: str, kind: str, doc_id: str, time_ms: int) -> None:
@@ -65,3 +97,10 @@ class Documents(Protocol):
     async def assignments(self, bot_id: str) -> dict[str, bytes]:
         """A bot's current assignments by match id."""
         ...
+
+
+def check_part_names(changed: Mapping[str, bytes], removed: Collection[str]) -> None:
+    """``ValueError`` for a part name a store cannot keep (see :meth:`Documents.put_parts`)."""
+    for name in (*changed, *removed):
+        if not isinstance(name, str) or not name or name == RESERVED:
+            raise ValueError(f"a document part needs a non-empty name other than {RESERVED!r}; got {name!r}")

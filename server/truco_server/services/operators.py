@@ -138,6 +138,13 @@ class Operators:
             todo = [m for m, items in moved if len(items) >= RELAY_BATCH]  # more left in these
         return busy
 
+    async def publish(self, owner: str, events: Sequence[OperatorEvent]) -> None:
+        """Put events that no match commit made (a league's) on the owner's stream and
+        webhooks, in order; at least once, like a relay (their ids are stable)."""
+        await self._publish(
+            owner, [codec.operator_event_to_proto(ev).SerializeToString() for ev in events], events
+        )
+
     async def _publish(self, owner: str, bodies: Sequence[bytes], events: Sequence[OperatorEvent]) -> None:
         """Append ``events`` (stored as ``bodies``, their protos as the outbox holds them) to the
         owner's stream, then tell the listeners and queue the webhook deliveries."""

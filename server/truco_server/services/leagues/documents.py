@@ -1,10 +1,14 @@
 """What the league service stores: a league document, a bot account, an assignment.
 
-A league is one versioned document (``MatchStore.doc_get`` / ``doc_put``, compare-and-set on
-the version): its settings, its entrants, the pairings made so far with their tables (one
-match each), the results recorded, and which matches are rated. Every change is a new
-version written only if nobody wrote in between, so two workers that both advance a league
-cannot both record a round or a result: the loser of the race reloads and finds it done.
+A league is one versioned document of parts (``Documents.get_parts`` / ``put_parts``,
+compare-and-set on the version): ``head`` (its settings and state), ``entrants``, and one
+part per pairing, ``p:<round>.<table>``, holding the pairing, its result and its tables
+(one match each, which are rated). Every change is a new version written only if nobody
+wrote in between, so two workers that both advance a league cannot both record a round or
+a result: the loser of the race reloads and finds it done. A write carries only the parts
+whose bytes changed (:func:`save_league` compares them with what :func:`load_league`
+read): recording ten results writes ten pairing parts and the head, whatever the size of
+the league.
 
 The documents are plain JSON (orjson) so an operator can read them in Redis; their shape is
 private to this package.
@@ -20,6 +24,7 @@ from typing import Any
 import orjson
 
 from truco_server.leagues import (
+    NO_OVERRIDES,
     DealSets,
     DuplicateMode,
     DuplicateOptions,
@@ -29,11 +34,13 @@ from truco_server.leagues import (
     Pairing,
     PairScoring,
     Result,
+    RoundOverrides,
     create_event,
     parse_format,
     parse_tie_breaks,
 )
 from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS
+from truco_server.ports.documents import Documents
 
 LEAGUE = "league"
 """Document kind of a league."""
@@ -48,6 +55,8 @@ MAX_NAME = 100
 """The longest name of a league or a bot account."""
 CAS_ATTEMPTS = 20
 """How often a write that lost the compare-and-set is recomputed before it gives up."""
+DEFAULT_COUNTED = ("played", "adjudicated")
+"""The endings rated when a league's policy names none (``outcomes.ENDINGS``)."""
 
 
 class State:
@@ -97,7 +106,10 @@ class TableDoc:
     """Final points of direction 0 and 1."""
     deals: list[list[int]] = field(default_factory=list)
     """Points direction 0 and 1 made on each deal (hand) of the match, in order."""
+    ending: str = ""
+    """How the match ended (``outcomes.ENDINGS``; what the rating policy counts)."""
     rated: bool = False
+    """Rated (or un-rated) under the policy; a correction clears it so the job rates again."""
     released: bool = False
     """Bot assignments of this table removed."""
 
@@ -113,6 +125,8 @@ class PairingDoc:
     """Keys of its tables (none for a bye)."""
     result: dict[str, Any] | None = None
     """The recorded :class:`Result` (its fields), plus ``deals``/``net``/``imps`` under duplicate."""
+    corrections: list[dict[str, Any]] = field(default_factory=list)
+    """The operator's corrections: ``time``, ``by``, ``reason``, ``before``, ``after``."""
 
     def pairing(self) -> Pairing:
         return Pairing(self.round, self.table, self.first, self.second, self.label)
@@ -164,6 +178,36 @@ class LeagueDoc:
     pairings: list[PairingDoc] = field(default_factory=list)
     tables: dict[str, TableDoc] = field(default_factory=dict)
     request_id: str = ""
+    forbidden: list[list[str]] = field(default_factory=list)
+    """Pairs a Swiss never pairs."""
+    overrides: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    """The operator's ``pairs`` and ``byes`` of rounds not paired yet, by round (a string)."""
+    rating: dict[str, Any] = field(default_factory=lambda: {"rated": True, "count": list(DEFAULT_COUNTED)})
+    """The rating policy: ``rated``, and ``count``: the endings it rates."""
+    starts_at: float = 0.0
+    """When the job starts the league by itself (seconds since the epoch; 0: never)."""
+    round_interval: float = 0.0
+    """Seconds between a round's last result and the next round's pairing."""
+    round_done_at: float = 0.0
+    """When the current round's last result was seen (0: not yet); the interval runs from it."""
+    outbox: list[dict[str, Any]] = field(default_factory=list)
+    """League events written with the change they report, not yet on the operator's feed
+    (``id``, ``type``, ``time``, ``match_id``, ``labels``); the job publishes them."""
+    events: int = 0
+    """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
+
+    def emit(self, kind: str, now: float, match_id: str = "", **labels: object) -> None:
+        """Record a league event (``league.started``, ``round.paired``...) with this change."""
+        self.events += 1
+        self.outbox.append(
+            {
+                "id": f"{self.league_id}:e{self.events}",
+                "type": kind,
+                "time": now,
+                "match_id": match_id,
+                "labels": {"league": self.league_id} | {k: str(v) for k, v in labels.items()},
+            }
+        )
 
     # -------------------------------------------------------------- the library's view
     @property
@@ -196,6 +240,20 @@ class LeagueDoc:
 
         return Event(self.spec(), validate_entrants(entrants, self.players_per_side, 1))
 
+    def forbidden_pairs(self) -> frozenset[frozenset[str]]:
+        return frozenset(frozenset(p) for p in self.forbidden)
+
+    def round_overrides(self, round_no: int) -> RoundOverrides:
+        got = self.overrides.get(str(round_no))
+        if not got:
+            return NO_OVERRIDES
+        return RoundOverrides(tuple((a, b) for a, b in got["pairs"]), tuple(got["byes"]))
+
+    def counts(self, t: TableDoc) -> bool:
+        """Whether the rating policy rates this finished table."""
+        ending = t.ending or ("no_show" if t.forfeit else "played")  # a table stored before endings
+        return bool(self.rating["rated"]) and t.winner_side is not None and ending in self.rating["count"]
+
     def withdrawn(self) -> set[str]:
         return {e.id for e in self.entrants if e.withdrawn}
 
@@ -214,17 +272,70 @@ class LeagueDoc:
     def entrant_players(self) -> dict[str, list[str]]:
         return {e.id: e.players for e in self.entrants}
 
-    # -------------------------------------------------------------- bytes
-    def to_bytes(self) -> bytes:
-        return orjson.dumps(self)  # orjson writes dataclasses natively (a tenth of asdict's time)
+    # -------------------------------------------------------------- stored form
+    def to_parts(self) -> dict[str, bytes]:
+        """The league's parts (see the module docstring)."""
+        head = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _SPLIT}
+        parts = {HEAD: orjson.dumps(head), ENTRANTS: orjson.dumps(self.entrants)}
+        for p in self.pairings:
+            tables = [self.tables[k] for k in p.tables]
+            # orjson writes dataclasses natively (a tenth of asdict's time)
+            parts[f"{PAIRING}{p.round}.{p.table}"] = orjson.dumps({"pairing": p, "tables": tables})
+        return parts
 
     @classmethod
-    def from_bytes(cls, raw: bytes) -> LeagueDoc:
-        d = orjson.loads(raw)
-        d["entrants"] = [EntrantDoc(**e) for e in d["entrants"]]
-        d["pairings"] = [PairingDoc(**p) for p in d["pairings"]]
-        d["tables"] = {k: TableDoc(**t) for k, t in d["tables"].items()}
+    def from_parts(cls, parts: dict[str, bytes]) -> LeagueDoc:
+        d = orjson.loads(parts[HEAD])
+        d["entrants"] = [EntrantDoc(**e) for e in orjson.loads(parts[ENTRANTS])]
+        pairings: list[PairingDoc] = []
+        tables: dict[str, TableDoc] = {}
+        for name, raw in parts.items():
+            if name.startswith(PAIRING):
+                got = orjson.loads(raw)
+                pairings.append(PairingDoc(**got["pairing"]))
+                tables.update((t["key"], TableDoc(**t)) for t in got["tables"])
+        pairings.sort(key=lambda p: (p.round, p.table))
+        d["pairings"], d["tables"] = pairings, tables
         return cls(**d)
+
+    def size(self) -> int:
+        """Bytes of the stored form."""
+        return sum(len(v) for v in self.to_parts().values())
+
+
+HEAD, ENTRANTS, PAIRING = "head", "entrants", "p:"
+"""The league's part names (``p:<round>.<table>`` per pairing)."""
+_SPLIT = {"entrants", "pairings", "tables"}
+"""Fields kept in parts of their own, not in the head."""
+
+
+@dataclass(slots=True)
+class StoredLeague:
+    """A league as read: its version, the document, and the parts it was read from (what
+    :func:`save_league` compares with)."""
+
+    version: int
+    doc: LeagueDoc
+    parts: dict[str, bytes]
+
+
+async def load_league(documents: Documents, league_id: str) -> StoredLeague | None:
+    got = await documents.get_parts(LEAGUE, league_id)
+    if got is None:
+        return None
+    return StoredLeague(got[0], LeagueDoc.from_parts(got[1]), got[1])
+
+
+async def save_league(documents: Documents, stored: StoredLeague) -> bool:
+    """Write ``stored.doc`` over the version it was read at (0: create it), with only the
+    parts that changed; ``False`` when another write came first."""
+    parts = stored.doc.to_parts()
+    changed = {k: v for k, v in parts.items() if stored.parts.get(k) != v}
+    removed = [k for k in stored.parts if k not in parts]
+    if not await documents.put_parts(LEAGUE, stored.doc.league_id, stored.version, changed, removed):
+        return False
+    stored.version, stored.parts = stored.version + 1, parts
+    return True
 
 
 @dataclass(slots=True)

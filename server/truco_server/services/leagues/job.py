@@ -65,6 +65,7 @@ from truco_server.leagues import (
     DealScore,
     DuplicateMode,
     Event,
+    LeagueError,
     NoValidPairingError,
     RatedMatch,
     Result,
@@ -86,10 +87,12 @@ from truco_server.services.leagues.documents import (
     PairingDoc,
     State,
     TableDoc,
+    load_league,
     result_dict,
+    save_league,
 )
 from truco_server.services.leagues.errors import invalid
-from truco_server.services.leagues.outcomes import outcome_of
+from truco_server.services.leagues.outcomes import NO_SHOW, TIME_FORFEIT, outcome_of
 from truco_server.services.leagues.ratings import RatingBooks
 from truco_server.services.matches import MatchService
 from truco_server.services.reads import MatchReads
@@ -108,6 +111,10 @@ LEASE_MS = 10_000
 COLLECT_CONCURRENCY = 16
 """Matches looked at (and their records read) at once when collecting a round's results."""
 TERMINAL = {MatchStatus.FINISHED.value, MatchStatus.ABORTED.value, MatchStatus.CANCELLED.value}
+
+
+Publish = Callable[[str, Sequence[OperatorEvent]], Awaitable[None]]
+"""How the job puts an owner's league events on its feed (``Operators.publish``)."""
 
 
 class CreateMatch(Protocol):
@@ -134,6 +141,7 @@ class LeagueJob:
         *,
         create_match: CreateMatch,
         ratings: RatingBooks,
+        publish: Publish | None = None,
         poll_ms: int = POLL_MS,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -146,6 +154,8 @@ class LeagueJob:
         self.now = clock
         self.create_match = create_match
         """How a table's match is created (tests wrap it to stop a pass half-way)."""
+        self.publish = publish
+        """How league events reach the operator's feed and webhooks (none: they are dropped)."""
 
     def reader(self, *, tick: float = 0.25) -> QueueReader:
         """The reader of the league queue (one per worker)."""
@@ -157,10 +167,12 @@ class LeagueJob:
         # lost under it (a Redis restarted empty) is not queued again by it
         return QueueReader(self.queues, LEAGUE_QUEUE, handle, owned=True, tick=tick, lease_ms=LEASE_MS)
 
-    async def wake(self, league_id: str) -> None:
-        """Queue a pass of the league now (nothing when the league is gone)."""
+    async def wake(self, league_id: str, *, at_ms: int | None = None) -> None:
+        """Queue a pass of the league now, or at ``at_ms`` unless it is due earlier (nothing
+        when the league is gone)."""
+        due = _ms() if at_ms is None else at_ms
         try:
-            await self.queues.add(LEAGUE_QUEUE, league_id, _ms(), requires=(DocRef(LEAGUE, league_id),))
+            await self.queues.add(LEAGUE_QUEUE, league_id, due, requires=(DocRef(LEAGUE, league_id),))
         except ParentMissing:
             metrics.ORPHANED_WORK.labels("league").inc()
             log.warning("league not woken: the league no longer exists", league_id=league_id)
@@ -186,21 +198,27 @@ class LeagueJob:
             return None
 
     async def _advance(self, league_id: str) -> int | None:
+        stored = None
         for _ in range(CAS_ATTEMPTS * 10):
-            got = await self.documents.get(LEAGUE, league_id)
-            if got is None:
-                return None
-            version, doc = got[0], LeagueDoc.from_bytes(got[1])
-            if not await self._step(doc):  # nothing to write
-                return self._next_due(doc)
-            # stored only if nobody wrote meanwhile; either way, look again (the next step may
-            # follow at once, or another worker's document is the one to go on from)
-            await self.documents.put(LEAGUE, league_id, version, doc.to_bytes())
+            if stored is None:
+                stored = await load_league(self.documents, league_id)
+                if stored is None:
+                    return None
+            if not await self._step(stored.doc):  # nothing to write
+                return self._next_due(stored.doc)
+            # stored only if nobody wrote meanwhile: then the next step may follow at once
+            # from this document; otherwise another worker's document is the one to go on from
+            if not await save_league(self.documents, stored):
+                stored = None
         return _ms() + 1000
 
     def _next_due(self, doc: LeagueDoc) -> int | None:
+        if doc.state == State.REGISTRATION and doc.starts_at:
+            return round(doc.starts_at * 1000)
         if doc.state in (State.FINISHED, State.REGISTRATION):
             return None
+        if doc.state == State.RUNNING and doc.round_done_at:  # the pause between rounds
+            return min(_ms() + self.poll_ms, round((doc.round_done_at + doc.round_interval) * 1000))
         if doc.state == State.PAUSED and all(t.done and t.released and t.rated for t in doc.tables.values()):
             return None
         return _ms() + self.poll_ms
@@ -210,6 +228,16 @@ class LeagueJob:
         side effects of a step (creating matches, assignments, ratings) are made before the
         step is stored and are idempotent, so a step that is lost (a death, a lost race) is
         simply done again."""
+        # 0. league events stored by an earlier step (or call) to the operator's feed: at
+        # least once, in order, each with its stable id
+        if doc.outbox:
+            if self.publish is not None:
+                await self.publish(doc.owner, [league_event(e) for e in doc.outbox])
+            doc.outbox = []
+            return True
+        if doc.state == State.REGISTRATION and doc.starts_at and self.now() >= doc.starts_at:
+            _scheduled_start(doc, self.now())
+            return True
         if doc.state in (State.FINISHED, State.REGISTRATION):
             return False
         current = doc.round_pairings(doc.round)
@@ -230,8 +258,8 @@ class LeagueJob:
         # 3. results of finished matches
         if await self._collect(doc, current, tables):
             return True
-        # 4. release and rate finished matches
-        pending = [t for t in tables if t.done and not (t.released and t.rated)]
+        # 4. release and rate finished matches (of any round: a corrected result is rated again)
+        pending = [t for t in doc.tables.values() if t.done and not (t.released and t.rated)]
         if pending:
             await self._finish_tables(doc, pending)
             for t in pending:
@@ -240,7 +268,14 @@ class LeagueJob:
         # 5. the next round, or the end
         if doc.state != State.RUNNING or not doc.round_complete(doc.round):
             return False
-        _next_round(doc)
+        if doc.round and doc.round_interval:  # the pause between rounds, from the last result
+            if not doc.round_done_at:
+                doc.round_done_at = self.now()
+                return True
+            if self.now() < doc.round_done_at + doc.round_interval:
+                return False
+        doc.round_done_at = 0.0
+        _next_round(doc, self.now())
         return True
 
     # ------------------------------------------------------------------- tables
@@ -308,12 +343,20 @@ class LeagueJob:
                     Operator(doc.owner), T.GetMatchRecordRequest(t.match_id)
                 )
             out = outcome_of(record.record)
-            t.done, t.winner_side, t.forfeit = True, out.winner_side, out.forfeit
+            t.done, t.winner_side, t.forfeit, t.ending = True, out.winner_side, out.forfeit, out.ending
             t.points, t.deals = list(out.points), [list(d) for d in out.deals]
             return True
 
-        if any(await asyncio.gather(*(collect(t) for t in tables if not t.done))):
-            changed = True
+        todo = [t for t in tables if not t.done]
+        now_done = {
+            t.key for t, done in zip(todo, await asyncio.gather(*map(collect, todo)), strict=True) if done
+        }
+        changed = bool(now_done)
+        for p in current:
+            for k in p.tables:
+                t = doc.tables[k]
+                if k in now_done and t.ending in (NO_SHOW, TIME_FORFEIT):
+                    _forfeited(doc, p, t, self.now())
         for p in current:
             if p.result is None and p.tables and all(doc.tables[k].done for k in p.tables):
                 p.result = decide(doc, p)
@@ -321,38 +364,92 @@ class LeagueJob:
         return changed
 
     async def _finish_tables(self, doc: LeagueDoc, tables: Sequence[TableDoc]) -> None:
+        """Remove the bot assignments of finished tables, and rate each under the league's
+        policy (a table the policy does not count is un-rated, in case a correction made it
+        so; the book ignores a match it already holds as it is)."""
         players = doc.entrant_players()
-        played = []
+        played, unrated = [], []
         for t in tables:
             for _seat, player, _token in t.seats:
                 if player.startswith(BOT_PREFIX) and not t.released:
                     await self.documents.assignment_delete(player, t.match_id)
-            if t.rated or t.winner_side is None or t.forfeit:
-                continue  # forfeits and matches without a winner are not rated
+            if t.rated:
+                continue
+            if not doc.counts(t):
+                unrated.append(t.match_id)
+                continue
             sides = tuple(tuple(players[e]) for e in t.sides)
+            assert t.winner_side is not None
             played.append(RatedMatch(t.match_id, doc.family, sides, ranks_from_winner(sides, t.winner_side)))
-        if played:
+        if played or unrated:
             applied = await self.ratings.rate(
-                doc.owner, doc.family, played, requires=(DocRef(LEAGUE, doc.league_id),)
+                doc.owner, doc.family, played, unrated, requires=(DocRef(LEAGUE, doc.league_id),)
             )
             log.info("matches rated", league_id=doc.league_id, matches=len(applied))
 
 
 # ----------------------------------------------------------------------- rounds and results
-def _next_round(doc: LeagueDoc) -> None:
+def _forfeited(doc: LeagueDoc, p: PairingDoc, t: TableDoc, now: float) -> None:
+    """``entrant.forfeited`` for each side of a finished table that lost it without playing
+    (did not join, or ran out of time)."""
+    for side, entrant in enumerate(t.sides):
+        if t.winner_side is None or side != t.winner_side:
+            doc.emit(
+                "entrant.forfeited", now, t.match_id,
+                round=p.round, table=p.table, entrant=entrant, ending=t.ending or NO_SHOW,
+            )  # fmt: skip
+
+
+def league_event(e: dict[str, Any]) -> OperatorEvent:
+    """A stored league event (:meth:`LeagueDoc.emit`) as an operator event."""
+    return OperatorEvent(
+        id=e["id"],
+        match_id=e["match_id"],
+        type=OperatorEventType(e["type"]),
+        time=e["time"],
+        labels=e["labels"],
+    )
+
+
+def _scheduled_start(doc: LeagueDoc, now: float) -> None:
+    """Start a league at its start time (as StartLeague would), or end it when it cannot
+    start (too few entrants)."""
+    try:
+        doc.event()
+    except LeagueError as exc:
+        doc.state, doc.finish_reason = State.FINISHED, f"not started at its start time: {exc}"
+        doc.emit("league.finished", now, rounds=0, reason=doc.finish_reason)
+        return
+    doc.state = State.RUNNING
+    doc.emit("league.started", now, entrants=sum(1 for e in doc.entrants if not e.withdrawn))
+    log.info("league started at its start time", league_id=doc.league_id)
+
+
+def _next_round(doc: LeagueDoc, now: float) -> None:
     """End the league whose rounds are all played, or pair its next round."""
     event = doc.event()
     results = doc.results()
     if doc.round > 0 and _finished(doc, event, results):
         doc.state = State.FINISHED
+        doc.emit("league.finished", now, rounds=doc.round)
         log.info("league finished", league_id=doc.league_id, rounds=doc.round)
         return
+    nxt = doc.round + 1
     try:
-        paired = event.pairings(doc.round + 1, results, doc.withdrawn())
+        paired = event.pairings(
+            nxt, results, doc.withdrawn(), forbidden=doc.forbidden_pairs(), overrides=doc.round_overrides(nxt)
+        )
     except NoValidPairingError as exc:
         doc.state, doc.finish_reason = State.FINISHED, exc.message
-        log.info("league finished: no valid pairing", league_id=doc.league_id, round=doc.round + 1)
+        doc.emit("league.finished", now, rounds=doc.round, reason=exc.message)
+        log.info("league finished: no valid pairing", league_id=doc.league_id, round=nxt)
         return
+    except LeagueError as exc:  # the operator's pairings no longer fit: the operator decides
+        doc.state, doc.finish_reason = State.PAUSED, f"round {nxt}: {exc}"
+        doc.emit("league.paused", now, round=nxt, reason=doc.finish_reason)
+        log.info("league paused: the operator's pairings do not fit", league_id=doc.league_id, round=nxt)
+        return
+    doc.overrides.pop(str(nxt), None)
     doc.round += 1
     for pairing in paired:
         pd = PairingDoc(pairing.round, pairing.table, pairing.first, pairing.second, pairing.label)
@@ -362,6 +459,8 @@ def _next_round(doc: LeagueDoc) -> None:
             doc.tables[dt.key] = TableDoc(dt.key, dt.deal_set, list(dt.sides))
             pd.tables.append(dt.key)
         doc.pairings.append(pd)
+    byes = sum(1 for p in paired if p.is_bye)
+    doc.emit("round.paired", now, round=doc.round, pairings=len(paired) - byes, byes=byes)
     log.info("league round paired", league_id=doc.league_id, round=doc.round, pairings=len(paired))
 
 

@@ -11,7 +11,20 @@ from dataclasses import dataclass
 
 import truco_engine as te
 from truco_match import records
-from truco_match.events import MatchAborted, MatchForfeited, MatchStatus
+from truco_match.events import MatchAborted, MatchAdjudicated, MatchForfeited, MatchStatus
+
+PLAYED, ADJUDICATED, TIME_FORFEIT, NO_SHOW, UNDECIDED = (
+    "played",
+    "adjudicated",
+    "time_forfeit",
+    "no_show",
+    "undecided",
+)
+"""How a table's match ended (what a league's rating policy counts): played to its end (or
+resigned), decided by the operator (an adjudication, or a result corrected after the end),
+lost on time, a side (or both: no winner) that did not join, nobody won otherwise."""
+ENDINGS = (PLAYED, ADJUDICATED, TIME_FORFEIT, NO_SHOW)
+"""The endings a rating policy may count (an undecided match is never rated)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +36,8 @@ class TableOutcome:
     points: tuple[int, int]
     deals: tuple[tuple[int, int], ...]
     """Points directions 0 and 1 made on each hand, in order (index = deal)."""
+    ending: str = PLAYED
+    """How it ended (:data:`ENDINGS`, or :data:`UNDECIDED`)."""
 
 
 def outcome_of(record: records.MatchRecord) -> TableOutcome:
@@ -31,13 +46,15 @@ def outcome_of(record: records.MatchRecord) -> TableOutcome:
     deals: list[tuple[int, int]] = []
     scores = [0, 0]
     aborted: MatchAborted | None = None
-    forfeited = False
+    forfeited = adjudicated = False
     for point in records.replay_record(record):
         for entry in point.entries:
             if isinstance(entry, MatchAborted):
                 aborted = entry
             elif isinstance(entry, MatchForfeited):
                 forfeited = True
+            elif isinstance(entry, MatchAdjudicated):
+                adjudicated = True
             elif isinstance(entry, te.Event):
                 p = entry.payload
                 if isinstance(p, te.HandStarted):
@@ -52,9 +69,12 @@ def outcome_of(record: records.MatchRecord) -> TableOutcome:
     if info.state is MatchStatus.FINISHED and info.result is not None:
         final = tuple(int(x) for x in info.result.scores[:2])
         points = (final[0], final[1]) if len(final) == 2 else (scores[0], scores[1])
-        return TableOutcome(info.result.winner_team, forfeited, points, tuple(deals))
+        ending = TIME_FORFEIT if forfeited else ADJUDICATED if adjudicated else PLAYED
+        return TableOutcome(info.result.winner_team, forfeited, points, tuple(deals), ending)
     if aborted is not None and aborted.reason == "not_joined" and aborted.seats:
         absent = {s % 2 for s in aborted.seats}  # a seat's team: seats alternate 0, 1, 0, 1...
         winner = None if len(absent) == 2 else 1 - absent.pop()
-        return TableOutcome(winner, True, (scores[0], scores[1]), tuple(deals))
-    return TableOutcome(None, True, (scores[0], scores[1]), tuple(deals))
+        return TableOutcome(
+            winner, True, (scores[0], scores[1]), tuple(deals), NO_SHOW
+        )  # both absent: no winner
+    return TableOutcome(None, True, (scores[0], scores[1]), tuple(deals), UNDECIDED)

@@ -38,12 +38,19 @@ class RatingBooks:
         return book.leaderboard(family, min(limit or 50, 500))
 
     async def rate(
-        self, owner: str, family: str, played: Sequence[RatedMatch], *, requires: Sequence[DocRef] = ()
+        self,
+        owner: str,
+        family: str,
+        played: Sequence[RatedMatch],
+        unrated: Sequence[str] = (),
+        *,
+        requires: Sequence[DocRef] = (),
     ) -> list[str]:
         """Apply finished matches of one family to the owner's book in one write, each once (a
-        match id the book has applied is skipped); returns the ids applied now. ``requires``:
-        what the matches belong to (their league): without it nothing is written
-        (:class:`~truco_server.ports.errors.ParentMissing`)."""
+        match the book holds as it is is skipped; one it holds with another result is
+        corrected), and take out the ``unrated`` match ids it holds; returns the ids
+        changed now. ``requires``: what the matches belong to (their league): without it
+        nothing is written (:class:`~truco_server.ports.errors.ParentMissing`)."""
         doc_id = book_id(owner, family)
         for _ in range(CAS_ATTEMPTS):
             got = await self.documents.get(RATINGS, doc_id)
@@ -51,6 +58,7 @@ class RatingBooks:
                 (0, RatingBook()) if got is None else (got[0], RatingBook.from_dict(_json(got[1])))
             )
             applied = [m.match_id for m in played if book.apply(m)]
+            applied += [match_id for match_id in unrated if book.remove(match_id)]
             if not applied:
                 return []
             if await self.documents.put(RATINGS, doc_id, version, _dumps(book.to_dict()), requires=requires):

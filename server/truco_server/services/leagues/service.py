@@ -41,6 +41,7 @@ from truco_server.leagues import (
 )
 from truco_server.ports.documents import Documents
 from truco_server.ports.queues import Queues
+from truco_server.services.leagues import control
 from truco_server.services.leagues.bots import BOT_PREFIX, BotAccounts
 from truco_server.services.leagues.documents import (
     CAS_ATTEMPTS,
@@ -51,9 +52,12 @@ from truco_server.services.leagues.documents import (
     LeagueDoc,
     PairingDoc,
     State,
+    StoredLeague,
+    load_league,
+    save_league,
 )
 from truco_server.services.leagues.errors import LeagueNotFound, LeagueStateError, invalid, league_error
-from truco_server.services.leagues.job import POLL_MS, LeagueJob, match_template
+from truco_server.services.leagues.job import POLL_MS, LeagueJob, Publish, match_template
 from truco_server.services.leagues.ratings import RatingBooks
 from truco_server.services.matches import MatchService
 from truco_server.services.reads import MatchReads
@@ -78,6 +82,11 @@ class LeagueSpec:
     tie_breaks: tuple[str, ...] = ()
     entrants: tuple[EntrantDoc, ...] = ()
     request_id: str = ""
+    rating: tuple[bool, tuple[str, ...]] = (False, ())
+    """The rating policy: unrated, and the endings rated (none: the default ones)."""
+    schedule: tuple[float, float] = (0.0, 0.0)
+    """When it starts by itself (seconds since the epoch; 0: never), and the seconds between
+    rounds."""
 
 
 class LeagueService:
@@ -95,6 +104,7 @@ class LeagueService:
         heartbeat_seconds: float = 5.0,
         stopping: asyncio.Event | None = None,
         poll_ms: int = POLL_MS,
+        publish: Publish | None = None,
         lobby_poll_seconds: float = 0.25,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -118,35 +128,36 @@ class LeagueService:
             reads,
             create_match=steps.create_match,
             ratings=self.ratings,
+            publish=publish,
             poll_ms=poll_ms,
             clock=clock,
         )
         """The league job (its queue's reader, the pass, the wakeups)."""
 
     # =================================================================== documents
-    async def _load(self, league_id: str) -> tuple[int, LeagueDoc]:
-        got = await self.documents.get(LEAGUE, league_id) if ID.match(league_id) else None
+    async def _load(self, league_id: str) -> StoredLeague:
+        got = await load_league(self.documents, league_id) if ID.match(league_id) else None
         if got is None:
             raise LeagueNotFound(f"no league {league_id[:64]!r}")
-        return got[0], LeagueDoc.from_bytes(got[1])
+        return got
 
-    async def _owned(self, operator: Operator, league_id: str) -> tuple[int, LeagueDoc]:
+    async def _owned(self, operator: Operator, league_id: str) -> StoredLeague:
         if not league_id:
             raise invalid("league_id", "required")
-        version, doc = await self._load(league_id)
-        if doc.owner != operator.name:
+        stored = await self._load(league_id)
+        if stored.doc.owner != operator.name:
             raise LeagueNotFound(f"no league {league_id[:64]!r}")
-        return version, doc
+        return stored
 
     async def _update(
         self, operator: Operator, league_id: str, change: Callable[[LeagueDoc], None]
     ) -> LeagueDoc:
         """Apply ``change`` to the league and store it (compare-and-set, retried on a race)."""
         for _ in range(CAS_ATTEMPTS):
-            version, doc = await self._owned(operator, league_id)
-            change(doc)
-            if await self.documents.put(LEAGUE, league_id, version, doc.to_bytes()):
-                return doc
+            stored = await self._owned(operator, league_id)
+            change(stored.doc)
+            if await save_league(self.documents, stored):
+                return stored.doc
         raise E.ServiceError("the league changed too often; try again", code=E.Code.ABORTED, reason="ABORTED")
 
     # =================================================================== creation
@@ -180,6 +191,9 @@ class LeagueService:
             },
             tie_breaks=list(spec.tie_breaks),
             request_id=spec.request_id,
+            rating=control.rating_policy(*spec.rating),
+            starts_at=spec.schedule[0],
+            round_interval=control.round_interval(spec.schedule[1]),
         )
         entrants = self._numbered(list(spec.entrants))
         await self._check_bots(operator, entrants)
@@ -192,10 +206,11 @@ class LeagueService:
                 raise invalid("rounds", f"only a swiss takes a number of rounds; a {kind.value} has its own")
         except LeagueError as exc:
             raise league_error(exc) from exc
-        if not await self.documents.put(LEAGUE, league_id, 0, doc.to_bytes()):
-            _, existing = await self._owned(operator, league_id)
-            return existing
+        if not await save_league(self.documents, StoredLeague(0, doc, {})):
+            return (await self._owned(operator, league_id)).doc
         await self.documents.index_add(operator.name, LEAGUE, league_id, round(doc.created_at * 1000))
+        if doc.starts_at:
+            await self.job.wake(league_id, at_ms=round(doc.starts_at * 1000))
         log.info("league created", league_id=league_id, format=kind.value, entrants=len(entrants))
         return doc
 
@@ -267,19 +282,19 @@ class LeagueService:
 
     # =================================================================== the operator's leagues
     async def get_league(self, operator: Operator, league_id: str) -> LeagueDoc:
-        return (await self._owned(operator, league_id))[1]
+        return (await self._owned(operator, league_id)).doc
 
     async def list_leagues(self, operator: Operator) -> list[LeagueDoc]:
         ids = await self.documents.index(operator.name, LEAGUE, MAX_LEAGUES_LISTED)
         out = []
         for league_id in ids:
-            got = await self.documents.get(LEAGUE, league_id)
+            got = await load_league(self.documents, league_id)
             if got is not None:
-                out.append(LeagueDoc.from_bytes(got[1]))
+                out.append(got.doc)
         return out
 
     async def register(self, operator: Operator, league_id: str, entrant: EntrantDoc) -> LeagueDoc:
-        _, current = await self._owned(operator, league_id)
+        current = (await self._owned(operator, league_id)).doc
         if current.state == State.FINISHED:
             raise LeagueStateError("the league is finished", reason="REGISTRATION_CLOSED")
         (entrant,) = self._numbered([entrant], current.entrants)
@@ -305,6 +320,7 @@ class LeagueService:
                 doc.entrants.remove(e)
             else:
                 e.withdrawn = True
+            control.drop_from_overrides(doc, entrant_id)
 
         return await self._update(operator, league_id, change)
 
@@ -317,6 +333,7 @@ class LeagueService:
             except LeagueError as exc:
                 raise league_error(exc) from exc
             doc.state = State.RUNNING
+            doc.emit("league.started", self.now(), entrants=sum(1 for e in doc.entrants if not e.withdrawn))
 
         doc = await self._update(operator, league_id, change)
         await self.job.wake(league_id)
@@ -328,6 +345,7 @@ class LeagueService:
             if doc.state != State.RUNNING:
                 raise LeagueStateError(f"the league is {doc.state}; only a running league pauses")
             doc.state = State.PAUSED
+            doc.emit("league.paused", self.now(), round=doc.round, reason="PauseLeague")
 
         return await self._update(operator, league_id, change)
 
@@ -336,23 +354,63 @@ class LeagueService:
             if doc.state != State.PAUSED:
                 raise LeagueStateError(f"the league is {doc.state}; only a paused league resumes")
             doc.state = State.RUNNING
+            doc.emit("league.resumed", self.now(), round=doc.round)
 
         doc = await self._update(operator, league_id, change)
         await self.job.wake(league_id)
         return doc
 
     async def standings(self, operator: Operator, league_id: str) -> tuple[LeagueDoc, tuple[Standing, ...]]:
-        _, doc = await self._owned(operator, league_id)
+        doc = (await self._owned(operator, league_id)).doc
         try:
             event = doc.event(min_entrants=False)
             return doc, event.standings(doc.results(), doc.withdrawn())
         except LeagueError as exc:
             raise league_error(exc) from exc
 
+    # =================================================================== manual control
+    async def set_forbidden(
+        self, operator: Operator, league_id: str, pairs: Sequence[tuple[str, str]]
+    ) -> LeagueDoc:
+        return await self._update(operator, league_id, lambda doc: control.set_forbidden(doc, pairs))
+
+    async def set_round(
+        self,
+        operator: Operator,
+        league_id: str,
+        round_no: int,
+        pairs: Sequence[tuple[str, str]],
+        byes: Sequence[str],
+    ) -> LeagueDoc:
+        return await self._update(
+            operator, league_id, lambda doc: control.set_round(doc, round_no, pairs, byes)
+        )
+
+    async def correct(
+        self,
+        operator: Operator,
+        league_id: str,
+        round_no: int,
+        table: int,
+        outcome: tuple[str, int, int, bool],
+        reason: str,
+    ) -> tuple[LeagueDoc, PairingDoc]:
+        """Correct a recorded result (:func:`.control.correct`); the job rates it again."""
+        now = self.now()
+        corrected: list[PairingDoc] = []
+
+        def change(doc: LeagueDoc) -> None:
+            corrected[:] = [control.correct(doc, round_no, table, outcome, reason, now, operator.name)]
+
+        doc = await self._update(operator, league_id, change)
+        await self.job.wake(league_id)
+        log.info("league result corrected", league_id=league_id, round=round_no, table=table)
+        return doc, corrected[0]
+
     async def pairings(
         self, operator: Operator, league_id: str, round_no: int
     ) -> tuple[LeagueDoc, list[PairingDoc]]:
         if round_no < 0:
             raise invalid("round", "must not be negative")
-        _, doc = await self._owned(operator, league_id)
+        doc = (await self._owned(operator, league_id)).doc
         return doc, [p for p in doc.pairings if round_no in (0, p.round)]

@@ -1,21 +1,22 @@
 """The Redis :class:`~truco_server.ports.documents.Documents`: a document is a hash (``v`` =
-version, ``d`` = data) in a slot of its own, replaced by a compare-and-set script; an
-operator's index of a kind is a sorted set in the operator's slot; a bot's assignments are a
-hash in the bot's slot (docs/storage.md, "Leagues"). A write that requires other documents
-goes through :class:`~.guards.Guards`."""
+version, one field per part; a one-part document's part is ``d``) in a slot of its own,
+written by a compare-and-set script (one that carries only the parts that change, for a
+document in parts); an operator's index of a kind is a sorted set in the operator's slot; a
+bot's assignments are a hash in the bot's slot (docs/storage.md, "Leagues"). A write that
+requires other documents goes through :class:`~.guards.Guards`."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from truco_server.ports.documents import DocRef
+from truco_server.ports.documents import RESERVED, WHOLE, DocRef, check_part_names
 from truco_server.stores.redis.batch import ScriptBatcher, ScriptCall
 from truco_server.stores.redis.connection import RedisConnection
 from truco_server.stores.redis.guards import Guards
 from truco_server.stores.redis.keys import Keys
 from truco_server.stores.redis.replies import as_bytes, as_str
-from truco_server.stores.redis.scripts import ASSIGNMENT_PUT, DOC_PUT
+from truco_server.stores.redis.scripts import ASSIGNMENT_PUT, DOC_PUT, DOC_PUT_PARTS
 
 __all__ = ["RedisDocuments"]
 
@@ -40,8 +41,9 @@ class RedisDocuments:
         return await self._conn.run(operation, go)
 
     async def get(self, kind: str, doc_id: str) -> tuple[int, bytes] | None:
-        v, d = await self._one("doc_get", lambda c: c.hmget(self._keys.document(kind, doc_id), ["v", "d"]))
-        return None if v is None else (int(v), as_bytes(d))
+        key = self._keys.document(kind, doc_id)
+        v, d = await self._one("doc_get", lambda c: c.hmget(key, [RESERVED, WHOLE]))
+        return None if v is None else (int(v), b"" if d is None else as_bytes(d))
 
     async def put(
         self, kind: str, doc_id: str, expected_version: int, data: bytes, *, requires: Sequence[DocRef] = ()
@@ -49,6 +51,31 @@ class RedisDocuments:
         key = self._keys.document(kind, doc_id)
         call = ScriptCall(DOC_PUT, [key], [expected_version, data], "doc_put", durable=True)
         return bool(int(await self._guards.call(call, requires)))
+
+    async def get_parts(self, kind: str, doc_id: str) -> tuple[int, dict[str, bytes]] | None:
+        key = self._keys.document(kind, doc_id)
+        raw = await self._one("doc_get_parts", lambda c: c.hgetall(key))
+        version = raw.pop(RESERVED.encode(), None)
+        if version is None:
+            return None
+        return int(version), {as_str(k): as_bytes(v) for k, v in raw.items()}
+
+    async def put_parts(
+        self,
+        kind: str,
+        doc_id: str,
+        expected_version: int,
+        changed: Mapping[str, bytes],
+        removed: Collection[str] = (),
+    ) -> bool:
+        check_part_names(changed, removed)
+        key = self._keys.document(kind, doc_id)
+        args: list[Any] = [expected_version, len(changed)]
+        for name, data in changed.items():
+            args += (name, data)
+        args += [name for name in removed if name not in changed]
+        call = ScriptCall(DOC_PUT_PARTS, [key], args, "doc_put_parts", durable=True)
+        return bool(int(await self._batcher.call(call)))
 
     async def index_add(self, owner: str, kind: str, doc_id: str, time_ms: int) -> None:
         key = self._keys.operator(owner).documents(kind)

@@ -23,6 +23,7 @@ __all__ = [
     "CREATE",
     "DELIVERY_LOG_PUT_IF",
     "DOC_PUT",
+    "DOC_PUT_PARTS",
     "OUTBOX_DONE",
     "OUTBOX_TAKE",
     "QUEUE_ADD",
@@ -266,6 +267,47 @@ if v ~= tonumber(ARGV[1]) then
   return 0
 end
 redis.call('HSET', KEYS[1], 'v', v + 1, 'd', ARGV[2])
+return 1
+""",
+)
+
+DOC_PUT_PARTS = Script(
+    "doc_put_parts",
+    """
+-- KEYS: a document's hash (field v = version, one field per part).  ARGV: expected version,
+-- n, then n part names and data in turn, then the names of parts to remove.
+-- Compare-and-set: only if the version is the expected one (0: no document yet), writes the
+-- n parts, removes the others named and sets the version + 1; returns 1 when written, 0 when
+-- the version differs. Fields go in chunks (a Lua call takes a bounded number of arguments).
+-- Never run guarded: it reads its ARGV to the end.
+local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+if v ~= tonumber(ARGV[1]) then
+  return 0
+end
+local n = tonumber(ARGV[2])
+local chunk = {}
+for i = 3, 2 + 2 * n do
+  chunk[#chunk + 1] = ARGV[i]
+  if #chunk == 1000 then
+    redis.call('HSET', KEYS[1], unpack(chunk))
+    chunk = {}
+  end
+end
+if #chunk > 0 then
+  redis.call('HSET', KEYS[1], unpack(chunk))
+end
+chunk = {}
+for i = 3 + 2 * n, #ARGV do
+  chunk[#chunk + 1] = ARGV[i]
+  if #chunk == 1000 then
+    redis.call('HDEL', KEYS[1], unpack(chunk))
+    chunk = {}
+  end
+end
+if #chunk > 0 then
+  redis.call('HDEL', KEYS[1], unpack(chunk))
+end
+redis.call('HSET', KEYS[1], 'v', v + 1)
 return 1
 """,
 )
