@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import truco_engine as te
-from truco_match.credentials import SPECTATOR, InvalidCredential, issue, viewer_of
+from truco_match.credentials import SPECTATOR, ExpiredCredential, issue, viewer_of
 from truco_match.events import (
     DealSource,
     EventView,
@@ -206,7 +206,7 @@ class Match:
             if len(self.verified) < 64:
                 self.verified[token] = viewer
         if self.expired(viewer, now):
-            raise InvalidCredential("invalid credential")
+            raise ExpiredCredential("past its lifetime")
         return viewer
 
     def expires_at(self, viewer: int) -> float | None:

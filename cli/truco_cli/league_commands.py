@@ -232,7 +232,11 @@ def _records(args: argparse.Namespace) -> int:
             for t in p.tables:
                 if not t.match_id:
                     continue
-                text = record_file.record_to_json(matches.get_match_record(t.match_id))
+                # the table's spectator token reads the whole record of a finished match (on a
+                # server without API keys nothing else does); the operator key for tables
+                # stored before tables kept one
+                record = matches.get_match_record(t.match_id, token=t.spectator_token or None)
+                text = record_file.record_to_json(record)
                 try:
                     (out / f"{t.key}.{t.match_id}.json").write_text(text, encoding="utf-8")
                 except OSError as exc:

@@ -313,7 +313,9 @@ class TrucoClient:
         return action_result(resp, self.rules_of(match_id, self._token(token)), rid)
 
     def get_match(self, match_id: str, *, token: str | None = None) -> MatchView:
-        """The match and, for seat / spectator credentials, the caller's observation."""
+        """The match and, for seat / spectator credentials, the caller's observation (the
+        spectator view for the owner's API key, on a server with API keys: a server without
+        them reads a match to its seat and spectator tokens only)."""
         req = match_service_pb2.GetMatchRequest(match_id=match_id)
         md = metadata(self._token(token))
         view = match_view(self._call(lambda s: s.GetMatch(req, metadata=md, timeout=self.timeout)))
@@ -369,8 +371,8 @@ class TrucoClient:
     def get_match_record(self, match_id: str, *, token: str | None = None) -> MatchRecord:
         """The match's record as the caller may see it: everything (the seed, every deal)
         once the match is over; during it, only what the seat or spectator may see. Seat or
-        spectator token, or the owner's API key (like ``get_match``). Write it to a file with
-        :func:`truco_client.write_record`."""
+        spectator token, or the owner's API key on a server with API keys (like
+        ``get_match``). Write it to a file with :func:`truco_client.write_record`."""
         req = match_service_pb2.GetMatchRecordRequest(match_id=match_id)
         md = metadata(self._token(token))
         resp = self._call(lambda s: s.GetMatchRecord(req, metadata=md, timeout=self.timeout))

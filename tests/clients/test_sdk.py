@@ -14,7 +14,6 @@ from truco_client import (
     AsyncTrucoClient,
     IllegalAction,
     InvalidArgument,
-    NotFound,
     RetryPolicy,
     TrucoClient,
     Unauthenticated,
@@ -75,10 +74,13 @@ def test_create_get_list_cancel(client: TrucoClient) -> None:
     assert m.match_id in [x.match_id for x in client.iter_matches(state="active")]
     cancelled = client.cancel_match(m.match_id, "test over")
     assert cancelled.state == "cancelled"
-    with pytest.raises(NotFound):
-        client.get_match("m-does-not-exist")  # the operator's look
-    with pytest.raises(Unauthenticated):  # a match credential never tells an unknown match
-        client.get_match("m-does-not-exist", token=m.seat_tokens[0])
+    with pytest.raises(Unauthenticated) as missing:  # an open server: reading takes a match credential
+        client.get_match(m.match_id)
+    assert missing.value.reason == "MISSING_CREDENTIAL"
+    forged = f"tc1.m-does-not-exist.0.{'0' * 40}"
+    with pytest.raises(Unauthenticated) as unknown:  # a match credential never tells an unknown match
+        client.get_match("m-does-not-exist", token=forged)
+    assert unknown.value.reason == "INVALID_CREDENTIAL"
 
 
 def test_illegal_action_is_typed(client: TrucoClient) -> None:

@@ -144,7 +144,7 @@ def names_field(text: str) -> Callable[[RichError, Ctx], None]:
 
 CASES = [
     # --- CreateMatch
-    Case("create/no-key", lambda c: create_req(c, metadata=[]), G.UNAUTHENTICATED, "INVALID_CREDENTIAL"),
+    Case("create/no-key", lambda c: create_req(c, metadata=[]), G.UNAUTHENTICATED, "MISSING_CREDENTIAL"),
     Case(
         "create/unknown-key", lambda c: create_req(c, bearer("nope")), G.UNAUTHENTICATED, "INVALID_CREDENTIAL"
     ),
@@ -152,7 +152,7 @@ CASES = [
         "create/seat-token-as-key",
         lambda c: create_req(c, bearer(c.a.tokens[0])),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "WRONG_CREDENTIAL_KIND",
     ),
     Case(
         "create/bad-preset",
@@ -333,7 +333,7 @@ CASES = [
         "STALE_VERSION",
     ),
     # --- SubmitAction: credentials
-    Case("act/no-credential", lambda c: submit(c, c.legal[0], []), G.UNAUTHENTICATED, "INVALID_CREDENTIAL"),
+    Case("act/no-credential", lambda c: submit(c, c.legal[0], []), G.UNAUTHENTICATED, "MISSING_CREDENTIAL"),
     Case(
         "act/tampered-credential",
         lambda c: submit(c, c.legal[0], bearer(tampered(c.a.tokens[c.to_act]))),
@@ -344,7 +344,15 @@ CASES = [
         "act/malformed-credential",
         lambda c: submit(c, c.legal[0], bearer(f"tc1.{c.a.match_id}.9.xx")),
         G.UNAUTHENTICATED,
+        "MALFORMED_CREDENTIAL",
+        check=names_field("40 lower-case hex digits"),
+    ),
+    Case(
+        "act/seat-the-match-has-not",  # well formed: answered like a bad signature
+        lambda c: submit(c, c.legal[0], bearer(f"tc1.{c.a.match_id}.9.{'0' * 40}")),
+        G.UNAUTHENTICATED,
         "INVALID_CREDENTIAL",
+        check=names_field("not a valid seat or spectator token of this match"),
     ),
     Case(
         "act/other-match-credential",
@@ -356,7 +364,7 @@ CASES = [
         "act/operator-key",
         lambda c: submit(c, c.legal[0], bearer(KEY_ACME)),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "WRONG_CREDENTIAL_KIND",
     ),
     Case(
         "act/spectator",
@@ -374,9 +382,17 @@ CASES = [
     ),
     Case(
         "stream/unknown-match",
-        lambda c: stream(c, c.token(0), match_id="m-nope"),
+        lambda c: stream(c, bearer(f"tc1.m-nope.0.{'0' * 40}"), match_id="m-nope"),
         G.UNAUTHENTICATED,  # a match credential never tells an unknown match
         "INVALID_CREDENTIAL",
+        check=names_field("not a valid seat or spectator token of this match"),
+    ),
+    Case(
+        "stream/credential-of-another-match-id",
+        lambda c: stream(c, c.token(0), match_id="m-nope"),
+        G.UNAUTHENTICATED,
+        "INVALID_CREDENTIAL",
+        check=names_field("a credential of match"),
     ),
     Case(
         "stream/from-version-beyond",
@@ -392,7 +408,7 @@ CASES = [
         "INVALID_REQUEST",
         "from_version",
     ),
-    Case("stream/no-credential", lambda c: stream(c, []), G.UNAUTHENTICATED, "INVALID_CREDENTIAL"),
+    Case("stream/no-credential", lambda c: stream(c, []), G.UNAUTHENTICATED, "MISSING_CREDENTIAL"),
     Case(
         "stream/tampered",
         lambda c: stream(c, bearer(tampered(c.a.spectator))),
@@ -442,7 +458,7 @@ CASES = [
         "get/no-credential",
         lambda c: c.stub.GetMatch(MS.GetMatchRequest(match_id=c.a.match_id)),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "MISSING_CREDENTIAL",
     ),
     # --- ListMatches
     Case(
@@ -470,13 +486,13 @@ CASES = [
         "list/no-key",
         lambda c: c.stub.ListMatches(MS.ListMatchesRequest()),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "MISSING_CREDENTIAL",
     ),
     Case(
         "list/seat-token",
         lambda c: c.stub.ListMatches(MS.ListMatchesRequest(), metadata=c.token(0)),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "WRONG_CREDENTIAL_KIND",
     ),
     # --- CancelMatch
     Case(
@@ -504,13 +520,13 @@ CASES = [
         "cancel/no-key",
         lambda c: c.stub.CancelMatch(MS.CancelMatchRequest(match_id=c.a.match_id)),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "MISSING_CREDENTIAL",
     ),
     Case(
         "cancel/seat-token",
         lambda c: c.stub.CancelMatch(MS.CancelMatchRequest(match_id=c.a.match_id), metadata=c.token(0)),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "WRONG_CREDENTIAL_KIND",
     ),
     Case(
         "cancel/spectator-token",
@@ -518,7 +534,7 @@ CASES = [
             MS.CancelMatchRequest(match_id=c.a.match_id), metadata=bearer(c.a.spectator)
         ),
         G.UNAUTHENTICATED,
-        "INVALID_CREDENTIAL",
+        "WRONG_CREDENTIAL_KIND",
     ),
 ]
 

@@ -35,6 +35,7 @@ from tests.e2e.client import (
 )
 from tests.e2e.conftest import WorkerFactory, serve_process
 from truco_contract.pb import action_pb2, match_pb2
+from truco_server.core.config import ApiKey
 from truco_server.transports.grpc.server import Worker
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
@@ -372,9 +373,10 @@ async def test_spectator_stream_of_whole_match_shows_no_hidden_card(worker: Work
     await r.aclose()
 
 
-async def test_operator_sees_spectator_view(worker: Worker) -> None:
-    async with grpc.aio.insecure_channel(worker.grpc_address) as ch:
+async def test_operator_sees_spectator_view(make_worker: WorkerFactory) -> None:
+    keys = (ApiKey("acme", "acme-key"),)
+    async with make_worker(api_keys=keys) as worker, grpc.aio.insecure_channel(worker.grpc_address) as ch:
         stub = Stub(ch)
-        m = await create(stub, "paulista", 2)
-        view = await stub.GetMatch(MS.GetMatchRequest(match_id=m.match_id), metadata=bearer("open-mode-key"))
+        m = await create(stub, "paulista", 2, api_key="acme-key")
+        view = await stub.GetMatch(MS.GetMatchRequest(match_id=m.match_id), metadata=bearer("acme-key"))
         assert not view.observation.HasField("seat") and not view.observation.hand

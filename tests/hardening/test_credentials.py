@@ -13,7 +13,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from truco_server.api.auth import Authenticator, KeyRing
 from truco_server.app.wiring import apis, build_services
 from truco_server.core.caller import Credentials
 from truco_server.core.config import ApiKey, ConfigError, Settings
-from truco_server.core.errors import ServiceError
+from truco_server.core.errors import CredentialNotValid, ExpiredCredential, ServiceError
 from truco_server.services.steps import reissue_key
 from truco_server.stores import open_store
 
@@ -298,23 +298,38 @@ async def test_credentials_expire_after_the_match_credential_ttl() -> None:
     clock.advance(1)
     with pytest.raises(ServiceError) as caught:
         await api.GetMatch(seat0, get)
-    assert (caught.value.code.name, caught.value.message) == ("UNAUTHENTICATED", "invalid credential")
-    # the open stream ends at its next message (a heartbeat here)
+    # expired: a genuine credential is told so (only its holder can get this answer)
+    expired = ("UNAUTHENTICATED", "EXPIRED_CREDENTIAL", ExpiredCredential.MESSAGE)
+    assert (caught.value.code.name, caught.value.reason, caught.value.message) == expired
+    # a made-up credential of the same seat is still only invalid, not expired
+    forged = created.seat_credentials[0].token[:-40] + "0" * 40
+    with pytest.raises(ServiceError) as made_up:
+        await api.GetMatch(Credentials(bearer=forged), get)
+    assert (made_up.value.reason, made_up.value.message) == ("INVALID_CREDENTIAL", CredentialNotValid.MESSAGE)
+    # the open stream ends at its next message (a heartbeat here), saying why
     with pytest.raises(ServiceError) as ended:
         while True:
             upd = await asyncio.wait_for(anext(stream), 5)
             assert upd.heartbeat.version, "an update reached the expired credential"
-    assert ended.value.code.name == "UNAUTHENTICATED"
+    assert (ended.value.code.name, ended.value.reason) == ("UNAUTHENTICATED", "EXPIRED_CREDENTIAL")
     # a re-issued credential lives credential_ttl from its issue
     new = await api.ReissueCredential(op, MS.ReissueCredentialRequest(match_id=match_id, seat=0))
     assert new.expire_time.ToMilliseconds() == round((clock.now + 60) * 1000)
     fresh = Credentials(bearer=new.token)
     await api.GetMatch(fresh, get)
-    with pytest.raises(ServiceError):  # seat 1's first credential expired with seat 0's
+    with pytest.raises(ServiceError) as seat1:  # seat 1's first credential expired with seat 0's
         await api.GetMatch(Credentials(bearer=created.seat_credentials[1].token), get)
+    assert seat1.value.reason == "EXPIRED_CREDENTIAL"
+    with pytest.raises(ServiceError) as replaced:  # a re-issued one is invalid, expired or not
+        await api.GetMatch(seat0, get)
+    assert (replaced.value.reason, replaced.value.message) == (
+        "INVALID_CREDENTIAL",
+        CredentialNotValid.MESSAGE,
+    )
     clock.advance(60)
-    with pytest.raises(ServiceError):
+    with pytest.raises(ServiceError) as later:
         await api.GetMatch(fresh, get)
+    assert later.value.reason == "EXPIRED_CREDENTIAL"
 
 
 async def test_credential_ttl_is_validated_and_shown_over_rest(make_worker: WorkerFactory) -> None:
@@ -460,3 +475,30 @@ def test_truco_serve_workers_reload_the_keys_file_on_sighup(tmp_path: Path, clea
             time.sleep(0.05)
         assert all(x["keys"] == [f"acme:{fingerprint}"] for x in reloads())
         assert "new-secret" not in log_path.read_text() and "old-secret" not in log_path.read_text()
+
+
+# ------------------------------------------------------------------------- kinds
+def test_the_kind_of_a_credential_is_told_from_the_call_alone() -> None:
+    bot = "tb1.bot_0123456789abcdef.s3cret"
+    odd_key = "tb1.an-operator-secret-that-looks-like-a-bot"  # a configured key always wins
+    keyed = Authenticator(Settings(api_keys=(*KEYS, ApiKey("odd", odd_key))))
+
+    def reason(call: Callable[[], object]) -> str:
+        with pytest.raises(ServiceError) as caught:
+            call()
+        return caught.value.reason
+
+    assert keyed.operator(Credentials(api_key=odd_key)).name == "odd"
+    assert keyed.viewer(Credentials(api_key=odd_key), "m1") == keyed.operator(Credentials(api_key=odd_key))
+    assert reason(lambda: keyed.operator(Credentials(api_key=bot))) == "WRONG_CREDENTIAL_KIND"
+    assert reason(lambda: keyed.viewer(Credentials(api_key=bot), "m1")) == "WRONG_CREDENTIAL_KIND"
+    assert reason(lambda: keyed.seat(Credentials(api_key=bot), "m1")) == "WRONG_CREDENTIAL_KIND"
+    assert reason(lambda: keyed.seat(Credentials(api_key=KEY), "m1")) == "WRONG_CREDENTIAL_KIND"
+    seat = f"tc1.m1.0.{'0' * 40}"
+    assert reason(lambda: keyed.operator(Credentials(bearer=seat))) == "WRONG_CREDENTIAL_KIND"
+    assert reason(lambda: keyed.viewer(Credentials(api_key="nope"), "m1")) == "INVALID_CREDENTIAL"
+    assert reason(lambda: keyed.viewer(Credentials(bearer=seat), "m2")) == "INVALID_CREDENTIAL"
+    opened = Authenticator(Settings())
+    assert reason(lambda: opened.viewer(Credentials(api_key=bot), "m1")) == "WRONG_CREDENTIAL_KIND"
+    assert reason(lambda: opened.viewer(Credentials(api_key="nope"), "m1")) == "MALFORMED_CREDENTIAL"
+    assert reason(lambda: opened.viewer(Credentials(), "m1")) == "MISSING_CREDENTIAL"

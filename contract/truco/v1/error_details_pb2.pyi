@@ -47,7 +47,14 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     ERROR_REASON_MATCH_NOT_FOUND: _ErrorReason.ValueType  # 7
     """NOT_FOUND: no match with this id."""
     ERROR_REASON_INVALID_CREDENTIAL: _ErrorReason.ValueType  # 8
-    """UNAUTHENTICATED: no credential, or not a valid one."""
+    """UNAUTHENTICATED: the credential is not valid for this call: a
+    well-formed match credential that is not a current seat or spectator
+    token of the match (a signature that does not verify, a match that does
+    not exist, a re-issued credential: one answer for all, so no answer
+    tells whether a match id exists), a credential of another match, or an
+    unknown API key. Missing, malformed and expired credentials, and those
+    of the wrong kind for the call, have their own reasons.
+    """
     ERROR_REASON_PERMISSION_DENIED: _ErrorReason.ValueType  # 9
     """PERMISSION_DENIED: the credential is valid but not for this operation
     (a spectator submitting) or belongs to another operator (getting,
@@ -89,6 +96,31 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     second, matches created per minute) was hit; google.rpc.QuotaFailure
     names it and google.rpc.RetryInfo says when to retry.
     """
+    ERROR_REASON_MISSING_CREDENTIAL: _ErrorReason.ValueType  # 20
+    """UNAUTHENTICATED: the call needs a credential and none was sent; the
+    message says where one goes ("authorization: Bearer <token>" metadata or
+    header, the player connection's subscribe.token).
+    """
+    ERROR_REASON_MALFORMED_CREDENTIAL: _ErrorReason.ValueType  # 21
+    """UNAUTHENTICATED: what was sent is not shaped like a credential (a match
+    credential is tc1.<match id>.<seat number or s>.<40 hex digits>; on a
+    worker without API keys nothing else is one); the message says what is
+    wrong with it.
+    """
+    ERROR_REASON_EXPIRED_CREDENTIAL: _ErrorReason.ValueType  # 22
+    """UNAUTHENTICATED: a genuine seat or spectator token of the match (its
+    signature verifies) that is past its lifetime (MatchSettings.credential_ttl);
+    the match's operator hands out a new one (ReissueCredential). Only a
+    credential the match itself issued gets this answer, so it tells nothing
+    a made-up token could learn.
+    """
+    ERROR_REASON_WRONG_CREDENTIAL_KIND: _ErrorReason.ValueType  # 23
+    """UNAUTHENTICATED: a credential of another kind than the call takes: a
+    match credential where an operator API key is needed, an operator API
+    key where a seat's token is, a bot account's credential (tb1....) for
+    anything but StreamAssignments, a match credential for StreamAssignments.
+    The message names both kinds; decided from the call alone.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Error model (every RPC of MatchService). Errors are a google.rpc.Status with
@@ -109,7 +141,8 @@ class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     | ABORTED             | expected_version is stale, or the       | ErrorInfo, IllegalActionDetail   |
     |                     | match kept changing under retries       |                                  |
     | NOT_FOUND           | unknown match                           | ErrorInfo                        |
-    | UNAUTHENTICATED     | missing or bad credential               | ErrorInfo                        |
+    | UNAUTHENTICATED     | missing, malformed, expired or bad      | ErrorInfo                        |
+    |                     | credential                              |                                  |
     | PERMISSION_DENIED   | credential not allowed to do this       | ErrorInfo                        |
     | ALREADY_EXISTS      | request_id reused, other action/seat    | ErrorInfo                        |
     | RESOURCE_EXHAUSTED  | a per-credential quota                  | ErrorInfo, QuotaFailure,         |
@@ -143,7 +176,14 @@ observation and decide again.
 ERROR_REASON_MATCH_NOT_FOUND: ErrorReason.ValueType  # 7
 """NOT_FOUND: no match with this id."""
 ERROR_REASON_INVALID_CREDENTIAL: ErrorReason.ValueType  # 8
-"""UNAUTHENTICATED: no credential, or not a valid one."""
+"""UNAUTHENTICATED: the credential is not valid for this call: a
+well-formed match credential that is not a current seat or spectator
+token of the match (a signature that does not verify, a match that does
+not exist, a re-issued credential: one answer for all, so no answer
+tells whether a match id exists), a credential of another match, or an
+unknown API key. Missing, malformed and expired credentials, and those
+of the wrong kind for the call, have their own reasons.
+"""
 ERROR_REASON_PERMISSION_DENIED: ErrorReason.ValueType  # 9
 """PERMISSION_DENIED: the credential is valid but not for this operation
 (a spectator submitting) or belongs to another operator (getting,
@@ -184,6 +224,31 @@ ERROR_REASON_QUOTA_EXCEEDED: ErrorReason.ValueType  # 19
 """RESOURCE_EXHAUSTED: a per-credential quota (open streams, actions per
 second, matches created per minute) was hit; google.rpc.QuotaFailure
 names it and google.rpc.RetryInfo says when to retry.
+"""
+ERROR_REASON_MISSING_CREDENTIAL: ErrorReason.ValueType  # 20
+"""UNAUTHENTICATED: the call needs a credential and none was sent; the
+message says where one goes ("authorization: Bearer <token>" metadata or
+header, the player connection's subscribe.token).
+"""
+ERROR_REASON_MALFORMED_CREDENTIAL: ErrorReason.ValueType  # 21
+"""UNAUTHENTICATED: what was sent is not shaped like a credential (a match
+credential is tc1.<match id>.<seat number or s>.<40 hex digits>; on a
+worker without API keys nothing else is one); the message says what is
+wrong with it.
+"""
+ERROR_REASON_EXPIRED_CREDENTIAL: ErrorReason.ValueType  # 22
+"""UNAUTHENTICATED: a genuine seat or spectator token of the match (its
+signature verifies) that is past its lifetime (MatchSettings.credential_ttl);
+the match's operator hands out a new one (ReissueCredential). Only a
+credential the match itself issued gets this answer, so it tells nothing
+a made-up token could learn.
+"""
+ERROR_REASON_WRONG_CREDENTIAL_KIND: ErrorReason.ValueType  # 23
+"""UNAUTHENTICATED: a credential of another kind than the call takes: a
+match credential where an operator API key is needed, an operator API
+key where a seat's token is, a bot account's credential (tb1....) for
+anything but StreamAssignments, a match credential for StreamAssignments.
+The message names both kinds; decided from the call alone.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 

@@ -1004,6 +1004,7 @@ class LeagueTable(_message.Message):
     MATCH_ID_FIELD_NUMBER: _builtins.int
     SEATS_FIELD_NUMBER: _builtins.int
     DONE_FIELD_NUMBER: _builtins.int
+    SPECTATOR_TOKEN_FIELD_NUMBER: _builtins.int
     key: _builtins.str
     """Stable key: "r<round>.t<table>", plus ".a" / ".b" under duplicate."""
     deal_set: _builtins.str
@@ -1012,6 +1013,12 @@ class LeagueTable(_message.Message):
     """The match (empty until created)."""
     done: _builtins.bool
     """Whether the match is over (its result collected)."""
+    spectator_token: _builtins.str
+    """The match's spectator credential (empty until created): it reads the
+    match as a spectator, and its whole record once the match is over (what
+    `truco league records` uses; on a worker without API keys it is the only
+    way to read a league match without a seat).
+    """
     @_builtins.property
     def sides(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The entrants in direction 0 (mano in the first hand) and direction 1."""
@@ -1029,10 +1036,11 @@ class LeagueTable(_message.Message):
         match_id: _builtins.str = ...,
         seats: _abc.Iterable[Global___TableSeat] | None = ...,
         done: _builtins.bool = ...,
+        spectator_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deal_set", b"deal_set", "done", b"done", "key", b"key", "match_id", b"match_id", "seats", b"seats", "sides", b"sides"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deal_set", b"deal_set", "done", b"done", "key", b"key", "match_id", b"match_id", "seats", b"seats", "sides", b"sides", "spectator_token", b"spectator_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

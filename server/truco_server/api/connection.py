@@ -53,6 +53,8 @@ OUT_QUEUE = 1024
 """Outgoing messages buffered per connection."""
 
 _OK = status_pb2.Status(code=0)
+#: Where the player connection carries a subscription's credential, for messages.
+SUBSCRIBE_CARRIER = "subscribe.token"
 
 
 class _End:
@@ -182,7 +184,7 @@ class PlayerConnection:
                 f"subscription_id {sid} is already open on this connection",
                 field_violations=[E.FieldViolation("subscribe.subscription_id", "already open")],
             )
-        creds = Credentials.from_pairs((("authorization", f"Bearer {sub.token}"),))
+        creds = Credentials.from_pairs((("authorization", f"Bearer {sub.token}"),), SUBSCRIBE_CARRIER)
         request = pb.StreamObservationsRequest(match_id=sub.match_id)
         if sub.HasField("from_version"):
             request.from_version = sub.from_version

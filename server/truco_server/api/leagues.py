@@ -126,6 +126,7 @@ def pairing_to_proto(doc: LeagueDoc, p: PairingDoc) -> league_service_pb2.League
             sides=t.sides,
             match_id=t.match_id,
             done=t.done,
+            spectator_token=t.spectator,
             seats=[
                 pb.TableSeat(seat=seat, player_id=player, token="" if player.startswith("bot_") else token)
                 for seat, player, token in t.seats

@@ -139,7 +139,7 @@ class MatchApi:
     async def SubmitAction(
         self, creds: Credentials, request: pb.SubmitActionRequest
     ) -> pb.SubmitActionResponse:
-        cred = self.auth.seat(creds)
+        cred = self.auth.seat(creds, request.match_id)
         try:
             action = codec.action_from_proto(request.action)
         except codec.DecodeError as exc:
@@ -174,7 +174,7 @@ class MatchApi:
     ) -> AsyncIterator[T.StreamUpdate]:
         """StreamObservations before encoding (the player connection encodes each update into
         its own message, :meth:`fill_update`)."""
-        caller = self.auth.viewer(creds)
+        caller = self.auth.viewer(creds, request.match_id)
         req = T.StreamRequest(
             required_id(request.match_id),
             request.from_version if request.HasField("from_version") else None,
@@ -224,7 +224,7 @@ class MatchApi:
         return PlayerConnection(self).run(requests)
 
     async def GetMatch(self, creds: Credentials, request: pb.GetMatchRequest) -> pb.GetMatchResponse:
-        caller = self.auth.viewer(creds)
+        caller = self.auth.viewer(creds, request.match_id)
         with uniform(caller):
             got = await self.reads.get_match(caller, T.GetMatchRequest(required_id(request.match_id)))
         return pb.GetMatchResponse(
@@ -256,7 +256,7 @@ class MatchApi:
         return pb.CancelMatchResponse(match=codec.match_to_proto(done.match))
 
     async def JoinMatch(self, creds: Credentials, request: pb.JoinMatchRequest) -> pb.JoinMatchResponse:
-        cred = self.auth.seat(creds)
+        cred = self.auth.seat(creds, request.match_id)
         with uniform(cred):
             joined = await self.matches.join_match(
                 cred, T.JoinMatchRequest(required_id(request.match_id), request.client_seed)
@@ -269,7 +269,7 @@ class MatchApi:
     async def GetMatchRecord(
         self, creds: Credentials, request: pb.GetMatchRecordRequest
     ) -> pb.GetMatchRecordResponse:
-        caller = self.auth.viewer(creds)
+        caller = self.auth.viewer(creds, request.match_id)
         with uniform(caller):
             got = await self.reads.get_match_record(
                 caller, T.GetMatchRecordRequest(required_id(request.match_id))

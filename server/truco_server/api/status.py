@@ -103,12 +103,13 @@ def as_service_error(exc: BaseException) -> E.ServiceError | None:
 
 @contextlib.contextmanager
 def uniform(caller: Caller) -> Iterator[None]:
-    """A match credential for a match that does not exist is answered like a bad credential
-    (UNAUTHENTICATED), so a made-up token cannot tell a real match id from an unknown one.
-    An operator still gets NOT_FOUND: it may list its matches anyway."""
+    """A match credential for a match that does not exist is answered like one that does not
+    verify (:class:`~truco_server.core.errors.CredentialNotValid`, byte for byte), so a made-up
+    token cannot tell a real match id from an unknown one. An operator still gets NOT_FOUND:
+    it may list its matches anyway."""
     try:
         yield
     except E.MatchNotFound:
         if isinstance(caller, MatchCredential):
-            raise E.Unauthenticated("invalid credential") from None
+            raise E.CredentialNotValid() from None
         raise

@@ -201,7 +201,8 @@ def service_factory(ctx: WorkerContext) -> Served:
     if auth.open:
         _log.warning(
             "no operator API keys configured (TRUCO_API_KEYS): every operator call is the "
-            "operator 'public'; for development only"
+            "operator 'public' (a match is still read and played only with its seat and "
+            "spectator tokens); for development only"
         )
     if auth.keys.path is not None:
         ctx.add_startup(lambda: _reload_on_sighup(ctx, auth.keys))

@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from truco_match.credentials import SPECTATOR, TOKEN_PREFIX
+from truco_match.credentials import MAX_CHARS, SPECTATOR, TOKEN_PREFIX, MalformedCredential, parts
 from truco_match.matchmaking import TICKET_TOKEN_PREFIX, token_parts
 
 __all__ = [
+    "CALL_CARRIER",
     "MAX_TOKEN_CHARS",
     "PUBLIC_OPERATOR",
     "SPECTATOR",
@@ -29,6 +30,8 @@ __all__ = [
     "MatchCredential",
     "Operator",
     "TicketCredential",
+    "looks_like_match_credential",
+    "looks_like_ticket_credential",
     "parse_ticket_token",
     "parse_token",
 ]
@@ -68,33 +71,66 @@ class TicketCredential:
 Caller = Operator | MatchCredential
 
 
+CALL_CARRIER = "'authorization: Bearer <{}>' (gRPC metadata or HTTP header)"
+"""Where a gRPC or REST call carries its credential (``{}``: what the credential is), for
+messages; the same words on both, so both answer alike."""
+
+
 @dataclass(frozen=True, slots=True)
 class Credentials:
     """What a transport found in a call: a match credential and/or an operator key."""
 
     bearer: str | None = None
+    """A bearer token shaped like a match credential (``tc1.`` ...), not checked further yet."""
     api_key: str | None = None
+    """An ``x-api-key``, or a bearer token not shaped like a match credential."""
+    carrier: str = CALL_CARRIER
+    """Where this transport carries a credential, said when one is missing (``{}``: what)."""
+    unreadable: bool = False
+    """An ``authorization`` value was sent that is not ``Bearer <token>``."""
 
     @classmethod
-    def from_pairs(cls, pairs: Iterable[tuple[str, str | bytes]] | None) -> Credentials:
+    def from_pairs(
+        cls, pairs: Iterable[tuple[str, str | bytes]] | None, carrier: str = CALL_CARRIER
+    ) -> Credentials:
         """From gRPC metadata or HTTP headers (lower-case names). A bearer token that is not
         a match credential is taken as an operator key."""
         bearer: str | None = None
         api_key: str | None = None
+        unreadable = False
         for key, value in pairs or ():
             # as text that encodes: an HTTP header's undecodable bytes arrive as lone surrogates
             text = value.decode(errors="replace") if isinstance(value, bytes) else _encodable(value)
             if key == "authorization":
-                scheme, _, rest = text.partition(" ")
-                if scheme.lower() == "bearer" and rest.strip():
-                    bearer = rest.strip()
+                scheme, _, rest = text.strip().partition(" ")
+                if scheme.lower() == "bearer":
+                    bearer = rest.strip() or None
+                elif scheme:
+                    unreadable = True
             elif key == "x-api-key":
                 api_key = text.strip()
         # A bearer shaped like a match or ticket credential stays one (a malformed one is
         # refused, never taken as an operator key, which an open worker would accept).
-        if bearer is not None and not bearer.startswith((TOKEN_PREFIX + ".", TICKET_TOKEN_PREFIX + ".")):
+        if bearer is not None and not (
+            looks_like_match_credential(bearer) or looks_like_ticket_credential(bearer)
+        ):
             api_key, bearer = api_key or bearer, None
-        return cls(bearer, api_key)
+        return cls(bearer, api_key, carrier, unreadable and bearer is None and api_key is None)
+
+    def where(self, what: str) -> str:
+        """Where a credential (``what``: "token", "api key"...) goes on this transport."""
+        return self.carrier.replace("{}", what)
+
+
+def looks_like_match_credential(text: str) -> bool:
+    """``text`` is meant as a match credential (it has the prefix); whether it is well formed
+    is :func:`truco_match.credentials.parts`'s to say."""
+    return text.startswith(TOKEN_PREFIX + ".")
+
+
+def looks_like_ticket_credential(text: str) -> bool:
+    """``text`` is meant as a matchmaking ticket's credential (it has the prefix)."""
+    return text.startswith(TICKET_TOKEN_PREFIX + ".")
 
 
 def _encodable(text: str) -> str:
@@ -102,21 +138,20 @@ def _encodable(text: str) -> str:
     return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
 
 
-MAX_TOKEN_CHARS = 256
+MAX_TOKEN_CHARS = MAX_CHARS
 """Longest credential (match credential or API key) read; a longer one is refused unread."""
 
 
 def parse_token(token: str) -> MatchCredential | None:
-    """The parts of a match credential, or ``None`` when ``token`` is not one."""
-    if len(token) > MAX_TOKEN_CHARS:
+    """The parts of a match credential, or ``None`` when ``token`` is not shaped like one."""
+    try:
+        match_id, who = parts(token)
+    except MalformedCredential:
         return None
-    parts = token.split(".")
-    if len(parts) != 4 or parts[0] != TOKEN_PREFIX:
-        return None
-    return MatchCredential(token, parts[1], parts[2])
+    return MatchCredential(token, match_id, who)
 
 
 def parse_ticket_token(token: str) -> TicketCredential | None:
     """The parts of a ticket credential, or ``None`` when ``token`` is not one."""
-    parts = token_parts(token) if len(token) <= MAX_TOKEN_CHARS else None
-    return None if parts is None else TicketCredential(token, *parts)
+    found = token_parts(token) if len(token) <= MAX_TOKEN_CHARS else None
+    return None if found is None else TicketCredential(token, *found)

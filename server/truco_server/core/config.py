@@ -81,9 +81,9 @@ class Settings:
     """Operator API keys (create, list, cancel matches): comma-separated `name=secret`
     entries (a bare `secret` is named `key-<sha256 prefix>`); one name may have several keys
     (old and new during a rotation). Without keys (and without `TRUCO_API_KEYS_FILE`) the
-    worker runs open: any operator call (with or without a key) acts as the operator `public`;
-    reading a match still needs a credential, a match token or any key (for development; set
-    keys in production)."""
+    worker runs open: any operator call (with or without a key) acts as the operator `public`,
+    while a match is still read and played only with its seat and spectator tokens, never with
+    a key (for development; set keys in production)."""
     api_keys_file: str | None = None
     """A file of operator API keys in the format of `TRUCO_API_KEYS` (commas or one entry per
     line; `#` starts a comment), accepted in addition to them and re-read when it changes, so

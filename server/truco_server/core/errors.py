@@ -50,6 +50,10 @@ class Reason(enum.StrEnum):
     STALE_VERSION = "STALE_VERSION"
     MATCH_NOT_FOUND = "MATCH_NOT_FOUND"
     INVALID_CREDENTIAL = "INVALID_CREDENTIAL"
+    MISSING_CREDENTIAL = "MISSING_CREDENTIAL"
+    MALFORMED_CREDENTIAL = "MALFORMED_CREDENTIAL"
+    EXPIRED_CREDENTIAL = "EXPIRED_CREDENTIAL"
+    WRONG_CREDENTIAL_KIND = "WRONG_CREDENTIAL_KIND"
     PERMISSION_DENIED = "PERMISSION_DENIED"
     REQUEST_ID_REUSED = "REQUEST_ID_REUSED"
     RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
@@ -192,10 +196,61 @@ class WebhookNotFound(ServiceError):
 
 
 class Unauthenticated(ServiceError):
-    """No credential, or not a valid one."""
+    """Not a valid credential (an unknown API key, a credential of another match)."""
 
     default_code = Code.UNAUTHENTICATED
     default_reason = Reason.INVALID_CREDENTIAL
+
+
+class MissingCredential(Unauthenticated):
+    """No credential where the call needs one; the message says where one goes."""
+
+    default_reason = Reason.MISSING_CREDENTIAL
+
+
+class MalformedCredential(Unauthenticated):
+    """What was sent is not shaped like a credential; the message says what one looks like."""
+
+    default_reason = Reason.MALFORMED_CREDENTIAL
+
+
+class WrongCredentialKind(Unauthenticated):
+    """A credential of another kind than the call takes (a match credential where an operator
+    key is needed, an operator key where a seat's token is, a bot account's credential
+    anywhere but the bot lobby); the message names both kinds. Decided from the call alone."""
+
+    default_reason = Reason.WRONG_CREDENTIAL_KIND
+
+
+class CredentialNotValid(Unauthenticated):
+    """A well-shaped match credential that does not stand for a viewer of the match it names:
+    a signature that does not verify, a match that does not exist (or is no longer kept), a
+    re-issued credential. One answer, byte for byte, for all of them, so that a made-up token
+    cannot tell which match ids exist nor whether a credential was once valid."""
+
+    MESSAGE: ClassVar[str] = (
+        "invalid credential: not a valid seat or spectator token of this match (the signature "
+        "does not verify, the match does not exist or is no longer kept, or the credential was "
+        "re-issued)"
+    )
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE)
+
+
+class ExpiredCredential(Unauthenticated):
+    """A genuine match credential (its signature verifies) past its lifetime
+    (``credential_ttl``). Only the holder of a credential the match issued gets this answer,
+    so it tells nothing a made-up token could learn."""
+
+    MESSAGE: ClassVar[str] = (
+        "expired credential: this seat or spectator token of the match is past its lifetime "
+        "(the match's credential_ttl); its operator can hand out a new one (ReissueCredential)"
+    )
+    default_reason = Reason.EXPIRED_CREDENTIAL
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE)
 
 
 class PermissionDenied(ServiceError):

@@ -35,7 +35,7 @@ import structlog
 import truco_engine as te
 from truco_match import history as match_history
 from truco_match import records, table
-from truco_match.credentials import SPECTATOR, InvalidCredential
+from truco_match.credentials import SPECTATOR, ExpiredCredential, InvalidCredential
 from truco_match.events import EventView, MatchStatus, SeatJoined
 from truco_match.fairness import MAX_CLIENT_SEED
 from truco_match.match import Match, Moment, NotStartedError
@@ -220,11 +220,14 @@ class MatchService:
 
     def seat_of(self, match: Match, cred: MatchCredential) -> int:
         """The seat (or SPECTATOR) of a match credential; UNAUTHENTICATED for one that does not
-        stand for a viewer of this match now (re-issued since, or past its lifetime)."""
+        stand for a viewer of this match now (re-issued since; or, told apart, past its
+        lifetime)."""
         try:
             viewer = match.viewer_of(cred.token, cred.who, cred.match_id, self.now())
-        except InvalidCredential as exc:
-            raise E.Unauthenticated(str(exc)) from None
+        except ExpiredCredential:
+            raise E.ExpiredCredential() from None  # genuine: only its holder gets here
+        except InvalidCredential:
+            raise E.CredentialNotValid() from None  # one answer, whatever was wrong with it
         bind_operator(match.meta.owner)
         return viewer
 
@@ -247,10 +250,12 @@ class MatchService:
     def still_valid(self, match: Match, caller: Caller, viewer: int, generation: int) -> None:
         """An open stream's credential is still the current one and not expired (checked at
         every message: a re-issue or an expiry ends the stream with UNAUTHENTICATED)."""
-        if isinstance(caller, MatchCredential) and (
-            match.life.credential(viewer)[0] != generation or match.expired(viewer, self.now())
-        ):
-            raise E.Unauthenticated("invalid credential")
+        if not isinstance(caller, MatchCredential):
+            return
+        if match.life.credential(viewer)[0] != generation:
+            raise E.CredentialNotValid()
+        if match.expired(viewer, self.now()):
+            raise E.ExpiredCredential()
 
     async def touch(self, match: Match, viewer: int) -> None:
         """Record that ``viewer`` is here (at most once per half heartbeat; only for matches

@@ -22,7 +22,7 @@ import structlog
 from truco_contract.leagues import Assignment, assignment_from_proto
 from truco_contract.pb import league_service_pb2
 from truco_server.core import errors as E
-from truco_server.core.caller import Operator
+from truco_server.core.caller import Operator, looks_like_match_credential
 from truco_server.ports.documents import Documents
 from truco_server.services.leagues.documents import BOT, ID, MAX_NAME, BotDoc
 from truco_server.services.leagues.errors import invalid
@@ -95,7 +95,17 @@ class BotAccounts:
 
     async def authenticate(self, token: str | None, bot_id: str) -> BotDoc:
         """The bot account of a bot credential (``tb1.<bot id>.<secret>``)."""
-        parts = bot_token_parts(token or "")
+        if not token:
+            raise E.MissingCredential(
+                "missing credential: the bot lobby takes the bot's credential, sent as "
+                "'authorization: Bearer tb1....'"
+            )
+        if looks_like_match_credential(token):
+            raise E.WrongCredentialKind(
+                "wrong kind of credential: a match credential, where the bot lobby takes the bot's "
+                "credential (tb1.<bot id>.<secret>, shown once by CreateBotAccount)"
+            )
+        parts = bot_token_parts(token)
         if parts is None:
             raise E.Unauthenticated("a bot credential is required: 'authorization: Bearer tb1....'")
         bot = await self.get(parts[0])

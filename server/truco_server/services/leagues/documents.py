@@ -91,6 +91,9 @@ class TableDoc:
     match_id: str = ""
     seats: list[list[Any]] = field(default_factory=list)
     """[seat, player id, token] per seat."""
+    spectator: str = ""
+    """The match's spectator credential (empty until created, and in documents stored before
+    it was kept)."""
     assigned: bool = False
     """The bot seats were handed to their bots (the lobby)."""
     done: bool = False

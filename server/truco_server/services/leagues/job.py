@@ -301,6 +301,7 @@ class LeagueJob:
         created = await self.create_match(Operator(doc.owner), req, requires=(DocRef(LEAGUE, doc.league_id),))
         t.match_id = created.match.match_id
         t.seats = [[i, p, created.seat_tokens[i]] for i, p in enumerate(seats)]
+        t.spectator = created.spectator_token
 
     async def _assign(self, doc: LeagueDoc, tables: Sequence[TableDoc]) -> None:
         now = self.now()

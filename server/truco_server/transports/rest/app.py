@@ -35,10 +35,11 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[i
 from prometheus_client import Counter, Histogram
 
 from truco_contract.pb import match_pb2, match_service_pb2
+from truco_match.credentials import SHAPE
 from truco_server.api import limits
 from truco_server.api.status import INTERNAL, as_service_error, to_status
 from truco_server.core import errors as E
-from truco_server.core.caller import Credentials, parse_ticket_token, parse_token
+from truco_server.core.caller import Credentials, looks_like_match_credential, looks_like_ticket_credential
 from truco_server.core.logging import bind_refusal
 from truco_server.transports.rest.cors import CorsPolicy
 from truco_server.transports.rest.openapi import build_openapi
@@ -208,9 +209,12 @@ def _credentials(request: web.Request, route: Route) -> Credentials:
                 "access_token is only accepted on streaming routes: send 'Authorization: Bearer <token>'",
                 field_violations=[E.FieldViolation("access_token", "only for streaming routes")],
             )
-        if parse_token(token) is None and parse_ticket_token(token) is None:
+        if not (looks_like_match_credential(token) or looks_like_ticket_credential(token)):
             # an operator key in a URL (history, proxy logs) would expose every match
-            raise E.Unauthenticated("access_token takes a match or ticket credential only, never an API key")
+            raise E.MalformedCredential(
+                f"access_token takes a match credential ({SHAPE}) or a ticket credential (tk1...) "
+                "only, never an API key"
+            )
         if not auth:
             md.append(("authorization", f"Bearer {token}"))
     return Credentials.from_pairs(md)
