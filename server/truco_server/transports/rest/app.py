@@ -73,6 +73,8 @@ JSON_TYPES = (
 )
 
 NDJSON = "application/x-ndjson"
+_CLIENT_GONE = web.RequestKey("truco.client_gone", bool)
+"""Set on a request whose stream lost its client: logged and counted 499, as a cancel is."""
 EVENT_STREAM = "text/event-stream"
 
 HTTP_REQUESTS = Counter(
@@ -282,7 +284,7 @@ class RestFace:
         code = 500
         try:
             response = await handler(request)
-            code = response.status
+            code = 499 if request.get(_CLIENT_GONE) else response.status
             return response
         except asyncio.CancelledError:
             code = 499  # the client went away (nginx's "client closed request")
@@ -432,21 +434,24 @@ class RestFace:
             )
             await response.prepare(request)
             writer = _SseWriter(response) if sse else _NdjsonWriter(response)
-            await writer.start()
             try:
-                if first is not None:
-                    await writer.message(first)
-                async for item in messages:
-                    await writer.message(item)
-            except E.ServiceError as exc:
-                await writer.error(to_status(exc))
-            except (ConnectionResetError, asyncio.CancelledError):
-                raise
-            except Exception as exc:
-                await writer.error(_unexpected(exc, "REST stream"))
-            else:
-                await writer.end()
-            await response.write_eof()
+                await writer.start()
+                try:
+                    if first is not None:
+                        await writer.message(first)
+                    async for item in messages:
+                        await writer.message(item)
+                except E.ServiceError as exc:
+                    await writer.error(to_status(exc))
+                except (ConnectionError, asyncio.CancelledError):
+                    raise
+                except Exception as exc:
+                    await writer.error(_unexpected(exc, "REST stream"))
+                else:
+                    await writer.end()
+                await response.write_eof()
+            except ConnectionError:  # the client went away as a message was written
+                request[_CLIENT_GONE] = True
             return response
         finally:
             aclose = getattr(messages, "aclose", None)
