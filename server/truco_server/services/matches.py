@@ -236,8 +236,10 @@ class MatchService:
 
     @staticmethod
     def own(match: Match, operator: Operator) -> None:
+        """Another operator's match is answered as one that does not exist, word for word
+        (docs/api.md, "Existence": every resource the same way)."""
         if operator.name != match.meta.owner:
-            raise E.PermissionDenied("this match belongs to another operator")
+            raise E.MatchNotFound(f"no match {match.match_id!r}")
 
     @staticmethod
     def active(match: Match) -> None:
