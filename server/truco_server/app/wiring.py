@@ -58,6 +58,7 @@ class Services:
     operators: Operators
     deliverer: Deliverer
     leagues: LeagueService
+    quotas: Quotas
 
     def readers(self, tick: float) -> list[QueueReader]:
         """The readers of the clock, relay, webhook and league queues."""
@@ -118,7 +119,10 @@ def build_services(
         ),
         clock=clock,
     )
-    steps = MatchSteps(matches)
+    quotas = Quotas(s, store.quotas)
+    quotas.is_live = matches.is_live
+    matches.on_end.append(quotas.ended)
+    steps = MatchSteps(matches, quotas)
     streams = MatchStreams(matches, stopping)
     reads = MatchReads(matches, streams)
     leagues = LeagueService(
@@ -131,7 +135,7 @@ def build_services(
         stopping=stopping,
     )
     operators.listeners.append(leagues.job.on_events)
-    return Services(store, matches, steps, reads, streams, relay, operators, deliverer, leagues)
+    return Services(store, matches, steps, reads, streams, relay, operators, deliverer, leagues, quotas)
 
 
 def _reload_on_sighup(ctx: WorkerContext, keys: KeyRing) -> None:
@@ -171,7 +175,8 @@ def service_factory(ctx: WorkerContext) -> Served:
         )
     if auth.keys.path is not None:
         ctx.add_startup(lambda: _reload_on_sighup(ctx, auth.keys))
-    served = apis(svc, auth, ctx.streams, Quotas(s))
+    ctx.add_cleanup(svc.quotas.close)
+    served = apis(svc, auth, ctx.streams, svc.quotas)
     rest.attach(ctx, served)
     return served
 

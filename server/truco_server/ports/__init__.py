@@ -6,9 +6,10 @@ one contract suite every adapter (:mod:`truco_server.stores`) passes.
 * :mod:`.operators` -- outboxes, operator event streams, webhooks and their delivery log;
 * :mod:`.documents` -- league documents, their indexes, bot assignments;
 * :mod:`.errors` -- what every adapter raises; :mod:`.settings` -- what tunes them;
-* :mod:`.persistence` -- what a store keeps across a restart of its backend.
+* :mod:`.persistence` -- what a store keeps across a restart of its backend;
+* :mod:`.quotas` -- rates and leases every worker counts together.
 
-:class:`Store` is one backend's four ports, what a worker opens once.
+:class:`Store` is one backend's ports, what a worker opens once.
 """
 
 from __future__ import annotations
@@ -20,9 +21,19 @@ from truco_server.ports.matches import MatchLog
 from truco_server.ports.operators import OperatorFeed
 from truco_server.ports.persistence import Persistence
 from truco_server.ports.queues import Queues
+from truco_server.ports.quotas import QuotaCounters
 from truco_server.ports.settings import StoreSettings
 
-__all__ = ["Documents", "MatchLog", "OperatorFeed", "Persistence", "Queues", "Store", "StoreSettings"]
+__all__ = [
+    "Documents",
+    "MatchLog",
+    "OperatorFeed",
+    "Persistence",
+    "Queues",
+    "QuotaCounters",
+    "Store",
+    "StoreSettings",
+]
 
 
 class Store(Protocol):
@@ -40,6 +51,9 @@ class Store(Protocol):
 
     @property
     def documents(self) -> Documents: ...
+
+    @property
+    def quotas(self) -> QuotaCounters: ...
 
     @property
     def description(self) -> str:

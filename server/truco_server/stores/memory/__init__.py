@@ -1,4 +1,4 @@
-"""The in-memory adapter: all four ports in this process's memory, the embedded default of a
+"""The in-memory adapter: all the ports in this process's memory, the embedded default of a
 single worker. The same semantics as Redis (the same contract suites): atomic commits (no
 ``await`` between a check and its writes), request records, retention and trimming, queues
 with leases, outboxes, operator streams with cursors, documents with compare-and-set.
@@ -15,12 +15,20 @@ from truco_server.stores.memory.documents import MemoryDocuments
 from truco_server.stores.memory.matches import MemoryMatchLog
 from truco_server.stores.memory.operators import MemoryOperatorFeed
 from truco_server.stores.memory.queues import MemoryQueues
+from truco_server.stores.memory.quotas import MemoryQuotaCounters
 
-__all__ = ["MemoryDocuments", "MemoryMatchLog", "MemoryOperatorFeed", "MemoryQueues", "MemoryStore"]
+__all__ = [
+    "MemoryDocuments",
+    "MemoryMatchLog",
+    "MemoryOperatorFeed",
+    "MemoryQueues",
+    "MemoryQuotaCounters",
+    "MemoryStore",
+]
 
 
 class MemoryStore:
-    """The four ports in memory (a :class:`~truco_server.ports.Store`). ``clock`` is what
+    """The ports in memory (a :class:`~truco_server.ports.Store`). ``clock`` is what
     retention and request records expire against (monotonic seconds; injectable)."""
 
     description = "memory"
@@ -31,6 +39,7 @@ class MemoryStore:
         self.queues = MemoryQueues(self.documents)
         self.matches = MemoryMatchLog(settings, self.queues, clock, self.documents)
         self.operators = MemoryOperatorFeed(settings, self.matches)
+        self.quotas = MemoryQuotaCounters(clock)
 
     async def ping(self, timeout: float) -> None:
         return None  # in the worker's own memory: always there

@@ -6,7 +6,8 @@ Cluster: keys with the same tag are in the same slot, so one script may touch th
 * an operator: ``truco:{op:<owner>}:...`` (its stream, webhooks, deliveries, document index);
 * the owner index of matches: ``owner_index_shards`` sorted sets per owner, each its own tag;
 * a sharded queue: ``truco:{q:<name>:<k>}<suffix>`` (:class:`ShardedQueue`);
-* a document: ``truco:{lg:<kind>:<id>}:doc``; a bot's assignments: ``truco:{bot:<id>}:...``.
+* a document: ``truco:{lg:<kind>:<id>}:doc``; a bot's assignments: ``truco:{bot:<id>}:...``;
+* a quota counter: ``truco:{quota:<key>}`` (a rate or a set of leases, :mod:`.quotas`).
 
 This is the layout the store it replaces wrote: data written by it is read as it is.
 """
@@ -177,3 +178,7 @@ class Keys:
 
     def assignments(self, bot_id: str) -> str:
         return f"{self.prefix}:{{bot:{bot_id}}}:assignments"
+
+    def quota(self, key: str) -> str:
+        """A quota counter (:mod:`.quotas`): a rate or a set of leases, in a slot of its own."""
+        return f"{self.prefix}:{{quota:{key}}}"

@@ -1,4 +1,4 @@
-"""The Redis adapter: the four ports on one Redis server, a Sentinel group or a Redis
+"""The Redis adapter: the ports on one Redis server, a Sentinel group or a Redis
 Cluster, chosen by the URL (:func:`open_redis`)."""
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from truco_server.stores.redis.matches import RedisMatchLog
 from truco_server.stores.redis.operators import RedisOperatorFeed
 from truco_server.stores.redis.persistence import read_persistence
 from truco_server.stores.redis.queues import RedisQueues
+from truco_server.stores.redis.quotas import RedisQuotaCounters
 
 __all__ = ["RedisStore", "open_redis"]
 
 
 class RedisStore:
-    """The four ports on one Redis backend (a :class:`~truco_server.ports.Store`), sharing
+    """The ports on one Redis backend (a :class:`~truco_server.ports.Store`), sharing
     its clients (:class:`~.connection.RedisConnection`) and one script batcher
     (:class:`~.batch.ScriptBatcher`)."""
 
@@ -36,6 +37,7 @@ class RedisStore:
         self.queues = RedisQueues(conn, self.keys, self._batcher, guards)
         self.operators = RedisOperatorFeed(conn, self.keys, self._batcher)
         self.documents = RedisDocuments(conn, self.keys, self._batcher, guards)
+        self.quotas = RedisQuotaCounters(self.keys, self._batcher)
 
     @property
     def description(self) -> str:
