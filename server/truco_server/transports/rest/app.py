@@ -62,16 +62,10 @@ RESUME_FIELD = "from_version"
 #: Browser reconnect delay announced to SSE clients (``retry:``), milliseconds.
 SSE_RETRY_MS = 1000
 MAX_BODY_BYTES = limits.MAX_MESSAGE_BYTES
-#: Content types a request body may be declared as and still be read as JSON: JSON itself,
-#: none (aiohttp reports ``application/octet-stream``), and what tools send for JSON typed on
-#: a command line (``curl -d`` says form-urlencoded, many HTTP libraries text/plain). A body
-#: declared as anything else (multipart, XML...) is refused rather than misread.
-JSON_TYPES = (
-    "application/json",
-    "application/octet-stream",
-    "text/plain",
-    "application/x-www-form-urlencoded",
-)
+#: Content types a request body may be declared as: JSON (and ``...+json``), or none at all.
+#: A body declared as anything else (text, a form, multipart, XML...) is refused rather than
+#: misread -- a text or form body is also what another site's page may send without asking.
+JSON_TYPES = ("application/json",)
 
 NDJSON = "application/x-ndjson"
 _CLIENT_GONE = web.RequestKey("truco.client_gone", bool)
@@ -233,6 +227,8 @@ def _bind_log_context(route: Route, message: Message | None) -> None:
 
 def _json_content(request: web.Request) -> bool:
     """Whether the declared body type may be read as JSON (:data:`JSON_TYPES`, ``...+json``)."""
+    if "Content-Type" not in request.headers:
+        return True
     kind = request.content_type.lower()
     return kind in JSON_TYPES or kind.endswith("+json")
 
