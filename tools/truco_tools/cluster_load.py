@@ -97,7 +97,7 @@ class WorkerProcess:
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=dict(self.env)
             )
 
-    def wait_ready(self, timeout: float = 30.0) -> None:
+    def wait_ready(self, timeout: float = 120.0) -> None:
         """Until this start of the worker printed its ``store:`` line (it listens)."""
         deadline = time.monotonic() + timeout
         while True:
@@ -145,7 +145,7 @@ def start_workers(
     *,
     settings: Mapping[str, str] | None = None,
     extra_args: tuple[str, ...] = (),
-    ready_timeout: float = 30.0,
+    ready_timeout: float = 120.0,
 ) -> list[WorkerProcess]:
     """``count`` workers on ``redis_url`` (free ports), started and ready; ``settings`` are
     ``TRUCO_*`` variables for them (the caller's own ``TRUCO_*`` are not passed on)."""
