@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -254,10 +254,12 @@ async def run_leaks(
     max_actions: int = MAX_ACTIONS,
     at_once: int = 8,
     late_at: int = LATE_AT,
+    progress: Callable[[LeakResult], None] | None = None,
 ) -> LeakResult:
     """``matches`` random matches spread over :func:`cases` (each at least once when
     ``matches`` allows), each played to its end (a match not over after ``max_actions`` is an
-    error), ``at_once`` at a time, on the worker at ``address``, whose store is ``redis_url``."""
+    error), ``at_once`` at a time, on the worker at ``address``, whose store is ``redis_url``;
+    ``progress`` is told the result so far every 100 matches."""
     out = LeakResult()
     all_cases = cases()
     r = aioredis.Redis.from_url(redis_url)
@@ -272,6 +274,8 @@ async def run_leaks(
                 )
             except (grpc.aio.AioRpcError, TimeoutError) as exc:
                 out.errors.append(f"{name}-{players}p: {type(exc).__name__}: {str(exc)[:200]}")
+            if progress is not None and (out.matches + len(out.errors)) % 100 == 0:
+                progress(out)
 
     try:
         async with grpc.aio.insecure_channel(address) as ch:

@@ -9,6 +9,7 @@ import datetime
 import logging
 import os
 import platform
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -152,6 +153,12 @@ class Report:
         return "\n".join(out) + "\n"
 
 
+def _progress(lk: LeakResult) -> None:
+    """A line on stderr now and then (stdout is the report)."""
+    print(f"leaks: {lk.matches} matches, {lk.messages} messages, {len(lk.leaks)} leaks, "
+          f"{len(lk.errors)} errors", file=sys.stderr, flush=True)  # fmt: skip
+
+
 async def campaign(profile: Profile, phases: tuple[str, ...] = PHASES) -> Report:
     """Run ``phases`` of the campaign (all by default)."""
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -167,7 +174,7 @@ async def campaign(profile: Profile, phases: tuple[str, ...] = PHASES) -> Report
         if "fuzz" in phases:
             fuzz = await run_fuzz(redis_url, worker, profile.fuzz_inputs)
         if "leaks" in phases:
-            leaks = await run_leaks(redis_url, worker.grpc_address, profile.leak_matches)
+            leaks = await run_leaks(redis_url, worker.grpc_address, profile.leak_matches, progress=_progress)
     return Report(profile, loads, fuzz, leaks, time.monotonic() - t0, started, machine, phases)
 
 
