@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import tempfile
 import time
 import urllib.request
@@ -50,6 +51,16 @@ async def _wait_subscribers_gone(metrics_port: int, timeout: float = 300.0) -> f
             raise RuntimeError("the worker still holds streams")
         await asyncio.sleep(0.2)
     return time.monotonic() - t0
+
+
+async def _snapshot(pid: int, folder: Path, n: int) -> None:
+    """SIGUSR1: the worker writes its ``n``-th heap snapshot into ``folder``; wait for it."""
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + 300
+    while not (folder / f"heap-{pid}-{n}.types.txt").exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError("no heap snapshot")
+        await asyncio.sleep(0.2)
 
 
 async def _hostile(
@@ -87,6 +98,8 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 async with ClusterBots([worker.address], seed=args.seed) as bots:
                     await bots.run(args.matches, args.concurrency)
                     before = worker.rss()
+                    if args.trace:
+                        await _snapshot(worker.pid, Path(args.trace), 1)
                     done = asyncio.Event()
                     hostile = asyncio.ensure_future(
                         _hostile(worker.address, bots, args.streams, args.channels, done)
@@ -106,6 +119,8 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                     drained = await _wait_subscribers_gone(metrics_port)
                     await bots.run(args.matches, args.concurrency)
                     after = worker.rss()
+                    if args.trace:
+                        await _snapshot(worker.pid, Path(args.trace), 2)
             finally:
                 worker.stop()
     finally:
@@ -129,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16, help="matches at once")
     parser.add_argument("--channels", type=int, default=20, help="connections the streams are spread over")
     parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument(
+        "--trace", metavar="DIR", help="trace allocations; heap snapshots before and after in DIR"
+    )
     args = parser.parse_args(argv)
     load0 = os.getloadavg()[0]
     t0 = time.monotonic()

@@ -21,6 +21,7 @@ from truco_server.api.auth import Authenticator, KeyRing
 from truco_server.api.leagues import LeagueApi
 from truco_server.api.matches import MatchApi, StreamTracker
 from truco_server.api.operators import OperatorApi
+from truco_server.app.memory import MemoryTrim
 from truco_server.app.persistence import PersistenceReport
 from truco_server.core.config import Settings
 from truco_server.ports import Store, StoreSettings
@@ -176,6 +177,9 @@ def service_factory(ctx: WorkerContext) -> Served:
     if auth.keys.path is not None:
         ctx.add_startup(lambda: _reload_on_sighup(ctx, auth.keys))
     ctx.add_cleanup(svc.quotas.close)
+    trim = MemoryTrim(ctx.streams, s.memory_trim_after_streams)
+    ctx.add_startup(trim.start)
+    ctx.add_cleanup(trim.stop)
     served = apis(svc, auth, ctx.streams, svc.quotas)
     rest.attach(ctx, served)
     return served

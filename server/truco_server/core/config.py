@@ -203,6 +203,10 @@ class Settings:
     quota_stored_bytes_per_day: int = 2 * 1024**3
     """Bytes of new matches (settings, labels, first state) one operator may store per day,
     at most that much at once; 0: no limit."""
+    memory_trim_after_streams: int = 1000
+    """After this many streams have closed, the worker collects garbage and hands the memory
+    its allocator keeps free back to the system (glibc ``malloc_trim``), at most every 5 s;
+    0: never (docs/operations.md, "Memory")."""
     heap_snapshot_dir: str | None = None
     """A directory where a worker started with `PYTHONTRACEMALLOC=1` writes a heap snapshot on
     SIGUSR1 (`heap-<pid>-<n>.tracemalloc`, read with the standard `tracemalloc` module, and a
@@ -363,6 +367,13 @@ OPTIONS: tuple[Option, ...] = (
         "--quota-stored-bytes-per-day",
         _non_negative_int,
         "BYTES",
+    ),
+    Option(
+        "memory_trim_after_streams",
+        "TRUCO_MEMORY_TRIM_AFTER_STREAMS",
+        "--memory-trim-after-streams",
+        _non_negative_int,
+        "N",
     ),
     Option("heap_snapshot_dir", "TRUCO_HEAP_SNAPSHOT_DIR", "--heap-snapshot-dir", _path, "DIR"),
 )

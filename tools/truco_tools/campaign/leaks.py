@@ -227,8 +227,14 @@ async def _one(stub: Any, r: aioredis.Redis, name: str, players: int, rng: rando
             if n == max_actions:
                 out.errors.append(f"{name}-{players}p {mid}: not over after {max_actions} actions")
                 break
-            seat = obs.awaited[0]
-            mine = viewers[seat][1].obs
+            movers = [(s, viewers[s][1].obs) for s in obs.awaited]
+            movers = [(s, o) for s, o in movers if o is not None and o.legal_actions]
+            if not movers:  # a match nobody can move on is a failure to report, not a crash
+                out.errors.append(
+                    f"{name}-{players}p {mid} v{version}: awaited {list(obs.awaited)} without a legal action"
+                )
+                break
+            seat, mine = movers[0]
             action = rng.choice(list(mine.legal_actions))
             req = MS.SubmitActionRequest(match_id=mid, action=action, request_id=f"{mid}-{n}",
                                          expected_version=version)  # fmt: skip
@@ -272,7 +278,7 @@ async def run_leaks(
                 await _one(
                     stub, r, name, players, random.Random(seed * 1_000_003 + i), out, max_actions, late_at
                 )
-            except (grpc.aio.AioRpcError, TimeoutError) as exc:
+            except Exception as exc:  # one match's failure is reported; the phase goes on
                 out.errors.append(f"{name}-{players}p: {type(exc).__name__}: {str(exc)[:200]}")
             if progress is not None and (out.matches + len(out.errors)) % 100 == 0:
                 progress(out)
