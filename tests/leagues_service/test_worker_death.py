@@ -56,6 +56,7 @@ class DyingStore:
         self.queues = _DyingPort(store.queues, self)
         self.operators = _DyingPort(store.operators, self)
         self.documents = _DyingPort(store.documents, self)
+        self.quotas = _DyingPort(store.quotas, self)
         self.description = store.description
 
 

@@ -144,7 +144,14 @@ class MatchSteps:
         if self.quotas is not None:
             size = len(new.meta) + len(new.state) + len(new.index.summary) + sum(map(len, new.events))
             await self.quotas.admit(meta.owner, meta.match_id, size)
-        version = await svc.log.create(new)
+        try:
+            version = await svc.log.create(new)
+        except MatchExists:
+            raise  # the match is there: its place is held
+        except BaseException:
+            if self.quotas is not None:  # nothing created (or not known to be): free its place
+                await self.quotas.ended(meta.owner, meta.match_id)
+            raise
         match.version = version
         match.memo["meta bytes"] = raw_meta
         svc.cache.keep(match)
