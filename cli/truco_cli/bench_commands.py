@@ -31,12 +31,14 @@ def _bench(args: argparse.Namespace) -> int:
     return code
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction, whole: bool = True) -> None:  # type: ignore[type-arg]
+    """``truco bench``; without ``whole``, the service benchmark's own arguments are left out
+    (they import the server's tools: the command run is another one)."""
     b = sub.add_parser("bench", help="benchmarks: truco bench {engine,service}")
     b.add_argument("target", choices=TARGETS, help="what to measure")
     b.add_argument("--seconds", type=float, default=None, help="measured time (engine: per case, default 1)")
     b.add_argument("--case", action="append", help="engine: preset name, e.g. paulista-2p (repeatable)")
     b.add_argument("--seed", type=int, default=0, help="seed of the random players")
-    if optional.bench_service is not None:
+    if whole and optional.bench_service is not None:
         optional.bench_service.add_arguments(b)
     b.set_defaults(func=_bench)

@@ -53,7 +53,14 @@ def _needs_server(name: str) -> int:
     return 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole ``truco`` parser, or, given the ``command`` being run (``""`` for none), one
+    whose other commands leave out the arguments that import the server's tools (the service
+    benchmark's, the campaign's): a client command then starts without them."""
+
+    def whole(name: str) -> bool:
+        return command is None or command == name
+
     parser = Parser(prog="truco", description="Truco as a service.")
     parser.add_argument("--version", action="version", version=f"truco {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -65,21 +72,32 @@ def build_parser() -> argparse.ArgumentParser:
     match_commands.register(sub)
     engine_commands.register(sub)
     record_commands.register(sub)
-    bench_commands.register(sub)
-    if optional.campaign is not None:
-        c = sub.add_parser("campaign", help="load, chaos and fuzz on loopback (docs/reliability.md)")
+    bench_commands.register(sub, whole("bench"))
+    campaign_help = "load, chaos and fuzz on loopback (docs/reliability.md)"
+    if optional.SERVER_MISSING is not None or (whole("campaign") and optional.campaign is None):
+        p = sub.add_parser("campaign", help="load, chaos and fuzz (needs the server install)")
+        p.set_defaults(func=lambda args: _needs_server("campaign"), any_arguments=True)
+    elif whole("campaign"):
+        assert optional.campaign is not None
+        c = sub.add_parser("campaign", help=campaign_help)
         optional.campaign.add_arguments(c)
         c.set_defaults(func=optional.campaign.command)
     else:
-        p = sub.add_parser("campaign", help="load, chaos and fuzz (needs the server install)")
-        p.set_defaults(func=lambda args: _needs_server("campaign"), any_arguments=True)
+        sub.add_parser("campaign", help=campaign_help)
     client_commands.register(sub)
     league_commands.register(sub)
     return parser
 
 
+def _command_of(argv: Sequence[str]) -> str:
+    """The subcommand named in ``argv`` (the top level has no option that takes a value)."""
+    return next((a for a in argv if not a.startswith("-")), "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(_command_of(argv))
     args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "any_arguments", False):
         prog = " ".join(["truco", *(p for p in (args.command, getattr(args, "subcommand", None)) if p)])

@@ -9,11 +9,12 @@ import asyncio
 import contextlib
 import errno
 import sys
+from typing import TYPE_CHECKING
 
-from truco_server.app.wiring import service_factory
 from truco_server.core.config import ConfigError, Settings, add_arguments, load_settings
-from truco_server.core.logging import configure_logging, get_logger
-from truco_server.transports.grpc.server import Worker, serve
+
+if TYPE_CHECKING:
+    from truco_server.transports.grpc.server import Worker
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -37,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
     if busy is not None:
         print(f"truco serve: {busy}", file=sys.stderr)
         return 2
+    from truco_server.core.logging import configure_logging
+
     configure_logging(settings.log_level)
     if settings.effective_workers > 1:
         if settings.redis_url is None:
@@ -46,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
 
         argv = sys.argv[sys.argv.index("serve") + 1 :] if "serve" in sys.argv else []
         return WorkerGroup(settings, argv).run()
+
+    # (the worker's own modules: imported here, not by every truco command at its start)
+    from truco_server.app.wiring import service_factory
+    from truco_server.transports.grpc.server import serve
 
     def announce(worker: Worker) -> None:
         _print_listening(settings, worker)
@@ -112,6 +119,8 @@ def _print_listening(settings: Settings, worker: Worker) -> None:
     lines.append(f"store: {settings.store_description}")
     # stdout carries JSON log lines only (what a log collector reads); the banner is for people.
     print("\n".join(lines), file=sys.stderr, flush=True)
+    from truco_server.core.logging import get_logger
+
     get_logger("truco_server.serve").info(
         "serving",
         grpc_address=worker.grpc_address,

@@ -21,7 +21,7 @@ from truco_client._core import CONNECT_TIMEOUT
 from truco_client.leagues import LeagueClient
 from truco_server.app.embedded import EmbeddedServer
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(300)  # a hang guard: the commands start slowly on a loaded machine
 
 TRUCO = str(Path(sys.executable).with_name("truco"))
 SLACK = 2.0
@@ -133,6 +133,18 @@ def test_the_league_client_fails_fast_on_a_wrong_address() -> None:
     check(caught.value, address)
 
 
+def startup_seconds() -> float:
+    """What starting the command's modules takes on this machine now (a loaded machine takes
+    many times its idle second): the yardstick the command's own time is held to."""
+    start = time.monotonic()
+    subprocess.run(
+        [sys.executable, "-c", "import truco_cli.main, truco_cli.match_commands, truco_client, grpc"],
+        check=True,
+        timeout=120,
+    )
+    return time.monotonic() - start
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -145,12 +157,13 @@ def test_the_league_client_fails_fast_on_a_wrong_address() -> None:
 )
 def test_the_command_prints_one_line_and_exits_1(argv: list[str]) -> None:
     address = dead_address()
+    startup = startup_seconds()
     start = time.monotonic()
     done = subprocess.run(
         [TRUCO, *argv, "--server", address],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=120,
         stdin=subprocess.DEVNULL,
     )
     elapsed = time.monotonic() - start
@@ -159,7 +172,7 @@ def test_the_command_prints_one_line_and_exits_1(argv: list[str]) -> None:
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("truco "), lines
     assert f"no Truco server answers at {address}" in lines[0] and "truco serve" in lines[0], lines
-    assert elapsed < CONNECT_TIMEOUT + SLACK + 3.0  # plus the command's own start-up
+    assert elapsed < CONNECT_TIMEOUT + SLACK + 2 * startup  # plus the command's own start-up
 
 
 def test_the_lobby_fails_fast_on_a_wrong_address(tmp_path: Path) -> None:
@@ -178,7 +191,7 @@ def test_the_lobby_fails_fast_on_a_wrong_address(tmp_path: Path) -> None:
         [TRUCO, "league", "lobby", str(bots), "--server", address],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=120,
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 1, done

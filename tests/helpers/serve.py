@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from truco_tools.redis_proc import STARTUP_TIMEOUT
+
 
 @dataclass(frozen=True)
 class Served:
@@ -25,7 +27,7 @@ class Served:
 
 @contextmanager
 def serve_apart(
-    tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = STARTUP_TIMEOUT
 ) -> Iterator[Served]:
     """Start ``truco serve`` (free loopback ports, info logs, plus ``args``; the environment
     without ``TRUCO_*`` and ``REDIS_URL``, plus ``env``), wait for its banner, stop it with

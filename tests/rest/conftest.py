@@ -124,7 +124,8 @@ def served(clean_redis_url: str) -> Iterator[Served]:
     base = None
     grpc_address = ""
     seen: list[str] = []
-    deadline = time.monotonic() + 30
+    # a bound on a readiness wait: two workers took ~50 s to start on a loaded 2-core machine
+    deadline = time.monotonic() + 180
     assert proc.stdout is not None
     while time.monotonic() < deadline:
         line = proc.stdout.readline()

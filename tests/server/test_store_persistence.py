@@ -23,14 +23,14 @@ from tests.helpers.serve import serve_apart
 from truco_server.app.persistence import PersistenceReport
 from truco_server.core import metrics
 from truco_server.stores.redis import open_redis
-from truco_tools.redis_proc import RedisProcess, free_port, start_redis
+from truco_tools.redis_proc import STARTUP_TIMEOUT, RedisProcess, free_port, start_redis
 
 pytestmark = pytest.mark.timeout(300)
 
 EVENTS = ("store has no persistence", "store persistence on", "store persistence could not be checked")
 
 
-def persistence_lines(stdout: Path, timeout: float = 30) -> list[dict[str, Any]]:
+def persistence_lines(stdout: Path, timeout: float = STARTUP_TIMEOUT) -> list[dict[str, Any]]:
     """The worker's persistence line(s), once the first is written (it checks after start)."""
     deadline = time.monotonic() + timeout
     while True:

@@ -56,7 +56,7 @@ from truco_tools.bench_connection import (
     stubs_of,
 )
 from truco_tools.bench_rest import play_seats
-from truco_tools.redis_proc import RedisProcess, free_port, start_redis
+from truco_tools.redis_proc import STARTUP_TIMEOUT, RedisProcess, free_port, start_redis
 
 HOST = "127.0.0.1"
 ECHO_METHOD = "/truco.bench.Echo/Echo"
@@ -126,7 +126,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # ------------------------------------------------------------------------------ processes
 @contextlib.contextmanager
-def _child(cmd: list[str], ready: str, timeout: float = 30.0) -> Iterator[subprocess.Popen[bytes]]:
+def _child(cmd: list[str], ready: str, timeout: float = STARTUP_TIMEOUT) -> Iterator[subprocess.Popen[bytes]]:
     """Run ``cmd``; wait until its output contains ``ready``; SIGTERM (then SIGKILL) it by pid."""
     with tempfile.TemporaryDirectory(prefix="truco-bench-") as tmp:
         log_path = Path(tmp) / "out.log"

@@ -39,6 +39,7 @@ import grpc
 
 from truco_client.aio import read_to_end
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
+from truco_tools.redis_proc import STARTUP_TIMEOUT
 
 MS = match_service_pb2
 ACTIVE = match_pb2.MATCH_STATE_ACTIVE
@@ -97,7 +98,7 @@ class WorkerProcess:
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=dict(self.env)
             )
 
-    def wait_ready(self, timeout: float = 120.0) -> None:
+    def wait_ready(self, timeout: float = STARTUP_TIMEOUT) -> None:
         """Until this start of the worker printed its ``store:`` line (it listens)."""
         deadline = time.monotonic() + timeout
         while True:
@@ -145,7 +146,7 @@ def start_workers(
     *,
     settings: Mapping[str, str] | None = None,
     extra_args: tuple[str, ...] = (),
-    ready_timeout: float = 120.0,
+    ready_timeout: float = STARTUP_TIMEOUT,
 ) -> list[WorkerProcess]:
     """``count`` workers on ``redis_url`` (free ports), started and ready; ``settings`` are
     ``TRUCO_*`` variables for them (the caller's own ``TRUCO_*`` are not passed on)."""

@@ -35,6 +35,11 @@ MISSING_MESSAGE = (
     "installs it when run as root."
 )
 
+STARTUP_TIMEOUT = 180.0
+"""Seconds a started worker or benchmark server gets to say it is ready before a test or a
+benchmark gives up. Only a guard against a hang (a process that exits is seen at once), and
+generous: on a loaded 2-core machine a worker's start takes many times its idle second."""
+
 #: The log file of a process started with a ``workdir``.
 LOG_NAME = "redis.log"
 
