@@ -10,6 +10,7 @@ match's record.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from truco_match import records
 from truco_match.events import LogEntry
 from truco_match.lifecycle import Life
 from truco_match.match import Match
+from truco_match.matches import MatchInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,20 @@ class History:
     def entry(self, version: int) -> tuple[LogEntry, float]:
         _, entry, at = self.entries[version - 1]
         return entry, at
+
+    def info_at(self, match: Match, version: int) -> MatchInfo:
+        """``match``'s description as a viewer who sees it at ``version`` sees it (a delayed
+        spectator): that version, the time it was reached and what was public then -- nothing
+        of what came after, not even how fast it came."""
+        point = self.points[0]
+        for p in self.points:
+            if p.version > version:
+                break
+            point = p
+        at = self.entry(point.version)[1] if point.version else match.meta.created_at
+        return dataclasses.replace(
+            match.info(), version=point.version, updated_at=at, fairness=match.setup.fairness(point.life)
+        )
 
     def delayed(self, actions_behind: int) -> Point:
         """The latest point at least ``actions_behind`` actions before the last one."""

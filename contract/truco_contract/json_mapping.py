@@ -54,21 +54,49 @@ def is_base64(text: str) -> bool:
     return padding == 0 or (len(data) + padding) % 4 == 0
 
 
+_INTEGERS = frozenset({FD.CPPTYPE_INT32, FD.CPPTYPE_INT64, FD.CPPTYPE_UINT32, FD.CPPTYPE_UINT64})
+_INT_WRAPPERS = frozenset(f"google.protobuf.{n}Value" for n in ("Int32", "Int64", "UInt32", "UInt64"))
+_DIGITS = re.compile(r"-?[0-9]+")
+
+
+class IntegerFieldError(json_format.ParseError):
+    """An integer field whose JSON value is not an integer written in ASCII digits; ``path``
+    names it."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}: an integer in ASCII digits (no fraction, no exponent)")
+        self.path = path
+
+
+def _check_integer(path: str, value: Any) -> None:
+    """protobuf reads ``3.0``, ``1e3`` and ``"\u0663"`` (an Arabic-Indic three) into an integer
+    field; the API reads ``3`` or ``"3"`` only."""
+    if isinstance(value, (bool, float)):
+        raise IntegerFieldError(path)
+    if isinstance(value, str) and (not value.isascii() or _DIGITS.fullmatch(value) is None):
+        raise IntegerFieldError(path)
+
+
 def _check_value(path: str, f: descriptor.FieldDescriptor, value: Any) -> None:
-    if f.type == FD.TYPE_BYTES:
+    if f.cpp_type in _INTEGERS and f.type != FD.TYPE_ENUM:
+        _check_integer(path, value)
+    elif f.type == FD.TYPE_BYTES:
         if isinstance(value, str) and not is_base64(value):
             raise Base64FieldError(path)
     elif f.type == FD.TYPE_MESSAGE and f.message_type is not None:
         if f.message_type.full_name == _BYTES_WRAPPER:
             if isinstance(value, str) and not is_base64(value):
                 raise Base64FieldError(path)
+        elif f.message_type.full_name in _INT_WRAPPERS:
+            _check_integer(path, value)
         elif isinstance(value, dict):
             check_bytes(value, f.message_type, path)
 
 
 def check_bytes(data: dict[str, Any], desc: descriptor.Descriptor, prefix: str = "") -> None:
     """Raise :class:`Base64FieldError` for the first ``bytes`` value of ``data`` (the JSON
-    object of a ``desc`` message) that is not base64. Values of other shapes are left to
+    object of a ``desc`` message) that is not base64, :class:`IntegerFieldError` for an
+    integer that is not one in ASCII digits. Values of other shapes are left to
     ``ParseDict``, which refuses them."""
     for key, value in data.items():
         f = desc.fields_by_name.get(key) or _by_json_name(desc).get(key)

@@ -424,8 +424,8 @@ CASES = [
     Case(
         "stream/other-operator",
         lambda c: stream(c, bearer(KEY_OTHER)),
-        G.PERMISSION_DENIED,
-        "PERMISSION_DENIED",
+        G.NOT_FOUND,
+        "MATCH_NOT_FOUND",
     ),
     Case("stream/unknown-key", lambda c: stream(c, bearer("nope")), G.UNAUTHENTICATED, "INVALID_CREDENTIAL"),
     # --- GetMatch
@@ -445,8 +445,8 @@ CASES = [
     Case(
         "get/other-operator",
         lambda c: c.stub.GetMatch(MS.GetMatchRequest(match_id=c.a.match_id), metadata=bearer(KEY_OTHER)),
-        G.PERMISSION_DENIED,
-        "PERMISSION_DENIED",
+        G.NOT_FOUND,
+        "MATCH_NOT_FOUND",
     ),
     Case(
         "get/other-match-credential",
@@ -500,8 +500,8 @@ CASES = [
         lambda c: c.stub.CancelMatch(
             MS.CancelMatchRequest(match_id=c.a.match_id), metadata=bearer(KEY_OTHER)
         ),
-        G.PERMISSION_DENIED,
-        "PERMISSION_DENIED",
+        G.NOT_FOUND,
+        "MATCH_NOT_FOUND",
     ),
     Case(
         "cancel/missing-match-id",

@@ -217,7 +217,7 @@ async def test_only_the_owner_reissues_and_the_request_is_checked(make_worker: W
     async with two_workers(make_worker) as (a, b, _base, _ch):
         m = await create(a, "paulista", api_key=KEY)
         code = refusal
-        assert (await code(reissue(b, m.match_id, OTHER, seat=0)))[0] == grpc.StatusCode.PERMISSION_DENIED
+        assert (await code(reissue(b, m.match_id, OTHER, seat=0)))[0] == grpc.StatusCode.NOT_FOUND
         assert (await code(reissue(b, m.match_id, m.tokens[0], seat=0)))[0] == UNAUTH
         assert (await code(reissue(b, m.match_id, seat=5)))[0] == grpc.StatusCode.INVALID_ARGUMENT
         assert (await code(reissue(b, m.match_id)))[0] == grpc.StatusCode.INVALID_ARGUMENT

@@ -16,6 +16,7 @@ from truco_contract.pb import action_pb2
 from truco_contract.pb import match_service_pb2 as MS
 from truco_server.core.config import Settings
 from truco_server.services.quotas import Quotas
+from truco_server.stores.memory.quotas import MemoryQuotaCounters
 
 pytestmark = [pytest.mark.timeout(60)]
 G = grpc.StatusCode
@@ -78,42 +79,48 @@ async def test_quotas_over_grpc_and_rest(make_worker: WorkerFactory) -> None:
             s.cancel()
 
 
-def test_token_buckets_refill_with_time() -> None:
+@pytest.mark.asyncio
+async def test_rates_refill_with_time() -> None:
     now = [0.0]
-    q = Quotas(Settings(quota_actions_per_second=2, quota_matches_per_minute=60), clock=lambda: now[0])
-    q.action("t")
-    q.action("t")
+    q = Quotas(
+        Settings(quota_actions_per_second=2, quota_matches_per_minute=60),
+        MemoryQuotaCounters(lambda: now[0]),
+    )
+    await q.action("t")
+    await q.action("t")
     with pytest.raises(Exception, match="actions_per_second"):
-        q.action("t")
-    now[0] += 0.5  # one token back
-    q.action("t")
+        await q.action("t")
+    now[0] += 0.5  # one back
+    await q.action("t")
     for _ in range(6):  # burst: a tenth of the per-minute figure
-        q.create("op")
+        await q.create("op")
     with pytest.raises(Exception, match="matches_created_per_minute"):
-        q.create("op")
-    q.create("other-op")  # per credential
+        await q.create("op")
+    await q.create("other-op")  # per credential
 
 
-def test_buckets_of_quiet_credentials_are_forgotten() -> None:
+@pytest.mark.asyncio
+async def test_rates_of_quiet_credentials_are_forgotten() -> None:
     """A worker that sees thousands of seat credentials over a day remembers only the ones
-    whose bucket has not filled up again (a few seconds' worth), and forgetting one changes
-    nothing: a credential that comes back starts with a full bucket, as it would have."""
+    whose allowance has not come back whole (a few seconds' worth), and forgetting one changes
+    nothing: a credential that comes back starts with its whole burst, as it would have."""
     now = [0.0]
-    q = Quotas(Settings(quota_actions_per_second=2), clock=lambda: now[0])
+    counters = MemoryQuotaCounters(lambda: now[0])
+    q = Quotas(Settings(quota_actions_per_second=2), counters)
     for i in range(5_000):
-        q.action(f"seat-{i}")
+        await q.action(f"seat-{i}")
         now[0] += 0.01  # 100 new credentials a second, each acting once
-    # a bucket refills in burst / rate = 1 s: about the last 100 credentials are remembered
-    assert q.actions.tracked() <= 110
-    q.action("busy")
-    q.action("busy")
+    # one action comes back in 0.5 s: about the last 50 credentials are remembered
+    assert counters.tracked() <= 110
+    await q.action("busy")
+    await q.action("busy")
     now[0] += 0.1
-    for i in range(50):  # others come and go; "busy" is not refilled yet and stays refused
-        q.action(f"late-{i}")
+    for i in range(50):  # others come and go; "busy" has not come back and stays refused
+        await q.action(f"late-{i}")
     with pytest.raises(Exception, match="actions_per_second"):
-        q.action("busy")
+        await q.action("busy")
     now[0] += 5
-    q.action("seat-0")  # long quiet: full again
-    q.action("seat-0")
+    await q.action("seat-0")  # long quiet: whole again
+    await q.action("seat-0")
     with pytest.raises(Exception, match="actions_per_second"):
-        q.action("seat-0")
+        await q.action("seat-0")

@@ -72,6 +72,7 @@ class WipingStore:
         self.operators = _WipingPort(store.operators, self)
         self.documents = _WipingPort(store.documents, self)
         self.tickets = _WipingPort(store.tickets, self)
+        self.quotas = _WipingPort(store.quotas, self)
         self.description = store.description
 
     def wipe(self) -> None:
@@ -80,8 +81,9 @@ class WipingStore:
 
 
 def leftovers(client: redis.Redis, owner: str) -> list[str]:
-    """Every key of the keyspace but the operator's event stream."""
-    allowed = {f"truco:{{op:{owner}}}:events"}
+    """Every key of the keyspace but the operator's event stream and its quota rates (the bytes
+    of the match it tried to create are counted: a rate that expires by itself)."""
+    allowed = {f"truco:{{op:{owner}}}:events", f"truco:{{quota:stored_bytes_per_day:{owner}}}"}
     return sorted(k.decode() for k in client.scan_iter(count=1000) if k.decode() not in allowed)
 
 

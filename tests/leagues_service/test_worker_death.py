@@ -57,6 +57,7 @@ class DyingStore:
         self.operators = _DyingPort(store.operators, self)
         self.documents = _DyingPort(store.documents, self)
         self.tickets = _DyingPort(store.tickets, self)
+        self.quotas = _DyingPort(store.quotas, self)
         self.description = store.description
 
 

@@ -287,7 +287,7 @@ async def test_every_error_case_matches_grpc(rest_worker: RestWorker) -> None:
         ("get: unknown match", "GET", "/v1/matches/m0000", None, key,
          "GetMatch", {"matchId": "m0000"}, 404, 5, "MATCH_NOT_FOUND"),
         ("get: other operator", "GET", f"/v1/matches/{mid}", None, {"X-Api-Key": OTHER_KEY},
-         "GetMatch", {"matchId": mid}, 403, 7, "PERMISSION_DENIED"),
+         "GetMatch", {"matchId": mid}, 404, 5, "MATCH_NOT_FOUND"),
         ("get: no credential", "GET", f"/v1/matches/{mid}", None, {},
          "GetMatch", {"matchId": mid}, 401, 16, "MISSING_CREDENTIAL"),
         ("list: bad page token", "GET", "/v1/matches?pageToken=garbage!", None, key,
@@ -297,7 +297,7 @@ async def test_every_error_case_matches_grpc(rest_worker: RestWorker) -> None:
         ("list: no key", "GET", "/v1/matches", None, {},
          "ListMatches", {}, 401, 16, "MISSING_CREDENTIAL"),
         ("cancel: other operator", "POST", f"/v1/matches/{mid}:cancel", {}, {"X-Api-Key": OTHER_KEY},
-         "CancelMatch", {"matchId": mid}, 403, 7, "PERMISSION_DENIED"),
+         "CancelMatch", {"matchId": mid}, 404, 5, "MATCH_NOT_FOUND"),
         ("cancel: seat credential", "POST", f"/v1/matches/{mid}:cancel", {}, seat,
          "CancelMatch", {"matchId": mid}, 401, 16, "WRONG_CREDENTIAL_KIND"),
         # a match credential never tells an unknown match from a bad credential
@@ -308,7 +308,7 @@ async def test_every_error_case_matches_grpc(rest_worker: RestWorker) -> None:
         ("stream: from_version ahead", "GET", f"/v1/matches/{mid}:streamObservations?from_version=99999",
          None, seat, "StreamObservations", {"matchId": mid, "fromVersion": 99999}, 400, 3, "INVALID_REQUEST"),
         ("stream: other operator", "GET", f"/v1/matches/{mid}:streamObservations", None,
-         {"X-Api-Key": OTHER_KEY}, "StreamObservations", {"matchId": mid}, 403, 7, "PERMISSION_DENIED"),
+         {"X-Api-Key": OTHER_KEY}, "StreamObservations", {"matchId": mid}, 404, 5, "MATCH_NOT_FOUND"),
     ]
     # fmt: on
     failures = []

@@ -127,7 +127,7 @@ class MatchApi:
         operator = self.auth.operator(creds)
         decoded = decode_create(request)
         if self.quotas is not None:
-            self.quotas.create(operator.name)
+            await self.quotas.create(operator.name)
         created = await self.steps.create_match(operator, decoded)
         resp = pb.CreateMatchResponse(
             match=codec.match_to_proto(created.match), spectator_token=created.spectator_token
@@ -151,7 +151,7 @@ class MatchApi:
             request.expected_version if request.HasField("expected_version") else None,
         )
         if self.quotas is not None:
-            self.quotas.action(cred.token)
+            await self.quotas.action(cred.token)
         with uniform(cred):
             result = await self.matches.submit_action(cred, req)
         structlog.contextvars.bind_contextvars(seat=result.seat)

@@ -1,4 +1,4 @@
-"""Builds a worker from its settings: the store's five ports, the services over them, the
+"""Builds a worker from its settings: the store's ports, the services over them, the
 queue readers, the API objects, and the gRPC and REST faces over those.
 
 ``truco serve`` (``truco_cli.serve``) and the embedded server build the worker with
@@ -28,6 +28,7 @@ from truco_server.api.leagues import LeagueApi
 from truco_server.api.matches import MatchApi, StreamTracker
 from truco_server.api.matchmaking import MatchmakingApi
 from truco_server.api.operators import OperatorApi
+from truco_server.app.memory import MemoryTrim
 from truco_server.app.persistence import PersistenceReport
 from truco_server.core.config import Settings
 from truco_server.ports import Store, StoreSettings
@@ -70,6 +71,7 @@ class Services:
     leagues: LeagueService
     ratings: RatingBooks
     matchmaking: Matchmaking
+    quotas: Quotas
 
     def readers(self, tick: float) -> list[QueueReader]:
         """The readers of the clock, relay, webhook, league and matchmaking queues."""
@@ -131,7 +133,10 @@ def build_services(
         ),
         clock=clock,
     )
-    steps = MatchSteps(matches)
+    quotas = Quotas(s, store.quotas)
+    quotas.is_live = matches.is_live
+    matches.on_end.append(quotas.ended)
+    steps = MatchSteps(matches, quotas)
     streams = MatchStreams(matches, stopping)
     reads = MatchReads(matches, streams)
     leagues = LeagueService(
@@ -163,8 +168,9 @@ def build_services(
         clock=clock,
     )
     return Services(
-        store, matches, steps, reads, streams, relay, operators, deliverer, leagues, ratings, matchmaking
-    )
+        store, matches, steps, reads, streams, relay, operators, deliverer, leagues, ratings,
+        matchmaking, quotas,
+    )  # fmt: skip
 
 
 def _reload_on_sighup(ctx: WorkerContext, keys: KeyRing) -> None:
@@ -206,7 +212,11 @@ def service_factory(ctx: WorkerContext) -> Served:
         )
     if auth.keys.path is not None:
         ctx.add_startup(lambda: _reload_on_sighup(ctx, auth.keys))
-    served = apis(svc, auth, ctx.streams, Quotas(s))
+    ctx.add_cleanup(svc.quotas.close)
+    trim = MemoryTrim(ctx.streams, s.memory_trim_after_streams)
+    ctx.add_startup(trim.start)
+    ctx.add_cleanup(trim.stop)
+    served = apis(svc, auth, ctx.streams, svc.quotas)
     rest.attach(ctx, served)
     return served
 

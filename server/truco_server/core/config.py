@@ -189,14 +189,24 @@ class Settings:
     """How often the worker PINGs its store; health (readiness) is NOT_SERVING while the store
     does not answer within this time, SERVING again as soon as it does."""
     quota_streams: int = 16
-    """Most streams one match credential (seat or spectator token) may hold open on a worker;
-    0: no limit (docs/operations.md, "Quotas")."""
+    """Most streams one match credential (seat or spectator token) may hold open at once,
+    counted over every worker of the store; 0: no limit (docs/operations.md, "Quotas")."""
     quota_actions_per_second: float = 50.0
-    """Actions per second one seat credential may submit on a worker (a burst of as many is
-    allowed); 0: no limit."""
+    """Actions per second one seat credential may submit, over every worker (a burst of as
+    many is allowed); 0: no limit."""
     quota_matches_per_minute: float = 6000.0
-    """Matches one operator may create per minute on a worker (a burst of a tenth of that, at
-    least 1, is allowed); 0: no limit."""
+    """Matches one operator may create per minute, over every worker (a burst of a tenth of
+    that, at least 1, is allowed); 0: no limit."""
+    quota_live_matches: int = 10_000
+    """Matches of one operator that may be live (not finished, cancelled or aborted) at once;
+    0: no limit."""
+    quota_stored_bytes_per_day: int = 2 * 1024**3
+    """Bytes of new matches (settings, labels, first state) one operator may store per day,
+    at most that much at once; 0: no limit."""
+    memory_trim_after_streams: int = 1000
+    """After this many streams have closed, the worker collects garbage and hands the memory
+    its allocator keeps free back to the system (glibc ``malloc_trim``), at most every 5 s;
+    0: never (docs/operations.md, "Memory")."""
     heap_snapshot_dir: str | None = None
     """A directory where a worker started with `PYTHONTRACEMALLOC=1` writes a heap snapshot on
     SIGUSR1 (`heap-<pid>-<n>.tracemalloc`, read with the standard `tracemalloc` module, and a
@@ -348,6 +358,21 @@ OPTIONS: tuple[Option, ...] = (
         "TRUCO_QUOTA_MATCHES_PER_MINUTE",
         "--quota-matches-per-minute",
         _non_negative_float,
+        "N",
+    ),
+    Option("quota_live_matches", "TRUCO_QUOTA_LIVE_MATCHES", "--quota-live-matches", _non_negative_int, "N"),
+    Option(
+        "quota_stored_bytes_per_day",
+        "TRUCO_QUOTA_STORED_BYTES_PER_DAY",
+        "--quota-stored-bytes-per-day",
+        _non_negative_int,
+        "BYTES",
+    ),
+    Option(
+        "memory_trim_after_streams",
+        "TRUCO_MEMORY_TRIM_AFTER_STREAMS",
+        "--memory-trim-after-streams",
+        _non_negative_int,
         "N",
     ),
     Option("heap_snapshot_dir", "TRUCO_HEAP_SNAPSHOT_DIR", "--heap-snapshot-dir", _path, "DIR"),

@@ -275,8 +275,9 @@ class ResourceExhausted(ServiceError):
 
 
 class QuotaExceeded(ResourceExhausted):
-    """A per-credential quota was hit (open streams, actions per second, matches created per
-    minute): retry after ``retry_after`` seconds."""
+    """A quota was hit (open streams, actions per second, matches created per minute, live
+    matches, bytes of new matches per day; :mod:`truco_server.services.quotas`): retry after
+    ``retry_after`` seconds."""
 
     default_reason = Reason.QUOTA_EXCEEDED
 

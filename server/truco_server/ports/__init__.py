@@ -7,9 +7,10 @@ one contract suite every adapter (:mod:`truco_server.stores`) passes.
 * :mod:`.documents` -- league documents, their indexes, bot assignments;
 * :mod:`.tickets` -- matchmaking pools' tickets and the tables formed from them;
 * :mod:`.errors` -- what every adapter raises; :mod:`.settings` -- what tunes them;
-* :mod:`.persistence` -- what a store keeps across a restart of its backend.
+* :mod:`.persistence` -- what a store keeps across a restart of its backend;
+* :mod:`.quotas` -- rates and leases every worker counts together.
 
-:class:`Store` is one backend's five ports, what a worker opens once.
+:class:`Store` is one backend's ports, what a worker opens once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from truco_server.ports.matches import MatchLog
 from truco_server.ports.operators import OperatorFeed
 from truco_server.ports.persistence import Persistence
 from truco_server.ports.queues import Queues
+from truco_server.ports.quotas import QuotaCounters
 from truco_server.ports.settings import StoreSettings
 from truco_server.ports.tickets import Tickets
 
@@ -30,6 +32,7 @@ __all__ = [
     "OperatorFeed",
     "Persistence",
     "Queues",
+    "QuotaCounters",
     "Store",
     "StoreSettings",
     "Tickets",
@@ -54,6 +57,9 @@ class Store(Protocol):
 
     @property
     def tickets(self) -> Tickets: ...
+
+    @property
+    def quotas(self) -> QuotaCounters: ...
 
     @property
     def description(self) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,6 +126,8 @@ class MatchService:
         self.now = clock
         """The service's time (seconds since the epoch); tests pass their own."""
         self.cache = LiveMatches(self.settings, clock)
+        self.on_end: list[Callable[[str, str], Awaitable[None]]] = []
+        """Told ``(owner, match_id)`` after a commit of this worker ends a match."""
         self._touched: Lru[tuple[str, int], float] = Lru(
             self.settings.live_matches, idle=max(self.settings.heartbeat_seconds, 1.0), clock=clock
         )
@@ -239,8 +241,10 @@ class MatchService:
 
     @staticmethod
     def own(match: Match, operator: Operator) -> None:
+        """Another operator's match is answered as one that does not exist, word for word
+        (docs/api.md, "Existence": every resource the same way)."""
         if operator.name != match.meta.owner:
-            raise E.PermissionDenied("this match belongs to another operator")
+            raise E.MatchNotFound(f"no match {match.match_id!r}")
 
     @staticmethod
     def active(match: Match) -> None:
@@ -319,7 +323,15 @@ class MatchService:
         if net is not None:
             self.relay.soon(meta.match_id, net)
         self.cache.keep(done)
+        if status is not None:
+            for told in self.on_end:
+                await told(meta.owner, meta.match_id)
         return done, moment, res
+
+    async def is_live(self, match_id: str) -> bool:
+        """Whether the store holds ``match_id`` and it has not ended."""
+        snap = await self.log.load(match_id)
+        return snap is not None and snap.status == MatchStatus.ACTIVE.value
 
     @staticmethod
     def _record(

@@ -1,33 +1,50 @@
-"""Per-credential quotas of one worker: open streams, actions per second, matches created per
-minute.
+"""Per-credential quotas, counted by the store so that every worker of a deployment enforces
+the same numbers (docs/operations.md, "Quotas"):
 
-The API layer (:class:`truco_server.api.matches.MatchApi`) asks :class:`Quotas` before it calls
-the service, so both transports enforce the same limits once; a refusal is
-:class:`~truco_server.core.errors.QuotaExceeded` (gRPC ``RESOURCE_EXHAUSTED`` with
-``google.rpc.QuotaFailure`` and ``RetryInfo``; REST 429 with ``Retry-After``), counted in
+* ``open_streams``: streams one match credential (or operator) holds open at once;
+* ``actions_per_second``: actions of one seat credential (bursts of as many);
+* ``matches_created_per_minute``: CreateMatch calls of one operator (bursts of a tenth);
+* ``live_matches``: an operator's matches not yet finished, cancelled or aborted;
+* ``stored_bytes_per_day``: bytes of new matches an operator may store per day (about what
+  one day of retention keeps of its finished matches), at most that much at once.
+
+The API layer asks before it calls the service (streams, actions, creates); the match
+service asks :meth:`Quotas.admit` just before it writes a new match (live matches and bytes,
+which need the match's id and size) and tells :meth:`Quotas.ended` when a commit ends one.
+A refusal is :class:`~truco_server.core.errors.QuotaExceeded` (gRPC ``RESOURCE_EXHAUSTED``
+with ``google.rpc.QuotaFailure`` and ``RetryInfo``; REST 429 with ``Retry-After``), counted in
 ``truco_quota_exceeded_total{quota}``, and changes nothing.
 
-Rates are token buckets (``rate`` tokens per second, up to ``burst``); open streams are a
-count per credential. The counts live in the worker's memory: a client spread over *n*
-workers by a balancer may get up to *n* times a limit (docs/operations.md, "Quotas"). Memory
-is bounded: a bucket that has filled up again is forgotten (a new one starts full, so nothing
-changes), which keeps only the credentials used within the last few seconds; and at most
-:data:`TRACKED` credentials are remembered per quota (beyond that the least recently used is
-forgotten, which can only err towards allowing).
+The counters are the store's :class:`~truco_server.ports.quotas.QuotaCounters`: rates are a
+generic cell rate algorithm per key (one script per check on Redis, batched with the other
+calls of its event-loop turn); streams and live matches are leases. A stream's lease expires
+:data:`STREAM_LEASE_MS` after its last renewal (every third of that while it is open), so the
+streams of a worker that died free themselves. A live match's lease is released by the
+commit that ends it; a lease the store still holds for a match that ended without telling
+(a worker died in between) is found when the operator reaches its bound: the worker then
+looks at the matches it holds, at most every :data:`RECHECK_SECONDS`, and drops the ended
+ones. Keys are digests of the credential, never the secret itself.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hashlib
+import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
+import structlog
 from prometheus_client import Counter
 
 from truco_server.core import errors as E
 from truco_server.core.config import Settings
-from truco_server.core.lru import Lru
+from truco_server.ports.errors import StoreUnavailable
+from truco_server.ports.quotas import QuotaCounters
+
+log = structlog.get_logger("truco.quotas")
 
 QUOTA_EXCEEDED = Counter(
     "truco_quota_exceeded_total",
@@ -35,98 +52,148 @@ QUOTA_EXCEEDED = Counter(
     ("quota",),
 )
 
-TRACKED = 100_000
-"""Credentials remembered per quota."""
-
 STREAMS = "open_streams"
 ACTIONS = "actions_per_second"
 MATCHES = "matches_created_per_minute"
+LIVE = "live_matches"
+BYTES = "stored_bytes_per_day"
+
+STREAM_LEASE_MS = 30_000
+"""How long a stream's slot outlives the last renewal of the worker holding it."""
+LIVE_LEASE_MS = 7 * 24 * 3600 * 1000
+"""How long a live match's slot is kept without its end being told (a bound, not a schedule)."""
+RECHECK_SECONDS = 10.0
+"""Least time between two looks at an operator's live matches from one worker."""
+DAY = 86_400.0
 
 
-@dataclass(slots=True)
-class _Bucket:
-    tokens: float
-    at: float
-
-
-class RateLimit:
-    """A token bucket per key: ``rate`` per second, bursts of ``burst``; ``rate`` 0 is off."""
-
-    def __init__(
-        self,
-        quota: str,
-        rate: float,
-        burst: float,
-        limit: str,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.quota, self.rate, self.burst, self.limit = quota, rate, max(1.0, burst), limit
-        self._clock = clock
-        # a bucket unused for burst / rate seconds is full again: forgetting it changes nothing
-        self._buckets: Lru[str, _Bucket] = Lru(
-            TRACKED, idle=self.burst / rate if rate > 0 else None, clock=clock
-        )
-
-    def take(self, key: str) -> None:
-        """Spend one token of ``key`` or raise :class:`~truco_server.core.errors.QuotaExceeded`."""
-        if self.rate <= 0:
-            return
-        now = self._clock()
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = self._buckets.put(key, _Bucket(self.burst, now))
-        else:
-            bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.at) * self.rate)
-            bucket.at = now
-        if bucket.tokens < 1.0:
-            QUOTA_EXCEEDED.labels(self.quota).inc()
-            raise E.QuotaExceeded(self.quota, self.limit, (1.0 - bucket.tokens) / self.rate)
-        bucket.tokens -= 1.0
-
-    def tracked(self) -> int:
-        """Credentials whose bucket is remembered (for tests and diagnostics)."""
-        return len(self._buckets)
+def digest(credential: str) -> str:
+    """What a credential is counted under: never the secret itself."""
+    return hashlib.sha256(credential.encode()).hexdigest()[:32]
 
 
 class Quotas:
-    """The worker's quotas, from its settings (see the module docstring)."""
+    """The deployment's quotas, from the worker's settings (see the module docstring)."""
 
-    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.monotonic) -> None:
-        per_second = settings.quota_actions_per_second
-        per_minute = settings.quota_matches_per_minute
+    def __init__(self, settings: Settings, counters: QuotaCounters) -> None:
+        self.counters = counters
         self.max_streams = settings.quota_streams
-        self.actions = RateLimit(ACTIONS, per_second, per_second, f"{per_second:g} per second", clock=clock)
-        self.matches = RateLimit(
-            MATCHES, per_minute / 60.0, max(1.0, per_minute / 10), f"{per_minute:g} per minute", clock=clock
-        )
-        self._open: dict[str, int] = {}
+        self.actions_per_second = settings.quota_actions_per_second
+        self.matches_per_minute = settings.quota_matches_per_minute
+        self.max_live = settings.quota_live_matches
+        self.bytes_per_day = settings.quota_stored_bytes_per_day
+        self.worker = secrets.token_hex(8)
+        """This worker's part of its stream leases' names."""
+        self._streams: dict[str, set[str]] = {}
+        """The stream leases this worker holds, by key."""
+        self._renewer: asyncio.Task[None] | None = None
+        self._rechecked: dict[str, float] = {}
+        self.is_live: Callable[[str], Awaitable[bool]] | None = None
+        """Whether a match is still live (set by the wiring: the match service's read)."""
 
-    def action(self, credential: str) -> None:
+    async def _take(
+        self, quota: str, key: str, per_second: float, burst: float, limit: str, cost: float = 1
+    ) -> None:
+        wait = await self.counters.take(f"{quota}:{key}", per_second, burst, cost)
+        if wait > 0:
+            QUOTA_EXCEEDED.labels(quota).inc()
+            raise E.QuotaExceeded(quota, limit, wait)
+
+    async def action(self, credential: str) -> None:
         """One action by a seat credential."""
-        self.actions.take(credential)
+        rate = self.actions_per_second
+        if rate > 0:
+            await self._take(ACTIONS, digest(credential), rate, max(1.0, rate), f"{rate:g} per second")
 
-    def create(self, operator: str) -> None:
+    async def create(self, operator: str) -> None:
         """One CreateMatch by an operator (a retry of a created match counts too)."""
-        self.matches.take(operator)
+        rate = self.matches_per_minute
+        if rate > 0:
+            await self._take(MATCHES, operator, rate / 60.0, max(1.0, rate / 10), f"{rate:g} per minute")
 
-    def open_streams(self, credential: str) -> int:
-        return self._open.get(credential, 0)
+    async def admit(self, owner: str, match_id: str, size: int) -> None:
+        """A new match of ``owner`` of ``size`` bytes, about to be written (a retry of the
+        same match is admitted again)."""
+        if self.bytes_per_day > 0:
+            per_day = self.bytes_per_day
+            await self._take(BYTES, owner, per_day / DAY, per_day, f"{per_day} bytes per day", size)
+        if self.max_live > 0:
+            key = f"{LIVE}:{owner}"
+            held = await self.counters.hold(key, match_id, self.max_live, LIVE_LEASE_MS)
+            if held and await self._recheck(owner, key):
+                held = await self.counters.hold(key, match_id, self.max_live, LIVE_LEASE_MS)
+            if held:
+                QUOTA_EXCEEDED.labels(LIVE).inc()
+                raise E.QuotaExceeded(LIVE, f"{self.max_live} live matches", RECHECK_SECONDS)
+
+    async def _recheck(self, owner: str, key: str) -> bool:
+        """Release the live-match leases of ``owner``'s matches that ended: whether any was."""
+        now = time.monotonic()
+        if self.is_live is None or now - self._rechecked.get(owner, -RECHECK_SECONDS) < RECHECK_SECONDS:
+            return False
+        self._rechecked[owner] = now
+        if len(self._rechecked) > 10_000:
+            self._rechecked = {o: t for o, t in self._rechecked.items() if now - t < RECHECK_SECONDS}
+        freed = 0
+        for match_id in await self.counters.holders(key):
+            if not await self.is_live(match_id):
+                await self.counters.release(key, match_id)
+                freed += 1
+        log.info("quotas.live_rechecked", owner=owner, freed=freed)
+        return freed > 0
+
+    async def ended(self, owner: str, match_id: str) -> None:
+        """A commit ended ``match_id``: its live-match slot is free."""
+        if self.max_live > 0:
+            try:
+                await self.counters.release(f"{LIVE}:{owner}", match_id)
+            except StoreUnavailable:  # found again by the next recheck
+                log.warning("quotas.release_failed", match_id=match_id)
 
     @asynccontextmanager
     async def stream(self, credential: str) -> AsyncIterator[None]:
         """Hold one of the credential's stream slots while the stream is open."""
-        held = self._open.get(credential, 0)
-        if self.max_streams and held >= self.max_streams:
+        if not self.max_streams:
+            yield
+            return
+        key = f"{STREAMS}:{digest(credential)}"
+        lease = f"{self.worker}:{secrets.token_hex(6)}"
+        if await self.counters.hold(key, lease, self.max_streams, STREAM_LEASE_MS):
             QUOTA_EXCEEDED.labels(STREAMS).inc()
             # a slot frees when one of its streams ends: no schedule to promise, a second
             raise E.QuotaExceeded(STREAMS, f"{self.max_streams} open per credential", 1.0)
-        self._open[credential] = held + 1
+        self._streams.setdefault(key, set()).add(lease)
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.get_running_loop().create_task(self._renew())
         try:
             yield
         finally:
-            left = self._open[credential] - 1
-            if left:
-                self._open[credential] = left
-            else:
-                del self._open[credential]
+            held = self._streams.get(key)
+            if held is not None:
+                held.discard(lease)
+                if not held:
+                    del self._streams[key]
+            await asyncio.shield(self._release(key, lease))
+
+    async def _release(self, key: str, lease: str) -> None:
+        with contextlib.suppress(StoreUnavailable):  # it expires by itself
+            await self.counters.release(key, lease)
+
+    async def _renew(self) -> None:
+        """Renew this worker's stream leases every third of their time, while it holds any."""
+        while self._streams:
+            await asyncio.sleep(STREAM_LEASE_MS / 3000)
+            for key, leases in list(self._streams.items()):
+                with contextlib.suppress(StoreUnavailable):
+                    await self.counters.renew(key, sorted(leases), STREAM_LEASE_MS)
+
+    async def close(self) -> None:
+        """Stop renewing (the worker stops; its leases expire by themselves)."""
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
+
+    def open_streams(self) -> int:
+        """Stream slots this worker holds (for tests and diagnostics)."""
+        return sum(len(v) for v in self._streams.values())

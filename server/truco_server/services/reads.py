@@ -5,6 +5,8 @@ from __future__ import annotations
 from truco_match import records
 from truco_match.credentials import SPECTATOR
 from truco_match.events import MatchRevealed, MatchStatus
+from truco_match.match import Match
+from truco_match.matches import MatchInfo
 from truco_server.core import errors as E
 from truco_server.core import requests as T
 from truco_server.core.caller import Caller, Operator
@@ -27,8 +29,17 @@ class MatchReads:
     async def get_match(self, caller: Caller, req: T.GetMatchRequest) -> T.GetMatchResponse:
         match = await self.matches.load(req.match_id, fresh=True)
         viewer = self.matches.viewer(match, caller)
-        _, seen, current = await self.streams.target(match, viewer)
-        return T.GetMatchResponse(match.info(), seen, viewer=viewer, at=current)
+        upto, seen, current = await self.streams.target(match, viewer)
+        # the owner, who may see everything, gets the match as it is beside the public view
+        info = match.info() if isinstance(caller, Operator) else await self._info(match, upto)
+        return T.GetMatchResponse(info, seen, viewer=viewer, at=current)
+
+    async def _info(self, match: Match, upto: int) -> MatchInfo:
+        """The match's description as seen at version ``upto``: for a delayed spectator the
+        match as it was then (its version and time tell nothing of the pace of play)."""
+        if upto == match.version:
+            return match.info()
+        return (await self.matches.history(match)).info_at(match, upto)
 
     async def list_matches(self, operator: Operator, req: T.ListMatchesRequest) -> T.ListMatchesResponse:
         if req.page_size < 0:
@@ -69,6 +80,6 @@ class MatchReads:
             entry, _ = past.entry(last)
             reveal = entry if isinstance(entry, MatchRevealed) else None
         record = records.MatchRecord(
-            match=match.info(), hands=tuple(hands), steps=tuple(steps), reveal=reveal
+            match=await self._info(match, upto), hands=tuple(hands), steps=tuple(steps), reveal=reveal
         )
         return T.GetMatchRecordResponse(record)

@@ -38,6 +38,7 @@ from truco_server.ports.errors import MatchExists, VersionConflict
 from truco_server.ports.matches import MatchIndexEntry, NewMatch
 from truco_server.services import stored
 from truco_server.services.matches import ATTEMPTS, MatchService
+from truco_server.services.quotas import Quotas
 
 log = structlog.get_logger("truco.service")
 
@@ -61,8 +62,10 @@ def reissue_key(request_id: str) -> str:
 class MatchSteps:
     """Creation, the creator's decisions and the clock (see the module docstring)."""
 
-    def __init__(self, matches: MatchService) -> None:
+    def __init__(self, matches: MatchService, quotas: Quotas | None = None) -> None:
         self.matches = matches
+        self.quotas = quotas
+        """Asked before a new match is written (an operator's live matches and bytes)."""
 
     # ---------------------------------------------------------------------- create
     async def create_match(
@@ -123,24 +126,33 @@ class MatchSteps:
         net = svc.relay.net(outbox)
         due = table.due(setup, step.state, step.life)
         raw_meta = stored.meta_bytes(meta)
-        version = await svc.log.create(
-            NewMatch(
-                index=MatchIndexEntry(
-                    meta.match_id,
-                    meta.owner,
-                    MatchStatus.ACTIVE,
-                    meta.created_at,
-                    stored.listing(match.info()),
-                ),
-                meta=raw_meta,
-                state=stored.state_bytes(step.state, step.life),
-                events=[stored.entry_bytes(e, 0) for e in step.entries],
-                wake=None if due is None else meta.epoch_ms(due),
-                outbox=outbox,
-                relay=net,
-                requires=tuple(requires),
-            )
+        new = NewMatch(
+            index=MatchIndexEntry(
+                meta.match_id,
+                meta.owner,
+                MatchStatus.ACTIVE,
+                meta.created_at,
+                stored.listing(match.info()),
+            ),
+            meta=raw_meta,
+            state=stored.state_bytes(step.state, step.life),
+            events=[stored.entry_bytes(e, 0) for e in step.entries],
+            wake=None if due is None else meta.epoch_ms(due),
+            outbox=outbox,
+            relay=net,
+            requires=tuple(requires),
         )
+        if self.quotas is not None:
+            size = len(new.meta) + len(new.state) + len(new.index.summary) + sum(map(len, new.events))
+            await self.quotas.admit(meta.owner, meta.match_id, size)
+        try:
+            version = await svc.log.create(new)
+        except MatchExists:
+            raise  # the match is there: its place is held
+        except BaseException:
+            if self.quotas is not None:  # nothing created (or not known to be): free its place
+                await self.quotas.ended(meta.owner, meta.match_id)
+            raise
         match.version = version
         match.memo["meta bytes"] = raw_meta
         svc.cache.keep(match)

@@ -1,5 +1,5 @@
-"""The store adapters: the five ports of :mod:`truco_server.ports` (match log, queues,
-operator feed, documents, matchmaking tickets) on one backend.
+"""The store adapters: the ports of :mod:`truco_server.ports` (match log, queues,
+operator feed, documents, matchmaking tickets, quota counters) on one backend.
 
 * :mod:`.memory` -- in this process's memory: the embedded default of one worker;
 * :mod:`.redis` -- on one Redis server, a Sentinel group or a Redis Cluster;

@@ -20,7 +20,8 @@ page). Phases (:mod:`.chaos`, :mod:`.fuzz`):
   (counted, not checked); the new incarnation must come with a new deal commitment (a worker
   that served the lost one must not hand it out again). Worker and
   Redis memory are sampled every second.
-* **leaks**: the oracle of :mod:`.leaks` over random matches of every preset and table size.
+* **leaks**: the oracle of :mod:`.leaks` over whole random matches of every preset and table
+  size, with a viewer that comes back from version 0 late in each (served from the record).
 * **fuzz**: random, malformed and adversarial requests over gRPC (raw bytes too) and REST
   (JSON) to every RPC of one worker; nothing may answer INTERNAL/UNKNOWN (or HTTP 5xx), and a
   rejected request must leave a watched match's version and Redis's key count unchanged.
@@ -52,14 +53,13 @@ class Profile:
     fuzz_inputs: int
     """Per transport."""
     leak_matches: int
-    """Random matches the leak oracle watches (presets and table sizes in turn)."""
-    leak_max_actions: int
-    """Actions per watched match at most (the short form does not finish them)."""
+    """Random matches the leak oracle watches (presets and table sizes in turn), each played
+    to its end."""
 
 
 SHORT = Profile("short", workers=2, concurrency=8, soak_seconds=10, chaos_seconds=30, worker_kills=2,
                 redis_restarts=1, redis_pauses=1, pause_seconds=3, redis_losses=1, fuzz_inputs=1500,
-                leak_matches=78, leak_max_actions=12)  # fmt: skip
+                leak_matches=80)  # fmt: skip
 LONG = Profile("long", workers=3, concurrency=24, soak_seconds=600, chaos_seconds=300, worker_kills=24,
                redis_restarts=6, redis_pauses=6, pause_seconds=5, redis_losses=3,
-               fuzz_inputs=12000, leak_matches=300, leak_max_actions=400)  # fmt: skip
+               fuzz_inputs=12000, leak_matches=2500)  # fmt: skip

@@ -30,6 +30,8 @@ WORKER_SETTINGS = {
     "TRUCO_QUOTA_ACTIONS_PER_SECOND": "0",
     "TRUCO_QUOTA_MATCHES_PER_MINUTE": "0",
     "TRUCO_QUOTA_STREAMS": "0",
+    "TRUCO_QUOTA_LIVE_MATCHES": "0",
+    "TRUCO_QUOTA_STORED_BYTES_PER_DAY": "0",
     "TRUCO_EVENT_LOG_MAX_LEN": "100000",
     # finished matches leave Redis after a minute, so a soak's Redis memory can level off
     "TRUCO_FINISHED_MATCH_TTL_SECONDS": "60",

@@ -152,10 +152,13 @@ async def worker_env() -> AsyncIterator[tuple[str, Worker]]:
         http_port=0,
         metrics_port=0,
         shutdown_grace_seconds=1.0,
-        event_log_max_len=100_000,
+        # the default event log (64): a stream from version 0 late in a match is rebuilt from
+        # the record (the leak phase's late viewers)
         quota_actions_per_second=0,
         quota_matches_per_minute=0,
         quota_streams=0,
+        quota_live_matches=0,
+        quota_stored_bytes_per_day=0,
     )
     worker = Worker(settings, service_factory)
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,11 @@ from truco_match.events import entry_to_dict
 from truco_server.services.stored import entry_of, meta_of, state_of
 
 MS = match_service_pb2
+MAX_ACTIONS = 3000
+"""A bound on one match's actions: random play ends every preset's match long before it."""
+LATE_AT = 70
+"""Actions after which a viewer streams from version 0 again: past what the worker's log keeps
+(64 events by default), so its stream is rebuilt from the record."""
 
 
 async def server_state(r: aioredis.Redis, match_id: str) -> tuple[int, te.MatchState]:
@@ -32,8 +37,9 @@ async def server_state(r: aioredis.Redis, match_id: str) -> tuple[int, te.MatchS
     return int(version), state_of(raw, te.RuleSet.from_dict(meta_of(meta).rules))[0]
 
 
-async def stored_events(r: aioredis.Redis, match_id: str) -> dict[int, dict[str, Any]]:
-    entries: Any = await r.xrange(f"truco:{{{match_id}}}:events")
+async def stored_events(r: aioredis.Redis, match_id: str, after: int = 0) -> dict[int, dict[str, Any]]:
+    """The match's stored events after version ``after`` (those its log still keeps)."""
+    entries: Any = await r.xrange(f"truco:{{{match_id}}}:events", min=f"{after + 1}-0")
     return {int(eid.split(b"-")[0]): entry_to_dict(entry_of(fields[b"e"])[0]) for eid, fields in entries}
 
 
@@ -116,6 +122,13 @@ class LeakResult:
     presets: set[str] = field(default_factory=set)
     messages: int = 0
     """Stream messages checked (every update of every seat's and spectator's stream)."""
+    actions: int = 0
+    hands: int = 0
+    special_hands: int = 0
+    """Hands of eleven (of ten in mineiro) and iron hands."""
+    late_streams: int = 0
+    """Streams opened from version 0 after the log had dropped the first events: served from
+    the match's record, rebuilt."""
     leaks: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -170,7 +183,10 @@ class _Stream:
 
 
 async def _one(stub: Any, r: aioredis.Redis, name: str, players: int, rng: random.Random, out: LeakResult,
-               max_actions: int) -> None:  # fmt: skip
+               max_actions: int, late_at: int) -> None:  # fmt: skip
+    """Play one whole match with random legal actions, every seat and a spectator on its own
+    stream, and after ``late_at`` actions one more viewer from version 0 (the log keeps fewer
+    events by then: the record is rebuilt for it); check every message as it comes."""
     made = await stub.CreateMatch(
         MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset=name), players=players)
     )
@@ -180,12 +196,19 @@ async def _one(stub: Any, r: aioredis.Redis, name: str, players: int, rng: rando
     viewers.append((None, _Stream(stub, mid, made.spectator_token)))
     checked = {id(s): 0 for _, s in viewers}
     version = made.match.version
+    stored: dict[int, dict[str, Any]] = {}
     try:
         for n in range(max_actions + 1):
+            if n == late_at:  # a seat, or the spectator, that comes back from the start
+                late = rng.choice([*range(players), None])
+                token = made.spectator_token if late is None else tokens[late]
+                viewers.append((late, _Stream(stub, mid, token)))
+                checked[id(viewers[-1][1])] = 0
+                out.late_streams += 1
             for _, s in viewers:
                 await s.at(version)
             at_version, state = await server_state(r, mid)
-            stored = await stored_events(r, mid)
+            stored.update(await stored_events(r, mid, max(stored, default=0)))
             for viewer, s in viewers:
                 for upd in s.messages[checked[id(s)] :]:
                     out.messages += 1
@@ -199,40 +222,71 @@ async def _one(stub: Any, r: aioredis.Redis, name: str, players: int, rng: rando
                             )
                 checked[id(s)] = len(s.messages)
             obs = viewers[0][1].obs
-            if obs is None or obs.match_state != match_pb2.MATCH_STATE_ACTIVE or n == max_actions:
+            if obs is None or obs.match_state != match_pb2.MATCH_STATE_ACTIVE:
                 break
-            seat = obs.awaited[0]
-            mine = viewers[seat][1].obs
+            if n == max_actions:
+                out.errors.append(f"{name}-{players}p {mid}: not over after {max_actions} actions")
+                break
+            movers = [(s, viewers[s][1].obs) for s in obs.awaited]
+            movers = [(s, o) for s, o in movers if o is not None and o.legal_actions]
+            if not movers:  # a match nobody can move on is a failure to report, not a crash
+                out.errors.append(
+                    f"{name}-{players}p {mid} v{version}: awaited {list(obs.awaited)} without a legal action"
+                )
+                break
+            seat, mine = movers[0]
             action = rng.choice(list(mine.legal_actions))
             req = MS.SubmitActionRequest(match_id=mid, action=action, request_id=f"{mid}-{n}",
                                          expected_version=version)  # fmt: skip
             resp = await stub.SubmitAction(req, metadata=(("authorization", f"Bearer {tokens[seat]}"),))
             version = resp.version
+            out.actions += 1
     finally:
         for _, s in viewers:
             await s.close()
+    started = [e for e in stored.values() if e.get("kind") == "hand_started"]
+    out.hands += len(started)
+    out.special_hands += sum(1 for e in started if e.get("special"))
     out.matches += 1
     out.presets.add(name)
 
 
 async def run_leaks(
-    redis_url: str, address: str, matches: int, *, seed: int = 5, max_actions: int = 400
+    redis_url: str,
+    address: str,
+    matches: int,
+    *,
+    seed: int = 5,
+    max_actions: int = MAX_ACTIONS,
+    at_once: int = 8,
+    late_at: int = LATE_AT,
+    progress: Callable[[LeakResult], None] | None = None,
 ) -> LeakResult:
     """``matches`` random matches spread over :func:`cases` (each at least once when
-    ``matches`` allows), played on the worker at ``address``, whose store is ``redis_url``."""
+    ``matches`` allows), each played to its end (a match not over after ``max_actions`` is an
+    error), ``at_once`` at a time, on the worker at ``address``, whose store is ``redis_url``;
+    ``progress`` is told the result so far every 100 matches."""
     out = LeakResult()
-    rng = random.Random(seed)
     all_cases = cases()
     r = aioredis.Redis.from_url(redis_url)
+    gate = asyncio.Semaphore(at_once)
+
+    async def play(i: int, stub: Any) -> None:
+        name, players = all_cases[i % len(all_cases)]
+        async with gate:
+            try:
+                await _one(
+                    stub, r, name, players, random.Random(seed * 1_000_003 + i), out, max_actions, late_at
+                )
+            except Exception as exc:  # one match's failure is reported; the phase goes on
+                out.errors.append(f"{name}-{players}p: {type(exc).__name__}: {str(exc)[:200]}")
+            if progress is not None and (out.matches + len(out.errors)) % 100 == 0:
+                progress(out)
+
     try:
         async with grpc.aio.insecure_channel(address) as ch:
             stub = match_service_pb2_grpc.MatchServiceStub(ch)
-            for i in range(matches):
-                name, players = all_cases[i % len(all_cases)]
-                try:
-                    await _one(stub, r, name, players, rng, out, max_actions)
-                except (grpc.aio.AioRpcError, TimeoutError) as exc:
-                    out.errors.append(f"{name}-{players}p: {type(exc).__name__}: {str(exc)[:200]}")
+            await asyncio.gather(*(play(i, stub) for i in range(matches)))
     finally:
         await r.aclose()
     return out

@@ -9,6 +9,7 @@ import datetime
 import logging
 import os
 import platform
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from truco_server.core.logging import configure_logging
 from truco_tools.campaign import LONG, SHORT, Profile
 from truco_tools.campaign.chaos import LoadResult, memory_growth, run_load
 from truco_tools.campaign.fuzz import FuzzResult, run_fuzz, worker_env
-from truco_tools.campaign.leaks import LeakResult, run_leaks
+from truco_tools.campaign.leaks import LATE_AT, LeakResult, run_leaks
 
 PHASES = ("load", "fuzz", "leaks")
 
@@ -135,10 +136,13 @@ class Report:
         if "leaks" in self.phases:
             out += [
                 "",
-                f"Leak oracle: {lk.matches} random matches of {len(lk.presets)} presets (every table size "
-                f"in turn, at most {p.leak_max_actions} actions each), each seat and a spectator on its "
-                f"own stream: {lk.messages} messages checked against the server's state and stored "
-                f"events, **{len(lk.leaks)} leaks**, {len(lk.errors)} matches that failed to play.",
+                f"Leak oracle: {lk.matches} whole random matches of {len(lk.presets)} presets (every "
+                f"table size in turn; {lk.actions} actions, {lk.hands} hands, {lk.special_hands} of "
+                f"them hands of eleven or iron hands), each seat and a spectator on its own stream, "
+                f"and in each match one viewer streaming again from version 0 after {LATE_AT} "
+                f"actions ({lk.late_streams}, served from the rebuilt record): {lk.messages} "
+                f"messages checked against the server's state and stored events, "
+                f"**{len(lk.leaks)} leaks**, {len(lk.errors)} matches that failed to play to their end.",
             ]
         problems = [x for r in self.loads for x in r.lost + r.doubled + r.unfinished]
         problems += [x for r in self.loads for x in r.same_deal_again + r.events_missing]
@@ -147,6 +151,12 @@ class Report:
         if problems:
             out += ["", "First problems:", "", *[f"- `{x[:300]}`" for x in problems[:10]]]
         return "\n".join(out) + "\n"
+
+
+def _progress(lk: LeakResult) -> None:
+    """A line on stderr now and then (stdout is the report)."""
+    print(f"leaks: {lk.matches} matches, {lk.messages} messages, {len(lk.leaks)} leaks, "
+          f"{len(lk.errors)} errors", file=sys.stderr, flush=True)  # fmt: skip
 
 
 async def campaign(profile: Profile, phases: tuple[str, ...] = PHASES) -> Report:
@@ -164,8 +174,7 @@ async def campaign(profile: Profile, phases: tuple[str, ...] = PHASES) -> Report
         if "fuzz" in phases:
             fuzz = await run_fuzz(redis_url, worker, profile.fuzz_inputs)
         if "leaks" in phases:
-            leaks = await run_leaks(redis_url, worker.grpc_address, profile.leak_matches,
-                                    max_actions=profile.leak_max_actions)  # fmt: skip
+            leaks = await run_leaks(redis_url, worker.grpc_address, profile.leak_matches, progress=_progress)
     return Report(profile, loads, fuzz, leaks, time.monotonic() - t0, started, machine, phases)
 
 
@@ -194,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     form = parser.add_mutually_exclusive_group()
     store = {"action": "store_const", "dest": "profile"}
-    form.add_argument("--short", const=SHORT, help="about 1 minute (CI)", **store)  # type: ignore[arg-type]
-    form.add_argument("--long", const=LONG, help="about 16 minutes", **store)  # type: ignore[arg-type]
+    form.add_argument("--short", const=SHORT, help="about 4 minutes (CI)", **store)  # type: ignore[arg-type]
+    form.add_argument("--long", const=LONG, help="about 2 hours on 2 loaded cores", **store)  # type: ignore[arg-type]
     parser.add_argument(
         "--only", type=lambda text: tuple(text.split(",")), default=PHASES, help="phases: load,fuzz,leaks"
     )

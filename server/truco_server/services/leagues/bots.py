@@ -112,8 +112,8 @@ class BotAccounts:
         digest = hashlib.sha256((token or "").encode()).hexdigest()
         if bot is None or not hmac.compare_digest(bot.token_hash, digest):
             raise E.Unauthenticated("invalid bot credential")
-        if bot_id and bot_id != bot.bot_id:
-            raise E.PermissionDenied("this credential is another bot's")
+        if bot_id and bot_id != bot.bot_id:  # a credential names its bot: as any bad one
+            raise E.Unauthenticated("invalid bot credential")
         return bot
 
     async def assignment_stream(

@@ -1,4 +1,4 @@
-"""The in-memory adapter: all five ports in this process's memory, the embedded default of a
+"""The in-memory adapter: all the ports in this process's memory, the embedded default of a
 single worker. The same semantics as Redis (the same contract suites): atomic commits (no
 ``await`` between a check and its writes), request records, retention and trimming, queues
 with leases, outboxes, operator streams with cursors, documents with compare-and-set,
@@ -16,6 +16,7 @@ from truco_server.stores.memory.documents import MemoryDocuments
 from truco_server.stores.memory.matches import MemoryMatchLog
 from truco_server.stores.memory.operators import MemoryOperatorFeed
 from truco_server.stores.memory.queues import MemoryQueues
+from truco_server.stores.memory.quotas import MemoryQuotaCounters
 from truco_server.stores.memory.tickets import MemoryTickets
 
 __all__ = [
@@ -23,13 +24,14 @@ __all__ = [
     "MemoryMatchLog",
     "MemoryOperatorFeed",
     "MemoryQueues",
+    "MemoryQuotaCounters",
     "MemoryStore",
     "MemoryTickets",
 ]
 
 
 class MemoryStore:
-    """The five ports in memory (a :class:`~truco_server.ports.Store`). ``clock`` is what
+    """The ports in memory (a :class:`~truco_server.ports.Store`). ``clock`` is what
     retention and request records expire against (monotonic seconds; injectable)."""
 
     description = "memory"
@@ -41,6 +43,7 @@ class MemoryStore:
         self.matches = MemoryMatchLog(settings, self.queues, clock, self.documents)
         self.operators = MemoryOperatorFeed(settings, self.matches)
         self.tickets = MemoryTickets()
+        self.quotas = MemoryQuotaCounters(clock)
 
     async def ping(self, timeout: float) -> None:
         return None  # in the worker's own memory: always there

@@ -1,4 +1,4 @@
-"""The Redis adapter of the five ports, in small modules over redis-py's public API:
+"""The Redis adapter of the ports, in small modules over redis-py's public API:
 
 * :mod:`.connection` -- the clients from the URL, retries through faults, ``StoreUnavailable``;
 * :mod:`.scripts` -- the Lua; :mod:`.keys` -- the key layout; :mod:`.batch` -- script calls

@@ -9,6 +9,7 @@ Cluster: keys with the same tag are in the same slot, so one script may touch th
 * a document: ``truco:{lg:<kind>:<id>}:doc``; a bot's assignments: ``truco:{bot:<id>}:...``;
 * a matchmaking pool: ``truco:{mm:<pool key>}:...`` (:class:`PoolKeys`: its tickets, line,
   players and formations in one slot, so forming a table is one script).
+* a quota counter: ``truco:{quota:<key>}`` (a rate or a set of leases, :mod:`.quotas`).
 
 This is the layout the store it replaces wrote: data written by it is read as it is.
 """
@@ -212,3 +213,7 @@ class Keys:
             formations=f"{base}:formations",
             pending=f"{base}:pending",
         )
+
+    def quota(self, key: str) -> str:
+        """A quota counter (:mod:`.quotas`): a rate or a set of leases, in a slot of its own."""
+        return f"{self.prefix}:{{quota:{key}}}"

@@ -1,4 +1,4 @@
-"""The Redis adapter: the five ports on one Redis server, a Sentinel group or a Redis
+"""The Redis adapter: the ports on one Redis server, a Sentinel group or a Redis
 Cluster, chosen by the URL (:func:`open_redis`)."""
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from truco_server.stores.redis.matches import RedisMatchLog
 from truco_server.stores.redis.operators import RedisOperatorFeed
 from truco_server.stores.redis.persistence import read_persistence
 from truco_server.stores.redis.queues import RedisQueues
+from truco_server.stores.redis.quotas import RedisQuotaCounters
 from truco_server.stores.redis.tickets import RedisTickets
 
 __all__ = ["RedisStore", "open_redis"]
 
 
 class RedisStore:
-    """The five ports on one Redis backend (a :class:`~truco_server.ports.Store`), sharing
+    """The ports on one Redis backend (a :class:`~truco_server.ports.Store`), sharing
     its clients (:class:`~.connection.RedisConnection`) and one script batcher
     (:class:`~.batch.ScriptBatcher`)."""
 
@@ -38,6 +39,7 @@ class RedisStore:
         self.operators = RedisOperatorFeed(conn, self.keys, self._batcher)
         self.documents = RedisDocuments(conn, self.keys, self._batcher, guards)
         self.tickets = RedisTickets(conn, self.keys, self._batcher)
+        self.quotas = RedisQuotaCounters(self.keys, self._batcher)
 
     @property
     def description(self) -> str:

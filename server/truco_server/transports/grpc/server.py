@@ -71,6 +71,8 @@ class StreamRegistry:
     def __init__(self) -> None:
         self._shutdown = asyncio.Event()
         self._active = 0
+        self.closed = 0
+        """Streams that ended since the worker started."""
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -105,6 +107,7 @@ class StreamRegistry:
             yield
         finally:
             self._active -= 1
+            self.closed += 1
             if self._active == 0:
                 self._idle.set()
 

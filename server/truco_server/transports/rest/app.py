@@ -63,18 +63,14 @@ RESUME_FIELD = "from_version"
 #: Browser reconnect delay announced to SSE clients (``retry:``), milliseconds.
 SSE_RETRY_MS = 1000
 MAX_BODY_BYTES = limits.MAX_MESSAGE_BYTES
-#: Content types a request body may be declared as and still be read as JSON: JSON itself,
-#: none (aiohttp reports ``application/octet-stream``), and what tools send for JSON typed on
-#: a command line (``curl -d`` says form-urlencoded, many HTTP libraries text/plain). A body
-#: declared as anything else (multipart, XML...) is refused rather than misread.
-JSON_TYPES = (
-    "application/json",
-    "application/octet-stream",
-    "text/plain",
-    "application/x-www-form-urlencoded",
-)
+#: Content types a request body may be declared as: JSON (and ``...+json``), or none at all.
+#: A body declared as anything else (text, a form, multipart, XML...) is refused rather than
+#: misread -- a text or form body is also what another site's page may send without asking.
+JSON_TYPES = ("application/json",)
 
 NDJSON = "application/x-ndjson"
+_CLIENT_GONE = web.RequestKey("truco.client_gone", bool)
+"""Set on a request whose stream lost its client: logged and counted 499, as a cancel is."""
 EVENT_STREAM = "text/event-stream"
 
 HTTP_REQUESTS = Counter(
@@ -235,6 +231,8 @@ def _bind_log_context(route: Route, message: Message | None) -> None:
 
 def _json_content(request: web.Request) -> bool:
     """Whether the declared body type may be read as JSON (:data:`JSON_TYPES`, ``...+json``)."""
+    if "Content-Type" not in request.headers:
+        return True
     kind = request.content_type.lower()
     return kind in JSON_TYPES or kind.endswith("+json")
 
@@ -294,7 +292,7 @@ class RestFace:
         code = 500
         try:
             response = await handler(request)
-            code = response.status
+            code = 499 if request.get(_CLIENT_GONE) else response.status
             return response
         except asyncio.CancelledError:
             code = 499  # the client went away (nginx's "client closed request")
@@ -457,21 +455,24 @@ class RestFace:
             )
             await response.prepare(request)
             writer = _SseWriter(response) if sse else _NdjsonWriter(response)
-            await writer.start()
             try:
-                if first is not None:
-                    await writer.message(first)
-                async for item in messages:
-                    await writer.message(item)
-            except E.ServiceError as exc:
-                await writer.error(to_status(exc))
-            except (ConnectionResetError, asyncio.CancelledError):
-                raise
-            except Exception as exc:
-                await writer.error(_unexpected(exc, "REST stream"))
-            else:
-                await writer.end()
-            await response.write_eof()
+                await writer.start()
+                try:
+                    if first is not None:
+                        await writer.message(first)
+                    async for item in messages:
+                        await writer.message(item)
+                except E.ServiceError as exc:
+                    await writer.error(to_status(exc))
+                except (ConnectionError, asyncio.CancelledError):
+                    raise
+                except Exception as exc:
+                    await writer.error(_unexpected(exc, "REST stream"))
+                else:
+                    await writer.end()
+                await response.write_eof()
+            except ConnectionError:  # the client went away as a message was written
+                request[_CLIENT_GONE] = True
             return response
         finally:
             aclose = getattr(messages, "aclose", None)

@@ -231,6 +231,16 @@ def _set_path(target: dict[str, Any], path: str, value: Any) -> None:
     target[parts[-1]] = value
 
 
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused when a name occurs twice (which would silently keep the last)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the name {E.quote(key, 40)} occurs twice in one object")
+        out[key] = value
+    return out
+
+
 def _query_value(path: str, f: descriptor.FieldDescriptor, raw: str) -> Any:
     if f.type == FD.TYPE_BOOL:
         lowered = raw.lower()
@@ -239,7 +249,7 @@ def _query_value(path: str, f: descriptor.FieldDescriptor, raw: str) -> Any:
         if lowered in ("false", "0"):
             return False
         raise _bad(path, "expected true or false")
-    if f.type == FD.TYPE_ENUM and re.fullmatch(r"-?\d+", raw):
+    if f.type == FD.TYPE_ENUM and raw.isascii() and re.fullmatch(r"-?[0-9]+", raw):
         return int(raw)
     # a bytes field stays base64 text (URL-safe is common in query strings): the JSON mapping
     # reads either alphabet, and json_mapping.parse_dict refuses what is neither
@@ -266,7 +276,7 @@ def decode_request(
     if route.body:
         if body.strip():
             try:
-                parsed = json.loads(body, parse_constant=_no_constant)
+                parsed = json.loads(body, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
             except RecursionError:
                 raise _bad("body", "the body is nested too deeply") from None
             except (ValueError, UnicodeDecodeError) as exc:
@@ -300,14 +310,16 @@ def decode_request(
     for path, values in repeated.items():
         _set_path(data, path, values)
     for path in route.path_fields:
-        # Path variables win over the body (also over the field's JSON-name spelling).
+        # A path variable may be repeated in the body (either spelling) only with its value.
         fields = _field_path(route.input, path)
         target: Any = data
         for f in fields[:-1]:
             target = target.get(f.name) if isinstance(target.get(f.name), dict) else {}
-        if fields[-1].json_name != fields[-1].name:
-            target.pop(fields[-1].json_name, None)
-        _set_path(data, path, path_params[path.replace(".", "__")])
+        value = path_params[path.replace(".", "__")]
+        for name in {fields[-1].name, fields[-1].json_name}:
+            if name in target and target.pop(name) != value:
+                raise _bad(path, f"{name} in the body differs from the path's ({E.quote(value, 40)})")
+        _set_path(data, path, value)
     message = route.request_class()()
     try:
         json_mapping.parse_dict(data, message)
@@ -315,6 +327,8 @@ def decode_request(
         raise E.InvalidArgument(
             str(exc), field_violations=[E.FieldViolation(exc.path, "not base64 (standard or URL-safe)")]
         ) from None
+    except json_mapping.IntegerFieldError as exc:
+        raise _bad(exc.path, "an integer in ASCII digits (no fraction, no exponent)") from None
     except json_format.ParseError as exc:
         raise _bad("body", E.clip(str(exc), 200)) from None
     except (ValueError, TypeError, RecursionError) as exc:
