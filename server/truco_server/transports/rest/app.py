@@ -260,6 +260,8 @@ class RestFace:
         self._openapi_body = _dumps(self.openapi)
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
+        self.installers: list[Callable[[web.Application], None]] = []
+        """More routes on the same app (the WebSocket player connection)."""
 
     # ------------------------------------------------------------------------ the app
     def build_app(self) -> web.Application:
@@ -270,6 +272,8 @@ class RestFace:
         app.router.add_get("/openapi.json", self._openapi, name="openapi")
         app.router.add_get("/", self._root, name="root")
         app.router.add_get("/play", self._play, name="play")
+        for install in self.installers:
+            install(app)
         self.cors.install(app)
         return app
 
