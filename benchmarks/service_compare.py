@@ -1,7 +1,9 @@
 """Worker CPU per action of this checkout against another build, side by side in one run.
 
-For each transport and store -- unary gRPC on Redis, the player connection (``Connect``) on
-Redis, REST/JSON on the in-memory store -- a worker of each build (``truco serve`` in a
+For each transport and store -- by default unary gRPC on Redis, the player connection
+(``Connect``) on Redis, REST/JSON on the in-memory store; any of ``unary``, ``connect``,
+``ws`` (the player connection over WebSocket) and ``rest`` on ``redis`` or ``memory`` with
+``--phases`` -- a worker of each build (``truco serve`` in a
 process of its own, its source folders on ``PYTHONPATH``) is started on free loopback ports
 and driven by the same random bots from this process (``truco bench service``'s load
 generators: each seat acts as soon as its stream says it is its turn, a finished match is
@@ -35,7 +37,7 @@ from pathlib import Path
 import aiohttp
 
 from truco_contract.pb import match_service_pb2_grpc
-from truco_tools.bench_connection import ConnectionBots, pattern_connect_load, stubs_of
+from truco_tools.bench_connection import ConnectionBots, WebSocketBots, pattern_connect_load, stubs_of
 from truco_tools.bench_rest import RestBots
 from truco_tools.bench_service import (
     HOST,
@@ -52,8 +54,9 @@ from truco_tools.redis_proc import free_port, start_redis
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("unary-redis", "connect-redis", "rest-memory")
-FLOORS = {"unary-redis": "unary", "connect-redis": "connect", "rest-memory": "rest"}
-"""The no-work floor of each phase's transport (``--floors``)."""
+"""The default phases."""
+TRANSPORTS = ("unary", "connect", "ws", "rest")
+ALL_PHASES = tuple(f"{t}-{store}" for t in TRANSPORTS for store in ("redis", "memory"))
 SOURCES = ("contract", "server", "clients", "tools", "cli", ".")
 """The source folders of a checkout (``[tool.setuptools.packages.find] where``)."""
 
@@ -90,15 +93,27 @@ async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.
     fig = Figures()
     stop = asyncio.Event()
     n_channels = max(1, -(-args.matches // 25))
-    if phase == "rest-memory":
+    transport = phase.split("-")[0]
+    if transport in ("rest", "ws"):
         connector = aiohttp.TCPConnector(limit=0)
+        base = f"http://{HOST}:{http_port}"
         async with aiohttp.ClientSession(connector=connector) as session:
-            rest = RestBots(session, f"http://{HOST}:{http_port}", args.preset, 2, args.seed, 0, fig, stop)
-            _, cpu = await _window(rest.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid)
+            if transport == "rest":
+                rest = RestBots(session, base, args.preset, 2, args.seed, 0, fig, stop)
+                _, cpu = await _window(rest.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid)
+            else:
+                ws = WebSocketBots(session, base, n_channels, args.preset, 2, args.seed, 0, fig, stop)
+                await ws.start()
+                try:
+                    _, cpu = await _window(
+                        ws.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
+                    )
+                finally:
+                    await ws.close()
         return 1000 * cpu / max(fig.actions, 1)
     channels = [_channel(f"{HOST}:{port}", i) for i in range(n_channels)]
     try:
-        if phase == "unary-redis":
+        if transport == "unary":
             stubs = [match_service_pb2_grpc.MatchServiceStub(ch) for ch in channels]
             bots = Bots(
                 stubs,
@@ -134,7 +149,7 @@ async def _floor(phase: str, args: argparse.Namespace) -> float:
     """The CPU ms per action of a server that speaks the protocol and does no work, under the
     same load: ``truco_tools.floor_server`` for unary gRPC and REST (the same bots), the
     no-work server's player-connection pattern for ``Connect`` (the same messages per action)."""
-    if phase == "connect-redis":
+    if phase.startswith("connect-"):
         port = free_port(HOST)
         with _child(_echo_cmd(port), "echo listening") as echo:
             channels = [_channel(f"{HOST}:{port}", i) for i in range(max(1, -(-args.matches // 25)))]
@@ -198,7 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="paulista", help="two-player preset (default paulista)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--phases", type=lambda s: tuple(s.split(",")), default=PHASES, help=f"of {','.join(PHASES)}"
+        "--phases",
+        type=lambda s: tuple(s.split(",")),
+        default=PHASES,
+        help=f"comma-separated, of {','.join(ALL_PHASES)} (default {','.join(PHASES)})",
     )
     parser.add_argument(
         "--floors",
@@ -208,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (args.against / "server" / "truco_server").is_dir():
         parser.error(f"{args.against} is not a checkout of this repository")
-    if unknown := set(args.phases) - set(PHASES):
+    if unknown := set(args.phases) - set(ALL_PHASES):
         parser.error(f"unknown phases: {', '.join(sorted(unknown))}")
     load0 = os.getloadavg()[0]
     started = time.time()
