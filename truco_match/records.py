@@ -30,6 +30,7 @@ from truco_match.events import (
     SeatJoined,
     TimeAdded,
     TimeoutCause,
+    TurnTimedOut,
 )
 from truco_match.lifecycle import Life
 from truco_match.matches import MatchInfo
@@ -67,6 +68,9 @@ class RecordStep:
     abort: MatchAborted | None = None
     forfeit: MatchForfeited | None = None
     reissue_credential: CredentialReissued | None = None
+    timeout: TurnTimedOut | None = None
+    """A timeout that made no move: the seat's flor, which it had to sing, was lost and the
+    decision passed to another seat (:mod:`truco_match.timeout`)."""
 
 
 # ------------------------------------------------------------------ compact storage
@@ -94,6 +98,8 @@ def pack_step(step: RecordStep, created_at: float) -> bytes:
         body = ["f", step.forfeit.seat, step.forfeit.team, step.forfeit.expiries]
     elif step.reissue_credential is not None:
         body = ["k", step.reissue_credential.seat]
+    elif step.timeout is not None:
+        body = ["o", step.timeout.expiries]
     else:
         raise ValueError("a record step needs a step")
     ms = round((step.time - created_at) * 1000)
@@ -129,6 +135,9 @@ def unpack_step(raw: bytes, created_at: float) -> RecordStep:
         common["forfeit"] = MatchForfeited(seat=rest[0], team=rest[1], expiries=rest[2])
     elif kind == "k":
         common["reissue_credential"] = CredentialReissued(seat=rest[0])
+    elif kind == "o":
+        timed_cause = TimeoutCause.CLOCK if common["cause"] is StepCause.CLOCK else TimeoutCause.DISCONNECTED
+        common["timeout"] = TurnTimedOut(seat=seat, cause=timed_cause, action=None, expiries=rest[0])
     else:
         raise ValueError(f"unknown record step kind {kind!r}")
     return RecordStep(**common)
@@ -151,20 +160,15 @@ def apply_step(
     setup: table.Setup, state: te.MatchState, life: Life, step: RecordStep, now: int
 ) -> table.Step:
     """One recorded step through the table (``now``: ms since the creation)."""
-    if step.action is not None:
+    if step.action is not None and step.cause is StepCause.PLAYER:
         assert step.seat is not None
-        if step.cause is StepCause.PLAYER:
-            return table.act(setup, state, life, step.seat, step.action, now)
+        return table.act(setup, state, life, step.seat, step.action, now)
+    if step.action is not None or step.forfeit is not None or step.timeout is not None:
         cause = TimeoutCause.CLOCK if step.cause is StepCause.CLOCK else TimeoutCause.DISCONNECTED
         done = table.expire(setup, state, life, cause, now)
         if done is None:
-            raise te.RecordError(f"version {step.version}: the recorded timeout was not due")
-        return done
-    if step.forfeit is not None:
-        cause = TimeoutCause.CLOCK if step.cause is StepCause.CLOCK else TimeoutCause.DISCONNECTED
-        done = table.expire(setup, state, life, cause, now)
-        if done is None:
-            raise te.RecordError(f"version {step.version}: the recorded forfeit was not due")
+            what = "forfeit" if step.forfeit is not None else "timeout"
+            raise te.RecordError(f"version {step.version}: the recorded {what} was not due")
         return done
     if step.join is not None:
         return table.join(setup, state, life, step.join.seat, step.join.client_seed, now)
