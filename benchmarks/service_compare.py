@@ -33,6 +33,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import aiohttp
 
@@ -59,6 +60,20 @@ TRANSPORTS = ("unary", "connect", "ws", "rest")
 ALL_PHASES = tuple(f"{t}-{store}" for t in TRANSPORTS for store in ("redis", "memory"))
 SOURCES = ("contract", "server", "clients", "tools", "cli", ".")
 """The source folders of a checkout (``[tool.setuptools.packages.find] where``)."""
+
+
+class Window(NamedTuple):
+    """One measured window: the server's CPU seconds in it, the actions (moves) in it and its
+    length in seconds."""
+
+    cpu: float
+    actions: int
+    seconds: float
+
+    @property
+    def ms(self) -> float:
+        """Server CPU ms per action."""
+        return 1000 * self.cpu / max(self.actions, 1)
 
 
 def _pythonpath(root: Path) -> str:
@@ -88,8 +103,8 @@ def _worker(root: Path, redis_url: str | None) -> Iterator[tuple[int, int, int]]
             os.environ["PYTHONPATH"] = old
 
 
-async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.Namespace) -> float:
-    """Drive the worker with ``args.matches`` bots; its CPU ms per action in the window."""
+async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.Namespace) -> Window:
+    """Drive the worker with ``args.matches`` bots; its CPU and the actions in the window."""
     fig = Figures()
     stop = asyncio.Event()
     n_channels = max(1, -(-args.matches // 25))
@@ -100,17 +115,19 @@ async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.
         async with aiohttp.ClientSession(connector=connector) as session:
             if transport == "rest":
                 rest = RestBots(session, base, args.preset, 2, args.seed, 0, fig, stop)
-                _, cpu = await _window(rest.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid)
+                elapsed, cpu = await _window(
+                    rest.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
+                )
             else:
                 ws = WebSocketBots(session, base, n_channels, args.preset, 2, args.seed, 0, fig, stop)
                 await ws.start()
                 try:
-                    _, cpu = await _window(
+                    elapsed, cpu = await _window(
                         ws.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
                     )
                 finally:
                     await ws.close()
-        return 1000 * cpu / max(fig.actions, 1)
+        return Window(cpu, fig.actions, elapsed)
     channels = [_channel(f"{HOST}:{port}", i) for i in range(n_channels)]
     try:
         if transport == "unary":
@@ -121,21 +138,28 @@ async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.
                 fig,
                 stop,
             )
-            _, cpu = await _window(bots.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid)
+            elapsed, cpu = await _window(
+                bots.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
+            )
         else:
             conn = ConnectionBots(stubs_of(channels), args.preset, 2, args.seed, 0, fig, stop)
             await conn.start()
             try:
-                _, cpu = await _window(conn.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid)
+                elapsed, cpu = await _window(
+                    conn.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
+                )
             finally:
                 await conn.close()
     finally:
         for ch in channels:
             await ch.close()
-    return 1000 * cpu / max(fig.actions, 1)
+    return Window(cpu, fig.actions, elapsed)
 
 
-async def _measure(phase: str, root: Path, args: argparse.Namespace) -> float:
+async def measure(phase: str, root: Path, args: argparse.Namespace) -> Window:
+    """One window of ``phase`` (``<transport>-<store>``) against a fresh worker of the build at
+    ``root`` (and a fresh Redis for ``-redis``), driven from this process by ``args.matches``
+    bots playing ``args.preset`` (``args.warmup`` then ``args.seconds``)."""
     redis = start_redis(host=HOST) if phase.endswith("-redis") else None
     try:
         with _worker(root, redis.url if redis else None) as (pid, port, http_port):
@@ -184,7 +208,7 @@ async def compare(args: argparse.Namespace) -> dict[str, tuple[float, float, flo
         for phase in args.phases:
             runs = list(builds if pair % 2 == 0 else builds[::-1])
             for label, root in runs:
-                value = await _measure(phase, root, args)
+                value = (await measure(phase, root, args)).ms
                 got[phase][label].append(value)
                 print(f"# pair {pair + 1}/{args.pairs} {phase:14s} {label:5s} {value:.3f} ms", flush=True)
             if args.floors:

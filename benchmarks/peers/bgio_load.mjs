@@ -5,7 +5,7 @@
 //
 //   node bgio_load.mjs --url http://127.0.0.1:8000 --matches 200 --seconds 8 --pid <server pid>
 import { createRequire } from "node:module";
-import { measure, options } from "./loadlib.mjs";
+import { countMoves, measure, options } from "./loadlib.mjs";
 
 const require = createRequire(import.meta.url); // boardgame.io's entry points are CommonJS folders
 const { Client, LobbyClient } = require("boardgame.io/client");
@@ -40,7 +40,7 @@ function playMatch(matchID, credentials, figures) {
       client.subscribe((state) => {
         if (!state || done) return;
         if (playerID === "0" && state.G.moves > last) {
-          if (figures.measuring) figures.moves += state.G.moves - last;
+          countMoves(figures, state.G.moves - last);
           last = state.G.moves;
         }
         if (state.ctx.gameover) {

@@ -5,7 +5,7 @@
 //
 //   node colyseus_load.mjs --url ws://127.0.0.1:2567 --matches 200 --seconds 8 --pid <server pid>
 import { Client } from "colyseus.js";
-import { measure, options } from "./loadlib.mjs";
+import { countMoves, measure, options } from "./loadlib.mjs";
 
 const opts = options();
 const client = new Client(opts.url);
@@ -15,7 +15,7 @@ function playRoom(room, seat, figures, onOver) {
   let last = 0;
   const look = (state) => {
     if (seat === 0 && state.moves > last) {
-      if (figures.measuring) figures.moves += state.moves - last;
+      countMoves(figures, state.moves - last);
       last = state.moves;
     }
     if (state.winner >= 0 || figures.stop) return onOver();

@@ -26,21 +26,32 @@ export function cpuSeconds(pid, clk) {
   return (Number(fields[11]) + Number(fields[12])) / clk;
 }
 
+/** How long the first move may take to come (the server starting its matches on a busy machine). */
+const READY_S = 120;
+
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A slot saw ``n`` more moves: counted in ``figures.moves`` while ``figures.measuring``. */
+export function countMoves(figures, n) {
+  figures.seen += n;
+  if (figures.measuring) figures.moves += n;
+}
 
 /**
  * Run ``slots`` (each an async function of its index and the shared figures, looping until
- * ``figures.stop``), warm up, measure ``seconds``, print the figures as one JSON line, exit.
- * ``figures.moves`` counts moves only while ``figures.measuring``.
+ * ``figures.stop``), wait for the first move (at most ``READY_S``), warm up, measure
+ * ``seconds``, print the figures as one JSON line, exit. Slots report moves with ``countMoves``.
  */
 export async function measure(opts, slot) {
-  const figures = { moves: 0, finished: 0, errors: 0, measuring: false, stop: false };
+  const figures = { moves: 0, seen: 0, finished: 0, errors: 0, measuring: false, stop: false };
   for (let i = 0; i < opts.matches; i++) {
     slot(i, figures).catch((err) => {
       figures.errors += 1;
       if (figures.errors < 5) console.error(String(err && err.stack ? err.stack : err));
     });
   }
+  const ready = performance.now();
+  while (figures.seen === 0 && performance.now() - ready < READY_S * 1000) await sleep(20);
   await sleep(opts.warmup * 1000);
   const cpu0 = cpuSeconds(opts.pid, opts.clk);
   const own0 = process.cpuUsage();
