@@ -18,7 +18,8 @@ The contestants run one after the other, in the given order in odd rounds and re
 even ones (A B ... B A ...), for ``--rounds`` rounds; the load average is printed before each
 run and at the end. The table shows the medians: server CPU ms per move, moves per second
 per core of server CPU, moves per second, and the ratio of each row's CPU per move to each
-peer's (below 1: cheaper than that peer).
+peer's (below 1: cheaper than that peer); a run in which no move was made (the load generator
+starved on a busy machine) is shown and left out of the medians.
 
     (cd benchmarks/peers && npm ci)                     # once: the pinned peer packages
     python benchmarks/peers/run.py                      # 2 rounds, every contestant
@@ -102,8 +103,9 @@ async def run(args: argparse.Namespace) -> dict[str, list[Window]]:
             load = os.getloadavg()[0]
             w = await measure(name, args)
             got[name].append(w)
+            ms = f"{w.ms:7.3f}" if w.actions else "    n/a"
             print(
-                f"# round {r + 1}/{args.rounds} {name:14s} {w.ms:7.3f} ms/move {w.actions:7d} moves"
+                f"# round {r + 1}/{args.rounds} {name:14s} {ms} ms/move {w.actions:7d} moves"
                 f" in {w.seconds:.1f} s, server CPU {w.cpu:.2f} s (load before {load:.2f})",
                 flush=True,
             )
@@ -111,7 +113,11 @@ async def run(args: argparse.Namespace) -> dict[str, list[Window]]:
 
 
 def table(got: dict[str, list[Window]]) -> list[str]:
-    """The medians per contestant and the ratios of its CPU per move to each peer's."""
+    """The medians per contestant and the ratios of its CPU per move to each peer's; a run
+    without a move (its load generator starved) counts for nothing, a contestant without a
+    counted run is left out."""
+    got = {name: [w for w in ws if w.actions > 0] for name, ws in got.items()}  # a starved run has none
+    got = {name: ws for name, ws in got.items() if ws}
     ms = {name: statistics.median(w.ms for w in ws) for name, ws in got.items()}
     rate = {name: statistics.median(w.actions / max(w.seconds, 1e-9) for w in ws) for name, ws in got.items()}
     peers = [p for p in PEERS if p in got]
