@@ -44,12 +44,20 @@ export function countMoves(figures, n) {
  */
 export async function measure(opts, slot) {
   const figures = { moves: 0, seen: 0, finished: 0, errors: 0, measuring: false, stop: false };
-  for (let i = 0; i < opts.matches; i++) {
-    slot(i, figures).catch((err) => {
-      figures.errors += 1;
-      if (figures.errors < 5) console.error(String(err && err.stack ? err.stack : err));
-    });
-  }
+  // A slot whose match fails (a refused or timed-out request on a busy machine) is counted
+  // and starts a new match, so the load stays at ``matches`` concurrent matches.
+  const keep = async (i) => {
+    while (!figures.stop) {
+      try {
+        await slot(i, figures);
+      } catch (err) {
+        figures.errors += 1;
+        if (figures.errors < 5) console.error(String(err && err.stack ? err.stack : err));
+        await sleep(100);
+      }
+    }
+  };
+  for (let i = 0; i < opts.matches; i++) keep(i);
   const ready = performance.now();
   while (figures.seen === 0 && performance.now() - ready < READY_S * 1000) await sleep(20);
   await sleep(opts.warmup * 1000);
