@@ -49,7 +49,7 @@ def _peer_copy(root: Path) -> Path:
 
 def test_the_peer_benchmark_runs_alternating_rounds(tmp_path: Path) -> None:
     peers = _peer_copy(tmp_path / "peers")
-    args = ["--rounds", "2", "--warmup", "1", "--seconds", "1.5", "--matches", "4", "--ours", "ws-memory"]
+    args = ["--rounds", "2", "--warmup", "1", "--seconds", "2", "--matches", "4", "--ours", "ws-memory"]
     done = subprocess.run(
         [sys.executable, str(PEERS / "run.py"), *args, "--peers-dir", str(peers)],
         capture_output=True,
@@ -58,7 +58,7 @@ def test_the_peer_benchmark_runs_alternating_rounds(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     out = done.stdout
-    runs = re.findall(r"^# round (\d)/2 (\S+) +([\d.]+) ms/move +(\d+) moves", out, re.M)
+    runs = re.findall(r"^# round (\d)/2 (\S+) +([\d.]+|n/a) ms/move +(\d+) moves", out, re.M)
     assert [(r, name) for r, name, _, _ in runs] == [
         ("1", "boardgame.io"),
         ("1", "colyseus"),
@@ -67,8 +67,10 @@ def test_the_peer_benchmark_runs_alternating_rounds(tmp_path: Path) -> None:
         ("2", "colyseus"),
         ("2", "boardgame.io"),
     ], out
-    for _, name, ms, moves in runs:
-        assert int(moves) > 0 and float(ms) > 0, (name, out)
+    for _, name, ms, moves in runs:  # a run may starve on a busy machine: shown as n/a
+        assert (ms == "n/a") == (int(moves) == 0), (name, out)
+    for name in ("boardgame.io", "colyseus", "ws-memory"):  # ... but not every run of a contestant
+        assert any(int(moves) > 0 for _, n, _, moves in runs if n == name), (name, out)
     assert re.search(r"^load average before: [\d.]+ [\d.]+ [\d.]+ on \d+ cores$", out, re.M), out
     assert re.search(r"^load average after: ", out, re.M), out
     lines = out.splitlines()
