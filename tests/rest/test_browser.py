@@ -167,6 +167,22 @@ def test_create_a_match_and_play_it_against_the_in_page_bots(
         assert re.fullmatch(r"Team (\d) \(Seat \d & Seat \d\): \d+", label), label
 
 
+def test_play_over_the_websocket_at_390_px_and_resume_after_a_cut(served: Served, tmp_path: Path) -> None:
+    """/play at a phone's width plays a whole two-seat match over its WebSocket against the
+    in-page bot; its socket is closed under it mid-hand, and the page reconnects and resumes:
+    its log shows every event from the first it showed to the match's last, each once."""
+    summary = _drive(served, tmp_path, "create", "phone", PLAYERS="2", CUT="1")
+    assert summary["status"]["creator"].startswith("Match over"), summary
+    assert summary["transport"] == "websocket", summary
+    assert summary["cut"] is not None, summary  # the socket was cut mid-hand ...
+    assert summary["connects"] >= 2, summary  # ... and opened again
+    versions = summary["versions"]
+    assert versions == list(range(versions[0], versions[0] + len(versions))), versions  # none lost or doubled
+    assert versions[0] <= summary["cut"]["version"] < versions[-1], summary  # events before and after the cut
+    match = _rest(served, "GET", f"/v1/matches/{summary['matchId']}", ACME_KEY)["match"]
+    assert versions[-1] == int(match["version"]) == summary["lastVersion"], (versions[-1], match["version"])
+
+
 def _match_with_a_manilha_for_seat_0(served: Served) -> dict[str, Any]:
     """A two-seat paulista match, with names, whose first hand gives seat 0 a manilha (a few
     seeds are tried: about half the deals do)."""

@@ -44,7 +44,7 @@ from truco_server.services.steps import MatchSteps
 from truco_server.services.streams import MatchStreams
 from truco_server.services.webhooks import Deliverer, Destinations, parse_schedule
 from truco_server.stores import open_store
-from truco_server.transports import rest
+from truco_server.transports import rest, websocket
 from truco_server.transports.grpc.server import Served, WorkerContext
 
 _log = structlog.get_logger("truco_server.wiring")
@@ -182,8 +182,8 @@ def _reload_on_sighup(ctx: WorkerContext, keys: KeyRing) -> None:
 
 
 def service_factory(ctx: WorkerContext) -> Served:
-    """The worker's services over gRPC; the same API objects also serve REST/JSON on
-    ``settings.http_port``."""
+    """The worker's services over gRPC; the same API objects also serve REST/JSON and the
+    player connection over WebSocket on ``settings.http_port``."""
     s = ctx.settings
     svc = build_services(s, ctx.streams.shutdown_event)
     ctx.add_cleanup(svc.store.close)
@@ -206,7 +206,7 @@ def service_factory(ctx: WorkerContext) -> Served:
     if auth.keys.path is not None:
         ctx.add_startup(lambda: _reload_on_sighup(ctx, auth.keys))
     served = apis(svc, auth, ctx.streams, Quotas(s))
-    rest.attach(ctx, served)
+    websocket.attach(rest.attach(ctx, served), served, s)
     return served
 
 

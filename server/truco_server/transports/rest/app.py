@@ -266,6 +266,8 @@ class RestFace:
         self._health = health
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
+        self.installers: list[Callable[[web.Application], None]] = []
+        """More routes on the same app (the WebSocket player connection)."""
 
     # ------------------------------------------------------------------------ the app
     def build_app(self) -> web.Application:
@@ -278,6 +280,8 @@ class RestFace:
         app.router.add_get("/play", self._play, name="play")
         if self._health is not None:
             app.router.add_get("/healthz", self._healthz, name="healthz")
+        for install in self.installers:
+            install(app)
         self.cors.install(app)
         return app
 
