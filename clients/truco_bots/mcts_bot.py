@@ -26,10 +26,10 @@ from collections.abc import Sequence
 import truco_engine as te
 from truco_bots.heuristics import hand_power, percentiles
 from truco_bots.rules_bot import RulesBot
-from truco_client.actions import Action
-from truco_client.bot import Bot
-from truco_client.observation import Event, Observation
 from truco_engine.ranking import envido_points_for, has_flor_for
+from truco_kit.actions import Action
+from truco_kit.bot import Bot
+from truco_kit.observation import Event, Observation
 
 _ENGINE_KINDS = frozenset(k.value for k in te.EventKind)
 _ACCEPT = Action("accept")

@@ -12,10 +12,10 @@ from typing import Any
 from google.protobuf import duration_pb2, struct_pb2
 
 import truco_engine as te
-from truco_client.actions import Action
-from truco_client.observation import Event, HandTracker, Observation
 from truco_contract import codec
 from truco_contract.pb import match_pb2, match_service_pb2
+from truco_kit.actions import Action
+from truco_kit.observation import Event, HandTracker, Observation
 from truco_match.lifecycle import Lifecycle, TimeControl
 from truco_match.matches import MatchInfo
 

@@ -48,10 +48,10 @@ from truco_client._core import (
     state_filter,
     submit_request,
 )
-from truco_client.actions import Action
 from truco_client.errors import RETRYABLE, ServerUnreachable, Unavailable, from_rpc_error
 from truco_contract import codec
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
+from truco_kit.actions import Action
 from truco_match.lifecycle import TimeControl
 from truco_match.matches import MatchInfo
 from truco_match.records import MatchRecord
