@@ -28,6 +28,7 @@ from truco_match.events import (
     MatchForfeited,
     MatchRevealed,
     SeatJoined,
+    SeatTakenOver,
     TimeAdded,
     TimeoutCause,
 )
@@ -46,6 +47,8 @@ class StepCause(StrEnum):
     DISCONNECTED = "disconnected"
     SERVER = "server"
     """The join window or the idle timeout passed."""
+    BOT = "bot"
+    """The server's bot playing the seat (a bot seat, or a seat it took over)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,6 +70,7 @@ class RecordStep:
     abort: MatchAborted | None = None
     forfeit: MatchForfeited | None = None
     reissue_credential: CredentialReissued | None = None
+    take_over: SeatTakenOver | None = None
 
 
 # ------------------------------------------------------------------ compact storage
@@ -94,6 +98,8 @@ def pack_step(step: RecordStep, created_at: float) -> bytes:
         body = ["f", step.forfeit.seat, step.forfeit.team, step.forfeit.expiries]
     elif step.reissue_credential is not None:
         body = ["k", step.reissue_credential.seat]
+    elif step.take_over is not None:
+        body = ["o", step.take_over.seat, step.take_over.bot_level]
     else:
         raise ValueError("a record step needs a step")
     ms = round((step.time - created_at) * 1000)
@@ -129,6 +135,8 @@ def unpack_step(raw: bytes, created_at: float) -> RecordStep:
         common["forfeit"] = MatchForfeited(seat=rest[0], team=rest[1], expiries=rest[2])
     elif kind == "k":
         common["reissue_credential"] = CredentialReissued(seat=rest[0])
+    elif kind == "o":
+        common["take_over"] = SeatTakenOver(seat=rest[0], bot_level=rest[1])
     else:
         raise ValueError(f"unknown record step kind {kind!r}")
     return RecordStep(**common)
@@ -153,8 +161,9 @@ def apply_step(
     """One recorded step through the table (``now``: ms since the creation)."""
     if step.action is not None:
         assert step.seat is not None
-        if step.cause is StepCause.PLAYER:
-            return table.act(setup, state, life, step.seat, step.action, now)
+        if step.cause in (StepCause.PLAYER, StepCause.BOT):
+            by_server = step.cause is StepCause.BOT
+            return table.act(setup, state, life, step.seat, step.action, now, by_server=by_server)
         cause = TimeoutCause.CLOCK if step.cause is StepCause.CLOCK else TimeoutCause.DISCONNECTED
         done = table.expire(setup, state, life, cause, now)
         if done is None:
@@ -178,6 +187,10 @@ def apply_step(
         return table.abort(setup, state, life, step.abort.reason)
     if step.reissue_credential is not None:
         return table.reissue(setup, state, life, step.reissue_credential.seat, now)
+    if step.take_over is not None:
+        if not setup.lifecycle.takeover or step.take_over.seat != life.awaited:
+            raise te.RecordError(f"version {step.version}: the recorded takeover was not due")
+        return table.take_over(setup, state, life, step.take_over.seat)
     raise te.RecordError(f"version {step.version}: an empty step")
 
 
@@ -256,6 +269,7 @@ def setup_of(record: MatchRecord) -> table.Setup:
         deck_orders=decks,
         source=fairness.deal_source if fairness is not None else DealSource.SERVER_SEED,
         lifecycle=m.lifecycle,
+        bots=table.bots_of(m.seats),
     )
 
 

@@ -124,6 +124,9 @@ class Observation:
     """Seats that have not joined yet (a match with a join window deals once all have)."""
     joined: bool = True
     """This seat has joined (always true for a spectator and without a join window)."""
+    taken_over: tuple[int, ...] = ()
+    """Seats the server's bot has taken over (their players were away) and plays until their
+    players act again (an action, or ``join_match``)."""
     raw: Any = field(default=None, compare=False, repr=False)
     """The :class:`SeatView` this was built from."""
 
@@ -197,6 +200,7 @@ class Observation:
             clock=view.clock,
             not_joined=view.not_joined,
             joined=view.joined,
+            taken_over=view.taken_over,
             raw=view,
         )
 

@@ -27,7 +27,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14truco/v1/match.proto\x12\x08truco.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8a\x02\n\x0bTimeControl\x12/\n\x0cper_decision\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\'\n\x04\x62\x61nk\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12,\n\tincrement\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\x0e\x66irst_decision\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12)\n\ton_expiry\x18\x05 \x01(\x0e\x32\x16.truco.v1.ExpiryAction\x12\x15\n\rforfeit_after\x18\x06 \x01(\x05\"E\n\x07RuleSet\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12*\n\toverrides\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"B\n\x08SeatSpec\x12\x14\n\x0c\x64isplay_name\x18\x01 \x01(\t\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.truco.v1.SeatKind\"Z\n\x04Seat\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04team\x18\x02 \x01(\x05\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12 \n\x04kind\x18\x04 \x01(\x0e\x32\x12.truco.v1.SeatKind\"\x1a\n\tDeckOrder\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xdd\x03\n\rMatchSettings\x12/\n\x0cturn_timeout\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x06labels\x18\x02 \x03(\x0b\x32#.truco.v1.MatchSettings.LabelsEntry\x12+\n\x0ctime_control\x18\x03 \x01(\x0b\x32\x15.truco.v1.TimeControl\x12.\n\x0bjoin_window\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12/\n\x0cidle_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x10\x64isconnect_grace\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1f\n\x17spectator_delay_actions\x18\x07 \x01(\x05\x12 \n\x18show_hands_to_spectators\x18\x08 \x01(\x08\x12\x31\n\x0e\x63redential_ttl\x18\t \x01(\x0b\x32\x19.google.protobuf.Duration\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"E\n\x0bMatchResult\x12\x13\n\x0bwinner_team\x18\x01 \x01(\x05\x12\x0e\n\x06scores\x18\x02 \x03(\x05\x12\x11\n\tgames_won\x18\x03 \x03(\x05\"\x9c\x03\n\x05Match\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12#\n\x05state\x18\x02 \x01(\x0e\x32\x14.truco.v1.MatchState\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12 \n\x05rules\x18\x04 \x01(\x0b\x32\x11.truco.v1.RuleSet\x12\x30\n\x0f\x65\x66\x66\x65\x63tive_rules\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1d\n\x05seats\x18\x06 \x03(\x0b\x32\x0e.truco.v1.Seat\x12)\n\x08settings\x18\x07 \x01(\x0b\x32\x17.truco.v1.MatchSettings\x12/\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x06result\x18\n \x01(\x0b\x32\x15.truco.v1.MatchResult\x12$\n\x08\x66\x61irness\x18\x0b \x01(\x0b\x32\x12.truco.v1.Fairness\"\x8c\x01\n\x08\x46\x61irness\x12)\n\x0b\x64\x65\x61l_source\x18\x01 \x01(\x0e\x32\x14.truco.v1.DealSource\x12\x11\n\tseed_hash\x18\x02 \x01(\t\x12\x16\n\x0eoperator_decks\x18\x03 \x01(\x05\x12*\n\x0c\x63lient_seeds\x18\x04 \x03(\x0b\x32\x14.truco.v1.ClientSeed\"6\n\nClientSeed\x12\x11\n\x04seat\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x0c\n\x04seed\x18\x02 \x01(\x0c\x42\x07\n\x05_seat\"-\n\x0eSeatCredential\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05token\x18\x02 \x01(\t*\x8f\x01\n\nMatchState\x12\x1b\n\x17MATCH_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12MATCH_STATE_ACTIVE\x10\x01\x12\x18\n\x14MATCH_STATE_FINISHED\x10\x02\x12\x19\n\x15MATCH_STATE_CANCELLED\x10\x03\x12\x17\n\x13MATCH_STATE_ABORTED\x10\x04*\x85\x01\n\nDealSource\x12\x1b\n\x17\x44\x45\x41L_SOURCE_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x44\x45\x41L_SOURCE_SERVER_SEED\x10\x01\x12\x1d\n\x19\x44\x45\x41L_SOURCE_OPERATOR_SEED\x10\x02\x12\x1e\n\x1a\x44\x45\x41L_SOURCE_OPERATOR_DECKS\x10\x03*M\n\x0c\x45xpiryAction\x12\x1d\n\x19\x45XPIRY_ACTION_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x45XPIRY_ACTION_DEFAULT_MOVE\x10\x01*M\n\x08SeatKind\x12\x19\n\x15SEAT_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fSEAT_KIND_HUMAN\x10\x01\x12\x11\n\rSEAT_KIND_BOT\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14truco/v1/match.proto\x12\x08truco.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8a\x02\n\x0bTimeControl\x12/\n\x0cper_decision\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\'\n\x04\x62\x61nk\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12,\n\tincrement\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\x0e\x66irst_decision\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12)\n\ton_expiry\x18\x05 \x01(\x0e\x32\x16.truco.v1.ExpiryAction\x12\x15\n\rforfeit_after\x18\x06 \x01(\x05\"E\n\x07RuleSet\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12*\n\toverrides\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"U\n\x08SeatSpec\x12\x14\n\x0c\x64isplay_name\x18\x01 \x01(\t\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.truco.v1.SeatKind\x12\x11\n\tbot_level\x18\x03 \x01(\x05\"m\n\x04Seat\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04team\x18\x02 \x01(\x05\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12 \n\x04kind\x18\x04 \x01(\x0e\x32\x12.truco.v1.SeatKind\x12\x11\n\tbot_level\x18\x05 \x01(\x05\"\x1a\n\tDeckOrder\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xda\x04\n\rMatchSettings\x12/\n\x0cturn_timeout\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x06labels\x18\x02 \x03(\x0b\x32#.truco.v1.MatchSettings.LabelsEntry\x12+\n\x0ctime_control\x18\x03 \x01(\x0b\x32\x15.truco.v1.TimeControl\x12.\n\x0bjoin_window\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12/\n\x0cidle_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x10\x64isconnect_grace\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1f\n\x17spectator_delay_actions\x18\x07 \x01(\x05\x12 \n\x18show_hands_to_spectators\x18\x08 \x01(\x08\x12\x31\n\x0e\x63redential_ttl\x18\t \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x30\n\x0b\x61\x62\x61ndonment\x18\n \x01(\x0e\x32\x1b.truco.v1.AbandonmentPolicy\x12\x16\n\x0etakeover_level\x18\x0b \x01(\x05\x12\x31\n\x0e\x62ot_think_time\x18\x0c \x01(\x0b\x32\x19.google.protobuf.Duration\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"E\n\x0bMatchResult\x12\x13\n\x0bwinner_team\x18\x01 \x01(\x05\x12\x0e\n\x06scores\x18\x02 \x03(\x05\x12\x11\n\tgames_won\x18\x03 \x03(\x05\"\x9c\x03\n\x05Match\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12#\n\x05state\x18\x02 \x01(\x0e\x32\x14.truco.v1.MatchState\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12 \n\x05rules\x18\x04 \x01(\x0b\x32\x11.truco.v1.RuleSet\x12\x30\n\x0f\x65\x66\x66\x65\x63tive_rules\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1d\n\x05seats\x18\x06 \x03(\x0b\x32\x0e.truco.v1.Seat\x12)\n\x08settings\x18\x07 \x01(\x0b\x32\x17.truco.v1.MatchSettings\x12/\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x06result\x18\n \x01(\x0b\x32\x15.truco.v1.MatchResult\x12$\n\x08\x66\x61irness\x18\x0b \x01(\x0b\x32\x12.truco.v1.Fairness\"\x8c\x01\n\x08\x46\x61irness\x12)\n\x0b\x64\x65\x61l_source\x18\x01 \x01(\x0e\x32\x14.truco.v1.DealSource\x12\x11\n\tseed_hash\x18\x02 \x01(\t\x12\x16\n\x0eoperator_decks\x18\x03 \x01(\x05\x12*\n\x0c\x63lient_seeds\x18\x04 \x03(\x0b\x32\x14.truco.v1.ClientSeed\"6\n\nClientSeed\x12\x11\n\x04seat\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x0c\n\x04seed\x18\x02 \x01(\x0c\x42\x07\n\x05_seat\"-\n\x0eSeatCredential\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05token\x18\x02 \x01(\t*\x8f\x01\n\nMatchState\x12\x1b\n\x17MATCH_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12MATCH_STATE_ACTIVE\x10\x01\x12\x18\n\x14MATCH_STATE_FINISHED\x10\x02\x12\x19\n\x15MATCH_STATE_CANCELLED\x10\x03\x12\x17\n\x13MATCH_STATE_ABORTED\x10\x04*\x85\x01\n\nDealSource\x12\x1b\n\x17\x44\x45\x41L_SOURCE_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x44\x45\x41L_SOURCE_SERVER_SEED\x10\x01\x12\x1d\n\x19\x44\x45\x41L_SOURCE_OPERATOR_SEED\x10\x02\x12\x1e\n\x1a\x44\x45\x41L_SOURCE_OPERATOR_DECKS\x10\x03*M\n\x0c\x45xpiryAction\x12\x1d\n\x19\x45XPIRY_ACTION_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x45XPIRY_ACTION_DEFAULT_MOVE\x10\x01*M\n\x08SeatKind\x12\x19\n\x15SEAT_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fSEAT_KIND_HUMAN\x10\x01\x12\x11\n\rSEAT_KIND_BOT\x10\x02*\x81\x01\n\x11\x41\x62\x61ndonmentPolicy\x12\"\n\x1e\x41\x42\x41NDONMENT_POLICY_UNSPECIFIED\x10\x00\x12#\n\x1f\x41\x42\x41NDONMENT_POLICY_DEFAULT_MOVE\x10\x01\x12#\n\x1f\x41\x42\x41NDONMENT_POLICY_BOT_TAKEOVER\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,36 +36,38 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_MATCHSETTINGS_LABELSENTRY']._loaded_options = None
   _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_options = b'8\001'
-  _globals['_MATCHSTATE']._serialized_start=1870
-  _globals['_MATCHSTATE']._serialized_end=2013
-  _globals['_DEALSOURCE']._serialized_start=2016
-  _globals['_DEALSOURCE']._serialized_end=2149
-  _globals['_EXPIRYACTION']._serialized_start=2151
-  _globals['_EXPIRYACTION']._serialized_end=2228
-  _globals['_SEATKIND']._serialized_start=2230
-  _globals['_SEATKIND']._serialized_end=2307
+  _globals['_MATCHSTATE']._serialized_start=2033
+  _globals['_MATCHSTATE']._serialized_end=2176
+  _globals['_DEALSOURCE']._serialized_start=2179
+  _globals['_DEALSOURCE']._serialized_end=2312
+  _globals['_EXPIRYACTION']._serialized_start=2314
+  _globals['_EXPIRYACTION']._serialized_end=2391
+  _globals['_SEATKIND']._serialized_start=2393
+  _globals['_SEATKIND']._serialized_end=2470
+  _globals['_ABANDONMENTPOLICY']._serialized_start=2473
+  _globals['_ABANDONMENTPOLICY']._serialized_end=2602
   _globals['_TIMECONTROL']._serialized_start=130
   _globals['_TIMECONTROL']._serialized_end=396
   _globals['_RULESET']._serialized_start=398
   _globals['_RULESET']._serialized_end=467
   _globals['_SEATSPEC']._serialized_start=469
-  _globals['_SEATSPEC']._serialized_end=535
-  _globals['_SEAT']._serialized_start=537
-  _globals['_SEAT']._serialized_end=627
-  _globals['_DECKORDER']._serialized_start=629
-  _globals['_DECKORDER']._serialized_end=655
-  _globals['_MATCHSETTINGS']._serialized_start=658
-  _globals['_MATCHSETTINGS']._serialized_end=1135
-  _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_start=1090
-  _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_end=1135
-  _globals['_MATCHRESULT']._serialized_start=1137
-  _globals['_MATCHRESULT']._serialized_end=1206
-  _globals['_MATCH']._serialized_start=1209
-  _globals['_MATCH']._serialized_end=1621
-  _globals['_FAIRNESS']._serialized_start=1624
-  _globals['_FAIRNESS']._serialized_end=1764
-  _globals['_CLIENTSEED']._serialized_start=1766
-  _globals['_CLIENTSEED']._serialized_end=1820
-  _globals['_SEATCREDENTIAL']._serialized_start=1822
-  _globals['_SEATCREDENTIAL']._serialized_end=1867
+  _globals['_SEATSPEC']._serialized_end=554
+  _globals['_SEAT']._serialized_start=556
+  _globals['_SEAT']._serialized_end=665
+  _globals['_DECKORDER']._serialized_start=667
+  _globals['_DECKORDER']._serialized_end=693
+  _globals['_MATCHSETTINGS']._serialized_start=696
+  _globals['_MATCHSETTINGS']._serialized_end=1298
+  _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_start=1253
+  _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_end=1298
+  _globals['_MATCHRESULT']._serialized_start=1300
+  _globals['_MATCHRESULT']._serialized_end=1369
+  _globals['_MATCH']._serialized_start=1372
+  _globals['_MATCH']._serialized_end=1784
+  _globals['_FAIRNESS']._serialized_start=1787
+  _globals['_FAIRNESS']._serialized_end=1927
+  _globals['_CLIENTSEED']._serialized_start=1929
+  _globals['_CLIENTSEED']._serialized_end=1983
+  _globals['_SEATCREDENTIAL']._serialized_start=1985
+  _globals['_SEATCREDENTIAL']._serialized_end=2030
 # @@protoc_insertion_point(module_scope)
