@@ -23,6 +23,7 @@ from truco_server.api.matches import MatchApi, StreamTracker
 from truco_server.api.operators import OperatorApi
 from truco_server.core.config import Settings
 from truco_server.ports import Store, StoreSettings
+from truco_server.services.bots import BotSeats
 from truco_server.services.leagues import LeagueService
 from truco_server.services.matches import MatchService, ServiceSettings
 from truco_server.services.operators import Operators
@@ -57,6 +58,7 @@ class Services:
     operators: Operators
     deliverer: Deliverer
     leagues: LeagueService
+    bots: BotSeats
 
     def readers(self, tick: float) -> list[QueueReader]:
         """The readers of the clock, relay, webhook and league queues."""
@@ -114,10 +116,12 @@ def build_services(
             heartbeat_seconds=s.heartbeat_interval_seconds,
             queue_size=s.subscriber_queue_size,
             idle_timeout_ms=s.idle_timeout_seconds * 1000,
+            bot_think_ms=s.bot_think_ms,
         ),
         clock=clock,
     )
-    steps = MatchSteps(matches)
+    bots = BotSeats(matches, processes=s.bot_processes, cpu_ms=s.bot_cpu_ms)
+    steps = MatchSteps(matches, bots)
     streams = MatchStreams(matches, stopping)
     reads = MatchReads(matches, streams)
     leagues = LeagueService(
@@ -130,7 +134,7 @@ def build_services(
         stopping=stopping,
     )
     operators.listeners.append(leagues.job.on_events)
-    return Services(store, matches, steps, reads, streams, relay, operators, deliverer, leagues)
+    return Services(store, matches, steps, reads, streams, relay, operators, deliverer, leagues, bots)
 
 
 def _reload_on_sighup(ctx: WorkerContext, keys: KeyRing) -> None:
@@ -154,6 +158,8 @@ def service_factory(ctx: WorkerContext) -> Served:
     svc = build_services(s, ctx.streams.shutdown_event)
     ctx.add_cleanup(svc.store.close)
     ctx.add_readiness(svc.store.ping)
+    ctx.add_startup(svc.bots.start)
+    ctx.add_cleanup(svc.bots.close)  # after the readers stopped (cleanups run in reverse)
     for reader in svc.readers(s.scheduler_tick_seconds):
         ctx.add_startup(reader.start)
         ctx.add_cleanup(reader.stop)
