@@ -22,7 +22,7 @@ from truco_engine import variants as V
 from truco_engine.enums import Phase
 from truco_engine.errors import InvalidDeckError, MatchOverError
 from truco_engine.events import Event, Special, private
-from truco_engine.moves import apply, awaited, is_legal, legal_actions, verify_action
+from truco_engine.moves import apply, awaited, forgo_flor, is_legal, legal_actions, verify_action
 from truco_engine.ranking import USES_TURN_UP, deck_set, strength_table
 from truco_engine.rules import RuleSet
 from truco_engine.scoring import (
@@ -47,6 +47,7 @@ __all__ = [
     "envido_declined_value",
     "envido_value",
     "falta_value",
+    "forgo_flor",
     "is_legal",
     "is_over",
     "legal_actions",

@@ -30,6 +30,8 @@ When and who:
   it may still sing may sing it out of turn while an envido is pending.
 * ``partner_flor="voided"``: an envido speaks for the pair and voids the flor of the caller's
   partners for the hand (``HandState.flor_void``).
+* A holder who says nothing where he must sing loses his flor the same way
+  (:func:`truco_engine.moves.forgo_flor`, what a service does when his time runs out).
 * If no opponent holds flor, the singing side scores at once. Otherwise the first opponent
   holding flor (in play order after the singer) answers: ``accept`` (con flor quiero),
   ``decline`` (con flor me achico), ``contraflor`` or ``contraflor_al_resto``; a contraflor is
@@ -53,6 +55,7 @@ from truco_engine.rules import RuleSet
 from truco_engine.state import Call, HandState, MatchState
 
 FLOR_CALLS: Final = ("flor", "contraflor", "contraflor_al_resto")
+FLOR = Action("flor")
 CONTRAFLOR = Action("contraflor")
 CONTRAFLOR_AL_RESTO = Action("contraflor_al_resto")
 

@@ -764,6 +764,38 @@ def to_act_of(state: MatchState) -> tuple[int, ...]:
     return (awaited(h),)
 
 
+def forgo_flor(state: MatchState, seat: int) -> MatchState:
+    """``seat`` says nothing where it must sing its flor (``flor_mandatory``): the flor is lost
+    for the hand -- never sung, counted or compared, and nobody scores it (sources:
+    docs/rules/river-plate.md, §6). The seat then decides what it would without a flor
+    (a call of the other side stays its to answer), except its own partner's envido, which it
+    answered only because of the flor ("la flor está primero"): that goes on to the seat that
+    answers it without the flor. The decision counter moves on. Not a player's action (a
+    holder who must sing has ``flor`` as its only legal action): it is what a service does
+    when that seat's time runs out (docs/lifecycle.md). Raises :class:`IllegalActionError`
+    when ``seat`` is not awaited to sing a flor it must sing."""
+    c = _ctx(state, seat)
+    if c is None or not c.sing or not MOVES["flor"].can(c, F.FLOR):
+        raise IllegalActionError(
+            f"seat {seat} is not awaited to sing a flor it must sing", legal_tuple(state, seat)
+        )
+    s = state.copy()
+    h = s.hand
+    assert h is not None
+    s.actions += 1
+    h.flor_void = tuple(sorted({*h.flor_void, seat}))
+    bet = h.bet
+    if (
+        bet is not None
+        and bet.family is CallFamily.ENVIDO
+        and bet.responder == seat
+        and h.side_of[bet.caller] == h.side_of[seat]
+    ):
+        responder = F.flor_responder(s, h, bet.caller, T.next_opponent(h, bet.caller), partners=True)
+        h.bet = Call(CallFamily.ENVIDO, bet.caller, responder, list(bet.chain))
+    return s
+
+
 def apply(state: MatchState, seat: int, action: Action) -> tuple[MatchState, list[Event]]:
     """Apply ``seat``'s ``action``; return the new state and the events it caused.
 

@@ -4,6 +4,8 @@ is given).
 
 * :mod:`truco_match.table` — every step of a match (start, join, act, clock expiry, add time,
   re-issue, adjudicate, abort, cancel) and the deals and the reveal they make due;
+* :mod:`truco_match.timeout` — the move made for a seat out of time or away: the one that
+  gives its side the least;
 * :mod:`truco_match.lifecycle` — a match's lifecycle settings (clock, join window, idle
   timeout, disconnect grace, spectators) and its lifecycle state (:class:`~.lifecycle.Life`);
 * :mod:`truco_match.events` — the payloads the service adds to a match's log beside the

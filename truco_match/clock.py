@@ -128,6 +128,8 @@ def _timed_out(step: table.Step, cause: records.StepCause) -> records.RecordStep
     timed = step.entries[0]
     assert isinstance(timed, TurnTimedOut)
     if timed.action is None:
-        forfeit = next(e for e in step.entries if isinstance(e, MatchForfeited))
+        forfeit = next((e for e in step.entries if isinstance(e, MatchForfeited)), None)
+        if forfeit is None:  # no move: the seat's flor was lost and the decision passed on
+            return records.RecordStep(version=0, time=0.0, seat=timed.seat, cause=cause, timeout=timed)
         return records.RecordStep(version=0, time=0.0, seat=timed.seat, cause=cause, forfeit=forfeit)
     return records.RecordStep(version=0, time=0.0, seat=timed.seat, cause=cause, action=timed.action)

@@ -148,7 +148,9 @@ class SeatJoined:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnTimedOut:
     """The awaited seat's time ran out (or it was away); the events of ``action``, its
-    default move, follow; ``action`` is ``None`` when the expiry forfeits the match."""
+    default move (:mod:`truco_match.timeout`), follow. ``action`` is ``None`` when the expiry
+    forfeits the match (``match_forfeited`` follows), or when the seat had to sing a flor that
+    is now lost and the decision passed to another seat."""
 
     kind: ClassVar[str] = "turn_timed_out"
     seat: int

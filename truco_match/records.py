@@ -31,6 +31,7 @@ from truco_match.events import (
     SeatTakenOver,
     TimeAdded,
     TimeoutCause,
+    TurnTimedOut,
 )
 from truco_match.lifecycle import Life
 from truco_match.matches import MatchInfo
@@ -70,6 +71,9 @@ class RecordStep:
     abort: MatchAborted | None = None
     forfeit: MatchForfeited | None = None
     reissue_credential: CredentialReissued | None = None
+    timeout: TurnTimedOut | None = None
+    """A timeout that made no move: the seat's flor, which it had to sing, was lost and the
+    decision passed to another seat (:mod:`truco_match.timeout`)."""
     take_over: SeatTakenOver | None = None
 
 
@@ -98,8 +102,10 @@ def pack_step(step: RecordStep, created_at: float) -> bytes:
         body = ["f", step.forfeit.seat, step.forfeit.team, step.forfeit.expiries]
     elif step.reissue_credential is not None:
         body = ["k", step.reissue_credential.seat]
+    elif step.timeout is not None:
+        body = ["o", step.timeout.expiries]
     elif step.take_over is not None:
-        body = ["o", step.take_over.seat, step.take_over.bot_level]
+        body = ["b", step.take_over.seat, step.take_over.bot_level]
     else:
         raise ValueError("a record step needs a step")
     ms = round((step.time - created_at) * 1000)
@@ -136,6 +142,9 @@ def unpack_step(raw: bytes, created_at: float) -> RecordStep:
     elif kind == "k":
         common["reissue_credential"] = CredentialReissued(seat=rest[0])
     elif kind == "o":
+        timed_cause = TimeoutCause.CLOCK if common["cause"] is StepCause.CLOCK else TimeoutCause.DISCONNECTED
+        common["timeout"] = TurnTimedOut(seat=seat, cause=timed_cause, action=None, expiries=rest[0])
+    elif kind == "b":
         common["take_over"] = SeatTakenOver(seat=rest[0], bot_level=rest[1])
     else:
         raise ValueError(f"unknown record step kind {kind!r}")
@@ -159,21 +168,16 @@ def apply_step(
     setup: table.Setup, state: te.MatchState, life: Life, step: RecordStep, now: int
 ) -> table.Step:
     """One recorded step through the table (``now``: ms since the creation)."""
-    if step.action is not None:
+    if step.action is not None and step.cause in (StepCause.PLAYER, StepCause.BOT):
         assert step.seat is not None
-        if step.cause in (StepCause.PLAYER, StepCause.BOT):
-            by_server = step.cause is StepCause.BOT
-            return table.act(setup, state, life, step.seat, step.action, now, by_server=by_server)
+        by_server = step.cause is StepCause.BOT
+        return table.act(setup, state, life, step.seat, step.action, now, by_server=by_server)
+    if step.action is not None or step.forfeit is not None or step.timeout is not None:
         cause = TimeoutCause.CLOCK if step.cause is StepCause.CLOCK else TimeoutCause.DISCONNECTED
         done = table.expire(setup, state, life, cause, now)
         if done is None:
-            raise te.RecordError(f"version {step.version}: the recorded timeout was not due")
-        return done
-    if step.forfeit is not None:
-        cause = TimeoutCause.CLOCK if step.cause is StepCause.CLOCK else TimeoutCause.DISCONNECTED
-        done = table.expire(setup, state, life, cause, now)
-        if done is None:
-            raise te.RecordError(f"version {step.version}: the recorded forfeit was not due")
+            what = "forfeit" if step.forfeit is not None else "timeout"
+            raise te.RecordError(f"version {step.version}: the recorded {what} was not due")
         return done
     if step.join is not None:
         return table.join(setup, state, life, step.join.seat, step.join.client_seed, now)

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import truco_engine as te
-from truco_engine.ranking import strength_table
 from truco_match.events import (
     CardList,
     ClientSeed,
@@ -45,6 +44,7 @@ from truco_match.events import (
 )
 from truco_match.fairness import deck_for_hand, mix, salt_for_hand, seed_hash
 from truco_match.lifecycle import Life, Lifecycle
+from truco_match.timeout import default_move
 
 RESIGN = "resign"
 """The action kind a seat resigns with (never among the engine's legal actions)."""
@@ -261,10 +261,10 @@ def think_time(setup: Setup, state: te.MatchState, life: Life) -> int:
 
 def expire(setup: Setup, state: te.MatchState, life: Life, cause: TimeoutCause, now: int) -> Step | None:
     """The awaited seat's time is up (``CLOCK``: its deadline has passed) or it is away
-    (``DISCONNECTED``: the caller checked that it has been for the grace): the default move
-    for it, or the forfeit after too many expiries. ``None`` when nothing is due (the
-    decision was already made, or the deadline is not reached): a late or repeated call is
-    harmless."""
+    (``DISCONNECTED``: the caller checked that it has been for the grace): its default move
+    (:func:`truco_match.timeout.default_move`), or the forfeit after too many expiries.
+    ``None`` when nothing is due (the decision was already made, or the deadline is not
+    reached): a late or repeated call is harmless."""
     awaited = te.to_act(state)
     if te.is_over(state) or not awaited or not life.started:
         return None
@@ -285,9 +285,14 @@ def expire(setup: Setup, state: te.MatchState, life: Life, cause: TimeoutCause, 
             MatchForfeited(seat=seat, team=team, expiries=count),
         ]
         return _conclude(setup, state, life, timed, _rival(state, team), now)
-    move = default_action(state, seat)
-    step = act(setup, state, life, seat, move, now, by_server=True)
-    step.entries.insert(0, TurnTimedOut(seat=seat, cause=cause, action=move, expiries=count))
+    move = default_move(state, seat)
+    if move.action is None:  # its flor lost, the decision went to another seat
+        life.last_activity = now
+        life.stop(tc, now)
+        step = Step(_after(setup, move.state, life, [], now), life, [])
+    else:
+        step = act(setup, move.state, life, seat, move.action, now, by_server=True)
+    step.entries.insert(0, TurnTimedOut(seat=seat, cause=cause, action=move.action, expiries=count))
     return step
 
 
@@ -384,29 +389,6 @@ def due(setup: Setup, state: te.MatchState, life: Life) -> int | None:
     if lc.idle_timeout and lc.time_control is None:
         times.append(life.last_activity + lc.idle_timeout)
     return min(times) if times else None
-
-
-def default_action(state: te.MatchState, seat: int) -> te.Action:
-    """The move made for a seat whose time ran out: decline a pending call (refuse the hand
-    of eleven), else discard or play its weakest card face up, else fold, else its first
-    legal action."""
-    legal = te.legal_actions(state, seat)
-    if not legal:
-        raise te.NotYourTurnError(seat, te.to_act(state))
-    kinds = {a.kind for a in legal}
-    if "decline" in kinds:
-        return te.Action("decline")
-    h = state.hand
-    cards = [a for a in legal if a.kind in ("play", "discard") and not a.face_down and a.card is not None]
-    if cards and h is not None:
-        strength = strength_table(state.rules, h.turn_up)
-        return min(cards, key=lambda a: (strength[a.card or ""], legal.index(a)))
-    blind = [a for a in legal if a.kind == "play" and a.slot is not None]
-    if blind:
-        return blind[0]
-    if "fold" in kinds:
-        return te.Action("fold")
-    return legal[0]
 
 
 # ----------------------------------------------------------------------- helpers

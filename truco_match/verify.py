@@ -308,6 +308,7 @@ def _describe(step: RecordStep) -> str:
         ("abort", "abort"),
         ("forfeit", "forfeit"),
         ("reissue_credential", "credential re-issue"),
+        ("timeout", "timeout without a move"),
     ):
         if getattr(step, name) is not None:
             return what

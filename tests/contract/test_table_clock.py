@@ -8,6 +8,7 @@ import truco_engine as te
 from truco_match import table
 from truco_match.events import MatchForfeited, TimeoutCause, TurnTimedOut
 from truco_match.lifecycle import Lifecycle, TimeControl
+from truco_match.timeout import default_move
 
 
 def setup(tc: TimeControl, preset: str = "paulista-2p") -> table.Setup:
@@ -29,7 +30,7 @@ def test_an_expiry_applies_at_its_deadline_and_never_before_or_twice() -> None:
     assert done is not None
     timed = done.entries[0]
     assert isinstance(timed, TurnTimedOut) and timed.seat == seat and timed.expiries == 1
-    assert timed.action == table.default_action(first.state, seat)
+    assert timed.action == default_move(first.state, seat).action
     # the same expiry again, on the state after it: the next decision is not due yet
     assert table.expire(s, done.state, done.life, TimeoutCause.CLOCK, 1000) is None
 
@@ -38,7 +39,7 @@ def test_a_decision_made_in_time_is_not_expired_late() -> None:
     s = setup(TimeControl(per_decision=1000))
     first = begin(s)
     seat = te.to_act(first.state)[0]
-    moved = table.act(s, first.state, first.life, seat, table.default_action(first.state, seat), 400)
+    moved = table.act(s, first.state, first.life, seat, default_move(first.state, seat).action, 400)
     assert moved.clock_ms == 400
     # an expiry computed for the old decision but handled late finds the new one: no effect
     assert table.expire(s, moved.state, moved.life, TimeoutCause.CLOCK, 1000) is None
@@ -50,7 +51,7 @@ def test_the_bank_pays_for_time_over_the_allowance_and_earns_the_increment() -> 
     first = begin(s)
     seat = te.to_act(first.state)[0]
     assert first.life.deadline() == 6000
-    moved = table.act(s, first.state, first.life, seat, table.default_action(first.state, seat), 3500)
+    moved = table.act(s, first.state, first.life, seat, default_move(first.state, seat).action, 3500)
     assert moved.life.bank[seat] == 5000 - 2500 + 2000
     other = 1 - seat
     assert moved.life.bank[other] == 5000

@@ -12,9 +12,9 @@ import random
 from collections.abc import Sequence
 
 import truco_engine as te
-from truco_match import records, table
+from truco_match import clock, records, table
 from truco_match.events import DealSource, MatchRevealed, MatchStatus, SeatJoined
-from truco_match.lifecycle import Lifecycle
+from truco_match.lifecycle import Lifecycle, TimeControl
 from truco_match.matches import MatchInfo, MatchResult
 
 CREATED_AT = 1_767_000_000.25
@@ -30,11 +30,14 @@ def play_record(
     creator_seed: bytes = b"",
     join_seeds: Sequence[bytes] | None = None,
     max_actions: int = 5000,
+    timeouts: float = 0.0,
 ) -> records.MatchRecord:
     """A whole match of random legal actions (``fold`` avoided, so matches last), as the
     finished record the server would give. ``join_seeds``: the seats join (a join window)
-    with these client seeds, in seat order."""
-    lc = Lifecycle(join_window=60_000 if join_seeds is not None else 0)
+    with these client seeds, in seat order. ``timeouts``: the share of decisions left to a
+    one-second clock, whose expiries (``clock.due_step``) make the move."""
+    tc = TimeControl(per_decision=1000) if timeouts else None
+    lc = Lifecycle(join_window=60_000 if join_seeds is not None else 0, time_control=tc)
     setup = table.Setup(
         rules=rules,
         seed=seed,
@@ -67,10 +70,19 @@ def play_record(
             records.RecordStep(version=0, time=0.0, seat=seat, join=SeatJoined(seat=seat, client_seed=cs)),
         )
     while not te.is_over(state) and len(steps) < max_actions:
+        end = life.deadline()
+        if end is not None and rng.random() < timeouts:
+            now = max(now, end)
+            made = clock.due_step(setup, state, life, now)
+            assert made is not None
+            commit(made[0], made[1])
+            continue
         seat = te.to_act(state)[0]
         legal = te.legal_actions(state, seat)
         action = rng.choice([a for a in legal if a.kind != "fold"] or legal)
         now += rng.randrange(50, 5000)
+        if end is not None:
+            now = min(now, end - 1)  # in time: the clock has not moved for it
         commit(
             table.act(setup, state, life, seat, action, now),
             records.RecordStep(version=0, time=0.0, seat=seat, action=action),

@@ -97,6 +97,32 @@ def test_every_preset_verifies_with_both_verifiers(preset: str, players: int) ->
         assert docs_check(json.loads(text)) is None
 
 
+def test_records_of_clock_moves_verify_a_silent_flor_included() -> None:
+    """Matches where the clock makes half the moves verify with both verifiers and round-trip
+    as files -- among them timeouts that made no move: at Argentine for four, every hand
+    deals the mano's partner a flor, and when the mano calls envido and the partner lets his
+    clock run out, the flor is lost and the envido passes to the other side (a ``timeout``
+    step; docs/lifecycle.md)."""
+    rules = te.get_rules("argentine-4p")
+    hands = [["1e", "4b", "7o"], ["2e", "5b", "6c"], ["3c", "5c", "7c"], ["1b", "4o", "6e"]]
+    dealt = [hands[i % 4][i // 4] for i in range(12)]  # in play order from the mano
+    deck = [*dealt, *(c for c in rules.deck_cards if c not in dealt)]
+    kinds: dict[str, int] = {"clock": 0, "timeout": 0}
+    for k in range(12):
+        record = play_record(
+            rules, random.Random(k), source=DealSource.OPERATOR_DECKS, deck_orders=[deck] * 30, timeouts=0.5
+        )
+        kinds["clock"] += sum(1 for s in record.steps if s.cause is records.StepCause.CLOCK)
+        kinds["timeout"] += sum(1 for s in record.steps if s.timeout is not None)
+        report = verify(record)
+        assert report.ok, report.fault
+        text = record_file.record_to_json(record)
+        assert record_file.record_from_json(text) == record
+        assert verify_json(text).ok
+        assert docs_check(json.loads(text)) is None
+    assert kinds["clock"] > 100 and kinds["timeout"] > 0, kinds
+
+
 @pytest.mark.parametrize(("preset", "overrides"), [("paulista", {"clean_deck": True}), ("mineiro", {})])
 def test_blind_plays_and_clean_decks_verify(preset: str, overrides: dict[str, Any]) -> None:
     """The iron hand is played blind, by slot: both verifiers follow the seat's hand."""

@@ -98,6 +98,7 @@ def served(clean_redis_url: str) -> Iterator[Served]:
         "TRUCO_LOG_LEVEL": "warning",
         "TRUCO_HEARTBEAT_INTERVAL_SECONDS": "1",
         "TRUCO_SHUTDOWN_GRACE_SECONDS": "1",
+        "TRUCO_EPHEMERAL_STORE_OK": "1",  # the test's Redis keeps nothing, on purpose
     }
     proc = subprocess.Popen(
         [

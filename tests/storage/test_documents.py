@@ -9,6 +9,8 @@ import asyncio
 import pytest
 
 from truco_server.ports import Store
+from truco_server.ports.documents import DocRef
+from truco_server.ports.errors import ParentMissing
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -67,3 +69,26 @@ async def test_a_bots_assignments(store: Store) -> None:
     assert not await docs.assignment_delete("b1", "m1")
     assert await docs.assignments("b1") == {"m2": b"seat 1"}
     assert await docs.assignments("b2") == {"m1": b"seat 1"}
+
+
+async def test_a_write_that_requires_a_missing_document_writes_nothing(store: Store) -> None:
+    """A rating book requires its league, an assignment its league and its bot account: with
+    one of them missing (a league lost with a Redis restarted without persistence) the write
+    is refused whole, on every adapter; with them there, it is made."""
+    docs = store.documents
+    league, bot = DocRef("league", "l1"), DocRef("bot", "bot_1")
+    with pytest.raises(ParentMissing) as refused:
+        await docs.put("ratings", "op/argentine-2p", 0, b"book", requires=[league])
+    assert refused.value.ref == league
+    assert await docs.get("ratings", "op/argentine-2p") is None
+    assert await docs.put("league", "l1", 0, b"league")
+    with pytest.raises(ParentMissing) as refused:
+        await docs.assignment_put("bot_1", "m1", b"seat 0", requires=[league, bot])
+    assert refused.value.ref == bot  # the first one missing is named
+    assert await docs.assignments("bot_1") == {}
+    assert await docs.put("bot", "bot_1", 0, b"bot")
+    await docs.assignment_put("bot_1", "m1", b"seat 0", requires=[league, bot])
+    assert await docs.put("ratings", "op/argentine-2p", 0, b"book", requires=[league])
+    assert not await docs.put("ratings", "op/argentine-2p", 0, b"stale", requires=[league])  # still a CAS
+    assert await docs.get("ratings", "op/argentine-2p") == (1, b"book")
+    assert await docs.assignments("bot_1") == {"m1": b"seat 0"}

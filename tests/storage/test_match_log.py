@@ -11,8 +11,16 @@ from tests.helpers.clock import FakeClock
 from tests.storage.conftest import StoreFactory
 from tests.storage.support import OWNER, collect, entry, new_match, play, step
 from truco_server.ports import Store
-from truco_server.ports.errors import InvalidPageToken, MatchExists, MatchNotFound, VersionConflict
+from truco_server.ports.documents import DocRef
+from truco_server.ports.errors import (
+    InvalidPageToken,
+    MatchExists,
+    MatchNotFound,
+    ParentMissing,
+    VersionConflict,
+)
 from truco_server.ports.matches import Batch, Commit, CommitResult, LogTrimmed, NewMatch, SubscriptionClosed
+from truco_server.ports.queues import CLOCK, RELAY, RelayWake
 from truco_server.ports.settings import StoreSettings
 from truco_server.stores.redis import RedisStore
 
@@ -451,3 +459,29 @@ async def test_request_id_expires(make_store: StoreFactory, clock: FakeClock) ->
         clock.advance(11)
     with pytest.raises(VersionConflict):  # no longer a duplicate: a stale new request
         await store.matches.commit(Commit("m1", 2, b"", [b"x"], request_id="r", reply=b"second"))
+
+
+async def test_a_match_that_requires_a_missing_document_is_not_created(store: Store) -> None:
+    """A league's match requires its league: with the league gone nothing of the match is
+    written -- not its keys, not its listing row, not its wakeup or relay safety net."""
+    league = DocRef("league", "l1")
+    wake, relay = 5000, RelayWake(6000, b"token")
+    with pytest.raises(ParentMissing) as refused:
+        await store.matches.create(
+            NewMatch(
+                entry("m1"), b"meta", b"s", [b"e1"], wake=wake, outbox=[b"o"], relay=relay, requires=[league]
+            )
+        )
+    assert refused.value.ref == league
+    assert await store.matches.load("m1") is None
+    assert (await store.matches.list_matches(OWNER, None, 10, None))[0] == []
+    assert await store.queues.due(CLOCK, 10**13) == [] and await store.queues.due(RELAY, 10**13) == []
+    assert await store.documents.put("league", "l1", 0, b"league")
+    created = NewMatch(
+        entry("m1"), b"meta", b"s", [b"e1"], wake=wake, outbox=[b"o"], relay=relay, requires=[league]
+    )
+    assert await store.matches.create(created) == 1
+    assert (await store.matches.list_matches(OWNER, None, 10, None))[0][0].match_id == "m1"
+    assert await store.queues.due(CLOCK, 10**13) != [] and await store.queues.due(RELAY, 10**13) != []
+    with pytest.raises(MatchExists):  # an existing match is still refused as such
+        await store.matches.create(created)

@@ -105,11 +105,26 @@ async def test_webhooks_are_per_operator_and_limited(store: Store) -> None:
 
 
 async def test_delivery_log_keeps_the_newest_per_webhook(store: Store) -> None:
+    assert await store.operators.webhook_put("op", "w1", b"hook", limit=5)
     for i in range(5):
-        await store.operators.delivery_log_put("op", "w1", f"d{i}", f"pending {i}".encode(), 1000 + i, keep=3)
-    await store.operators.delivery_log_put("op", "w1", "d3", b"delivered 3", 9999, keep=3)  # keeps its place
+        assert await store.operators.delivery_log_put(
+            "op", "w1", f"d{i}", f"pending {i}".encode(), 1000 + i, keep=3
+        )
+    # a delivery logged again keeps its place
+    assert await store.operators.delivery_log_put("op", "w1", "d3", b"delivered 3", 9999, keep=3)
     assert await store.operators.delivery_log("op", "w1", 10) == [b"pending 4", b"delivered 3", b"pending 2"]
     assert await store.operators.delivery_log("op", "w1", 1) == [b"pending 4"]
-    assert await store.operators.webhook_put("op", "w1", b"hook", limit=5)
     await store.operators.webhook_delete("op", "w1")
+    assert await store.operators.delivery_log("op", "w1", 10) == []
+
+
+async def test_a_delivery_of_a_webhook_that_is_gone_is_not_recorded(store: Store) -> None:
+    """A delivery answered after its webhook was deleted (or lost with a Redis restarted
+    without persistence) records nothing: no delivery log comes back for it."""
+    assert not await store.operators.delivery_log_put("op", "never", "d1", b"pending", 1000, keep=3)
+    assert await store.operators.delivery_log("op", "never", 10) == []
+    assert await store.operators.webhook_put("op", "w1", b"hook", limit=5)
+    assert await store.operators.delivery_log_put("op", "w1", "d1", b"pending", 1000, keep=3)
+    assert await store.operators.webhook_delete("op", "w1")
+    assert not await store.operators.delivery_log_put("op", "w1", "d1", b"delivered", 1000, keep=3)
     assert await store.operators.delivery_log("op", "w1", 10) == []

@@ -7,7 +7,9 @@ import pytest
 
 from tests.storage.support import new_match, step
 from truco_server.ports import Store
-from truco_server.ports.queues import CLOCK, RELAY, WEBHOOK, RelayWake
+from truco_server.ports.documents import DocRef
+from truco_server.ports.errors import ParentMissing
+from truco_server.ports.queues import CLOCK, LEAGUE, RELAY, WEBHOOK, RelayWake
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -116,3 +118,15 @@ async def test_commit_and_create_register_the_wakeup_first(store: Store) -> None
     assert await claim_all(store, CLOCK, 9_999) == []
     await store.matches.commit(step("m1", v, wake=8_000))
     assert await claim_all(store, CLOCK, 9_000) == [("m1", 8_000, b"")]
+
+
+async def test_work_that_requires_a_missing_document_is_not_queued(store: Store) -> None:
+    """A league's wakeup requires its league: with the league gone nothing is queued."""
+    league = DocRef("league", "l1")
+    with pytest.raises(ParentMissing) as refused:
+        await store.queues.add(LEAGUE, "l1", 1000, requires=[league])
+    assert refused.value.ref == league
+    assert await store.queues.due(LEAGUE, 10**13) == []
+    assert await store.documents.put("league", "l1", 0, b"league")
+    assert await store.queues.add(LEAGUE, "l1", 1000, requires=[league])
+    assert await claim_all(store, LEAGUE, 2000) == [("l1", 1000, b"")]

@@ -364,8 +364,9 @@ Global___SeatJoined: _TypeAlias = SeatJoined  # noqa: Y015
 
 @_typing.final
 class TurnTimedOut(_message.Message):
-    """The awaited seat's time ran out; the server makes its default move (the
-    events of that move follow), or the match is forfeited.
+    """The awaited seat's time ran out; the server makes its default move, the one
+    that gives the seat's side the least (the events of that move follow; the
+    rule for each decision: docs/lifecycle.md), or the match is forfeited.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -382,7 +383,12 @@ class TurnTimedOut(_message.Message):
     """Its expiries so far, this one included."""
     @_builtins.property
     def action(self) -> _action_pb2.Action:
-        """The move made for it; unset when the expiry forfeits the match."""
+        """The move made for it; unset when the expiry forfeits the match
+        (MatchForfeited follows), or when the seat had to sing a flor: the flor
+        is lost and, where the seat held the decision only because of it (its
+        partner's envido), the decision passes to the seat that answers without
+        it.
+        """
 
     def __init__(
         self,

@@ -109,9 +109,12 @@ class _ExpiryActionEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ExpiryAc
     EXPIRY_ACTION_UNSPECIFIED: _ExpiryAction.ValueType  # 0
     """Not set: EXPIRY_ACTION_DEFAULT_MOVE."""
     EXPIRY_ACTION_DEFAULT_MOVE: _ExpiryAction.ValueType  # 1
-    """Play the seat's default move: decline a pending call (refuse the hand of
-    eleven), else play its weakest card face up (the carancho discards his
-    weakest), else fold.
+    """Play the seat's default move, the one that gives its side the least: no
+    declaration (a flor it must sing is lost), no call, raise or acceptance;
+    among declining the pending call (refusing the hand of eleven), playing
+    or discarding a card and folding, the move that scores least for its side
+    on its own, on a tie decline, else the weakest card face up, else face
+    down, else fold (docs/lifecycle.md).
     """
 
 class ExpiryAction(_ExpiryAction, metaclass=_ExpiryActionEnumTypeWrapper):
@@ -120,9 +123,12 @@ class ExpiryAction(_ExpiryAction, metaclass=_ExpiryActionEnumTypeWrapper):
 EXPIRY_ACTION_UNSPECIFIED: ExpiryAction.ValueType  # 0
 """Not set: EXPIRY_ACTION_DEFAULT_MOVE."""
 EXPIRY_ACTION_DEFAULT_MOVE: ExpiryAction.ValueType  # 1
-"""Play the seat's default move: decline a pending call (refuse the hand of
-eleven), else play its weakest card face up (the carancho discards his
-weakest), else fold.
+"""Play the seat's default move, the one that gives its side the least: no
+declaration (a flor it must sing is lost), no call, raise or acceptance;
+among declining the pending call (refusing the hand of eleven), playing
+or discarding a card and folding, the move that scores least for its side
+on its own, on a tie decline, else the weakest card face up, else face
+down, else fold (docs/lifecycle.md).
 """
 Global___ExpiryAction: _TypeAlias = ExpiryAction  # noqa: Y015
 

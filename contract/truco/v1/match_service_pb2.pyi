@@ -958,6 +958,7 @@ class RecordStep(_message.Message):
     ABORT_FIELD_NUMBER: _builtins.int
     FORFEIT_FIELD_NUMBER: _builtins.int
     REISSUE_CREDENTIAL_FIELD_NUMBER: _builtins.int
+    TIMEOUT_FIELD_NUMBER: _builtins.int
     TAKE_OVER_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """Match version after the step."""
@@ -973,7 +974,7 @@ class RecordStep(_message.Message):
 
     @_builtins.property
     def action(self) -> _action_pb2.Action:
-        """A seat's action (or the default move made for it)."""
+        """A seat's action (or the default move made for it: docs/lifecycle.md)."""
 
     @_builtins.property
     def join(self) -> _event_pb2.SeatJoined:
@@ -1004,6 +1005,12 @@ class RecordStep(_message.Message):
         """The creator re-issued a credential."""
 
     @_builtins.property
+    def timeout(self) -> _event_pb2.TurnTimedOut:
+        """A timeout that made no move for the seat: the flor it had to sing was
+        lost and the decision passed to another seat (docs/lifecycle.md).
+        """
+
+    @_builtins.property
     def take_over(self) -> _event_pb2.SeatTakenOver:
         """The server's bot took an away seat over."""
 
@@ -1023,15 +1030,16 @@ class RecordStep(_message.Message):
         abort: _event_pb2.MatchAborted | None = ...,
         forfeit: _event_pb2.MatchForfeited | None = ...,
         reissue_credential: _event_pb2.CredentialReissued | None = ...,
+        timeout: _event_pb2.TurnTimedOut | None = ...,
         take_over: _event_pb2.SeatTakenOver | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "seat", b"seat", "step", b"step", "take_over", b"take_over", "time", b"time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "seat", b"seat", "step", b"step", "take_over", b"take_over", "time", b"time", "timeout", b"timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "cause", b"cause", "clock_ms", b"clock_ms", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "seat", b"seat", "step", b"step", "take_over", b"take_over", "time", b"time", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "cause", b"cause", "clock_ms", b"clock_ms", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "seat", b"seat", "step", b"step", "take_over", b"take_over", "time", b"time", "timeout", b"timeout", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
-    _WhichOneofReturnType_step: _TypeAlias = _typing.Literal["action", "join", "add_time", "adjudicate", "cancel", "abort", "forfeit", "reissue_credential", "take_over"]  # noqa: Y015
+    _WhichOneofReturnType_step: _TypeAlias = _typing.Literal["action", "join", "add_time", "adjudicate", "cancel", "abort", "forfeit", "reissue_credential", "timeout", "take_over"]  # noqa: Y015
     _WhichOneofArgType_step: _TypeAlias = _typing.Literal["step", b"step"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...

@@ -21,6 +21,7 @@ from truco_server.api.auth import Authenticator, KeyRing
 from truco_server.api.leagues import LeagueApi
 from truco_server.api.matches import MatchApi, StreamTracker
 from truco_server.api.operators import OperatorApi
+from truco_server.app.persistence import PersistenceReport
 from truco_server.core.config import Settings
 from truco_server.ports import Store, StoreSettings
 from truco_server.services.bots import BotSeats
@@ -158,6 +159,9 @@ def service_factory(ctx: WorkerContext) -> Served:
     svc = build_services(s, ctx.streams.shutdown_event)
     ctx.add_cleanup(svc.store.close)
     ctx.add_readiness(svc.store.ping)
+    persistence = PersistenceReport(svc.store, ctx.health_details, acknowledged=s.ephemeral_store_ok)
+    ctx.add_startup(persistence.start)
+    ctx.add_cleanup(persistence.stop)
     ctx.add_startup(svc.bots.start)
     ctx.add_cleanup(svc.bots.close)  # after the readers stopped (cleanups run in reverse)
     for reader in svc.readers(s.scheduler_tick_seconds):

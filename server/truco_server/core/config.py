@@ -145,6 +145,11 @@ class Settings:
     redis_wait_timeout_ms: int = 100
     """With `TRUCO_REDIS_WAIT_REPLICAS`: longest wait for the acknowledgements; a commit that
     times out is still answered (it is applied) and counted in `truco_redis_wait_short_total`."""
+    ephemeral_store_ok: bool = False
+    """The store is meant to lose its data when it restarts (tests, development, a Redis
+    without persistence on purpose): the line a worker logs at start-up when the store keeps
+    nothing across a restart is then info, not a warning; `truco_store_persistence` and
+    `/healthz` still say so (docs/operations.md, "Persistence")."""
     cors_origins: tuple[str, ...] = ()
     """Comma-separated origins (`https://app.example`, `http://localhost:5173`) whose browser
     pages may call the REST face directly (CORS); `*`: any origin. Empty: CORS off
@@ -332,6 +337,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "redis_wait_timeout_ms", "TRUCO_REDIS_WAIT_TIMEOUT_MS", "--redis-wait-timeout", _positive_int, "MS"
     ),
+    Option("ephemeral_store_ok", "TRUCO_EPHEMERAL_STORE_OK", "--ephemeral-store-ok", _flag, "0|1"),
     Option("cors_origins", "TRUCO_CORS_ORIGINS", "--cors-origins", parse_cors_origins, "LIST"),
     Option(
         "readiness_interval_seconds",

@@ -183,6 +183,21 @@ API_KEY_RELOADS = Counter(
     "error (unreadable or invalid: the last good keys stay).",
     ("result",),
 )
+ORPHANED_WORK = Counter(
+    "truco_orphaned_work_dropped_total",
+    "Work dropped because what it belongs to no longer exists, by parent: league (a league "
+    "job's pass, with its matches and ratings), bot (an assignment to a bot account), webhook "
+    "(a delivery). Deleted, or lost with a Redis that restarted without persistence; the "
+    "write the work would have made was refused.",
+    ("parent",),
+)
+STORE_PERSISTENCE = Gauge(
+    "truco_store_persistence",
+    "Whether the store keeps its data across a restart, as this worker last read it: 1 every "
+    "Redis primary has the append-only file or RDB snapshots on; 0 some primary has neither, "
+    "or the store is in memory; -1 it could not be read (CONFIG refused, no answer).",
+    multiprocess_mode="liveall",  # one value per worker
+)
 #: Allowed values of the `result` label of `truco_actions_total`.
 ACTION_RESULTS = ("accepted", "replayed", "illegal", "stale", "invalid", "error")
 

@@ -5,7 +5,8 @@ one contract suite every adapter (:mod:`truco_server.stores`) passes.
 * :mod:`.queues` -- sharded work queues (clock wakeups, relays, webhook deliveries, leagues);
 * :mod:`.operators` -- outboxes, operator event streams, webhooks and their delivery log;
 * :mod:`.documents` -- league documents, their indexes, bot assignments;
-* :mod:`.errors` -- what every adapter raises; :mod:`.settings` -- what tunes them.
+* :mod:`.errors` -- what every adapter raises; :mod:`.settings` -- what tunes them;
+* :mod:`.persistence` -- what a store keeps across a restart of its backend.
 
 :class:`Store` is one backend's four ports, what a worker opens once.
 """
@@ -17,10 +18,11 @@ from typing import Protocol
 from truco_server.ports.documents import Documents
 from truco_server.ports.matches import MatchLog
 from truco_server.ports.operators import OperatorFeed
+from truco_server.ports.persistence import Persistence
 from truco_server.ports.queues import Queues
 from truco_server.ports.settings import StoreSettings
 
-__all__ = ["Documents", "MatchLog", "OperatorFeed", "Queues", "Store", "StoreSettings"]
+__all__ = ["Documents", "MatchLog", "OperatorFeed", "Persistence", "Queues", "Store", "StoreSettings"]
 
 
 class Store(Protocol):
@@ -48,6 +50,12 @@ class Store(Protocol):
         """Return when the backend answers within ``timeout`` seconds (one round trip, no
         retries); raise :class:`~truco_server.ports.errors.StoreUnavailable` otherwise: the
         worker's readiness probe."""
+        ...
+
+    async def persistence(self, timeout: float) -> Persistence:
+        """What the backend keeps across its restart (each Redis primary's append-only file
+        and snapshot schedule), read within ``timeout`` seconds, no retries; what could not be
+        read is ``unknown`` with the reason, never an error."""
         ...
 
     async def close(self) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from truco_server.ports.documents import DocRef
+
 
 class StorageError(Exception):
     """Base class of every error a store raises."""
@@ -39,6 +41,17 @@ class VersionConflict(StorageError):
         self.match_id = match_id
         self.expected_version = expected_version
         self.current_version = current_version
+
+
+class ParentMissing(StorageError):
+    """A write that names the documents it belongs to (``requires``: a rating book's league, a
+    bot assignment's bot account, a league's match) found one of them missing -- deleted, or
+    lost with a Redis that restarted without persistence. Nothing was written; ``ref`` is the
+    missing document (a :class:`~truco_server.ports.documents.DocRef`)."""
+
+    def __init__(self, ref: DocRef) -> None:
+        super().__init__(f"{ref.kind} {ref.doc_id!r} does not exist; nothing written")
+        self.ref = ref
 
 
 class InvalidPageToken(StorageError, ValueError):

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from truco_server.ports.documents import DocRef
 from truco_server.ports.queues import RelayWake
 from truco_server.ports.settings import StoreSettings
 
@@ -106,6 +107,10 @@ class NewMatch:
     """Operator events to relay (:mod:`truco_server.ports.operators`), written with the match."""
     relay: RelayWake | None = None
     """Queue the match in the relay queue first (the safety net of the relay after the commit)."""
+    requires: Sequence[DocRef] = ()
+    """Documents the match belongs to (a league's match: its league): it is created only if
+    each exists, else :class:`~truco_server.ports.errors.ParentMissing` and nothing written,
+    its wakeups and listing row included (:mod:`truco_server.ports.documents`)."""
 
     @property
     def match_id(self) -> str:

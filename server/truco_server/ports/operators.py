@@ -47,13 +47,17 @@ class OperatorFeed(Protocol):
     async def webhook_list(self, owner: str) -> dict[str, bytes]: ...
 
     async def webhook_delete(self, owner: str, webhook_id: str) -> bool:
-        """Remove a webhook and its delivery log; ``False`` when there was none."""
+        """Remove a webhook and its delivery log; ``False`` when there was no webhook (a
+        delivery log it left behind is removed all the same)."""
         ...
 
     async def delivery_log_put(
         self, owner: str, webhook_id: str, delivery_id: str, data: bytes, time_ms: int, keep: int
-    ) -> None:
-        """Record the state of a delivery (the newest ``keep`` per webhook are kept)."""
+    ) -> bool:
+        """Record the state of a delivery (the newest ``keep`` per webhook are kept), if the
+        webhook is registered, in one atomic step. ``False`` when it is not (deleted, or lost
+        with a Redis restarted without persistence): nothing recorded, and whatever delivery
+        log it left is removed."""
         ...
 
     async def delivery_log(self, owner: str, webhook_id: str, limit: int) -> list[bytes]:

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from truco_server.ports.documents import DocRef
+
 CLOCK = "clock"
 """Match wakeups (item: a match id). Every commit that makes a match due earlier registers
 that time first, so a match's wakeup is never later than its due time."""
@@ -56,11 +58,20 @@ class Queues(Protocol):
         ...
 
     async def add(
-        self, queue: str, item: str, due: int, data: bytes = b"", *, only_new: bool = False
+        self,
+        queue: str,
+        item: str,
+        due: int,
+        data: bytes = b"",
+        *,
+        only_new: bool = False,
+        requires: Sequence[DocRef] = (),
     ) -> bool:
         """Queue ``item`` due at ``due``: its due time becomes at most ``due`` (never later)
         and ``data`` replaces its data when given. ``only_new``: only when the item has no data
-        yet (``False`` when it had: queued once)."""
+        yet (``False`` when it had: queued once). ``requires``: the documents the work belongs
+        to (a league's job: its league), without which nothing is queued
+        (:class:`~truco_server.ports.errors.ParentMissing`; :mod:`truco_server.ports.documents`)."""
         ...
 
     async def due(self, queue: str, now: int) -> list[int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Sequence
 from typing import Any
 
 import structlog
@@ -32,6 +33,7 @@ from truco_server.core import errors as E
 from truco_server.core import metrics
 from truco_server.core import requests as T
 from truco_server.core.caller import Operator
+from truco_server.ports.documents import DocRef
 from truco_server.ports.errors import MatchExists, VersionConflict
 from truco_server.ports.matches import MatchIndexEntry, NewMatch
 from truco_server.services import stored
@@ -66,7 +68,12 @@ class MatchSteps:
         """Decides for the seats the server plays (``None``: they wait; tests of the rest)."""
 
     # ---------------------------------------------------------------------- create
-    async def create_match(self, operator: Operator, req: T.CreateMatchRequest) -> T.CreateMatchResponse:
+    async def create_match(
+        self, operator: Operator, req: T.CreateMatchRequest, *, requires: Sequence[DocRef] = ()
+    ) -> T.CreateMatchResponse:
+        """Create a match (or return the one ``req.request_id`` created). ``requires``: the
+        documents it belongs to (a league's match: its league), without which nothing is
+        written (:class:`~truco_server.ports.errors.ParentMissing`)."""
         svc = self.matches
         try:
             rules, lifecycle = create.check(req, svc.settings.idle_timeout_ms, svc.settings.bot_think_ms)
@@ -94,7 +101,7 @@ class MatchSteps:
             request_fingerprint=fingerprint if req.request_id else "",
         )
         try:
-            match = await self._create(meta, req.client_seed)
+            match = await self._create(meta, req.client_seed, requires)
         except MatchExists:
             match = await svc.load(match_id, fresh=True)
             if match.meta.owner != operator.name:  # pragma: no cover - ids are per owner
@@ -107,7 +114,7 @@ class MatchSteps:
         log.info("create_match", match_id=match_id, preset=rules.name, players=rules.players)
         return _created(match)
 
-    async def _create(self, meta: Meta, client_seed: bytes) -> Match:
+    async def _create(self, meta: Meta, client_seed: bytes, requires: Sequence[DocRef]) -> Match:
         svc = self.matches
         setup = meta.setup()
         step = table.start(setup, meta.seat_infos(), client_seed, 0)
@@ -133,6 +140,7 @@ class MatchSteps:
                 wake=None if due is None else meta.epoch_ms(due),
                 outbox=outbox,
                 relay=net,
+                requires=tuple(requires),
             )
         )
         match.version = version

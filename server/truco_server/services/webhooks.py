@@ -13,6 +13,11 @@ deliveries, POSTs them and ends the claim:
 * **At least once**: a delivery leaves the queue only after a 2xx answer (or after the last
   attempt). A worker killed mid-delivery leaves its claim to expire; another worker sends the
   same delivery again, same ``webhook-id``.
+* **A webhook that is gone** (deleted, or lost with a Redis that restarted without
+  persistence): its deliveries are dropped, whenever they come to it -- queued, claimed, or
+  answered while it went (the state of a delivery is recorded only while its webhook is
+  registered, in one atomic step) -- and whatever delivery log it left is removed; each drop
+  is a log line and ``truco_orphaned_work_dropped_total{parent="webhook"}``.
 * **Retries**: after a failed attempt (no answer within the timeout, a non-2xx status) the
   next waits the next step of ``TRUCO_WEBHOOK_RETRY_SCHEDULE`` (with ±10 % jitter, or the
   ``Retry-After`` the endpoint asked for when longer); after the last step the delivery is
@@ -321,7 +326,9 @@ class Deliverer:
         """Attempt one claimed delivery; the queue's next due time (``None``: done) and data."""
         d = Delivery.from_bytes(claim.data)
         raw = await self.feed.webhook_get(d.owner, d.webhook_id)
-        if raw is None:  # the webhook was deleted: its deliveries go with it
+        if raw is None:  # the webhook was deleted (or lost): its deliveries go with it
+            await self.feed.webhook_delete(d.owner, d.webhook_id)  # and whatever log it left
+            self._dropped(d, "before the attempt")
             return None, b""
         hook = json.loads(raw)
         start = time.perf_counter()
@@ -338,20 +345,37 @@ class Deliverer:
             status=outcome.status,
             result=result,
         )
-        await self.feed.delivery_log_put(
+        if not await self.feed.delivery_log_put(
             d.owner, d.webhook_id, d.event_id, nxt.log_entry(), round(d.event_time * 1000), self.keep
-        )
+        ):  # deleted (or lost) during the attempt: nothing recorded, no retry
+            self._dropped(d, "during the attempt")
+            return None, b""
         if nxt.state is not DeliveryState.PENDING:
             return None, b""
         return round(nxt.next_attempt * 1000), nxt.to_bytes()
 
     async def enqueue(self, d: Delivery) -> bool:
-        """Queue a new delivery (once per webhook and event: a repeated relay adds nothing)."""
+        """Queue a new delivery (once per webhook and event: a repeated relay adds nothing);
+        ``False`` when it was queued before, or its webhook is gone (then nothing stays)."""
         added = await self.queues.add(
             WEBHOOK, d.item, round(self.clock() * 1000), d.to_bytes(), only_new=True
         )
-        if added:
-            await self.feed.delivery_log_put(
-                d.owner, d.webhook_id, d.event_id, d.log_entry(), round(d.event_time * 1000), self.keep
-            )
+        if added and not await self.feed.delivery_log_put(
+            d.owner, d.webhook_id, d.event_id, d.log_entry(), round(d.event_time * 1000), self.keep
+        ):  # deleted (or lost) since the relay listed it
+            await self.queues.release(WEBHOOK, [(d.item, d.to_bytes())])
+            self._dropped(d, "when queued")
+            return False
         return added
+
+    @staticmethod
+    def _dropped(d: Delivery, when: str) -> None:
+        """Count and log a delivery dropped for its webhook's absence (info: deleting a
+        webhook drops its pending deliveries, one line each)."""
+        metrics.ORPHANED_WORK.labels("webhook").inc()
+        log.info(
+            "webhook delivery dropped: the webhook no longer exists",
+            webhook_id=d.webhook_id,
+            event_id=d.event_id,
+            when=when,
+        )

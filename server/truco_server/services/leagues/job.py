@@ -26,6 +26,16 @@ league's matches (relayed by :class:`~truco_server.services.operators.Operators`
 Writes that lost the compare-and-set are recomputed from the newer document, so a round is
 paired once, a result is recorded once and a match is rated once, whichever worker does it
 and wherever it dies.
+
+A pass writes nothing for a league that is gone (lost with a Redis that restarted without
+persistence while the pass was under way): its matches, its bots' assignments and its
+ratings each require the league document (``requires``, :mod:`truco_server.ports.documents`),
+checked by the store in the write itself, and the league document is written only over the
+version read; a wakeup of the league requires it too, and a pass ends its claim on the
+queue only while the claim holds (``owned``). A refused write ends the pass and drops the
+league's job, with a warning and ``truco_orphaned_work_dropped_total{parent="league"}``. An
+assignment whose bot account is gone is skipped the same way (``parent="bot"``); the league
+goes on without it.
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ import hashlib
 import hmac
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -48,6 +58,7 @@ from truco_match.create import SeatSpec
 from truco_match.events import MatchStatus, SeatKind
 from truco_match.fairness import deck_for_hand
 from truco_match.operator_events import OperatorEvent, OperatorEventType
+from truco_server.core import metrics
 from truco_server.core import requests as T
 from truco_server.core.caller import Operator
 from truco_server.leagues import (
@@ -62,11 +73,13 @@ from truco_server.leagues import (
     ranks_from_winner,
 )
 from truco_server.leagues.formats import ELIMINATION
-from truco_server.ports.documents import Documents
+from truco_server.ports.documents import DocRef, Documents
+from truco_server.ports.errors import ParentMissing
 from truco_server.ports.queues import LEAGUE as LEAGUE_QUEUE
 from truco_server.ports.queues import Claim, Queues
 from truco_server.services.leagues.bots import BOT_PREFIX
 from truco_server.services.leagues.documents import (
+    BOT,
     CAS_ATTEMPTS,
     LEAGUE,
     LeagueDoc,
@@ -96,7 +109,13 @@ COLLECT_CONCURRENCY = 16
 """Matches looked at (and their records read) at once when collecting a round's results."""
 TERMINAL = {MatchStatus.FINISHED.value, MatchStatus.ABORTED.value, MatchStatus.CANCELLED.value}
 
-CreateMatch = Callable[[Operator, T.CreateMatchRequest], Awaitable[T.CreateMatchResponse]]
+
+class CreateMatch(Protocol):
+    """How the job creates a table's match (:meth:`~truco_server.services.steps.MatchSteps.create_match`)."""
+
+    def __call__(
+        self, operator: Operator, req: T.CreateMatchRequest, *, requires: Sequence[DocRef] = ...
+    ) -> Awaitable[T.CreateMatchResponse]: ...
 
 
 def _ms() -> int:
@@ -134,11 +153,17 @@ class LeagueJob:
         async def handle(claim: Claim) -> tuple[int | None, bytes]:
             return await self.advance(claim.item), b""
 
-        return QueueReader(self.queues, LEAGUE_QUEUE, handle, owned=False, tick=tick, lease_ms=LEASE_MS)
+        # owned: a pass ends its claim only while the claim holds, so a league whose queue was
+        # lost under it (a Redis restarted empty) is not queued again by it
+        return QueueReader(self.queues, LEAGUE_QUEUE, handle, owned=True, tick=tick, lease_ms=LEASE_MS)
 
     async def wake(self, league_id: str) -> None:
-        """Queue a pass of the league now."""
-        await self.queues.add(LEAGUE_QUEUE, league_id, _ms())
+        """Queue a pass of the league now (nothing when the league is gone)."""
+        try:
+            await self.queues.add(LEAGUE_QUEUE, league_id, _ms(), requires=(DocRef(LEAGUE, league_id),))
+        except ParentMissing:
+            metrics.ORPHANED_WORK.labels("league").inc()
+            log.warning("league not woken: the league no longer exists", league_id=league_id)
 
     async def on_events(self, owner: str, events: Sequence[OperatorEvent]) -> None:
         """Wake the leagues whose matches ended (an operator-events listener)."""
@@ -149,7 +174,18 @@ class LeagueJob:
 
     async def advance(self, league_id: str) -> int | None:
         """One pass of the league job (see the module docstring); returns when it is due
-        next (ms since the epoch), or ``None``."""
+        next (ms since the epoch), or ``None``: nothing to do until something wakes it, or
+        the league is gone."""
+        try:
+            return await self._advance(league_id)
+        except ParentMissing as exc:  # the league went while the pass ran: nothing written
+            metrics.ORPHANED_WORK.labels("league").inc()
+            log.warning(
+                "league job dropped: the league no longer exists", league_id=league_id, refused=str(exc)
+            )
+            return None
+
+    async def _advance(self, league_id: str) -> int | None:
         for _ in range(CAS_ATTEMPTS * 10):
             got = await self.documents.get(LEAGUE, league_id)
             if got is None:
@@ -227,7 +263,7 @@ class LeagueJob:
             request_id=f"league:{doc.league_id}:{t.key}",
             first_dealer=None,  # the last seat deals: seat 0 (direction 0) is mano in the first hand
         )
-        created = await self.create_match(Operator(doc.owner), req)
+        created = await self.create_match(Operator(doc.owner), req, requires=(DocRef(LEAGUE, doc.league_id),))
         t.match_id = created.match.match_id
         t.seats = [[i, p, created.seat_tokens[i]] for i, p in enumerate(seats)]
 
@@ -238,9 +274,21 @@ class LeagueJob:
             for seat, player, token in t.seats:
                 if player.startswith(BOT_PREFIX):
                     a = Assignment(t.match_id, seat, token, doc.league_id, round_of[t.key], t.key, now)
-                    await self.documents.assignment_put(
-                        player, t.match_id, assignment_to_proto(a).SerializeToString()
-                    )
+                    parents = (DocRef(LEAGUE, doc.league_id), DocRef(BOT, player))
+                    try:
+                        await self.documents.assignment_put(
+                            player, t.match_id, assignment_to_proto(a).SerializeToString(), requires=parents
+                        )
+                    except ParentMissing as exc:
+                        if exc.ref.kind != BOT:
+                            raise
+                        metrics.ORPHANED_WORK.labels("bot").inc()
+                        log.warning(
+                            "bot assignment dropped: the bot account no longer exists",
+                            league_id=doc.league_id,
+                            bot_id=player,
+                            match_id=t.match_id,
+                        )
 
     async def _collect(
         self, doc: LeagueDoc, current: Sequence[PairingDoc], tables: Sequence[TableDoc]
@@ -283,7 +331,9 @@ class LeagueJob:
             sides = tuple(tuple(players[e]) for e in t.sides)
             played.append(RatedMatch(t.match_id, doc.family, sides, ranks_from_winner(sides, t.winner_side)))
         if played:
-            applied = await self.ratings.rate(doc.owner, doc.family, played)
+            applied = await self.ratings.rate(
+                doc.owner, doc.family, played, requires=(DocRef(LEAGUE, doc.league_id),)
+            )
             log.info("matches rated", league_id=doc.league_id, matches=len(applied))
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from truco_server.core import errors as E
 from truco_server.core.caller import Operator
 from truco_server.leagues import LeaderboardEntry, RatedMatch, RatingBook
-from truco_server.ports.documents import Documents
+from truco_server.ports.documents import DocRef, Documents
 from truco_server.services.leagues.documents import CAS_ATTEMPTS, RATINGS
 from truco_server.services.leagues.errors import invalid
 
@@ -37,9 +37,13 @@ class RatingBooks:
         book = RatingBook.from_dict(_json(got[1]))
         return book.leaderboard(family, min(limit or 50, 500))
 
-    async def rate(self, owner: str, family: str, played: Sequence[RatedMatch]) -> list[str]:
+    async def rate(
+        self, owner: str, family: str, played: Sequence[RatedMatch], *, requires: Sequence[DocRef] = ()
+    ) -> list[str]:
         """Apply finished matches of one family to the owner's book in one write, each once (a
-        match id the book has applied is skipped); returns the ids applied now."""
+        match id the book has applied is skipped); returns the ids applied now. ``requires``:
+        what the matches belong to (their league): without it nothing is written
+        (:class:`~truco_server.ports.errors.ParentMissing`)."""
         doc_id = book_id(owner, family)
         for _ in range(CAS_ATTEMPTS):
             got = await self.documents.get(RATINGS, doc_id)
@@ -49,7 +53,7 @@ class RatingBooks:
             applied = [m.match_id for m in played if book.apply(m)]
             if not applied:
                 return []
-            if await self.documents.put(RATINGS, doc_id, version, _dumps(book.to_dict())):
+            if await self.documents.put(RATINGS, doc_id, version, _dumps(book.to_dict()), requires=requires):
                 return applied
         raise E.ServiceError("the rating book changed too often", code=E.Code.ABORTED, reason="ABORTED")
 

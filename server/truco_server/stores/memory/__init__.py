@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from truco_server.ports.persistence import NONE, Persistence
 from truco_server.ports.settings import StoreSettings
 from truco_server.stores.memory.documents import MemoryDocuments
 from truco_server.stores.memory.matches import MemoryMatchLog
@@ -26,13 +27,16 @@ class MemoryStore:
 
     def __init__(self, settings: StoreSettings | None = None, *, clock: Callable[[], float] = time.monotonic):
         self.settings = settings = settings or StoreSettings()
-        self.queues = MemoryQueues()
-        self.matches = MemoryMatchLog(settings, self.queues, clock)
-        self.operators = MemoryOperatorFeed(settings, self.matches)
         self.documents = MemoryDocuments()
+        self.queues = MemoryQueues(self.documents)
+        self.matches = MemoryMatchLog(settings, self.queues, clock, self.documents)
+        self.operators = MemoryOperatorFeed(settings, self.matches)
 
     async def ping(self, timeout: float) -> None:
         return None  # in the worker's own memory: always there
+
+    async def persistence(self, timeout: float) -> Persistence:
+        return NONE  # nothing survives the process
 
     async def close(self) -> None:
         self.matches.clear()

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from truco_server.ports.documents import DocRef
+from truco_server.ports.errors import ParentMissing
+
 __all__ = ["MemoryDocuments"]
 
 
@@ -16,7 +21,16 @@ class MemoryDocuments:
     async def get(self, kind: str, doc_id: str) -> tuple[int, bytes] | None:
         return self._docs.get((kind, doc_id))
 
-    async def put(self, kind: str, doc_id: str, expected_version: int, data: bytes) -> bool:
+    def require(self, requires: Sequence[DocRef]) -> None:
+        """Raise ParentMissing for the first document of ``requires`` that does not exist."""
+        for ref in requires:
+            if (ref.kind, ref.doc_id) not in self._docs:
+                raise ParentMissing(ref)
+
+    async def put(
+        self, kind: str, doc_id: str, expected_version: int, data: bytes, *, requires: Sequence[DocRef] = ()
+    ) -> bool:
+        self.require(requires)
         current = self._docs.get((kind, doc_id))
         if (current[0] if current is not None else 0) != expected_version:
             return False
@@ -30,7 +44,10 @@ class MemoryDocuments:
         found = self._index.get((owner, kind), {})
         return sorted(found, key=lambda d: (-found[d], d))[:limit]
 
-    async def assignment_put(self, bot_id: str, match_id: str, data: bytes) -> None:
+    async def assignment_put(
+        self, bot_id: str, match_id: str, data: bytes, *, requires: Sequence[DocRef] = ()
+    ) -> None:
+        self.require(requires)
         self._assignments.setdefault(bot_id, {})[match_id] = bytes(data)
 
     async def assignment_delete(self, bot_id: str, match_id: str) -> bool:

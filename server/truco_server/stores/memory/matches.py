@@ -31,6 +31,7 @@ from truco_server.ports.matches import (
 )
 from truco_server.ports.queues import CLOCK, RELAY, RelayWake
 from truco_server.ports.settings import StoreSettings
+from truco_server.stores.memory.documents import MemoryDocuments
 from truco_server.stores.memory.queues import MemoryQueues
 from truco_server.stores.paging import check_page_size, decode_page_token, encode_page_token
 from truco_server.stores.subscription import EventSubscription, MemoryFeed
@@ -60,10 +61,17 @@ class StoredMatch:
 class MemoryMatchLog:
     """Matches held in this process's memory (see the module docstring)."""
 
-    def __init__(self, settings: StoreSettings, queues: MemoryQueues, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        settings: StoreSettings,
+        queues: MemoryQueues,
+        clock: Callable[[], float],
+        documents: MemoryDocuments,
+    ) -> None:
         self.settings = settings
         self.clock = clock
         self._queues = queues
+        self._documents = documents
         self._matches: dict[str, StoredMatch] = {}
         self._owner_index: dict[str, list[str]] = {}  # owner -> sorted sort keys
         self.feed = MemoryFeed()
@@ -101,6 +109,7 @@ class MemoryMatchLog:
 
     async def create(self, new: NewMatch) -> int:
         match_id = new.match_id
+        self._documents.require(new.requires)
         if self.get(match_id) is not None:
             raise MatchExists(match_id)
         self._queue_first(match_id, new.wake, new.relay)

@@ -132,13 +132,18 @@ class MemoryOperatorFeed:
 
     async def delivery_log_put(
         self, owner: str, webhook_id: str, delivery_id: str, data: bytes, time_ms: int, keep: int
-    ) -> None:
-        log = self._operator(owner).deliveries.setdefault(webhook_id, {})
+    ) -> bool:
+        op = self._operator(owner)
+        if webhook_id not in op.webhooks:
+            op.deliveries.pop(webhook_id, None)
+            return False
+        log = op.deliveries.setdefault(webhook_id, {})
         t = log[delivery_id][0] if delivery_id in log else time_ms
         log[delivery_id] = (t, data)
         if len(log) > keep:
             for old in sorted(log, key=lambda d: log[d][0])[: len(log) - keep]:
                 del log[old]
+        return True
 
     async def delivery_log(self, owner: str, webhook_id: str, limit: int) -> list[bytes]:
         log = self._operator(owner).deliveries.get(webhook_id, {})

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from truco_server.ports.documents import DocRef
 from truco_server.ports.queues import Claim
+from truco_server.stores.memory.documents import MemoryDocuments
 
 __all__ = ["MemoryQueues"]
 
@@ -13,8 +15,10 @@ __all__ = ["MemoryQueues"]
 class MemoryQueues:
     """Sharded queues held in this process (one shard each)."""
 
-    def __init__(self) -> None:
+    def __init__(self, documents: MemoryDocuments) -> None:
         self._queues: dict[str, dict[str, tuple[int, bytes]]] = {}
+        self._documents = documents
+        """What an item's ``requires`` are looked up in."""
 
     def shards(self, queue: str) -> int:
         return 1
@@ -29,8 +33,16 @@ class MemoryQueues:
             q[item] = (min(cur[0], due), data or cur[1])
 
     async def add(
-        self, queue: str, item: str, due: int, data: bytes = b"", *, only_new: bool = False
+        self,
+        queue: str,
+        item: str,
+        due: int,
+        data: bytes = b"",
+        *,
+        only_new: bool = False,
+        requires: Sequence[DocRef] = (),
     ) -> bool:
+        self._documents.require(requires)
         q = self._queues.setdefault(queue, {})
         if only_new:
             if item in q:

@@ -6,6 +6,8 @@
 * :mod:`.matches` and :mod:`.listing` -- the match log; :mod:`.hub`, :mod:`.feed` and
   :mod:`.cluster_feed` -- following matches' streams;
 * :mod:`.queues`, :mod:`.operators`, :mod:`.documents` -- the other three ports;
+  :mod:`.guards` -- writes made only while the documents they belong to exist;
+* :mod:`.persistence` -- whether each primary keeps its data across a restart;
 * :mod:`.store` -- :class:`RedisStore`, the four together, and :func:`open_redis`.
 """
 

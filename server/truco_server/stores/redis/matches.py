@@ -20,7 +20,8 @@ on top of a state it never saw.
 A commit's wakeup (clock queue) and relay safety net (relay queue) are queued before its
 script: in the same pipeline on one server or a Sentinel group, in a pipeline of their own
 before it on a cluster (the queues are other slots). A create writes the owner index first
-(another slot too), so a created match is always listed (:mod:`.listing`).
+(another slot too), so a created match is always listed (:mod:`.listing`). A create that
+requires documents (a league's match) goes through :class:`~.guards.Guards`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from truco_server.stores.redis.batch import Command, ScriptBatcher, ScriptCall
 from truco_server.stores.redis.cluster_feed import ClusterStreamHub
 from truco_server.stores.redis.connection import RedisConnection
 from truco_server.stores.redis.feed import RedisStreamHub
+from truco_server.stores.redis.guards import Guards
 from truco_server.stores.redis.keys import Keys
 from truco_server.stores.redis.listing import list_matches
 from truco_server.stores.redis.replies import EVENT_FIELD, as_bytes, as_str, version_of
@@ -88,12 +90,19 @@ class RedisMatchLog:
     """Matches on Redis (see the module docstring)."""
 
     def __init__(
-        self, conn: RedisConnection, keys: Keys, batcher: ScriptBatcher, *, hub_block_ms: int = 1000
+        self,
+        conn: RedisConnection,
+        keys: Keys,
+        batcher: ScriptBatcher,
+        guards: Guards,
+        *,
+        hub_block_ms: int = 1000,
     ):
         self.settings = conn.settings
         self._conn = conn
         self._keys = keys
         self._batcher = batcher
+        self._guards = guards
         self._hub_block_ms = hub_block_ms
         self._hub: RedisStreamHub | ClusterStreamHub | None = None
         self._heads: Lru[str, tuple[int, str]] = Lru(_HEADS_KEPT, idle=_HEADS_IDLE_SECONDS)
@@ -152,7 +161,7 @@ class RedisMatchLog:
         before = [listed, *self._queue_first(match_id, new.wake, new.relay)]
         script_keys = [keys.match, keys.events, keys.record, keys.outbox]
         call = ScriptCall(CREATE, script_keys, args, "create", before, durable=True)
-        version = int(await self._batcher.call(call))
+        version = int(await self._guards.call(call, new.requires))
         if version < 0:
             raise MatchExists(match_id)
         self._heads.put(match_id, (version, head))

@@ -1,7 +1,8 @@
 """The Redis :class:`~truco_server.ports.operators.OperatorFeed`: a match's outbox is a list
 in the match's slot with a relay lock beside it; an operator's events are a stream, its
 webhooks a hash and each webhook's deliveries a hash and a sorted set, all in the operator's
-slot (docs/storage.md, "Redis key layout")."""
+slot (docs/storage.md, "Redis key layout"), so a delivery's state is recorded only while its
+webhook is registered, in the same script."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from truco_server.stores.redis.batch import ScriptBatcher, ScriptCall
 from truco_server.stores.redis.connection import RedisConnection
 from truco_server.stores.redis.keys import Keys
 from truco_server.stores.redis.replies import EVENT_FIELD, as_bytes, as_str, parse_xread
-from truco_server.stores.redis.scripts import DELIVERY_LOG_PUT, OUTBOX_DONE, OUTBOX_TAKE, WEBHOOK_PUT
+from truco_server.stores.redis.scripts import DELIVERY_LOG_PUT_IF, OUTBOX_DONE, OUTBOX_TAKE, WEBHOOK_PUT
 
 __all__ = ["RedisOperatorFeed"]
 
@@ -135,12 +136,12 @@ class RedisOperatorFeed:
 
     async def delivery_log_put(
         self, owner: str, webhook_id: str, delivery_id: str, data: bytes, time_ms: int, keep: int
-    ) -> None:
+    ) -> bool:
         ok = self._keys.operator(owner)
-        keys = [ok.deliveries(webhook_id), ok.delivery_order(webhook_id)]
-        await self._batcher.call(
-            ScriptCall(DELIVERY_LOG_PUT, keys, [delivery_id, data, time_ms, keep], "delivery_log_put")
-        )
+        keys = [ok.deliveries(webhook_id), ok.delivery_order(webhook_id), ok.webhooks]
+        args = [delivery_id, data, time_ms, keep, webhook_id]
+        call = ScriptCall(DELIVERY_LOG_PUT_IF, keys, args, "delivery_log_put")
+        return bool(int(await self._batcher.call(call)))
 
     async def delivery_log(self, owner: str, webhook_id: str, limit: int) -> list[bytes]:
         ok = self._keys.operator(owner)

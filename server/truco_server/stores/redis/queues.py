@@ -8,9 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from truco_server.ports.documents import DocRef
 from truco_server.ports.queues import Claim
 from truco_server.stores.redis.batch import ScriptBatcher, ScriptCall
 from truco_server.stores.redis.connection import RedisConnection
+from truco_server.stores.redis.guards import Guards
 from truco_server.stores.redis.keys import Keys
 from truco_server.stores.redis.replies import as_bytes, as_str
 from truco_server.stores.redis.scripts import QUEUE_ADD, QUEUE_CLAIM, QUEUE_DUE, QUEUE_FINISH, QUEUE_RELEASE
@@ -21,10 +23,11 @@ __all__ = ["RedisQueues"]
 class RedisQueues:
     """Sharded queues on Redis (see the module docstring)."""
 
-    def __init__(self, conn: RedisConnection, keys: Keys, batcher: ScriptBatcher) -> None:
+    def __init__(self, conn: RedisConnection, keys: Keys, batcher: ScriptBatcher, guards: Guards) -> None:
         self._conn = conn
         self._keys = keys
         self._batcher = batcher
+        self._guards = guards
 
     def shards(self, queue: str) -> int:
         return self._keys.queue(queue).shards
@@ -34,16 +37,18 @@ class RedisQueues:
         return [q.key_for(item, ":due"), q.key_for(item, ":data")]
 
     async def add(
-        self, queue: str, item: str, due: int, data: bytes = b"", *, only_new: bool = False
+        self,
+        queue: str,
+        item: str,
+        due: int,
+        data: bytes = b"",
+        *,
+        only_new: bool = False,
+        requires: Sequence[DocRef] = (),
     ) -> bool:
         args = [item, due, "new" if only_new else "lower", data]
-        return bool(
-            int(
-                await self._batcher.call(
-                    ScriptCall(QUEUE_ADD, self._item_keys(queue, item), args, "queue_add")
-                )
-            )
-        )
+        call = ScriptCall(QUEUE_ADD, self._item_keys(queue, item), args, "queue_add")
+        return bool(int(await self._guards.call(call, requires)))
 
     async def due(self, queue: str, now: int) -> list[int]:
         q = self._keys.queue(queue)

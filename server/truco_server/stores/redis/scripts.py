@@ -4,7 +4,12 @@ Each script touches keys of one slot only (its ``KEYS``, which share a hash tag)
 script runs unchanged on one server, a Sentinel group's primary and a Redis Cluster. A
 script runs without interleaving on the server: that is what makes a commit atomic
 (DESIGN.md, invariant 2). The bodies are unchanged from the store they replace, so a rolling
-update runs the same scripts under the same names.
+update runs the same scripts under the same names; a script added since has a name of its
+own.
+
+The one exception to "one slot": :func:`guarded`, a script made only for one server or a
+Sentinel group's primary (where any key may be reached), runs a script only if the documents
+its write belongs to exist (:mod:`.guards`).
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import hashlib
 from dataclasses import dataclass, field
 
 __all__ = [
+    "ASSIGNMENT_PUT",
     "COMMIT",
     "CREATE",
-    "DELIVERY_LOG_PUT",
+    "DELIVERY_LOG_PUT_IF",
     "DOC_PUT",
     "OUTBOX_DONE",
     "OUTBOX_TAKE",
@@ -26,6 +32,7 @@ __all__ = [
     "QUEUE_RELEASE",
     "WEBHOOK_PUT",
     "Script",
+    "guarded",
 ]
 
 
@@ -263,11 +270,17 @@ return 1
 """,
 )
 
-DELIVERY_LOG_PUT = Script(
-    "delivery_log_put",
+DELIVERY_LOG_PUT_IF = Script(
+    "delivery_log_put_if",
     """
--- KEYS: a webhook's deliveries hash, their order zset.  ARGV: delivery id, data, event time
--- (ms), deliveries kept.  Records a delivery's state; the oldest beyond the limit go.
+-- KEYS: a webhook's deliveries hash, their order zset, the operator's webhooks hash.
+-- ARGV: delivery id, data, event time (ms), deliveries kept, webhook id.
+-- Records a delivery's state (the oldest beyond the limit go) if the webhook is registered
+-- (1); else drops the delivery log it left (0).
+if redis.call('HEXISTS', KEYS[3], ARGV[5]) == 0 then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return 0
+end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1])
 local extra = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
@@ -279,3 +292,45 @@ end
 return 1
 """,
 )
+
+ASSIGNMENT_PUT = Script(
+    "assignment_put",
+    """
+-- KEYS: a bot's assignments hash.  ARGV: match id, data.  (Run guarded: see `guarded`.)
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+""",
+)
+
+GONE = b"gone"
+"""First element of a guarded script's reply when a document it requires is missing."""
+
+_GUARD = """
+-- Guard (scripts.guarded): ARGV[#ARGV] is where the guard's arguments start, after the
+-- script's own: g, the number of required keys (the last g KEYS); m, the number of commands
+-- to run first; each command as its word count, then its words. A required key missing:
+-- {'gone', its position among them}, nothing written; else the commands, then the script.
+local guard_at = tonumber(ARGV[#ARGV])
+local guard_n = tonumber(ARGV[guard_at])
+for guard_i = 1, guard_n do
+  if redis.call('EXISTS', KEYS[#KEYS - guard_n + guard_i]) == 0 then return {'gone', guard_i} end
+end
+local guard_p = guard_at + 2
+for _ = 1, tonumber(ARGV[guard_at + 1]) do
+  local guard_c = tonumber(ARGV[guard_p])
+  redis.call(unpack(ARGV, guard_p + 1, guard_p + guard_c))
+  guard_p = guard_p + guard_c + 1
+end
+"""
+
+_guarded: dict[str, Script] = {}
+
+
+def guarded(script: Script) -> Script:
+    """``script`` run only if the keys it is given after its own exist, after the commands
+    that must precede it (its ``before``: on one server they join the same atomic step). For
+    one server or a Sentinel group's primary only: the required keys are in other slots."""
+    found = _guarded.get(script.sha)
+    if found is None:
+        found = _guarded[script.sha] = Script(f"{script.name}_if", _GUARD + script.body)
+    return found

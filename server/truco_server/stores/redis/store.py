@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from truco_server.ports.persistence import Persistence
 from truco_server.ports.settings import StoreSettings
 from truco_server.stores.redis.batch import ScriptBatcher
 from truco_server.stores.redis.connection import Kind, RedisConnection, RedisStats
 from truco_server.stores.redis.documents import RedisDocuments
+from truco_server.stores.redis.guards import Guards
 from truco_server.stores.redis.keys import Keys
 from truco_server.stores.redis.matches import RedisMatchLog
 from truco_server.stores.redis.operators import RedisOperatorFeed
+from truco_server.stores.redis.persistence import read_persistence
 from truco_server.stores.redis.queues import RedisQueues
 
 __all__ = ["RedisStore", "open_redis"]
@@ -28,10 +31,11 @@ class RedisStore:
         self.connection = conn
         self.keys = Keys(prefix, queue_shards=s.queue_shards, owner_index_shards=s.owner_index_shards)
         self._batcher = ScriptBatcher(conn)
-        self.matches = RedisMatchLog(conn, self.keys, self._batcher, hub_block_ms=hub_block_ms)
-        self.queues = RedisQueues(conn, self.keys, self._batcher)
+        guards = Guards(conn, self.keys, self._batcher)
+        self.matches = RedisMatchLog(conn, self.keys, self._batcher, guards, hub_block_ms=hub_block_ms)
+        self.queues = RedisQueues(conn, self.keys, self._batcher, guards)
         self.operators = RedisOperatorFeed(conn, self.keys, self._batcher)
-        self.documents = RedisDocuments(conn, self.keys, self._batcher)
+        self.documents = RedisDocuments(conn, self.keys, self._batcher, guards)
 
     @property
     def description(self) -> str:
@@ -54,6 +58,9 @@ class RedisStore:
 
     async def ping(self, timeout: float) -> None:
         await self.connection.ping(timeout)
+
+    async def persistence(self, timeout: float) -> Persistence:
+        return await read_persistence(self.connection, timeout)
 
     async def close(self) -> None:
         await self.matches.close()

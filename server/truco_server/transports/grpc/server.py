@@ -154,6 +154,13 @@ class WorkerContext:
     streams: StreamRegistry
     http_port: int | None = None
     """The bound REST/JSON port, set by the REST face's startup hook (None: no REST face)."""
+    serving: bool = True
+    """The services' health: ``False`` while a readiness check fails and from shutdown on
+    (what ``grpc.health.v1`` answers for them; the REST face's ``/healthz`` too)."""
+    health_details: dict[str, Any] = field(default_factory=dict)
+    """Facts about the worker's dependencies shown beside its health (REST ``/healthz``), by
+    topic, e.g. ``store``: its persistence (:mod:`truco_server.app.persistence`). Readiness
+    does not depend on them."""
     _cleanups: list[Cleanup] = field(default_factory=list)
     _startups: list[Cleanup] = field(default_factory=list)
     _readiness: list[ReadinessCheck] = field(default_factory=list)
@@ -261,7 +268,7 @@ class Worker:
         if self._stopping is not None:
             return ready  # shutting down: health stays NOT_SERVING
         if ready != self._ready:
-            self._ready = ready
+            self._ready = self.context.serving = ready
             if ready:
                 _log.info("store reachable again; readiness SERVING")
             else:
@@ -377,6 +384,7 @@ class Worker:
             self._readiness_task.cancel()
             await asyncio.wait({self._readiness_task}, timeout=self.settings.readiness_interval_seconds + 2)
             self._readiness_task = None
+        self.context.serving = False
         await self.health.enter_graceful_shutdown()
         if self.settings.shutdown_drain_seconds > 0:
             await asyncio.sleep(self.settings.shutdown_drain_seconds)

@@ -30,10 +30,13 @@ def attach(ctx: Any, served: Sequence[tuple[ServiceDescriptor, object]]) -> Rest
     The listener starts with the worker (``ctx.add_startup``) on ``settings.host`` and
     ``settings.http_port``; the bound port is published as ``ctx.http_port``. It stops in the
     worker's cleanup phase: listener closed, in-flight requests given the shutdown grace,
-    streams already ended with UNAVAILABLE by the service layer.
+    streams already ended with UNAVAILABLE by the service layer. ``GET /healthz`` answers the
+    worker's health and its details (``ctx.serving``, ``ctx.health_details``).
     """
     settings = ctx.settings
-    face = RestFace(served, cors_origins=settings.cors_origins)
+    face = RestFace(
+        served, cors_origins=settings.cors_origins, health=lambda: (ctx.serving, ctx.health_details)
+    )
 
     async def start() -> None:
         ctx.http_port = await face.start(

@@ -10,7 +10,8 @@ auth, idempotency, conversions and the error model exist once; this module only 
 - server-streaming RPCs: NDJSON (``application/x-ndjson``, one message per line) or, when the
   client asks with ``Accept: text/event-stream``, Server-Sent Events whose ``id`` is the
   version, so a browser's automatic reconnect (``Last-Event-ID``) resumes exactly;
-- ``/openapi.json`` (generated), ``/play`` (the reference page).
+- ``/openapi.json`` (generated), ``/play`` (the reference page), ``/healthz`` (the worker's
+  health and its details, when the worker gives them: :data:`Health`).
 
 Credentials: ``Authorization: Bearer <token>`` or ``X-Api-Key: <key>`` headers, as over
 gRPC. Streaming routes also take ``?access_token=<token>`` because a browser's EventSource
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any, cast
 
@@ -87,6 +88,9 @@ HTTP_SECONDS = Histogram(
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Health = Callable[[], tuple[bool, Mapping[str, Any]]]
+"""The worker's health for ``GET /healthz``: whether its services are SERVING, and the
+details it reports beside (``WorkerContext.serving`` and ``health_details``)."""
 
 
 def _dumps(obj: Any) -> str:
@@ -245,6 +249,7 @@ class RestFace:
         *,
         version: str = "v1",
         cors_origins: Sequence[str] = (),
+        health: Health | None = None,
     ) -> None:
         self.routes: list[Route] = []
         self._apis: dict[str, object] = {}
@@ -258,6 +263,7 @@ class RestFace:
         self.cors = CorsPolicy(cors_origins, {r.http_method for r in self.routes})
         self.openapi = build_openapi(self.routes, title="Truco API", version=version)
         self._openapi_body = _dumps(self.openapi)
+        self._health = health
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
 
@@ -270,6 +276,8 @@ class RestFace:
         app.router.add_get("/openapi.json", self._openapi, name="openapi")
         app.router.add_get("/", self._root, name="root")
         app.router.add_get("/play", self._play, name="play")
+        if self._health is not None:
+            app.router.add_get("/healthz", self._healthz, name="healthz")
         self.cors.install(app)
         return app
 
@@ -317,6 +325,19 @@ class RestFace:
 
     async def _openapi(self, request: web.Request) -> web.Response:
         return web.Response(text=self._openapi_body, content_type="application/json")
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        """200 ``{"status": "SERVING", ...details}`` while the services are SERVING (the
+        readiness the gRPC health service answers), else 503 with ``NOT_SERVING``."""
+        assert self._health is not None
+        serving, details = self._health()
+        body = {"status": "SERVING" if serving else "NOT_SERVING", **details}
+        return web.Response(
+            text=_dumps(body),
+            status=200 if serving else 503,
+            content_type="application/json",
+            headers={"Cache-Control": "no-store"},
+        )
 
     async def _root(self, request: web.Request) -> web.Response:
         raise web.HTTPFound("/play")
