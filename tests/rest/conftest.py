@@ -124,7 +124,7 @@ def served(clean_redis_url: str) -> Iterator[Served]:
     base = None
     grpc_address = ""
     seen: list[str] = []
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90  # a start on a loaded machine takes a while
     assert proc.stdout is not None
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
