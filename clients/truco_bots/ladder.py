@@ -150,12 +150,14 @@ def play(
     return row
 
 
-def pairs(levels: Sequence[int]) -> list[tuple[int, str]]:
-    """Each level against the level below (``random`` below level 1) and against ``rules``."""
+def pairs(levels: Sequence[int], against: Sequence[str] = ("below", "rules")) -> list[tuple[int, str]]:
+    """Each level against the level below (``below``: ``random`` below level 1) and against
+    ``rules``, or only the opponents named in ``against``."""
     out: list[tuple[int, str]] = []
     for level in levels:
-        out.append((level, f"level{level - 1}" if level > 1 else "random"))
-        if level != 4:  # level 4 is the rules bot: its row against rules is the level below's
+        if "below" in against:
+            out.append((level, f"level{level - 1}" if level > 1 else "random"))
+        if "rules" in against and level != 4:  # level 4 is the rules bot itself
             out.append((level, "rules"))
     return out
 
@@ -170,6 +172,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="matches per pair and preset of the searching levels 5 and 6 (default: --matches)",
     )
     p.add_argument("--level", type=int, action="append", help="only these levels (repeatable; default: all)")
+    p.add_argument(
+        "--against",
+        action="append",
+        choices=("below", "rules"),
+        help="only these opponents: the level below, rules (repeatable; default both)",
+    )
     p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--seed", type=int, default=1, help="seed of the deals and bots (default 1)")
     p.add_argument("--cpu-ms", type=int, default=DEFAULT_CPU_MS, help="CPU budget of one decision (ms)")
@@ -187,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
         if level not in LEVELS:
             raise ValueError(f"level {level}: the levels are 1 to 6")
     rows = []
-    for level, against in pairs(levels):
+    for level, against in pairs(levels, args.against or ("below", "rules")):
         searching = level in SEARCH or _opponent(against)[1] in SEARCH
         n = args.search_matches if searching and args.search_matches is not None else args.matches
         for preset in args.preset:

@@ -81,6 +81,8 @@ def test_level_bot_checks_its_level() -> None:
 
 def test_the_ladder_pairs_and_figures() -> None:
     assert pairs([1, 4, 6]) == [(1, "random"), (1, "rules"), (4, "level3"), (6, "level5"), (6, "rules")]
+    assert pairs([4, 6], ["rules"]) == [(6, "rules")]
+    assert pairs([2], ["below"]) == [(2, "level1")]
     assert cpu_figures([]) == (0.0, 0.0)
     samples = [float(i) for i in range(1, 101)]
     assert cpu_figures(samples) == (50.5, 100.0)
