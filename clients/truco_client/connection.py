@@ -44,10 +44,10 @@ from truco_client._core import (
     new_request_id,
     submit_request,
 )
-from truco_client.actions import Action
 from truco_client.errors import RETRYABLE, TrucoApiError, Unavailable, from_rpc_error, from_status
 from truco_contract import codec
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
+from truco_kit.actions import Action
 
 pb = match_service_pb2
 _END = object()

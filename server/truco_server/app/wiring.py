@@ -31,6 +31,7 @@ from truco_server.api.operators import OperatorApi
 from truco_server.app.persistence import PersistenceReport
 from truco_server.core.config import Settings
 from truco_server.ports import Store, StoreSettings
+from truco_server.services.bots import BotSeats
 from truco_server.services.leagues import LeagueService
 from truco_server.services.matches import MatchService, ServiceSettings
 from truco_server.services.matchmaking import Matchmaking, Pools
@@ -70,6 +71,7 @@ class Services:
     leagues: LeagueService
     ratings: RatingBooks
     matchmaking: Matchmaking
+    bots: BotSeats
 
     def readers(self, tick: float) -> list[QueueReader]:
         """The readers of the clock, relay, webhook, league and matchmaking queues."""
@@ -128,10 +130,12 @@ def build_services(
             heartbeat_seconds=s.heartbeat_interval_seconds,
             queue_size=s.subscriber_queue_size,
             idle_timeout_ms=s.idle_timeout_seconds * 1000,
+            bot_think_ms=s.bot_think_ms,
         ),
         clock=clock,
     )
-    steps = MatchSteps(matches)
+    bots = BotSeats(matches, processes=s.bot_processes, cpu_ms=s.bot_cpu_ms)
+    steps = MatchSteps(matches, bots)
     streams = MatchStreams(matches, stopping)
     reads = MatchReads(matches, streams)
     leagues = LeagueService(
@@ -145,6 +149,33 @@ def build_services(
         publish=operators.publish,
     )
     operators.listeners.append(leagues.job.on_events)
+    ratings, matchmaking = _matchmaking(s, store, matches, steps, operators, stopping, clock)
+    return Services(
+        store,
+        matches,
+        steps,
+        reads,
+        streams,
+        relay,
+        operators,
+        deliverer,
+        leagues,
+        ratings,
+        matchmaking,
+        bots,
+    )
+
+
+def _matchmaking(
+    s: Settings,
+    store: Store,
+    matches: MatchService,
+    steps: MatchSteps,
+    operators: Operators,
+    stopping: asyncio.Event,
+    clock: Callable[[], float],
+) -> tuple[RatingBooks, Matchmaking]:
+    """The rating books (every rated match's result goes to them) and the matchmaking pools."""
     ratings = RatingBooks(store.documents)
 
     async def load(match_id: str) -> Match:
@@ -162,9 +193,7 @@ def build_services(
         stopping=stopping,
         clock=clock,
     )
-    return Services(
-        store, matches, steps, reads, streams, relay, operators, deliverer, leagues, ratings, matchmaking
-    )
+    return ratings, matchmaking
 
 
 def _reload_on_sighup(ctx: WorkerContext, keys: KeyRing) -> None:
@@ -191,6 +220,8 @@ def service_factory(ctx: WorkerContext) -> Served:
     persistence = PersistenceReport(svc.store, ctx.health_details, acknowledged=s.ephemeral_store_ok)
     ctx.add_startup(persistence.start)
     ctx.add_cleanup(persistence.stop)
+    ctx.add_startup(svc.bots.start)
+    ctx.add_cleanup(svc.bots.close)  # after the readers stopped (cleanups run in reverse)
     for reader in svc.readers(s.scheduler_tick_seconds):
         ctx.add_startup(reader.start)
         ctx.add_cleanup(reader.stop)

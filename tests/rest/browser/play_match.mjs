@@ -2,9 +2,10 @@
 // line. Two scenarios, at any viewport width:
 //
 //   MODE=create  the page creates a match (operator key typed into the create form), its other
-//                seats are the page's in-page random bots, this script clicks seat 0's buttons;
-//                with CUT=1 it closes the page's WebSocket once, mid-hand (cutMidHand), and
-//                reports the transport, the reconnections and the versions the log shows.
+//                seats are the page's in-page random bots (or OTHERS=computer: the server's bot
+//                at LEVEL, PLAYERS seats), this script clicks seat 0's buttons; with CUT=1 it
+//                closes the page's WebSocket once, mid-hand (cutMidHand), and reports the
+//                transport, the reconnections and the versions the log shows.
 //   MODE=join    a match created beforehand (MATCH_ID, SEAT0, SEAT1, SPECTATOR tokens): one page
 //                joins seat 0 through the "join" form, a second joins seat 1 with a
 //                #match=..&seat=.. link, a third spectates through the "spectate" form; the
@@ -197,8 +198,9 @@ async function createAndPlay() {
   await page.goto(`${base}/play?delay=20`);
   if (env.API_KEY) await page.fill("#apikey", env.API_KEY);
   await page.fill("#preset", env.PRESET || "paulista");
+  await page.selectOption("#others", env.OTHERS || "bot");
+  if (env.LEVEL) await page.selectOption("#level", env.LEVEL);
   if (env.PLAYERS) await page.fill("#players", env.PLAYERS);
-  await page.selectOption("#others", "bot");
   await overflow(page, "creator (form)");
   await page.click("#create");
   await page.waitForFunction(() => document.querySelector("#status").dataset.state === "playing");

@@ -576,11 +576,14 @@ class _SseWriter:
 
 
 def reference_page() -> str:
-    """The reference browser client (``web/play.html``) with the preset names filled in."""
+    """The reference browser client (``web/play.html``) with the preset names and their
+    default numbers of players filled in."""
     import truco_engine as te
 
     html = resources.files("truco_server.web").joinpath("play.html").read_text(encoding="utf-8")
-    return html.replace("/*PRESETS*/[]", _dumps(list(te.preset_names())))
+    names = list(te.preset_names())
+    players = {name: te.get_rules(name).players for name in names}
+    return html.replace("/*PRESETS*/[]", _dumps(names)).replace("/*PLAYERS*/{}", _dumps(players))
 
 
 __all__ = [
