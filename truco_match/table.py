@@ -305,11 +305,13 @@ def expire(setup: Setup, state: te.MatchState, life: Life, cause: TimeoutCause, 
 def remind(setup: Setup, state: te.MatchState, life: Life, now: int) -> Step | None:
     """The reminder of the awaited seat that its time runs out soon, once per decision
     (``TimeControl.remind_before``); ``None`` when none is due at ``now`` (not yet, already
-    sent, or the time is already up)."""
+    sent, the time is already up, or the server's bot plays the seat)."""
     at = life.reminder_due(setup.lifecycle.time_control)
     end = life.deadline()
     seat = life.awaited
     if at is None or end is None or seat is None or not at <= now < end or te.is_over(state):
+        return None
+    if setup.bot_level(life, seat):
         return None
     life = life.copy()
     life.reminded = life.decision
@@ -402,10 +404,11 @@ def due(setup: Setup, state: te.MatchState, life: Life) -> int | None:
         end = life.deadline()
         if end is not None:
             times.append(end)
+        bot_seat = life.awaited is not None and setup.bot_level(life, life.awaited)
         reminder = life.reminder_due(lc.time_control)
-        if reminder is not None:
+        if reminder is not None and not bot_seat:
             times.append(reminder)
-        if life.awaited is not None and setup.bot_level(life, life.awaited):
+        if bot_seat:
             times.append(life.since + think_time(setup, state, life))
         elif lc.disconnect_grace and life.awaited is not None:
             times.append(life.since + lc.disconnect_grace)

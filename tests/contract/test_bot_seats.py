@@ -11,8 +11,8 @@ import pytest
 
 import truco_engine as te
 from truco_match import clock, create, records, table
-from truco_match.events import MatchStatus, SeatJoined, SeatReclaimed, SeatTakenOver
-from truco_match.lifecycle import Lifecycle
+from truco_match.events import MatchStatus, SeatJoined, SeatReclaimed, SeatTakenOver, TurnReminder
+from truco_match.lifecycle import Lifecycle, TimeControl
 from truco_match.views import view
 
 
@@ -199,3 +199,23 @@ def test_seat_joined_is_unchanged_for_a_join_in_the_window() -> None:
     first = begin(s)
     joined = table.join(s, first.state, first.life, 0, b"x", 10)
     assert joined.entries[0] == SeatJoined(seat=0, client_seed=b"x")
+
+
+def test_a_seat_the_bot_plays_is_not_reminded_and_a_player_is() -> None:
+    """A reminder (``TimeControl.remind_before``) is for a person who may have forgotten the
+    match: the seat the server's bot plays is never reminded, even when the reminder falls
+    due before the bot has thought; the human seat of the same match is."""
+    tc = TimeControl(per_decision=10_000, remind_before=10_000)  # due as the decision starts
+    s = setup(bots=(0, 3), time_control=tc)
+    step = begin(s)
+    while step.life.awaited != 1:  # the human plays until the bot's seat is awaited
+        seat = step.life.awaited
+        assert seat == 0
+        reminded = table.remind(s, step.state, step.life, step.life.since)
+        assert reminded is not None and reminded.entries[0] == TurnReminder(seat=0, remaining=10_000)
+        move = te.legal_actions(step.state, seat)[0]
+        step = table.act(s, step.state, step.life, seat, move, step.life.since + 1)
+    since = step.life.since
+    assert table.remind(s, step.state, step.life, since) is None
+    assert clock.due_step(s, step.state, step.life, since) is None
+    assert table.due(s, step.state, step.life) == since + table.think_time(s, step.state, step.life)

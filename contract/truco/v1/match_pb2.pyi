@@ -241,7 +241,8 @@ class TimeControl(_message.Message):
     def remind_before(self) -> _duration_pb2.Duration:
         """Remind the awaited seat this long before its decision's time runs out:
         a TurnReminder event (and the operator event "match.turn_reminder"),
-        once per decision. Less than per_decision plus bank. Unset: never.
+        once per decision. Less than per_decision plus bank. Unset: never. A seat
+        the server's bot plays (bot_level, or taken over) is not reminded.
         """
 
     def __init__(
