@@ -1,7 +1,9 @@
 """Worker CPU per action of this checkout against another build, side by side in one run.
 
-For each transport and store -- unary gRPC on Redis, the player connection (``Connect``) on
-Redis, REST/JSON on the in-memory store -- a worker of each build (``truco serve`` in a
+For each transport and store -- by default unary gRPC on Redis, the player connection
+(``Connect``) on Redis, REST/JSON on the in-memory store; any of ``unary``, ``connect``,
+``ws`` (the player connection over WebSocket) and ``rest`` on ``redis`` or ``memory`` with
+``--phases`` -- a worker of each build (``truco serve`` in a
 process of its own, its source folders on ``PYTHONPATH``) is started on free loopback ports
 and driven by the same random bots from this process (``truco bench service``'s load
 generators: each seat acts as soon as its stream says it is its turn, a finished match is
@@ -31,11 +33,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import aiohttp
 
 from truco_contract.pb import match_service_pb2_grpc
-from truco_tools.bench_connection import ConnectionBots, pattern_connect_load, stubs_of
+from truco_tools.bench_connection import ConnectionBots, WebSocketBots, pattern_connect_load, stubs_of
 from truco_tools.bench_rest import RestBots
 from truco_tools.bench_service import (
     HOST,
@@ -52,10 +55,25 @@ from truco_tools.redis_proc import free_port, start_redis
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("unary-redis", "connect-redis", "rest-memory")
-FLOORS = {"unary-redis": "unary", "connect-redis": "connect", "rest-memory": "rest"}
-"""The no-work floor of each phase's transport (``--floors``)."""
+"""The default phases."""
+TRANSPORTS = ("unary", "connect", "ws", "rest")
+ALL_PHASES = tuple(f"{t}-{store}" for t in TRANSPORTS for store in ("redis", "memory"))
 SOURCES = ("contract", "server", "clients", "tools", "cli", ".")
 """The source folders of a checkout (``[tool.setuptools.packages.find] where``)."""
+
+
+class Window(NamedTuple):
+    """One measured window: the server's CPU seconds in it, the actions (moves) in it and its
+    length in seconds."""
+
+    cpu: float
+    actions: int
+    seconds: float
+
+    @property
+    def ms(self) -> float:
+        """Server CPU ms per action."""
+        return 1000 * self.cpu / max(self.actions, 1)
 
 
 def _pythonpath(root: Path) -> str:
@@ -85,20 +103,34 @@ def _worker(root: Path, redis_url: str | None) -> Iterator[tuple[int, int, int]]
             os.environ["PYTHONPATH"] = old
 
 
-async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.Namespace) -> float:
-    """Drive the worker with ``args.matches`` bots; its CPU ms per action in the window."""
+async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.Namespace) -> Window:
+    """Drive the worker with ``args.matches`` bots; its CPU and the actions in the window."""
     fig = Figures()
     stop = asyncio.Event()
     n_channels = max(1, -(-args.matches // 25))
-    if phase == "rest-memory":
+    transport = phase.split("-")[0]
+    if transport in ("rest", "ws"):
         connector = aiohttp.TCPConnector(limit=0)
+        base = f"http://{HOST}:{http_port}"
         async with aiohttp.ClientSession(connector=connector) as session:
-            rest = RestBots(session, f"http://{HOST}:{http_port}", args.preset, 2, args.seed, 0, fig, stop)
-            _, cpu = await _window(rest.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid)
-        return 1000 * cpu / max(fig.actions, 1)
+            if transport == "rest":
+                rest = RestBots(session, base, args.preset, 2, args.seed, 0, fig, stop)
+                elapsed, cpu = await _window(
+                    rest.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
+                )
+            else:
+                ws = WebSocketBots(session, base, n_channels, args.preset, 2, args.seed, 0, fig, stop)
+                await ws.start()
+                try:
+                    elapsed, cpu = await _window(
+                        ws.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
+                    )
+                finally:
+                    await ws.close()
+        return Window(cpu, fig.actions, elapsed)
     channels = [_channel(f"{HOST}:{port}", i) for i in range(n_channels)]
     try:
-        if phase == "unary-redis":
+        if transport == "unary":
             stubs = [match_service_pb2_grpc.MatchServiceStub(ch) for ch in channels]
             bots = Bots(
                 stubs,
@@ -106,21 +138,28 @@ async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.
                 fig,
                 stop,
             )
-            _, cpu = await _window(bots.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid)
+            elapsed, cpu = await _window(
+                bots.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
+            )
         else:
             conn = ConnectionBots(stubs_of(channels), args.preset, 2, args.seed, 0, fig, stop)
             await conn.start()
             try:
-                _, cpu = await _window(conn.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid)
+                elapsed, cpu = await _window(
+                    conn.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
+                )
             finally:
                 await conn.close()
     finally:
         for ch in channels:
             await ch.close()
-    return 1000 * cpu / max(fig.actions, 1)
+    return Window(cpu, fig.actions, elapsed)
 
 
-async def _measure(phase: str, root: Path, args: argparse.Namespace) -> float:
+async def measure(phase: str, root: Path, args: argparse.Namespace) -> Window:
+    """One window of ``phase`` (``<transport>-<store>``) against a fresh worker of the build at
+    ``root`` (and a fresh Redis for ``-redis``), driven from this process by ``args.matches``
+    bots playing ``args.preset`` (``args.warmup`` then ``args.seconds``)."""
     redis = start_redis(host=HOST) if phase.endswith("-redis") else None
     try:
         with _worker(root, redis.url if redis else None) as (pid, port, http_port):
@@ -134,7 +173,7 @@ async def _floor(phase: str, args: argparse.Namespace) -> float:
     """The CPU ms per action of a server that speaks the protocol and does no work, under the
     same load: ``truco_tools.floor_server`` for unary gRPC and REST (the same bots), the
     no-work server's player-connection pattern for ``Connect`` (the same messages per action)."""
-    if phase == "connect-redis":
+    if phase.startswith("connect-"):
         port = free_port(HOST)
         with _child(_echo_cmd(port), "echo listening") as echo:
             channels = [_channel(f"{HOST}:{port}", i) for i in range(max(1, -(-args.matches // 25)))]
@@ -169,7 +208,7 @@ async def compare(args: argparse.Namespace) -> dict[str, tuple[float, float, flo
         for phase in args.phases:
             runs = list(builds if pair % 2 == 0 else builds[::-1])
             for label, root in runs:
-                value = await _measure(phase, root, args)
+                value = (await measure(phase, root, args)).ms
                 got[phase][label].append(value)
                 print(f"# pair {pair + 1}/{args.pairs} {phase:14s} {label:5s} {value:.3f} ms", flush=True)
             if args.floors:
@@ -198,7 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="paulista", help="two-player preset (default paulista)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--phases", type=lambda s: tuple(s.split(",")), default=PHASES, help=f"of {','.join(PHASES)}"
+        "--phases",
+        type=lambda s: tuple(s.split(",")),
+        default=PHASES,
+        help=f"comma-separated, of {','.join(ALL_PHASES)} (default {','.join(PHASES)})",
     )
     parser.add_argument(
         "--floors",
@@ -208,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (args.against / "server" / "truco_server").is_dir():
         parser.error(f"{args.against} is not a checkout of this repository")
-    if unknown := set(args.phases) - set(PHASES):
+    if unknown := set(args.phases) - set(ALL_PHASES):
         parser.error(f"unknown phases: {', '.join(sorted(unknown))}")
     load0 = os.getloadavg()[0]
     started = time.time()

@@ -1,13 +1,16 @@
 """What the clock makes due in a match, and when it next needs the server.
 
 A match needs the server at some time when a seat must join within a window, when its turn
-clock runs, when a seat away for its disconnect grace must get its default move, or when it may
-idle out (:func:`truco_match.table.due`). At that time the server asks :func:`due_step` what to
-do -- in this order: abort a match whose seats did not all join in time; time out the awaited
-decision whose clock ran out; play the default move of an awaited seat away for longer than its
-grace; remind the awaited seat that its time runs out soon; abort a match idle for its idle
-timeout -- commits it, and asks :func:`next_wake` for the next time. Times are milliseconds
-since the match's creation.
+clock runs, when the server's bot plays the awaited seat and has thought long enough, when a
+seat away for its disconnect grace must get its default move or be taken over by a bot, when
+the awaited seat is to be reminded that its time runs out soon, or when it may idle out
+(:func:`truco_match.table.due`). At that time the server asks :func:`due_step` what to do -- in
+this order: abort a match whose seats did not all join in time; time out the awaited decision
+whose clock ran out; play the default move of an awaited seat away for longer than its grace,
+or hand it to a bot; remind the awaited seat that its time runs out soon; abort a match idle
+for its idle timeout -- commits it; then, when :func:`bot_turn` names a seat, it has the bot
+decide from that seat's observation and commits :func:`bot_step`; and it asks
+:func:`next_wake` for the next time. Times are milliseconds since the match's creation.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from truco_match.events import (
     MatchAborted,
     MatchForfeited,
     MatchStatus,
+    SeatTakenOver,
     TimeoutCause,
     TurnReminder,
     TurnTimedOut,
@@ -32,7 +36,14 @@ def presence_matters(setup: table.Setup, life: Life, now: int) -> bool:
     """Whether what is due now may depend on when the awaited seat was last seen (the caller
     then reads it and passes :func:`due_step` how long the seat has been away)."""
     grace = setup.lifecycle.disconnect_grace
-    return bool(grace) and life.started and life.awaited is not None and now >= life.since + grace
+    seat = life.awaited
+    return (
+        bool(grace)
+        and life.started
+        and seat is not None
+        and not setup.bot_level(life, seat)
+        and now >= life.since + grace
+    )
 
 
 def due_step(
@@ -57,6 +68,15 @@ def due_step(
         if done is not None:
             return done, _timed_out(done, records.StepCause.CLOCK), None
     if away_ms is not None and away_ms >= max(lc.disconnect_grace, presence_timeout_ms):
+        seat = life.awaited
+        if lc.takeover and seat is not None and not setup.bot_level(life, seat):
+            taken = table.take_over(setup, state, life, seat)
+            takeover = taken.entries[0]
+            assert isinstance(takeover, SeatTakenOver)
+            record = records.RecordStep(
+                version=0, time=0.0, seat=seat, cause=records.StepCause.DISCONNECTED, take_over=takeover
+            )
+            return taken, record, None
         done = table.expire(setup, state, life, TimeoutCause.DISCONNECTED, now)
         if done is not None:
             return done, _timed_out(done, records.StepCause.DISCONNECTED), None
@@ -73,13 +93,35 @@ def due_step(
     return None
 
 
+def bot_turn(setup: table.Setup, state: te.MatchState, life: Life, now: int) -> int | None:
+    """The seat whose decision the server's bot makes now (it plays the awaited seat and has
+    thought long enough: :func:`truco_match.table.think_time`), or ``None``."""
+    seat = life.awaited
+    if te.is_over(state) or not life.started or seat is None or not setup.bot_level(life, seat):
+        return None
+    return seat if now >= life.since + table.think_time(setup, state, life) else None
+
+
+def bot_step(
+    setup: table.Setup, state: te.MatchState, life: Life, seat: int, action: te.Action, now: int
+) -> Due:
+    """The decision of the server's bot for ``seat`` (what it chose from the seat's observation),
+    as a step of the match."""
+    step = table.act(setup, state, life, seat, action, now, by_server=True)
+    record = records.RecordStep(version=0, time=0.0, seat=seat, cause=records.StepCause.BOT, action=action)
+    return step, record, None
+
+
 def next_wake(setup: table.Setup, state: te.MatchState, life: Life, now: int) -> int | None:
-    """When the match next needs the server: its due time, or, when only an away check is due
-    and did not find the seat away, one more grace from now."""
+    """When the match next needs the server: its due time; when a bot's decision is due and
+    was not made (a failed decision), a second from now; when only an away check is due and
+    did not find the seat away, one more grace from now."""
     due = table.due(setup, state, life)
     if due is None:
         return None
     lc = setup.lifecycle
+    if due <= now and life.awaited is not None and setup.bot_level(life, life.awaited):
+        return now + 1000
     if due <= now and lc.disconnect_grace and life.awaited is not None:
         # only the away check can be due and not done: the seat is there; look again later
         times = (

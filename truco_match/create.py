@@ -12,9 +12,16 @@ from typing import Any
 
 import truco_engine as te
 from truco_match import table
-from truco_match.events import DealSource, SeatKind, seat_to_dict
+from truco_match.events import DealSource, SeatInfo, SeatKind, seat_to_dict
 from truco_match.fairness import MAX_CLIENT_SEED
 from truco_match.lifecycle import MAX_DURATION_MS, Lifecycle
+
+BOT_LEVELS = range(1, 7)
+"""The levels of the server's built-in bots: 1 (a beginner) to 6 (the strongest)."""
+DEFAULT_TAKEOVER_LEVEL = 3
+"""The level of the bot that takes an away seat over when the creator names none."""
+BOT_THINK_MS = (200, 60_000)
+"""The shortest and longest average think time of the server's bots a match may set (ms)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +32,8 @@ class SeatSpec:
     kind: SeatKind = SeatKind.HUMAN
     player_id: str = ""
     """The operator's id of the player (optional): what a rating follows across matches."""
+    bot_level: int = 0
+    """The server's bot plays the seat, at this level (:data:`BOT_LEVELS`); 0: a player."""
 
 
 PLAYER_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,64}$")
@@ -84,9 +93,29 @@ def rules_of(preset: str, overrides: Mapping[str, Any]) -> te.RuleSet:
         raise SpecError(str(exc), [(field_name, str(exc))], rules=True) from exc
 
 
-def check_lifecycle(requested: Lifecycle, default_idle_timeout: int) -> Lifecycle:
+def check_lifecycle(
+    requested: Lifecycle, default_idle_timeout: int, default_bot_think: int = 1500
+) -> Lifecycle:
     """The lifecycle settings, checked, with the server's default idle timeout (ms) when the
-    match has neither its own nor a clock."""
+    match has neither its own nor a clock, its default think time of the bots (ms) when the
+    match sets none, and the default takeover level."""
+    problems = _lifecycle_problems(requested)
+    if problems:
+        field_name, description = problems[0]
+        raise SpecError(f"invalid match settings: {field_name}: {description}", problems)
+    done = requested
+    if not done.idle_timeout and done.time_control is None:
+        done = dataclasses.replace(done, idle_timeout=default_idle_timeout)
+    if not done.bot_think:
+        done = dataclasses.replace(done, bot_think=default_bot_think)
+    if done.takeover and not done.takeover_level:
+        done = dataclasses.replace(done, takeover_level=DEFAULT_TAKEOVER_LEVEL)
+    if not done.takeover and done.takeover_level:
+        done = dataclasses.replace(done, takeover_level=0)
+    return done
+
+
+def _lifecycle_problems(requested: Lifecycle) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     tc = requested.time_control
     if tc is not None:
@@ -97,17 +126,26 @@ def check_lifecycle(requested: Lifecycle, default_idle_timeout: int) -> Lifecycl
             problems.append((f"settings.{name}", "between 1 second and 1 day, or unset"))
     if not 0 <= requested.spectator_delay <= 1000:
         problems.append(("settings.spectator_delay_actions", "between 0 and 1000"))
-    if problems:
-        field_name, description = problems[0]
-        raise SpecError(f"invalid match settings: {field_name}: {description}", problems)
-    if not requested.idle_timeout and tc is None:
-        return dataclasses.replace(requested, idle_timeout=default_idle_timeout)
-    return requested
+    if requested.bot_think and not BOT_THINK_MS[0] <= requested.bot_think <= BOT_THINK_MS[1]:
+        problems.append(("settings.bot_think_time", "between 0.2 and 60 seconds, or unset"))
+    if requested.takeover_level and requested.takeover_level not in BOT_LEVELS:
+        problems.append(("settings.takeover_level", "a bot level, 1 to 6 (or unset: 3)"))
+    if requested.takeover and not requested.disconnect_grace:
+        problems.append(
+            (
+                "settings.abandonment",
+                "a bot takes a seat over after the disconnect grace: set disconnect_grace",
+            )
+        )
+    return problems
 
 
-def check(spec: MatchSpec, default_idle_timeout: int) -> tuple[te.RuleSet, Lifecycle]:
-    """The rule set and lifecycle of a match made to ``spec``; :class:`SpecError` for the
-    first thing that cannot be made (checked before anything is stored)."""
+def check(
+    spec: MatchSpec, default_idle_timeout: int, default_bot_think: int = 1500
+) -> tuple[te.RuleSet, Lifecycle]:
+    """The rule set and lifecycle of a match made to ``spec`` (``default_*``: the server's,
+    in ms); :class:`SpecError` for the first thing that cannot be made (checked before
+    anything is stored)."""
     overrides = dict(spec.overrides)
     if spec.players is not None:
         overrides["players"] = spec.players
@@ -118,6 +156,12 @@ def check(spec: MatchSpec, default_idle_timeout: int) -> tuple[te.RuleSet, Lifec
             [("seats", f"give {rules.players} seats or none")],
         )
     _check_players(spec, rules)
+    for i, seat in enumerate(spec.seats):
+        if seat.bot_level and seat.bot_level not in BOT_LEVELS:
+            raise SpecError(
+                f"seats[{i}].bot_level must be a bot level, 1 to 6 (or 0: a player)",
+                [(f"seats[{i}].bot_level", "1 to 6, or 0")],
+            )
     if spec.first_dealer is not None and not 0 <= spec.first_dealer < rules.players:
         raise SpecError(
             f"first_dealer must be a seat 0..{rules.players - 1}", [("first_dealer", "out of range")]
@@ -140,7 +184,17 @@ def check(spec: MatchSpec, default_idle_timeout: int) -> tuple[te.RuleSet, Lifec
             "at most 32 labels, keys up to 64 and values up to 256 characters",
             [("settings.labels", "too many or too long")],
         )
-    return rules, check_lifecycle(spec.lifecycle, default_idle_timeout)
+    return rules, check_lifecycle(spec.lifecycle, default_idle_timeout, default_bot_think)
+
+
+def seats_of(spec: MatchSpec, rules: te.RuleSet) -> tuple[SeatInfo, ...]:
+    """The public seats of a match made to ``spec``."""
+    return table.seats_of(
+        rules,
+        [(s.name, s.kind) for s in spec.seats],
+        [s.player_id for s in spec.seats],
+        [s.bot_level for s in spec.seats],
+    )
 
 
 def _check_players(spec: MatchSpec, rules: te.RuleSet) -> None:
@@ -181,7 +235,7 @@ def deal_source(spec: MatchSpec) -> DealSource:
 def fingerprint_of(spec: MatchSpec, rules: te.RuleSet, lifecycle: Lifecycle) -> dict[str, Any]:
     """What a creation asked for, as the tree its fingerprint is taken of (a retry with the
     same ``request_id`` must ask for the same)."""
-    seats = table.seats_of(rules, [(s.name, s.kind) for s in spec.seats], [s.player_id for s in spec.seats])
+    seats = seats_of(spec, rules)
     return {
         "rules": rules.to_dict(),
         "seats": [seat_to_dict(s) for s in seats],

@@ -34,7 +34,8 @@ class MatchStatus(StrEnum):
 
 
 class SeatKind(StrEnum):
-    """Who occupies a seat (informative: the server treats both alike)."""
+    """Who occupies a seat (informative, but for a seat the server's bot plays:
+    :attr:`SeatInfo.bot_level`)."""
 
     HUMAN = "human"
     BOT = "bot"
@@ -52,6 +53,9 @@ class SeatInfo:
     player_id: str = ""
     """The operator's id of the player in the seat (its own, opaque to the server): what a
     rating follows from match to match; empty when the creator gave none."""
+    bot_level: int = 0
+    """The level of the server's built-in bot that plays this seat (1 to 6); 0: not the
+    server."""
 
 
 class DealSource(StrEnum):
@@ -227,6 +231,24 @@ class TurnReminder:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SeatTakenOver:
+    """``seat``'s player was away for the disconnect grace while the game awaited it: the
+    server's bot at ``bot_level`` plays the seat until the seat's own credential acts again."""
+
+    kind: ClassVar[str] = "seat_taken_over"
+    seat: int
+    bot_level: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeatReclaimed:
+    """``seat``'s player is back (its credential acted): the bot left the seat."""
+
+    kind: ClassVar[str] = "seat_reclaimed"
+    seat: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CardList:
     """A list of cards (one seat's hand)."""
 
@@ -256,6 +278,8 @@ ServicePayload = (
     | HandCardsShown
     | CredentialReissued
     | TurnReminder
+    | SeatTakenOver
+    | SeatReclaimed
 )
 """A payload the service adds to the log (public, but ``hand_cards_shown``: see
 :data:`SPECTATORS_ONLY`)."""
@@ -279,6 +303,8 @@ SERVICE_PAYLOADS: dict[str, type[ServicePayload]] = {
         HandCardsShown,
         CredentialReissued,
         TurnReminder,
+        SeatTakenOver,
+        SeatReclaimed,
     )
 }
 
@@ -377,8 +403,10 @@ def payload_to_dict(payload: Payload) -> dict[str, Any]:
 
 def seat_to_dict(seat: SeatInfo) -> dict[str, Any]:
     """A seat as plain values (stored in match metadata and listings; no ``player_id`` when
-    it has none)."""
+    it has none, ``bot_level`` only for a seat the server plays)."""
     d: dict[str, Any] = _plain(seat)
+    if not seat.bot_level:
+        del d["bot_level"]
     return d
 
 

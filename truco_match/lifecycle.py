@@ -79,6 +79,15 @@ class Lifecycle:
     credential_ttl: int = 0
     """A match credential is valid this long after it was issued; 0: as long as the match is
     kept."""
+    takeover: bool = False
+    """The awaited seat away for ``disconnect_grace`` is taken over by the server's bot (at
+    ``takeover_level``), which plays it until the seat's credential acts again; otherwise it
+    gets its default move, an expiry toward the clock's ``forfeit_after``."""
+    takeover_level: int = 0
+    """The level (1 to 6) of the bot that takes a seat over."""
+    bot_think: int = 0
+    """How long the server's bots think over a decision, on average (ms; set at creation,
+    the server's default unless the creator chose)."""
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -125,6 +134,9 @@ class Life:
     generation 0, issued at creation)."""
     reminded: int = -1
     """The decision (its counter) whose seat was last reminded (``turn_reminder``); -1: none."""
+    takeovers: list[int] = field(default_factory=list)
+    """Per seat: the level of the bot that has taken it over (0: none); empty until the first
+    takeover."""
 
     def credential(self, viewer: int) -> tuple[int, int]:
         """``(generation, issued at)`` of the current credential of ``viewer`` (a seat, or a
@@ -149,11 +161,18 @@ class Life:
             last_activity=self.last_activity,
             credentials=[list(c) for c in self.credentials],
             reminded=self.reminded,
+            takeovers=list(self.takeovers),
         )
+
+    def taken_over(self, seat: int) -> int:
+        """The level of the bot that has taken ``seat`` over; 0: none."""
+        return self.takeovers[seat] if self.takeovers else 0
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["client_seeds"] = [list(c) for c in self.client_seeds]
+        if not self.takeovers:
+            del d["takeovers"]
         return d
 
     @classmethod

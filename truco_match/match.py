@@ -36,7 +36,7 @@ from truco_match.events import (
 )
 from truco_match.lifecycle import Life, Lifecycle
 from truco_match.matches import MatchInfo, MatchResult
-from truco_match.table import Setup, Step
+from truco_match.table import Setup, Step, bots_of
 from truco_match.table import act as table_act
 from truco_match.views import SeatView, view
 
@@ -95,6 +95,7 @@ class Meta:
             source=DealSource(self.source),
             lifecycle=Lifecycle.from_dict(self.lifecycle),
             first_dealer=self.first_dealer,
+            bots=bots_of(self.seat_infos()),
         )
 
     def seat_infos(self) -> tuple[SeatInfo, ...]:

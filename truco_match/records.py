@@ -28,6 +28,7 @@ from truco_match.events import (
     MatchForfeited,
     MatchRevealed,
     SeatJoined,
+    SeatTakenOver,
     TimeAdded,
     TimeoutCause,
     TurnReminder,
@@ -48,6 +49,8 @@ class StepCause(StrEnum):
     DISCONNECTED = "disconnected"
     SERVER = "server"
     """The join window or the idle timeout passed."""
+    BOT = "bot"
+    """The server's bot playing the seat (a bot seat, or a seat it took over)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +76,7 @@ class RecordStep:
     """A timeout that made no move: the seat's flor, which it had to sing, was lost and the
     decision passed to another seat (:mod:`truco_match.timeout`)."""
     remind: TurnReminder | None = None
+    take_over: SeatTakenOver | None = None
 
 
 # ------------------------------------------------------------------ compact storage
@@ -104,6 +108,8 @@ def pack_step(step: RecordStep, created_at: float) -> bytes:
         body = ["o", step.timeout.expiries]
     elif step.remind is not None:
         body = ["m", step.remind.seat, step.remind.remaining]
+    elif step.take_over is not None:
+        body = ["b", step.take_over.seat, step.take_over.bot_level]
     else:
         raise ValueError("a record step needs a step")
     ms = round((step.time - created_at) * 1000)
@@ -144,6 +150,8 @@ def unpack_step(raw: bytes, created_at: float) -> RecordStep:
         common["timeout"] = TurnTimedOut(seat=seat, cause=timed_cause, action=None, expiries=rest[0])
     elif kind == "m":
         common["remind"] = TurnReminder(seat=rest[0], remaining=rest[1])
+    elif kind == "b":
+        common["take_over"] = SeatTakenOver(seat=rest[0], bot_level=rest[1])
     else:
         raise ValueError(f"unknown record step kind {kind!r}")
     return RecordStep(**common)
@@ -166,9 +174,10 @@ def apply_step(
     setup: table.Setup, state: te.MatchState, life: Life, step: RecordStep, now: int
 ) -> table.Step:
     """One recorded step through the table (``now``: ms since the creation)."""
-    if step.action is not None and step.cause is StepCause.PLAYER:
+    if step.action is not None and step.cause in (StepCause.PLAYER, StepCause.BOT):
         assert step.seat is not None
-        return table.act(setup, state, life, step.seat, step.action, now)
+        by_server = step.cause is StepCause.BOT
+        return table.act(setup, state, life, step.seat, step.action, now, by_server=by_server)
     if step.action is not None or step.forfeit is not None or step.timeout is not None:
         cause = TimeoutCause.CLOCK if step.cause is StepCause.CLOCK else TimeoutCause.DISCONNECTED
         done = table.expire(setup, state, life, cause, now)
@@ -193,6 +202,10 @@ def apply_step(
         if reminded is None:
             raise te.RecordError(f"version {step.version}: the recorded reminder was not due")
         return reminded
+    if step.take_over is not None:
+        if not setup.lifecycle.takeover or step.take_over.seat != life.awaited:
+            raise te.RecordError(f"version {step.version}: the recorded takeover was not due")
+        return table.take_over(setup, state, life, step.take_over.seat)
     raise te.RecordError(f"version {step.version}: an empty step")
 
 
@@ -271,6 +284,7 @@ def setup_of(record: MatchRecord) -> table.Setup:
         deck_orders=decks,
         source=fairness.deal_source if fairness is not None else DealSource.SERVER_SEED,
         lifecycle=m.lifecycle,
+        bots=table.bots_of(m.seats),
     )
 
 

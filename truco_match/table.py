@@ -12,6 +12,7 @@ Every step takes the current engine state and lifecycle state and returns a :cla
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -35,6 +36,8 @@ from truco_match.events import (
     SeatInfo,
     SeatJoined,
     SeatKind,
+    SeatReclaimed,
+    SeatTakenOver,
     TimeAdded,
     TimeoutCause,
     TurnReminder,
@@ -46,6 +49,14 @@ from truco_match.timeout import default_move
 
 RESIGN = "resign"
 """The action kind a seat resigns with (never among the engine's legal actions)."""
+
+
+class ServerSeatError(te.TrucoError):
+    """A seat the server's bot plays (created so) cannot be played with its credential."""
+
+    def __init__(self, seat: int, level: int) -> None:
+        super().__init__(f"seat {seat} is played by the server's bot (level {level})")
+        self.seat = seat
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +89,13 @@ class Setup:
     source: DealSource = DealSource.SERVER_SEED
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     first_dealer: int | None = None
+    bots: tuple[int, ...] = ()
+    """Per seat: the level of the server's bot that plays it (0: a player); empty: none."""
+
+    def bot_level(self, life: Life, seat: int) -> int:
+        """The level of the server's bot playing ``seat`` now (a bot seat, or a seat it took
+        over); 0: the seat's player."""
+        return (self.bots[seat] if self.bots else 0) or life.taken_over(seat)
 
     def dealing(self, life: Life) -> Dealing:
         """The dealing of the match: the seed mixed with the client seeds given so far."""
@@ -105,21 +123,37 @@ class Step:
 
 
 def seats_of(
-    rules: te.RuleSet, names: Sequence[tuple[str, SeatKind]] = (), player_ids: Sequence[str] = ()
+    rules: te.RuleSet,
+    names: Sequence[tuple[str, SeatKind]] = (),
+    player_ids: Sequence[str] = (),
+    levels: Sequence[int] = (),
 ) -> tuple[SeatInfo, ...]:
-    """The public seats of a new match: display names (default ``seat N``), kinds and the
-    operator's player ids (default none)."""
+    """The public seats of a new match: display names (default ``seat N``), kinds, the
+    operator's player ids (default none) and the levels of the seats the server's bot plays
+    (such a seat is a ``BOT``)."""
     teams = te.seat_teams(te.new_match(rules))
-    return tuple(
-        SeatInfo(
-            seat=i,
-            team=teams[i],
-            display_name=(names[i][0] if i < len(names) else "") or f"seat {i}",
-            kind=names[i][1] if i < len(names) else SeatKind.HUMAN,
-            player_id=player_ids[i] if i < len(player_ids) else "",
+    out = []
+    for i in range(rules.players):
+        level = levels[i] if i < len(levels) else 0
+        kind = names[i][1] if i < len(names) else SeatKind.HUMAN
+        name = (names[i][0] if i < len(names) else "") or f"seat {i}"
+        out.append(
+            SeatInfo(
+                seat=i,
+                team=teams[i],
+                display_name=name,
+                kind=SeatKind.BOT if level else kind,
+                player_id=player_ids[i] if i < len(player_ids) else "",
+                bot_level=level,
+            )
         )
-        for i in range(rules.players)
-    )
+    return tuple(out)
+
+
+def bots_of(seats: Sequence[SeatInfo]) -> tuple[int, ...]:
+    """:attr:`Setup.bots` of a match with these seats."""
+    levels = tuple(s.bot_level for s in seats)
+    return levels if any(levels) else ()
 
 
 # ------------------------------------------------------------------------- steps
@@ -127,7 +161,8 @@ def start(setup: Setup, seats: Sequence[SeatInfo], creator_seed: bytes = b"", no
     """A new match: ``match_created`` and, unless the seats must join first, the first deal."""
     rules = setup.rules
     lc = setup.lifecycle
-    life = Life(joined=[not lc.join_window] * rules.players, last_activity=now)
+    bots = setup.bots or (0,) * rules.players
+    life = Life(joined=[not lc.join_window or bool(b) for b in bots], last_activity=now)
     if creator_seed:
         life.client_seeds.append((None, creator_seed.hex()))
     tc = lc.time_control
@@ -141,45 +176,93 @@ def start(setup: Setup, seats: Sequence[SeatInfo], creator_seed: bytes = b"", no
             preset=rules.name, players=rules.players, seats=tuple(seats), fairness=setup.fairness(life)
         )
     ]
-    if not lc.join_window:
+    if all(life.joined):  # no join window, or only the server's bots to join
         state = _begin(setup, state, life, entries, now)
     return Step(state, life, entries)
 
 
 def join(setup: Setup, state: te.MatchState, life: Life, seat: int, client_seed: bytes, now: int) -> Step:
     """``seat`` joins (with its client seed, possibly empty); the first hand is dealt once
-    every seat has. Joining twice changes nothing (an empty step)."""
+    every seat has. Joining again takes the seat back from a bot that took it over
+    (``seat_reclaimed``), and otherwise changes nothing (an empty step)."""
     life = life.copy()
     if life.joined[seat]:
-        return Step(state, life, [])
+        entries: list[LogEntry] = []
+        if life.taken_over(seat):
+            life.takeovers[seat] = 0
+            entries.append(SeatReclaimed(seat=seat))
+        return Step(state, life, entries)
     life.joined[seat] = True
     life.last_activity = now
     if client_seed:
         life.client_seeds.append((seat, client_seed.hex()))
-    entries: list[LogEntry] = [SeatJoined(seat=seat, client_seed=client_seed)]
+    entries = [SeatJoined(seat=seat, client_seed=client_seed)]
     if all(life.joined):
         state = _begin(setup, state, life, entries, now)
     return Step(state, life, entries)
 
 
-def act(setup: Setup, state: te.MatchState, life: Life, seat: int, action: te.Action, now: int) -> Step:
+def act(
+    setup: Setup,
+    state: te.MatchState,
+    life: Life,
+    seat: int,
+    action: te.Action,
+    now: int,
+    *,
+    by_server: bool = False,
+) -> Step:
     """``seat``'s action (a resignation included), the deals it makes due, and the reveal
-    when it ends the match. Raises the engine's errors (:class:`truco_engine.TrucoError`)
-    without a change."""
+    when it ends the match. ``by_server``: the server made it (its bot playing the seat, or
+    the seat's default move); otherwise the seat's credential did, which takes the seat back
+    from a bot that took it over (``seat_reclaimed`` first) and is refused for a bot seat
+    (:class:`ServerSeatError`).
+    Raises the engine's errors (:class:`truco_engine.TrucoError`) without a change."""
+    life = life.copy()
+    lead: list[LogEntry] = []
+    if not by_server:
+        if setup.bots and setup.bots[seat]:
+            raise ServerSeatError(seat, setup.bots[seat])
+        if life.taken_over(seat):
+            life.takeovers[seat] = 0
+            lead.append(SeatReclaimed(seat=seat))
     if action.kind == RESIGN:
         if te.is_over(state):
             raise te.MatchOverError()
         team = te.seat_teams(state)[seat]
         return _conclude(
-            setup, state, life.copy(), [MatchResigned(seat=seat, team=team)], _rival(state, team), now
+            setup, state, life, [*lead, MatchResigned(seat=seat, team=team)], _rival(state, team), now
         )
     new_state, events = te.apply(state, seat, action)
-    life = life.copy()
     life.last_activity = now
     ran = life.stop(setup.lifecycle.time_control, now, by=seat)
-    entries: list[LogEntry] = list(events)
+    entries: list[LogEntry] = [*lead, *events]
     new_state = _after(setup, new_state, life, entries, now)
     return Step(new_state, life, entries, ran)
+
+
+def take_over(setup: Setup, state: te.MatchState, life: Life, seat: int) -> Step:
+    """The server's bot takes ``seat`` over (its player was away for the disconnect grace and
+    the match lets a bot take an away seat over): it plays the seat from now on."""
+    level = setup.lifecycle.takeover_level
+    life = life.copy()
+    if not life.takeovers:
+        life.takeovers = [0] * setup.rules.players
+    life.takeovers[seat] = level
+    return Step(state, life, [SeatTakenOver(seat=seat, bot_level=level)])
+
+
+def think_time(setup: Setup, state: te.MatchState, life: Life) -> int:
+    """How long the server's bot thinks over the awaited decision (ms): between 0.6 and 1.4
+    times the match's ``bot_think`` (the same for the same decision: derived from the
+    decision's counter and seat), half that for a forced move."""
+    seat = life.awaited
+    base = setup.lifecycle.bot_think
+    digest = hashlib.sha256(b"%d:%d" % (life.decision, -1 if seat is None else seat)).digest()
+    think = base * (0.6 + 0.8 * int.from_bytes(digest[:4], "big") / 2**32)
+    if seat is not None and len(te.legal_actions(state, seat)) == 1:
+        think /= 2
+    return max(1, round(think))
 
 
 def expire(setup: Setup, state: te.MatchState, life: Life, cause: TimeoutCause, now: int) -> Step | None:
@@ -214,7 +297,7 @@ def expire(setup: Setup, state: te.MatchState, life: Life, cause: TimeoutCause, 
         life.stop(tc, now)
         step = Step(_after(setup, move.state, life, [], now), life, [])
     else:
-        step = act(setup, move.state, life, seat, move.action, now)
+        step = act(setup, move.state, life, seat, move.action, now, by_server=True)
     step.entries.insert(0, TurnTimedOut(seat=seat, cause=cause, action=move.action, expiries=count))
     return step
 
@@ -222,11 +305,13 @@ def expire(setup: Setup, state: te.MatchState, life: Life, cause: TimeoutCause, 
 def remind(setup: Setup, state: te.MatchState, life: Life, now: int) -> Step | None:
     """The reminder of the awaited seat that its time runs out soon, once per decision
     (``TimeControl.remind_before``); ``None`` when none is due at ``now`` (not yet, already
-    sent, or the time is already up)."""
+    sent, the time is already up, or the server's bot plays the seat)."""
     at = life.reminder_due(setup.lifecycle.time_control)
     end = life.deadline()
     seat = life.awaited
     if at is None or end is None or seat is None or not at <= now < end or te.is_over(state):
+        return None
+    if setup.bot_level(life, seat):
         return None
     life = life.copy()
     life.reminded = life.decision
@@ -305,8 +390,9 @@ def reveal(setup: Setup, state: te.MatchState, life: Life) -> MatchRevealed:
 
 def due(setup: Setup, state: te.MatchState, life: Life) -> int | None:
     """When the match next needs the server (ms since creation), or ``None``: the end of the
-    join window, the deadline of the timed decision, the idle timeout, the disconnect check
-    of the awaited seat (the caller checks its presence then)."""
+    join window, the deadline of the timed decision, the idle timeout, the decision of the
+    server's bot when it plays the awaited seat (:func:`think_time`), else the disconnect
+    check of the awaited seat (the caller checks its presence then)."""
     if te.is_over(state):
         return None
     lc = setup.lifecycle
@@ -318,10 +404,13 @@ def due(setup: Setup, state: te.MatchState, life: Life) -> int | None:
         end = life.deadline()
         if end is not None:
             times.append(end)
+        bot_seat = life.awaited is not None and setup.bot_level(life, life.awaited)
         reminder = life.reminder_due(lc.time_control)
-        if reminder is not None:
+        if reminder is not None and not bot_seat:
             times.append(reminder)
-        if lc.disconnect_grace and life.awaited is not None:
+        if bot_seat:
+            times.append(life.since + think_time(setup, state, life))
+        elif lc.disconnect_grace and life.awaited is not None:
             times.append(life.since + lc.disconnect_grace)
     if lc.idle_timeout and lc.time_control is None:
         times.append(life.last_activity + lc.idle_timeout)

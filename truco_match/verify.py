@@ -310,6 +310,7 @@ def _describe(step: RecordStep) -> str:
         ("reissue_credential", "credential re-issue"),
         ("timeout", "timeout without a move"),
         ("remind", "turn reminder"),
+        ("take_over", "bot takeover"),
     ):
         if getattr(step, name) is not None:
             return what

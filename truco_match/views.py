@@ -1,6 +1,6 @@
 """What one viewer sees of a match at one version (the payload of every observation on the
-wire): the engine's observation, the version, the match's lifecycle state, its turn clock and
-who has still to join."""
+wire): the engine's observation, the version, the match's lifecycle state, its turn clock,
+who has still to join and which seats a bot has taken over."""
 
 from __future__ import annotations
 
@@ -54,6 +54,9 @@ class SeatView:
     """Seats that have not joined yet (the first hand waits for them)."""
     joined: bool = True
     """The viewer has joined (a spectator always has)."""
+    taken_over: tuple[int, ...] = ()
+    """Seats the server's bot has taken over (their players were away) and plays until their
+    players act again."""
 
 
 def view(
@@ -76,4 +79,5 @@ def view(
     clock = clock_view(life, created_at, now) if match_state is MatchStatus.ACTIVE else None
     missing = tuple(i for i, j in enumerate(life.joined) if not j)
     joined = True if seat is None else life.joined[seat]
-    return SeatView(obs, version, match_state, clock, missing, joined)
+    held = tuple(i for i, level in enumerate(life.takeovers) if level)
+    return SeatView(obs, version, match_state, clock, missing, joined, held)

@@ -1,4 +1,4 @@
-"""Client subcommands of ``truco``: ``play``, ``watch``, ``demo``, ``bot``, ``bots eval``.
+"""Client subcommands of ``truco``: ``play``, ``watch``, ``demo``, ``bot``, ``bots eval``, ``bots ladder``.
 
 They speak to a server only through the SDK. ``play`` and ``demo`` start an in-process server
 (:mod:`truco_server.app.embedded`) when no ``--server`` is given and the server is installed."""
@@ -266,6 +266,15 @@ def _cmd_bots_eval(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
 
 
+def _cmd_bots_ladder(args: argparse.Namespace) -> int:
+    from truco_bots.ladder import run
+
+    try:
+        return run(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def register(sub: Any) -> None:
     """Add ``play``, ``watch``, ``demo``, ``bot`` and ``bots`` to the ``truco`` parser."""
     p = sub.add_parser("play", help="play against bots in the terminal")
@@ -329,4 +338,9 @@ def register(sub: Any) -> None:
 
     add_arguments(ev)
     ev.set_defaults(func=_cmd_bots_eval)
+    lad = bsub.add_parser("ladder", help="the levels 1 to 6: each against the one below and against rules")
+    from truco_bots.ladder import add_arguments as ladder_arguments
+
+    ladder_arguments(lad)
+    lad.set_defaults(func=_cmd_bots_ladder)
     bots.set_defaults(func=lambda a: bots.print_help() or 2)

@@ -13,7 +13,7 @@ import sys
 
 from truco_bots.random_bot import RandomBot
 from truco_bots.rules_bot import RulesBot
-from truco_client.bot import Bot
+from truco_kit.bot import Bot
 
 BOTS: dict[str, type[Bot]] = {"random": RandomBot, "rules": RulesBot}
 
@@ -32,7 +32,7 @@ def get_bot(name: str) -> type[Bot]:
 
 def load_bot(spec: str) -> type[Bot]:
     """A bot class from a built-in name (``random``, ``rules``, ``mcts``) or ``MODULE:Class``
-    (a :class:`truco_client.Bot` subclass; the current directory is searched first, so
+    (a :class:`truco_kit.Bot` subclass (``truco_client.Bot``); the current directory is searched first, so
     ``mybot:MyBot`` finds ``./mybot.py``). Every failure is a :class:`ValueError` whose message
     is one line."""
     if ":" not in spec:

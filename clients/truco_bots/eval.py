@@ -63,7 +63,7 @@ def _chunk(
     a: str, b: str, preset: str, first: int, n: int, seed: int, bot_args: dict[str, dict[str, Any]]
 ) -> tuple[int, int, int, int, int, float]:
     from truco_bots import load_bot
-    from truco_client.local import run_local
+    from truco_kit.local import run_local
 
     def factory(name: str) -> Any:
         cls = load_bot(name)

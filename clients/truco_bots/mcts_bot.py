@@ -11,10 +11,10 @@ for every seat from that seat's own view of the world. The action with the best
 average point difference (game wins weighted heavily) over all worlds is played; all actions
 share the same worlds and rollout seeds, so they are compared on equal terms.
 
-The budget per decision is ``iterations`` rollouts or ``time_limit`` seconds, whichever comes
-first. When the history of the hand is unknown (resumed from a snapshot), in the iron hand,
-or in variants where the replay does not apply (carancho, pica-pica), it falls back to the
-``rules`` bot. It never looks at hidden state: only ``Observation`` fields are read.
+The budget per decision is ``iterations`` rollouts or ``time_limit`` seconds of CPU time,
+whichever comes first. When the history of the hand is unknown (resumed from a snapshot), in
+the iron hand, or in variants where the replay does not apply (carancho, pica-pica), it falls
+back to the ``rules`` bot. It never looks at hidden state: only ``Observation`` fields are read.
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ import time
 from collections.abc import Sequence
 
 import truco_engine as te
+from truco_bots import model
 from truco_bots.heuristics import hand_power, percentiles
 from truco_bots.rules_bot import RulesBot
-from truco_client.actions import Action
-from truco_client.bot import Bot
-from truco_client.observation import Event, Observation
 from truco_engine.ranking import envido_points_for, has_flor_for
+from truco_kit.actions import Action
+from truco_kit.bot import Bot
+from truco_kit.observation import Event, Observation
 
 _ENGINE_KINDS = frozenset(k.value for k in te.EventKind)
 _ACCEPT = Action("accept")
@@ -50,15 +51,20 @@ class MctsBot(Bot):
         time_limit: float = 1.0,
         max_sample_tries: int = 30,
         rollout_policy: str = "rules",
+        belief: int = 0,
     ) -> None:
         super().__init__(seed)
         self.iterations = int(iterations)
         self.time_limit = float(time_limit)
         self.max_sample_tries = max_sample_tries
         self.fallback = RulesBot(seed)
-        if rollout_policy not in ("rules", "fast"):
-            raise ValueError("rollout_policy is 'rules' or 'fast'")
+        if rollout_policy not in ("rules", "fast", "model"):
+            raise ValueError("rollout_policy is 'rules', 'fast' or 'model'")
         self.rollout_policy = rollout_policy
+        self.belief = int(belief)
+        """Worlds drawn per world searched, one kept with a probability proportional to how
+        likely the other seats' actions of the hand are in it under the model
+        (:func:`truco_bots.model.likelihood`); 0 or 1: every world alike."""
         self._model = RulesBot(None if seed is None else seed + 1)
         self.searches = 0
         self.fallbacks = 0
@@ -73,13 +79,13 @@ class MctsBot(Bot):
             self.fallbacks += 1
             return self.fallback.choose(o)
         assert o.rules is not None and o.seat is not None
-        deadline = time.perf_counter() + self.time_limit
+        deadline = time.process_time() + self.time_limit
         totals = [0.0] * len(legal)
         worlds = 0
         used = 0
         failures = 0
-        while used + len(legal) <= max(self.iterations, len(legal)) and time.perf_counter() < deadline:
-            world = sample_world(o, self.rng, self.max_sample_tries)
+        while used + len(legal) <= max(self.iterations, len(legal)) and time.process_time() < deadline:
+            world = self._world(o)
             if world is None:
                 failures += 1
                 if failures >= 3 and worlds == 0:
@@ -93,6 +99,8 @@ class MctsBot(Bot):
                 if self.rollout_policy == "rules":
                     self._model.rng.seed(roll_seed)
                     s = rollout_with_bot(s, self._model)
+                elif self.rollout_policy == "model":
+                    s = model.rollout(s, random.Random(roll_seed))
                 else:
                     s = rollout(s, random.Random(roll_seed))
                 totals[i] += _utility(s, o.team or 0) - before
@@ -103,6 +111,23 @@ class MctsBot(Bot):
         self.searches += 1
         best = max(range(len(legal)), key=lambda i: (totals[i], -i))
         return legal[best]
+
+    def _world(self, o: Observation) -> te.MatchState | None:
+        """A world to search: sampled, or, with :attr:`belief`, the one of that many sampled
+        worlds drawn in proportion to its likelihood."""
+        if self.belief <= 1:
+            return sample_world(o, self.rng, self.max_sample_tries)
+        drawn = [weighted_world(o, self.rng, self.max_sample_tries) for _ in range(self.belief)]
+        found = [w for w in drawn if w is not None]
+        if not found:
+            return None
+        total = sum(weight for _, weight in found)
+        x = self.rng.random() * total
+        for world, weight in found:
+            x -= weight
+            if x < 0:
+                return world
+        return found[-1][0]
 
 
 # ---------------------------------------------------------------- utilities
@@ -130,6 +155,19 @@ def _utility(s: te.MatchState, side: int) -> float:
 # ---------------------------------------------------------- determinization
 def sample_world(o: Observation, rng: random.Random, tries: int = 30) -> te.MatchState | None:
     """One engine state consistent with the observation, or ``None`` if it cannot be built."""
+    found = _sample(o, rng, tries, weigh=False)
+    return None if found is None else found[0]
+
+
+def weighted_world(o: Observation, rng: random.Random, tries: int = 30) -> tuple[te.MatchState, float] | None:
+    """:func:`sample_world` and how likely the other seats' actions of the hand are in that
+    world under the model (:func:`truco_bots.model.likelihood`), or ``None``."""
+    return _sample(o, rng, tries, weigh=True)
+
+
+def _sample(
+    o: Observation, rng: random.Random, tries: int, *, weigh: bool
+) -> tuple[te.MatchState, float] | None:
     r = o.rules
     events = [e for e in (o.hand_events or ()) if e.kind in _ENGINE_KINDS]
     if o.seat is None or not events or not isinstance(events[0].payload, te.HandStarted):
@@ -196,7 +234,7 @@ def sample_world(o: Observation, rng: random.Random, tries: int = 30) -> te.Matc
     # Hidden (face-down) plays of other seats: the sampled cards that were not seen.
     hidden_cards = {x: [c for c in (full[x] or []) if c not in seen[x]] for x in range(n)}
     try:
-        return _replay(o, r, start, deck, events, hidden_cards)
+        return _replay(o, r, start, deck, events, hidden_cards, weigh)
     except (te.TrucoError, KeyError, ValueError, AssertionError, TypeError):
         return None
 
@@ -225,8 +263,10 @@ def _replay(
     deck: list[str],
     events: Sequence[Event],
     hidden_cards: dict[int, list[str]],
-) -> te.MatchState | None:
+    weigh: bool,
+) -> tuple[te.MatchState, float] | None:
     s = te.new_match(r)
+    weight = 1.0
     scores = list(o.scores)
     for e in events:
         if isinstance(e.payload, te.BetWon):
@@ -245,6 +285,8 @@ def _replay(
         action = _action_of(e, hidden_cards)
         if action is None or e.seat is None:
             return None
+        if weigh and e.seat != o.seat and not action.face_down:
+            weight *= model.likelihood(s, e.seat, action)
         s, ev = te.apply(s, e.seat, action)
         if [x.kind.value for x in ev] != [x.kind for x in events[i : i + len(ev)]]:
             return None
@@ -253,7 +295,7 @@ def _replay(
         return None
     if set(te.legal_actions(s, o.seat)) != set(o.legal_actions):
         return None
-    return s
+    return s, weight
 
 
 def _action_of(e: Event, hidden_cards: dict[int, list[str]]) -> Action | None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from truco_client.actions import Action
-from truco_client.bot import Bot
-from truco_client.observation import Observation
+from truco_kit.actions import Action
+from truco_kit.bot import Bot
+from truco_kit.observation import Observation
 
 
 class RandomBot(Bot):

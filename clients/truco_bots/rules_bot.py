@@ -15,10 +15,10 @@
 from __future__ import annotations
 
 from truco_bots.heuristics import hand_power, percentiles
-from truco_client import actions as A
-from truco_client.actions import Action
-from truco_client.bot import Bot
-from truco_client.observation import Observation
+from truco_kit import actions as A
+from truco_kit.actions import Action
+from truco_kit.bot import Bot
+from truco_kit.observation import Observation
 
 ENVIDO_NEED = {"envido": 27, "real_envido": 29, "falta_envido": 31}
 

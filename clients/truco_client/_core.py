@@ -12,10 +12,10 @@ from typing import Any
 from google.protobuf import duration_pb2, struct_pb2
 
 import truco_engine as te
-from truco_client.actions import Action
-from truco_client.observation import Event, HandTracker, Observation
 from truco_contract import codec
 from truco_contract.pb import match_pb2, match_service_pb2
+from truco_kit.actions import Action
+from truco_kit.observation import Event, HandTracker, Observation
 from truco_match.lifecycle import Lifecycle, TimeControl
 from truco_match.matches import MatchInfo
 
@@ -202,9 +202,12 @@ def lifecycle_of(
     spectator_delay: int = 0,
     show_hands: bool = False,
     credential_ttl: Seconds | None = None,
+    takeover_level: int | None = None,
+    bot_think_time: Seconds | None = None,
 ) -> Lifecycle:
     """The lifecycle settings of ``create_match``'s keyword arguments (``None``: unset; the
-    server checks the values)."""
+    server checks the values). ``takeover_level``: a bot of that level takes over a seat whose
+    player is away for the disconnect grace (``ABANDONMENT_POLICY_BOT_TAKEOVER``)."""
     return Lifecycle(
         time_control=time_control,
         join_window=milliseconds(join_window) if join_window is not None else 0,
@@ -213,14 +216,22 @@ def lifecycle_of(
         spectator_delay=spectator_delay,
         show_hands=show_hands,
         credential_ttl=milliseconds(credential_ttl) if credential_ttl is not None else 0,
+        takeover=takeover_level is not None,
+        takeover_level=takeover_level or 0,
+        bot_think=milliseconds(bot_think_time) if bot_think_time is not None else 0,
     )
+
+
+SeatArg = str | tuple[str, str] | tuple[str, str, int]
+"""A seat of ``create_match``: a display name, ``(name, "human" | "bot")``, or
+``(name, "bot", level)``: the server's built-in bot plays it at that level (1 to 6)."""
 
 
 def create_request(
     preset: str,
     players: int | None,
     overrides: Mapping[str, Any] | None,
-    seats: Sequence[str | tuple[str, str]] | None,
+    seats: Sequence[SeatArg] | None,
     seed: bytes | None,
     deck_orders: Sequence[Sequence[str]] | None,
     turn_timeout: float | timedelta | None,
@@ -237,9 +248,11 @@ def create_request(
         rules.overrides.CopyFrom(st)
     req = match_service_pb2.CreateMatchRequest(rules=rules, players=players or 0, request_id=request_id)
     for s in seats or ():
-        name, kind = (s, "human") if isinstance(s, str) else s
+        name, kind, level = (s, "human", 0) if isinstance(s, str) else (*s, 0)[:3]
         req.seats.add(
-            display_name=name, kind=match_pb2.SEAT_KIND_BOT if kind == "bot" else match_pb2.SEAT_KIND_HUMAN
+            display_name=name,
+            kind=match_pb2.SEAT_KIND_BOT if kind == "bot" or level else match_pb2.SEAT_KIND_HUMAN,
+            bot_level=level,
         )
     if seed:
         req.seed = seed

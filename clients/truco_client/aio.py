@@ -31,6 +31,7 @@ from truco_client._core import (
     Metadata,
     ReissuedCredential,
     RetryPolicy,
+    SeatArg,
     Seconds,
     StreamState,
     Update,
@@ -48,10 +49,10 @@ from truco_client._core import (
     state_filter,
     submit_request,
 )
-from truco_client.actions import Action
 from truco_client.errors import RETRYABLE, ServerUnreachable, Unavailable, from_rpc_error
 from truco_contract import codec
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
+from truco_kit.actions import Action
 from truco_match.lifecycle import TimeControl
 from truco_match.matches import MatchInfo
 from truco_match.records import MatchRecord
@@ -223,7 +224,7 @@ class AsyncTrucoClient:
         *,
         players: int | None = None,
         overrides: Mapping[str, Any] | None = None,
-        seats: Sequence[str | tuple[str, str]] | None = None,
+        seats: Sequence[SeatArg] | None = None,
         seed: bytes | None = None,
         deck_orders: Sequence[Sequence[str]] | None = None,
         turn_timeout: float | timedelta | None = None,
@@ -238,6 +239,8 @@ class AsyncTrucoClient:
         show_hands: bool = False,
         client_seed: bytes | None = None,
         credential_ttl: Seconds | None = None,
+        takeover_level: int | None = None,
+        bot_think_time: Seconds | None = None,
     ) -> CreatedMatch:
         req = create_request(
             preset,
@@ -257,6 +260,8 @@ class AsyncTrucoClient:
                 spectator_delay=spectator_delay,
                 show_hands=show_hands,
                 credential_ttl=credential_ttl,
+                takeover_level=takeover_level,
+                bot_think_time=bot_think_time,
             ),
             client_seed=client_seed,
         )

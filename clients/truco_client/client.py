@@ -39,6 +39,7 @@ from truco_client._core import (
     Metadata,
     ReissuedCredential,
     RetryPolicy,
+    SeatArg,
     Seconds,
     StreamState,
     Update,
@@ -56,10 +57,10 @@ from truco_client._core import (
     state_filter,
     submit_request,
 )
-from truco_client.actions import Action
 from truco_client.errors import RETRYABLE, ServerUnreachable, Unavailable, from_rpc_error
 from truco_contract import codec
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
+from truco_kit.actions import Action
 from truco_match.lifecycle import TimeControl
 from truco_match.matches import MatchInfo
 from truco_match.records import MatchRecord
@@ -244,7 +245,7 @@ class TrucoClient:
         *,
         players: int | None = None,
         overrides: Mapping[str, Any] | None = None,
-        seats: Sequence[str | tuple[str, str]] | None = None,
+        seats: Sequence[SeatArg] | None = None,
         seed: bytes | None = None,
         deck_orders: Sequence[Sequence[str]] | None = None,
         turn_timeout: float | timedelta | None = None,
@@ -259,8 +260,11 @@ class TrucoClient:
         show_hands: bool = False,
         client_seed: bytes | None = None,
         credential_ttl: Seconds | None = None,
+        takeover_level: int | None = None,
+        bot_think_time: Seconds | None = None,
     ) -> CreatedMatch:
-        """Create a match (operator API key). ``seats`` are display names or (name, "bot").
+        """Create a match (operator API key). ``seats`` are display names, (name, "bot"), or
+        (name, "bot", level): a seat the server's built-in bot plays at that level (1 to 6).
 
         Lifecycle (``docs/sdk.md``): ``time_control`` (a
         :class:`~truco_match.lifecycle.TimeControl`, in milliseconds) or its shorthand
@@ -268,7 +272,10 @@ class TrucoClient:
         ``disconnect_grace`` in seconds (or ``timedelta``); ``spectator_delay`` in actions;
         ``show_hands`` shows spectators each hand's cards once it is over; ``client_seed``
         (at most 64 bytes) is the creator's entropy, mixed into every deal; ``credential_ttl``
-        (seconds) how long each match credential is valid after it was issued."""
+        (seconds) how long each match credential is valid after it was issued;
+        ``takeover_level``: a bot of that level (1 to 6) takes over a seat whose player is away
+        for ``disconnect_grace`` until the player acts again (unset: the default move);
+        ``bot_think_time`` (seconds): how long the server's bots think per decision, on average."""
         req = create_request(
             preset,
             players,
@@ -287,6 +294,8 @@ class TrucoClient:
                 spectator_delay=spectator_delay,
                 show_hands=show_hands,
                 credential_ttl=credential_ttl,
+                takeover_level=takeover_level,
+                bot_think_time=bot_think_time,
             ),
             client_seed=client_seed,
         )

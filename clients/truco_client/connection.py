@@ -13,6 +13,12 @@ server stopped, the worker died, a silent connection): the program reconnects (t
 target, with backoff), subscribes every open seat again with its last version, and sends
 the actions still unanswered again with their request ids, so an action is applied once.
 A refused action raises the same typed errors as :meth:`AsyncTrucoClient.submit_action`.
+
+Two transports carry the same messages: gRPC (a ``host:port`` target) and WebSocket (a
+``ws://host:port`` or ``wss://...`` target: the server's HTTP port, ``/v1/connect``, binary
+protobuf frames; :mod:`truco_client.websocket`, which needs ``aiohttp``)::
+
+    async with PlayerConnection("ws://127.0.0.1:8080") as conn: ...
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 import grpc
 
 import truco_engine as te
+from truco_client import websocket
 from truco_client._core import (
     CHANNEL_OPTIONS,
     ActionResult,
@@ -37,13 +44,36 @@ from truco_client._core import (
     new_request_id,
     submit_request,
 )
-from truco_client.actions import Action
-from truco_client.errors import RETRYABLE, Unavailable, from_rpc_error, from_status
+from truco_client.errors import RETRYABLE, TrucoApiError, Unavailable, from_rpc_error, from_status
 from truco_contract import codec
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
+from truco_kit.actions import Action
 
 pb = match_service_pb2
 _END = object()
+Box = asyncio.Queue[pb.ConnectRequest | None]
+
+
+class _GrpcLink:
+    """One ``Connect`` call: the messages of ``box`` out, the server's in."""
+
+    def __init__(self, stub: Any, box: Box) -> None:
+        self.call = stub.Connect(self._requests(box))
+
+    @staticmethod
+    async def _requests(box: Box) -> AsyncIterator[pb.ConnectRequest]:
+        while (msg := await box.get()) is not None:
+            yield msg
+
+    async def messages(self) -> AsyncIterator[pb.ConnectResponse]:
+        try:
+            async for msg in self.call:
+                yield msg
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+
+    async def close(self) -> None:
+        self.call.cancel()
 
 
 class Seat:
@@ -92,7 +122,12 @@ class Seat:
         return action_result(resp, self.state.rules, rid)
 
     async def join(self, client_seed: bytes = b"") -> None:
-        """JoinMatch for this seat (a unary call on the connection's channel)."""
+        """JoinMatch for this seat (a unary call on the connection's channel, or a POST on
+        the WebSocket's HTTP port)."""
+        if self.conn.websocket:
+            target = self.conn.targets[self.conn._index % len(self.conn.targets)]
+            await websocket.join_match(self.conn._session(), target, self.match_id, self.token, client_seed)
+            return
         try:
             await self.conn._stub().JoinMatch(
                 pb.JoinMatchRequest(match_id=self.match_id, client_seed=client_seed),
@@ -120,7 +155,12 @@ class PlayerConnection:
     ) -> None:
         self.targets = [target] if isinstance(target, str) else list(target)
         if not self.targets:
-            raise ValueError("give at least one target, e.g. '127.0.0.1:50051'")
+            raise ValueError("give at least one target, e.g. '127.0.0.1:50051' or 'ws://127.0.0.1:8080'")
+        kinds = {websocket.is_websocket(t) for t in self.targets}
+        if len(kinds) > 1:
+            raise ValueError("give gRPC addresses (host:port) or WebSocket URLs (ws://host:port), not both")
+        self.websocket = kinds == {True}
+        """Whether the connection rides a WebSocket (the targets are ws:// or http:// URLs)."""
         self.retry = retry or RetryPolicy()
         self.heartbeat_timeout = heartbeat_timeout
         self.credentials = credentials
@@ -130,13 +170,13 @@ class PlayerConnection:
         self._seats: dict[int, Seat] = {}
         self._pending: dict[int, tuple[Seat, pb.SubmitActionRequest, asyncio.Future[Any]]] = {}
         self._rules: dict[str, te.RuleSet] = {}
-        self._outbox: asyncio.Queue[pb.ConnectRequest | None] | None = None
+        self._outbox: Box | None = None
         self._channel: grpc.aio.Channel | None = None
+        self._http: Any = None
         self._runner: asyncio.Task[None] | None = None
-        self._connected = asyncio.Event()
         self._rng = random.Random()
         self._closed = False
-        self._call: Any = None
+        self._link: _GrpcLink | websocket.WebSocketLink | None = None
 
     async def __aenter__(self) -> PlayerConnection:
         return self
@@ -160,8 +200,8 @@ class PlayerConnection:
 
     async def close(self) -> None:
         self._closed = True
-        if self._call is not None:
-            self._call.cancel()  # a task blocked in the call's read does not always see its own cancel
+        if isinstance(self._link, _GrpcLink):
+            await self._link.close()  # a task blocked in the call's read does not always see its own cancel
         if self._runner is not None:
             self._runner.cancel()
             await asyncio.gather(self._runner, return_exceptions=True)
@@ -169,6 +209,9 @@ class PlayerConnection:
         if self._channel is not None:
             await self._channel.close()
             self._channel = None
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
         for _seat, _req, fut in self._pending.values():
             if not fut.done():
                 fut.set_exception(Unavailable(grpc.StatusCode.UNAVAILABLE, "connection closed"))
@@ -176,6 +219,19 @@ class PlayerConnection:
             seat.queue.put_nowait(_END)
 
     # ------------------------------------------------------------------------- internal
+    def _session(self) -> Any:
+        """The aiohttp session of the WebSocket transport (its HTTP calls too)."""
+        if self._http is None:
+            self._http = websocket.new_session()
+        return self._http
+
+    def _open(self, box: Box) -> _GrpcLink | websocket.WebSocketLink:
+        if self.websocket:
+            return websocket.WebSocketLink(
+                self._session(), self.targets[self._index % len(self.targets)], box
+            )
+        return _GrpcLink(self._stub(), box)
+
     def _stub(self) -> Any:
         if self._channel is None:
             target = self.targets[self._index % len(self.targets)]
@@ -187,6 +243,8 @@ class PlayerConnection:
 
     async def _rules_of(self, match_id: str, token: str) -> te.RuleSet:
         """The match's rules (GetMatch), retried over the targets like the unary client."""
+        if self.websocket:
+            return await self._rules_over_http(match_id, token)
         req = pb.GetMatchRequest(match_id=match_id)
         attempt = 0
         while True:
@@ -204,6 +262,19 @@ class PlayerConnection:
                 code = err.code() if hasattr(err, "code") else None
                 if code not in RETRYABLE or attempt >= self.retry.attempts or self.credentials is not None:
                     raise from_rpc_error(err) from None
+            await asyncio.sleep(self.retry.backoff(attempt, self._rng))
+
+    async def _rules_over_http(self, match_id: str, token: str) -> te.RuleSet:
+        attempt = 0
+        while True:
+            target = self.targets[(self._index + attempt) % len(self.targets)]
+            attempt += 1
+            try:
+                resp = await websocket.get_match(self._session(), target, match_id, token)
+                return codec.match_from_proto(resp.match).rules
+            except TrucoApiError as err:
+                if err.code not in RETRYABLE or attempt >= self.retry.attempts:
+                    raise
             await asyncio.sleep(self.retry.backoff(attempt, self._rng))
 
     def _start(self) -> None:
@@ -235,19 +306,10 @@ class PlayerConnection:
             self._send(pb.ConnectRequest(unsubscribe=pb.ConnectUnsubscribe(subscription_id=seat.id)))
             seat.queue.put_nowait(_END)
 
-    async def _requests(
-        self, box: asyncio.Queue[pb.ConnectRequest | None]
-    ) -> AsyncIterator[pb.ConnectRequest]:
-        while True:
-            msg = await box.get()
-            if msg is None:
-                return
-            yield msg
-
     async def _run(self) -> None:
         failures = 0
         while not self._closed:
-            box: asyncio.Queue[pb.ConnectRequest | None] = asyncio.Queue()
+            box: Box = asyncio.Queue()
             for seat in self._seats.values():
                 box.put_nowait(seat.subscribe_message())
             for aid, (seat, req, _fut) in self._pending.items():
@@ -257,32 +319,31 @@ class PlayerConnection:
                     )
                 )
             self._outbox = box
-            call: Any = self._stub().Connect(self._requests(box))
-            self._call = call
+            link = self._link = self._open(box)
             try:
-                it = call.__aiter__()
+                it = link.messages().__aiter__()
                 while True:
                     timeout = self.heartbeat_timeout if self._seats else None
                     try:
-                        msg = await asyncio.wait_for(it.__anext__(), timeout)
+                        async with asyncio.timeout(timeout):  # no task per message (wait_for makes one)
+                            msg = await it.__anext__()
                     except StopAsyncIteration:
                         break
                     except TimeoutError:
                         break  # a silent connection: reconnect
                     failures = 0
                     self._dispatch(msg)
-            except grpc.RpcError as err:
+            except TrucoApiError as err:
                 if self._closed:
                     return
-                code = err.code() if hasattr(err, "code") else None
-                if code not in RETRYABLE:
-                    self._fail(from_rpc_error(err))
+                if err.code not in RETRYABLE:
+                    self._fail(err)
                     return
             finally:
                 self._outbox = None
-                box.put_nowait(None)  # ends the request iterator grpc is consuming
-                self._call = None
-                call.cancel()
+                box.put_nowait(None)  # ends the requests the transport is sending
+                self._link = None
+                await link.close()
             if not self._seats and not self._pending:
                 self._runner = None
                 return

@@ -12,9 +12,9 @@ from typing import Any
 import grpc
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
-from truco_client.actions import Action
 from truco_contract import codec
 from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
+from truco_kit.actions import Action
 
 
 class TrucoClientError(Exception):

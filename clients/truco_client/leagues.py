@@ -43,13 +43,13 @@ from truco_client._core import (
     metadata,
     new_request_id,
 )
-from truco_client.bot import Bot
 from truco_client.connection import PlayerConnection
 from truco_client.errors import RETRYABLE, ServerUnreachable, from_rpc_error
 from truco_client.runner import play_seat
 from truco_contract import codec
 from truco_contract.leagues import Assignment, assignment_from_proto
 from truco_contract.pb import league_service_pb2, league_service_pb2_grpc, match_pb2
+from truco_kit.bot import Bot
 from truco_match.lifecycle import TimeControl
 
 pb = league_service_pb2

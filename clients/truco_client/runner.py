@@ -9,10 +9,12 @@ already holds, so one connection carries every seat it plays. With ``connection=
 ``client``) it uses the unary calls and a server stream instead.
 
 The runner follows the seat's stream (which resumes by itself after a cut), asks the bot for
-an action whenever the seat must act, and submits it with a request id derived from the match,
-seat and version: a retry (or a restarted bot) can never apply a decision twice. Stale or
-refused actions are skipped (a newer observation follows); a bot that returns an illegal
-action gets its first legal action played instead, with a warning.
+an action whenever the game awaits the seat (:meth:`Bot.choose`) and, when the rules let the
+seat act out of turn, whether it wants to (:meth:`Bot.out_of_turn`, which declines by
+default), and submits it with a request id derived from the match, seat and version: a retry
+(or a restarted bot) can never apply a decision twice. Stale or refused actions are skipped (a
+newer observation follows); a bot that returns an illegal action gets its first legal action
+played instead, with a warning.
 
 When the match has a join window and the seat has not joined, the runner joins it first,
 with a client seed (32 random bytes unless given) mixed into the deals.
@@ -26,12 +28,12 @@ import sys
 import time
 from collections.abc import Callable
 
-from truco_client.actions import Action
-from truco_client.bot import Bot
 from truco_client.client import TrucoClient
 from truco_client.connection import PlayerConnection
 from truco_client.errors import IllegalAction, RequestIdReused, StaleVersion, TrucoApiError
-from truco_client.observation import Observation
+from truco_kit.actions import Action
+from truco_kit.bot import Bot
+from truco_kit.observation import Observation
 
 
 def _warn(msg: str) -> None:
@@ -65,9 +67,15 @@ class _Seat:
         if obs.is_over:
             bot.on_match_end(obs)
             return None
-        if not obs.is_my_turn or obs.version in self.acted:
+        if not obs.can_act or obs.version in self.acted:
             return None
         self.acted.add(obs.version)
+        if not obs.is_my_turn:  # an action out of turn: only when the bot wants one
+            extra = bot.out_of_turn(obs)
+            if extra is not None and extra not in obs.legal_actions:
+                self.log(f"{bot!r} chose {extra} out of turn, which is not legal; not acting")
+                return None
+            return extra
         action = bot.choose(obs)
         if action not in obs.legal_actions:
             self.log(f"{bot!r} chose {action}, which is not legal; playing {obs.legal_actions[0]} instead")

@@ -16,11 +16,11 @@ from typing import TextIO
 
 import truco_engine as te
 from truco_client._core import Update
-from truco_client.actions import Action
-from truco_client.bot import Bot
 from truco_client.client import TrucoClient
-from truco_client.observation import Event, Observation
 from truco_engine.ranking import MANILHA_BASE
+from truco_kit.actions import Action
+from truco_kit.bot import Bot
+from truco_kit.observation import Event, Observation
 from truco_match.events import MatchCancelled
 
 SUITS = {"C": "♣", "H": "♥", "S": "♠", "D": "♦", "e": "⚔", "b": "♣", "c": "♥", "o": "◆"}
@@ -466,7 +466,7 @@ class _HumanSeat:
             if obs.is_over:
                 print(render(obs, self.names, self.style), file=self.out, flush=True)
                 return obs
-            if not obs.is_my_turn or obs.version in self.acted or feed.news():
+            if not obs.can_act or obs.version in self.acted or feed.news():
                 continue  # (news: draw the newest table, not this one)
             print(render(obs, self.names, self.style), file=self.out, flush=True)
             choice = self.ask(obs, feed)

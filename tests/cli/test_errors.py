@@ -172,6 +172,31 @@ def test_match_create_prints_the_id_and_every_token(server: EmbeddedServer) -> N
     assert all(t.startswith(f"tc1.{m['match_id']}.") for t in [*m["seat_tokens"], m["spectator_token"]])
 
 
+def test_match_create_gives_seats_to_the_computer_and_lets_a_bot_take_over(server: EmbeddedServer) -> None:
+    from truco_client.client import TrucoClient
+
+    done = truco(
+        "match", "create", "--server", server.address, "--api-key", "ops-secret", "--preset", "argentine",
+        "--seat", "ana", "--computer", "2", "--disconnect-grace", "5", "--takeover", "4",
+        "--bot-think", "0.5", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    m = json.loads(done.stdout)
+    with TrucoClient(server.address, timeout=10) as client:
+        info = client.get_match(m["match_id"], token=m["seat_tokens"][0]).match
+    assert [(s.display_name, s.kind.value, s.bot_level) for s in info.seats] == [
+        ("ana", "human", 0),
+        ("computer (level 2)", "bot", 2),
+    ]
+    lc = info.lifecycle
+    assert (lc.takeover, lc.takeover_level, lc.bot_think, lc.disconnect_grace) == (True, 4, 500, 5000)
+    shown = truco("match", "create", "--server", server.address, "--api-key", "ops-secret", "--computer", "6")
+    assert shown.returncode == 0, shown.stderr
+    assert "seat 3: played by the server's bot (level 6)" in shown.stdout  # paulista: 4 seats, the last
+    wrong = truco("match", "create", "--server", server.address, "--api-key", "ops-secret", "--computer", "7")
+    one_line_error(wrong, "truco match create: --computer 7: the levels are 1 to 6")
+
+
 def test_match_create_with_a_wrong_key_is_one_line(server: EmbeddedServer) -> None:
     done = truco("match", "create", "--server", server.address, "--api-key", "wrong")
     one_line_error(done, "truco match create: UNAUTHENTICATED")

@@ -23,3 +23,6 @@ class TrucoAtOnce(Bot):
             return A.truco()
         plays = obs.legal("play")
         return plays[0] if plays else obs.legal_actions[0]
+
+    def out_of_turn(self, obs: Observation) -> Action | None:
+        return A.truco() if obs.can("truco") else None

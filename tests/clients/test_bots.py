@@ -138,3 +138,66 @@ def test_bots_finish_matches_over_the_server(server: EmbeddedServer) -> None:
     assert searcher.searches > 0 and searcher.searches >= 5 * searcher.fallbacks
     _play_over_server(server.address, [RulesBot(1), RandomBot(2), RulesBot(3), RandomBot(4)], "paulista")
     assert not warnings
+
+
+# ----------------------------------------------------------------- acting out of turn
+def _out_of_turn_observation() -> Observation:
+    """A paulista 2-player observation of the seat that is not to play but may call truco."""
+    rules = te.get_rules("paulista", players=2)
+    found: list[Observation] = []
+
+    def seen(seat: int, obs: Observation, _events: object) -> None:
+        if not found and obs.can_act and not obs.is_my_turn:
+            found.append(obs)
+
+    play_local_match([RulesBot(1), RulesBot(2)], rules, random.Random(3), on_update=seen)
+    assert found, "paulista lets a seat call truco out of turn"
+    return found[0]
+
+
+def test_a_bot_is_asked_out_of_turn_and_declines_by_default() -> None:
+    from truco_client.runner import _Seat
+
+    obs = _out_of_turn_observation()
+    assert obs.whose_turn != obs.seat and {a.kind for a in obs.legal_actions} == {"truco"}
+    # RulesBot returns its only legal action when asked to choose: the runner must not ask it.
+    assert _Seat(RulesBot(1), print, b"").decide(obs) is None
+
+    class Caller(RulesBot):
+        def out_of_turn(self, observation: Observation) -> te.Action | None:
+            return observation.legal_actions[0]
+
+    assert _Seat(Caller(1), print, b"").decide(obs) == te.Action("truco")
+
+
+def test_network_play_is_the_local_simulation(server: EmbeddedServer) -> None:
+    """The same bots, seeds and deals make the same moves over a worker as in-process (paulista,
+    where truco may be called out of turn: a runner asking every bot whenever it had a legal
+    action made RulesBot call it out of turn over the network only)."""
+    seed = bytes(range(32))
+    rules = te.get_rules("paulista", players=2)
+    local: list[tuple[int, str]] = []
+
+    class Logged(RulesBot):
+        def choose(self, observation: Observation) -> te.Action:
+            action = super().choose(observation)
+            local.append((observation.seat or 0, action.text()))
+            return action
+
+    play_local_match([Logged(11), Logged(12)], rules, random.Random(0), seed=seed)
+    with TrucoClient(server.address) as client:
+        m = client.create_match("paulista", players=2, seed=seed)
+        threads = [
+            threading.Thread(
+                target=run_bot, args=(RulesBot(11 + s), server.address, m.match_id, t), daemon=True
+            )
+            for s, t in enumerate(m.seat_tokens)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        record = client.get_match_record(m.match_id, token=m.spectator_token)
+    online = [(s.seat, s.action.text()) for s in record.steps if s.action is not None]
+    assert len(local) > 20
+    assert online == local

@@ -1,6 +1,7 @@
 """The player connection (``MatchService.Connect``) against real workers on a real Redis: the
 same guarantees as the unary path (request ids, expected versions, typed errors, resume,
-heartbeats), many seats on one connection, and the SDK's bot runner over it."""
+heartbeats), many seats on one connection, and the SDK's bot runner over it. The SDK's tests
+run over both transports: gRPC and the WebSocket (``ws://``, the worker's HTTP port)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ import random
 import signal
 import subprocess
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from google.rpc import error_details_pb2
 
-from tests.e2e.conftest import WorkerFactory
-from tests.e2e.test_matches import serve_subprocess
+from tests.e2e.conftest import WorkerFactory, serve_process
 from truco_bots.random_bot import RandomBot
 from truco_client import AsyncTrucoClient
 from truco_client.connection import PlayerConnection
@@ -26,10 +27,16 @@ from truco_client.runner import play_seat
 from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
 from truco_server.transports.grpc.server import Worker
+from truco_tools.redis_proc import free_port
 
 pb = match_service_pb2
-__all__ = ["serve_subprocess"]  # a fixture
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+TRANSPORTS = ("grpc", "websocket")
+
+
+def target(worker: Worker, transport: str) -> str:
+    """The worker's address for the SDK's player connection over ``transport``."""
+    return worker.grpc_address if transport == "grpc" else f"ws://127.0.0.1:{worker.http_port}"
 
 
 class Raw:
@@ -171,10 +178,11 @@ async def test_typed_errors_are_messages_and_the_connection_goes_on(worker: Work
         ]
 
 
-async def test_resume_heartbeats_and_unsubscribe(make_worker: WorkerFactory) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_resume_heartbeats_and_unsubscribe(make_worker: WorkerFactory, transport: str) -> None:
     async with make_worker(heartbeat_interval_seconds=0.3) as worker:
         mid, tokens = await _create(worker)
-        async with PlayerConnection(worker.grpc_address) as conn:
+        async with PlayerConnection(target(worker, transport)) as conn:
             seats = [await conn.seat(mid, t) for t in tokens]
             # play six actions over the connection
             versions: list[int] = []
@@ -215,9 +223,10 @@ async def test_resume_heartbeats_and_unsubscribe(make_worker: WorkerFactory) -> 
             assert await raw.call.code() == grpc.StatusCode.OK
 
 
-async def test_many_seats_of_many_matches_on_one_connection(worker: Worker) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_many_seats_of_many_matches_on_one_connection(worker: Worker, transport: str) -> None:
     games = [await _create(worker, preset="argentine") for _ in range(12)]
-    async with PlayerConnection(worker.grpc_address) as conn:
+    async with PlayerConnection(target(worker, transport)) as conn:
         finals = await asyncio.gather(
             *(
                 play_seat(conn, RandomBot(seed=i * 10 + s), mid, tok, log=lambda _m: None)
@@ -286,10 +295,20 @@ async def _stored_version(worker: Worker, mid: str, token: str) -> int:
         return view.observation.version
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_worker_sigkill_mid_stream_the_connection_resumes_on_another(
-    serve_subprocess: tuple[subprocess.Popen[bytes], str], worker: Worker
+    clean_redis_url: str, tmp_path: Path, worker: Worker, transport: str
 ) -> None:
-    proc, address = serve_subprocess
+    http_port = free_port("127.0.0.1")
+    with serve_process(clean_redis_url, tmp_path, "--http-port", str(http_port)) as (proc, address):
+        if transport == "websocket":
+            address = f"ws://127.0.0.1:{http_port}"
+        await _killed_mid_stream(proc, address, worker, transport)
+
+
+async def _killed_mid_stream(
+    proc: subprocess.Popen[bytes], address: str, worker: Worker, transport: str
+) -> None:
     mid, tokens = await _create(worker, preset="argentine")
     killed = False
 
@@ -299,7 +318,7 @@ async def test_worker_sigkill_mid_stream_the_connection_resumes_on_another(
             killed = True
             os.kill(proc.pid, signal.SIGKILL)
 
-    async with PlayerConnection([address, worker.grpc_address], heartbeat_timeout=5) as conn:
+    async with PlayerConnection([address, target(worker, transport)], heartbeat_timeout=5) as conn:
         seen = await _play(conn, mid, tokens, kill_at)
         assert killed and conn.reconnects >= 1
     last = await _stored_version(worker, mid, tokens[0])
@@ -308,8 +327,9 @@ async def test_worker_sigkill_mid_stream_the_connection_resumes_on_another(
         assert versions == list(range(1, last + 1))
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_graceful_shutdown_ends_the_connection_unavailable_and_it_resumes(
-    make_worker: WorkerFactory,
+    make_worker: WorkerFactory, transport: str
 ) -> None:
     async with make_worker() as stays:
         leaving = await make_worker().__aenter__()
@@ -322,7 +342,7 @@ async def test_graceful_shutdown_ends_the_connection_unavailable_and_it_resumes(
                 stopped = asyncio.ensure_future(leaving.stop())
 
         try:
-            async with PlayerConnection([leaving.grpc_address, stays.grpc_address]) as conn:
+            async with PlayerConnection([target(leaving, transport), target(stays, transport)]) as conn:
                 seen = await _play(conn, mid, tokens, stop_at)
                 assert stopped is not None and conn.reconnects >= 1
         finally:

@@ -24,7 +24,7 @@ import pytest_asyncio
 from truco_server.app.wiring import service_factory
 from truco_server.core.config import Settings
 from truco_server.transports.grpc.server import Worker
-from truco_tools.redis_proc import free_port
+from truco_tools.redis_proc import STARTUP_TIMEOUT, free_port
 
 
 def e2e_settings(redis_url: str, **overrides: Any) -> Settings:
@@ -88,7 +88,7 @@ def serve_process(redis_url: str, log_dir: Path, *args: str) -> Iterator[tuple[s
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
         try:
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + STARTUP_TIMEOUT  # a bound: the wait ends at the banner
             while "gRPC listening" not in log_path.read_text(errors="replace"):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise AssertionError("truco serve did not start: " + log_path.read_text())

@@ -7,6 +7,8 @@ A person's view, at a desktop's width (1280 px) and a phone's (390 px, mobile vi
 - join and spectate: a match created over REST beforehand, with names for its seats; one page
   joins seat 0 through the join form, another joins seat 1 with a ``#match=..&seat=..`` link,
   a third watches through the spectate form; the test plays both seats to the end;
+- against the computer: at a phone's width, the page creates a two-seat match whose other
+  seat the server's bot plays at level 1; the test clicks seat 0's buttons to the end;
 - invite, in another language: in a browser whose language is Portuguese, a page creates a
   match with names, the other seat for other people; seat 1 comes by its invite link and
   switches its page to Spanish; both seats are played to the end.
@@ -165,6 +167,36 @@ def test_create_a_match_and_play_it_against_the_in_page_bots(
     assert summary["invites"]["creator"] == ["invite-spectators"], summary  # the bots' seats get no link
     for label in summary["teams"]["creator"]:  # two a side, by name (the default "Seat N")
         assert re.fullmatch(r"Team (\d) \(Seat \d & Seat \d\): \d+", label), label
+
+
+def test_play_over_the_websocket_at_390_px_and_resume_after_a_cut(served: Served, tmp_path: Path) -> None:
+    """/play at a phone's width plays a whole two-seat match over its WebSocket against the
+    in-page bot; its socket is closed under it mid-hand, and the page reconnects and resumes:
+    its log shows every event from the first it showed to the match's last, each once."""
+    summary = _drive(served, tmp_path, "create", "phone", PLAYERS="2", CUT="1")
+    assert summary["status"]["creator"].startswith("Match over"), summary
+    assert summary["transport"] == "websocket", summary
+    assert summary["cut"] is not None, summary  # the socket was cut mid-hand ...
+    assert summary["connects"] >= 2, summary  # ... and opened again
+    versions = summary["versions"]
+    assert versions == list(range(versions[0], versions[0] + len(versions))), versions  # none lost or doubled
+    assert versions[0] <= summary["cut"]["version"] < versions[-1], summary  # events before and after the cut
+    match = _rest(served, "GET", f"/v1/matches/{summary['matchId']}", ACME_KEY)["match"]
+    assert versions[-1] == int(match["version"]) == summary["lastVersion"], (versions[-1], match["version"])
+
+
+def test_play_against_the_computer_at_level_1_on_a_phone(served: Served, tmp_path: Path) -> None:
+    """The page's "the computer" option: the server's bot (level 1) plays the other seat of a
+    two-seat paulista match; seat 0 is clicked to the end of the match at 390 px."""
+    summary = _drive(served, tmp_path, "create", "phone", OTHERS="computer", LEVEL="1", PLAYERS="2")
+    assert summary["status"]["creator"].startswith("Match over"), summary
+    match = _rest(served, "GET", f"/v1/matches/{summary['matchId']}", ACME_KEY)["match"]
+    seats = match["seats"]
+    assert [s.get("botLevel", 0) for s in seats] == [0, 1], seats
+    assert summary["invites"]["creator"] == ["invite-spectators"], summary  # the computer gets no link
+    record = _rest(served, "GET", f"/v1/matches/{summary['matchId']}/record", ACME_KEY)["record"]
+    causes = {step.get("cause") for step in record["steps"] if "action" in step}
+    assert causes == {"STEP_CAUSE_PLAYER", "STEP_CAUSE_BOT"}, causes
 
 
 def _match_with_a_manilha_for_seat_0(served: Served) -> dict[str, Any]:

@@ -88,10 +88,12 @@ def test_the_marked_block_holds_every_step() -> None:
     steps = documented_steps()
     for step in ("npm ci", "scripts/proto_image.py gen/truco.binpb", "npm run generate", "npm run build"):
         assert step in steps, steps
-    assert "npm run grpc" in steps and "npm run rest" in steps
+    assert "npm run grpc" in steps and "npm run rest" in steps and "npm run ws" in steps
 
 
-def test_the_documented_steps_play_a_match_over_grpc_and_rest(tmp_path: Path, served: Served) -> None:
+def test_the_documented_steps_play_a_match_over_grpc_rest_and_websocket(
+    tmp_path: Path, served: Served
+) -> None:
     _tool("node")
     _tool("npm")
     root = checkout_like_make_serve(tmp_path / "clone")
@@ -113,7 +115,7 @@ def test_the_documented_steps_play_a_match_over_grpc_and_rest(tmp_path: Path, se
         if line.startswith("{") and '"transport"' in line:
             result = json.loads(line)
             results[result["transport"]] = result
-    assert set(results) == {"grpc", "rest"}, out[-3000:]
+    assert set(results) == {"grpc", "rest", "websocket"}, out[-3000:]
     for result in results.values():
         assert result["state"] == "MATCH_STATE_FINISHED", result
         assert result["winnerTeam"] in (0, 1), result

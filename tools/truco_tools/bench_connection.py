@@ -20,6 +20,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
+import aiohttp
 import grpc
 
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
@@ -54,7 +55,8 @@ class _Match:
 
 
 class ConnectionBots:
-    """``matches`` concurrent matches over ``connections`` Connect streams until ``stop``."""
+    """``matches`` concurrent matches over one Connect stream per stub until ``stop``
+    (:class:`WebSocketBots`: the same over WebSocket connections)."""
 
     def __init__(
         self,
@@ -87,6 +89,23 @@ class ConnectionBots:
             self._boxes.append(box)
             self._readers.append(asyncio.ensure_future(self._read(call)))
 
+    async def create(self, conn: int) -> tuple[str, list[str]] | None:
+        """A new match (its id and seat tokens) created on connection ``conn``'s server;
+        ``None`` after a refusal (counted, retried by the caller)."""
+        try:
+            created = await self.stubs[conn].CreateMatch(
+                pb.CreateMatchRequest(rules=match_pb2.RuleSet(preset=self.preset), players=self.players),
+                timeout=30,
+            )
+        except grpc.aio.AioRpcError:
+            return None
+        return created.match.match_id, [
+            c.token for c in sorted(created.seat_credentials, key=lambda c: c.seat)
+        ]
+
+    def connections(self) -> int:
+        return len(self._boxes)
+
     async def close(self) -> None:
         for box in self._boxes:
             box.put_nowait(None)
@@ -101,22 +120,18 @@ class ConnectionBots:
 
     async def run_slot(self, slot: int) -> None:
         rng = random.Random(f"{self.seed}:c{slot}")
-        conn = slot % len(self.stubs)
-        stub, box = self.stubs[conn], self._boxes[conn]
+        conn = slot % self.connections()
+        box = self._boxes[conn]
         while not self.stop.is_set():
-            try:
-                created = await stub.CreateMatch(
-                    pb.CreateMatchRequest(rules=match_pb2.RuleSet(preset=self.preset), players=self.players),
-                    timeout=30,
-                )
-            except grpc.aio.AioRpcError:
+            made = await self.create(conn)
+            if made is None:
                 if self.stop.is_set():
                     return
                 self.fig.errors += 1
                 await asyncio.sleep(0.05)
                 continue
-            tokens = [c.token for c in sorted(created.seat_credentials, key=lambda c: c.seat)]
-            m = _Match(slot, created.match.match_id, [next(self._ids) for _ in tokens], rng)
+            mid, tokens = made
+            m = _Match(slot, mid, [next(self._ids) for _ in tokens], rng)
             self.live.add(m.mid)
             for seat, (sid, token) in enumerate(zip(m.sids, tokens, strict=True)):
                 self._subs[sid] = (m, seat)
@@ -131,18 +146,21 @@ class ConnectionBots:
 
     async def _read(self, call: Any) -> None:
         async for msg in call:
-            kind = msg.WhichOneof("message")
-            if kind == "update":
-                self._update(msg.update)
-            elif kind == "result":
-                self._result(msg.result.action_id, ok=True)
-                self._standing(msg.result)
-            elif kind == "error":
-                code = msg.error.status.code
-                self.fig.errors += 1
-                if code not in (ABORTED, FAILED_PRECONDITION):
-                    raise RuntimeError(f"action refused: {msg.error.status.message}")
-                self._result(msg.error.action_id, ok=False)
+            self._handle(msg)
+
+    def _handle(self, msg: pb.ConnectResponse) -> None:
+        kind = msg.WhichOneof("message")
+        if kind == "update":
+            self._update(msg.update)
+        elif kind == "result":
+            self._result(msg.result.action_id, ok=True)
+            self._standing(msg.result)
+        elif kind == "error":
+            code = msg.error.status.code
+            self.fig.errors += 1
+            if code not in (ABORTED, FAILED_PRECONDITION):
+                raise RuntimeError(f"action refused: {msg.error.status.message}")
+            self._result(msg.error.action_id, ok=False)
 
     def _result(self, aid: int, *, ok: bool) -> None:
         got = self._actions.pop(aid, None)
@@ -218,6 +236,69 @@ class ConnectionBots:
                 action=pb.ConnectAction(subscription_id=m.sids[seat], action_id=aid, request=req)
             )
         )
+
+
+class WebSocketBots(ConnectionBots):
+    """The same bots over the WebSocket player connection (``/v1/connect``, binary protobuf
+    frames): ``connections`` sockets to ``base`` (the worker's HTTP port); matches created
+    with ``POST /v1/matches``."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        base: str,
+        connections: int,
+        preset: str,
+        players: int,
+        seed: int,
+        think_ms: float,
+        figures: Figures,
+        stop: asyncio.Event,
+    ) -> None:
+        super().__init__([], preset, players, seed, think_ms, figures, stop)
+        self.http = session
+        self.base = base
+        self.n_connections = connections
+        self._sockets: list[aiohttp.ClientWebSocketResponse] = []
+
+    async def start(self) -> None:
+        for _ in range(self.n_connections):
+            ws = await self.http.ws_connect(f"{self.base}/v1/connect", protocols=("truco.v1+proto",))
+            box: asyncio.Queue[pb.ConnectRequest | None] = asyncio.Queue()
+            self._sockets.append(ws)
+            self._boxes.append(box)
+            self._readers.append(asyncio.ensure_future(self._read_socket(ws)))
+            self._readers.append(asyncio.ensure_future(self._write_socket(ws, box)))
+
+    async def close(self) -> None:
+        await super().close()
+        for ws in self._sockets:
+            await ws.close()
+
+    async def create(self, conn: int) -> tuple[str, list[str]] | None:
+        body = {"rules": {"preset": self.preset}, "players": self.players}
+        try:
+            async with self.http.post(f"{self.base}/v1/matches", json=body) as resp:
+                if resp.status != 200:
+                    return None
+                created = await resp.json()
+        except (aiohttp.ClientError, TimeoutError):
+            return None
+        seats = sorted(created["seatCredentials"], key=lambda c: c.get("seat", 0))
+        return created["match"]["matchId"], [c["token"] for c in seats]
+
+    async def _read_socket(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        read = pb.ConnectResponse.FromString
+        async for msg in ws:
+            if msg.type == aiohttp.WSMsgType.BINARY:
+                self._handle(read(msg.data))
+
+    @staticmethod
+    async def _write_socket(
+        ws: aiohttp.ClientWebSocketResponse, box: asyncio.Queue[pb.ConnectRequest | None]
+    ) -> None:
+        while (msg := await box.get()) is not None:
+            await ws.send_bytes(msg.SerializeToString())
 
 
 # ------------------------------------------------------------------ the no-work bidi pattern

@@ -143,6 +143,8 @@ class Event(_message.Message):
     HAND_CARDS_SHOWN_FIELD_NUMBER: _builtins.int
     CREDENTIAL_REISSUED_FIELD_NUMBER: _builtins.int
     TURN_REMINDER_FIELD_NUMBER: _builtins.int
+    SEAT_TAKEN_OVER_FIELD_NUMBER: _builtins.int
+    SEAT_RECLAIMED_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """Version of the event: every event of a match has its own contiguous
     version, from 1. A client that saw version V resumes a stream from V.
@@ -281,6 +283,16 @@ class Event(_message.Message):
     def turn_reminder(self) -> Global___TurnReminder:
         """The awaited seat's time runs out soon (TimeControl.remind_before)."""
 
+    @_builtins.property
+    def seat_taken_over(self) -> Global___SeatTakenOver:
+        """A seat's player was away for the disconnect grace: the server's bot plays
+        the seat until its player acts again (MatchSettings.abandonment).
+        """
+
+    @_builtins.property
+    def seat_reclaimed(self) -> Global___SeatReclaimed:
+        """The seat's player is back: the bot that had taken the seat over left it."""
+
     def __init__(
         self,
         *,
@@ -317,12 +329,14 @@ class Event(_message.Message):
         hand_cards_shown: Global___HandCardsShown | None = ...,
         credential_reissued: Global___CredentialReissued | None = ...,
         turn_reminder: Global___TurnReminder | None = ...,
+        seat_taken_over: Global___SeatTakenOver | None = ...,
+        seat_reclaimed: Global___SeatReclaimed | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bet_won", b"bet_won", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "credential_reissued", b"credential_reissued", "folded", b"folded", "game_ended", b"game_ended", "hand_cards_shown", b"hand_cards_shown", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "head_to_head_started", b"head_to_head_started", "match_aborted", b"match_aborted", "match_adjudicated", b"match_adjudicated", "match_cancelled", b"match_cancelled", "match_created", b"match_created", "match_ended", b"match_ended", "match_forfeited", b"match_forfeited", "match_resigned", b"match_resigned", "match_revealed", b"match_revealed", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "seat_joined", b"seat_joined", "time", b"time", "time_added", b"time_added", "trick_ended", b"trick_ended", "turn_reminder", b"turn_reminder", "turn_timed_out", b"turn_timed_out"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bet_won", b"bet_won", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "credential_reissued", b"credential_reissued", "folded", b"folded", "game_ended", b"game_ended", "hand_cards_shown", b"hand_cards_shown", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "head_to_head_started", b"head_to_head_started", "match_aborted", b"match_aborted", "match_adjudicated", b"match_adjudicated", "match_cancelled", b"match_cancelled", "match_created", b"match_created", "match_ended", b"match_ended", "match_forfeited", b"match_forfeited", "match_resigned", b"match_resigned", "match_revealed", b"match_revealed", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "seat_joined", b"seat_joined", "seat_reclaimed", b"seat_reclaimed", "seat_taken_over", b"seat_taken_over", "time", b"time", "time_added", b"time_added", "trick_ended", b"trick_ended", "turn_reminder", b"turn_reminder", "turn_timed_out", b"turn_timed_out"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bet_won", b"bet_won", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "credential_reissued", b"credential_reissued", "folded", b"folded", "game_ended", b"game_ended", "hand_cards_shown", b"hand_cards_shown", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "head_to_head_started", b"head_to_head_started", "kind", b"kind", "match_aborted", b"match_aborted", "match_adjudicated", b"match_adjudicated", "match_cancelled", b"match_cancelled", "match_created", b"match_created", "match_ended", b"match_ended", "match_forfeited", b"match_forfeited", "match_resigned", b"match_resigned", "match_revealed", b"match_revealed", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "seat_joined", b"seat_joined", "time", b"time", "time_added", b"time_added", "trick_ended", b"trick_ended", "turn_reminder", b"turn_reminder", "turn_timed_out", b"turn_timed_out", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bet_won", b"bet_won", "call_answered", b"call_answered", "call_made", b"call_made", "card_discarded", b"card_discarded", "card_played", b"card_played", "cards_dealt", b"cards_dealt", "cards_revealed", b"cards_revealed", "credential_reissued", b"credential_reissued", "folded", b"folded", "game_ended", b"game_ended", "hand_cards_shown", b"hand_cards_shown", "hand_ended", b"hand_ended", "hand_of_eleven_decision", b"hand_of_eleven_decision", "hand_started", b"hand_started", "head_to_head_started", b"head_to_head_started", "kind", b"kind", "match_aborted", b"match_aborted", "match_adjudicated", b"match_adjudicated", "match_cancelled", b"match_cancelled", "match_created", b"match_created", "match_ended", b"match_ended", "match_forfeited", b"match_forfeited", "match_resigned", b"match_resigned", "match_revealed", b"match_revealed", "payload", b"payload", "points_declared", b"points_declared", "score_changed", b"score_changed", "seat_joined", b"seat_joined", "seat_reclaimed", b"seat_reclaimed", "seat_taken_over", b"seat_taken_over", "time", b"time", "time_added", b"time_added", "trick_ended", b"trick_ended", "turn_reminder", b"turn_reminder", "turn_timed_out", b"turn_timed_out", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["match_created", "hand_started", "cards_dealt", "cards_revealed", "card_played", "card_discarded", "head_to_head_started", "trick_ended", "call_made", "call_answered", "hand_of_eleven_decision", "points_declared", "bet_won", "folded", "hand_ended", "score_changed", "game_ended", "match_ended", "match_cancelled", "match_revealed", "seat_joined", "turn_timed_out", "match_resigned", "match_forfeited", "match_adjudicated", "match_aborted", "time_added", "hand_cards_shown", "credential_reissued", "turn_reminder"]  # noqa: Y015
+    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["match_created", "hand_started", "cards_dealt", "cards_revealed", "card_played", "card_discarded", "head_to_head_started", "trick_ended", "call_made", "call_answered", "hand_of_eleven_decision", "points_declared", "bet_won", "folded", "hand_ended", "score_changed", "game_ended", "match_ended", "match_cancelled", "match_revealed", "seat_joined", "turn_timed_out", "match_resigned", "match_forfeited", "match_adjudicated", "match_aborted", "time_added", "hand_cards_shown", "credential_reissued", "turn_reminder", "seat_taken_over", "seat_reclaimed"]  # noqa: Y015
     _WhichOneofArgType_payload: _TypeAlias = _typing.Literal["payload", b"payload"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_payload) -> _WhichOneofReturnType_payload | None: ...
 
@@ -593,6 +607,59 @@ class CredentialReissued(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
 
 Global___CredentialReissued: _TypeAlias = CredentialReissued  # noqa: Y015
+
+@_typing.final
+class SeatTakenOver(_message.Message):
+    """The server's bot took a seat over (ABANDONMENT_POLICY_BOT_TAKEOVER): its
+    player had no open stream for the disconnect grace while the game awaited it.
+    The bot plays the seat until the seat's own credential acts again.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    BOT_LEVEL_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat."""
+    bot_level: _builtins.int
+    """The level of the bot playing it (1 to 6)."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        bot_level: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_level", b"bot_level", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatTakenOver: _TypeAlias = SeatTakenOver  # noqa: Y015
+
+@_typing.final
+class SeatReclaimed(_message.Message):
+    """The seat's player took the seat back from the bot (its credential acted:
+    SubmitAction, whose events follow, or JoinMatch).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatReclaimed: _TypeAlias = SeatReclaimed  # noqa: Y015
 
 @_typing.final
 class HandCardsShown(_message.Message):

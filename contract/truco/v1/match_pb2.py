@@ -27,7 +27,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14truco/v1/match.proto\x12\x08truco.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbc\x02\n\x0bTimeControl\x12/\n\x0cper_decision\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\'\n\x04\x62\x61nk\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12,\n\tincrement\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\x0e\x66irst_decision\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12)\n\ton_expiry\x18\x05 \x01(\x0e\x32\x16.truco.v1.ExpiryAction\x12\x15\n\rforfeit_after\x18\x06 \x01(\x05\x12\x30\n\rremind_before\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\"E\n\x07RuleSet\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12*\n\toverrides\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"U\n\x08SeatSpec\x12\x14\n\x0c\x64isplay_name\x18\x01 \x01(\t\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.truco.v1.SeatKind\x12\x11\n\tplayer_id\x18\x03 \x01(\t\"m\n\x04Seat\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04team\x18\x02 \x01(\x05\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12 \n\x04kind\x18\x04 \x01(\x0e\x32\x12.truco.v1.SeatKind\x12\x11\n\tplayer_id\x18\x05 \x01(\t\"\x1a\n\tDeckOrder\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xec\x03\n\rMatchSettings\x12/\n\x0cturn_timeout\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x06labels\x18\x02 \x03(\x0b\x32#.truco.v1.MatchSettings.LabelsEntry\x12+\n\x0ctime_control\x18\x03 \x01(\x0b\x32\x15.truco.v1.TimeControl\x12.\n\x0bjoin_window\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12/\n\x0cidle_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x10\x64isconnect_grace\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1f\n\x17spectator_delay_actions\x18\x07 \x01(\x05\x12 \n\x18show_hands_to_spectators\x18\x08 \x01(\x08\x12\x31\n\x0e\x63redential_ttl\x18\t \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05rated\x18\n \x01(\x08\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"E\n\x0bMatchResult\x12\x13\n\x0bwinner_team\x18\x01 \x01(\x05\x12\x0e\n\x06scores\x18\x02 \x03(\x05\x12\x11\n\tgames_won\x18\x03 \x03(\x05\"\x9c\x03\n\x05Match\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12#\n\x05state\x18\x02 \x01(\x0e\x32\x14.truco.v1.MatchState\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12 \n\x05rules\x18\x04 \x01(\x0b\x32\x11.truco.v1.RuleSet\x12\x30\n\x0f\x65\x66\x66\x65\x63tive_rules\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1d\n\x05seats\x18\x06 \x03(\x0b\x32\x0e.truco.v1.Seat\x12)\n\x08settings\x18\x07 \x01(\x0b\x32\x17.truco.v1.MatchSettings\x12/\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x06result\x18\n \x01(\x0b\x32\x15.truco.v1.MatchResult\x12$\n\x08\x66\x61irness\x18\x0b \x01(\x0b\x32\x12.truco.v1.Fairness\"\x8c\x01\n\x08\x46\x61irness\x12)\n\x0b\x64\x65\x61l_source\x18\x01 \x01(\x0e\x32\x14.truco.v1.DealSource\x12\x11\n\tseed_hash\x18\x02 \x01(\t\x12\x16\n\x0eoperator_decks\x18\x03 \x01(\x05\x12*\n\x0c\x63lient_seeds\x18\x04 \x03(\x0b\x32\x14.truco.v1.ClientSeed\"6\n\nClientSeed\x12\x11\n\x04seat\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x0c\n\x04seed\x18\x02 \x01(\x0c\x42\x07\n\x05_seat\"-\n\x0eSeatCredential\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05token\x18\x02 \x01(\t*\x8f\x01\n\nMatchState\x12\x1b\n\x17MATCH_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12MATCH_STATE_ACTIVE\x10\x01\x12\x18\n\x14MATCH_STATE_FINISHED\x10\x02\x12\x19\n\x15MATCH_STATE_CANCELLED\x10\x03\x12\x17\n\x13MATCH_STATE_ABORTED\x10\x04*\x85\x01\n\nDealSource\x12\x1b\n\x17\x44\x45\x41L_SOURCE_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x44\x45\x41L_SOURCE_SERVER_SEED\x10\x01\x12\x1d\n\x19\x44\x45\x41L_SOURCE_OPERATOR_SEED\x10\x02\x12\x1e\n\x1a\x44\x45\x41L_SOURCE_OPERATOR_DECKS\x10\x03*M\n\x0c\x45xpiryAction\x12\x1d\n\x19\x45XPIRY_ACTION_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x45XPIRY_ACTION_DEFAULT_MOVE\x10\x01*M\n\x08SeatKind\x12\x19\n\x15SEAT_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fSEAT_KIND_HUMAN\x10\x01\x12\x11\n\rSEAT_KIND_BOT\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14truco/v1/match.proto\x12\x08truco.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbc\x02\n\x0bTimeControl\x12/\n\x0cper_decision\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\'\n\x04\x62\x61nk\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12,\n\tincrement\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\x0e\x66irst_decision\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12)\n\ton_expiry\x18\x05 \x01(\x0e\x32\x16.truco.v1.ExpiryAction\x12\x15\n\rforfeit_after\x18\x06 \x01(\x05\x12\x30\n\rremind_before\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\"E\n\x07RuleSet\x12\x0e\n\x06preset\x18\x01 \x01(\t\x12*\n\toverrides\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"h\n\x08SeatSpec\x12\x14\n\x0c\x64isplay_name\x18\x01 \x01(\t\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.truco.v1.SeatKind\x12\x11\n\tplayer_id\x18\x03 \x01(\t\x12\x11\n\tbot_level\x18\x04 \x01(\x05\"\x80\x01\n\x04Seat\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04team\x18\x02 \x01(\x05\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12 \n\x04kind\x18\x04 \x01(\x0e\x32\x12.truco.v1.SeatKind\x12\x11\n\tplayer_id\x18\x05 \x01(\t\x12\x11\n\tbot_level\x18\x06 \x01(\x05\"\x1a\n\tDeckOrder\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xe9\x04\n\rMatchSettings\x12/\n\x0cturn_timeout\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x06labels\x18\x02 \x03(\x0b\x32#.truco.v1.MatchSettings.LabelsEntry\x12+\n\x0ctime_control\x18\x03 \x01(\x0b\x32\x15.truco.v1.TimeControl\x12.\n\x0bjoin_window\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12/\n\x0cidle_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x10\x64isconnect_grace\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1f\n\x17spectator_delay_actions\x18\x07 \x01(\x05\x12 \n\x18show_hands_to_spectators\x18\x08 \x01(\x08\x12\x31\n\x0e\x63redential_ttl\x18\t \x01(\x0b\x32\x19.google.protobuf.Duration\x12\r\n\x05rated\x18\n \x01(\x08\x12\x30\n\x0b\x61\x62\x61ndonment\x18\x0b \x01(\x0e\x32\x1b.truco.v1.AbandonmentPolicy\x12\x16\n\x0etakeover_level\x18\x0c \x01(\x05\x12\x31\n\x0e\x62ot_think_time\x18\r \x01(\x0b\x32\x19.google.protobuf.Duration\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"E\n\x0bMatchResult\x12\x13\n\x0bwinner_team\x18\x01 \x01(\x05\x12\x0e\n\x06scores\x18\x02 \x03(\x05\x12\x11\n\tgames_won\x18\x03 \x03(\x05\"\x9c\x03\n\x05Match\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12#\n\x05state\x18\x02 \x01(\x0e\x32\x14.truco.v1.MatchState\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12 \n\x05rules\x18\x04 \x01(\x0b\x32\x11.truco.v1.RuleSet\x12\x30\n\x0f\x65\x66\x66\x65\x63tive_rules\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1d\n\x05seats\x18\x06 \x03(\x0b\x32\x0e.truco.v1.Seat\x12)\n\x08settings\x18\x07 \x01(\x0b\x32\x17.truco.v1.MatchSettings\x12/\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x06result\x18\n \x01(\x0b\x32\x15.truco.v1.MatchResult\x12$\n\x08\x66\x61irness\x18\x0b \x01(\x0b\x32\x12.truco.v1.Fairness\"\x8c\x01\n\x08\x46\x61irness\x12)\n\x0b\x64\x65\x61l_source\x18\x01 \x01(\x0e\x32\x14.truco.v1.DealSource\x12\x11\n\tseed_hash\x18\x02 \x01(\t\x12\x16\n\x0eoperator_decks\x18\x03 \x01(\x05\x12*\n\x0c\x63lient_seeds\x18\x04 \x03(\x0b\x32\x14.truco.v1.ClientSeed\"6\n\nClientSeed\x12\x11\n\x04seat\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x0c\n\x04seed\x18\x02 \x01(\x0c\x42\x07\n\x05_seat\"-\n\x0eSeatCredential\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05token\x18\x02 \x01(\t*\x8f\x01\n\nMatchState\x12\x1b\n\x17MATCH_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12MATCH_STATE_ACTIVE\x10\x01\x12\x18\n\x14MATCH_STATE_FINISHED\x10\x02\x12\x19\n\x15MATCH_STATE_CANCELLED\x10\x03\x12\x17\n\x13MATCH_STATE_ABORTED\x10\x04*\x85\x01\n\nDealSource\x12\x1b\n\x17\x44\x45\x41L_SOURCE_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x44\x45\x41L_SOURCE_SERVER_SEED\x10\x01\x12\x1d\n\x19\x44\x45\x41L_SOURCE_OPERATOR_SEED\x10\x02\x12\x1e\n\x1a\x44\x45\x41L_SOURCE_OPERATOR_DECKS\x10\x03*M\n\x0c\x45xpiryAction\x12\x1d\n\x19\x45XPIRY_ACTION_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x45XPIRY_ACTION_DEFAULT_MOVE\x10\x01*M\n\x08SeatKind\x12\x19\n\x15SEAT_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fSEAT_KIND_HUMAN\x10\x01\x12\x11\n\rSEAT_KIND_BOT\x10\x02*\x81\x01\n\x11\x41\x62\x61ndonmentPolicy\x12\"\n\x1e\x41\x42\x41NDONMENT_POLICY_UNSPECIFIED\x10\x00\x12#\n\x1f\x41\x42\x41NDONMENT_POLICY_DEFAULT_MOVE\x10\x01\x12#\n\x1f\x41\x42\x41NDONMENT_POLICY_BOT_TAKEOVER\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,36 +36,38 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_MATCHSETTINGS_LABELSENTRY']._loaded_options = None
   _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_options = b'8\001'
-  _globals['_MATCHSTATE']._serialized_start=1973
-  _globals['_MATCHSTATE']._serialized_end=2116
-  _globals['_DEALSOURCE']._serialized_start=2119
-  _globals['_DEALSOURCE']._serialized_end=2252
-  _globals['_EXPIRYACTION']._serialized_start=2254
-  _globals['_EXPIRYACTION']._serialized_end=2331
-  _globals['_SEATKIND']._serialized_start=2333
-  _globals['_SEATKIND']._serialized_end=2410
+  _globals['_MATCHSTATE']._serialized_start=2137
+  _globals['_MATCHSTATE']._serialized_end=2280
+  _globals['_DEALSOURCE']._serialized_start=2283
+  _globals['_DEALSOURCE']._serialized_end=2416
+  _globals['_EXPIRYACTION']._serialized_start=2418
+  _globals['_EXPIRYACTION']._serialized_end=2495
+  _globals['_SEATKIND']._serialized_start=2497
+  _globals['_SEATKIND']._serialized_end=2574
+  _globals['_ABANDONMENTPOLICY']._serialized_start=2577
+  _globals['_ABANDONMENTPOLICY']._serialized_end=2706
   _globals['_TIMECONTROL']._serialized_start=130
   _globals['_TIMECONTROL']._serialized_end=446
   _globals['_RULESET']._serialized_start=448
   _globals['_RULESET']._serialized_end=517
   _globals['_SEATSPEC']._serialized_start=519
-  _globals['_SEATSPEC']._serialized_end=604
-  _globals['_SEAT']._serialized_start=606
-  _globals['_SEAT']._serialized_end=715
-  _globals['_DECKORDER']._serialized_start=717
-  _globals['_DECKORDER']._serialized_end=743
-  _globals['_MATCHSETTINGS']._serialized_start=746
-  _globals['_MATCHSETTINGS']._serialized_end=1238
-  _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_start=1193
-  _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_end=1238
-  _globals['_MATCHRESULT']._serialized_start=1240
-  _globals['_MATCHRESULT']._serialized_end=1309
-  _globals['_MATCH']._serialized_start=1312
-  _globals['_MATCH']._serialized_end=1724
-  _globals['_FAIRNESS']._serialized_start=1727
-  _globals['_FAIRNESS']._serialized_end=1867
-  _globals['_CLIENTSEED']._serialized_start=1869
-  _globals['_CLIENTSEED']._serialized_end=1923
-  _globals['_SEATCREDENTIAL']._serialized_start=1925
-  _globals['_SEATCREDENTIAL']._serialized_end=1970
+  _globals['_SEATSPEC']._serialized_end=623
+  _globals['_SEAT']._serialized_start=626
+  _globals['_SEAT']._serialized_end=754
+  _globals['_DECKORDER']._serialized_start=756
+  _globals['_DECKORDER']._serialized_end=782
+  _globals['_MATCHSETTINGS']._serialized_start=785
+  _globals['_MATCHSETTINGS']._serialized_end=1402
+  _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_start=1357
+  _globals['_MATCHSETTINGS_LABELSENTRY']._serialized_end=1402
+  _globals['_MATCHRESULT']._serialized_start=1404
+  _globals['_MATCHRESULT']._serialized_end=1473
+  _globals['_MATCH']._serialized_start=1476
+  _globals['_MATCH']._serialized_end=1888
+  _globals['_FAIRNESS']._serialized_start=1891
+  _globals['_FAIRNESS']._serialized_end=2031
+  _globals['_CLIENTSEED']._serialized_start=2033
+  _globals['_CLIENTSEED']._serialized_end=2087
+  _globals['_SEATCREDENTIAL']._serialized_start=2089
+  _globals['_SEATCREDENTIAL']._serialized_end=2134
 # @@protoc_insertion_point(module_scope)

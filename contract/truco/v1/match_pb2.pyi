@@ -156,6 +156,44 @@ SEAT_KIND_BOT: SeatKind.ValueType  # 2
 """A program."""
 Global___SeatKind: _TypeAlias = SeatKind  # noqa: Y015
 
+class _AbandonmentPolicy:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _AbandonmentPolicyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_AbandonmentPolicy.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    ABANDONMENT_POLICY_UNSPECIFIED: _AbandonmentPolicy.ValueType  # 0
+    """Not set: ABANDONMENT_POLICY_DEFAULT_MOVE."""
+    ABANDONMENT_POLICY_DEFAULT_MOVE: _AbandonmentPolicy.ValueType  # 1
+    """The server plays the seat's default move, turn after turn (TurnTimedOut,
+    cause DISCONNECTED), each an expiry that counts toward the time control's
+    forfeit_after.
+    """
+    ABANDONMENT_POLICY_BOT_TAKEOVER: _AbandonmentPolicy.ValueType  # 2
+    """A built-in bot of MatchSettings.takeover_level takes the seat over
+    (SeatTakenOver) and plays it until the seat's own credential acts again
+    (SeatReclaimed): SubmitAction, or JoinMatch to take it back before its turn.
+    """
+
+class AbandonmentPolicy(_AbandonmentPolicy, metaclass=_AbandonmentPolicyEnumTypeWrapper):
+    """What happens to a seat whose player has no open observation stream for the
+    disconnect grace while the game awaits it (MatchSettings.disconnect_grace).
+    """
+
+ABANDONMENT_POLICY_UNSPECIFIED: AbandonmentPolicy.ValueType  # 0
+"""Not set: ABANDONMENT_POLICY_DEFAULT_MOVE."""
+ABANDONMENT_POLICY_DEFAULT_MOVE: AbandonmentPolicy.ValueType  # 1
+"""The server plays the seat's default move, turn after turn (TurnTimedOut,
+cause DISCONNECTED), each an expiry that counts toward the time control's
+forfeit_after.
+"""
+ABANDONMENT_POLICY_BOT_TAKEOVER: AbandonmentPolicy.ValueType  # 2
+"""A built-in bot of MatchSettings.takeover_level takes the seat over
+(SeatTakenOver) and plays it until the seat's own credential acts again
+(SeatReclaimed): SubmitAction, or JoinMatch to take it back before its turn.
+"""
+Global___AbandonmentPolicy: _TypeAlias = AbandonmentPolicy  # noqa: Y015
+
 @_typing.final
 class TimeControl(_message.Message):
     """A turn clock. Each decision of the awaited seat gets `per_decision` (or
@@ -203,7 +241,8 @@ class TimeControl(_message.Message):
     def remind_before(self) -> _duration_pb2.Duration:
         """Remind the awaited seat this long before its decision's time runs out:
         a TurnReminder event (and the operator event "match.turn_reminder"),
-        once per decision. Less than per_decision plus bank. Unset: never.
+        once per decision. Less than per_decision plus bank. Unset: never. A seat
+        the server's bot plays (bot_level, or taken over) is not reminded.
         """
 
     def __init__(
@@ -271,6 +310,7 @@ class SeatSpec(_message.Message):
     DISPLAY_NAME_FIELD_NUMBER: _builtins.int
     KIND_FIELD_NUMBER: _builtins.int
     PLAYER_ID_FIELD_NUMBER: _builtins.int
+    BOT_LEVEL_FIELD_NUMBER: _builtins.int
     display_name: _builtins.str
     """Name shown to other seats and spectators. Optional (default "seat N")."""
     kind: Global___SeatKind.ValueType
@@ -280,16 +320,23 @@ class SeatSpec(_message.Message):
     letters, digits and . _ : @ -): what a rating follows from match to
     match. One seat per player id. Required on every seat of a rated match.
     """
+    bot_level: _builtins.int
+    """Give the seat to the server's built-in bot at this level, from 1 (a
+    beginner) to 6 (the strongest): the server plays it (its kind is then
+    SEAT_KIND_BOT) and the seat's credential cannot act. 0: a player (a person
+    or a program) holds the seat.
+    """
     def __init__(
         self,
         *,
         display_name: _builtins.str = ...,
         kind: Global___SeatKind.ValueType = ...,
         player_id: _builtins.str = ...,
+        bot_level: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_name", b"display_name", "kind", b"kind", "player_id", b"player_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_level", b"bot_level", "display_name", b"display_name", "kind", b"kind", "player_id", b"player_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -306,6 +353,7 @@ class Seat(_message.Message):
     DISPLAY_NAME_FIELD_NUMBER: _builtins.int
     KIND_FIELD_NUMBER: _builtins.int
     PLAYER_ID_FIELD_NUMBER: _builtins.int
+    BOT_LEVEL_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """Seat number, 0-based, in playing order."""
     team: _builtins.int
@@ -318,6 +366,10 @@ class Seat(_message.Message):
     """Human or bot."""
     player_id: _builtins.str
     """The operator's id of the player, when the creator gave one."""
+    bot_level: _builtins.int
+    """The level of the server's built-in bot that plays this seat (1 to 6); 0:
+    not played by the server.
+    """
     def __init__(
         self,
         *,
@@ -326,10 +378,11 @@ class Seat(_message.Message):
         display_name: _builtins.str = ...,
         kind: Global___SeatKind.ValueType = ...,
         player_id: _builtins.str = ...,
+        bot_level: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_name", b"display_name", "kind", b"kind", "player_id", b"player_id", "seat", b"seat", "team", b"team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_level", b"bot_level", "display_name", b"display_name", "kind", b"kind", "player_id", b"player_id", "seat", b"seat", "team", b"team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -395,6 +448,9 @@ class MatchSettings(_message.Message):
     SHOW_HANDS_TO_SPECTATORS_FIELD_NUMBER: _builtins.int
     CREDENTIAL_TTL_FIELD_NUMBER: _builtins.int
     RATED_FIELD_NUMBER: _builtins.int
+    ABANDONMENT_FIELD_NUMBER: _builtins.int
+    TAKEOVER_LEVEL_FIELD_NUMBER: _builtins.int
+    BOT_THINK_TIME_FIELD_NUMBER: _builtins.int
     spectator_delay_actions: _builtins.int
     """Spectators see the match this many actions late (0: live)."""
     show_hands_to_spectators: _builtins.bool
@@ -403,6 +459,14 @@ class MatchSettings(_message.Message):
     """The result updates the players' ratings in the match's rating family
     ("<preset>-<players>p"): every seat needs a player_id; not for carancho.
     A match that ends without a winner (aborted, cancelled) is not rated.
+    """
+    abandonment: Global___AbandonmentPolicy.ValueType
+    """What happens to a seat whose player is away for the disconnect grace
+    while the game awaits it. BOT_TAKEOVER needs a disconnect_grace.
+    """
+    takeover_level: _builtins.int
+    """The level of the bot that takes a seat over (ABANDONMENT_POLICY_BOT_TAKEOVER),
+    1 to 6. Unset (0): 3.
     """
     @_builtins.property
     def turn_timeout(self) -> _duration_pb2.Duration:
@@ -450,6 +514,13 @@ class MatchSettings(_message.Message):
         (TRUCO_FINISHED_MATCH_TTL_SECONDS after its end). 1 second to 1 day.
         """
 
+    @_builtins.property
+    def bot_think_time(self) -> _duration_pb2.Duration:
+        """How long the server's bots think over a decision, on average: each
+        decision takes between 0.6 and 1.4 times this, a forced move half of
+        that. Unset: the server's default (TRUCO_BOT_THINK_MS). 0.2 to 60 seconds.
+        """
+
     def __init__(
         self,
         *,
@@ -463,10 +534,13 @@ class MatchSettings(_message.Message):
         show_hands_to_spectators: _builtins.bool = ...,
         credential_ttl: _duration_pb2.Duration | None = ...,
         rated: _builtins.bool = ...,
+        abandonment: Global___AbandonmentPolicy.ValueType = ...,
+        takeover_level: _builtins.int = ...,
+        bot_think_time: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["credential_ttl", b"credential_ttl", "disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bot_think_time", b"bot_think_time", "credential_ttl", b"credential_ttl", "disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["credential_ttl", b"credential_ttl", "disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "labels", b"labels", "rated", b"rated", "show_hands_to_spectators", b"show_hands_to_spectators", "spectator_delay_actions", b"spectator_delay_actions", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abandonment", b"abandonment", "bot_think_time", b"bot_think_time", "credential_ttl", b"credential_ttl", "disconnect_grace", b"disconnect_grace", "idle_timeout", b"idle_timeout", "join_window", b"join_window", "labels", b"labels", "rated", b"rated", "show_hands_to_spectators", b"show_hands_to_spectators", "spectator_delay_actions", b"spectator_delay_actions", "takeover_level", b"takeover_level", "time_control", b"time_control", "turn_timeout", b"turn_timeout"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -42,6 +42,8 @@ class _StepCauseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_StepCause.V
     """The server, because the seat was away longer than the disconnect grace."""
     STEP_CAUSE_SERVER: _StepCause.ValueType  # 4
     """The server: the join window or the idle timeout passed."""
+    STEP_CAUSE_BOT: _StepCause.ValueType  # 5
+    """The server's bot playing the seat (a bot seat, or a seat it took over)."""
 
 class StepCause(_StepCause, metaclass=_StepCauseEnumTypeWrapper):
     """Who or what made a step of the match."""
@@ -56,6 +58,8 @@ STEP_CAUSE_DISCONNECTED: StepCause.ValueType  # 3
 """The server, because the seat was away longer than the disconnect grace."""
 STEP_CAUSE_SERVER: StepCause.ValueType  # 4
 """The server: the join window or the idle timeout passed."""
+STEP_CAUSE_BOT: StepCause.ValueType  # 5
+"""The server's bot playing the seat (a bot seat, or a seat it took over)."""
 Global___StepCause: _TypeAlias = StepCause  # noqa: Y015
 
 @_typing.final
@@ -956,6 +960,7 @@ class RecordStep(_message.Message):
     REISSUE_CREDENTIAL_FIELD_NUMBER: _builtins.int
     TIMEOUT_FIELD_NUMBER: _builtins.int
     REMIND_FIELD_NUMBER: _builtins.int
+    TAKE_OVER_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """Match version after the step."""
     seat: _builtins.int
@@ -1010,6 +1015,10 @@ class RecordStep(_message.Message):
     def remind(self) -> _event_pb2.TurnReminder:
         """The server reminded the awaited seat that its time runs out soon."""
 
+    @_builtins.property
+    def take_over(self) -> _event_pb2.SeatTakenOver:
+        """The server's bot took an away seat over."""
+
     def __init__(
         self,
         *,
@@ -1028,14 +1037,15 @@ class RecordStep(_message.Message):
         reissue_credential: _event_pb2.CredentialReissued | None = ...,
         timeout: _event_pb2.TurnTimedOut | None = ...,
         remind: _event_pb2.TurnReminder | None = ...,
+        take_over: _event_pb2.SeatTakenOver | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "remind", b"remind", "seat", b"seat", "step", b"step", "time", b"time", "timeout", b"timeout"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "remind", b"remind", "seat", b"seat", "step", b"step", "take_over", b"take_over", "time", b"time", "timeout", b"timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "cause", b"cause", "clock_ms", b"clock_ms", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "remind", b"remind", "seat", b"seat", "step", b"step", "time", b"time", "timeout", b"timeout", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "abort", b"abort", "action", b"action", "add_time", b"add_time", "adjudicate", b"adjudicate", "cancel", b"cancel", "cause", b"cause", "clock_ms", b"clock_ms", "forfeit", b"forfeit", "join", b"join", "reissue_credential", b"reissue_credential", "remind", b"remind", "seat", b"seat", "step", b"step", "take_over", b"take_over", "time", b"time", "timeout", b"timeout", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
-    _WhichOneofReturnType_step: _TypeAlias = _typing.Literal["action", "join", "add_time", "adjudicate", "cancel", "abort", "forfeit", "reissue_credential", "timeout", "remind"]  # noqa: Y015
+    _WhichOneofReturnType_step: _TypeAlias = _typing.Literal["action", "join", "add_time", "adjudicate", "cancel", "abort", "forfeit", "reissue_credential", "timeout", "remind", "take_over"]  # noqa: Y015
     _WhichOneofArgType_step: _TypeAlias = _typing.Literal["step", b"step"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...

@@ -247,6 +247,7 @@ class Observation(_message.Message):
     NOT_JOINED_FIELD_NUMBER: _builtins.int
     JOINED_FIELD_NUMBER: _builtins.int
     HAND_WINS_GAME_FIELD_NUMBER: _builtins.int
+    TAKEN_OVER_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """Match version this view reflects."""
     match_state: _match_pb2.MatchState.ValueType
@@ -350,6 +351,12 @@ class Observation(_message.Message):
         hand is dealt once this is empty.
         """
 
+    @_builtins.property
+    def taken_over(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Seats the server's bot has taken over (SeatTakenOver) and plays until
+        their player acts again (SeatReclaimed).
+        """
+
     def __init__(
         self,
         *,
@@ -385,10 +392,11 @@ class Observation(_message.Message):
         not_joined: _abc.Iterable[_builtins.int] | None = ...,
         joined: _builtins.bool = ...,
         hand_wins_game: _builtins.bool = ...,
+        taken_over: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_carancho", b"_carancho", "_mano", b"_mano", "_seat", b"_seat", "_team", b"_team", "_winner_team", b"_winner_team", "carancho", b"carancho", "clock", b"clock", "mano", b"mano", "pending", b"pending", "rules", b"rules", "seat", b"seat", "team", b"team", "winner_team", b"winner_team"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_carancho", b"_carancho", "_mano", b"_mano", "_seat", b"_seat", "_team", b"_team", "_winner_team", b"_winner_team", "awaited", b"awaited", "carancho", b"carancho", "clock", b"clock", "dealer", b"dealer", "decision", b"decision", "game_number", b"game_number", "games_won", b"games_won", "hand", b"hand", "hand_number", b"hand_number", "hand_sizes", b"hand_sizes", "hand_value", b"hand_value", "hand_wins_game", b"hand_wins_game", "head_to_head", b"head_to_head", "hidden_hand", b"hidden_hand", "joined", b"joined", "legal_actions", b"legal_actions", "mano", b"mano", "match_state", b"match_state", "not_joined", b"not_joined", "pending", b"pending", "phase", b"phase", "revealed", b"revealed", "rules", b"rules", "scores", b"scores", "seat", b"seat", "seat_teams", b"seat_teams", "special", b"special", "team", b"team", "tricks", b"tricks", "turn_up", b"turn_up", "version", b"version", "winner_team", b"winner_team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_carancho", b"_carancho", "_mano", b"_mano", "_seat", b"_seat", "_team", b"_team", "_winner_team", b"_winner_team", "awaited", b"awaited", "carancho", b"carancho", "clock", b"clock", "dealer", b"dealer", "decision", b"decision", "game_number", b"game_number", "games_won", b"games_won", "hand", b"hand", "hand_number", b"hand_number", "hand_sizes", b"hand_sizes", "hand_value", b"hand_value", "hand_wins_game", b"hand_wins_game", "head_to_head", b"head_to_head", "hidden_hand", b"hidden_hand", "joined", b"joined", "legal_actions", b"legal_actions", "mano", b"mano", "match_state", b"match_state", "not_joined", b"not_joined", "pending", b"pending", "phase", b"phase", "revealed", b"revealed", "rules", b"rules", "scores", b"scores", "seat", b"seat", "seat_teams", b"seat_teams", "special", b"special", "taken_over", b"taken_over", "team", b"team", "tricks", b"tricks", "turn_up", b"turn_up", "version", b"version", "winner_team", b"winner_team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__carancho: _TypeAlias = _typing.Literal["carancho"]  # noqa: Y015
     _WhichOneofArgType__carancho: _TypeAlias = _typing.Literal["_carancho", b"_carancho"]  # noqa: Y015

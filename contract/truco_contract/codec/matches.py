@@ -66,12 +66,19 @@ def settings_to_proto(
         spectator_delay_actions=lc.spectator_delay,
         show_hands_to_spectators=lc.show_hands,
         rated=rated,
+        abandonment=(
+            match_pb2.ABANDONMENT_POLICY_BOT_TAKEOVER
+            if lc.takeover
+            else match_pb2.ABANDONMENT_POLICY_UNSPECIFIED
+        ),
+        takeover_level=lc.takeover_level,
     )
     for name, value in (
         ("join_window", lc.join_window),
         ("idle_timeout", lc.idle_timeout),
         ("disconnect_grace", lc.disconnect_grace),
         ("credential_ttl", lc.credential_ttl),
+        ("bot_think_time", lc.bot_think),
     ):
         if value:
             getattr(m, name).CopyFrom(duration(value))
@@ -102,6 +109,9 @@ def lifecycle_from_proto(m: match_pb2.MatchSettings, where: str = "settings") ->
         )
     elif m.HasField("turn_timeout") and (m.turn_timeout.seconds or m.turn_timeout.nanos):
         tc = TimeControl(per_decision=ms_of(m.turn_timeout))
+    known = (match_pb2.ABANDONMENT_POLICY_DEFAULT_MOVE, match_pb2.ABANDONMENT_POLICY_BOT_TAKEOVER)
+    if m.abandonment not in (0, *known):
+        raise DecodeError(f"{where}.abandonment", f"unknown abandonment policy {m.abandonment}")
     return Lifecycle(
         time_control=tc,
         join_window=ms_of(m.join_window),
@@ -110,6 +120,9 @@ def lifecycle_from_proto(m: match_pb2.MatchSettings, where: str = "settings") ->
         spectator_delay=m.spectator_delay_actions,
         show_hands=m.show_hands_to_spectators,
         credential_ttl=ms_of(m.credential_ttl),
+        takeover=m.abandonment == match_pb2.ABANDONMENT_POLICY_BOT_TAKEOVER,
+        takeover_level=m.takeover_level,
+        bot_think=ms_of(m.bot_think_time),
     )
 
 
@@ -133,7 +146,7 @@ def match_spec_from_proto(request: match_service_pb2.CreateMatchRequest) -> Matc
         if kind is None:
             allowed = "SEAT_KIND_HUMAN, SEAT_KIND_BOT"
             raise DecodeError(f"seats[{i}].kind", f"unknown seat kind {s.kind}; allowed: {allowed}")
-        seats.append(SeatSpec(s.display_name, kind, s.player_id))
+        seats.append(SeatSpec(s.display_name, kind, s.player_id, s.bot_level))
     settings = request.settings
     tc = settings.time_control
     if settings.HasField("time_control") and tc.on_expiry not in (
@@ -141,7 +154,7 @@ def match_spec_from_proto(request: match_service_pb2.CreateMatchRequest) -> Matc
         match_pb2.EXPIRY_ACTION_DEFAULT_MOVE,
     ):
         raise DecodeError("settings.time_control.on_expiry", f"unknown expiry action {tc.on_expiry}")
-    for name in ("turn_timeout", "join_window", "idle_timeout", "disconnect_grace"):
+    for name in ("turn_timeout", "join_window", "idle_timeout", "disconnect_grace", "bot_think_time"):
         if getattr(settings, name).seconds < 0 or getattr(settings, name).nanos < 0:
             raise DecodeError(f"settings.{name}", "must not be negative")
     return MatchSpec(

@@ -126,6 +126,7 @@ def observation_to_proto(view: SeatView, rules: te.RuleSet) -> observation_pb2.O
     if view.clock is not None:
         msg.clock.CopyFrom(clock_to_proto(view.clock))
     msg.not_joined.extend(view.not_joined)
+    msg.taken_over.extend(view.taken_over)
     msg.joined = view.joined
     p = o.pending
     if p is not None:
@@ -206,7 +207,7 @@ def observation_from_proto(msg: observation_pb2.Observation, where: str = "obser
     )
     status = _STATUS.decode(msg.match_state, f"{where}.match_state", optional=False)
     clock = clock_from_proto(msg.clock) if msg.HasField("clock") else None
-    return SeatView(obs, msg.version, status, clock, tuple(msg.not_joined), msg.joined)
+    return SeatView(obs, msg.version, status, clock, tuple(msg.not_joined), msg.joined, tuple(msg.taken_over))
 
 
 def clock_to_proto(c: ClockView) -> observation_pb2.Clock:

@@ -32,6 +32,7 @@ from truco_server.app.memory import MemoryTrim
 from truco_server.app.persistence import PersistenceReport
 from truco_server.core.config import Settings
 from truco_server.ports import Store, StoreSettings
+from truco_server.services.bots import BotSeats
 from truco_server.services.leagues import LeagueService
 from truco_server.services.matches import MatchService, ServiceSettings
 from truco_server.services.matchmaking import Matchmaking, Pools
@@ -45,7 +46,7 @@ from truco_server.services.steps import MatchSteps
 from truco_server.services.streams import MatchStreams
 from truco_server.services.webhooks import Deliverer, Destinations, parse_schedule
 from truco_server.stores import open_store
-from truco_server.transports import rest
+from truco_server.transports import rest, websocket
 from truco_server.transports.grpc.server import Served, WorkerContext
 
 _log = structlog.get_logger("truco_server.wiring")
@@ -72,6 +73,7 @@ class Services:
     ratings: RatingBooks
     matchmaking: Matchmaking
     quotas: Quotas
+    bots: BotSeats
 
     def readers(self, tick: float) -> list[QueueReader]:
         """The readers of the clock, relay, webhook, league and matchmaking queues."""
@@ -130,13 +132,15 @@ def build_services(
             heartbeat_seconds=s.heartbeat_interval_seconds,
             queue_size=s.subscriber_queue_size,
             idle_timeout_ms=s.idle_timeout_seconds * 1000,
+            bot_think_ms=s.bot_think_ms,
         ),
         clock=clock,
     )
     quotas = Quotas(s, store.quotas)
     quotas.is_live = matches.is_live
     matches.on_end.append(quotas.ended)
-    steps = MatchSteps(matches, quotas)
+    bots = BotSeats(matches, processes=s.bot_processes, cpu_ms=s.bot_cpu_ms)
+    steps = MatchSteps(matches, quotas, bots)
     streams = MatchStreams(matches, stopping)
     reads = MatchReads(matches, streams)
     leagues = LeagueService(
@@ -150,6 +154,34 @@ def build_services(
         publish=operators.publish,
     )
     operators.listeners.append(leagues.job.on_events)
+    ratings, matchmaking = _matchmaking(s, store, matches, steps, operators, stopping, clock)
+    return Services(
+        store,
+        matches,
+        steps,
+        reads,
+        streams,
+        relay,
+        operators,
+        deliverer,
+        leagues,
+        ratings,
+        matchmaking,
+        quotas,
+        bots,
+    )
+
+
+def _matchmaking(
+    s: Settings,
+    store: Store,
+    matches: MatchService,
+    steps: MatchSteps,
+    operators: Operators,
+    stopping: asyncio.Event,
+    clock: Callable[[], float],
+) -> tuple[RatingBooks, Matchmaking]:
+    """The rating books (every rated match's result goes to them) and the matchmaking pools."""
     ratings = RatingBooks(store.documents)
 
     async def load(match_id: str) -> Match:
@@ -167,10 +199,7 @@ def build_services(
         stopping=stopping,
         clock=clock,
     )
-    return Services(
-        store, matches, steps, reads, streams, relay, operators, deliverer, leagues, ratings,
-        matchmaking, quotas,
-    )  # fmt: skip
+    return ratings, matchmaking
 
 
 def _reload_on_sighup(ctx: WorkerContext, keys: KeyRing) -> None:
@@ -188,8 +217,8 @@ def _reload_on_sighup(ctx: WorkerContext, keys: KeyRing) -> None:
 
 
 def service_factory(ctx: WorkerContext) -> Served:
-    """The worker's services over gRPC; the same API objects also serve REST/JSON on
-    ``settings.http_port``."""
+    """The worker's services over gRPC; the same API objects also serve REST/JSON and the
+    player connection over WebSocket on ``settings.http_port``."""
     s = ctx.settings
     svc = build_services(s, ctx.streams.shutdown_event)
     ctx.add_cleanup(svc.store.close)
@@ -197,6 +226,8 @@ def service_factory(ctx: WorkerContext) -> Served:
     persistence = PersistenceReport(svc.store, ctx.health_details, acknowledged=s.ephemeral_store_ok)
     ctx.add_startup(persistence.start)
     ctx.add_cleanup(persistence.stop)
+    ctx.add_startup(svc.bots.start)
+    ctx.add_cleanup(svc.bots.close)  # after the readers stopped (cleanups run in reverse)
     for reader in svc.readers(s.scheduler_tick_seconds):
         ctx.add_startup(reader.start)
         ctx.add_cleanup(reader.stop)
@@ -217,7 +248,7 @@ def service_factory(ctx: WorkerContext) -> Served:
     ctx.add_startup(trim.start)
     ctx.add_cleanup(trim.stop)
     served = apis(svc, auth, ctx.streams, svc.quotas)
-    rest.attach(ctx, served)
+    websocket.attach(rest.attach(ctx, served), served, s)
     return served
 
 

@@ -22,6 +22,7 @@ from truco_server.core.config_values import (
     LOG_LEVELS,
     ApiKey,
     ConfigError,
+    _bot_think_ms,
     _flag,
     _gc_thresholds,
     _log_level,
@@ -207,6 +208,16 @@ class Settings:
     """After this many streams have closed, the worker collects garbage and hands the memory
     its allocator keeps free back to the system (glibc ``malloc_trim``), at most every 5 s;
     0: never (docs/operations.md, "Memory")."""
+    bot_think_ms: int = 1500
+    """How long the server's bots think over a decision, on average (each between 0.6 and 1.4
+    times this, a forced move half that), 200 to 60000 ms; a match's `settings.bot_think_time`
+    wins (docs/bots.md, "Seats the server plays")."""
+    bot_cpu_ms: int = 250
+    """CPU budget of one decision of the server's bots: the searching levels stop at this much
+    CPU time; the others take far less."""
+    bot_processes: int = 1
+    """Processes a worker makes its bots' decisions in (a pool beside the event loop, so a
+    search never stalls the worker's other matches)."""
     heap_snapshot_dir: str | None = None
     """A directory where a worker started with `PYTHONTRACEMALLOC=1` writes a heap snapshot on
     SIGUSR1 (`heap-<pid>-<n>.tracemalloc`, read with the standard `tracemalloc` module, and a
@@ -376,6 +387,9 @@ OPTIONS: tuple[Option, ...] = (
         "N",
     ),
     Option("heap_snapshot_dir", "TRUCO_HEAP_SNAPSHOT_DIR", "--heap-snapshot-dir", _path, "DIR"),
+    Option("bot_think_ms", "TRUCO_BOT_THINK_MS", "--bot-think", _bot_think_ms, "MS"),
+    Option("bot_cpu_ms", "TRUCO_BOT_CPU_MS", "--bot-cpu", _positive_int, "MS"),
+    Option("bot_processes", "TRUCO_BOT_PROCESSES", "--bot-processes", _positive_int, "N"),
 )
 
 

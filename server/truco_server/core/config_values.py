@@ -160,6 +160,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _bot_think_ms(text: str) -> int:
+    value = int(text)
+    if not 200 <= value <= 60_000:
+        raise ValueError("between 200 and 60000 (ms)")
+    return value
+
+
 def _log_level(text: str) -> str:
     value = text.strip().lower()
     if value not in LOG_LEVELS:

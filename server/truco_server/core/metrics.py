@@ -88,8 +88,9 @@ STREAM_SUBSCRIBERS = Gauge(
 LIFECYCLE_STEPS = Counter(
     "truco_lifecycle_steps_total",
     "Steps the server made in a match by itself, by cause: clock (a default move or a forfeit "
-    "for a seat out of time), disconnected (a default move for an away seat), server (an abort: "
-    "a seat did not join, or the match idled).",
+    "for a seat out of time), disconnected (a default move for an away seat, or a bot taking "
+    "it over), server (an abort: a seat did not join, or the match idled), bot (a decision of "
+    "the server's bot).",
     ("cause",),
 )
 QUEUE_CLAIMS = Counter(
@@ -134,6 +135,26 @@ FORMATION_SECONDS = Histogram(
     "Time from forming a table (its tickets taken) to its tickets matched (the match made, "
     "the events published).",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+BOT_DECISIONS = Counter(
+    "truco_bot_decisions_total",
+    "Decisions of the server's bots (seats the server plays, or took over), by level and "
+    "result: committed, or superseded (the match moved on first: another worker's commit, "
+    "or the seat's player acted).",
+    ("level", "result"),
+)
+BOT_DECISION_CPU_SECONDS = Histogram(
+    "truco_bot_decision_cpu_seconds",
+    "CPU time of one decision of the server's bots (in the worker's bot processes), by level; "
+    "bounded by TRUCO_BOT_CPU_MS.",
+    ("level",),
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+)
+BOT_DECISION_WAIT_SECONDS = Histogram(
+    "truco_bot_decision_wait_seconds",
+    "Wall time from asking the bot processes for a decision to its answer (queueing included): "
+    "near the CPU time while the worker keeps up with its bot seats.",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 COMMIT_CONFLICTS = Counter(
     "truco_commit_conflicts_total",

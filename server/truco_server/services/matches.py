@@ -72,6 +72,9 @@ class ServiceSettings:
     idle_timeout_ms: int = 24 * 3600 * 1000
     """An active match without a clock in which nothing happens this long is aborted (0:
     never), unless the match sets its own."""
+    bot_think_ms: int = 1500
+    """How long the server's bots think over a decision, on average, unless the match sets
+    its own."""
     live_matches: int = 4096
     """Matches in play a worker keeps decoded."""
     live_idle_seconds: float = 60.0
@@ -472,7 +475,8 @@ class MatchService:
 
     # ----------------------------------------------------------------------- join
     async def join_match(self, cred: MatchCredential, req: T.JoinMatchRequest) -> T.JoinMatchResponse:
-        """A seat joins (with its client seed): the first hand is dealt once every seat has."""
+        """A seat joins (with its client seed): the first hand is dealt once every seat has.
+        Joining again takes the seat back from a bot that took it over."""
         if len(req.client_seed) > MAX_CLIENT_SEED:
             raise E.InvalidArgument(
                 f"client_seed is at most {MAX_CLIENT_SEED} bytes",
@@ -484,20 +488,23 @@ class MatchService:
             seat = self.acting_seat(match, cred)
             seat_box[:] = [seat]
             self.active(match)
+            seed = req.client_seed
             if match.life.joined[seat]:
-                if req.client_seed:
+                if seed:
                     given = next((h for s, h in match.life.client_seeds if s == seat), None)
-                    if given != req.client_seed.hex():
+                    if given != seed.hex():
                         raise E.ServiceError(
                             "this seat has joined already: its client seed cannot change",
                             code=E.Code.FAILED_PRECONDITION,
                             reason=E.Reason.ALREADY_STARTED,
                         )
-                return None
+                if not match.life.taken_over(seat):
+                    return None
+                seed = b""  # joining again takes the seat back from the bot
             now = match.meta.at(self.now())
-            step = table.join(match.setup, match.state, match.life, seat, req.client_seed, now)
+            step = table.join(match.setup, match.state, match.life, seat, seed, now)
             joined = records.RecordStep(
-                version=0, time=0.0, seat=seat, join=SeatJoined(seat=seat, client_seed=req.client_seed)
+                version=0, time=0.0, seat=seat, join=SeatJoined(seat=seat, client_seed=seed)
             )
             return step, joined, None
 
@@ -521,6 +528,8 @@ def _check_card(match: Match, action: te.Action) -> None:
 def _illegal(exc: te.TrucoError, match: Match) -> E.ServiceError:
     if isinstance(exc, NotStartedError):
         return E.IllegalAction(str(exc), legal_actions=[], current_version=match.version)
+    if isinstance(exc, table.ServerSeatError):
+        return E.PermissionDenied(str(exc))
     if isinstance(exc, te.NotYourTurnError):
         return E.NotYourTurn(str(exc), legal_actions=[], current_version=match.version)
     if isinstance(exc, te.IllegalActionError):

@@ -37,6 +37,7 @@ from truco_server.ports.documents import DocRef
 from truco_server.ports.errors import MatchExists, VersionConflict
 from truco_server.ports.matches import MatchIndexEntry, NewMatch
 from truco_server.services import stored
+from truco_server.services.bots import BotSeats
 from truco_server.services.matches import ATTEMPTS, MatchService
 from truco_server.services.quotas import Quotas
 
@@ -62,10 +63,14 @@ def reissue_key(request_id: str) -> str:
 class MatchSteps:
     """Creation, the creator's decisions and the clock (see the module docstring)."""
 
-    def __init__(self, matches: MatchService, quotas: Quotas | None = None) -> None:
+    def __init__(
+        self, matches: MatchService, quotas: Quotas | None = None, bots: BotSeats | None = None
+    ) -> None:
         self.matches = matches
         self.quotas = quotas
         """Asked before a new match is written (an operator's live matches and bytes)."""
+        self.bots = bots
+        """Decides for the seats the server plays (``None``: they wait; tests of the rest)."""
 
     # ---------------------------------------------------------------------- create
     async def create_match(
@@ -76,14 +81,14 @@ class MatchSteps:
         written (:class:`~truco_server.ports.errors.ParentMissing`)."""
         svc = self.matches
         try:
-            rules, lifecycle = create.check(req, svc.settings.idle_timeout_ms)
+            rules, lifecycle = create.check(req, svc.settings.idle_timeout_ms, svc.settings.bot_think_ms)
         except create.SpecError as exc:
             raise spec_error(exc) from None
         if req.request_id:
             match_id = "m" + hashlib.sha256(f"{operator.name}\n{req.request_id}".encode()).hexdigest()[:20]
         else:
             match_id = "m" + secrets.token_hex(10)
-        seats = table.seats_of(rules, [(s.name, s.kind) for s in req.seats], [s.player_id for s in req.seats])
+        seats = create.seats_of(req, rules)
         fingerprint = stored.create_fingerprint(create.fingerprint_of(req, rules, lifecycle))
         meta = Meta(
             match_id=match_id,
@@ -277,20 +282,30 @@ class MatchSteps:
             if decided is None:
                 break
             step, record, status = decided
+            bot = record.cause is records.StepCause.BOT and record.seat is not None
+            level = (
+                str(match.setup.bot_level(match.life, record.seat)) if bot and record.seat is not None else ""
+            )
             try:
                 match, _, _ = await svc.commit(match, step, record, status=status)
             except VersionConflict:
                 metrics.COMMIT_CONFLICTS.inc()
+                if bot:  # another worker, or the seat's player, got there first
+                    metrics.BOT_DECISIONS.labels(level, "superseded").inc()
                 match = await svc.load(match_id, fresh=True)
                 continue
             metrics.LIFECYCLE_STEPS.labels(record.cause.value).inc()
+            if bot:
+                metrics.BOT_DECISIONS.labels(level, "committed").inc()
         now = match.meta.at(svc.now())
         due = match_clock.next_wake(match.setup, match.state, match.life, now)
         return None if due is None else match.meta.epoch_ms(due)
 
     async def _due(self, match: Match) -> match_clock.Due | None:
         """The step that is due now, if any (asking the store when the awaited seat was last
-        seen only when its absence is what could be due)."""
+        seen only when its absence is what could be due): what the clock makes due, else the
+        decision of the server's bot that plays the awaited seat, once it has thought long
+        enough."""
         svc = self.matches
         setup, state, life = match.setup, match.state, match.life
         now = match.meta.at(svc.now())
@@ -298,7 +313,12 @@ class MatchSteps:
         if match_clock.presence_matters(setup, life, now):
             seen = (await svc.log.presence(match.match_id)).get(life.awaited or 0, 0)
             away_ms = max(0, round(svc.now() * 1000) - seen)
-        return match_clock.due_step(setup, state, life, now, away_ms, svc.settings.heartbeat_seconds * 3000)
+        due = match_clock.due_step(setup, state, life, now, away_ms, svc.settings.heartbeat_seconds * 3000)
+        seat = match_clock.bot_turn(setup, state, life, now)
+        if due is not None or seat is None or self.bots is None:
+            return due
+        action = await self.bots.decide(match, seat)
+        return match_clock.bot_step(setup, state, life, seat, action, match.meta.at(svc.now()))
 
 
 def _created(match: Match) -> T.CreateMatchResponse:

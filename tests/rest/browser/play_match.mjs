@@ -2,7 +2,10 @@
 // line. Two scenarios, at any viewport width:
 //
 //   MODE=create  the page creates a match (operator key typed into the create form), its other
-//                seats are the page's in-page random bots, this script clicks seat 0's buttons.
+//                seats are the page's in-page random bots (or OTHERS=computer: the server's bot
+//                at LEVEL, PLAYERS seats), this script clicks seat 0's buttons; with CUT=1 it
+//                closes the page's WebSocket once, mid-hand (cutMidHand), and reports the
+//                transport, the reconnections and the versions the log shows.
 //   MODE=join    a match created beforehand (MATCH_ID, SEAT0, SEAT1, SPECTATOR tokens): one page
 //                joins seat 0 through the "join" form, a second joins seat 1 with a
 //                #match=..&seat=.. link, a third spectates through the "spectate" form; the
@@ -195,7 +198,9 @@ async function createAndPlay() {
   await page.goto(`${base}/play?delay=20`);
   if (env.API_KEY) await page.fill("#apikey", env.API_KEY);
   await page.fill("#preset", env.PRESET || "paulista");
-  await page.selectOption("#others", "bot");
+  await page.selectOption("#others", env.OTHERS || "bot");
+  if (env.LEVEL) await page.selectOption("#level", env.LEVEL);
+  if (env.PLAYERS) await page.fill("#players", env.PLAYERS);
   await overflow(page, "creator (form)");
   await page.click("#create");
   await page.waitForFunction(() => document.querySelector("#status").dataset.state === "playing");
@@ -209,12 +214,36 @@ async function createAndPlay() {
     );
     if ((await state(page)) !== "playing") break;
     await snapMarks(page, "creator");
+    if (env.CUT === "1" && !summary.cut) await cutMidHand(page);
     await clickOne(page);
     if (clicks === 3 && !shots.length) { await overflow(page, "creator (playing)"); await shoot(page, "playing"); }
   }
   await page.waitForTimeout(300);
   if (!shots.length) await shoot(page, "playing");  // a very short match: the final table
   await finalChecks(page, "creator");
+  Object.assign(summary, await page.evaluate(() => ({
+    transport: document.body.dataset.transport || "",
+    connects: game.stream && game.stream.connects !== undefined ? game.stream.connects : 0,
+    versions: game.entries.filter((e) => e.version !== undefined).map((e) => Number(e.version)),
+    lastVersion: game.lastVersion,
+  })));
+}
+// CUT=1: once seat 0 has played a card of its hand and holds the others (mid-hand), its
+// WebSocket is closed under the page; the page must reconnect and resume by itself.
+async function cutMidHand(page) {
+  const held = await page.evaluate(() => document.querySelectorAll("#hand .card[data-card]").length);
+  if (held !== 1 && held !== 2) return;
+  summary.cut = await page.evaluate(() => {
+    const link = game.stream;
+    if (!link || !link.ws || link.ws.readyState !== WebSocket.OPEN) return null;
+    const at = { version: game.lastVersion, connects: link.connects };
+    link.ws.close(4000, "cut by the test");
+    return at;
+  });
+  if (summary.cut) {
+    await page.waitForFunction((n) => game.stream.connects > n, summary.cut.connects, { timeout: 30000 })
+      .catch(() => problems.push("the page did not reconnect after its socket was cut"));
+  }
 }
 
 async function joinAndPlay() {

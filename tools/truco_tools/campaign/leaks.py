@@ -261,11 +261,15 @@ async def run_leaks(
     at_once: int = 8,
     late_at: int = LATE_AT,
     progress: Callable[[LeakResult], None] | None = None,
+    websocket: str | None = None,
 ) -> LeakResult:
     """``matches`` random matches spread over :func:`cases` (each at least once when
     ``matches`` allows), each played to its end (a match not over after ``max_actions`` is an
     error), ``at_once`` at a time, on the worker at ``address``, whose store is ``redis_url``;
-    ``progress`` is told the result so far every 100 matches."""
+    ``progress`` is told the result so far every 100 matches. With ``websocket`` (the worker's
+    HTTP base, ``http://host:port``) every seat and the spectator follow the match, and the
+    seats act, over one WebSocket player connection per match (text frames, JSON), and every
+    frame is checked."""
     out = LeakResult()
     all_cases = cases()
     r = aioredis.Redis.from_url(redis_url)
@@ -274,10 +278,12 @@ async def run_leaks(
     async def play(i: int, stub: Any) -> None:
         name, players = all_cases[i % len(all_cases)]
         async with gate:
+            rng = random.Random(seed * 1_000_003 + i)
             try:
-                await _one(
-                    stub, r, name, players, random.Random(seed * 1_000_003 + i), out, max_actions, late_at
-                )
+                if websocket is None:
+                    await _one(stub, r, name, players, rng, out, max_actions, late_at)
+                else:
+                    await _one_over_websocket(websocket, stub, r, name, players, rng, out, max_actions)
             except Exception as exc:  # one match's failure is reported; the phase goes on
                 out.errors.append(f"{name}-{players}p: {type(exc).__name__}: {str(exc)[:200]}")
             if progress is not None and (out.matches + len(out.errors)) % 100 == 0:
@@ -290,3 +296,123 @@ async def run_leaks(
     finally:
         await r.aclose()
     return out
+
+
+class _Socket:
+    """One WebSocket player connection (JSON frames) carrying every viewer of a match:
+    subscription ``i`` is seat ``i``, the last one the spectator. Each frame is parsed into
+    its ``ConnectResponse``; updates go to their subscription's list (an action's result too,
+    when it stands for the actor's update), results and errors to ``answers``."""
+
+    def __init__(self, ws: Any, viewers: int) -> None:
+        self.ws = ws
+        self.messages: list[list[Any]] = [[] for _ in range(viewers)]
+        self.version = [-1] * viewers
+        self.obs: list[Any] = [None] * viewers
+        self.answers: dict[int, Any] = {}
+        self.closed: str | None = None
+        self._changed = asyncio.Event()
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        import aiohttp
+        from google.protobuf import json_format
+
+        async for frame in self.ws:
+            if frame.type != aiohttp.WSMsgType.TEXT:
+                break
+            msg = MS.ConnectResponse()
+            json_format.Parse(frame.data, msg)
+            kind = msg.WhichOneof("message")
+            if kind == "update" and msg.update.message.HasField("update"):
+                sid, upd = msg.update.subscription_id, msg.update.message.update
+                self.messages[sid].append(upd)
+                self.version[sid], self.obs[sid] = upd.version, upd.observation
+            elif kind in ("result", "error"):
+                self.answers[getattr(msg, kind).action_id] = msg
+                if kind == "result":  # it stands for the actor's update when it continues it
+                    sid, resp = msg.result.subscription_id, msg.result.response
+                    if resp.events and resp.events[0].version == self.version[sid] + 1:
+                        self.messages[sid].append(resp)
+                        self.version[sid], self.obs[sid] = resp.version, resp.observation
+            self._changed.set()
+        self.closed = f"closed {self.ws.close_code}"
+        self._changed.set()
+
+    async def until(self, ready: Any, timeout: float = 10.0) -> None:
+        async def wait() -> None:
+            while not ready() and self.closed is None:
+                self._changed.clear()
+                await self._changed.wait()
+            if self.closed is not None and not ready():
+                raise ConnectionError(self.closed)
+
+        await asyncio.wait_for(wait(), timeout)
+
+    async def send(self, msg: Message) -> None:
+        from google.protobuf import json_format
+
+        await self.ws.send_str(json_format.MessageToJson(msg))
+
+    async def close(self) -> None:
+        await self.ws.close()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def _one_over_websocket(base: str, stub: Any, r: aioredis.Redis, name: str, players: int,
+                              rng: random.Random, out: LeakResult, max_actions: int) -> None:  # fmt: skip
+    import aiohttp
+
+    made = await stub.CreateMatch(
+        MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset=name), players=players)
+    )
+    mid = made.match.match_id
+    tokens = [c.token for c in sorted(made.seat_credentials, key=lambda c: c.seat)]
+    async with aiohttp.ClientSession() as http:
+        sock = _Socket(await http.ws_connect(f"{base}/v1/connect", protocols=("truco.v1+json",)), players + 1)
+        try:
+            for sid, token in enumerate([*tokens, made.spectator_token]):
+                await sock.send(
+                    MS.ConnectRequest(
+                        subscribe=MS.ConnectSubscribe(subscription_id=sid, token=token, match_id=mid)
+                    )
+                )
+            checked = [0] * (players + 1)
+            version = made.match.version
+            for n in range(max_actions + 1):
+                await sock.until(lambda: min(sock.version) >= version)  # noqa: B023 - awaited here
+                at_version, state = await server_state(r, mid)
+                stored = await stored_events(r, mid)
+                for sid in range(players + 1):
+                    viewer = sid if sid < players else None
+                    for upd in sock.messages[sid][checked[sid] :]:
+                        out.messages += 1
+                        for v, cards in leaks_in_events(upd.events, stored, viewer):
+                            out.leaks.append(
+                                f"{name}-{players}p {mid} viewer {viewer} v{v}: event shows {cards}"
+                            )
+                        if upd.version == at_version:
+                            cards = leaks_in_observation(upd.observation, state, viewer)
+                            if cards:
+                                out.leaks.append(
+                                    f"{name}-{players}p {mid} viewer {viewer} v{upd.version}: {cards}"
+                                )
+                    checked[sid] = len(sock.messages[sid])
+                obs = sock.obs[0]
+                if obs is None or obs.match_state != match_pb2.MATCH_STATE_ACTIVE or n == max_actions:
+                    break
+                seat = obs.awaited[0]
+                action = rng.choice(list(sock.obs[seat].legal_actions))
+                req = MS.SubmitActionRequest(request_id=f"{mid}-{n}", expected_version=version, action=action)
+                await sock.send(
+                    MS.ConnectRequest(action=MS.ConnectAction(subscription_id=seat, action_id=n, request=req))
+                )
+                await sock.until(lambda: n in sock.answers)  # noqa: B023 - awaited here
+                answer = sock.answers[n]
+                if answer.WhichOneof("message") != "result":
+                    raise ConnectionError(f"action refused: {answer.error.status.message}")
+                version = answer.result.response.version
+        finally:
+            await sock.close()
+    out.matches += 1
+    out.presets.add(name)

@@ -268,6 +268,8 @@ class RestFace:
         self._health = health
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
+        self.installers: list[Callable[[web.Application], None]] = []
+        """More routes on the same app (the WebSocket player connection)."""
 
     # ------------------------------------------------------------------------ the app
     def build_app(self) -> web.Application:
@@ -280,6 +282,8 @@ class RestFace:
         app.router.add_get("/play", self._play, name="play")
         if self._health is not None:
             app.router.add_get("/healthz", self._healthz, name="healthz")
+        for install in self.installers:
+            install(app)
         self.cors.install(app)
         return app
 
@@ -577,11 +581,14 @@ class _SseWriter:
 
 
 def reference_page() -> str:
-    """The reference browser client (``web/play.html``) with the preset names filled in."""
+    """The reference browser client (``web/play.html``) with the preset names and their
+    default numbers of players filled in."""
     import truco_engine as te
 
     html = resources.files("truco_server.web").joinpath("play.html").read_text(encoding="utf-8")
-    return html.replace("/*PRESETS*/[]", _dumps(list(te.preset_names())))
+    names = list(te.preset_names())
+    players = {name: te.get_rules(name).players for name in names}
+    return html.replace("/*PRESETS*/[]", _dumps(names)).replace("/*PLAYERS*/{}", _dumps(players))
 
 
 __all__ = [

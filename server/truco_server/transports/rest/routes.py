@@ -274,15 +274,7 @@ def decode_request(
     """The request message for one HTTP call; malformed input raises ``InvalidArgument``."""
     data: dict[str, Any] = {}
     if route.body:
-        if body.strip():
-            try:
-                parsed = json.loads(body, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
-            except RecursionError:
-                raise _bad("body", "the body is nested too deeply") from None
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise _bad("body", E.clip(f"the body is not valid JSON: {exc}", 120)) from None
-        else:
-            parsed = {}
+        parsed = parse_json(body) if body.strip() else {}
         if route.body == "*":
             if not isinstance(parsed, dict):
                 raise _bad("body", "the body must be a JSON object")
@@ -321,6 +313,25 @@ def decode_request(
                 raise _bad(path, f"{name} in the body differs from the path's ({E.quote(value, 40)})")
         _set_path(data, path, value)
     message = route.request_class()()
+    fill_message(data, message)
+    return message
+
+
+def parse_json(body: bytes | str, what: str = "body") -> Any:
+    """JSON text from a client (a REST body, a WebSocket text frame); not JSON (``NaN`` and
+    ``Infinity`` included), an object with a key twice, or nested too deeply, is
+    InvalidArgument naming ``what``."""
+    try:
+        return json.loads(body, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+    except RecursionError:
+        raise _bad(what, f"the {what} is nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _bad(what, E.clip(f"the {what} is not valid JSON: {exc}", 120)) from None
+
+
+def fill_message(data: dict[str, Any], message: Message, what: str = "body") -> None:
+    """Fill ``message`` from its JSON object (the proto3 JSON mapping, strictly:
+    :func:`truco_contract.json_mapping.parse_dict`); what does not fit is InvalidArgument."""
     try:
         json_mapping.parse_dict(data, message)
     except json_mapping.Base64FieldError as exc:
@@ -330,10 +341,9 @@ def decode_request(
     except json_mapping.IntegerFieldError as exc:
         raise _bad(exc.path, "an integer in ASCII digits (no fraction, no exponent)") from None
     except json_format.ParseError as exc:
-        raise _bad("body", E.clip(str(exc), 200)) from None
+        raise _bad(what, E.clip(str(exc), 200)) from None
     except (ValueError, TypeError, RecursionError) as exc:
-        raise _bad("body", E.clip(f"cannot read the request: {exc}", 200)) from None
-    return message
+        raise _bad(what, E.clip(f"cannot read the request: {exc}", 200)) from None
 
 
 #: Most digits of a Last-Event-ID (a version number; int64).

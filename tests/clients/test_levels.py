@@ -1,0 +1,101 @@
+"""The ladder of built-in bots (truco_bots.levels) and its table (truco_bots.ladder): every level
+plays legally in every preset family; the beginners' mistakes are the only difference from
+``rules``; one decision is a function of the observation and the seed; the ladder's command
+plays its pairs and prints the table."""
+
+from __future__ import annotations
+
+import argparse
+import random
+
+import pytest
+
+import truco_engine as te
+from truco_bots import RulesBot
+from truco_bots.ladder import add_arguments, cpu_figures, pairs, run
+from truco_bots.levels import LEVELS, LevelBot, decide, level_bot
+from truco_client.local import run_local
+from truco_kit.observation import Observation
+
+FAMILIES = ("paulista-2p", "mineiro", "argentine", "uruguayan")
+"""Brazilian (2 and 4 players), River Plate and Uruguayan presets."""
+
+
+@pytest.mark.parametrize("preset", FAMILIES)
+@pytest.mark.parametrize("level", list(LEVELS))
+def test_every_level_plays_legally_in_every_family(level: int, preset: str) -> None:
+    class Level(LevelBot):
+        name = f"level{level}"
+
+        def __init__(self, seed: int | None = None) -> None:
+            super().__init__(seed, level, cpu_ms=20)
+
+    n = 2 if level >= 5 else 6
+    res = run_local([Level, RulesBot], preset, n, seed=level, strict=True)
+    assert res.matches == n and res.illegal == 0
+
+
+def _decisions(bot_of_seat: int, preset: str = "argentine", matches: int = 30) -> list[Observation]:
+    """Observations of seat 0 with a choice, from matches of ``rules`` against itself."""
+    seen: list[Observation] = []
+
+    class Recorder(RulesBot):
+        def choose(self, observation: Observation) -> te.Action:
+            if observation.seat == bot_of_seat and len(observation.legal_actions) > 1:
+                seen.append(observation)
+            return super().choose(observation)
+
+    run_local([Recorder], preset, matches, seed=5)
+    return seen
+
+
+def test_beginners_slip_more_the_lower_the_level_and_level_4_is_rules() -> None:
+    observations = _decisions(0)
+    assert len(observations) > 100
+    differ = {}
+    for level in (1, 2, 3, 4):
+        n = 0
+        for i, o in enumerate(observations):
+            rules = RulesBot(i).choose(o)
+            mine, _ = decide(level, o, i)
+            n += mine != rules
+        differ[level] = n / len(observations)
+    assert differ[4] == 0.0
+    assert differ[1] > differ[2] > differ[3] > 0.0, differ
+
+
+def test_one_decision_is_a_function_of_the_observation_and_the_seed() -> None:
+    observations = _decisions(0, matches=4)
+    for level in (1, 5):
+        for i, o in enumerate(observations[:6]):
+            first, cpu = decide(level, o, 1000 + i, cpu_ms=10_000)
+            again, _ = decide(level, o, 1000 + i, cpu_ms=10_000)
+            assert first == again and first in o.legal_actions and cpu >= 0.0
+
+
+def test_level_bot_checks_its_level() -> None:
+    with pytest.raises(ValueError, match="level must be 1 to 6"):
+        level_bot(7)
+    assert repr(level_bot(6)) == "LevelBot(level=6)"
+
+
+def test_the_ladder_pairs_and_figures() -> None:
+    assert pairs([1, 4, 6]) == [(1, "random"), (1, "rules"), (4, "level3"), (6, "level5"), (6, "rules")]
+    assert pairs([4, 6], ["rules"]) == [(6, "rules")]
+    assert pairs([2], ["below"]) == [(2, "level1")]
+    assert cpu_figures([]) == (0.0, 0.0)
+    samples = [float(i) for i in range(1, 101)]
+    assert cpu_figures(samples) == (50.5, 100.0)
+    assert cpu_figures(random.Random(1).sample(samples, 100))[1] == 100.0
+
+
+def test_the_ladder_command_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    assert run(p.parse_args(["--preset", "argentine", "--level", "2", "--matches", "4"])) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("| level | preset | against |")
+    rows = [line.split(" | ") for line in lines[2:]]
+    assert [(r[0], r[2], r[3]) for r in rows] == [("| 2", "level1", "4"), ("| 2", "rules", "4")]
+    with pytest.raises(ValueError, match="the levels are 1 to 6"):
+        run(p.parse_args(["--preset", "argentine", "--level", "9"]))
