@@ -42,11 +42,14 @@ class Env:
     made: Created
 
     async def stored(self) -> tuple[set[bytes], int]:
-        """Redis's keys and the live match's version (keys may expire meanwhile, none may appear)."""
+        """Redis's keys but the quota counters, and the live match's version (keys may expire
+        meanwhile, none may appear)."""
         got = await self.stub.GetMatch(
             MS.GetMatchRequest(match_id=self.made.match_id), metadata=bearer(self.made.tokens[0])
         )
-        return set(await self.redis.keys("*")), got.match.version
+        # a quota counter is not match data: a refused call still counts against its quota
+        keys = {k for k in await self.redis.keys("*") if not k.startswith(b"truco:{quota:")}
+        return keys, got.match.version
 
     async def unchanged(self, before: tuple[set[bytes], int]) -> None:
         keys, version = await self.stored()

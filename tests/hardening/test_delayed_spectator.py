@@ -1,6 +1,6 @@
 """Finding 7: a spectator kept some actions behind learns nothing of the live match from
 GetMatch or GetMatchRecord -- the match's version, its last update time and what was public
-are those of the moment it sees, not the live ones. The owner still sees the match as it is."""
+are those of the moment it sees, not the live ones. A seat still sees the match as it is."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ async def test_a_delayed_spectator_sees_the_match_as_it_was(worker: Any) -> None
             mine = await get(stub, m.match_id, m.tokens[seat])
             plays = [a for a in mine.observation.legal_actions if a.WhichOneof("action") == "play_card"]
             await act(stub, m.match_id, m.tokens[seat], plays[0])
-        live = await stub.GetMatch(MS.GetMatchRequest(match_id=m.match_id))  # the owner's key
+        live = await get(stub, m.match_id, m.tokens[0])  # a seat sees the live match
         spectator = await get(stub, m.match_id, m.spectator)
         behind = spectator.observation.version
         assert behind < live.match.version

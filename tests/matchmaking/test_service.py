@@ -280,7 +280,7 @@ class DyingStore:
 
     def __init__(self, store: Store, at: int) -> None:
         self.at, self.calls = at, 0
-        for port in ("matches", "queues", "operators", "documents", "tickets"):
+        for port in ("matches", "queues", "operators", "documents", "tickets", "quotas"):
             setattr(self, port, _Dying(getattr(store, port), self))
         self.description = store.description
 

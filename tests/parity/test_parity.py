@@ -10,7 +10,6 @@ receives an update before the next action), so each commit is one update on ever
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -187,9 +186,7 @@ async def _rest(worker: Worker, name: str, players: int) -> Updates:
         async def submit(match_id: str, token: str, request: match_service_pb2.SubmitActionRequest) -> None:
             body: dict[str, Any] = json_format.MessageToDict(request)
             url = f"{base}/v1/matches/{match_id}/actions"
-            async with http.post(
-                url, data=json.dumps(body), headers={"Authorization": f"Bearer {token}"}
-            ) as resp:
+            async with http.post(url, json=body, headers={"Authorization": f"Bearer {token}"}) as resp:
                 assert resp.status == 200, await resp.text()
 
         return await _drive(name, players, create, open_stream, submit)
