@@ -46,6 +46,7 @@ def test_lifecycle_settings_join_and_clock(client: TrucoClient) -> None:
         disconnect_grace=20_500,
         spectator_delay=2,
         show_hands=True,
+        bot_think=1500,  # the server's default think time (TRUCO_BOT_THINK_MS), kept on the match
     )
     assert m.match.fairness is not None
     assert [(c.seat, c.seed) for c in m.match.fairness.client_seeds] == [(None, b"creator entropy")]

@@ -21,10 +21,13 @@ worker's other matches, and its cost per decision is bounded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import multiprocessing
+import signal
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -59,15 +62,20 @@ class BotSeats:
         if self._pool is None:
             # spawned, not forked: the worker's threads (gRPC's among them) stay behind
             context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.processes, mp_context=context)
+            pool = ProcessPoolExecutor(self.processes, mp_context=context, initializer=_ignore_interrupts)
+            # The processes start here, in the background (their imports take a second or more:
+            # the worker's start does not wait for them, and a match's first decision hardly
+            # does), with Ctrl-C blocked: a terminal's Ctrl-C reaches the whole process group,
+            # and a process still importing would die with a traceback on the player's screen.
+            with _interrupts_blocked():
+                for _ in range(self.processes):
+                    pool.submit(_warm)
+            self._pool = pool
         return self._pool
 
     def start(self) -> None:
-        """Start the processes in the background (their imports take a second or more: the
-        worker's start does not wait for them, and a match's first decision hardly does)."""
-        pool = self._executor()
-        for _ in range(self.processes):
-            pool.submit(_warm)
+        """Start the processes (see :meth:`_executor`)."""
+        self._executor()
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -120,3 +128,20 @@ def hand_of(events: tuple[EventView, ...]) -> tuple[EventView, ...] | None:
 
 def _warm() -> None:
     """Nothing: a process of the pool has started (and imported the bots)."""
+
+
+def _ignore_interrupts() -> None:
+    """In a decision process: Ctrl-C is the worker's to act on (it stops the pool)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _interrupts_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread meanwhile: a process started now inherits the mask through
+    its exec, so it cannot be interrupted before :func:`_ignore_interrupts` runs; a SIGINT
+    meant for this process is delivered when the block ends."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
