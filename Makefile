@@ -29,7 +29,7 @@ setup-server: $(SERVER_STAMP)
 $(SERVER_STAMP): pyproject.toml $(UV)
 	@echo "[setup-server] installing the project with the server only (no test tools) into $(VENV)"
 	@$(INSTALL) -e '.[server]' 2>&1 | grep -E '^(Resolved|Prepared|Installed|Uninstalled|error|  ×)' || true
-	@$(BIN)/python -c 'import truco_server.embedded' || { echo "[setup-server] install failed" >&2; exit 1; }
+	@$(BIN)/python -c 'import truco_server.app.embedded' || { echo "[setup-server] install failed" >&2; exit 1; }
 	@touch $(SERVER_STAMP)
 
 # The virtualenv with uv in it (the one package installed with pip). The venv is made without
