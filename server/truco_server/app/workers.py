@@ -25,7 +25,6 @@ serving itself:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -40,15 +39,10 @@ from dataclasses import dataclass, replace
 from typing import IO
 
 from truco_server.core.config import Settings
+from truco_server.core.processes import die_with_parent
 
 READY = "gRPC listening on "
 START_TIMEOUT_S = 120.0
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _free_port(host: str) -> int:
@@ -107,7 +101,7 @@ class WorkerGroup:
             stderr=subprocess.PIPE,  # its banner (read here); its JSON logs go straight to stdout
             env=env,
             text=True,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
         )
         child = _Child(index, proc, threading.Event())
         threading.Thread(target=self._pump, args=(child,), daemon=True).start()

@@ -40,6 +40,7 @@ from truco_match.events import EventView
 from truco_match.match import Match
 from truco_server.core import errors as E
 from truco_server.core import metrics
+from truco_server.core.processes import die_with_parent
 from truco_server.services.matches import MatchService
 
 log = structlog.get_logger("truco.bots")
@@ -131,8 +132,10 @@ def _warm() -> None:
 
 
 def _ignore_interrupts() -> None:
-    """In a decision process: Ctrl-C is the worker's to act on (it stops the pool)."""
+    """In a decision process: Ctrl-C is the worker's to act on (it stops the pool), and the
+    process ends with its worker (a worker killed with SIGKILL left it running)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
 
 
 @contextlib.contextmanager
