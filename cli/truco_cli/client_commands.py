@@ -129,7 +129,8 @@ def _cmd_bot(args: argparse.Namespace) -> int:
 
 def _cmd_play(args: argparse.Namespace) -> int:
     from truco_client.client import TrucoClient
-    from truco_client.terminal import Names, Style, human_loop, start_bots
+    from truco_client.table_text import Names, Style
+    from truco_client.terminal import human_loop, start_bots
 
     bots = args.bot.split(",")
     classes = [_load_bot(b) for b in bots]  # a bad name fails before anything is created
@@ -173,7 +174,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
 def _cmd_watch(args: argparse.Namespace) -> int:
     from truco_client.client import TrucoClient
-    from truco_client.terminal import Names, Style, spectate
+    from truco_client.table_text import Names, Style
+    from truco_client.terminal import spectate
 
     style = Style(False if args.no_color else None)
     with TrucoClient(args.server, token=args.token) as client:
@@ -185,7 +187,8 @@ def _cmd_watch(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from truco_client.client import TrucoClient
-    from truco_client.terminal import Names, Style, spectate, start_bots
+    from truco_client.table_text import Names, Style
+    from truco_client.terminal import spectate, start_bots
 
     delay = 0.0 if args.fast else args.delay
     style = Style(False if args.no_color else None)

@@ -196,7 +196,7 @@ def test_the_hand_marks_its_top_cards_and_shows_the_suit_legend() -> None:
     import truco_engine as te
     from truco_bots import RandomBot
     from truco_client.local import play_local_match
-    from truco_client.terminal import Names, Style, render, top_cards
+    from truco_client.table_text import Names, Style, render, top_cards
 
     seen = {"manilha": 0, "top card": 0}
     for preset in ("paulista-2p", "argentine"):
@@ -393,7 +393,8 @@ def test_a_line_read_after_the_stream_moved_is_not_sent(server: object) -> None:
 
     from truco_client import TrucoClient
     from truco_client import actions as A
-    from truco_client.terminal import Names, Style, human_loop
+    from truco_client.table_text import Names, Style
+    from truco_client.terminal import human_loop
 
     assert hasattr(server, "address")
     with TrucoClient(server.address) as client:
