@@ -56,11 +56,19 @@ def workers(redis_cluster: LocalRedisCluster, tmp_path: Path) -> Iterator[list[W
             w.stop()
 
 
-async def until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+async def until(
+    condition: Callable[[], bool], timeout: float, what: str, explain: Callable[[], str] = str
+) -> None:
+    """Wait for ``condition``; on timeout fail with ``what`` and what ``explain()`` says."""
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}; {explain()}"
         await asyncio.sleep(0.05)
+
+
+def log_tail(worker: WorkerProcess, lines: int = 30) -> str:
+    text = worker.log_path.read_text(errors="replace") if worker.log_path.exists() else ""
+    return f"worker {worker.index}'s log ends:\n" + "\n".join(text.splitlines()[-lines:])
 
 
 STALLED = 6
@@ -273,7 +281,15 @@ async def test_events_a_failover_lost_reach_the_client_as_a_snapshot_and_play_go
         for primary in redis_cluster.primaries():
             with primary.client() as c:
                 c.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
-        await until(lambda: tracker.snapshots >= 1, 20, "the stream's gap report")
+        await until(
+            lambda: tracker.snapshots >= 1,
+            20,
+            "the stream's gap report",
+            lambda: (
+                f"stream done={tracker.done} error={tracker.error!r} at version {tracker.version}; "
+                + log_tail(workers[2])
+            ),
+        )
         snap = next(msg.update for msg in tracker.messages if msg.update.snapshot)
         assert snap.version == kept < lost  # the client learns it is ahead of the store
         assert first.play_card.card in snap.observation.hand  # and sees the surviving state

@@ -187,6 +187,11 @@ STREAM_GAPS = Counter(
     "Match streams whose log no longer continues what this worker delivered (events lost or "
     "rewritten by a failover, or trimmed while disconnected): their subscribers get a snapshot.",
 )
+STREAM_HUB_FAILURES = Counter(
+    "truco_stream_hub_failures_total",
+    "Unexpected errors (bugs, not Redis faults) that stopped a stream hub's loop: the hub "
+    "restarts it and checks every followed stream again.",
+)
 API_KEYS = Gauge(
     "truco_api_keys",
     "Operator API keys this worker accepts (TRUCO_API_KEYS plus TRUCO_API_KEYS_FILE); the "

@@ -31,6 +31,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import MovedError, RedisClusterException, RedisError
 
+from truco_server.core import metrics
 from truco_server.stores.redis.hub import HubCore
 
 __all__ = ["ClusterStreamHub", "pack_doorbell", "parse_doorbell"]
@@ -158,6 +159,10 @@ class ClusterStreamHub(HubCore):
         self._catchup.add(mid)
         self._kick()
 
+    def _recheck_all(self) -> None:
+        self._refresh = True
+        self._catchup.update(self._cursors)
+
     # -- doorbells ------------------------------------------------------------------------
 
     def _on_message(self, feed: _NodeFeed, msg: Mapping[str, Any]) -> None:
@@ -203,8 +208,15 @@ class ClusterStreamHub(HubCore):
             except Exception as exc:  # a broken connection, or anything unexpected
                 self._feed_failed(feed, exc)
                 return
-            if msg is not None:
+            if msg is None:
+                continue
+            try:
                 self._on_message(feed, msg)
+            except Exception as exc:  # a bug: this feed's matches are placed and checked again
+                metrics.STREAM_HUB_FAILURES.inc()
+                log.exception("cluster stream hub: a message from %s could not be handled", feed.name)
+                self._feed_failed(feed, exc)
+                return
 
     def _feed_failed(self, feed: _NodeFeed, exc: BaseException) -> None:
         if feed.dead:
@@ -231,7 +243,9 @@ class ClusterStreamHub(HubCore):
         self._wake.set()
         if self._task is None:
             self._task = asyncio.create_task(
-                self._run(), name="truco-cluster-stream-hub", context=contextvars.Context()
+                self._supervised(self._run, "manager"),
+                name="truco-cluster-stream-hub",
+                context=contextvars.Context(),
             )
 
     def _spawn(self, coro: Awaitable[Any]) -> None:

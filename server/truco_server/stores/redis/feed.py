@@ -134,7 +134,7 @@ class RedisStreamHub(HubCore):
         self._changed.set()
         if self._task is None:
             self._task = asyncio.create_task(
-                self._run(), name="truco-stream-hub", context=contextvars.Context()
+                self._supervised(self._run, "reader"), name="truco-stream-hub", context=contextvars.Context()
             )
         elif self._blocking:
             self._spawn(self._wake(self._generation))

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from truco_server.core import metrics
@@ -127,6 +127,30 @@ class HubCore:
             if key is not None:
                 self._key_to_match.pop(key, None)
             self._unfollowed(mid)
+
+    async def _supervised(self, loop: Callable[[], Awaitable[None]], name: str) -> None:
+        """Run the hub's loop until the hub closes. An error that escapes it is a bug, not a
+        Redis fault (the loops handle those): it is logged with its traceback and counted
+        (``truco_stream_hub_failures_total``), and the loop starts again after a pause with
+        every followed stream to be checked -- a hub that stopped would leave every stream of
+        the worker silent."""
+        backoff = 0.05
+        while not self._closed:
+            try:
+                await loop()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                metrics.STREAM_HUB_FAILURES.inc()
+                log.exception("stream hub %s stopped on an unexpected error; restarting it", name)
+                self._unverified.update(self._cursors)
+                self._recheck_all()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+
+    def _recheck_all(self) -> None:
+        """Have the loop check every followed stream before delivering more (hook)."""
 
     def _followed(self, mid: str) -> None:
         """A first subscription for ``mid`` (hook)."""
