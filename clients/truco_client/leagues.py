@@ -43,6 +43,7 @@ from truco_client._core import (
     metadata,
     new_request_id,
 )
+from truco_client._unary import ServiceChannel
 from truco_client.connection import PlayerConnection
 from truco_client.errors import RETRYABLE, ServerUnreachable, from_rpc_error
 from truco_client.runner import play_seat
@@ -81,55 +82,33 @@ class LeagueClient:
         credentials: grpc.ChannelCredentials | None = None,
         connect_timeout: float | None = CONNECT_TIMEOUT,
     ) -> None:
+        self._rpc = ServiceChannel(
+            target,
+            league_service_pb2_grpc.LeagueServiceStub,
+            api_key=api_key,
+            timeout=timeout,
+            retry=retry,
+            credentials=credentials,
+            connect_timeout=connect_timeout,
+        )
         self.target = target
         self.api_key = api_key
         self.timeout = timeout
-        self.retry = retry or RetryPolicy()
+        self.retry = self._rpc.retry
         self.connect_timeout = connect_timeout
         """Seconds the first call waits for the server to accept a connection
         (:class:`~truco_client.errors.ServerUnreachable` otherwise; ``None``: no wait)."""
-        self._reached = not connect_timeout
-        if credentials is not None:
-            self._channel = grpc.secure_channel(target, credentials, options=CHANNEL_OPTIONS)
-        else:
-            self._channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
-        self._stub = league_service_pb2_grpc.LeagueServiceStub(self._channel)
-        self._rng = random.Random()
+        self._stub = self._rpc.stub
+        self._call = self._rpc.call
 
     def close(self) -> None:
-        self._channel.close()
+        self._rpc.close()
 
     def __enter__(self) -> LeagueClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _reach(self) -> None:
-        if self._reached or not self.connect_timeout:
-            return
-        ready = grpc.channel_ready_future(self._channel)
-        try:
-            ready.result(timeout=self.connect_timeout)
-        except grpc.FutureTimeoutError:
-            ready.cancel()
-            raise ServerUnreachable([self.target], self.connect_timeout) from None
-        self._reached = True
-
-    def _call(self, method: str, request: Any) -> Any:
-        self._reach()
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return getattr(self._stub, method)(
-                    request, timeout=self.timeout, metadata=metadata(self.api_key)
-                )
-            except grpc.RpcError as err:
-                code = err.code() if hasattr(err, "code") else None
-                if code not in RETRYABLE or attempt >= self.retry.attempts:
-                    raise from_rpc_error(err) from None
-            time.sleep(self.retry.backoff(attempt, self._rng))
 
     # ------------------------------------------------------------------ leagues
     def create_league(

@@ -24,15 +24,14 @@ Messages are the contract's protos (``truco.v1.Pool``, ``Ticket``...); docs/matc
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import grpc
 
-from truco_client._core import CHANNEL_OPTIONS, RetryPolicy, metadata, new_request_id
-from truco_client.errors import RETRYABLE, from_rpc_error
+from truco_client._core import CONNECT_TIMEOUT, RetryPolicy, metadata, new_request_id
+from truco_client._unary import ServiceChannel
+from truco_client.errors import from_rpc_error
 from truco_contract.pb import match_pb2, matchmaking_service_pb2, matchmaking_service_pb2_grpc
 
 pb = matchmaking_service_pb2
@@ -68,40 +67,32 @@ class MatchmakingClient:
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
         credentials: grpc.ChannelCredentials | None = None,
+        connect_timeout: float | None = CONNECT_TIMEOUT,
     ) -> None:
+        self._rpc = ServiceChannel(
+            target,
+            matchmaking_service_pb2_grpc.MatchmakingServiceStub,
+            api_key=api_key,
+            timeout=timeout,
+            retry=retry,
+            credentials=credentials,
+            connect_timeout=connect_timeout,
+        )
         self.target = target
         self.api_key = api_key
         self.timeout = timeout
-        self.retry = retry or RetryPolicy()
-        if credentials is not None:
-            self._channel = grpc.secure_channel(target, credentials, options=CHANNEL_OPTIONS)
-        else:
-            self._channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
-        self._stub = matchmaking_service_pb2_grpc.MatchmakingServiceStub(self._channel)
-        self._rng = random.Random()
+        self.retry = self._rpc.retry
+        self._stub = self._rpc.stub
+        self._call = self._rpc.call
 
     def close(self) -> None:
-        self._channel.close()
+        self._rpc.close()
 
     def __enter__(self) -> MatchmakingClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _call(self, method: str, request: Any) -> Any:
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return getattr(self._stub, method)(
-                    request, timeout=self.timeout, metadata=metadata(self.api_key)
-                )
-            except grpc.RpcError as err:
-                code = err.code() if hasattr(err, "code") else None
-                if code not in RETRYABLE or attempt >= self.retry.attempts:
-                    raise from_rpc_error(err) from None
-            time.sleep(self.retry.backoff(attempt, self._rng))
 
     # ------------------------------------------------------------------ pools
     def create_pool(

@@ -19,6 +19,7 @@ import pytest
 from truco_client import AsyncTrucoClient, ServerUnreachable, TrucoClient, Unavailable
 from truco_client._core import CONNECT_TIMEOUT
 from truco_client.leagues import LeagueClient
+from truco_client.matchmaking import MatchmakingClient
 from truco_server.app.embedded import EmbeddedServer
 
 pytestmark = pytest.mark.timeout(300)  # a hang guard: the commands start slowly on a loaded machine
@@ -129,6 +130,15 @@ def test_the_league_client_fails_fast_on_a_wrong_address() -> None:
     start = time.monotonic()
     with LeagueClient(address, api_key="k") as leagues, pytest.raises(ServerUnreachable) as caught:
         leagues.list_bots()
+    assert time.monotonic() - start < CONNECT_TIMEOUT + SLACK
+    check(caught.value, address)
+
+
+def test_the_matchmaking_client_fails_fast_on_a_wrong_address() -> None:
+    address = dead_address()
+    start = time.monotonic()
+    with MatchmakingClient(address, api_key="k") as queues, pytest.raises(ServerUnreachable) as caught:
+        queues.list_pools()
     assert time.monotonic() - start < CONNECT_TIMEOUT + SLACK
     check(caught.value, address)
 
