@@ -15,7 +15,9 @@ import os
 from setuptools import setup
 
 COMPILED = (
+    "move_frame",
     "moves",
+    "calls",
     "tricks",
     "scoring",
     "flor",
