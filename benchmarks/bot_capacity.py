@@ -36,7 +36,7 @@ import grpc
 from truco_contract.pb import match_pb2
 from truco_contract.pb import match_service_pb2 as MS
 from truco_contract.pb import match_service_pb2_grpc as MSG
-from truco_tools.bench_service import cpu_seconds
+from truco_tools.bench_processes import cpu_seconds
 from truco_tools.cluster_load import WorkerProcess
 from truco_tools.redis_proc import free_port, start_redis
 

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from truco_tools.bench_service import cpu_seconds as _cpu_seconds
+from truco_tools.bench_processes import cpu_seconds as _cpu_seconds
 from truco_tools.cluster_load import ClusterBots, LoadStats, start_workers
 from truco_tools.redis_cluster import LocalRedisCluster, start_cluster
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import redis
 
-from truco_tools.bench_service import commandstats, cpu_seconds
+from truco_tools.bench_processes import commandstats, cpu_seconds
 from truco_tools.cluster_load import WorkerProcess
 from truco_tools.redis_proc import free_port, start_redis
 

@@ -39,18 +39,10 @@ import aiohttp
 
 from truco_contract.pb import match_service_pb2_grpc
 from truco_tools.bench_connection import ConnectionBots, WebSocketBots, pattern_connect_load, stubs_of
+from truco_tools.bench_load import Bots, Figures, bench_channel
+from truco_tools.bench_processes import HOST, PATTERN_SERVICE, child, cpu_seconds, echo_cmd
 from truco_tools.bench_rest import RestBots
-from truco_tools.bench_service import (
-    HOST,
-    PATTERN_SERVICE,
-    Bots,
-    Figures,
-    _channel,
-    _child,
-    _echo_cmd,
-    _window,
-    cpu_seconds,
-)
+from truco_tools.bench_service import measure_window
 from truco_tools.redis_proc import free_port, start_redis
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +86,7 @@ def _worker(root: Path, redis_url: str | None) -> Iterator[tuple[int, int, int]]
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = _pythonpath(root)
     try:
-        with _child(cmd, "gRPC listening", timeout=60) as proc:
+        with child(cmd, "gRPC listening", timeout=60) as proc:
             yield proc.pid, port, http_port
     finally:
         if old is None:
@@ -115,20 +107,20 @@ async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.
         async with aiohttp.ClientSession(connector=connector) as session:
             if transport == "rest":
                 rest = RestBots(session, base, args.preset, 2, args.seed, 0, fig, stop)
-                elapsed, cpu = await _window(
+                elapsed, cpu = await measure_window(
                     rest.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
                 )
             else:
                 ws = WebSocketBots(session, base, n_channels, args.preset, 2, args.seed, 0, fig, stop)
                 await ws.start()
                 try:
-                    elapsed, cpu = await _window(
+                    elapsed, cpu = await measure_window(
                         ws.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
                     )
                 finally:
                     await ws.close()
         return Window(cpu, fig.actions, elapsed)
-    channels = [_channel(f"{HOST}:{port}", i) for i in range(n_channels)]
+    channels = [bench_channel(f"{HOST}:{port}", i) for i in range(n_channels)]
     try:
         if transport == "unary":
             stubs = [match_service_pb2_grpc.MatchServiceStub(ch) for ch in channels]
@@ -138,14 +130,14 @@ async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.
                 fig,
                 stop,
             )
-            elapsed, cpu = await _window(
+            elapsed, cpu = await measure_window(
                 bots.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
             )
         else:
             conn = ConnectionBots(stubs_of(channels), args.preset, 2, args.seed, 0, fig, stop)
             await conn.start()
             try:
-                elapsed, cpu = await _window(
+                elapsed, cpu = await measure_window(
                     conn.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
                 )
             finally:
@@ -175,8 +167,8 @@ async def _floor(phase: str, args: argparse.Namespace) -> float:
     no-work server's player-connection pattern for ``Connect`` (the same messages per action)."""
     if phase.startswith("connect-"):
         port = free_port(HOST)
-        with _child(_echo_cmd(port), "echo listening") as echo:
-            channels = [_channel(f"{HOST}:{port}", i) for i in range(max(1, -(-args.matches // 25)))]
+        with child(echo_cmd(port), "echo listening") as echo:
+            channels = [bench_channel(f"{HOST}:{port}", i) for i in range(max(1, -(-args.matches // 25)))]
             try:
                 _, cpu = await pattern_connect_load(
                     channels, PATTERN_SERVICE, args.matches, 2, args.seconds, lambda: cpu_seconds(echo.pid)
@@ -195,7 +187,7 @@ async def _floor(phase: str, args: argparse.Namespace) -> float:
         "--http-port",
         str(http_port),
     ]
-    with _child(cmd, "floor listening") as proc:
+    with child(cmd, "floor listening") as proc:
         return await _load(phase, port, http_port, proc.pid, args)
 
 

@@ -48,7 +48,7 @@ sys.path.insert(0, str(HERE.parent))
 import service_compare  # noqa: E402  (the driver of our side: benchmarks/service_compare.py)
 from service_compare import ALL_PHASES, ROOT, Window  # noqa: E402
 
-from truco_tools.bench_service import HOST, _child  # noqa: E402
+from truco_tools.bench_processes import HOST, child  # noqa: E402
 from truco_tools.redis_proc import free_port  # noqa: E402
 
 PEERS = {
@@ -69,7 +69,7 @@ def measure_peer(name: str, args: argparse.Namespace) -> Window:
     node = args.node
     port = free_port(HOST)
     cmd = [node, str(args.peers_dir / server), "--port", str(port)]
-    with _child(cmd, "listening", timeout=60) as proc:
+    with child(cmd, "listening", timeout=60) as proc:
         load_cmd = [
             node, str(args.peers_dir / load), "--url", f"{scheme}://{HOST}:{port}",
             "--matches", str(args.matches), "--warmup", str(args.warmup),

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from truco_tools import bench_service
+from truco_tools import bench_processes, bench_service
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -70,9 +70,9 @@ def test_histogram_quantiles_interpolate_inside_their_bucket() -> None:
         'h_bucket{m="A",le="0.001"} 51.0\nh_bucket{m="A",le="0.01"} 91.0\nh_bucket{m="A",le="+Inf"} 101.0\n'
         'h_bucket{m="B",le="0.001"} 9.0\nh_bucket{m="B",le="0.01"} 9.0\nh_bucket{m="B",le="+Inf"} 9.0\n'
     )
-    grown = bench_service._bucket_delta(before, after, "h", m="A")
+    grown = bench_processes.bucket_delta(before, after, "h", m="A")
     assert grown == [(0.001, 50.0), (0.01, 90.0), (float("inf"), 100.0)]
-    assert bench_service._bucket_quantile(grown, 0.25) == pytest.approx(0.0005)  # half of the first bucket
-    assert bench_service._bucket_quantile(grown, 0.70) == pytest.approx(0.001 + 0.009 * 20 / 40)
-    assert bench_service._bucket_quantile(grown, 0.99) == 0.01  # beyond the last finite bound
-    assert math.isnan(bench_service._bucket_quantile([], 0.5))
+    assert bench_processes.bucket_quantile(grown, 0.25) == pytest.approx(0.0005)  # half of the first bucket
+    assert bench_processes.bucket_quantile(grown, 0.70) == pytest.approx(0.001 + 0.009 * 20 / 40)
+    assert bench_processes.bucket_quantile(grown, 0.99) == 0.01  # beyond the last finite bound
+    assert math.isnan(bench_processes.bucket_quantile([], 0.5))

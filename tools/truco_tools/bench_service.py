@@ -28,38 +28,38 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import math
 import os
 import random
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import grpc
-import redis
-
-from truco_client.aio import read_to_end
-from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
+from truco_contract.pb import match_service_pb2_grpc
 from truco_tools.bench_connection import (
-    PATTERN_CONNECT,
     ConnectionBots,
-    pattern_connect_handler,
     pattern_connect_load,
     stubs_of,
 )
-from truco_tools.bench_rest import play_seats
-from truco_tools.redis_proc import STARTUP_TIMEOUT, RedisProcess, free_port, start_redis
+from truco_tools.bench_load import Bots, Figures, bench_channel, echo_load, pattern_load, pct
+from truco_tools.bench_processes import (
+    HOST,
+    PATTERN_SERVICE,
+    bucket_delta,
+    bucket_quantile,
+    child,
+    children,
+    commandstats,
+    commit_count,
+    cpu_seconds,
+    echo_cmd,
+    match_memory,
+    metrics_text,
+    worker_cmd,
+)
+from truco_tools.redis_proc import RedisProcess, free_port, start_redis
 
-HOST = "127.0.0.1"
-ECHO_METHOD = "/truco.bench.Echo/Echo"
 MAX_SECONDS = 600.0
 
 
@@ -124,431 +124,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, **kwargs)
 
 
-# ------------------------------------------------------------------------------ processes
-@contextlib.contextmanager
-def _child(cmd: list[str], ready: str, timeout: float = STARTUP_TIMEOUT) -> Iterator[subprocess.Popen[bytes]]:
-    """Run ``cmd``; wait until its output contains ``ready``; SIGTERM (then SIGKILL) it by pid."""
-    with tempfile.TemporaryDirectory(prefix="truco-bench-") as tmp:
-        log_path = Path(tmp) / "out.log"
-        with log_path.open("wb") as log:
-            env = {k: v for k, v in os.environ.items() if k != "TRUCO_API_KEYS"}
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-            try:
-                deadline = time.monotonic() + timeout
-                while ready not in log_path.read_text(errors="replace"):
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(f"{cmd[2:5]} did not start:\n{log_path.read_text()[-2000:]}")
-                    time.sleep(0.05)
-                yield proc
-            finally:
-                if proc.poll() is None:
-                    os.kill(proc.pid, signal.SIGTERM)
-                    try:
-                        proc.wait(15)
-                    except subprocess.TimeoutExpired:
-                        os.kill(proc.pid, signal.SIGKILL)
-                        proc.wait(5)
-
-
-def _worker_cmd(
-    redis_url: str,
-    port: int,
-    http_port: int,
-    args: argparse.Namespace,
-    metrics_port: int = 0,
-    workers: int = 1,
-) -> list[str]:
-    cmd = [
-        sys.executable, "-m", "truco_cli.main", "serve",
-        "--redis", redis_url, "--host", HOST, "--grpc-port", str(port),
-        "--metrics-port", str(metrics_port), "--http-port", str(http_port), "--log-level", "warning",
-        "--max-concurrent-rpcs", "0", "--workers", str(workers),
-    ]  # fmt: skip
-    if args.event_log_max_len:
-        cmd += ["--event-log-max-len", str(args.event_log_max_len)]
-    return cmd
-
-
-def _echo_cmd(port: int) -> list[str]:
-    return [sys.executable, "-m", "truco_tools.bench_service", "--echo-server", str(port)]
-
-
-PATTERN_SERVICE = "truco.bench.Pattern"
-PATTERN_MESSAGE_BYTES = 1024
-"""Size of each reply and stream message of the pattern load (a typical observation
-update of a two-player match is 0.5 to 2 KB)."""
-
-
-async def _echo_server(port: int) -> None:
-    """The baselines' server until SIGTERM, doing no work at all:
-
-    * ``Echo`` -- a unary echo (bytes in, same bytes out): the transport's ceiling;
-    * ``Act`` / ``Stream`` -- the match service's RPC pattern: each seat holds a server
-      stream, and a unary ``Act`` answers and pushes one message to every seat's stream
-      of its match, the next seat's flagged as "your turn". The same calls and messages
-      per action as the real service, with no game, no storage and no proto building.
-    """
-    streams: dict[bytes, list[asyncio.Queue[bytes]]] = {}
-    body = b"x" * PATTERN_MESSAGE_BYTES
-
-    async def echo(request: bytes, context: Any) -> bytes:
-        return request
-
-    async def act(request: bytes, context: Any) -> bytes:
-        match, seat = request[:-1], request[-1]
-        queues = streams.get(match, [])
-        for i, q in enumerate(queues):
-            q.put_nowait((b"\x01" if i == (seat + 1) % len(queues) else b"\x00") + body)
-        return body
-
-    async def stream(request: bytes, context: Any) -> AsyncIterator[bytes]:
-        match, seat, players = request[:-2], request[-2], request[-1]
-        queues = streams.setdefault(match, [asyncio.Queue() for _ in range(players)])
-        try:
-            yield (b"\x01" if seat == 0 else b"\x00") + body
-            while True:
-                yield await queues[seat].get()
-        finally:
-            streams.pop(match, None)
-
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    server.add_generic_rpc_handlers(
-        (
-            grpc.method_handlers_generic_handler(
-                "truco.bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)}
-            ),
-            grpc.method_handlers_generic_handler(
-                PATTERN_SERVICE,
-                {
-                    "Act": grpc.unary_unary_rpc_method_handler(act),
-                    "Stream": grpc.unary_stream_rpc_method_handler(stream),
-                    PATTERN_CONNECT: pattern_connect_handler(body),
-                },
-            ),
-        )
-    )
-    server.add_insecure_port(f"{HOST}:{port}")
-    await server.start()
-    print(f"echo listening on {HOST}:{port}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await server.stop(1)
-
-
-# ---------------------------------------------------------------------------------- load
-@dataclass
-class Figures:
-    actions: int = 0
-    errors: int = 0
-    matches_finished: int = 0
-    submit_ms: list[float] = field(default_factory=list)
-    delivery_ms: list[float] = field(default_factory=list)
-    measuring: bool = False
-
-    def reset(self) -> None:
-        self.actions = self.errors = self.matches_finished = 0
-        self.submit_ms.clear()
-        self.delivery_ms.clear()
-
-    def summary(self, elapsed: float) -> dict[str, float]:
-        """Rate and latency percentiles of a measured window of ``elapsed`` seconds."""
-        return {
-            "actions_per_s": self.actions / elapsed,
-            "submit_p50_ms": _pct(self.submit_ms, 50),
-            "submit_p99_ms": _pct(self.submit_ms, 99),
-            "delivery_p50_ms": _pct(self.delivery_ms, 50),
-            "delivery_p99_ms": _pct(self.delivery_ms, 99),
-        }
-
-
-def _pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    if len(values) == 1:
-        return values[0]
-    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
-
-
-def _channel(address: str, index: int) -> grpc.aio.Channel:
-    """A channel with its own TCP connection (a local subchannel pool), so the streams and
-    calls of many matches spread over several HTTP/2 connections as many clients would."""
-    return grpc.aio.insecure_channel(
-        address, options=[("grpc.use_local_subchannel_pool", 1), ("truco.bench.channel", index)]
-    )
-
-
-class Bots:
-    """Random bots playing ``matches`` concurrent matches until ``stop`` is set."""
-
-    def __init__(
-        self, stubs: list[Any], args: argparse.Namespace, figures: Figures, stop: asyncio.Event
-    ) -> None:
-        self.stubs = stubs
-        self.args = args
-        self.fig = figures
-        self.stop = stop
-        self.live: set[str] = set()
-
-    async def run_slot(self, slot: int) -> None:
-        rng = random.Random(f"{self.args.seed}:{slot}")
-        stub = self.stubs[slot % len(self.stubs)]
-        while not self.stop.is_set():
-            try:
-                await self._one_match(stub, rng)
-            except grpc.aio.AioRpcError:
-                if self.stop.is_set():
-                    return
-                self.fig.errors += 1
-                await asyncio.sleep(0.05)
-
-    async def _one_match(self, stub: Any, rng: random.Random) -> None:
-        created = await stub.CreateMatch(
-            match_service_pb2.CreateMatchRequest(
-                rules=match_pb2.RuleSet(preset=self.args.preset), players=self.args.players
-            ),
-            timeout=30,
-        )
-        mid = created.match.match_id
-        tokens = [c.token for c in sorted(created.seat_credentials, key=lambda c: c.seat)]
-        sent: dict[int, tuple[float, int]] = {}  # version before the action -> (send time, seat)
-        self.live.add(mid)
-        over = asyncio.Event()
-        try:
-            await play_seats([self._seat(stub, mid, tokens, s, rng, sent, over) for s in range(len(tokens))])
-            if over.is_set():
-                self.fig.matches_finished += 1
-        finally:
-            self.live.discard(mid)
-
-    async def _seat(
-        self,
-        stub: Any,
-        mid: str,
-        tokens: list[str],
-        seat: int,
-        rng: random.Random,
-        sent: dict[int, tuple[float, int]],
-        over: asyncio.Event,
-    ) -> None:
-        md = (("authorization", f"Bearer {tokens[seat]}"),)
-        think = self.args.think_ms / 1000
-        call = stub.StreamObservations(match_service_pb2.StreamObservationsRequest(match_id=mid), metadata=md)
-        n = 0
-        try:
-            async for msg in call:
-                if self.stop.is_set():
-                    return
-                if not msg.HasField("update"):
-                    continue
-                upd = msg.update
-                now = time.perf_counter()
-                if upd.events:
-                    base = upd.events[0].version - 1
-                    got = sent.get(base)
-                    if got is not None and got[1] != seat and self.fig.measuring:
-                        self.fig.delivery_ms.append((now - got[0]) * 1000)
-                obs = upd.observation
-                if obs.match_state != match_pb2.MATCH_STATE_ACTIVE:
-                    over.set()
-                    await read_to_end(call)  # not cancelled under the server (truco_client.aio)
-                    return
-                if not obs.awaited or obs.awaited[0] != seat or not obs.legal_actions:
-                    continue
-                action = rng.choice(obs.legal_actions)
-                if think > 0:
-                    await asyncio.sleep(rng.expovariate(1.0 / think))
-                t0 = time.perf_counter()
-                sent[obs.version] = (t0, seat)
-                try:
-                    await stub.SubmitAction(
-                        match_service_pb2.SubmitActionRequest(
-                            match_id=mid,
-                            request_id=f"{seat}-{n}",
-                            expected_version=obs.version,
-                            action=action,
-                        ),
-                        metadata=md,
-                        timeout=30,
-                    )
-                except grpc.aio.AioRpcError as exc:
-                    if exc.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
-                        self.fig.errors += 1  # a stale view; the stream brings the new one
-                        continue
-                    raise
-                n += 1
-                if self.fig.measuring:
-                    self.fig.actions += 1
-                    self.fig.submit_ms.append((time.perf_counter() - t0) * 1000)
-        finally:
-            call.cancel()
-
-
-async def _echo_load(address: str, concurrency: int, seconds: float) -> float:
-    async with grpc.aio.insecure_channel(address) as ch:
-        echo: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = ch.unary_unary(ECHO_METHOD)
-        payload = b"x" * 64
-        count = 0
-        end = time.perf_counter() + seconds
-
-        async def loop() -> None:
-            nonlocal count
-            while time.perf_counter() < end:
-                await echo(payload, timeout=30)
-                count += 1
-
-        for _ in range(50):  # warm the channel
-            await echo(payload)
-        t0 = time.perf_counter()
-        await asyncio.gather(*(loop() for _ in range(concurrency)))
-        return count / (time.perf_counter() - t0)
-
-
-async def _pattern_load(
-    address: str,
-    matches: int,
-    players: int,
-    seconds: float,
-    think_ms: float = 0.0,
-    seed: int = 0,
-    server_pid: int | None = None,
-) -> tuple[float, list[float], float]:
-    """Actions/s of the match service's RPC pattern against the no-work server, the
-    latency of each measured ``Act`` (ms), and the server's CPU per action (ms, over the
-    same window; NaN without ``server_pid``): ``matches`` concurrent "matches", each seat
-    a stream, the flagged seat answering with ``Act``, after a random pause of mean
-    ``think_ms`` (exponential, as the bots') when it is not 0."""
-    n_channels = max(1, -(-matches // 25))
-    channels = [_channel(address, i) for i in range(n_channels)]
-    count = 0
-    measuring = False
-    latencies: list[float] = []
-    rng = random.Random(seed)
-    think = think_ms / 1000
-    try:
-
-        async def match(index: int) -> None:
-            nonlocal count
-            ch = channels[index % n_channels]
-            act: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = ch.unary_unary(f"/{PATTERN_SERVICE}/Act")
-            stream: grpc.aio.UnaryStreamMultiCallable[bytes, bytes] = ch.unary_stream(
-                f"/{PATTERN_SERVICE}/Stream"
-            )
-            name = b"m%d" % index
-
-            async def seat(s: int) -> None:
-                nonlocal count
-                async for message in stream(name + bytes([s, players])):
-                    if message[:1] == b"\x01":
-                        if think > 0:
-                            await asyncio.sleep(rng.expovariate(1.0 / think))
-                        sent = time.perf_counter()
-                        await act(name + bytes([s]), timeout=30)
-                        if measuring:
-                            count += 1
-                            latencies.append(1000 * (time.perf_counter() - sent))
-
-            await asyncio.gather(*(seat(s) for s in range(players)))
-
-        tasks = [asyncio.ensure_future(match(i)) for i in range(matches)]
-        try:
-            await asyncio.sleep(1.0 + 2 * think)  # warm up (paced: every seat has acted)
-            cpu0 = cpu_seconds(server_pid) if server_pid else math.nan
-            measuring = True
-            t0 = time.perf_counter()
-            await asyncio.sleep(seconds)
-            measuring = False
-            elapsed = time.perf_counter() - t0
-            cpu = cpu_seconds(server_pid) - cpu0 if server_pid else math.nan
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-        return count / elapsed, latencies, 1000 * cpu / max(count, 1)
-    finally:
-        for ch in channels:
-            await ch.close()
-
-
-def cpu_seconds(pid: int) -> float:
-    """user + system CPU time of a process (Linux ``/proc``; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _metrics_text(metrics_port: int) -> str:
-    """The worker's ``/metrics`` page."""
-    import urllib.request
-
-    with urllib.request.urlopen(f"http://{HOST}:{metrics_port}/metrics", timeout=10) as resp:
-        return str(resp.read().decode())
-
-
-def _bucket_delta(before: str, after: str, name: str, **labels: str) -> list[tuple[float, float]]:
-    """``(upper bound, cumulative count)`` of histogram ``name``'s buckets whose labels
-    include ``labels``, as grown from the ``before`` page to the ``after`` one."""
-    from prometheus_client.parser import text_string_to_metric_families  # the server's extra
-
-    def buckets(text: str) -> dict[float, float]:
-        found: dict[float, float] = {}
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == f"{name}_bucket" and labels.items() <= sample.labels.items():
-                    bound = float(sample.labels["le"])
-                    found[bound] = found.get(bound, 0.0) + sample.value
-        return found
-
-    old, new = buckets(before), buckets(after)
-    return sorted((bound, count - old.get(bound, 0.0)) for bound, count in new.items())
-
-
-def _bucket_quantile(buckets: list[tuple[float, float]], q: float) -> float:
-    """The ``q`` quantile of a histogram, interpolated linearly inside its bucket (as
-    Prometheus's ``histogram_quantile``); NaN without observations."""
-    if not buckets or buckets[-1][1] <= 0:
-        return float("nan")
-    rank = q * buckets[-1][1]
-    lower, below = 0.0, 0.0
-    for bound, count in buckets:
-        if count >= rank:
-            if bound == float("inf"):
-                return lower  # beyond the last finite bound: that bound is what is known
-            return lower + (bound - lower) * (rank - below) / (count - below) if count > below else bound
-        lower, below = bound, count
-    return lower
-
-
-def _commits(metrics_port: int) -> float:
-    """Commits the worker made so far (its own ``truco_redis_seconds`` count for the commit
-    script): one Redis round trip each, the write path of an action."""
-    text = _metrics_text(metrics_port)
-    for line in text.splitlines():
-        if line.startswith('truco_redis_seconds_count{operation="commit"}'):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
-def commandstats(r: redis.Redis) -> dict[str, int]:
-    """Calls so far of each command Redis ran (``INFO commandstats``; inside scripts too)."""
-    info: dict[str, Any] = r.info("commandstats")
-    return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in info.items()}
-
-
-def _match_memory(r: redis.Redis, match_ids: list[str]) -> list[int]:
-    sizes = []
-    for mid in match_ids:
-        total = 0
-        for key in r.scan_iter(match=f"truco:{{{mid}}}:*", count=1000):
-            total += int(r.memory_usage(key, samples=0) or 0)
-        sizes.append(total)
-    return sizes
-
-
 async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> dict[str, float]:
     """Run the whole benchmark; print progress and the figures; return the figures."""
     seconds = min(float(args.seconds or 10.0), MAX_SECONDS)
@@ -565,10 +140,8 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         worker_port, echo_port, http_port = free_port(HOST), free_port(HOST), free_port(HOST)
         metrics_port = free_port(HOST)
         with (
-            _child(
-                _worker_cmd(rp.url, worker_port, http_port, args, metrics_port), "gRPC listening"
-            ) as worker,
-            _child(_echo_cmd(echo_port), "echo listening") as echo_server,
+            child(worker_cmd(rp.url, worker_port, http_port, args, metrics_port), "gRPC listening") as worker,
+            child(echo_cmd(echo_port), "echo listening") as echo_server,
         ):
             progress(
                 f"redis {rp.url} (pid {rp.pid}), worker `truco serve` pid {worker.pid} "
@@ -579,7 +152,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
             stop = asyncio.Event()
             pids = {"worker": worker.pid, "redis": rp.pid, "client": os.getpid()}
             n_channels = args.channels or max(1, -(-args.matches // 25))
-            channels = [_channel(f"{HOST}:{worker_port}", i) for i in range(n_channels)]
+            channels = [bench_channel(f"{HOST}:{worker_port}", i) for i in range(n_channels)]
             try:
                 stubs = [match_service_pb2_grpc.MatchServiceStub(ch) for ch in channels]
                 bots = Bots(stubs, args, fig, stop)
@@ -588,7 +161,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 fig.reset()
                 fig.measuring = True
                 before = commandstats(r)
-                commits0 = await asyncio.to_thread(_commits, metrics_port)
+                commits0 = await asyncio.to_thread(commit_count, metrics_port)
                 cpu0 = {who: cpu_seconds(pid) for who, pid in pids.items()}
                 t0 = time.perf_counter()
                 tick = t0
@@ -601,20 +174,20 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                         # memory of a few live matches every second: matches of every age
                         live = sorted(bots.live)
                         sample = sampler.sample(live, min(10, len(live)))
-                        sizes += await asyncio.to_thread(_match_memory, r, sample)  # off the bots' loop
+                        sizes += await asyncio.to_thread(match_memory, r, sample)  # off the bots' loop
                         el = tick - t0
                         progress(
                             f"{el:5.1f}s  {fig.actions} actions ({fig.actions / el:.0f}/s), "
-                            f"p99 {_pct(fig.submit_ms, 99):.1f} ms, {fig.matches_finished} finished, "
+                            f"p99 {pct(fig.submit_ms, 99):.1f} ms, {fig.matches_finished} finished, "
                             f"{len(bots.live)} live, {fig.errors} retries"
                         )
                 elapsed = time.perf_counter() - t0
                 fig.measuring = False
                 cpu = {who: cpu_seconds(pid) - cpu0[who] for who, pid in pids.items()}
                 after = commandstats(r)
-                commits = await asyncio.to_thread(_commits, metrics_port) - commits0
+                commits = await asyncio.to_thread(commit_count, metrics_port) - commits0
                 if not sizes:  # a window shorter than a second
-                    sizes = _match_memory(r, sorted(bots.live)[:10])
+                    sizes = match_memory(r, sorted(bots.live)[:10])
                 stop.set()
                 for s in slots:
                     s.cancel()
@@ -642,9 +215,9 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 progress(f"the same load over REST/JSON (NDJSON streams) on port {http_port}")
                 rest = await _rest_phase(f"http://{HOST}:{http_port}", args, warmup, seconds, worker.pid)
             progress("measuring the bare gRPC echo at the same concurrency")
-            echo_rate = await _echo_load(f"{HOST}:{echo_port}", args.matches, min(seconds, 5.0))
+            echo_rate = await echo_load(f"{HOST}:{echo_port}", args.matches, min(seconds, 5.0))
             progress("measuring the service's RPC pattern on a server that does no work")
-            pattern_rate, _, pattern_cpu = await _pattern_load(
+            pattern_rate, _, pattern_cpu = await pattern_load(
                 f"{HOST}:{echo_port}",
                 args.matches,
                 args.players,
@@ -657,7 +230,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 progress(
                     f"the no-work server's pattern paced the same way (mean think {pattern_think:.0f} ms)"
                 )
-                _, paced_pattern, _ = await _pattern_load(
+                _, paced_pattern, _ = await pattern_load(
                     f"{HOST}:{echo_port}",
                     args.matches,
                     args.players,
@@ -724,8 +297,8 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
         )
         out(f"actions/s / no-work pattern actions/s: {results['actions_to_pattern_ratio']:.2f}")
         if paced_pattern:
-            results["paced_pattern_act_p50_ms"] = _pct(paced_pattern, 50)
-            results["paced_pattern_act_p99_ms"] = _pct(paced_pattern, 99)
+            results["paced_pattern_act_p50_ms"] = pct(paced_pattern, 50)
+            results["paced_pattern_act_p99_ms"] = pct(paced_pattern, 99)
             where = "paced " if paced else ""
             out(
                 f"no-work server, same RPC pattern paced the same way, Act p50/p99 (ms): "
@@ -820,7 +393,7 @@ PACED_LOAD = 0.3
 """The paced run offers this fraction of the closed loop's throughput."""
 
 
-async def _window(
+async def measure_window(
     run_slot: Callable[[int], Awaitable[None]],
     matches: int,
     fig: Figures,
@@ -866,26 +439,26 @@ async def _paced_phase(
     fig = Figures()
     stop = asyncio.Event()
     n_channels = args.channels or max(1, -(-args.matches // 25))
-    channels = [_channel(address, i) for i in range(n_channels)]
+    channels = [bench_channel(address, i) for i in range(n_channels)]
     scrapes: list[str] = []
 
     async def scrape() -> None:
-        scrapes.append(await asyncio.to_thread(_metrics_text, metrics_port))
+        scrapes.append(await asyncio.to_thread(metrics_text, metrics_port))
 
     try:
         bots = Bots([match_service_pb2_grpc.MatchServiceStub(ch) for ch in channels], paced, fig, stop)
-        elapsed, _ = await _window(bots.run_slot, args.matches, fig, stop, warmup, seconds, at_edges=scrape)
+        elapsed, _ = await measure_window(
+            bots.run_slot, args.matches, fig, stop, warmup, seconds, at_edges=scrape
+        )
     finally:
         for ch in channels:
             await ch.close()
-    handled = _bucket_delta(
-        scrapes[0], scrapes[1], "grpc_server_handling_seconds", grpc_method="SubmitAction"
-    )
+    handled = bucket_delta(scrapes[0], scrapes[1], "grpc_server_handling_seconds", grpc_method="SubmitAction")
     return {
         "think_ms": think_ms,
         **fig.summary(elapsed),
-        "handler_p50_ms": 1000 * _bucket_quantile(handled, 0.50),
-        "handler_p99_ms": 1000 * _bucket_quantile(handled, 0.99),
+        "handler_p50_ms": 1000 * bucket_quantile(handled, 0.50),
+        "handler_p99_ms": 1000 * bucket_quantile(handled, 0.99),
     }
 
 
@@ -903,7 +476,7 @@ async def _connection_phase(
     fig = Figures()
     stop = asyncio.Event()
     n_channels = args.channels or max(1, -(-args.matches // 25))
-    channels = [_channel(address, i) for i in range(n_channels)]
+    channels = [bench_channel(address, i) for i in range(n_channels)]
     bots = ConnectionBots(stubs_of(channels), args.preset, args.players, args.seed, args.think_ms, fig, stop)
     pids = {"client": os.getpid(), **({"redis": redis_pid} if redis_pid else {})}
     try:
@@ -913,7 +486,7 @@ async def _connection_phase(
             await asyncio.sleep(warmup)
             fig.reset()
             fig.measuring = True
-            commits0 = await asyncio.to_thread(_commits, metrics_port)
+            commits0 = await asyncio.to_thread(commit_count, metrics_port)
             cpu0 = sum(cpu_seconds(p) for p in worker_pids)
             other0 = {k: cpu_seconds(p) for k, p in pids.items()}
             t0 = time.perf_counter()
@@ -922,7 +495,7 @@ async def _connection_phase(
             fig.measuring = False
             cpu = sum(cpu_seconds(p) for p in worker_pids) - cpu0
             other = {k: cpu_seconds(p) - other0[k] for k, p in pids.items()}
-            commits = await asyncio.to_thread(_commits, metrics_port) - commits0
+            commits = await asyncio.to_thread(commit_count, metrics_port) - commits0
         finally:
             stop.set()
             for slot in slots:
@@ -950,7 +523,7 @@ async def _connect_pattern(
     """The connection's pattern on the no-work server: actions/s, and that server's CPU per
     action (ms)."""
     n_channels = args.channels or max(1, -(-args.matches // 25))
-    channels = [_channel(address, i) for i in range(n_channels)]
+    channels = [bench_channel(address, i) for i in range(n_channels)]
     try:
         return await pattern_connect_load(
             channels, PATTERN_SERVICE, args.matches, args.players, seconds, lambda: cpu_seconds(server_pid)
@@ -958,15 +531,6 @@ async def _connect_pattern(
     finally:
         for ch in channels:
             await ch.close()
-
-
-def _children(pid: int) -> list[int]:
-    """The child processes of ``pid`` (Linux ``/proc``)."""
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
 
 
 async def _two_workers_phase(
@@ -978,9 +542,9 @@ async def _two_workers_phase(
 ) -> dict[str, float]:
     """The connection load against ``truco serve --workers 2`` (same Redis, new ports)."""
     port, http_port, metrics_port = free_port(HOST), free_port(HOST), free_port(HOST)
-    cmd = _worker_cmd(rp.url, port, http_port, args, metrics_port, workers=2)
-    with _child(cmd, "workers: 2") as group:
-        pids = _children(group.pid)
+    cmd = worker_cmd(rp.url, port, http_port, args, metrics_port, workers=2)
+    with child(cmd, "workers: 2") as group:
+        pids = children(group.pid)
         progress(f"the connection load against `truco serve --workers 2` (worker pids {pids})")
         return await _connection_phase(f"{HOST}:{port}", args, warmup, seconds, pids, metrics_port, rp.pid)
 
@@ -998,7 +562,9 @@ async def _rest_phase(
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(base_url=None, connector=connector) as session:
         bots = RestBots(session, base, args.preset, args.players, args.seed, args.think_ms, fig, stop)
-        elapsed, cpu = await _window(bots.run_slot, args.matches, fig, stop, warmup, seconds, worker_pid)
+        elapsed, cpu = await measure_window(
+            bots.run_slot, args.matches, fig, stop, warmup, seconds, worker_pid
+        )
     return {
         **fig.summary(elapsed),
         "worker_cpu_ms_per_action": 1000 * cpu / max(fig.actions, 1),
@@ -1013,13 +579,8 @@ def bench_command(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m truco_tools.bench_service")
-    parser.add_argument("--echo-server", type=int, metavar="PORT", help="run only the echo server")
     add_arguments(parser)
-    args = parser.parse_args(argv)
-    if args.echo_server:
-        asyncio.run(_echo_server(args.echo_server))
-        return 0
-    return bench_command(args)
+    return bench_command(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
