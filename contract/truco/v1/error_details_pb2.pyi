@@ -92,9 +92,13 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     with the same request_id, so it is applied at most once).
     """
     ERROR_REASON_QUOTA_EXCEEDED: _ErrorReason.ValueType  # 19
-    """RESOURCE_EXHAUSTED: a per-credential quota (open streams, actions per
-    second, matches created per minute) was hit; google.rpc.QuotaFailure
-    names it and google.rpc.RetryInfo says when to retry.
+    """RESOURCE_EXHAUSTED: a quota counted over every worker was hit: open
+    streams per match credential, actions per second per seat, an operator's
+    matches created per minute, live matches, or bytes stored per day
+    (docs/operations.md, "Quotas"); google.rpc.QuotaFailure names it
+    (open_streams, actions_per_second, matches_created_per_minute,
+    live_matches, stored_bytes_per_day) and google.rpc.RetryInfo says when
+    to retry.
     """
     ERROR_REASON_MISSING_CREDENTIAL: _ErrorReason.ValueType  # 20
     """UNAUTHENTICATED: the call needs a credential and none was sent; the
@@ -145,7 +149,7 @@ class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     |                     | credential                              |                                  |
     | PERMISSION_DENIED   | credential not allowed to do this       | ErrorInfo                        |
     | ALREADY_EXISTS      | request_id reused, other action/seat    | ErrorInfo                        |
-    | RESOURCE_EXHAUSTED  | a per-credential quota                  | ErrorInfo, QuotaFailure,         |
+    | RESOURCE_EXHAUSTED  | a quota (credential or operator)        | ErrorInfo, QuotaFailure,         |
     |                     |                                         | RetryInfo                        |
     | RESOURCE_EXHAUSTED  | concurrent-RPC limit (gRPC itself)      | none                             |
     | UNAVAILABLE         | server shutting down; retry             | ErrorInfo                        |
@@ -221,9 +225,13 @@ to have been written: retry after google.rpc.RetryInfo's delay (an action
 with the same request_id, so it is applied at most once).
 """
 ERROR_REASON_QUOTA_EXCEEDED: ErrorReason.ValueType  # 19
-"""RESOURCE_EXHAUSTED: a per-credential quota (open streams, actions per
-second, matches created per minute) was hit; google.rpc.QuotaFailure
-names it and google.rpc.RetryInfo says when to retry.
+"""RESOURCE_EXHAUSTED: a quota counted over every worker was hit: open
+streams per match credential, actions per second per seat, an operator's
+matches created per minute, live matches, or bytes stored per day
+(docs/operations.md, "Quotas"); google.rpc.QuotaFailure names it
+(open_streams, actions_per_second, matches_created_per_minute,
+live_matches, stored_bytes_per_day) and google.rpc.RetryInfo says when
+to retry.
 """
 ERROR_REASON_MISSING_CREDENTIAL: ErrorReason.ValueType  # 20
 """UNAUTHENTICATED: the call needs a credential and none was sent; the
