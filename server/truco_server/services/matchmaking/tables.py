@@ -105,8 +105,9 @@ class PoolPass:
             return round(self.now() * 1000)  # more may be ready: again at once
         if not waiting:
             return None
+        again = now_ms + AGAIN_MS
         fill_at = mm.fill_due(pool.pool, left)  # none is due yet: tables were made of those
-        return min(now_ms + AGAIN_MS, AGAIN_MS * 2**40 if fill_at is None else round(fill_at * 1000))
+        return again if fill_at is None else min(again, max(now_ms, round(fill_at * 1000)))
 
     async def _take(
         self, pool: StoredPool, table: mm.Table, data: dict[str, stored.TicketData], now_ms: int
