@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from typing import Any
 
 import structlog
@@ -251,7 +251,7 @@ class PlayerConnection:
 
     async def _updates(
         self, sid: int, creds: Credentials, request: pb.StreamObservationsRequest
-    ) -> AsyncIterator[pb.ConnectResponse]:
+    ) -> AsyncGenerator[pb.ConnectResponse]:
         """A seat's subscription: what StreamObservations sends, as ``update`` messages."""
         delivered = self._delivered
         async for upd in self.api.stream_updates(creds, request):
@@ -267,7 +267,7 @@ class PlayerConnection:
 
     async def _ticket(
         self, sid: int, creds: Credentials, request: matchmaking_service_pb2.StreamTicketRequest
-    ) -> AsyncIterator[pb.ConnectResponse]:
+    ) -> AsyncGenerator[pb.ConnectResponse]:
         """A ticket's subscription: what StreamTicket sends, as ``ticket`` messages."""
         assert self.tickets is not None
         async for msg in self.tickets.StreamTicket(creds, request):
@@ -276,14 +276,15 @@ class PlayerConnection:
             out.ticket.message.CopyFrom(msg)
             yield out
 
-    async def _pump(self, sid: int, messages: AsyncIterator[pb.ConnectResponse]) -> None:
+    async def _pump(self, sid: int, messages: AsyncGenerator[pb.ConnectResponse]) -> None:
         """Send a subscription's messages, then its end (with the status its stream ended
         with; OK when it is over or unsubscribed)."""
         me = asyncio.current_task()
         status = _OK
         try:
-            async for out in messages:
-                await self._out.put(out)
+            async with contextlib.aclosing(messages):  # its stream closed now, also when cancelled
+                async for out in messages:
+                    await self._out.put(out)
         except asyncio.CancelledError:
             if me not in self._leaving:
                 raise
