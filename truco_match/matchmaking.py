@@ -18,6 +18,9 @@ table is, and whether two tickets may share one, is decided here.
   one already chosen, whose parties can be packed into whole teams; a full table is formed.
   Every pair of tickets at a table is compatible at the time of forming. In a pool of
   single-player tickets for two seats, no two tickets left waiting are compatible.
+* **Bot fill** (:class:`BotFill`, optional): a ticket :func:`form` left waiting for the
+  pool's ``after`` gets a table of its own, the server's bots in the other seats
+  (:func:`fill`). Such a table is never rated.
 """
 
 from __future__ import annotations
@@ -33,7 +36,16 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import truco_engine as te
-from truco_match.create import PLAYER_ID, MatchSpec, SeatSpec, SpecError, check, family_of
+from truco_match.create import (
+    BOT_LEVELS,
+    DEFAULT_TAKEOVER_LEVEL,
+    PLAYER_ID,
+    MatchSpec,
+    SeatSpec,
+    SpecError,
+    check,
+    family_of,
+)
 from truco_match.operator_events import TicketSeat
 
 POOL_ID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -91,6 +103,26 @@ class RatingWindow:
 
 
 @dataclass(frozen=True, slots=True)
+class BotFill:
+    """A ticket that has waited ``after_ms`` with no table formed gets a table of its own:
+    its party as one team, the server's bots (at ``level``) in every other seat. A party
+    smaller than a team is filled only when the pool lets bots sit as its partners
+    (``partners``); otherwise it waits for people."""
+
+    after_ms: int
+    level: int = DEFAULT_TAKEOVER_LEVEL
+    partners: bool = False
+
+    def problems(self, ticket_ttl_ms: int) -> list[tuple[str, str]]:
+        out = []
+        if not 1000 <= self.after_ms < ticket_ttl_ms:
+            out.append(("bot_fill_after", "at least 1 second, and less than ticket_ttl"))
+        if self.level not in BOT_LEVELS:
+            out.append(("bot_fill_level", "a bot level, 1 to 6 (or unset: 3)"))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class PoolSpec:
     """A pool as its operator defines it."""
 
@@ -99,6 +131,8 @@ class PoolSpec:
     """The template of its matches (rules, lifecycle settings, labels, rated); seats none."""
     window: RatingWindow | None = None
     ticket_ttl_ms: int = DEFAULT_TICKET_TTL_MS
+    bot_fill: BotFill | None = None
+    """Fill a table with the server's bots after a wait; ``None``: people only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +187,8 @@ def check_pool(spec: PoolSpec, default_idle_timeout: int) -> Pool:
     problems = spec.window.problems() if spec.window is not None else []
     if not 1000 <= spec.ticket_ttl_ms <= MAX_TICKET_TTL_MS:
         problems.append(("ticket_ttl", "between 1 second and 14 days"))
+    if spec.bot_fill is not None:
+        problems += spec.bot_fill.problems(spec.ticket_ttl_ms)
     if problems:
         raise SpecError(f"invalid pool: {problems[0][0]}: {problems[0][1]}", problems)
     return Pool(spec, rules, te.seat_teams(te.new_match(rules)))
@@ -287,7 +323,13 @@ class Table:
 
     tickets: tuple[Waiting, ...]
     seats: tuple[tuple[str, str], ...]
-    """Per seat (0-based): ``(ticket_id, player_id)``."""
+    """Per seat (0-based): ``(ticket_id, player_id)``; ``("", "")`` for a seat the server's
+    bot plays (:class:`BotFill`)."""
+
+    @property
+    def bots(self) -> int:
+        """The seats the server's bots play."""
+        return sum(1 for t, _ in self.seats if not t)
 
 
 def seat(pool: Pool, tickets: Sequence[Waiting]) -> Table:
@@ -330,6 +372,39 @@ def form(pool: Pool, waiting: Sequence[Waiting], now: float, most: int = 1 << 30
             i = bisect.bisect_left(keys, (t.rating, t.ticket_id))
             del keys[i], by_rating[i]
     return tables
+
+
+def fill(pool: Pool, waiting: Sequence[Waiting], now: float, most: int = 1 << 30) -> list[Table]:
+    """Tables of bots for the tickets that have waited the pool's :class:`BotFill` time
+    (oldest first, at most ``most``): each ticket's party on the first team, in its order,
+    a bot in every other seat. ``waiting`` are the tickets no table of people took; a party
+    smaller than a team is left waiting unless the pool allows bot partners."""
+    bf = pool.spec.bot_fill
+    if bf is None:
+        return []
+    due = [
+        t
+        for t in sorted(waiting, key=lambda t: (t.created, t.ticket_id))
+        if (now - t.created) * 1000 >= bf.after_ms and (t.size == pool.team_size or bf.partners)
+    ]
+    tables = []
+    for ticket in due[:most]:
+        seats = [("", "")] * pool.players
+        mine = [s for s, team in enumerate(pool.seat_teams) if team == 0]
+        for s, player in zip(mine, ticket.players, strict=False):
+            seats[s] = (ticket.ticket_id, player)
+        tables.append(Table((ticket,), tuple(seats)))
+    return tables
+
+
+def fill_due(pool: Pool, waiting: Sequence[Waiting]) -> float | None:
+    """When the first of ``waiting`` may be filled with bots (seconds since the epoch), or
+    ``None`` (no bot fill, or none of them ever)."""
+    bf = pool.spec.bot_fill
+    if bf is None:
+        return None
+    times = [t.created + bf.after_ms / 1000 for t in waiting if t.size == pool.team_size or bf.partners]
+    return min(times, default=None)
 
 
 def _gather(

@@ -218,7 +218,7 @@ def of_commit(c: Committed) -> list[OperatorEvent]:
                 turn=turn_of(c) if kind is OperatorEventType.TURN_REMINDER else None,
             )
         )
-    if new_decision(c.before, c.after) and c.entries:
+    if new_decision(c.before, c.after, c.seats) and c.entries:
         out.append(
             OperatorEvent(
                 id=f"{c.match_id}:{version}:turn",
@@ -232,12 +232,21 @@ def of_commit(c: Committed) -> list[OperatorEvent]:
     return out
 
 
-def new_decision(before: Life | None, after: Life) -> bool:
-    """Whether a commit leaves a decision awaited that was not awaited before it (another
-    decision number, or another seat): each such decision is one ``match.turn``."""
-    if after.awaited is None:
+def new_decision(before: Life | None, after: Life, seats: Sequence[SeatInfo]) -> bool:
+    """Whether a commit leaves a decision awaited from a player that was not awaited from him
+    before it (another decision number, another seat, or a seat its player took back from the
+    server's bot): each such decision is one ``match.turn``. A decision the server's bot makes
+    (a bot seat, or a seat it has taken over) has none: nobody is to be told "your move"."""
+    if after.awaited is None or bot_plays(seats, after, after.awaited):
         return False
-    return before is None or (before.decision, before.awaited) != (after.decision, after.awaited)
+    if before is None or (before.decision, before.awaited) != (after.decision, after.awaited):
+        return True
+    return bot_plays(seats, before, after.awaited)  # its player took the seat back
+
+
+def bot_plays(seats: Sequence[SeatInfo], life: Life, seat: int) -> bool:
+    """Whether the server's bot plays ``seat`` at ``life`` (a bot seat, or taken over)."""
+    return bool((seats[seat].bot_level if seat < len(seats) else 0) or life.taken_over(seat))
 
 
 def turn_of(c: Committed) -> Turn | None:

@@ -1,6 +1,7 @@
 """``truco queue ...``: matchmaking pools and tickets on a server (docs/matchmaking.md).
 
     truco queue pool create quick --preset paulista --players 2 --rated --window 5,1,50
+    truco queue pool create solo --players 2 --bot-fill-after 30 --bot-fill-level 2
     truco queue pool list
     truco queue join quick ana --name Ana [--partner bia] [--wait 60]   a ticket (JSON)
     truco queue status quick TICKET                                    the ticket (JSON)
@@ -62,6 +63,9 @@ def _pool_create(args: argparse.Namespace) -> int:
             rated=args.rated,
             rating_window=_window(args.window),
             ticket_ttl=args.ticket_ttl,
+            bot_fill_after=args.bot_fill_after,
+            bot_fill_level=args.bot_fill_level,
+            bot_fill_partners=args.bot_fill_partners,
         )
     print(_json(pool))
     return 0
@@ -148,6 +152,14 @@ def register(sub: Any) -> None:
     p.add_argument("--rated", action="store_true", help="its matches move the players' ratings")
     p.add_argument("--window", metavar="INITIAL,PER_SECOND,MAX", help="rating window, e.g. 5,1,50")
     p.add_argument("--ticket-ttl", type=float, metavar="SECONDS", help="how long a ticket waits")
+    p.add_argument(
+        "--bot-fill-after",
+        type=float,
+        metavar="SECONDS",
+        help="a ticket waiting this long gets the server's bots in the other seats",
+    )
+    p.add_argument("--bot-fill-level", type=int, default=0, metavar="1-6", help="their level (default 3)")
+    p.add_argument("--bot-fill-partners", action="store_true", help="bots may sit as a party's partners too")
     _common(p)
     p.set_defaults(func=_pool_create)
     p = pcmds.add_parser("list", help="the operator's pools")

@@ -19,6 +19,12 @@ Two transports carry the same messages: gRPC (a ``host:port`` target) and WebSoc
 protobuf frames; :mod:`truco_client.websocket`, which needs ``aiohttp``)::
 
     async with PlayerConnection("ws://127.0.0.1:8080") as conn: ...
+
+A matchmaking ticket rides the same connection (:meth:`PlayerConnection.ticket`): the app
+learns its match is formed and subscribes the seat it got::
+
+    ticket = await (await conn.ticket(pool_id, ticket_id, ticket_token)).final()
+    seat = await conn.seat(ticket.match_id, ticket.seats[0].token)
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from truco_client._core import (
 )
 from truco_client.errors import RETRYABLE, TrucoApiError, Unavailable, from_rpc_error, from_status
 from truco_contract import codec
-from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
+from truco_contract.pb import match_service_pb2, match_service_pb2_grpc, matchmaking_service_pb2
 from truco_kit.actions import Action
 
 pb = match_service_pb2
@@ -142,6 +148,51 @@ class Seat:
         await self.conn._unsubscribe(self)
 
 
+class TicketSubscription:
+    """A matchmaking ticket followed on a :class:`PlayerConnection`: iterate it for the
+    ticket (``truco.v1.Ticket``) when subscribed and at each change; iteration ends after the
+    last one (matched -- with ``match_id`` and ``seats``, each seat's credential --, cancelled
+    or expired). After a reconnect the ticket as it is now comes again."""
+
+    def __init__(self, conn: PlayerConnection, sid: int, token: str, pool_id: str, ticket_id: str) -> None:
+        self.conn = conn
+        self.id = sid
+        self.token = token
+        self.pool_id = pool_id
+        self.ticket_id = ticket_id
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    def subscribe_message(self) -> pb.ConnectRequest:
+        sub = pb.ConnectSubscribeTicket(
+            subscription_id=self.id, token=self.token, pool_id=self.pool_id, ticket_id=self.ticket_id
+        )
+        return pb.ConnectRequest(subscribe_ticket=sub)
+
+    def __aiter__(self) -> AsyncIterator[matchmaking_service_pb2.Ticket]:
+        return self._tickets()
+
+    async def _tickets(self) -> AsyncIterator[matchmaking_service_pb2.Ticket]:
+        while True:
+            item = await self.queue.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    async def final(self) -> matchmaking_service_pb2.Ticket | None:
+        """The ticket's last state (matched, cancelled or expired); ``None`` when the
+        subscription ended before the server sent one (it was closed)."""
+        last = None
+        async for ticket in self:
+            last = ticket
+        return last
+
+    async def close(self) -> None:
+        """Unsubscribe (the server ends the subscription)."""
+        await self.conn._unsubscribe(self)
+
+
 class PlayerConnection:
     """asyncio client of ``Connect``; see the module docstring."""
 
@@ -167,7 +218,8 @@ class PlayerConnection:
         self.reconnects = 0
         self._index = 0
         self._ids = itertools.count(1)
-        self._seats: dict[int, Seat] = {}
+        self._seats: dict[int, Seat | TicketSubscription] = {}
+        """The open subscriptions: seats and tickets."""
         self._pending: dict[int, tuple[Seat, pb.SubmitActionRequest, asyncio.Future[Any]]] = {}
         self._rules: dict[str, te.RuleSet] = {}
         self._outbox: Box | None = None
@@ -197,6 +249,16 @@ class PlayerConnection:
         self._start()
         self._send(seat.subscribe_message())
         return seat
+
+    async def ticket(self, pool_id: str, ticket_id: str, token: str) -> TicketSubscription:
+        """Follow a matchmaking ticket with its token (``tk1...``; or the operator's key): an
+        app holding one connection learns its match is formed, then subscribes the seat
+        (:meth:`seat`) with the credential the matched ticket carries."""
+        sub = TicketSubscription(self, next(self._ids), token, pool_id, ticket_id)
+        self._seats[sub.id] = sub
+        self._start()
+        self._send(sub.subscribe_message())
+        return sub
 
     async def close(self) -> None:
         self._closed = True
@@ -301,7 +363,7 @@ class PlayerConnection:
         finally:
             self._pending.pop(aid, None)
 
-    async def _unsubscribe(self, seat: Seat) -> None:
+    async def _unsubscribe(self, seat: Seat | TicketSubscription) -> None:
         if self._seats.pop(seat.id, None) is not None:
             self._send(pb.ConnectRequest(unsubscribe=pb.ConnectUnsubscribe(subscription_id=seat.id)))
             seat.queue.put_nowait(_END)
@@ -373,15 +435,19 @@ class PlayerConnection:
         kind = msg.WhichOneof("message")
         if kind == "update":
             seat = self._seats.get(msg.update.subscription_id)
-            if seat is not None:
+            if isinstance(seat, Seat):
                 upd = seat.state.accept(msg.update.message)
                 if upd is not None:
                     seat.queue.put_nowait(upd)
+        elif kind == "ticket":
+            followed = self._seats.get(msg.ticket.subscription_id)
+            if followed is not None and msg.ticket.message.HasField("ticket"):  # not a heartbeat
+                followed.queue.put_nowait(msg.ticket.message.ticket)
         elif kind == "result" or kind == "error":
             body = msg.result if kind == "result" else msg.error
             if kind == "result":  # a result may stand for its seat's update (see the proto)
                 seat = self._seats.get(msg.result.subscription_id)
-                if seat is not None:
+                if isinstance(seat, Seat):
                     upd = seat.state.accept_result(msg.result.response)
                     if upd is not None:
                         seat.queue.put_nowait(upd)

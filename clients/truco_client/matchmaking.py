@@ -106,11 +106,16 @@ class MatchmakingClient:
         rating_window: tuple[float, float, float] | None = None,
         ticket_ttl: float | None = None,
         settings: match_pb2.MatchSettings | None = None,
+        bot_fill_after: float | None = None,
+        bot_fill_level: int = 0,
+        bot_fill_partners: bool = False,
     ) -> matchmaking_service_pb2.Pool:
         """A pool (the same definition again returns it; another is ``ALREADY_EXISTS``).
         ``rating_window``: ``(initial_width, widen_per_second, max_width)``; ``ticket_ttl``
         in seconds; ``settings``: the matches' settings (a time control...), ``rated`` set on
-        them."""
+        them. ``bot_fill_after`` (seconds): a ticket waiting that long gets the server's bots
+        (``bot_fill_level``, 1 to 6; 0: the server's default) in the other seats, as its
+        partners too with ``bot_fill_partners`` (docs/matchmaking.md)."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -126,6 +131,10 @@ class MatchmakingClient:
             )
         if ticket_ttl is not None:
             pool.ticket_ttl.FromNanoseconds(round(ticket_ttl * 1e9))
+        if bot_fill_after is not None:
+            pool.bot_fill_after.FromNanoseconds(round(bot_fill_after * 1e9))
+            pool.bot_fill_level = bot_fill_level
+            pool.bot_fill_partners = bot_fill_partners
         return self._call("CreatePool", pb.CreatePoolRequest(pool=pool)).pool  # type: ignore[no-any-return]
 
     def get_pool(self, pool_id: str) -> matchmaking_service_pb2.Pool:

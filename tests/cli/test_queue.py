@@ -85,3 +85,22 @@ def test_a_cancelled_ticket_ends_its_wait_and_mistakes_are_one_line(
     one_line_error(queue(capsys, server, "pool", "create", "x", "--window", "5,1"), "--window takes")
     one_line_error(queue(capsys, server, "join", "nope", "ana"), "truco queue join: NOT_FOUND")
     one_line_error(queue(capsys, server, "status", "four", tid, key="tk1.bad"), "truco queue status:")
+
+
+def test_a_bot_fill_pool_seats_a_lone_player_against_the_servers_bot(
+    server: EmbeddedServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--bot-fill-after``: a lone player's ``join --wait`` ends matched (a real, short wait:
+    the stream says when), the other seat a server bot of the pool's level."""
+    made = queue(capsys, server, "pool", "create", "solo", "--bot-fill-after", "1", "--bot-fill-level", "1")
+    assert made.returncode == 0, made.stderr
+    pool = json.loads(made.stdout)
+    assert (pool["botFillAfter"], pool["botFillLevel"], pool["botFillPartners"]) == ("1s", 1, False)
+    joined = queue(capsys, server, "join", "solo", "ana", "--wait", "60")
+    assert joined.returncode == 0, joined.stderr
+    ticket = json.loads(joined.stdout)
+    assert ticket["state"] == "TICKET_STATE_MATCHED" and [s["playerId"] for s in ticket["seats"]] == ["ana"]
+    with TrucoClient(server.address, api_key=KEY) as c:
+        match = c.get_match(ticket["matchId"]).match
+    assert [(s.player_id, s.bot_level) for s in match.seats] == [("ana", 0), ("", 1)]
+    one_line_error(queue(capsys, server, "pool", "create", "x", "--bot-fill-after", "0.5"), "bot_fill_after")

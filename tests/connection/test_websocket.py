@@ -244,7 +244,7 @@ async def test_refused_before_the_upgrade(worker: Worker, http: aiohttp.ClientSe
         (JSON, "[1, 2]", "must be a JSON object"),
         (JSON, '{"subscribe": {"tokn": "x"}}', "tokn"),
         (JSON, '{"subscribe": {"matchId": "' + "m" * 300 + '"}}', "at most 128 characters"),
-        (JSON, "{}", "must set subscribe, action or unsubscribe"),
+        (JSON, "{}", "must set subscribe, action, unsubscribe or subscribe_ticket"),
     ],
 )
 async def test_a_malformed_frame_closes_the_connection_invalid_argument(

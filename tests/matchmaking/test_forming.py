@@ -19,12 +19,15 @@ from hypothesis import strategies as st
 
 from truco_match.create import MatchSpec, SpecError
 from truco_match.matchmaking import (
+    BotFill,
     Pool,
     PoolSpec,
     RatingWindow,
     Waiting,
     check_pool,
     compatible,
+    fill,
+    fill_due,
     form,
     pack,
     seat,
@@ -220,3 +223,36 @@ def test_a_pool_checks_its_template_and_window() -> None:
     with pytest.raises(SpecError):
         carancho = MatchSpec(preset="argentine", players=3, overrides={"play_mode": "carancho"}, rated=True)
         check_pool(PoolSpec("p", carancho), 60_000)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    players=st.sampled_from([2, 4, 6]),
+    partners=st.booleans(),
+    after=st.integers(1000, 30_000),
+    data=st.data(),
+)
+def test_bot_fill_takes_only_tickets_past_the_wait_and_seats_bots_as_opponents(
+    players: int, partners: bool, after: int, data: st.DataObject
+) -> None:
+    """:func:`fill`: a table per ticket that has waited ``after`` (ms), its party on one team,
+    bots in every other seat; a party smaller than a team only when bots may be partners.
+    :func:`fill_due` is when the first of the others will be."""
+    spec = PoolSpec("p", MatchSpec(preset="paulista", players=players), bot_fill=BotFill(after, 2, partners))
+    pool = check_pool(spec, 60_000)
+    waiting = data.draw(tickets(pool.team_size, 12))
+    tables = fill(pool, waiting, NOW)
+    for t in tables:
+        (ticket,) = t.tickets
+        assert (NOW - ticket.created) * 1000 >= after
+        assert partners or ticket.size == pool.team_size
+        humans = [s for s, (tid, _) in enumerate(t.seats) if tid]
+        assert [t.seats[s][1] for s in humans] == list(ticket.players)
+        assert {pool.seat_teams[s] for s in humans} == {0}
+        assert t.bots == pool.players - ticket.size
+    filled = {t.tickets[0].ticket_id for t in tables}
+    eligible = [w for w in waiting if partners or w.size == pool.team_size]
+    assert filled == {w.ticket_id for w in eligible if (NOW - w.created) * 1000 >= after}
+    due = fill_due(pool, [w for w in waiting if w.ticket_id not in filled])
+    later = [w.created + after / 1000 for w in eligible if w.ticket_id not in filled]
+    assert due == (min(later) if later else None)

@@ -14,7 +14,7 @@ from google.protobuf.json_format import MessageToDict
 
 from tests.helpers.clock import FakeClock
 from tests.service.conftest import SETTINGS
-from tests.service.test_service import act, view_of
+from tests.service.test_service import act, cred, view_of
 from truco_contract import codec
 from truco_contract.pb import operator_service_pb2
 from truco_engine import Action
@@ -22,6 +22,7 @@ from truco_match.create import SeatSpec
 from truco_match.events import MatchStatus, TurnReminder
 from truco_match.lifecycle import Lifecycle, TimeControl
 from truco_match.operator_events import Awaiting, OperatorEvent
+from truco_match.records import StepCause
 from truco_match.verify import verify
 from truco_server.app.wiring import Services, build_services, store_settings
 from truco_server.core import requests as T
@@ -195,3 +196,66 @@ async def test_a_rated_match_rates_its_players_whatever_created_it(
     await service.relay.done()
     again = await service.ratings.ratings(operator.name, "paulista-4p", ["ana"])
     assert again["ana"].games == 1  # an unrated match changes nothing
+
+
+async def test_no_match_turn_for_a_decision_the_servers_bot_makes(operator: Operator) -> None:
+    """A bot seat's decisions, and those of a seat a bot has taken over, have no ``match.turn``:
+    the player's do, one each; a player taking his seat back while it is awaited gets one."""
+    clock = FakeClock(1_800_000_000.0)
+    svc = build_services(SETTINGS, asyncio.Event(), open_store(None, store_settings(SETTINGS)), clock=clock)
+    try:
+        seats = (SeatSpec("ana", player_id="ana"), SeatSpec("cpu", bot_level=1))
+        made = await svc.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p", seats=seats))
+        mid, token = made.match.match_id, made.seat_tokens[0]
+        rng = random.Random(7)
+        awaited: list[int] = []  # the decisions awaited from ana, as she saw them
+        bot_moves = 0
+        for _ in range(3000):
+            view = await view_of(svc, mid, token)
+            if view.match_state is not MatchStatus.ACTIVE:
+                break
+            if view.observation.awaited == (0,):
+                if not awaited or awaited[-1] != view.observation.decision:
+                    awaited.append(view.observation.decision)
+                await act(svc, mid, token, rng.choice(view.observation.legal_actions))
+                continue
+            nxt = await svc.steps.wake_match(mid)
+            bot_moves += 1
+            clock.now = max(clock.now, (nxt or 0) / 1000)
+        assert view.match_state is MatchStatus.FINISHED and bot_moves > 5
+        turns = _turns(await _events(svc, operator.name), mid)
+        assert [ev.turn.seat for _, ev in turns if ev.turn] == [0] * len(awaited)
+        assert [ev.turn.decision for _, ev in turns if ev.turn] == awaited
+
+        # a seat taken over: its decisions are the bot's, until its player takes it back
+        lifecycle = Lifecycle(disconnect_grace=5000, takeover=True, takeover_level=1)
+        two = (SeatSpec(player_id="ana"), SeatSpec(player_id="bia"))
+        made = await svc.steps.create_match(
+            operator, T.CreateMatchRequest(preset="paulista-2p", seats=two, lifecycle=lifecycle)
+        )
+        mid, tokens = made.match.match_id, made.seat_tokens
+        away = (await view_of(svc, mid, tokens[0])).observation.awaited[0]
+        await svc.matches.touch(await svc.matches.load(mid), 1 - away)
+        clock.now += 5.1
+        await svc.steps.wake_match(mid)  # taken over
+        for _ in range(60):  # play on until the away seat is awaited again, the bot playing it
+            view = await view_of(svc, mid, tokens[1 - away])
+            if view.observation.awaited == (1 - away,):
+                await act(svc, mid, tokens[1 - away], view.observation.legal_actions[0])
+                if (await view_of(svc, mid, tokens[1 - away])).observation.awaited == (away,):
+                    break
+            else:
+                nxt = await svc.steps.wake_match(mid)
+                clock.now = max(clock.now, (nxt or 0) / 1000)
+        record = (await svc.reads.get_match_record(operator, T.GetMatchRecordRequest(mid))).record
+        assert any(s.cause is StepCause.BOT and s.seat == away for s in record.steps)
+        await svc.matches.join_match(cred(tokens[away]), T.JoinMatchRequest(mid))  # back, awaited
+        seats_told = [ev.turn.seat for _, ev in _turns(await _events(svc, operator.name), mid) if ev.turn]
+        # the first decision (its player's), none while the bot played it, one now it is his again
+        assert seats_told[0] == away and seats_told[-1] == away
+        assert seats_told[1:-1] and set(seats_told[1:-1]) == {1 - away}
+    finally:
+        await svc.bots.close()
+        await svc.relay.done()
+        svc.streams.close()
+        await svc.store.close()

@@ -14,6 +14,7 @@ from google.rpc import status_pb2 as _status_pb2
 from truco.v1 import action_pb2 as _action_pb2
 from truco.v1 import event_pb2 as _event_pb2
 from truco.v1 import match_pb2 as _match_pb2
+from truco.v1 import matchmaking_service_pb2 as _matchmaking_service_pb2
 from truco.v1 import observation_pb2 as _observation_pb2
 import builtins as _builtins
 import sys
@@ -1063,6 +1064,7 @@ class ConnectRequest(_message.Message):
     SUBSCRIBE_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
     UNSUBSCRIBE_FIELD_NUMBER: _builtins.int
+    SUBSCRIBE_TICKET_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def subscribe(self) -> Global___ConnectSubscribe:
         """Follow a seat (or a spectator view) and allow acting for it."""
@@ -1075,22 +1077,67 @@ class ConnectRequest(_message.Message):
     def unsubscribe(self) -> Global___ConnectUnsubscribe:
         """Stop following a subscription (answered with ConnectSubscriptionEnded)."""
 
+    @_builtins.property
+    def subscribe_ticket(self) -> Global___ConnectSubscribeTicket:
+        """Follow a matchmaking ticket (what StreamTicket sends): its match and
+        seat credentials when it is matched.
+        """
+
     def __init__(
         self,
         *,
         subscribe: Global___ConnectSubscribe | None = ...,
         action: Global___ConnectAction | None = ...,
         unsubscribe: Global___ConnectUnsubscribe | None = ...,
+        subscribe_ticket: Global___ConnectSubscribeTicket | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "message", b"message", "subscribe", b"subscribe", "unsubscribe", b"unsubscribe"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "message", b"message", "subscribe", b"subscribe", "subscribe_ticket", b"subscribe_ticket", "unsubscribe", b"unsubscribe"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "message", b"message", "subscribe", b"subscribe", "unsubscribe", b"unsubscribe"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "message", b"message", "subscribe", b"subscribe", "subscribe_ticket", b"subscribe_ticket", "unsubscribe", b"unsubscribe"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["subscribe", "action", "unsubscribe"]  # noqa: Y015
+    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["subscribe", "action", "unsubscribe", "subscribe_ticket"]  # noqa: Y015
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
 
 Global___ConnectRequest: _TypeAlias = ConnectRequest  # noqa: Y015
+
+@_typing.final
+class ConnectSubscribeTicket(_message.Message):
+    """Subscribes a matchmaking ticket on a Connect stream. Its subscription_id is
+    one of the connection's subscriptions (unsubscribe ends it); it cannot act.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUBSCRIPTION_ID_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    POOL_ID_FIELD_NUMBER: _builtins.int
+    TICKET_ID_FIELD_NUMBER: _builtins.int
+    subscription_id: _builtins.int
+    """The client's name for this subscription, unique among the open
+    subscriptions of the connection.
+    """
+    token: _builtins.str
+    """The ticket's token (tk1..., from CreateTicket) or the operator's API key."""
+    pool_id: _builtins.str
+    """The ticket's pool."""
+    ticket_id: _builtins.str
+    """The ticket."""
+    def __init__(
+        self,
+        *,
+        subscription_id: _builtins.int = ...,
+        token: _builtins.str = ...,
+        pool_id: _builtins.str = ...,
+        ticket_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["pool_id", b"pool_id", "subscription_id", b"subscription_id", "ticket_id", b"ticket_id", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConnectSubscribeTicket: _TypeAlias = ConnectSubscribeTicket  # noqa: Y015
 
 @_typing.final
 class ConnectSubscribe(_message.Message):
@@ -1198,6 +1245,7 @@ class ConnectResponse(_message.Message):
     RESULT_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     ENDED_FIELD_NUMBER: _builtins.int
+    TICKET_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def update(self) -> Global___ConnectUpdate:
         """An update or heartbeat of a subscription."""
@@ -1214,6 +1262,10 @@ class ConnectResponse(_message.Message):
     def ended(self) -> Global___ConnectSubscriptionEnded:
         """A subscription ended."""
 
+    @_builtins.property
+    def ticket(self) -> Global___ConnectTicketUpdate:
+        """The ticket or a heartbeat of a ticket subscription."""
+
     def __init__(
         self,
         *,
@@ -1221,16 +1273,50 @@ class ConnectResponse(_message.Message):
         result: Global___ConnectActionResult | None = ...,
         error: Global___ConnectActionError | None = ...,
         ended: Global___ConnectSubscriptionEnded | None = ...,
+        ticket: Global___ConnectTicketUpdate | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["ended", b"ended", "error", b"error", "message", b"message", "result", b"result", "update", b"update"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ended", b"ended", "error", b"error", "message", b"message", "result", b"result", "ticket", b"ticket", "update", b"update"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ended", b"ended", "error", b"error", "message", b"message", "result", b"result", "update", b"update"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ended", b"ended", "error", b"error", "message", b"message", "result", b"result", "ticket", b"ticket", "update", b"update"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["update", "result", "error", "ended"]  # noqa: Y015
+    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["update", "result", "error", "ended", "ticket"]  # noqa: Y015
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
 
 Global___ConnectResponse: _TypeAlias = ConnectResponse  # noqa: Y015
+
+@_typing.final
+class ConnectTicketUpdate(_message.Message):
+    """A message of a ticket subscription: the ticket when it is subscribed and
+    whenever it changes (waiting; matched, with the match and its seats and
+    their credentials; cancelled; expired), heartbeats meanwhile. The
+    subscription ends (status OK) after the ticket is matched, cancelled or
+    expired.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUBSCRIPTION_ID_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    subscription_id: _builtins.int
+    """The subscription."""
+    @_builtins.property
+    def message(self) -> _matchmaking_service_pb2.StreamTicketResponse:
+        """What StreamTicket sends."""
+
+    def __init__(
+        self,
+        *,
+        subscription_id: _builtins.int = ...,
+        message: _matchmaking_service_pb2.StreamTicketResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "subscription_id", b"subscription_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConnectTicketUpdate: _TypeAlias = ConnectTicketUpdate  # noqa: Y015
 
 @_typing.final
 class ConnectUpdate(_message.Message):

@@ -105,6 +105,9 @@ class Pool(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     RATING_FAMILY_FIELD_NUMBER: _builtins.int
     WAITING_FIELD_NUMBER: _builtins.int
+    BOT_FILL_AFTER_FIELD_NUMBER: _builtins.int
+    BOT_FILL_LEVEL_FIELD_NUMBER: _builtins.int
+    BOT_FILL_PARTNERS_FIELD_NUMBER: _builtins.int
     pool_id: _builtins.str
     """The operator's id for it: 1 to 40 letters, digits, '_' and '-'."""
     players: _builtins.int
@@ -113,6 +116,12 @@ class Pool(_message.Message):
     """Output only: its rating family ("<preset>-<players>p")."""
     waiting: _builtins.int
     """Output only: tickets waiting now (GetPool)."""
+    bot_fill_level: _builtins.int
+    """The level of the bots of bot fill: 1 to 6 (docs/bots.md; unset: 3)."""
+    bot_fill_partners: _builtins.bool
+    """Bot fill may seat bots as a party's partners: a ticket whose party is
+    smaller than a team is filled too. Unset: such a ticket waits for people.
+    """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
         """The rules of its matches (a preset and overrides; default paulista)."""
@@ -138,6 +147,14 @@ class Pool(_message.Message):
     def create_time(self) -> _timestamp_pb2.Timestamp:
         """Output only: when the pool was made."""
 
+    @_builtins.property
+    def bot_fill_after(self) -> _duration_pb2.Duration:
+        """Bot fill: a ticket that has waited this long with no table formed gets a
+        table of its own, its party as one team and the server's bots in every
+        other seat (at least 1 second, less than ticket_ttl; unset: people only).
+        Such a match is never rated.
+        """
+
     def __init__(
         self,
         *,
@@ -150,10 +167,13 @@ class Pool(_message.Message):
         create_time: _timestamp_pb2.Timestamp | None = ...,
         rating_family: _builtins.str = ...,
         waiting: _builtins.int = ...,
+        bot_fill_after: _duration_pb2.Duration | None = ...,
+        bot_fill_level: _builtins.int = ...,
+        bot_fill_partners: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "rating_window", b"rating_window", "rules", b"rules", "settings", b"settings", "ticket_ttl", b"ticket_ttl"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after", b"bot_fill_after", "create_time", b"create_time", "rating_window", b"rating_window", "rules", b"rules", "settings", b"settings", "ticket_ttl", b"ticket_ttl"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "players", b"players", "pool_id", b"pool_id", "rating_family", b"rating_family", "rating_window", b"rating_window", "rules", b"rules", "settings", b"settings", "ticket_ttl", b"ticket_ttl", "waiting", b"waiting"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after", b"bot_fill_after", "bot_fill_level", b"bot_fill_level", "bot_fill_partners", b"bot_fill_partners", "create_time", b"create_time", "players", b"players", "pool_id", b"pool_id", "rating_family", b"rating_family", "rating_window", b"rating_window", "rules", b"rules", "settings", b"settings", "ticket_ttl", b"ticket_ttl", "waiting", b"waiting"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -98,9 +98,9 @@ class OperatorEvent(_message.Message):
     type: _builtins.str
     """"match.created", "match.started", "match.hand_ended", "match.ended",
     "match.aborted", "match.cancelled", "match.turn_timed_out",
-    "match.credential_reissued", "match.turn" (a decision is awaited),
-    "match.turn_reminder" (its time runs out soon), "ticket.matched" (a
-    matchmaking ticket got its seat); a league's: "league.started",
+    "match.credential_reissued", "match.turn" (a decision is awaited from a
+    player; none for the server's bots), "match.turn_reminder" (its time runs
+    out soon), "ticket.matched" (a matchmaking ticket got its seat); a league's: "league.started",
     "round.paired", "entrant.forfeited", "result.corrected", "league.paused",
     "league.resumed", "league.finished" (labels: league, round, table,
     entrant, reason).

@@ -8,8 +8,10 @@ from truco_contract.codec.errors import DecodeError
 from truco_contract.codec.matches import match_spec_from_proto, settings_to_proto
 from truco_contract.codec.scalars import duration, ms_of, seconds_of, timestamp
 from truco_contract.pb import match_pb2, match_service_pb2, matchmaking_service_pb2, operator_service_pb2
+from truco_match.create import DEFAULT_TAKEOVER_LEVEL
 from truco_match.matchmaking import (
     DEFAULT_TICKET_TTL_MS,
+    BotFill,
     Pool,
     PoolSpec,
     RatingWindow,
@@ -48,8 +50,20 @@ def pool_spec_from_proto(m: matchmaking_service_pb2.Pool, where: str = "pool") -
         w = m.rating_window
         window = RatingWindow(w.initial_width, w.widen_per_second, w.max_width)
     ttl = ms_of(m.ticket_ttl) if m.HasField("ticket_ttl") else DEFAULT_TICKET_TTL_MS
+    bots = None
+    if m.HasField("bot_fill_after"):
+        if m.bot_fill_after.seconds < 0 or m.bot_fill_after.nanos < 0:
+            raise DecodeError(f"{where}.bot_fill_after", "must not be negative")
+        level = m.bot_fill_level or DEFAULT_TAKEOVER_LEVEL
+        bots = BotFill(ms_of(m.bot_fill_after), level, m.bot_fill_partners)
+    elif m.bot_fill_level or m.bot_fill_partners:
+        raise DecodeError(f"{where}.bot_fill_after", "required with bot_fill_level or bot_fill_partners")
     return PoolSpec(
-        pool_id=m.pool_id, match=match_spec_from_proto(template), window=window, ticket_ttl_ms=ttl
+        pool_id=m.pool_id,
+        match=match_spec_from_proto(template),
+        window=window,
+        ticket_ttl_ms=ttl,
+        bot_fill=bots,
     )
 
 
@@ -70,6 +84,10 @@ def pool_to_proto(pool: Pool, created_at: float, waiting: int = 0) -> matchmakin
         rating_family=pool.family,
         waiting=waiting,
     )
+    if spec.bot_fill is not None:
+        m.bot_fill_after.CopyFrom(duration(spec.bot_fill.after_ms))
+        m.bot_fill_level = spec.bot_fill.level
+        m.bot_fill_partners = spec.bot_fill.partners
     if spec.window is not None:
         w = spec.window
         m.rating_window.CopyFrom(

@@ -23,21 +23,28 @@ with a snapshot (the same rule as a slow server stream).
 
 The connection ends with UNAVAILABLE (SHUTTING_DOWN) when the worker stops; a protocol
 error (no message set, a subscription id that is already open) ends it with INVALID_ARGUMENT.
+
+A subscription may follow a matchmaking ticket instead of a seat (``subscribe_ticket``): it is
+:meth:`MatchmakingApi.StreamTicket` (the ticket, each change, heartbeats; the seats and their
+credentials once matched) as ``ticket`` messages, one of the connection's subscriptions (the
+same ids, bound and unsubscribe), that cannot act. An app holding one connection learns its
+match is formed and subscribes the seat it got on that connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from typing import Any
 
 import structlog
 from google.rpc import status_pb2  # type: ignore[import-untyped]
 
-from truco_contract.pb import match_service_pb2
+from truco_contract.pb import match_service_pb2, matchmaking_service_pb2
 from truco_server.api import limits
 from truco_server.api.matches import MatchApi
+from truco_server.api.matchmaking import MatchmakingApi
 from truco_server.api.status import INTERNAL, to_status
 from truco_server.core import errors as E
 from truco_server.core.caller import Credentials
@@ -55,6 +62,7 @@ OUT_QUEUE = 1024
 _OK = status_pb2.Status(code=0)
 #: Where the player connection carries a subscription's credential, for messages.
 SUBSCRIBE_CARRIER = "subscribe.token"
+TICKET_CARRIER = "subscribe_ticket.token"
 
 
 class _End:
@@ -79,16 +87,19 @@ class PlayerConnection:
     def __init__(
         self,
         api: MatchApi,
+        tickets: MatchmakingApi | None = None,
         *,
         max_subscriptions: int | None = None,
         max_in_flight: int | None = None,
         out_queue: int | None = None,
     ) -> None:
         self.api = api
+        self.tickets = tickets
         self.max_subscriptions = max_subscriptions or MAX_SUBSCRIPTIONS
         self._out: asyncio.Queue[pb.ConnectResponse | _End] = asyncio.Queue(out_queue or OUT_QUEUE)
         self._slots = asyncio.Semaphore(max_in_flight or MAX_IN_FLIGHT)
-        self._subs: dict[int, tuple[Credentials, str, asyncio.Task[None]]] = {}
+        self._subs: dict[int, tuple[Credentials, str | None, asyncio.Task[None]]] = {}
+        """Per open subscription: its credential, its match (``None``: a ticket's), its task."""
         self._actions: set[asyncio.Task[None]] = set()
         self._delivered: dict[int, int] = {}
         """The last version each subscription delivered (by an update or a result)."""
@@ -155,8 +166,12 @@ class PlayerConnection:
                     self._subscribe(req.subscribe)
                 elif kind == "unsubscribe":
                     self._unsubscribe(req.unsubscribe.subscription_id)
+                elif kind == "subscribe_ticket":
+                    self._subscribe_ticket(req.subscribe_ticket)
                 else:
-                    raise E.InvalidArgument("a ConnectRequest must set subscribe, action or unsubscribe")
+                    raise E.InvalidArgument(
+                        "a ConnectRequest must set subscribe, action, unsubscribe or subscribe_ticket"
+                    )
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # ends the connection with it
@@ -177,29 +192,52 @@ class PlayerConnection:
             self._closer = asyncio.ensure_future(self._put_end())
 
     # ----------------------------------------------------------------------- subscribing
-    def _subscribe(self, sub: pb.ConnectSubscribe) -> None:
-        sid = sub.subscription_id
+    def _open(self, sid: int, where: str) -> bool:
+        """Whether a new subscription ``sid`` may open (else it is ended with
+        RESOURCE_EXHAUSTED); an id already open ends the connection."""
         if sid in self._subs:
             raise E.InvalidArgument(
                 f"subscription_id {sid} is already open on this connection",
-                field_violations=[E.FieldViolation("subscribe.subscription_id", "already open")],
+                field_violations=[E.FieldViolation(f"{where}.subscription_id", "already open")],
             )
+        if len(self._subs) >= self.max_subscriptions:
+            refused = E.ResourceExhausted(f"at most {self.max_subscriptions} subscriptions per connection")
+            self._spawn(self._send(self._ended(sid, to_status(refused))))
+            return False
+        return True
+
+    def _subscribe(self, sub: pb.ConnectSubscribe) -> None:
+        sid = sub.subscription_id
+        if not self._open(sid, "subscribe"):
+            return
         creds = Credentials.from_pairs((("authorization", f"Bearer {sub.token}"),), SUBSCRIBE_CARRIER)
         request = pb.StreamObservationsRequest(match_id=sub.match_id)
         if sub.HasField("from_version"):
             request.from_version = sub.from_version
-        if len(self._subs) >= self.max_subscriptions:
-            refused = E.ResourceExhausted(f"at most {self.max_subscriptions} subscriptions per connection")
+        task = self._spawn(self._pump(sid, self._updates(sid, creds, request)))
+        self._subs[sid] = (creds, sub.match_id, task)
+
+    def _subscribe_ticket(self, sub: pb.ConnectSubscribeTicket) -> None:
+        """Follow a matchmaking ticket: what ``StreamTicket`` sends, as ``ticket`` messages
+        (a subscription that cannot act: its match id is none)."""
+        sid = sub.subscription_id
+        if not self._open(sid, "subscribe_ticket"):
+            return
+        if self.tickets is None:
+            refused = E.ServiceError("this server has no matchmaking", code=E.Code.FAILED_PRECONDITION)
             self._spawn(self._send(self._ended(sid, to_status(refused))))
             return
-        self._subs[sid] = (creds, sub.match_id, self._spawn(self._follow(sid, creds, request)))
+        creds = Credentials.from_pairs((("authorization", f"Bearer {sub.token}"),), TICKET_CARRIER)
+        request = matchmaking_service_pb2.StreamTicketRequest(pool_id=sub.pool_id, ticket_id=sub.ticket_id)
+        task = self._spawn(self._pump(sid, self._ticket(sid, creds, request)))
+        self._subs[sid] = (creds, None, task)
 
     def _unsubscribe(self, sid: int) -> None:
         found = self._subs.pop(sid, None)
         if found is not None:
             self._leaving.add(found[2])
             found[2].add_done_callback(self._leaving.discard)
-            found[2].cancel()  # _follow sends the end
+            found[2].cancel()  # _pump sends the end
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(work)
@@ -211,21 +249,42 @@ class PlayerConnection:
         await self._out.put(msg)
         self._maybe_done()
 
-    async def _follow(self, sid: int, creds: Credentials, request: pb.StreamObservationsRequest) -> None:
+    async def _updates(
+        self, sid: int, creds: Credentials, request: pb.StreamObservationsRequest
+    ) -> AsyncGenerator[pb.ConnectResponse]:
+        """A seat's subscription: what StreamObservations sends, as ``update`` messages."""
+        delivered = self._delivered
+        async for upd in self.api.stream_updates(creds, request):
+            if upd.view is not None:
+                if not upd.snapshot and upd.version <= delivered.get(sid, -1):
+                    continue  # an action's result already stood for this update
+                delivered[sid] = upd.version
+            out = pb.ConnectResponse()  # encoded in place (nested constructors copy twice)
+            update = out.update
+            update.subscription_id = sid
+            self.api.fill_update(update.message, upd)
+            yield out
+
+    async def _ticket(
+        self, sid: int, creds: Credentials, request: matchmaking_service_pb2.StreamTicketRequest
+    ) -> AsyncGenerator[pb.ConnectResponse]:
+        """A ticket's subscription: what StreamTicket sends, as ``ticket`` messages."""
+        assert self.tickets is not None
+        async for msg in self.tickets.StreamTicket(creds, request):
+            out = pb.ConnectResponse()
+            out.ticket.subscription_id = sid
+            out.ticket.message.CopyFrom(msg)
+            yield out
+
+    async def _pump(self, sid: int, messages: AsyncGenerator[pb.ConnectResponse]) -> None:
+        """Send a subscription's messages, then its end (with the status its stream ended
+        with; OK when it is over or unsubscribed)."""
         me = asyncio.current_task()
         status = _OK
         try:
-            delivered = self._delivered
-            async for upd in self.api.stream_updates(creds, request):
-                if upd.view is not None:
-                    if not upd.snapshot and upd.version <= delivered.get(sid, -1):
-                        continue  # an action's result already stood for this update
-                    delivered[sid] = upd.version
-                out = pb.ConnectResponse()  # encoded in place (nested constructors copy twice)
-                update = out.update
-                update.subscription_id = sid
-                self.api.fill_update(update.message, upd)
-                await self._out.put(out)
+            async with contextlib.aclosing(messages):  # its stream closed now, also when cancelled
+                async for out in messages:
+                    await self._out.put(out)
         except asyncio.CancelledError:
             if me not in self._leaving:
                 raise
@@ -257,6 +316,11 @@ class PlayerConnection:
                     field_violations=[E.FieldViolation("action.subscription_id", "not subscribed")],
                 )
             creds, match_id, _ = found
+            if match_id is None:
+                raise E.InvalidArgument(
+                    f"subscription {sid} follows a ticket: subscribe its seat to act",
+                    field_violations=[E.FieldViolation("action.subscription_id", "a ticket's subscription")],
+                )
             request = action.request
             if not request.match_id:
                 request.match_id = match_id

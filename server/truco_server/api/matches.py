@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
@@ -41,6 +41,9 @@ from truco_server.services.quotas import Quotas
 from truco_server.services.reads import MatchReads
 from truco_server.services.steps import MatchSteps
 from truco_server.services.streams import MatchStreams
+
+if TYPE_CHECKING:  # it builds on this module
+    from truco_server.api.matchmaking import MatchmakingApi
 
 pb = match_service_pb2
 
@@ -114,6 +117,7 @@ class MatchApi:
         auth: Authenticator,
         tracker: StreamTracker | None = None,
         quotas: Quotas | None = None,
+        tickets: MatchmakingApi | None = None,
     ) -> None:
         self.matches = matches
         self.steps = steps
@@ -122,6 +126,8 @@ class MatchApi:
         self.auth = auth
         self.tracker = tracker
         self.quotas = quotas
+        self.tickets = tickets
+        """What the player connection's ticket subscriptions follow (``None``: none)."""
 
     async def CreateMatch(self, creds: Credentials, request: pb.CreateMatchRequest) -> pb.CreateMatchResponse:
         operator = self.auth.operator(creds)
@@ -221,7 +227,7 @@ class MatchApi:
         bidirectional stream (:mod:`.connection`; the credentials are in its messages)."""
         from truco_server.api.connection import PlayerConnection  # it builds on this class
 
-        return PlayerConnection(self).run(requests)
+        return PlayerConnection(self, self.tickets).run(requests)
 
     async def GetMatch(self, creds: Credentials, request: pb.GetMatchRequest) -> pb.GetMatchResponse:
         caller = self.auth.viewer(creds, request.match_id)

@@ -256,9 +256,11 @@ def apis(
     svc: Services, auth: Authenticator, tracker: StreamTracker | None = None, quotas: Quotas | None = None
 ) -> Served:
     """Each gRPC service of a worker with the API object that serves it (both faces)."""
+    tickets = MatchmakingApi(svc.matchmaking, auth, tracker)  # also on the player connection
+    matches = MatchApi(svc.matches, svc.steps, svc.reads, svc.streams, auth, tracker, quotas, tickets)
     return [
-        (MATCH_SERVICE, MatchApi(svc.matches, svc.steps, svc.reads, svc.streams, auth, tracker, quotas)),
+        (MATCH_SERVICE, matches),
         (OPERATOR_SERVICE, OperatorApi(svc.operators, auth, tracker)),
         (LEAGUE_SERVICE, LeagueApi(svc.leagues, auth, tracker)),
-        (MATCHMAKING_SERVICE, MatchmakingApi(svc.matchmaking, auth, tracker)),
+        (MATCHMAKING_SERVICE, tickets),
     ]

@@ -207,7 +207,7 @@ class WebSocketConnect:
         status: status_pb2.Status | None = None
         write, kind, send = frames.write, frames.kind, ws.send_frame
         try:
-            async for message in PlayerConnection(self.api).run(self._requests(ws, frames)):
+            async for message in PlayerConnection(self.api, self.api.tickets).run(self._requests(ws, frames)):
                 await send(write(message), kind)
                 _SENT.inc()
         except _Gone as gone:

@@ -12,7 +12,7 @@ import orjson
 
 from truco_match.create import MatchSpec, SpecError
 from truco_match.lifecycle import Lifecycle
-from truco_match.matchmaking import Pool, PoolSpec, RatingWindow, check_pool, pool_key
+from truco_match.matchmaking import BotFill, Pool, PoolSpec, RatingWindow, check_pool, pool_key
 from truco_server.core import errors as E
 from truco_server.core.caller import Operator
 from truco_server.core.lru import Lru
@@ -48,6 +48,7 @@ class PoolNotFound(E.ServiceError):
 def _spec_to_dict(spec: PoolSpec) -> dict[str, Any]:
     m = spec.match
     w = spec.window
+    b = spec.bot_fill
     return {
         "pool_id": spec.pool_id,
         "preset": m.preset,
@@ -58,6 +59,7 @@ def _spec_to_dict(spec: PoolSpec) -> dict[str, Any]:
         "rated": m.rated,
         "window": None if w is None else [w.initial_width, w.widen_per_second, w.max_width],
         "ttl": spec.ticket_ttl_ms,
+        "bots": None if b is None else [b.after_ms, b.level, b.partners],
     }
 
 
@@ -70,8 +72,14 @@ def _spec_from_dict(d: dict[str, Any]) -> PoolSpec:
         lifecycle=Lifecycle.from_dict(d["lifecycle"]),
         rated=d["rated"],
     )
-    w = d["window"]
-    return PoolSpec(d["pool_id"], match, None if w is None else RatingWindow(*w), d["ttl"])
+    w, b = d["window"], d.get("bots")  # pools made before bot fill have no "bots"
+    return PoolSpec(
+        d["pool_id"],
+        match,
+        None if w is None else RatingWindow(*w),
+        d["ttl"],
+        None if b is None else BotFill(*b),
+    )
 
 
 class Pools:

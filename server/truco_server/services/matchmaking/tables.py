@@ -10,7 +10,10 @@ its lease):
 3. **form** tables from the oldest waiting tickets (:func:`truco_match.matchmaking.form`) and
    take each table's tickets in one store step (:meth:`~truco_server.ports.tickets.Tickets.form`:
    all of them or none, so a ticket is never in two tables even when two workers form at
-   once), then finish them as in 1.
+   once), then finish them as in 1. With the pool's bot fill, a ticket left waiting that long
+   is taken the same way, alone, for a table whose other seats the server's bots play
+   (:func:`truco_match.matchmaking.fill`): one store step decides a ticket's table, so it is
+   never both filled with bots and seated with people.
 
 A worker that dies at any point leaves either waiting tickets (formed again later) or a
 pending formation (finished by the next pass): no ticket is lost or seated twice.
@@ -26,7 +29,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import structlog
 
 from truco_match import matchmaking as mm
-from truco_match.create import SeatSpec
+from truco_match.create import DEFAULT_TAKEOVER_LEVEL, SeatSpec
 from truco_match.operator_events import OperatorEvent, OperatorEventType, TicketMatch, TicketSeat
 from truco_server.core import errors as E
 from truco_server.core import metrics
@@ -47,6 +50,8 @@ FORM_BATCH = 2000
 TABLES_PER_PASS = 64
 """Tables one pass forms at most (then the pool is due again at once)."""
 CREATE_CONCURRENCY = 16
+BOT_NAME = "Bot"
+"""The display name of a seat bot fill gives the server's bot."""
 AGAIN_MS = 1000
 """A pool with tickets waiting and no table formed is looked at again this much later (the
 windows widen meanwhile)."""
@@ -91,11 +96,18 @@ class PoolPass:
         waiting = [stored.waiting_of(t) for t in line]
         data = {t.ticket_id: stored.data_of(t.data) for t in line}
         tables = mm.form(pool.pool, waiting, now_ms / 1000, TABLES_PER_PASS)
+        seated = {t.ticket_id for table in tables for t in table.tickets}
+        left = [w for w in waiting if w.ticket_id not in seated]
+        tables += mm.fill(pool.pool, left, now_ms / 1000, TABLES_PER_PASS - len(tables))
         formed = [f for f in await asyncio.gather(*(self._take(pool, t, data, now_ms) for t in tables)) if f]
         await asyncio.gather(*(self.finish(pool, f) for f in formed))
         if pending or tables:
             return round(self.now() * 1000)  # more may be ready: again at once
-        return now_ms + AGAIN_MS if waiting else None
+        if not waiting:
+            return None
+        again = now_ms + AGAIN_MS
+        fill_at = mm.fill_due(pool.pool, left)  # none is due yet: tables were made of those
+        return again if fill_at is None else min(again, max(now_ms, round(fill_at * 1000)))
 
     async def _take(
         self, pool: StoredPool, table: mm.Table, data: dict[str, stored.TicketData], now_ms: int
@@ -115,14 +127,19 @@ class PoolPass:
             seats, created_ms = stored.formation_of(formation.data)
             spec = pool.pool.spec.match
             labels = {**spec.labels, "pool": pool.pool.pool_id, "formation": formation.formation_id}
+            fill = pool.pool.spec.bot_fill
+            level = fill.level if fill is not None else DEFAULT_TAKEOVER_LEVEL
             req = T.CreateMatchRequest(
                 preset=spec.preset,
                 overrides=spec.overrides,
                 players=spec.players,
-                seats=tuple(SeatSpec(name, player_id=player) for _, player, name in seats),
+                seats=tuple(
+                    SeatSpec(name, player_id=player) if ticket_id else SeatSpec(BOT_NAME, bot_level=level)
+                    for ticket_id, player, name in seats
+                ),
                 labels=labels,
                 lifecycle=spec.lifecycle,
-                rated=spec.rated,
+                rated=spec.rated and all(ticket_id for ticket_id, _, _ in seats),  # bots: unrated
                 request_id=f"mm:{formation.formation_id}",
             )
             try:
@@ -133,6 +150,8 @@ class PoolPass:
             match_id = created.match.match_id
             by_ticket: dict[str, list[TicketSeat]] = {}
             for i, (ticket_id, player, _) in enumerate(seats):
+                if not ticket_id:
+                    continue  # the server's bot
                 by_ticket.setdefault(ticket_id, []).append(
                     TicketSeat(player_id=player, seat=i, token=created.seat_tokens[i])
                 )

@@ -6,8 +6,8 @@ one task per worker reads the state of every followed ticket every ``poll_second
 read per pool, whatever the number of followers -- and wakes those whose ticket moved.
 
 A transport only consumes :meth:`truco_server.services.matchmaking.Matchmaking.follow`
-(an async iterator of tickets and heartbeats): the gRPC server stream and REST's NDJSON/SSE
-do today, and a WebSocket connection can carry the same iterator.
+(an async iterator of tickets and heartbeats): the gRPC server stream, REST's NDJSON/SSE and
+the player connection's ticket subscriptions (gRPC ``Connect`` and the WebSocket).
 """
 
 from __future__ import annotations
