@@ -168,6 +168,7 @@ def _create(args: argparse.Namespace) -> int:
             join_window=args.join_window,
             turn_timeout=args.turn_timeout,
             request_id=args.request_id,
+            third_place=args.third_place,
         )
     print(league.league_id)
     print(_summary(league), file=sys.stderr)
@@ -415,6 +416,9 @@ def register(sub: Any) -> None:
     c.add_argument("--join-window", type=float, help="seconds every seat has to join (a no-show forfeits)")
     c.add_argument("--turn-timeout", type=float, help="seconds per decision")
     c.add_argument("--request-id", help="idempotency key (a retry returns the same league)")
+    c.add_argument(
+        "--third-place", action="store_true", help="single elimination: the semi-final losers play for third"
+    )
     _common(c)
     c.set_defaults(func=_create)
 

@@ -132,12 +132,14 @@ class LeagueClient:
         rated_endings: Sequence[str] = (),
         start_time: float | None = None,
         round_interval: Seconds | None = None,
+        third_place: bool = False,
     ) -> league_service_pb2.League:
         """A new league in registration (entrants get seeds in the order given). ``unrated``:
         none of its matches is rated; ``rated_endings``: which are ("played", "adjudicated",
         "time_forfeit", "no_show"; default played and adjudicated). ``start_time`` (seconds
         since the epoch): it starts by itself then; ``round_interval``: the pause between a
-        round's last result and the next round."""
+        round's last result and the next round. ``third_place`` (single elimination): the
+        semi-final losers play for third place."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -160,6 +162,7 @@ class LeagueClient:
             entrants=[_entrant(e, i) for i, e in enumerate(entrants, 1)],
             request_id=request_id or new_request_id(),
             rating_policy=pb.RatingPolicy(unrated=unrated, count=list(rated_endings)),
+            third_place=third_place,
         )
         if start_time is not None:
             req.schedule.start_time.FromNanoseconds(round(start_time * 1e9))

@@ -92,6 +92,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
             for r, o in sorted(doc.overrides.items(), key=lambda kv: int(kv[0]))
         ],
         rating_policy=pb.RatingPolicy(unrated=not doc.rating["rated"], count=doc.rating["count"]),
+        third_place=doc.third_place,
     )
     if doc.starts_at:
         m.schedule.start_time.CopyFrom(_ts(doc.starts_at))
@@ -218,6 +219,7 @@ class LeagueApi:
                 else 0.0,
                 request.schedule.round_interval.ToNanoseconds() / 1e9,
             ),
+            third_place=request.third_place,
         )
         doc = await self.leagues.create_league(operator, spec)
         return pb.CreateLeagueResponse(league=league_to_proto(doc))

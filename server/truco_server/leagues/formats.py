@@ -82,6 +82,15 @@ class EventSpec:
     """Double elimination: a second grand final when the losers' champion wins the first."""
     bracket_size: int = DEFAULT_BRACKET_SIZE
     """Swiss: the most entrants matched in one graph (see :mod:`truco_server.leagues.swiss`)."""
+    third_place: bool = False
+    """Single elimination: the semi-final losers play a match for third place (off: they
+    share third)."""
+
+    def __post_init__(self) -> None:
+        if self.third_place and self.format != FormatKind.SINGLE_ELIMINATION:
+            raise InvalidOptionError(
+                "third_place", f"only a single_elimination has a match for third place, not a {self.format}"
+            )
 
 
 @dataclass(frozen=True)
@@ -100,7 +109,8 @@ class Event:
         if kind is FormatKind.SWISS:
             assert self.spec.rounds is not None
             return Swiss(self.entrants, self.spec.rounds, self.spec.scoring, self.spec.bracket_size)
-        return Elimination(self.entrants, kind is FormatKind.DOUBLE_ELIMINATION, self.spec.grand_final_reset)
+        double = kind is FormatKind.DOUBLE_ELIMINATION
+        return Elimination(self.entrants, double, self.spec.grand_final_reset, self.spec.third_place)
 
     def total_rounds(self) -> int:
         return self.format.total_rounds()

@@ -191,6 +191,8 @@ class LeagueDoc:
     outbox: list[dict[str, Any]] = field(default_factory=list)
     """League events written with the change they report, not yet on the operator's feed
     (``id``, ``type``, ``time``, ``match_id``, ``labels``); the job publishes them."""
+    third_place: bool = False
+    """Single elimination: the semi-final losers play for third place."""
     events: int = 0
     """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
 
@@ -227,6 +229,7 @@ class LeagueDoc:
             rounds=self.rounds,
             tie_breaks=parse_tie_breaks(self.tie_breaks) if self.tie_breaks else DEFAULT_TIE_BREAKS,
             duplicate=self.duplicate_options(),
+            third_place=self.third_place,
         )
 
     def event(self, *, min_entrants: bool = True) -> Event:

@@ -87,6 +87,8 @@ class LeagueSpec:
     schedule: tuple[float, float] = (0.0, 0.0)
     """When it starts by itself (seconds since the epoch; 0: never), and the seconds between
     rounds."""
+    third_place: bool = False
+    """Single elimination: a match for third place."""
 
 
 class LeagueService:
@@ -194,6 +196,7 @@ class LeagueService:
             rating=control.rating_policy(*spec.rating),
             starts_at=spec.schedule[0],
             round_interval=control.round_interval(spec.schedule[1]),
+            third_place=spec.third_place,
         )
         entrants = self._numbered(list(spec.entrants))
         await self._check_bots(operator, entrants)
