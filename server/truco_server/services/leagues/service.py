@@ -54,6 +54,7 @@ from truco_server.services.leagues.documents import (
     State,
     StoredLeague,
     load_league,
+    result_dict,
     save_league,
 )
 from truco_server.services.leagues.errors import LeagueNotFound, LeagueStateError, invalid, league_error
@@ -311,6 +312,12 @@ class LeagueService:
                 raise league_error(exc) from exc
             joined = next(e for e in added.entrants if e.id == entrant.id).joined_round
             doc.entrants.append(dataclasses.replace(entrant, joined_round=joined))
+            bye = added.late_entry_bye(entrant.id, [p.pairing() for p in doc.round_pairings(1)])
+            if bye is not None:  # joined after round 1: one bye, for round 1 (Lichess's rule)
+                late = PairingDoc(bye.round, bye.table, bye.first, None, bye.label)
+                late.result = result_dict(bye.bye_result())
+                doc.pairings.append(late)
+                doc.pairings.sort(key=lambda p: (p.round, p.table))
 
         return await self._update(operator, league_id, change)
 
