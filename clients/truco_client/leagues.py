@@ -50,6 +50,7 @@ from truco_client.runner import play_seat
 from truco_contract import codec
 from truco_contract.leagues import Assignment, assignment_from_proto
 from truco_contract.pb import league_service_pb2, league_service_pb2_grpc, match_pb2
+from truco_contract.trf import swiss_trf
 from truco_kit.bot import Bot
 from truco_match.lifecycle import TimeControl
 
@@ -243,6 +244,12 @@ class LeagueClient:
     def pairings(self, league_id: str, round: int = 0) -> league_service_pb2.ListPairingsResponse:
         req = pb.ListPairingsRequest(league_id=league_id, round=round)
         return self._call("ListPairings", req)  # type: ignore[no-any-return]
+
+    def export_trf(self, league_id: str) -> str:
+        """A Swiss league as a FIDE Tournament Report File (TRF-16 text; see
+        :func:`truco_contract.trf.swiss_trf`): the league, its standings and its pairings."""
+        league = self.get_league(league_id)
+        return swiss_trf(league, self.standings(league_id), self.pairings(league_id))
 
     def leaderboard(self, family: str, limit: int = 50) -> list[league_service_pb2.LeaderboardEntry]:
         req = pb.GetLeaderboardRequest(family=family, page_size=limit)

@@ -97,6 +97,7 @@ class Entrant(_message.Message):
     MEMBERS_FIELD_NUMBER: _builtins.int
     WITHDRAWN_FIELD_NUMBER: _builtins.int
     JOINED_ROUND_FIELD_NUMBER: _builtins.int
+    DISPLAY_NAME_FIELD_NUMBER: _builtins.int
     entrant_id: _builtins.str
     """The operator's id of the entrant (its player id, or a bot_id)."""
     seed: _builtins.int
@@ -105,6 +106,10 @@ class Entrant(_message.Message):
     """Withdrawn: not paired any more."""
     joined_round: _builtins.int
     """The first round it can be paired in (a late Swiss entry: > 1)."""
+    display_name: _builtins.str
+    """The name shown beside its id in standings, pairings and exports (at most
+    100 characters); empty on registration: a bot account's name, or none.
+    """
     @_builtins.property
     def members(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Player ids of a team (team rule sets); empty: the entrant alone. An id
@@ -119,10 +124,11 @@ class Entrant(_message.Message):
         members: _abc.Iterable[_builtins.str] | None = ...,
         withdrawn: _builtins.bool = ...,
         joined_round: _builtins.int = ...,
+        display_name: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["entrant_id", b"entrant_id", "joined_round", b"joined_round", "members", b"members", "seed", b"seed", "withdrawn", b"withdrawn"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_name", b"display_name", "entrant_id", b"entrant_id", "joined_round", b"joined_round", "members", b"members", "seed", b"seed", "withdrawn", b"withdrawn"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

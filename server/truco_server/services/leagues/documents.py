@@ -71,6 +71,8 @@ class EntrantDoc:
     members: list[str] = field(default_factory=list)
     joined_round: int = 1
     withdrawn: bool = False
+    display_name: str = ""
+    """The name shown beside the id (the operator's, or its bot account's); may be empty."""
 
     def entrant(self) -> Entrant:
         return Entrant(self.id, self.seed, tuple(self.members), joined_round=self.joined_round)

@@ -275,6 +275,8 @@ class LeagueService:
         return out
 
     async def _check_bots(self, operator: Operator, entrants: Sequence[EntrantDoc]) -> None:
+        """Every bot among the entrants is one of the operator's; a bot entrant without a
+        display name gets its account's name."""
         for i, e in enumerate(entrants):
             for j, player in enumerate(e.players):
                 if not player.startswith(BOT_PREFIX):
@@ -283,6 +285,8 @@ class LeagueService:
                 if bot is None or bot.owner != operator.name:
                     where = f"entrants[{i}]" + (f".members[{j}]" if e.members else ".entrant_id")
                     raise invalid(where, f"{player[:64]!r} is not one of your bot accounts")
+                if not e.members and not e.display_name:
+                    e.display_name = bot.name
 
     # =================================================================== the operator's leagues
     async def get_league(self, operator: Operator, league_id: str) -> LeagueDoc:
