@@ -168,6 +168,7 @@ def _create(args: argparse.Namespace) -> int:
             join_window=args.join_window,
             turn_timeout=args.turn_timeout,
             request_id=args.request_id,
+            third_place=args.third_place,
         )
     print(league.league_id)
     print(_summary(league), file=sys.stderr)
@@ -195,24 +196,41 @@ def _simple(method: str) -> Any:
 
 
 def _standings(args: argparse.Namespace) -> int:
-    from truco_contract.leagues import standings_rows
+    from truco_contract.leagues import entrant_names, standings_rows
 
     with _client(args) as c:
-        return _emit(standings_rows(c.standings(args.league)), args.format, args.output)
+        names = entrant_names(c.get_league(args.league))
+        return _emit(standings_rows(c.standings(args.league), names), args.format, args.output)
 
 
 def _pairings(args: argparse.Namespace) -> int:
-    from truco_contract.leagues import pairings_rows
+    from truco_contract.leagues import entrant_names, pairings_rows
 
     with _client(args) as c:
-        return _emit(pairings_rows(c.pairings(args.league, args.round)), args.format, args.output)
+        names = entrant_names(c.get_league(args.league))
+        return _emit(pairings_rows(c.pairings(args.league, args.round), names), args.format, args.output)
 
 
 def _results(args: argparse.Namespace) -> int:
-    from truco_contract.leagues import results_rows
+    from truco_contract.leagues import entrant_names, results_rows
 
     with _client(args) as c:
-        return _emit(results_rows(c.pairings(args.league, args.round)), args.format, args.output)
+        names = entrant_names(c.get_league(args.league))
+        return _emit(results_rows(c.pairings(args.league, args.round), names), args.format, args.output)
+
+
+def _trf(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        try:
+            text = c.export_trf(args.league)
+        except ValueError as exc:
+            print(f"truco league trf: {exc}", file=sys.stderr)
+            return 1
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8", newline="")
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def _records(args: argparse.Namespace) -> int:
@@ -415,6 +433,9 @@ def register(sub: Any) -> None:
     c.add_argument("--join-window", type=float, help="seconds every seat has to join (a no-show forfeits)")
     c.add_argument("--turn-timeout", type=float, help="seconds per decision")
     c.add_argument("--request-id", help="idempotency key (a retry returns the same league)")
+    c.add_argument(
+        "--third-place", action="store_true", help="single elimination: the semi-final losers play for third"
+    )
     _common(c)
     c.set_defaults(func=_create)
 
@@ -459,6 +480,11 @@ def register(sub: Any) -> None:
         _export(p)
         _common(p)
         p.set_defaults(func=func)
+    t = cmds.add_parser("trf", help="a swiss as a FIDE Tournament Report File (TRF-16)")
+    t.add_argument("league", help="league id")
+    t.add_argument("-o", "--output", help="file to write (default: standard output)")
+    _common(t)
+    t.set_defaults(func=_trf)
     rec = cmds.add_parser("records", help="write every match's record to a directory")
     rec.add_argument("league", help="league id")
     rec.add_argument("--dir", required=True, help="directory to write the records to (created if missing)")

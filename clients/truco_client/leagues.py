@@ -50,6 +50,7 @@ from truco_client.runner import play_seat
 from truco_contract import codec
 from truco_contract.leagues import Assignment, assignment_from_proto
 from truco_contract.pb import league_service_pb2, league_service_pb2_grpc, match_pb2
+from truco_contract.trf import swiss_trf
 from truco_kit.bot import Bot
 from truco_match.lifecycle import TimeControl
 
@@ -132,12 +133,14 @@ class LeagueClient:
         rated_endings: Sequence[str] = (),
         start_time: float | None = None,
         round_interval: Seconds | None = None,
+        third_place: bool = False,
     ) -> league_service_pb2.League:
         """A new league in registration (entrants get seeds in the order given). ``unrated``:
         none of its matches is rated; ``rated_endings``: which are ("played", "adjudicated",
         "time_forfeit", "no_show"; default played and adjudicated). ``start_time`` (seconds
         since the epoch): it starts by itself then; ``round_interval``: the pause between a
-        round's last result and the next round."""
+        round's last result and the next round. ``third_place`` (single elimination): the
+        semi-final losers play for third place."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -160,6 +163,7 @@ class LeagueClient:
             entrants=[_entrant(e, i) for i, e in enumerate(entrants, 1)],
             request_id=request_id or new_request_id(),
             rating_policy=pb.RatingPolicy(unrated=unrated, count=list(rated_endings)),
+            third_place=third_place,
         )
         if start_time is not None:
             req.schedule.start_time.FromNanoseconds(round(start_time * 1e9))
@@ -240,6 +244,12 @@ class LeagueClient:
     def pairings(self, league_id: str, round: int = 0) -> league_service_pb2.ListPairingsResponse:
         req = pb.ListPairingsRequest(league_id=league_id, round=round)
         return self._call("ListPairings", req)  # type: ignore[no-any-return]
+
+    def export_trf(self, league_id: str) -> str:
+        """A Swiss league as a FIDE Tournament Report File (TRF-16 text; see
+        :func:`truco_contract.trf.swiss_trf`): the league, its standings and its pairings."""
+        league = self.get_league(league_id)
+        return swiss_trf(league, self.standings(league_id), self.pairings(league_id))
 
     def leaderboard(self, family: str, limit: int = 50) -> list[league_service_pb2.LeaderboardEntry]:
         req = pb.GetLeaderboardRequest(family=family, page_size=limit)

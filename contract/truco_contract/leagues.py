@@ -4,7 +4,8 @@ the server, the SDK and ``truco league``.
 * :class:`Assignment` -- a match a bot must play (the bot lobby's message), with
   :func:`assignment_to_proto` / :func:`assignment_from_proto`;
 * :func:`standings_rows`, :func:`pairings_rows`, :func:`results_rows` -- a league's
-  standings, pairings and match results as flat rows (one dict each, stable column order);
+  standings, pairings and match results as flat rows (one dict each, stable column order),
+  each entrant id with its display name beside it (:func:`entrant_names`);
 * :func:`rows_to_csv`, :func:`rows_to_json` -- those rows as the CSV and JSON exports.
 """
 
@@ -70,13 +71,23 @@ def assignment_from_proto(m: league_service_pb2.Assignment) -> Assignment:
     )
 
 
-def standings_rows(resp: league_service_pb2.GetStandingsResponse) -> list[Row]:
-    """One row per standing: rank, entrant, score, games, points and each tie-break by name."""
+def entrant_names(league: league_service_pb2.League) -> dict[str, str]:
+    """Each entrant's display name by id (the exports' name columns; empty when it has none)."""
+    return {e.entrant_id: e.display_name for e in league.entrants}
+
+
+def standings_rows(
+    resp: league_service_pb2.GetStandingsResponse, names: Mapping[str, str] | None = None
+) -> list[Row]:
+    """One row per standing: rank, entrant and its display name (``names``, from
+    :func:`entrant_names`), score, games, points and each tie-break by name."""
+    names = names or {}
     rows = []
     for s in resp.standings:
         row: Row = {
             "rank": s.rank,
             "entrant": s.entrant_id,
+            "name": names.get(s.entrant_id, ""),
             "score": s.score,
             "played": s.played,
             "wins": s.wins,
@@ -92,8 +103,12 @@ def standings_rows(resp: league_service_pb2.GetStandingsResponse) -> list[Row]:
     return rows
 
 
-def pairings_rows(resp: league_service_pb2.ListPairingsResponse) -> list[Row]:
-    """One row per pairing: round, table, the two sides, the result (empty until recorded)."""
+def pairings_rows(
+    resp: league_service_pb2.ListPairingsResponse, names: Mapping[str, str] | None = None
+) -> list[Row]:
+    """One row per pairing: round, table, the two sides with their display names, the
+    result (empty until recorded)."""
+    names = names or {}
     rows = []
     for p in resp.pairings:
         has = p.HasField("result")
@@ -103,7 +118,9 @@ def pairings_rows(resp: league_service_pb2.ListPairingsResponse) -> list[Row]:
                 "table": p.table,
                 "label": p.label,
                 "first": p.first,
+                "first_name": names.get(p.first, ""),
                 "second": p.second or "(bye)",
+                "second_name": names.get(p.second, "") if p.second else "",
                 "winner": (p.result.winner or "(draw)") if has else "",
                 "first_points": p.result.first_points if has else "",
                 "second_points": p.result.second_points if has else "",
@@ -116,8 +133,12 @@ def pairings_rows(resp: league_service_pb2.ListPairingsResponse) -> list[Row]:
     return rows
 
 
-def results_rows(resp: league_service_pb2.ListPairingsResponse) -> list[Row]:
-    """One row per match: its table key, match id, the sides and whether it is over."""
+def results_rows(
+    resp: league_service_pb2.ListPairingsResponse, names: Mapping[str, str] | None = None
+) -> list[Row]:
+    """One row per match: its table key, match id, the sides with their display names and
+    whether it is over."""
+    names = names or {}
     rows = []
     for p in resp.pairings:
         for t in p.tables:
@@ -128,7 +149,9 @@ def results_rows(resp: league_service_pb2.ListPairingsResponse) -> list[Row]:
                     "deal_set": t.deal_set,
                     "match_id": t.match_id,
                     "direction_0": t.sides[0] if t.sides else "",
+                    "direction_0_name": names.get(t.sides[0], "") if t.sides else "",
                     "direction_1": t.sides[1] if len(t.sides) > 1 else "",
+                    "direction_1_name": names.get(t.sides[1], "") if len(t.sides) > 1 else "",
                     "done": t.done,
                 }
             )
@@ -155,6 +178,7 @@ __all__ = [
     "Assignment",
     "assignment_from_proto",
     "assignment_to_proto",
+    "entrant_names",
     "pairings_rows",
     "results_rows",
     "rows_to_csv",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -12,8 +13,10 @@ from hypothesis import strategies as st
 from tests.leagues.helpers import field
 from truco_server.leagues import (
     Elimination,
+    Event,
     EventSpec,
     FormatKind,
+    InvalidOptionError,
     InvalidResultError,
     Pairing,
     Result,
@@ -234,3 +237,75 @@ def test_elimination_needs_a_winner_and_the_right_players() -> None:
         ko.pairings(2, [Pairing(1, 1, "e1", "e2").result("e1"), Pairing(1, 2, "e3", "e4").result("e3")])
     with pytest.raises(RoundOrderError, match="not complete"):
         ko.pairings(2, [a.result(a.first)])
+
+
+def worst_seed_wins(tables: tuple[Pairing, ...], seed: dict[str, int]) -> list[Result]:
+    return [
+        p.bye_result() if p.second is None else p.result(max(p.entrants, key=lambda x: seed[x]))
+        for p in tables
+    ]
+
+
+Rounds = list[tuple[Pairing, ...]]
+
+
+def play_out(event: Event, decide: Callable[..., list[Result]]) -> tuple[list[Result], Rounds]:
+    seed = {e.id: e.seed for e in event.entrants}
+    results: list[Result] = []
+    rounds: Rounds = []
+    for r in range(1, event.total_rounds() + 1):
+        tables = event.pairings(r, results)
+        rounds.append(tables)
+        results += decide(tables, seed)
+    assert event.is_finished(results)
+    return results, rounds
+
+
+def test_a_third_place_match_of_eight_is_played_with_the_final() -> None:
+    event = create_event(EventSpec(FormatKind.SINGLE_ELIMINATION, third_place=True), field(8))
+    assert event.total_rounds() == 3
+    # the worse seed always wins: e8, e5, e6, e7 reach round 2, e8 and e7 the final
+    results, rounds = play_out(event, worst_seed_wins)
+    assert [(p.label, p.first, p.second) for p in rounds[1]] == [("W2.1", "e5", "e8"), ("W2.2", "e6", "e7")]
+    # round 3: the final (the semi-finals' winners) and the match for third (their losers)
+    assert [(p.label, p.first, p.second) for p in rounds[2]] == [("W3.1", "e7", "e8"), ("3P", "e5", "e6")]
+    places = [(s.rank, s.entrant_id) for s in event.standings(results)]
+    assert places[:4] == [(1, "e8"), (2, "e7"), (3, "e6"), (4, "e5")]
+    assert [rank for rank, _ in places[4:]] == [5, 5, 5, 5]
+    # while the final round is under way the semi-finals' losers still share third
+    before = [(s.rank, s.entrant_id) for s in event.standings(results[:-2])]
+    assert before[2:4] == [(3, "e5"), (3, "e6")]
+    # without the option: one match in round 3, and the losers share third
+    plain = create_event(EventSpec(FormatKind.SINGLE_ELIMINATION), field(8))
+    plain_results, plain_rounds = play_out(plain, worst_seed_wins)
+    assert [p.label for p in plain_rounds[2]] == ["W3.1"]
+    assert [(s.rank, s.entrant_id) for s in plain.standings(plain_results)][:4] == [
+        (1, "e8"), (2, "e7"), (3, "e5"), (3, "e6"),
+    ]  # fmt: skip
+
+
+def test_a_third_place_match_of_five_with_byes() -> None:
+    event = create_event(EventSpec(FormatKind.SINGLE_ELIMINATION, third_place=True), field(5))
+    results, rounds = play_out(event, better_seed_wins)
+    # round 1: e4-e5, byes to e1-e3; semi-finals e1-e4, e2-e3; then the final and the 3P
+    first = [(p.first, p.second) for p in rounds[0]]
+    assert first == [("e4", "e5"), ("e1", None), ("e2", None), ("e3", None)]
+    assert [(p.label, p.first, p.second) for p in rounds[2]] == [("W3.1", "e1", "e2"), ("3P", "e3", "e4")]
+    assert [(s.rank, s.entrant_id) for s in event.standings(results)] == [
+        (1, "e1"), (2, "e2"), (3, "e3"), (4, "e4"), (5, "e5"),
+    ]  # fmt: skip
+
+
+def test_a_third_place_match_against_an_empty_line_is_a_walkover() -> None:
+    # three entrants: e1's semi-final is a bye, so e2-e3's loser is third without playing
+    event = create_event(EventSpec(FormatKind.SINGLE_ELIMINATION, third_place=True), field(3))
+    results, rounds = play_out(event, better_seed_wins)
+    assert [(p.label, p.first, p.second) for p in rounds[1]] == [("W2.1", "e1", "e2"), ("3P", "e3", None)]
+    assert [(s.rank, s.entrant_id) for s in event.standings(results)] == [(1, "e1"), (2, "e2"), (3, "e3")]
+
+
+@pytest.mark.parametrize("fmt", [FormatKind.DOUBLE_ELIMINATION, FormatKind.SWISS, FormatKind.ROUND_ROBIN])
+def test_only_a_single_elimination_has_a_third_place_match(fmt: FormatKind) -> None:
+    with pytest.raises(InvalidOptionError) as err:
+        EventSpec(fmt, rounds=3 if fmt is FormatKind.SWISS else None, third_place=True)
+    assert err.value.field == "third_place"

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from tests.leagues.helpers import field, play
 from truco_server.leagues import (
+    LATE_ENTRY,
     Entrant,
     EventSpec,
     FormatKind,
@@ -216,6 +217,56 @@ def test_withdrawn_entrants_are_not_paired_and_late_ones_join() -> None:
     round2 = event.pairings(2, results, withdrawn={"e3"})
     playing = {e for p in round2 for e in p.entrants}
     assert "e3" not in playing and "late" in playing and len(playing) == 8
+
+
+def test_a_late_entrant_gets_one_bye_for_the_first_round_it_missed() -> None:
+    """Lichess's late-join rule: joining after two rounds, one bye (round 1), nothing for
+    round 2; the bye counts as its one bye, so round 3's bye (nine present) goes to another."""
+    event = create_event(EventSpec(FormatKind.SWISS, rounds=5), field(8))
+    rnd = random.Random(11)
+    results = play(event.pairings(1, []), rnd)
+    results += play(event.pairings(2, results), rnd)
+    assert event.late_entry_bye("e1", event.pairings(1, [])) is None  # paired from round 1
+    event = event.register(Entrant("late", 20), rounds_started=2)
+    round_one = [r.pairing for r in results if r.round == 1]
+    bye = event.late_entry_bye("late", round_one)
+    assert bye == Pairing(1, 5, "late", None, LATE_ENTRY)  # the table after round 1's four
+    results.append(bye.bye_result())
+    assert event.scores(results)["late"] == 1.0  # a bye's points for round 1, 0 for round 2
+    row = next(s for s in event.standings(results) if s.entrant_id == "late")
+    assert (row.score, row.played, row.byes) == (1.0, 0, 1)
+    round3 = event.pairings(3, results)
+    byes = [p.first for p in round3 if p.is_bye]
+    assert len(byes) == 1 and byes != ["late"]  # nobody gets a second bye
+    assert "late" in {e for p in round3 for e in p.entrants}
+    # a second late entrant in the same round: the next table
+    event = event.register(Entrant("later", 21), rounds_started=2)
+    second = event.late_entry_bye("later", [*round_one, bye])
+    assert second is not None and (second.round, second.table) == (1, 6)
+
+
+def test_a_withdrawn_entrant_keeps_its_results_and_makes_no_bye() -> None:
+    """Nine entrants, one withdrawn after round 2: never paired again, its two results kept
+    (and counted in its opponents' Buchholz), no bye for it or for anyone in the even rounds
+    that follow."""
+    event = create_event(EventSpec(FormatKind.SWISS, rounds=5), field(9))
+    rnd = random.Random(3)
+    results = play(event.pairings(1, []), rnd)
+    results += play(event.pairings(2, results), rnd)
+    before = event.scores(results)["e3"]
+    for r in range(3, 6):
+        tables = event.pairings(r, results, withdrawn={"e3"})
+        assert "e3" not in {e for p in tables for e in p.entrants}
+        assert not [p for p in tables if p.is_bye]  # eight left: nobody has a bye
+        results += play(tables, rnd)
+    table = {s.entrant_id: s for s in event.standings(results, {"e3"})}
+    assert table["e3"].score == before and table["e3"].played + table["e3"].byes == 2
+    assert len([r for r in results if "e3" in r.entrants]) == 2
+    scores = event.scores(results)
+    for opp in {x for r in results if "e3" in r.entrants and r.second for x in r.entrants} - {"e3"}:
+        met = [x for r in results if opp in r.entrants and r.second for x in r.entrants if x != opp]
+        assert "e3" in met  # e3's score is still in its opponents' Buchholz
+        assert table[opp].tie_breaks[0] == sum(scores[x] for x in met)
 
 
 def test_pairing_rounds_out_of_order() -> None:

@@ -63,12 +63,18 @@ def test_a_bot_league_from_nothing_with_the_cli(
         assert [r["rank"] for r in rows] == ["1", "2", "3", "4"]
         assert sum(float(r["score"]) for r in rows) == 6.0  # one point per match
         assert {"buchholz", "sonneborn_berger", "points_difference"} <= set(rows[0])
+        name_of = {b["bot_id"]: b["name"] for b in bots}  # a bot entrant shows its account's name
+        assert [r["name"] for r in rows] == [name_of[r["entrant"]] for r in rows]
         code, out, _ = run(capsys, "league", "pairings", league, "--format", "json", *srv)
         pairings = json.loads(out)
         assert len(pairings) == 6 and all(p["winner"] for p in pairings)
+        assert all(p["first_name"] == name_of[p["first"]] for p in pairings)
         code, out, _ = run(capsys, "league", "results", league, "--format", "csv", *srv)
         matches = list(csv.DictReader(io.StringIO(out)))
         assert len(matches) == 6 and all(m["done"] == "True" for m in matches)
+        assert all(m["direction_1_name"] == name_of[m["direction_1"]] for m in matches)
+        code, _, err = run(capsys, "league", "trf", league, *srv)
+        assert code == 1 and "written for a swiss" in err  # a round robin has no TRF
         code, _, err = run(capsys, "league", "records", league, "--dir", str(tmp_path / "records"), *srv)
         assert code == 0 and "6 match records" in err
         files = sorted((tmp_path / "records").iterdir())

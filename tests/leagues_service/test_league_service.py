@@ -96,8 +96,11 @@ async def test_registration_after_the_start(any_stack: Stack) -> None:
     assert dup.value.field_violations[0].field.startswith("entrants")
     done = await run_league(any_stack, sw.league_id)
     assert done.round == 4
-    late_rounds = {p.round for p in done.pairings if "late" in (p.first, p.second)}
+    late_rounds = {p.round for p in done.pairings if "late" in (p.first, p.second) and p.second}
     assert late_rounds and min(late_rounds) == 2
+    # one bye for the round it missed (round 1), at the table after round 1's
+    (bye,) = [p for p in done.pairings if p.first == "late" and not p.second]
+    assert (bye.round, bye.table, bye.label) == (1, 4, "late entry") and bye.result["winner"] == "late"
 
 
 async def test_another_operator_sees_no_league(any_stack: Stack) -> None:

@@ -97,6 +97,7 @@ class Entrant(_message.Message):
     MEMBERS_FIELD_NUMBER: _builtins.int
     WITHDRAWN_FIELD_NUMBER: _builtins.int
     JOINED_ROUND_FIELD_NUMBER: _builtins.int
+    DISPLAY_NAME_FIELD_NUMBER: _builtins.int
     entrant_id: _builtins.str
     """The operator's id of the entrant (its player id, or a bot_id)."""
     seed: _builtins.int
@@ -105,6 +106,10 @@ class Entrant(_message.Message):
     """Withdrawn: not paired any more."""
     joined_round: _builtins.int
     """The first round it can be paired in (a late Swiss entry: > 1)."""
+    display_name: _builtins.str
+    """The name shown beside its id in standings, pairings and exports (at most
+    100 characters); empty on registration: a bot account's name, or none.
+    """
     @_builtins.property
     def members(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Player ids of a team (team rule sets); empty: the entrant alone. An id
@@ -119,10 +124,11 @@ class Entrant(_message.Message):
         members: _abc.Iterable[_builtins.str] | None = ...,
         withdrawn: _builtins.bool = ...,
         joined_round: _builtins.int = ...,
+        display_name: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["entrant_id", b"entrant_id", "joined_round", b"joined_round", "members", b"members", "seed", b"seed", "withdrawn", b"withdrawn"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_name", b"display_name", "entrant_id", b"entrant_id", "joined_round", b"joined_round", "members", b"members", "seed", b"seed", "withdrawn", b"withdrawn"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -153,6 +159,7 @@ class League(_message.Message):
     ROUND_PAIRINGS_FIELD_NUMBER: _builtins.int
     RATING_POLICY_FIELD_NUMBER: _builtins.int
     SCHEDULE_FIELD_NUMBER: _builtins.int
+    THIRD_PLACE_FIELD_NUMBER: _builtins.int
     league_id: _builtins.str
     """Server-assigned id."""
     name: _builtins.str
@@ -175,6 +182,10 @@ class League(_message.Message):
     """
     finish_reason: _builtins.str
     """Why the league finished early (or was paused by the server), when it did."""
+    third_place: _builtins.bool
+    """Single elimination: the semi-final losers play a match for third place
+    (label "3P") in the final's round.
+    """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
         """The rule set every match is played with."""
@@ -243,10 +254,11 @@ class League(_message.Message):
         round_pairings: _abc.Iterable[Global___RoundPairings] | None = ...,
         rating_policy: Global___RatingPolicy | None = ...,
         schedule: Global___LeagueSchedule | None = ...,
+        third_place: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "settings", b"settings", "state", b"state", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "settings", b"settings", "state", b"state", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -394,6 +406,7 @@ class CreateLeagueRequest(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     RATING_POLICY_FIELD_NUMBER: _builtins.int
     SCHEDULE_FIELD_NUMBER: _builtins.int
+    THIRD_PLACE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Display name (at most 100 characters)."""
     format: _builtins.str
@@ -402,6 +415,10 @@ class CreateLeagueRequest(_message.Message):
     """Swiss: the number of rounds (required there, refused elsewhere)."""
     request_id: _builtins.str
     """Idempotency key: a retry returns the same league."""
+    third_place: _builtins.bool
+    """Single elimination only: the semi-final losers play a match for third
+    place in the final's round (default: they share third).
+    """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
         """Rule set (preset and overrides) of every match."""
@@ -444,10 +461,11 @@ class CreateLeagueRequest(_message.Message):
         request_id: _builtins.str = ...,
         rating_policy: Global___RatingPolicy | None = ...,
         schedule: Global___LeagueSchedule | None = ...,
+        third_place: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "settings", b"settings", "tie_breaks", b"tie_breaks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "settings", b"settings", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -18,7 +18,15 @@ from truco_server.api.matches import StreamTracker
 from truco_server.core import errors as E
 from truco_server.core.caller import Credentials
 from truco_server.leagues import DEFAULT_TIE_BREAKS, LeaderboardEntry, Standing
-from truco_server.services.leagues import EntrantDoc, LeagueDoc, LeagueService, LeagueSpec, PairingDoc, State
+from truco_server.services.leagues import (
+    MAX_NAME,
+    EntrantDoc,
+    LeagueDoc,
+    LeagueService,
+    LeagueSpec,
+    PairingDoc,
+    State,
+)
 
 pb = league_service_pb2
 
@@ -48,7 +56,10 @@ def entrant_from_proto(e: league_service_pb2.Entrant, where: str) -> EntrantDoc:
         raise _bad(f"{where}.members", f"at most {MAX_MEMBERS} members")
     if e.seed < 0:
         raise _bad(f"{where}.seed", "must be >= 1 (0: the next free seed)")
-    return EntrantDoc(id=e.entrant_id, seed=e.seed, members=list(e.members))
+    name = e.display_name
+    if len(name) > MAX_NAME or name != name.strip() or not name.isprintable():
+        raise _bad(f"{where}.display_name", f"at most {MAX_NAME} printable characters without edge spaces")
+    return EntrantDoc(id=e.entrant_id, seed=e.seed, members=list(e.members), display_name=name)
 
 
 def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
@@ -74,6 +85,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
                 members=e.members,
                 withdrawn=e.withdrawn,
                 joined_round=e.joined_round,
+                display_name=e.display_name,
             )
             for e in sorted(doc.entrants, key=lambda e: e.seed)
         ],
@@ -92,6 +104,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
             for r, o in sorted(doc.overrides.items(), key=lambda kv: int(kv[0]))
         ],
         rating_policy=pb.RatingPolicy(unrated=not doc.rating["rated"], count=doc.rating["count"]),
+        third_place=doc.third_place,
     )
     if doc.starts_at:
         m.schedule.start_time.CopyFrom(_ts(doc.starts_at))
@@ -218,6 +231,7 @@ class LeagueApi:
                 else 0.0,
                 request.schedule.round_interval.ToNanoseconds() / 1e9,
             ),
+            third_place=request.third_place,
         )
         doc = await self.leagues.create_league(operator, spec)
         return pb.CreateLeagueResponse(league=league_to_proto(doc))

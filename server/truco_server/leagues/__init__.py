@@ -43,6 +43,7 @@ from truco_server.leagues.errors import (
     UnknownFormatError,
 )
 from truco_server.leagues.formats import (
+    LATE_ENTRY,
     MIN_ENTRANTS,
     Event,
     EventSpec,
@@ -69,6 +70,7 @@ from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS, Standing, TieBrea
 
 __all__ = [
     "DEFAULT_TIE_BREAKS",
+    "LATE_ENTRY",
     "MAX_ENTRANTS",
     "MIN_ENTRANTS",
     "NO_OVERRIDES",

@@ -17,6 +17,10 @@ bracket do not meet again at once). The grand final is the winners' champion aga
 losers' champion; with ``grand_final_reset`` a win of the losers' champion (the winners'
 champion's first loss) forces a second grand final.
 
+With ``third_place`` (single elimination only) the two semi-final losers play a match
+for third place (``3P``) in the final's round; the standings then place its winner 3rd
+and its loser 4th instead of both sharing 3rd.
+
 Every match is played in round 1 + the latest round of the matches that feed it: the
 winners' round r is round r, losers' round m is round m + 1, the grand final is round 2k
 and its reset round 2k + 1. In each match the better-seeded entrant is mano in the first
@@ -25,7 +29,7 @@ hand, except in the reset, where the other side is.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from truco_server.leagues.entrants import Entrant
@@ -50,7 +54,8 @@ class Source:
 @dataclass(frozen=True)
 class BracketMatch:
     label: str
-    """``W<r>.<i>`` (winners' round r, match i), ``L<r>.<i>``, ``GF``, ``GF2`` (the reset)."""
+    """``W<r>.<i>`` (winners' round r, match i), ``L<r>.<i>``, ``GF``, ``GF2`` (the reset),
+    ``3P`` (the match for third place)."""
     round: int
     top: Source
     bottom: Source
@@ -74,8 +79,16 @@ def seed_order(size: int) -> list[int]:
     return order
 
 
-def build_bracket(n: int, double: bool, grand_final_reset: bool = True) -> list[BracketMatch]:
-    """Every match of the bracket for ``n`` entrants, in scheduling order."""
+#: Label of the match for third place.
+THIRD_PLACE = "3P"
+
+
+def build_bracket(
+    n: int, double: bool, grand_final_reset: bool = True, third_place: bool = False
+) -> list[BracketMatch]:
+    """Every match of the bracket for ``n`` entrants, in scheduling order; with
+    ``third_place`` (single elimination, at least two rounds) the semi-final losers' match
+    for third place comes last, in the final's round."""
     size = bracket_size(n)
     k = size.bit_length() - 1
     order = seed_order(size)
@@ -95,6 +108,9 @@ def build_bracket(n: int, double: bool, grand_final_reset: bool = True) -> list[
                 )
             )
     if not double:
+        if third_place and k >= 2:
+            semis = (Source("loser", f"W{k - 1}.1"), Source("loser", f"W{k - 1}.2"))
+            matches.append(BracketMatch(THIRD_PLACE, k, *semis))
         return matches
     for i in range(size // 4):
         matches.append(
@@ -154,9 +170,11 @@ class Elimination:
     """Validated, ordered by seed."""
     double: bool = False
     grand_final_reset: bool = True
+    third_place: bool = False
+    """Single elimination: the semi-final losers play for third place."""
 
     def matches(self) -> list[BracketMatch]:
-        return build_bracket(len(self.entrants), self.double, self.grand_final_reset)
+        return build_bracket(len(self.entrants), self.double, self.grand_final_reset, self.third_place)
 
     def total_rounds(self) -> int:
         return max(m.round for m in self.matches())
@@ -291,7 +309,9 @@ class Elimination:
         without a reset the grand final's loser is out at once); a withdrawn entrant is
         out at its first walkover. The champion is 1st and the others are placed by the
         round they went out in, later first; entrants out in the same round share the
-        place, listed by seed. Entrants still in the event share the best place open.
+        place, listed by seed. With a match for third place its winner is placed between
+        the final's loser and its own loser. Entrants still in the event share the best
+        place open.
         """
         outcomes: dict[str, Outcome] = {}
         for r in range(self.total_rounds() + 1, 0, -1):
@@ -302,7 +322,10 @@ class Elimination:
                 continue
         losses: dict[str, int] = {}
         out_round: dict[str, int] = {}
+        third = outcomes.get(THIRD_PLACE)
         for o in sorted(outcomes.values(), key=lambda o: o.match.round):
+            if o is third:
+                continue  # both sides went out in the semi-finals; the match orders them
             if o.played:
                 losses[o.loser] = losses.get(o.loser, 0) + 1
                 final_no_reset = o.match.label == "GF" and not self.grand_final_reset
@@ -313,7 +336,10 @@ class Elimination:
                     if side and side != o.winner:
                         out_round.setdefault(side, o.match.round)
         never = self.total_rounds() + 2
-        key: Mapping[str, int] = {e.id: out_round.get(e.id, never) for e in self.entrants}
+        # twice the round went out in, so the third-place winner fits between two rounds
+        key: dict[str, int] = {e.id: 2 * out_round.get(e.id, never) for e in self.entrants}
+        if third is not None and third.winner:
+            key[third.winner] += 1
         ordered = sorted(self.entrants, key=lambda e: (-key[e.id], e.seed))
         return [(1 + sum(1 for x in self.entrants if key[x.id] > key[e.id]), e.id) for e in ordered]
 

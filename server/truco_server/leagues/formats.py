@@ -21,7 +21,12 @@ from truco_server.leagues.duplicate import (
     tables_for,
 )
 from truco_server.leagues.entrants import Entrant, validate_entrants
-from truco_server.leagues.errors import InvalidOptionError, RegistrationClosedError, UnknownFormatError
+from truco_server.leagues.errors import (
+    InvalidOptionError,
+    RegistrationClosedError,
+    UnknownEntrantError,
+    UnknownFormatError,
+)
 from truco_server.leagues.results import DEFAULT_SCORING, Pairing, Result, Scoring, build_history
 from truco_server.leagues.round_robin import RoundRobin
 from truco_server.leagues.rounds import Format
@@ -45,6 +50,9 @@ MIN_ENTRANTS: dict[FormatKind, int] = {
     FormatKind.SINGLE_ELIMINATION: 2,
     FormatKind.DOUBLE_ELIMINATION: 3,
 }
+
+#: Label of the bye a late Swiss entrant gets for the first round it missed.
+LATE_ENTRY = "late entry"
 
 #: Formats that accept entrants after the start (until more than half the rounds have started).
 LATE_REGISTRATION: frozenset[FormatKind] = frozenset({FormatKind.SWISS})
@@ -82,6 +90,15 @@ class EventSpec:
     """Double elimination: a second grand final when the losers' champion wins the first."""
     bracket_size: int = DEFAULT_BRACKET_SIZE
     """Swiss: the most entrants matched in one graph (see :mod:`truco_server.leagues.swiss`)."""
+    third_place: bool = False
+    """Single elimination: the semi-final losers play a match for third place (off: they
+    share third)."""
+
+    def __post_init__(self) -> None:
+        if self.third_place and self.format != FormatKind.SINGLE_ELIMINATION:
+            raise InvalidOptionError(
+                "third_place", f"only a single_elimination has a match for third place, not a {self.format}"
+            )
 
 
 @dataclass(frozen=True)
@@ -100,7 +117,8 @@ class Event:
         if kind is FormatKind.SWISS:
             assert self.spec.rounds is not None
             return Swiss(self.entrants, self.spec.rounds, self.spec.scoring, self.spec.bracket_size)
-        return Elimination(self.entrants, kind is FormatKind.DOUBLE_ELIMINATION, self.spec.grand_final_reset)
+        double = kind is FormatKind.DOUBLE_ELIMINATION
+        return Elimination(self.entrants, double, self.spec.grand_final_reset, self.spec.third_place)
 
     def total_rounds(self) -> int:
         return self.format.total_rounds()
@@ -151,7 +169,8 @@ class Event:
         """This event with ``entrant`` added, after ``rounds_started`` rounds were paired.
 
         Before the start every format accepts it; after, only a Swiss does, until more
-        than half its rounds have started; the entrant is then paired from the next round.
+        than half its rounds have started; the entrant is then paired from the next round
+        and gets one bye for the rounds it missed (:meth:`late_entry_bye`).
         """
         kind = self.spec.format
         if rounds_started > 0:
@@ -169,6 +188,24 @@ class Event:
             entrant = dataclasses.replace(entrant, joined_round=rounds_started + 1)
         field = validate_entrants((*self.entrants, entrant), self.spec.players_per_side, 1)
         return Event(self.spec, field)
+
+    def late_entry_bye(self, entrant_id: str, round_one: Sequence[Pairing]) -> Pairing | None:
+        """The bye of an entrant who joined a Swiss after its first round was paired
+        (Lichess's late-join rule): one bye, for the first round it missed (round 1), worth a
+        bye's points; the other rounds it missed score nothing. It takes the table after
+        ``round_one``'s (the round's pairings so far, late byes included) and is labelled
+        :data:`LATE_ENTRY`. ``None`` for an entrant paired from round 1.
+
+        The caller records its :meth:`Pairing.bye_result` with the other results: it counts
+        as the entrant's bye (a Swiss gives nobody two), like any other.
+        """
+        entrant = next((e for e in self.entrants if e.id == entrant_id), None)
+        if entrant is None:
+            raise UnknownEntrantError("entrant", f"{entrant_id!r} is not a registered entrant")
+        if entrant.joined_round <= 1:
+            return None
+        table = max((p.table for p in round_one if p.round == 1), default=0) + 1
+        return Pairing(1, table, entrant.id, None, LATE_ENTRY)
 
     def scores(self, results: Sequence[Result]) -> dict[str, float]:
         """Each entrant's score (no tie-breaks)."""

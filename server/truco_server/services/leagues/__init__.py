@@ -6,7 +6,15 @@ Built on the pure tournament library :mod:`truco_server.leagues`: the operator's
 """
 
 from truco_server.services.leagues.bots import BOT_PREFIX, BotAccounts
-from truco_server.services.leagues.documents import BotDoc, EntrantDoc, LeagueDoc, PairingDoc, State, TableDoc
+from truco_server.services.leagues.documents import (
+    MAX_NAME,
+    BotDoc,
+    EntrantDoc,
+    LeagueDoc,
+    PairingDoc,
+    State,
+    TableDoc,
+)
 from truco_server.services.leagues.errors import LeagueNotFound, LeagueStateError
 from truco_server.services.leagues.job import DUPLICATE_DEALS, LeagueJob
 from truco_server.services.leagues.service import LeagueService, LeagueSpec
@@ -14,6 +22,7 @@ from truco_server.services.leagues.service import LeagueService, LeagueSpec
 __all__ = [
     "BOT_PREFIX",
     "DUPLICATE_DEALS",
+    "MAX_NAME",
     "BotAccounts",
     "BotDoc",
     "EntrantDoc",

@@ -71,6 +71,8 @@ class EntrantDoc:
     members: list[str] = field(default_factory=list)
     joined_round: int = 1
     withdrawn: bool = False
+    display_name: str = ""
+    """The name shown beside the id (the operator's, or its bot account's); may be empty."""
 
     def entrant(self) -> Entrant:
         return Entrant(self.id, self.seed, tuple(self.members), joined_round=self.joined_round)
@@ -191,6 +193,8 @@ class LeagueDoc:
     outbox: list[dict[str, Any]] = field(default_factory=list)
     """League events written with the change they report, not yet on the operator's feed
     (``id``, ``type``, ``time``, ``match_id``, ``labels``); the job publishes them."""
+    third_place: bool = False
+    """Single elimination: the semi-final losers play for third place."""
     events: int = 0
     """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
 
@@ -227,6 +231,7 @@ class LeagueDoc:
             rounds=self.rounds,
             tie_breaks=parse_tie_breaks(self.tie_breaks) if self.tie_breaks else DEFAULT_TIE_BREAKS,
             duplicate=self.duplicate_options(),
+            third_place=self.third_place,
         )
 
     def event(self, *, min_entrants: bool = True) -> Event:

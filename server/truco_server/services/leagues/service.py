@@ -54,6 +54,7 @@ from truco_server.services.leagues.documents import (
     State,
     StoredLeague,
     load_league,
+    result_dict,
     save_league,
 )
 from truco_server.services.leagues.errors import LeagueNotFound, LeagueStateError, invalid, league_error
@@ -87,6 +88,8 @@ class LeagueSpec:
     schedule: tuple[float, float] = (0.0, 0.0)
     """When it starts by itself (seconds since the epoch; 0: never), and the seconds between
     rounds."""
+    third_place: bool = False
+    """Single elimination: a match for third place."""
 
 
 class LeagueService:
@@ -194,6 +197,7 @@ class LeagueService:
             rating=control.rating_policy(*spec.rating),
             starts_at=spec.schedule[0],
             round_interval=control.round_interval(spec.schedule[1]),
+            third_place=spec.third_place,
         )
         entrants = self._numbered(list(spec.entrants))
         await self._check_bots(operator, entrants)
@@ -271,6 +275,8 @@ class LeagueService:
         return out
 
     async def _check_bots(self, operator: Operator, entrants: Sequence[EntrantDoc]) -> None:
+        """Every bot among the entrants is one of the operator's; a bot entrant without a
+        display name gets its account's name."""
         for i, e in enumerate(entrants):
             for j, player in enumerate(e.players):
                 if not player.startswith(BOT_PREFIX):
@@ -279,6 +285,8 @@ class LeagueService:
                 if bot is None or bot.owner != operator.name:
                     where = f"entrants[{i}]" + (f".members[{j}]" if e.members else ".entrant_id")
                     raise invalid(where, f"{player[:64]!r} is not one of your bot accounts")
+                if not e.members and not e.display_name:
+                    e.display_name = bot.name
 
     # =================================================================== the operator's leagues
     async def get_league(self, operator: Operator, league_id: str) -> LeagueDoc:
@@ -308,6 +316,12 @@ class LeagueService:
                 raise league_error(exc) from exc
             joined = next(e for e in added.entrants if e.id == entrant.id).joined_round
             doc.entrants.append(dataclasses.replace(entrant, joined_round=joined))
+            bye = added.late_entry_bye(entrant.id, [p.pairing() for p in doc.round_pairings(1)])
+            if bye is not None:  # joined after round 1: one bye, for round 1 (Lichess's rule)
+                late = PairingDoc(bye.round, bye.table, bye.first, None, bye.label)
+                late.result = result_dict(bye.bye_result())
+                doc.pairings.append(late)
+                doc.pairings.sort(key=lambda p: (p.round, p.table))
 
         return await self._update(operator, league_id, change)
 
