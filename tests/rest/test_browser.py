@@ -221,7 +221,10 @@ def _match_with_a_manilha_for_seat_0(served: Served) -> dict[str, Any]:
     raise AssertionError("no deal of 40 gave seat 0 a manilha")
 
 
-@pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
+# On a phone only: the flows of these two (joining by token, spectating, invite links and the
+# page's languages) do not depend on the width; the desktop layout is played through by the
+# creator and quick-match tests, and each of these plays a whole match (30 to 50 s).
+@pytest.mark.parametrize("viewport", ["phone"])
 def test_join_two_seats_by_token_and_spectate(served: Served, tmp_path: Path, viewport: str) -> None:
     created = _match_with_a_manilha_for_seat_0(served)
     tokens = [c["token"] for c in created["seatCredentials"]]
@@ -248,7 +251,7 @@ def test_join_two_seats_by_token_and_spectate(served: Served, tmp_path: Path, vi
         assert [label.split(":")[0] for label in labels] == ["Team 0 (ana)", "Team 1 (beto)"], labels
 
 
-@pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
+@pytest.mark.parametrize("viewport", ["phone"])
 def test_invite_links_in_portuguese_and_spanish(served: Served, tmp_path: Path, viewport: str) -> None:
     summary = _drive(
         served, tmp_path, "invite", viewport, LOCALE="pt-BR", PRESET="argentine", NAMES="Ana, Beto"
