@@ -25,6 +25,7 @@ serving itself:
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -101,7 +102,7 @@ class WorkerGroup:
             stderr=subprocess.PIPE,  # its banner (read here); its JSON logs go straight to stdout
             env=env,
             text=True,
-            preexec_fn=die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=functools.partial(die_with_parent, os.getpid()) if sys.platform == "linux" else None,
         )
         child = _Child(index, proc, threading.Event())
         threading.Thread(target=self._pump, args=(child,), daemon=True).start()

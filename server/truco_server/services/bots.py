@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import hmac
 import multiprocessing
+import os
 import signal
 import time
 from collections.abc import Iterator
@@ -63,7 +64,9 @@ class BotSeats:
         if self._pool is None:
             # spawned, not forked: the worker's threads (gRPC's among them) stay behind
             context = multiprocessing.get_context("spawn")
-            pool = ProcessPoolExecutor(self.processes, mp_context=context, initializer=_ignore_interrupts)
+            pool = ProcessPoolExecutor(
+                self.processes, mp_context=context, initializer=_ignore_interrupts, initargs=(os.getpid(),)
+            )
             # The processes start here, in the background (their imports take a second or more:
             # the worker's start does not wait for them, and a match's first decision hardly
             # does), with Ctrl-C blocked: a terminal's Ctrl-C reaches the whole process group,
@@ -131,11 +134,12 @@ def _warm() -> None:
     """Nothing: a process of the pool has started (and imported the bots)."""
 
 
-def _ignore_interrupts() -> None:
+def _ignore_interrupts(worker: int) -> None:
     """In a decision process: Ctrl-C is the worker's to act on (it stops the pool), and the
-    process ends with its worker (a worker killed with SIGKILL left it running)."""
+    process ends with its worker (a worker killed with SIGKILL left it running; one that ended
+    while this process was still importing left it waiting for work forever)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent()
+    die_with_parent(worker)
 
 
 @contextlib.contextmanager
