@@ -32,8 +32,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, TypeVar
 
 import grpc
 
@@ -57,6 +57,7 @@ from truco_kit.actions import Action
 
 pb = match_service_pb2
 _END = object()
+T = TypeVar("T")
 Box = asyncio.Queue[pb.ConnectRequest | None]
 
 
@@ -105,18 +106,7 @@ class Seat:
         return pb.ConnectRequest(subscribe=sub)
 
     def __aiter__(self) -> AsyncIterator[Update]:
-        return self._updates()
-
-    async def _updates(self) -> AsyncIterator[Update]:
-        while True:
-            item = await self.queue.get()
-            if item is _END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-            if item.observation.is_over:
-                return
+        return _drained(self.queue, lambda update: update.observation.is_over)
 
     async def submit(
         self, action: Action, *, request_id: str | None = None, expected_version: int | None = None
@@ -148,6 +138,20 @@ class Seat:
         await self.conn._unsubscribe(self)
 
 
+async def _drained(queue: asyncio.Queue[Any], last: Callable[[T], bool]) -> AsyncIterator[T]:
+    """What a subscription's reader puts in ``queue``, up to its end mark (a failure put there
+    is raised); it stops after an item that is ``last``."""
+    while True:
+        item = await queue.get()
+        if item is _END:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+        if last(item):
+            return
+
+
 class TicketSubscription:
     """A matchmaking ticket followed on a :class:`PlayerConnection`: iterate it for the
     ticket (``truco.v1.Ticket``) when subscribed and at each change; iteration ends after the
@@ -169,16 +173,7 @@ class TicketSubscription:
         return pb.ConnectRequest(subscribe_ticket=sub)
 
     def __aiter__(self) -> AsyncIterator[matchmaking_service_pb2.Ticket]:
-        return self._tickets()
-
-    async def _tickets(self) -> AsyncIterator[matchmaking_service_pb2.Ticket]:
-        while True:
-            item = await self.queue.get()
-            if item is _END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+        return _drained(self.queue, lambda ticket: False)
 
     async def final(self) -> matchmaking_service_pb2.Ticket | None:
         """The ticket's last state (matched, cancelled or expired); ``None`` when the
