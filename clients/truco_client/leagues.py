@@ -134,13 +134,15 @@ class LeagueClient:
         start_time: float | None = None,
         round_interval: Seconds | None = None,
         third_place: bool = False,
+        series_best_of: int = 1,
     ) -> league_service_pb2.League:
         """A new league in registration (entrants get seeds in the order given). ``unrated``:
         none of its matches is rated; ``rated_endings``: which are ("played", "adjudicated",
         "time_forfeit", "no_show"; default played and adjudicated). ``start_time`` (seconds
         since the epoch): it starts by itself then; ``round_interval``: the pause between a
         round's last result and the next round. ``third_place`` (single elimination): the
-        semi-final losers play for third place."""
+        semi-final losers play for third place. ``series_best_of`` (odd, 1 to 9): each
+        pairing is a series of up to that many matches, decided by a majority."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -164,6 +166,7 @@ class LeagueClient:
             request_id=request_id or new_request_id(),
             rating_policy=pb.RatingPolicy(unrated=unrated, count=list(rated_endings)),
             third_place=third_place,
+            series_best_of=series_best_of,
         )
         if start_time is not None:
             req.schedule.start_time.FromNanoseconds(round(start_time * 1e9))

@@ -160,6 +160,7 @@ class League(_message.Message):
     RATING_POLICY_FIELD_NUMBER: _builtins.int
     SCHEDULE_FIELD_NUMBER: _builtins.int
     THIRD_PLACE_FIELD_NUMBER: _builtins.int
+    SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
     league_id: _builtins.str
     """Server-assigned id."""
     name: _builtins.str
@@ -185,6 +186,12 @@ class League(_message.Message):
     third_place: _builtins.bool
     """Single elimination: the semi-final losers play a match for third place
     (label "3P") in the final's round.
+    """
+    series_best_of: _builtins.int
+    """Each pairing is a series of up to this many matches between its two
+    entrants (an odd number, 1 to 9; 1: one match), seats alternating, ended
+    as soon as one side has won a majority; the series' result is the
+    pairing's.
     """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
@@ -255,10 +262,11 @@ class League(_message.Message):
         rating_policy: Global___RatingPolicy | None = ...,
         schedule: Global___LeagueSchedule | None = ...,
         third_place: _builtins.bool = ...,
+        series_best_of: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "settings", b"settings", "state", b"state", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "state", b"state", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -407,6 +415,7 @@ class CreateLeagueRequest(_message.Message):
     RATING_POLICY_FIELD_NUMBER: _builtins.int
     SCHEDULE_FIELD_NUMBER: _builtins.int
     THIRD_PLACE_FIELD_NUMBER: _builtins.int
+    SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Display name (at most 100 characters)."""
     format: _builtins.str
@@ -418,6 +427,10 @@ class CreateLeagueRequest(_message.Message):
     third_place: _builtins.bool
     """Single elimination only: the semi-final losers play a match for third
     place in the final's round (default: they share third).
+    """
+    series_best_of: _builtins.int
+    """Best-of-N series per pairing (an odd number, 1 to 9; 0 or 1: one match
+    per pairing). Refused with duplicate deals.
     """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
@@ -462,10 +475,11 @@ class CreateLeagueRequest(_message.Message):
         rating_policy: Global___RatingPolicy | None = ...,
         schedule: Global___LeagueSchedule | None = ...,
         third_place: _builtins.bool = ...,
+        series_best_of: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "settings", b"settings", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1024,7 +1038,9 @@ class LeagueTable(_message.Message):
     DONE_FIELD_NUMBER: _builtins.int
     SPECTATOR_TOKEN_FIELD_NUMBER: _builtins.int
     key: _builtins.str
-    """Stable key: "r<round>.t<table>", plus ".a" / ".b" under duplicate."""
+    """Stable key: "r<round>.t<table>", plus ".a" / ".b" under duplicate, or
+    ".g<game>" for the games after the first of a series.
+    """
     deal_set: _builtins.str
     """The deal set: tables of one set are dealt the same deck orders."""
     match_id: _builtins.str
@@ -1126,6 +1142,8 @@ class LeaguePairing(_message.Message):
     TABLES_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     CORRECTIONS_FIELD_NUMBER: _builtins.int
+    SERIES_FIRST_WINS_FIELD_NUMBER: _builtins.int
+    SERIES_SECOND_WINS_FIELD_NUMBER: _builtins.int
     round: _builtins.int
     """Round, from 1."""
     table: _builtins.int
@@ -1136,6 +1154,12 @@ class LeaguePairing(_message.Message):
     """The opponent; empty: a bye."""
     label: _builtins.str
     """Bracket match name in knockouts ("W1.3", "L2.1", "GF")."""
+    series_first_wins: _builtins.int
+    """A series (League.series_best_of > 1): games won so far by the first
+    entrant.
+    """
+    series_second_wins: _builtins.int
+    """Games won so far by the second entrant."""
     @_builtins.property
     def tables(self) -> _containers.RepeatedCompositeFieldContainer[Global___LeagueTable]:
         """The matches (none for a bye)."""
@@ -1159,10 +1183,12 @@ class LeaguePairing(_message.Message):
         tables: _abc.Iterable[Global___LeagueTable] | None = ...,
         result: Global___PairingResult | None = ...,
         corrections: _abc.Iterable[Global___ResultCorrection] | None = ...,
+        series_first_wins: _builtins.int = ...,
+        series_second_wins: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["corrections", b"corrections", "first", b"first", "label", b"label", "result", b"result", "round", b"round", "second", b"second", "table", b"table", "tables", b"tables"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["corrections", b"corrections", "first", b"first", "label", b"label", "result", b"result", "round", b"round", "second", b"second", "series_first_wins", b"series_first_wins", "series_second_wins", b"series_second_wins", "table", b"table", "tables", b"tables"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

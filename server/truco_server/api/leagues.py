@@ -26,6 +26,7 @@ from truco_server.services.leagues import (
     LeagueSpec,
     PairingDoc,
     State,
+    series_wins,
 )
 
 pb = league_service_pb2
@@ -105,6 +106,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         ],
         rating_policy=pb.RatingPolicy(unrated=not doc.rating["rated"], count=doc.rating["count"]),
         third_place=doc.third_place,
+        series_best_of=doc.series_best_of,
     )
     if doc.starts_at:
         m.schedule.start_time.CopyFrom(_ts(doc.starts_at))
@@ -130,7 +132,16 @@ def standing_to_proto(s: Standing) -> league_service_pb2.Standing:
 
 
 def pairing_to_proto(doc: LeagueDoc, p: PairingDoc) -> league_service_pb2.LeaguePairing:
-    m = pb.LeaguePairing(round=p.round, table=p.table, first=p.first, second=p.second or "", label=p.label)
+    wins = series_wins(doc, p)
+    m = pb.LeaguePairing(
+        round=p.round,
+        table=p.table,
+        first=p.first,
+        second=p.second or "",
+        label=p.label,
+        series_first_wins=wins[0],
+        series_second_wins=wins[1],
+    )
     for key in p.tables:
         t = doc.tables[key]
         m.tables.add(
@@ -232,6 +243,7 @@ class LeagueApi:
                 request.schedule.round_interval.ToNanoseconds() / 1e9,
             ),
             third_place=request.third_place,
+            series_best_of=request.series_best_of or 1,
         )
         doc = await self.leagues.create_league(operator, spec)
         return pb.CreateLeagueResponse(league=league_to_proto(doc))

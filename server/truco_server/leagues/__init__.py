@@ -65,12 +65,22 @@ from truco_server.leagues.ratings import (
 from truco_server.leagues.results import Pairing, Result, Scoring
 from truco_server.leagues.round_robin import RoundRobin, berger_round
 from truco_server.leagues.rounds import Format
+from truco_server.leagues.series import (
+    MAX_BEST_OF,
+    SeriesGame,
+    check_best_of,
+    game_sides,
+    series_decided,
+    series_result,
+    series_score,
+)
 from truco_server.leagues.swiss import NO_OVERRIDES, RoundOverrides, Swiss
 from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS, Standing, TieBreak, parse_tie_breaks, standings
 
 __all__ = [
     "DEFAULT_TIE_BREAKS",
     "LATE_ENTRY",
+    "MAX_BEST_OF",
     "MAX_ENTRANTS",
     "MIN_ENTRANTS",
     "NO_OVERRIDES",
@@ -113,6 +123,7 @@ __all__ = [
     "RoundOverrides",
     "RoundRobin",
     "Scoring",
+    "SeriesGame",
     "Standing",
     "Swiss",
     "TieBreak",
@@ -122,10 +133,12 @@ __all__ = [
     "berger_round",
     "bracket_size",
     "build_bracket",
+    "check_best_of",
     "check_boards",
     "check_fixed_schedule",
     "compare_pair",
     "create_event",
+    "game_sides",
     "imps",
     "matchpoints",
     "max_swiss_rounds",
@@ -134,6 +147,9 @@ __all__ = [
     "ranks_from_winner",
     "rate",
     "seed_order",
+    "series_decided",
+    "series_result",
+    "series_score",
     "standings",
     "tables_for",
     "validate_entrants",

@@ -159,6 +159,8 @@ def correct(
         t.winner_side = None if new.winner is None else t.sides.index(new.winner)
         t.points = [first_points, second_points] if t.sides[0] == p.first else [second_points, first_points]
         t.forfeit, t.ending, t.rated = forfeit, NO_SHOW if forfeit else ADJUDICATED, False
+    elif doc.series_best_of > 1:  # a series is rated with its last game: rated again
+        doc.tables[p.tables[-1]].rated = False
     return p
 
 

@@ -195,6 +195,8 @@ class LeagueDoc:
     (``id``, ``type``, ``time``, ``match_id``, ``labels``); the job publishes them."""
     third_place: bool = False
     """Single elimination: the semi-final losers play for third place."""
+    series_best_of: int = 1
+    """Each pairing is a series of up to this many matches (its tables, one per game)."""
     events: int = 0
     """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
 
@@ -232,6 +234,7 @@ class LeagueDoc:
             tie_breaks=parse_tie_breaks(self.tie_breaks) if self.tie_breaks else DEFAULT_TIE_BREAKS,
             duplicate=self.duplicate_options(),
             third_place=self.third_place,
+            series_best_of=self.series_best_of,
         )
 
     def event(self, *, min_entrants: bool = True) -> Event:

@@ -12,7 +12,9 @@ version:
    ids;
 2. hands each bot seat to its bot account (the bot lobby's assignment, an idempotent write);
 3. collects the result of every match that is over (read from its record), and decides each
-   pairing whose matches are all over (a duplicate pairing deal by deal);
+   pairing whose matches are all over (a duplicate pairing deal by deal); a best-of-N series
+   not decided yet gets its next game's table instead, whose match step 1 creates
+   (:mod:`.series`);
 4. removes the bot assignments of finished matches, rates each finished match once (the
    rating book skips a match id it has applied), and marks them so;
 5. when the round is complete and the league runs: ends the league, or pairs the next round
@@ -93,6 +95,7 @@ from truco_server.services.leagues.documents import (
 )
 from truco_server.services.leagues.errors import invalid
 from truco_server.services.leagues.outcomes import NO_SHOW, TIME_FORFEIT, outcome_of
+from truco_server.services.leagues.series import advance_series, is_series, series_rating
 from truco_server.services.matches import MatchService
 from truco_server.services.ratings import RatingBooks
 from truco_server.services.reads import MatchReads
@@ -359,7 +362,10 @@ class LeagueJob:
                     _forfeited(doc, p, t, self.now())
         for p in current:
             if p.result is None and p.tables and all(doc.tables[k].done for k in p.tables):
-                p.result = decide(doc, p)
+                if is_series(doc, p):  # its result, or its next game's table
+                    advance_series(doc, p)
+                else:
+                    p.result = decide(doc, p)
                 changed = True
         return changed
 
@@ -368,12 +374,20 @@ class LeagueJob:
         policy (a table the policy does not count is un-rated, in case a correction made it
         so; the book ignores a match it already holds as it is)."""
         players = doc.entrant_players()
+        series = {k: p for p in doc.pairings if is_series(doc, p) for k in p.tables}
         played, unrated = [], []
         for t in tables:
             for _seat, player, _token in t.seats:
                 if player.startswith(BOT_PREFIX) and not t.released:
                     await self.documents.assignment_delete(player, t.match_id)
             if t.rated:
+                continue
+            if t.key in series:  # a series is rated as one match, with its last game
+                p = series[t.key]
+                if p.result is not None and t.key == p.tables[-1]:
+                    rated = series_rating(doc, p, players)
+                    played.extend([rated] if rated else [])
+                    unrated.extend([] if rated else [doc.tables[p.tables[0]].match_id])
                 continue
             if not doc.counts(t):
                 unrated.append(t.match_id)

@@ -90,6 +90,8 @@ class LeagueSpec:
     rounds."""
     third_place: bool = False
     """Single elimination: a match for third place."""
+    series_best_of: int = 1
+    """Each pairing a series of up to this many matches."""
 
 
 class LeagueService:
@@ -198,6 +200,7 @@ class LeagueService:
             starts_at=spec.schedule[0],
             round_interval=control.round_interval(spec.schedule[1]),
             third_place=spec.third_place,
+            series_best_of=spec.series_best_of,
         )
         entrants = self._numbered(list(spec.entrants))
         await self._check_bots(operator, entrants)
