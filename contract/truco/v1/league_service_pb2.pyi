@@ -98,6 +98,8 @@ class Entrant(_message.Message):
     WITHDRAWN_FIELD_NUMBER: _builtins.int
     JOINED_ROUND_FIELD_NUMBER: _builtins.int
     DISPLAY_NAME_FIELD_NUMBER: _builtins.int
+    CHECKED_IN_FIELD_NUMBER: _builtins.int
+    WITHDRAWN_REASON_FIELD_NUMBER: _builtins.int
     entrant_id: _builtins.str
     """The operator's id of the entrant (its player id, or a bot_id)."""
     seed: _builtins.int
@@ -109,6 +111,12 @@ class Entrant(_message.Message):
     display_name: _builtins.str
     """The name shown beside its id in standings, pairings and exports (at most
     100 characters); empty on registration: a bot account's name, or none.
+    """
+    checked_in: _builtins.bool
+    """Checked in (CheckIn) during the league's check-in window."""
+    withdrawn_reason: _builtins.str
+    """Why it was withdrawn by the league: "no_check_in" (it did not check in
+    before the start); empty otherwise.
     """
     @_builtins.property
     def members(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -125,10 +133,12 @@ class Entrant(_message.Message):
         withdrawn: _builtins.bool = ...,
         joined_round: _builtins.int = ...,
         display_name: _builtins.str = ...,
+        checked_in: _builtins.bool = ...,
+        withdrawn_reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_name", b"display_name", "entrant_id", b"entrant_id", "joined_round", b"joined_round", "members", b"members", "seed", b"seed", "withdrawn", b"withdrawn"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checked_in", b"checked_in", "display_name", b"display_name", "entrant_id", b"entrant_id", "joined_round", b"joined_round", "members", b"members", "seed", b"seed", "withdrawn", b"withdrawn", "withdrawn_reason", b"withdrawn_reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -280,6 +290,7 @@ class LeagueSchedule(_message.Message):
 
     START_TIME_FIELD_NUMBER: _builtins.int
     ROUND_INTERVAL_FIELD_NUMBER: _builtins.int
+    CHECK_IN_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def start_time(self) -> _timestamp_pb2.Timestamp:
         """When the league starts by itself (StartLeague may start it before); unset:
@@ -292,15 +303,23 @@ class LeagueSchedule(_message.Message):
         next (at most 7 days); unset: none.
         """
 
+    @_builtins.property
+    def check_in(self) -> _duration_pb2.Duration:
+        """A check-in window of this long before start_time (which it needs; at
+        most 7 days): entrants call CheckIn in it, and at the start those who did
+        not are withdrawn. Unset: no check-in.
+        """
+
     def __init__(
         self,
         *,
         start_time: _timestamp_pb2.Timestamp | None = ...,
         round_interval: _duration_pb2.Duration | None = ...,
+        check_in: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["round_interval", b"round_interval", "start_time", b"start_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["check_in", b"check_in", "round_interval", b"round_interval", "start_time", b"start_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["round_interval", b"round_interval", "start_time", b"start_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["check_in", b"check_in", "round_interval", b"round_interval", "start_time", b"start_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -697,6 +716,56 @@ class WithdrawEntrantResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___WithdrawEntrantResponse: _TypeAlias = WithdrawEntrantResponse  # noqa: Y015
+
+@_typing.final
+class CheckInRequest(_message.Message):
+    """Request of CheckIn."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEAGUE_ID_FIELD_NUMBER: _builtins.int
+    ENTRANT_ID_FIELD_NUMBER: _builtins.int
+    league_id: _builtins.str
+    """The league."""
+    entrant_id: _builtins.str
+    """The entrant."""
+    def __init__(
+        self,
+        *,
+        league_id: _builtins.str = ...,
+        entrant_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entrant_id", b"entrant_id", "league_id", b"league_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckInRequest: _TypeAlias = CheckInRequest  # noqa: Y015
+
+@_typing.final
+class CheckInResponse(_message.Message):
+    """Response of CheckIn."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTRANT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def entrant(self) -> Global___Entrant:
+        """The entrant, checked in."""
+
+    def __init__(
+        self,
+        *,
+        entrant: Global___Entrant | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["entrant", b"entrant"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entrant", b"entrant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckInResponse: _TypeAlias = CheckInResponse  # noqa: Y015
 
 @_typing.final
 class StartLeagueRequest(_message.Message):

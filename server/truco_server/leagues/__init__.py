@@ -6,6 +6,7 @@ pairings and get the same answer. See docs/leagues.md.
 """
 
 from truco_server.leagues.brackets import Elimination, bracket_size, build_bracket, seed_order
+from truco_server.leagues.checkin import MAX_CHECK_IN, NO_CHECK_IN, CheckInWindow, not_checked_in
 from truco_server.leagues.duplicate import (
     TRUCO_IMP_SCALE,
     Board,
@@ -28,6 +29,7 @@ from truco_server.leagues.duplicate import (
 )
 from truco_server.leagues.entrants import MAX_ENTRANTS, Entrant, validate_entrants
 from truco_server.leagues.errors import (
+    CheckInClosedError,
     DuplicateEntrantError,
     EntrantShapeError,
     InvalidEntrantError,
@@ -81,11 +83,15 @@ __all__ = [
     "DEFAULT_TIE_BREAKS",
     "LATE_ENTRY",
     "MAX_BEST_OF",
+    "MAX_CHECK_IN",
     "MAX_ENTRANTS",
     "MIN_ENTRANTS",
+    "NO_CHECK_IN",
     "NO_OVERRIDES",
     "TRUCO_IMP_SCALE",
     "Board",
+    "CheckInClosedError",
+    "CheckInWindow",
     "DealComparison",
     "DealMatchpoints",
     "DealScore",
@@ -142,6 +148,7 @@ __all__ = [
     "imps",
     "matchpoints",
     "max_swiss_rounds",
+    "not_checked_in",
     "parse_format",
     "parse_tie_breaks",
     "ranks_from_winner",

@@ -80,6 +80,7 @@ from truco_server.ports.documents import DocRef, Documents
 from truco_server.ports.errors import ParentMissing
 from truco_server.ports.queues import LEAGUE as LEAGUE_QUEUE
 from truco_server.ports.queues import Claim, Queues
+from truco_server.services.leagues import control
 from truco_server.services.leagues.bots import BOT_PREFIX
 from truco_server.services.leagues.documents import (
     BOT,
@@ -426,16 +427,14 @@ def league_event(e: dict[str, Any]) -> OperatorEvent:
 
 
 def _scheduled_start(doc: LeagueDoc, now: float) -> None:
-    """Start a league at its start time (as StartLeague would), or end it when it cannot
-    start (too few entrants)."""
+    """Start a league at its start time (as StartLeague would: those who did not check in
+    are withdrawn), or end it when it cannot start (too few entrants)."""
     try:
-        doc.event()
+        control.start(doc, now)
     except LeagueError as exc:
         doc.state, doc.finish_reason = State.FINISHED, f"not started at its start time: {exc}"
         doc.emit("league.finished", now, rounds=0, reason=doc.finish_reason)
         return
-    doc.state = State.RUNNING
-    doc.emit("league.started", now, entrants=sum(1 for e in doc.entrants if not e.withdrawn))
     log.info("league started at its start time", league_id=doc.league_id)
 
 
