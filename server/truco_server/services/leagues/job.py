@@ -242,8 +242,10 @@ class LeagueJob:
         if doc.state == State.REGISTRATION and doc.starts_at and self.now() >= doc.starts_at:
             _scheduled_start(doc, self.now())
             return True
-        if doc.state in (State.FINISHED, State.REGISTRATION):
+        if doc.state == State.REGISTRATION:
             return False
+        # a finished league goes through steps 1-4 too: they find its matches made and
+        # collected, and rate again a result corrected after the end (step 4)
         current = doc.round_pairings(doc.round)
         tables = [doc.tables[k] for p in current for k in p.tables]
         # 1. the matches of the round
