@@ -59,6 +59,7 @@ class OperatorEventType(StrEnum):
     LEAGUE_STARTED = "league.started"
     ROUND_PAIRED = "round.paired"
     ENTRANT_FORFEITED = "entrant.forfeited"
+    ENTRANT_WITHDRAWN = "entrant.withdrawn"
     RESULT_CORRECTED = "result.corrected"
     LEAGUE_PAUSED = "league.paused"
     LEAGUE_RESUMED = "league.resumed"
@@ -70,6 +71,7 @@ LEAGUE_EVENT_TYPES = frozenset(
         OperatorEventType.LEAGUE_STARTED,
         OperatorEventType.ROUND_PAIRED,
         OperatorEventType.ENTRANT_FORFEITED,
+        OperatorEventType.ENTRANT_WITHDRAWN,
         OperatorEventType.RESULT_CORRECTED,
         OperatorEventType.LEAGUE_PAUSED,
         OperatorEventType.LEAGUE_RESUMED,

@@ -169,6 +169,7 @@ def _create(args: argparse.Namespace) -> int:
             turn_timeout=args.turn_timeout,
             request_id=args.request_id,
             third_place=args.third_place,
+            series_best_of=args.best_of,
         )
     print(league.league_id)
     print(_summary(league), file=sys.stderr)
@@ -435,6 +436,9 @@ def register(sub: Any) -> None:
     c.add_argument("--request-id", help="idempotency key (a retry returns the same league)")
     c.add_argument(
         "--third-place", action="store_true", help="single elimination: the semi-final losers play for third"
+    )
+    c.add_argument(
+        "--best-of", type=int, default=1, help="each pairing a series of up to N matches (odd; default 1)"
     )
     _common(c)
     c.set_defaults(func=_create)

@@ -134,13 +134,18 @@ class LeagueClient:
         start_time: float | None = None,
         round_interval: Seconds | None = None,
         third_place: bool = False,
+        series_best_of: int = 1,
+        check_in: Seconds | None = None,
     ) -> league_service_pb2.League:
         """A new league in registration (entrants get seeds in the order given). ``unrated``:
         none of its matches is rated; ``rated_endings``: which are ("played", "adjudicated",
         "time_forfeit", "no_show"; default played and adjudicated). ``start_time`` (seconds
         since the epoch): it starts by itself then; ``round_interval``: the pause between a
         round's last result and the next round. ``third_place`` (single elimination): the
-        semi-final losers play for third place."""
+        semi-final losers play for third place. ``series_best_of`` (odd, 1 to 9): each
+        pairing is a series of up to that many matches, decided by a majority. ``check_in``
+        (needs ``start_time``): a check-in window that long before it; at the start, entrants
+        who did not :meth:`check_in` are withdrawn."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -164,9 +169,13 @@ class LeagueClient:
             request_id=request_id or new_request_id(),
             rating_policy=pb.RatingPolicy(unrated=unrated, count=list(rated_endings)),
             third_place=third_place,
+            series_best_of=series_best_of,
         )
         if start_time is not None:
             req.schedule.start_time.FromNanoseconds(round(start_time * 1e9))
+        if check_in:
+            window = check_in.total_seconds() if isinstance(check_in, timedelta) else float(check_in)
+            req.schedule.check_in.FromNanoseconds(round(window * 1e9))
         if round_interval:
             seconds = (
                 round_interval.total_seconds()
@@ -189,6 +198,12 @@ class LeagueClient:
     def withdraw(self, league_id: str, entrant_id: str) -> league_service_pb2.League:
         req = pb.WithdrawEntrantRequest(league_id=league_id, entrant_id=entrant_id)
         return self._call("WithdrawEntrant", req).league  # type: ignore[no-any-return]
+
+    def check_in(self, league_id: str, entrant_id: str) -> league_service_pb2.Entrant:
+        """Check an entrant in during the league's check-in window: with the operator's key,
+        any entrant; with a bot account's credential as ``api_key``, one it plays for."""
+        req = pb.CheckInRequest(league_id=league_id, entrant_id=entrant_id)
+        return self._call("CheckIn", req).entrant  # type: ignore[no-any-return]
 
     def start(self, league_id: str) -> league_service_pb2.League:
         return self._call("StartLeague", pb.StartLeagueRequest(league_id=league_id)).league  # type: ignore[no-any-return]

@@ -107,7 +107,8 @@ def pairings_rows(
     resp: league_service_pb2.ListPairingsResponse, names: Mapping[str, str] | None = None
 ) -> list[Row]:
     """One row per pairing: round, table, the two sides with their display names, the
-    result (empty until recorded)."""
+    result (empty until recorded), a series' score (games won by first and second, once it
+    has more than one game)."""
     names = names or {}
     rows = []
     for p in resp.pairings:
@@ -127,6 +128,7 @@ def pairings_rows(
                 "forfeit": p.result.forfeit if has else "",
                 "net": p.result.net if has and p.result.deals else "",
                 "imps": p.result.imps if has and p.result.deals else "",
+                "series": f"{p.series_first_wins}-{p.series_second_wins}" if len(p.tables) > 1 else "",
                 "matches": " ".join(t.match_id for t in p.tables),
             }
         )

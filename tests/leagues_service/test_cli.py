@@ -92,3 +92,34 @@ def test_a_bot_league_from_nothing_with_the_cli(
             lobby.kill()
             lobby.wait(10)
         serve.kill()
+
+
+def test_create_takes_a_best_of_n_series(
+    clean_redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--best-of N`` makes each pairing a series (League.series_best_of); an even N is
+    refused naming the option."""
+    from truco_client.leagues import LeagueClient
+
+    serve = start_serve(clean_redis_url, tmp_path / "serve.log")
+    try:
+        srv = ("--server", serve.address)
+        base = (
+            "league",
+            "create",
+            "bo3",
+            "--format",
+            "single_elimination",
+            "--entrant",
+            "ana",
+            "--entrant",
+            "bea",
+        )
+        code, out, err = run(capsys, *base, "--best-of", "3", *srv)
+        assert code == 0, err
+        with LeagueClient(serve.address) as ops:
+            assert ops.get_league(out.strip()).series_best_of == 3
+        code, _, err = run(capsys, *base, "--best-of", "2", *srv)
+        assert code == 1 and "series_best_of" in err
+    finally:
+        serve.kill()

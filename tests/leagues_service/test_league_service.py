@@ -396,3 +396,22 @@ async def test_league_events_go_to_the_webhooks_that_want_them(stack: Stack) -> 
     body = json.loads(league[1].body)
     assert body["type"] == "round.paired" and "event" not in body["data"]
     assert body["data"]["labels"] == {"league": doc.league_id, "round": "1", "pairings": "2", "byes": "0"}
+
+
+async def test_a_correction_after_the_end_is_rated_again(any_stack: Stack) -> None:
+    """CorrectResult on a finished league: the job (woken by the correction) rates the
+    corrected match again, in place of its first rating."""
+    s = any_stack
+    doc = await s.leagues.create_league(OPERATOR, spec("round_robin", 3))
+    await s.leagues.start(OPERATOR, doc.league_id)
+    done = await run_league(s, doc.league_id, seed=3)
+    assert done.state == State.FINISHED
+    p = next(p for p in done.pairings if p.second is not None and p.result and p.result["winner"])
+    assert p.result is not None and p.second is not None
+    loser = p.second if p.result["winner"] == p.first else p.first
+    before = {e.player_id: e.rating for e in await s.leagues.ratings.leaderboard(OPERATOR, done.family, 0)}
+    await s.leagues.correct(OPERATOR, doc.league_id, p.round, p.table, (loser, 3, 0, False), "the test")
+    await s.leagues.job.advance(doc.league_id)
+    after = {e.player_id: e.rating for e in await s.leagues.ratings.leaderboard(OPERATOR, done.family, 0)}
+    assert {k: r.games for k, r in after.items()} == {k: r.games for k, r in before.items()}
+    assert after[loser].mu > before[loser].mu

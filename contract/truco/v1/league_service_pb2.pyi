@@ -98,6 +98,8 @@ class Entrant(_message.Message):
     WITHDRAWN_FIELD_NUMBER: _builtins.int
     JOINED_ROUND_FIELD_NUMBER: _builtins.int
     DISPLAY_NAME_FIELD_NUMBER: _builtins.int
+    CHECKED_IN_FIELD_NUMBER: _builtins.int
+    WITHDRAWN_REASON_FIELD_NUMBER: _builtins.int
     entrant_id: _builtins.str
     """The operator's id of the entrant (its player id, or a bot_id)."""
     seed: _builtins.int
@@ -109,6 +111,12 @@ class Entrant(_message.Message):
     display_name: _builtins.str
     """The name shown beside its id in standings, pairings and exports (at most
     100 characters); empty on registration: a bot account's name, or none.
+    """
+    checked_in: _builtins.bool
+    """Checked in (CheckIn) during the league's check-in window."""
+    withdrawn_reason: _builtins.str
+    """Why it was withdrawn by the league: "no_check_in" (it did not check in
+    before the start); empty otherwise.
     """
     @_builtins.property
     def members(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -125,10 +133,12 @@ class Entrant(_message.Message):
         withdrawn: _builtins.bool = ...,
         joined_round: _builtins.int = ...,
         display_name: _builtins.str = ...,
+        checked_in: _builtins.bool = ...,
+        withdrawn_reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_name", b"display_name", "entrant_id", b"entrant_id", "joined_round", b"joined_round", "members", b"members", "seed", b"seed", "withdrawn", b"withdrawn"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checked_in", b"checked_in", "display_name", b"display_name", "entrant_id", b"entrant_id", "joined_round", b"joined_round", "members", b"members", "seed", b"seed", "withdrawn", b"withdrawn", "withdrawn_reason", b"withdrawn_reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -160,6 +170,7 @@ class League(_message.Message):
     RATING_POLICY_FIELD_NUMBER: _builtins.int
     SCHEDULE_FIELD_NUMBER: _builtins.int
     THIRD_PLACE_FIELD_NUMBER: _builtins.int
+    SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
     league_id: _builtins.str
     """Server-assigned id."""
     name: _builtins.str
@@ -185,6 +196,12 @@ class League(_message.Message):
     third_place: _builtins.bool
     """Single elimination: the semi-final losers play a match for third place
     (label "3P") in the final's round.
+    """
+    series_best_of: _builtins.int
+    """Each pairing is a series of up to this many matches between its two
+    entrants (an odd number, 1 to 9; 1: one match), seats alternating, ended
+    as soon as one side has won a majority; the series' result is the
+    pairing's.
     """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
@@ -255,10 +272,11 @@ class League(_message.Message):
         rating_policy: Global___RatingPolicy | None = ...,
         schedule: Global___LeagueSchedule | None = ...,
         third_place: _builtins.bool = ...,
+        series_best_of: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "settings", b"settings", "state", b"state", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "state", b"state", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -272,6 +290,7 @@ class LeagueSchedule(_message.Message):
 
     START_TIME_FIELD_NUMBER: _builtins.int
     ROUND_INTERVAL_FIELD_NUMBER: _builtins.int
+    CHECK_IN_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def start_time(self) -> _timestamp_pb2.Timestamp:
         """When the league starts by itself (StartLeague may start it before); unset:
@@ -284,15 +303,23 @@ class LeagueSchedule(_message.Message):
         next (at most 7 days); unset: none.
         """
 
+    @_builtins.property
+    def check_in(self) -> _duration_pb2.Duration:
+        """A check-in window of this long before start_time (which it needs; at
+        most 7 days): entrants call CheckIn in it, and at the start those who did
+        not are withdrawn. Unset: no check-in.
+        """
+
     def __init__(
         self,
         *,
         start_time: _timestamp_pb2.Timestamp | None = ...,
         round_interval: _duration_pb2.Duration | None = ...,
+        check_in: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["round_interval", b"round_interval", "start_time", b"start_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["check_in", b"check_in", "round_interval", b"round_interval", "start_time", b"start_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["round_interval", b"round_interval", "start_time", b"start_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["check_in", b"check_in", "round_interval", b"round_interval", "start_time", b"start_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -407,6 +434,7 @@ class CreateLeagueRequest(_message.Message):
     RATING_POLICY_FIELD_NUMBER: _builtins.int
     SCHEDULE_FIELD_NUMBER: _builtins.int
     THIRD_PLACE_FIELD_NUMBER: _builtins.int
+    SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Display name (at most 100 characters)."""
     format: _builtins.str
@@ -418,6 +446,10 @@ class CreateLeagueRequest(_message.Message):
     third_place: _builtins.bool
     """Single elimination only: the semi-final losers play a match for third
     place in the final's round (default: they share third).
+    """
+    series_best_of: _builtins.int
+    """Best-of-N series per pairing (an odd number, 1 to 9; 0 or 1: one match
+    per pairing). Refused with duplicate deals.
     """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
@@ -462,10 +494,11 @@ class CreateLeagueRequest(_message.Message):
         rating_policy: Global___RatingPolicy | None = ...,
         schedule: Global___LeagueSchedule | None = ...,
         third_place: _builtins.bool = ...,
+        series_best_of: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "settings", b"settings", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -683,6 +716,56 @@ class WithdrawEntrantResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___WithdrawEntrantResponse: _TypeAlias = WithdrawEntrantResponse  # noqa: Y015
+
+@_typing.final
+class CheckInRequest(_message.Message):
+    """Request of CheckIn."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEAGUE_ID_FIELD_NUMBER: _builtins.int
+    ENTRANT_ID_FIELD_NUMBER: _builtins.int
+    league_id: _builtins.str
+    """The league."""
+    entrant_id: _builtins.str
+    """The entrant."""
+    def __init__(
+        self,
+        *,
+        league_id: _builtins.str = ...,
+        entrant_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entrant_id", b"entrant_id", "league_id", b"league_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckInRequest: _TypeAlias = CheckInRequest  # noqa: Y015
+
+@_typing.final
+class CheckInResponse(_message.Message):
+    """Response of CheckIn."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTRANT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def entrant(self) -> Global___Entrant:
+        """The entrant, checked in."""
+
+    def __init__(
+        self,
+        *,
+        entrant: Global___Entrant | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["entrant", b"entrant"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entrant", b"entrant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckInResponse: _TypeAlias = CheckInResponse  # noqa: Y015
 
 @_typing.final
 class StartLeagueRequest(_message.Message):
@@ -1024,7 +1107,9 @@ class LeagueTable(_message.Message):
     DONE_FIELD_NUMBER: _builtins.int
     SPECTATOR_TOKEN_FIELD_NUMBER: _builtins.int
     key: _builtins.str
-    """Stable key: "r<round>.t<table>", plus ".a" / ".b" under duplicate."""
+    """Stable key: "r<round>.t<table>", plus ".a" / ".b" under duplicate, or
+    ".g<game>" for the games after the first of a series.
+    """
     deal_set: _builtins.str
     """The deal set: tables of one set are dealt the same deck orders."""
     match_id: _builtins.str
@@ -1126,6 +1211,8 @@ class LeaguePairing(_message.Message):
     TABLES_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     CORRECTIONS_FIELD_NUMBER: _builtins.int
+    SERIES_FIRST_WINS_FIELD_NUMBER: _builtins.int
+    SERIES_SECOND_WINS_FIELD_NUMBER: _builtins.int
     round: _builtins.int
     """Round, from 1."""
     table: _builtins.int
@@ -1136,6 +1223,12 @@ class LeaguePairing(_message.Message):
     """The opponent; empty: a bye."""
     label: _builtins.str
     """Bracket match name in knockouts ("W1.3", "L2.1", "GF")."""
+    series_first_wins: _builtins.int
+    """A series (League.series_best_of > 1): games won so far by the first
+    entrant.
+    """
+    series_second_wins: _builtins.int
+    """Games won so far by the second entrant."""
     @_builtins.property
     def tables(self) -> _containers.RepeatedCompositeFieldContainer[Global___LeagueTable]:
         """The matches (none for a bye)."""
@@ -1159,10 +1252,12 @@ class LeaguePairing(_message.Message):
         tables: _abc.Iterable[Global___LeagueTable] | None = ...,
         result: Global___PairingResult | None = ...,
         corrections: _abc.Iterable[Global___ResultCorrection] | None = ...,
+        series_first_wins: _builtins.int = ...,
+        series_second_wins: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["corrections", b"corrections", "first", b"first", "label", b"label", "result", b"result", "round", b"round", "second", b"second", "table", b"table", "tables", b"tables"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["corrections", b"corrections", "first", b"first", "label", b"label", "result", b"result", "round", b"round", "second", b"second", "series_first_wins", b"series_first_wins", "series_second_wins", b"series_second_wins", "table", b"table", "tables", b"tables"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -67,6 +67,11 @@ class LeagueServiceStub:
                 request_serializer=truco_dot_v1_dot_league__service__pb2.WithdrawEntrantRequest.SerializeToString,
                 response_deserializer=truco_dot_v1_dot_league__service__pb2.WithdrawEntrantResponse.FromString,
                 _registered_method=True)
+        self.CheckIn = channel.unary_unary(
+                '/truco.v1.LeagueService/CheckIn',
+                request_serializer=truco_dot_v1_dot_league__service__pb2.CheckInRequest.SerializeToString,
+                response_deserializer=truco_dot_v1_dot_league__service__pb2.CheckInResponse.FromString,
+                _registered_method=True)
         self.StartLeague = channel.unary_unary(
                 '/truco.v1.LeagueService/StartLeague',
                 request_serializer=truco_dot_v1_dot_league__service__pb2.StartLeagueRequest.SerializeToString,
@@ -187,6 +192,23 @@ class LeagueServiceServicer:
         the start it is removed).
 
         Errors: NOT_FOUND (league or entrant); UNAUTHENTICATED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckIn(self, request, context):
+        """Checks an entrant in, during its league's check-in window
+        (LeagueSchedule.check_in before the start time); at the start, entrants
+        who did not are withdrawn (Entrant.withdrawn_reason "no_check_in"). The
+        operator's API key checks in any entrant; a bot account's credential
+        (tb1....) checks in the entrants it plays for. Checking in twice is
+        allowed.
+
+        Errors: FAILED_PRECONDITION (no check-in window, not open yet, closed;
+        reason CHECK_IN_CLOSED or LEAGUE_STATE); PERMISSION_DENIED (a bot that
+        does not play for that entrant); NOT_FOUND (league or entrant);
+        UNAUTHENTICATED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -353,6 +375,11 @@ def add_LeagueServiceServicer_to_server(servicer, server):
                     servicer.WithdrawEntrant,
                     request_deserializer=truco_dot_v1_dot_league__service__pb2.WithdrawEntrantRequest.FromString,
                     response_serializer=truco_dot_v1_dot_league__service__pb2.WithdrawEntrantResponse.SerializeToString,
+            ),
+            'CheckIn': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckIn,
+                    request_deserializer=truco_dot_v1_dot_league__service__pb2.CheckInRequest.FromString,
+                    response_serializer=truco_dot_v1_dot_league__service__pb2.CheckInResponse.SerializeToString,
             ),
             'StartLeague': grpc.unary_unary_rpc_method_handler(
                     servicer.StartLeague,
@@ -558,6 +585,33 @@ class LeagueService:
             '/truco.v1.LeagueService/WithdrawEntrant',
             truco_dot_v1_dot_league__service__pb2.WithdrawEntrantRequest.SerializeToString,
             truco_dot_v1_dot_league__service__pb2.WithdrawEntrantResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckIn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/truco.v1.LeagueService/CheckIn',
+            truco_dot_v1_dot_league__service__pb2.CheckInRequest.SerializeToString,
+            truco_dot_v1_dot_league__service__pb2.CheckInResponse.FromString,
             options,
             channel_credentials,
             insecure,

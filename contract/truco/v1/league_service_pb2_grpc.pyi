@@ -73,6 +73,19 @@ class LeagueServiceStub:
 
     Errors: NOT_FOUND (league or entrant); UNAUTHENTICATED.
     """
+    CheckIn: _grpc.UnaryUnaryMultiCallable[_league_service_pb2.CheckInRequest, _league_service_pb2.CheckInResponse]
+    """Checks an entrant in, during its league's check-in window
+    (LeagueSchedule.check_in before the start time); at the start, entrants
+    who did not are withdrawn (Entrant.withdrawn_reason "no_check_in"). The
+    operator's API key checks in any entrant; a bot account's credential
+    (tb1....) checks in the entrants it plays for. Checking in twice is
+    allowed.
+
+    Errors: FAILED_PRECONDITION (no check-in window, not open yet, closed;
+    reason CHECK_IN_CLOSED or LEAGUE_STATE); PERMISSION_DENIED (a bot that
+    does not play for that entrant); NOT_FOUND (league or entrant);
+    UNAUTHENTICATED.
+    """
     StartLeague: _grpc.UnaryUnaryMultiCallable[_league_service_pb2.StartLeagueRequest, _league_service_pb2.StartLeagueResponse]
     """Starts the league: round 1 is paired and its matches created.
 
@@ -204,6 +217,19 @@ class LeagueServiceAsyncStub(LeagueServiceStub):
     the start it is removed).
 
     Errors: NOT_FOUND (league or entrant); UNAUTHENTICATED.
+    """
+    CheckIn: _aio.UnaryUnaryMultiCallable[_league_service_pb2.CheckInRequest, _league_service_pb2.CheckInResponse]  # type: ignore[assignment]
+    """Checks an entrant in, during its league's check-in window
+    (LeagueSchedule.check_in before the start time); at the start, entrants
+    who did not are withdrawn (Entrant.withdrawn_reason "no_check_in"). The
+    operator's API key checks in any entrant; a bot account's credential
+    (tb1....) checks in the entrants it plays for. Checking in twice is
+    allowed.
+
+    Errors: FAILED_PRECONDITION (no check-in window, not open yet, closed;
+    reason CHECK_IN_CLOSED or LEAGUE_STATE); PERMISSION_DENIED (a bot that
+    does not play for that entrant); NOT_FOUND (league or entrant);
+    UNAUTHENTICATED.
     """
     StartLeague: _aio.UnaryUnaryMultiCallable[_league_service_pb2.StartLeagueRequest, _league_service_pb2.StartLeagueResponse]  # type: ignore[assignment]
     """Starts the league: round 1 is paired and its matches created.
@@ -363,6 +389,25 @@ class LeagueServiceServicer(metaclass=_abc_1.ABCMeta):
         the start it is removed).
 
         Errors: NOT_FOUND (league or entrant); UNAUTHENTICATED.
+        """
+
+    @_abc_1.abstractmethod
+    def CheckIn(
+        self,
+        request: _league_service_pb2.CheckInRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_league_service_pb2.CheckInResponse, _abc.Awaitable[_league_service_pb2.CheckInResponse]]:
+        """Checks an entrant in, during its league's check-in window
+        (LeagueSchedule.check_in before the start time); at the start, entrants
+        who did not are withdrawn (Entrant.withdrawn_reason "no_check_in"). The
+        operator's API key checks in any entrant; a bot account's credential
+        (tb1....) checks in the entrants it plays for. Checking in twice is
+        allowed.
+
+        Errors: FAILED_PRECONDITION (no check-in window, not open yet, closed;
+        reason CHECK_IN_CLOSED or LEAGUE_STATE); PERMISSION_DENIED (a bot that
+        does not play for that entrant); NOT_FOUND (league or entrant);
+        UNAUTHENTICATED.
         """
 
     @_abc_1.abstractmethod

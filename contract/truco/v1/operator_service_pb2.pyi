@@ -100,10 +100,10 @@ class OperatorEvent(_message.Message):
     "match.aborted", "match.cancelled", "match.turn_timed_out",
     "match.credential_reissued", "match.turn" (a decision is awaited from a
     player; none for the server's bots), "match.turn_reminder" (its time runs
-    out soon), "ticket.matched" (a matchmaking ticket got its seat); a league's: "league.started",
-    "round.paired", "entrant.forfeited", "result.corrected", "league.paused",
-    "league.resumed", "league.finished" (labels: league, round, table,
-    entrant, reason).
+    out soon), "ticket.matched" (a matchmaking ticket got its seat); a league's:
+    "league.started", "round.paired", "entrant.forfeited", "entrant.withdrawn",
+    "result.corrected", "league.paused", "league.resumed", "league.finished"
+    (labels: league, round, table, entrant, reason).
     """
     @_builtins.property
     def time(self) -> _timestamp_pb2.Timestamp:

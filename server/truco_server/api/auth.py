@@ -276,11 +276,12 @@ class Authenticator:
 
     @staticmethod
     def _not_a_bot(creds: Credentials, wanted: str, carried: str = "token") -> None:
-        """A bot account's credential is for the bot lobby only (``StreamAssignments``)."""
+        """A bot account's credential is for the bot lobby (``StreamAssignments``) and
+        ``CheckIn`` only."""
         if creds.api_key is not None and creds.api_key.startswith(BOT_TOKEN_PREFIX + "."):
             raise E.WrongCredentialKind(
                 "wrong kind of credential: a bot account's credential (tb1....), which only opens "
-                f"the bot lobby (StreamAssignments); this call takes {wanted}, sent as "
+                f"the bot lobby (StreamAssignments) and CheckIn; this call takes {wanted}, sent as "
                 + creds.where(carried)
             )
 

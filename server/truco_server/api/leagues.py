@@ -16,17 +16,20 @@ from truco_contract.pb import league_service_pb2, match_service_pb2
 from truco_server.api.auth import Authenticator
 from truco_server.api.matches import StreamTracker
 from truco_server.core import errors as E
-from truco_server.core.caller import Credentials
+from truco_server.core.caller import Credentials, Operator
 from truco_server.leagues import DEFAULT_TIE_BREAKS, LeaderboardEntry, Standing
 from truco_server.services.leagues import (
     MAX_NAME,
+    BotDoc,
     EntrantDoc,
     LeagueDoc,
     LeagueService,
     LeagueSpec,
     PairingDoc,
     State,
+    series_wins,
 )
+from truco_server.services.leagues.bots import bot_token_parts
 
 pb = league_service_pb2
 
@@ -62,6 +65,19 @@ def entrant_from_proto(e: league_service_pb2.Entrant, where: str) -> EntrantDoc:
     return EntrantDoc(id=e.entrant_id, seed=e.seed, members=list(e.members), display_name=name)
 
 
+def entrant_to_proto(e: EntrantDoc) -> league_service_pb2.Entrant:
+    return pb.Entrant(
+        entrant_id=e.id,
+        seed=e.seed,
+        members=e.members,
+        withdrawn=e.withdrawn,
+        joined_round=e.joined_round,
+        display_name=e.display_name,
+        checked_in=e.checked_in,
+        withdrawn_reason=e.withdrawn_reason,
+    )
+
+
 def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
     template = match_service_pb2.CreateMatchRequest.FromString(bytes.fromhex(doc.template))
     try:
@@ -78,17 +94,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         duplicate=pb.DuplicateSettings(**doc.duplicate),
         tie_breaks=doc.tie_breaks or [t.value for t in DEFAULT_TIE_BREAKS],
         state=_STATES[doc.state],
-        entrants=[
-            pb.Entrant(
-                entrant_id=e.id,
-                seed=e.seed,
-                members=e.members,
-                withdrawn=e.withdrawn,
-                joined_round=e.joined_round,
-                display_name=e.display_name,
-            )
-            for e in sorted(doc.entrants, key=lambda e: e.seed)
-        ],
+        entrants=[entrant_to_proto(e) for e in sorted(doc.entrants, key=lambda e: e.seed)],
         current_round=doc.round,
         total_rounds=total,
         rating_family=doc.family,
@@ -105,11 +111,14 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         ],
         rating_policy=pb.RatingPolicy(unrated=not doc.rating["rated"], count=doc.rating["count"]),
         third_place=doc.third_place,
+        series_best_of=doc.series_best_of,
     )
     if doc.starts_at:
         m.schedule.start_time.CopyFrom(_ts(doc.starts_at))
     if doc.round_interval:
         m.schedule.round_interval.FromNanoseconds(round(doc.round_interval * 1e9))
+    if doc.check_in:
+        m.schedule.check_in.FromNanoseconds(round(doc.check_in * 1e9))
     return m
 
 
@@ -130,7 +139,16 @@ def standing_to_proto(s: Standing) -> league_service_pb2.Standing:
 
 
 def pairing_to_proto(doc: LeagueDoc, p: PairingDoc) -> league_service_pb2.LeaguePairing:
-    m = pb.LeaguePairing(round=p.round, table=p.table, first=p.first, second=p.second or "", label=p.label)
+    wins = series_wins(doc, p)
+    m = pb.LeaguePairing(
+        round=p.round,
+        table=p.table,
+        first=p.first,
+        second=p.second or "",
+        label=p.label,
+        series_first_wins=wins[0],
+        series_second_wins=wins[1],
+    )
     for key in p.tables:
         t = doc.tables[key]
         m.tables.add(
@@ -231,7 +249,9 @@ class LeagueApi:
                 else 0.0,
                 request.schedule.round_interval.ToNanoseconds() / 1e9,
             ),
+            check_in=request.schedule.check_in.ToNanoseconds() / 1e9,
             third_place=request.third_place,
+            series_best_of=request.series_best_of or 1,
         )
         doc = await self.leagues.create_league(operator, spec)
         return pb.CreateLeagueResponse(league=league_to_proto(doc))
@@ -261,6 +281,19 @@ class LeagueApi:
         operator = self.auth.operator(creds)
         doc = await self.leagues.withdraw(operator, request.league_id, request.entrant_id)
         return pb.WithdrawEntrantResponse(league=league_to_proto(doc))
+
+    async def CheckIn(self, creds: Credentials, request: pb.CheckInRequest) -> pb.CheckInResponse:
+        # the operator's key, or a bot account's credential (it arrives as a key): the bot
+        # checks in the entrants it plays for
+        caller: Operator | BotDoc
+        if creds.api_key is not None and bot_token_parts(creds.api_key) is not None:
+            caller = await self.leagues.bots.authenticate(creds.api_key, "")
+        else:
+            caller = self.auth.operator(creds)
+        if not request.entrant_id:
+            raise _bad("entrant_id", "required")
+        _, entrant = await self.leagues.check_in(caller, request.league_id, request.entrant_id)
+        return pb.CheckInResponse(entrant=entrant_to_proto(entrant))
 
     async def StartLeague(self, creds: Credentials, request: pb.StartLeagueRequest) -> pb.StartLeagueResponse:
         doc = await self.leagues.start(self.auth.operator(creds), request.league_id)

@@ -6,6 +6,7 @@ pairings and get the same answer. See docs/leagues.md.
 """
 
 from truco_server.leagues.brackets import Elimination, bracket_size, build_bracket, seed_order
+from truco_server.leagues.checkin import MAX_CHECK_IN, NO_CHECK_IN, CheckInWindow, not_checked_in
 from truco_server.leagues.duplicate import (
     TRUCO_IMP_SCALE,
     Board,
@@ -28,6 +29,7 @@ from truco_server.leagues.duplicate import (
 )
 from truco_server.leagues.entrants import MAX_ENTRANTS, Entrant, validate_entrants
 from truco_server.leagues.errors import (
+    CheckInClosedError,
     DuplicateEntrantError,
     EntrantShapeError,
     InvalidEntrantError,
@@ -65,17 +67,31 @@ from truco_server.leagues.ratings import (
 from truco_server.leagues.results import Pairing, Result, Scoring
 from truco_server.leagues.round_robin import RoundRobin, berger_round
 from truco_server.leagues.rounds import Format
+from truco_server.leagues.series import (
+    MAX_BEST_OF,
+    SeriesGame,
+    check_best_of,
+    game_sides,
+    series_decided,
+    series_result,
+    series_score,
+)
 from truco_server.leagues.swiss import NO_OVERRIDES, RoundOverrides, Swiss
 from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS, Standing, TieBreak, parse_tie_breaks, standings
 
 __all__ = [
     "DEFAULT_TIE_BREAKS",
     "LATE_ENTRY",
+    "MAX_BEST_OF",
+    "MAX_CHECK_IN",
     "MAX_ENTRANTS",
     "MIN_ENTRANTS",
+    "NO_CHECK_IN",
     "NO_OVERRIDES",
     "TRUCO_IMP_SCALE",
     "Board",
+    "CheckInClosedError",
+    "CheckInWindow",
     "DealComparison",
     "DealMatchpoints",
     "DealScore",
@@ -113,6 +129,7 @@ __all__ = [
     "RoundOverrides",
     "RoundRobin",
     "Scoring",
+    "SeriesGame",
     "Standing",
     "Swiss",
     "TieBreak",
@@ -122,18 +139,24 @@ __all__ = [
     "berger_round",
     "bracket_size",
     "build_bracket",
+    "check_best_of",
     "check_boards",
     "check_fixed_schedule",
     "compare_pair",
     "create_event",
+    "game_sides",
     "imps",
     "matchpoints",
     "max_swiss_rounds",
+    "not_checked_in",
     "parse_format",
     "parse_tie_breaks",
     "ranks_from_winner",
     "rate",
     "seed_order",
+    "series_decided",
+    "series_result",
+    "series_score",
     "standings",
     "tables_for",
     "validate_entrants",

@@ -51,6 +51,10 @@ class RegistrationClosedError(LeagueError):
     """Registering after the start where the format forbids it (or after its cut-off)."""
 
 
+class CheckInClosedError(RegistrationClosedError):
+    """Checking in outside the league's check-in window (not open yet, or closed at the start)."""
+
+
 class InvalidResultError(LeagueError):
     """A result that does not fit the pairings: unknown table, wrong players, a winner who
     did not play, a draw where the format needs a winner, a round given twice."""

@@ -30,6 +30,7 @@ from truco_server.leagues.errors import (
 from truco_server.leagues.results import DEFAULT_SCORING, Pairing, Result, Scoring, build_history
 from truco_server.leagues.round_robin import RoundRobin
 from truco_server.leagues.rounds import Format
+from truco_server.leagues.series import SeriesGame, check_best_of, game_sides, series_result
 from truco_server.leagues.swiss import DEFAULT_BRACKET_SIZE, NO_OVERRIDES, RoundOverrides, Swiss
 from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS, Standing, TieBreak, standings
 
@@ -93,8 +94,17 @@ class EventSpec:
     third_place: bool = False
     """Single elimination: the semi-final losers play a match for third place (off: they
     share third)."""
+    series_best_of: int = 1
+    """Each pairing is a series of up to this many matches (an odd number; 1: one match);
+    see :mod:`truco_server.leagues.series`."""
 
     def __post_init__(self) -> None:
+        check_best_of(self.series_best_of)
+        if self.series_best_of > 1 and self.duplicate.mode is not DuplicateMode.OFF:
+            raise InvalidOptionError(
+                "series_best_of",
+                "a series is played without duplicate deals (a duplicate pairing is its own pair of matches)",
+            )
         if self.third_place and self.format != FormatKind.SINGLE_ELIMINATION:
             raise InvalidOptionError(
                 "third_place", f"only a single_elimination has a match for third place, not a {self.format}"
@@ -153,6 +163,22 @@ class Event:
             key = f"r{pairing.round}.t{pairing.table}"
             return (DuplicateTable(key, key, (pairing.first, pairing.second)),)
         return tables_for(pairing, self.spec.duplicate.deal_sets)
+
+    def series_table(self, pairing: Pairing, game: int) -> DuplicateTable:
+        """The table of game ``game`` (from 1) of a pairing's series: game 1 is the table
+        :meth:`tables` gives (``r<round>.t<table>``), game ``g`` > 1 is keyed
+        ``r<round>.t<table>.g<g>``, with the seats alternating
+        (:func:`~truco_server.leagues.series.game_sides`)."""
+        if game > self.spec.series_best_of:
+            raise InvalidOptionError("game", f"a best of {self.spec.series_best_of} has no game {game}")
+        key = f"r{pairing.round}.t{pairing.table}"
+        return DuplicateTable(key if game == 1 else f"{key}.g{game}", key, game_sides(pairing, game))
+
+    def series_result(self, pairing: Pairing, games: Sequence[SeriesGame]) -> Result | None:
+        """The result of a pairing's series once decided (``None`` while a game is to be
+        played; :func:`~truco_server.leagues.series.series_result`)."""
+        knockout = self.spec.format in ELIMINATION
+        return series_result(self.spec.series_best_of, pairing, games, knockout=knockout)
 
     def standings(self, results: Sequence[Result], withdrawn: Collection[str] = ()) -> tuple[Standing, ...]:
         """Score order with the tie-breaks; in elimination formats, the bracket places

@@ -17,6 +17,7 @@ from truco_server.services.leagues.documents import (
 )
 from truco_server.services.leagues.errors import LeagueNotFound, LeagueStateError
 from truco_server.services.leagues.job import DUPLICATE_DEALS, LeagueJob
+from truco_server.services.leagues.series import series_wins
 from truco_server.services.leagues.service import LeagueService, LeagueSpec
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "PairingDoc",
     "State",
     "TableDoc",
+    "series_wins",
 ]

@@ -1,5 +1,5 @@
 """The operator's manual control of a league: forbidden pairs, its own pairings and byes of
-a round, result corrections, the rating policy.
+a round, result corrections, the rating policy; the start and its check-in.
 
 Each is a change of the league document (checked here, then written by the service's
 compare-and-set), so it is recorded once, whichever worker takes the call, and the league
@@ -12,18 +12,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from truco_server.core import errors as E
 from truco_server.leagues import (
+    MIN_ENTRANTS,
+    NO_CHECK_IN,
     NO_OVERRIDES,
+    CheckInWindow,
     InvalidResultError,
     LeagueError,
     RoundOverrides,
+    TooFewEntrantsError,
     check_fixed_schedule,
+    not_checked_in,
     parse_format,
 )
 from truco_server.leagues.formats import ELIMINATION
 from truco_server.leagues.results import check_result
 from truco_server.services.leagues.documents import (
     DEFAULT_COUNTED,
+    EntrantDoc,
     LeagueDoc,
     PairingDoc,
     State,
@@ -60,6 +67,61 @@ def round_interval(seconds: float) -> float:
     if not 0 <= seconds <= MAX_ROUND_INTERVAL:
         raise invalid("schedule.round_interval", "from 0 to 7 days")
     return seconds
+
+
+def check_in_window(start_time: float, seconds: float) -> float:
+    """A league's check-in window from CreateLeague (INVALID_ARGUMENT when it has no start
+    time or is out of range); 0: none."""
+    if seconds:
+        try:
+            CheckInWindow(start_time, seconds)
+        except LeagueError as exc:
+            raise league_error(exc) from exc
+    return seconds
+
+
+def check_in(doc: LeagueDoc, entrant_id: str, now: float, bot_id: str = "") -> EntrantDoc:
+    """Check ``entrant_id`` in (``bot_id``: the bot account asking, which must play for it)."""
+    e = doc.entrant(entrant_id)
+    if e is None:
+        raise LeagueNotFound(f"no entrant {entrant_id[:64]!r} in this league")
+    if bot_id and bot_id not in e.players:
+        raise E.PermissionDenied(f"bot {bot_id!r} does not play for entrant {entrant_id[:64]!r}")
+    window = doc.check_in_window()
+    if window is None:
+        raise LeagueStateError("this league has no check-in window (schedule.check_in)")
+    if doc.state != State.REGISTRATION:
+        raise LeagueStateError("check-in closed at the league's start", reason="CHECK_IN_CLOSED")
+    try:
+        window.check(now)
+    except LeagueError as exc:
+        raise league_error(exc) from exc
+    e.checked_in = True
+    return e
+
+
+def start(doc: LeagueDoc, now: float) -> None:
+    """Start the league (at its start time, or by StartLeague): with a check-in window, the
+    entrants who did not check in are withdrawn first (``no_check_in``, one
+    ``entrant.withdrawn`` each); a :class:`LeagueError` when too few are left."""
+    window = doc.check_in_window()
+    if window is not None:
+        present = [e.id for e in doc.entrants if not e.withdrawn]
+        for entrant_id in not_checked_in(present, {e.id for e in doc.entrants if e.checked_in}):
+            e = doc.entrant(entrant_id)
+            assert e is not None
+            e.withdrawn, e.withdrawn_reason = True, NO_CHECK_IN
+            drop_from_overrides(doc, entrant_id)
+            doc.emit("entrant.withdrawn", now, entrant=entrant_id, reason=NO_CHECK_IN)
+    doc.event()
+    kind = parse_format(doc.format)
+    left = sum(1 for e in doc.entrants if not e.withdrawn)
+    if left < MIN_ENTRANTS[kind]:
+        raise TooFewEntrantsError(
+            "entrants", f"a {kind.value} needs at least {MIN_ENTRANTS[kind]} entrants; {left} checked in"
+        )
+    doc.state = State.RUNNING
+    doc.emit("league.started", now, entrants=left)
 
 
 def set_forbidden(doc: LeagueDoc, pairs: Sequence[tuple[str, str]]) -> None:
@@ -159,6 +221,8 @@ def correct(
         t.winner_side = None if new.winner is None else t.sides.index(new.winner)
         t.points = [first_points, second_points] if t.sides[0] == p.first else [second_points, first_points]
         t.forfeit, t.ending, t.rated = forfeit, NO_SHOW if forfeit else ADJUDICATED, False
+    elif doc.series_best_of > 1:  # a series is rated with its last game: rated again
+        doc.tables[p.tables[-1]].rated = False
     return p
 
 
@@ -172,10 +236,13 @@ def _fixed_schedule(
 
 
 __all__ = [
+    "check_in",
+    "check_in_window",
     "correct",
     "drop_from_overrides",
     "rating_policy",
     "round_interval",
     "set_forbidden",
     "set_round",
+    "start",
 ]

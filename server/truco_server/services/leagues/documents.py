@@ -25,6 +25,7 @@ import orjson
 
 from truco_server.leagues import (
     NO_OVERRIDES,
+    CheckInWindow,
     DealSets,
     DuplicateMode,
     DuplicateOptions,
@@ -73,6 +74,10 @@ class EntrantDoc:
     withdrawn: bool = False
     display_name: str = ""
     """The name shown beside the id (the operator's, or its bot account's); may be empty."""
+    checked_in: bool = False
+    """Checked in during the league's check-in window."""
+    withdrawn_reason: str = ""
+    """Why the league withdrew it (``no_check_in``); empty otherwise."""
 
     def entrant(self) -> Entrant:
         return Entrant(self.id, self.seed, tuple(self.members), joined_round=self.joined_round)
@@ -195,6 +200,10 @@ class LeagueDoc:
     (``id``, ``type``, ``time``, ``match_id``, ``labels``); the job publishes them."""
     third_place: bool = False
     """Single elimination: the semi-final losers play for third place."""
+    check_in: float = 0.0
+    """Seconds before ``starts_at`` the check-in window opens (0: no check-in)."""
+    series_best_of: int = 1
+    """Each pairing is a series of up to this many matches (its tables, one per game)."""
     events: int = 0
     """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
 
@@ -232,6 +241,7 @@ class LeagueDoc:
             tie_breaks=parse_tie_breaks(self.tie_breaks) if self.tie_breaks else DEFAULT_TIE_BREAKS,
             duplicate=self.duplicate_options(),
             third_place=self.third_place,
+            series_best_of=self.series_best_of,
         )
 
     def event(self, *, min_entrants: bool = True) -> Event:
@@ -242,6 +252,9 @@ class LeagueDoc:
         from truco_server.leagues.entrants import validate_entrants
 
         return Event(self.spec(), validate_entrants(entrants, self.players_per_side, 1))
+
+    def check_in_window(self) -> CheckInWindow | None:
+        return CheckInWindow(self.starts_at, self.check_in) if self.check_in else None
 
     def forbidden_pairs(self) -> frozenset[frozenset[str]]:
         return frozenset(frozenset(p) for p in self.forbidden)

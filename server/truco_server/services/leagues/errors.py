@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from truco_server.core import errors as E
-from truco_server.leagues import LeagueError, RegistrationClosedError
+from truco_server.leagues import CheckInClosedError, LeagueError, RegistrationClosedError
 
 
 class LeagueNotFound(E.ServiceError):
@@ -24,6 +24,8 @@ def invalid(field: str, message: str) -> E.InvalidArgument:
 
 def league_error(exc: LeagueError) -> E.ServiceError:
     """The service error of a library error (the field it names, its message)."""
+    if isinstance(exc, CheckInClosedError):
+        return LeagueStateError(exc.message, reason="CHECK_IN_CLOSED")
     if isinstance(exc, RegistrationClosedError):
         return LeagueStateError(exc.message, reason="REGISTRATION_CLOSED")
     return invalid(exc.field, exc.message)

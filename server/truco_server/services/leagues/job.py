@@ -12,7 +12,9 @@ version:
    ids;
 2. hands each bot seat to its bot account (the bot lobby's assignment, an idempotent write);
 3. collects the result of every match that is over (read from its record), and decides each
-   pairing whose matches are all over (a duplicate pairing deal by deal);
+   pairing whose matches are all over (a duplicate pairing deal by deal); a best-of-N series
+   not decided yet gets its next game's table instead, whose match step 1 creates
+   (:mod:`.series`);
 4. removes the bot assignments of finished matches, rates each finished match once (the
    rating book skips a match id it has applied), and marks them so;
 5. when the round is complete and the league runs: ends the league, or pairs the next round
@@ -78,6 +80,7 @@ from truco_server.ports.documents import DocRef, Documents
 from truco_server.ports.errors import ParentMissing
 from truco_server.ports.queues import LEAGUE as LEAGUE_QUEUE
 from truco_server.ports.queues import Claim, Queues
+from truco_server.services.leagues import control
 from truco_server.services.leagues.bots import BOT_PREFIX
 from truco_server.services.leagues.documents import (
     BOT,
@@ -93,6 +96,7 @@ from truco_server.services.leagues.documents import (
 )
 from truco_server.services.leagues.errors import invalid
 from truco_server.services.leagues.outcomes import NO_SHOW, TIME_FORFEIT, outcome_of
+from truco_server.services.leagues.series import advance_series, is_series, series_rating
 from truco_server.services.matches import MatchService
 from truco_server.services.ratings import RatingBooks
 from truco_server.services.reads import MatchReads
@@ -238,8 +242,10 @@ class LeagueJob:
         if doc.state == State.REGISTRATION and doc.starts_at and self.now() >= doc.starts_at:
             _scheduled_start(doc, self.now())
             return True
-        if doc.state in (State.FINISHED, State.REGISTRATION):
+        if doc.state == State.REGISTRATION:
             return False
+        # a finished league goes through steps 1-4 too: they find its matches made and
+        # collected, and rate again a result corrected after the end (step 4)
         current = doc.round_pairings(doc.round)
         tables = [doc.tables[k] for p in current for k in p.tables]
         # 1. the matches of the round
@@ -359,7 +365,10 @@ class LeagueJob:
                     _forfeited(doc, p, t, self.now())
         for p in current:
             if p.result is None and p.tables and all(doc.tables[k].done for k in p.tables):
-                p.result = decide(doc, p)
+                if is_series(doc, p):  # its result, or its next game's table
+                    advance_series(doc, p)
+                else:
+                    p.result = decide(doc, p)
                 changed = True
         return changed
 
@@ -368,12 +377,20 @@ class LeagueJob:
         policy (a table the policy does not count is un-rated, in case a correction made it
         so; the book ignores a match it already holds as it is)."""
         players = doc.entrant_players()
+        series = {k: p for p in doc.pairings if is_series(doc, p) for k in p.tables}
         played, unrated = [], []
         for t in tables:
             for _seat, player, _token in t.seats:
                 if player.startswith(BOT_PREFIX) and not t.released:
                     await self.documents.assignment_delete(player, t.match_id)
             if t.rated:
+                continue
+            if t.key in series:  # a series is rated as one match, with its last game
+                p = series[t.key]
+                if p.result is not None and t.key == p.tables[-1]:
+                    rated = series_rating(doc, p, players)
+                    played.extend([rated] if rated else [])
+                    unrated.extend([] if rated else [doc.tables[p.tables[0]].match_id])
                 continue
             if not doc.counts(t):
                 unrated.append(t.match_id)
@@ -412,16 +429,14 @@ def league_event(e: dict[str, Any]) -> OperatorEvent:
 
 
 def _scheduled_start(doc: LeagueDoc, now: float) -> None:
-    """Start a league at its start time (as StartLeague would), or end it when it cannot
-    start (too few entrants)."""
+    """Start a league at its start time (as StartLeague would: those who did not check in
+    are withdrawn), or end it when it cannot start (too few entrants)."""
     try:
-        doc.event()
+        control.start(doc, now)
     except LeagueError as exc:
         doc.state, doc.finish_reason = State.FINISHED, f"not started at its start time: {exc}"
         doc.emit("league.finished", now, rounds=0, reason=doc.finish_reason)
         return
-    doc.state = State.RUNNING
-    doc.emit("league.started", now, entrants=sum(1 for e in doc.entrants if not e.withdrawn))
     log.info("league started at its start time", league_id=doc.league_id)
 
 

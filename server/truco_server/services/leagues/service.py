@@ -48,6 +48,7 @@ from truco_server.services.leagues.documents import (
     ID,
     LEAGUE,
     MAX_NAME,
+    BotDoc,
     EntrantDoc,
     LeagueDoc,
     PairingDoc,
@@ -88,8 +89,12 @@ class LeagueSpec:
     schedule: tuple[float, float] = (0.0, 0.0)
     """When it starts by itself (seconds since the epoch; 0: never), and the seconds between
     rounds."""
+    check_in: float = 0.0
+    """Seconds before the start time its check-in window opens (0: none)."""
     third_place: bool = False
     """Single elimination: a match for third place."""
+    series_best_of: int = 1
+    """Each pairing a series of up to this many matches."""
 
 
 class LeagueService:
@@ -197,7 +202,9 @@ class LeagueService:
             rating=control.rating_policy(*spec.rating),
             starts_at=spec.schedule[0],
             round_interval=control.round_interval(spec.schedule[1]),
+            check_in=control.check_in_window(spec.schedule[0], spec.check_in),
             third_place=spec.third_place,
+            series_best_of=spec.series_best_of,
         )
         entrants = self._numbered(list(spec.entrants))
         await self._check_bots(operator, entrants)
@@ -332,22 +339,39 @@ class LeagueService:
                 raise LeagueNotFound(f"no entrant {entrant_id[:64]!r} in this league")
             if doc.state == State.REGISTRATION:
                 doc.entrants.remove(e)
-            else:
+            elif not e.withdrawn:
                 e.withdrawn = True
+                doc.emit("entrant.withdrawn", self.now(), entrant=entrant_id, reason="WithdrawEntrant")
             control.drop_from_overrides(doc, entrant_id)
 
         return await self._update(operator, league_id, change)
+
+    async def check_in(
+        self, caller: Operator | BotDoc, league_id: str, entrant_id: str
+    ) -> tuple[LeagueDoc, EntrantDoc]:
+        """Check an entrant in (:func:`.control.check_in`): the operator, or a bot account
+        of the league's operator that plays for the entrant."""
+        bot_id, operator = "", caller
+        if isinstance(caller, BotDoc):
+            bot_id, operator = caller.bot_id, Operator(caller.owner)
+        assert isinstance(operator, Operator)
+        now = self.now()
+        done: list[EntrantDoc] = []
+
+        def change(doc: LeagueDoc) -> None:
+            done[:] = [control.check_in(doc, entrant_id, now, bot_id)]
+
+        doc = await self._update(operator, league_id, change)
+        return doc, done[0]
 
     async def start(self, operator: Operator, league_id: str) -> LeagueDoc:
         def change(doc: LeagueDoc) -> None:
             if doc.state != State.REGISTRATION:
                 raise LeagueStateError(f"the league is {doc.state}; only a league in registration starts")
             try:
-                doc.event()
+                control.start(doc, self.now())
             except LeagueError as exc:
                 raise league_error(exc) from exc
-            doc.state = State.RUNNING
-            doc.emit("league.started", self.now(), entrants=sum(1 for e in doc.entrants if not e.withdrawn))
 
         doc = await self._update(operator, league_id, change)
         await self.job.wake(league_id)
