@@ -226,7 +226,6 @@ def service_factory(ctx: WorkerContext) -> Served:
     persistence = PersistenceReport(svc.store, ctx.health_details, acknowledged=s.ephemeral_store_ok)
     ctx.add_startup(persistence.start)
     ctx.add_cleanup(persistence.stop)
-    ctx.add_startup(svc.bots.start)
     ctx.add_cleanup(svc.bots.close)  # after the readers stopped (cleanups run in reverse)
     for reader in svc.readers(s.scheduler_tick_seconds):
         ctx.add_startup(reader.start)

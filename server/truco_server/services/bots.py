@@ -67,9 +67,9 @@ class BotSeats:
             pool = ProcessPoolExecutor(
                 self.processes, mp_context=context, initializer=_ignore_interrupts, initargs=(os.getpid(),)
             )
-            # The processes start here, in the background (their imports take a second or more:
-            # the worker's start does not wait for them, and a match's first decision hardly
-            # does), with Ctrl-C blocked: a terminal's Ctrl-C reaches the whole process group,
+            # The processes start here, at this worker's first decision, in the background
+            # (their imports take a second or more: that decision waits for them, the worker's
+            # other matches do not), with Ctrl-C blocked: a terminal's Ctrl-C reaches the whole process group,
             # and a process still importing would die with a traceback on the player's screen.
             with _interrupts_blocked():
                 for _ in range(self.processes):
@@ -78,7 +78,9 @@ class BotSeats:
         return self._pool
 
     def start(self) -> None:
-        """Start the processes (see :meth:`_executor`)."""
+        """Start the processes now rather than at the first decision (see :meth:`_executor`).
+        A worker does not call it: one that never plays a bot seat never starts them, and its
+        first decision waits for them (about a second of imports)."""
         self._executor()
 
     async def close(self) -> None:
