@@ -77,12 +77,6 @@ class BotSeats:
             self._pool = pool
         return self._pool
 
-    def start(self) -> None:
-        """Start the processes now rather than at the first decision (see :meth:`_executor`).
-        A worker does not call it: one that never plays a bot seat never starts them, and its
-        first decision waits for them (about a second of imports)."""
-        self._executor()
-
     async def close(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
