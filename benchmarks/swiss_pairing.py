@@ -5,7 +5,8 @@ Plays a Swiss of each ``--entrants`` size for ``--rounds`` rounds with random re
 Each round is paired by every configuration in turn on the same history (the first one's
 pairings are played on): every ``--bracket-size`` with every ``--matcher`` (``blossom``:
 the library's own, :mod:`truco_server.leagues.matching`; ``networkx``: networkx's
-``max_weight_matching``, installed with the dev extra, for comparison). Each pairing is
+``max_weight_matching``, installed with the dev extra, for comparison; ``dutch``: the FIDE
+Dutch system instead, :mod:`truco_server.leagues.dutch`). Each pairing is
 timed (``Swiss.pairings``: history, ranking, the matchings) in wall time and in this
 process's CPU time (on a shared machine the wall time also counts other processes' turns).
 Round 1 has one score group and no rematch constraint; later rounds have many groups and
@@ -22,6 +23,7 @@ avoid.
     python benchmarks/swiss_pairing.py                        # 1,000 and 10,000 entrants, 9 rounds
     python benchmarks/swiss_pairing.py --entrants 1000 --matcher blossom networkx --compare 0
     python benchmarks/swiss_pairing.py --entrants 1000 --bracket-size 32 48 64 --compare 0
+    python benchmarks/swiss_pairing.py --entrants 32 64 128 --rounds 7 --matcher blossom dutch --compare 0
 """
 
 from __future__ import annotations
@@ -39,7 +41,13 @@ sys.path.insert(0, str(ROOT / "server"))
 import truco_server.leagues.swiss as swiss_module  # noqa: E402
 from truco_server.leagues import Entrant, Pairing, Result, Swiss  # noqa: E402
 from truco_server.leagues.results import build_history  # noqa: E402
-from truco_server.leagues.swiss import ABSOLUTE, DEFAULT_BRACKET_SIZE, mano_preference  # noqa: E402
+from truco_server.leagues.swiss import (  # noqa: E402
+    ABSOLUTE,
+    DEFAULT_BRACKET_SIZE,
+    DUTCH,
+    WEIGHTED,
+    mano_preference,
+)
 
 OWN_MATCHER = swiss_module.max_weight_matching
 
@@ -60,7 +68,8 @@ def networkx_matcher(weights: list[list[int | None]]) -> list[int]:
     return mate
 
 
-MATCHERS = {"blossom": OWN_MATCHER, "networkx": networkx_matcher}
+#: ``dutch`` pairs without a matcher of ours (the library's own); the entry keeps the table uniform.
+MATCHERS = {"blossom": OWN_MATCHER, "networkx": networkx_matcher, "dutch": OWN_MATCHER}
 
 
 def random_results(tables: tuple[Pairing, ...], rnd: random.Random) -> list[Result]:
@@ -103,7 +112,11 @@ def run(entrants: int, rounds: int, sizes: list[int], matchers: list[str], seed:
     """Time each round with every configuration, side by side on one history (generated
     with the first configuration's pairings)."""
     field = tuple(Entrant(f"p{i}", i) for i in range(1, entrants + 1))
-    configs = [(b, m, Swiss(field, rounds, bracket_size=b)) for b in sizes for m in matchers]
+    configs = [
+        (b, m, Swiss(field, rounds, bracket_size=b, system=DUTCH if m == "dutch" else WEIGHTED))
+        for b in sizes
+        for m in matchers
+    ]
     rnd = random.Random(seed)
     results: list[Result] = []
     wall: dict[tuple[int, str], list[float]] = {(b, m): [] for b, m, _ in configs}

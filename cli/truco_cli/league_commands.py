@@ -170,6 +170,7 @@ def _create(args: argparse.Namespace) -> int:
             request_id=args.request_id,
             third_place=args.third_place,
             series_best_of=args.best_of,
+            swiss_pairing=args.pairing or "",
         )
     print(league.league_id)
     print(_summary(league), file=sys.stderr)
@@ -439,6 +440,11 @@ def register(sub: Any) -> None:
     )
     c.add_argument(
         "--best-of", type=int, default=1, help="each pairing a series of up to N matches (odd; default 1)"
+    )
+    c.add_argument(
+        "--pairing",
+        choices=("weighted", "dutch"),
+        help="swiss: the pairing system (default weighted; dutch: FIDE Dutch, at most 128 entrants)",
     )
     _common(c)
     c.set_defaults(func=_create)

@@ -136,6 +136,7 @@ class LeagueClient:
         third_place: bool = False,
         series_best_of: int = 1,
         check_in: Seconds | None = None,
+        swiss_pairing: str = "",
     ) -> league_service_pb2.League:
         """A new league in registration (entrants get seeds in the order given). ``unrated``:
         none of its matches is rated; ``rated_endings``: which are ("played", "adjudicated",
@@ -145,7 +146,8 @@ class LeagueClient:
         semi-final losers play for third place. ``series_best_of`` (odd, 1 to 9): each
         pairing is a series of up to that many matches, decided by a majority. ``check_in``
         (needs ``start_time``): a check-in window that long before it; at the start, entrants
-        who did not :meth:`check_in` are withdrawn."""
+        who did not :meth:`check_in` are withdrawn. ``swiss_pairing`` (a swiss): ``"weighted"``
+        (the default) or ``"dutch"`` (the FIDE Dutch system, at most 128 entrants)."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -170,6 +172,7 @@ class LeagueClient:
             rating_policy=pb.RatingPolicy(unrated=unrated, count=list(rated_endings)),
             third_place=third_place,
             series_best_of=series_best_of,
+            swiss_pairing=swiss_pairing,
         )
         if start_time is not None:
             req.schedule.start_time.FromNanoseconds(round(start_time * 1e9))

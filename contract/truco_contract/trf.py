@@ -13,11 +13,13 @@ pairings):
   column 92: the opponent's starting number (4 columns, ``0000`` for none), the colour and
   the result.
 
-Truco has no colours: every colour column is ``-`` (the TRF's "no colour"), mano in the first
-hand is not exported. Results: ``1``/``0``/``=`` for a win, a loss, a draw; ``+``/``-`` for a
-forfeit won or lost (a no-show); ``U`` for a pairing-allocated bye, ``F`` for a late entrant's
-bye (a full-point bye); ``Z`` (zero, no opponent) for a round the entrant was not in (before it
-joined, after it withdrew); blank while a match is not decided.
+Truco has no colours. A league paired by the FIDE Dutch system (``swiss_pairing: "dutch"``)
+writes mano in the first hand as white (``w``) and the other side as black (``b``), the colours
+that system allocated, so a pairing checker can replay its rounds; any other league writes ``-``
+(the TRF's "no colour") in every colour column. Results: ``1``/``0``/``=`` for a win, a loss, a
+draw; ``+``/``-`` for a forfeit won or lost (a no-show); ``U`` for a pairing-allocated bye,
+``F`` for a late entrant's bye (a full-point bye); ``Z`` (zero, no opponent) for a round the
+entrant was not in (before it joined, after it withdrew); blank while a match is not decided.
 """
 
 from __future__ import annotations
@@ -43,8 +45,11 @@ def _put(line: list[str], column: int, text: str) -> None:
     line[column - 1 : end] = list(text)
 
 
-def _round_block(me: str, p: league_service_pb2.LeaguePairing | None, number: dict[str, int]) -> str:
-    """Opponent, colour and result of one round, as ``nnnn c r``."""
+def _round_block(
+    me: str, p: league_service_pb2.LeaguePairing | None, number: dict[str, int], colours: bool
+) -> str:
+    """Opponent, colour and result of one round, as ``nnnn c r`` (colour ``-`` unless
+    ``colours``: then ``w`` for mano in the first hand, ``b`` for the other)."""
     if p is None:
         return "0000 - Z"
     if not p.second:
@@ -58,7 +63,12 @@ def _round_block(me: str, p: league_service_pb2.LeaguePairing | None, number: di
         result = "="
     else:
         result = "1" if p.result.winner == me else "0"
-    return f"{number[opponent]:>4} - {result}"
+    colour = ("w" if p.first == me else "b") if colours else "-"
+    return f"{number[opponent]:>4} {colour} {result}"
+
+
+def _system(league: league_service_pb2.League) -> str:
+    return "FIDE Dutch system" if league.swiss_pairing == "dutch" else "maximum-weight matching"
 
 
 def _start_date(league: league_service_pb2.League) -> str:
@@ -87,11 +97,12 @@ def swiss_trf(
         f"012 {league.name}",
         f"042 {_start_date(league)}",
         f"062 {len(entrants)}",
-        f"092 Swiss system (Truco, {league.rules.preset or 'rules'}): maximum-weight matching",
+        f"092 Swiss system (Truco, {league.rules.preset or 'rules'}): {_system(league)}",
         f"XXR {league.total_rounds or league.rounds}",
     ]
+    colours = league.swiss_pairing == "dutch"
     for e in entrants:
-        lines.append(_player_line(e, number, table.get(e.entrant_id), seat, rounds))
+        lines.append(_player_line(e, number, table.get(e.entrant_id), seat, rounds, colours))
     return "\r\n".join(lines) + "\r\n"
 
 
@@ -101,6 +112,7 @@ def _player_line(
     standing: league_service_pb2.Standing | None,
     seat: dict[tuple[int, str], league_service_pb2.LeaguePairing],
     rounds: int,
+    colours: bool,
 ) -> str:
     line: list[str] = []
     _put(line, 1, "001")
@@ -109,7 +121,7 @@ def _player_line(
     _put(line, 81, f"{standing.score if standing else 0.0:>4.1f}")
     _put(line, 86, f"{standing.rank if standing else 0:>4}")
     for r in range(1, rounds + 1):
-        block = _round_block(e.entrant_id, seat.get((r, e.entrant_id)), number)
+        block = _round_block(e.entrant_id, seat.get((r, e.entrant_id)), number, colours)
         _put(line, FIRST_ROUND_COLUMN + ROUND_WIDTH * (r - 1), block)
     return "".join(line).rstrip()
 

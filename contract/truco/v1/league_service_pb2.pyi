@@ -171,6 +171,7 @@ class League(_message.Message):
     SCHEDULE_FIELD_NUMBER: _builtins.int
     THIRD_PLACE_FIELD_NUMBER: _builtins.int
     SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
+    SWISS_PAIRING_FIELD_NUMBER: _builtins.int
     league_id: _builtins.str
     """Server-assigned id."""
     name: _builtins.str
@@ -203,6 +204,8 @@ class League(_message.Message):
     as soon as one side has won a majority; the series' result is the
     pairing's.
     """
+    swiss_pairing: _builtins.str
+    """A swiss: its pairing system, "weighted" or "dutch"; empty elsewhere."""
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
         """The rule set every match is played with."""
@@ -273,10 +276,11 @@ class League(_message.Message):
         schedule: Global___LeagueSchedule | None = ...,
         third_place: _builtins.bool = ...,
         series_best_of: _builtins.int = ...,
+        swiss_pairing: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "state", b"state", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "state", b"state", "swiss_pairing", b"swiss_pairing", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -435,6 +439,7 @@ class CreateLeagueRequest(_message.Message):
     SCHEDULE_FIELD_NUMBER: _builtins.int
     THIRD_PLACE_FIELD_NUMBER: _builtins.int
     SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
+    SWISS_PAIRING_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Display name (at most 100 characters)."""
     format: _builtins.str
@@ -450,6 +455,10 @@ class CreateLeagueRequest(_message.Message):
     series_best_of: _builtins.int
     """Best-of-N series per pairing (an odd number, 1 to 9; 0 or 1: one match
     per pairing). Refused with duplicate deals.
+    """
+    swiss_pairing: _builtins.str
+    """Swiss: the pairing system, "weighted" (the default: maximum-weight
+    matching) or "dutch" (the FIDE Dutch system, at most 128 entrants).
     """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
@@ -495,10 +504,11 @@ class CreateLeagueRequest(_message.Message):
         schedule: Global___LeagueSchedule | None = ...,
         third_place: _builtins.bool = ...,
         series_best_of: _builtins.int = ...,
+        swiss_pairing: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "swiss_pairing", b"swiss_pairing", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

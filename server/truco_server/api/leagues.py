@@ -112,6 +112,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         rating_policy=pb.RatingPolicy(unrated=not doc.rating["rated"], count=doc.rating["count"]),
         third_place=doc.third_place,
         series_best_of=doc.series_best_of,
+        swiss_pairing=doc.swiss_pairing if doc.format == "swiss" else "",
     )
     if doc.starts_at:
         m.schedule.start_time.CopyFrom(_ts(doc.starts_at))
@@ -252,6 +253,7 @@ class LeagueApi:
             check_in=request.schedule.check_in.ToNanoseconds() / 1e9,
             third_place=request.third_place,
             series_best_of=request.series_best_of or 1,
+            swiss_pairing=request.swiss_pairing,
         )
         doc = await self.leagues.create_league(operator, spec)
         return pb.CreateLeagueResponse(league=league_to_proto(doc))

@@ -20,6 +20,7 @@ from truco_server.leagues.duplicate import (
     DuplicateTable,
     tables_for,
 )
+from truco_server.leagues.dutch import MAX_DUTCH_ENTRANTS
 from truco_server.leagues.entrants import Entrant, validate_entrants
 from truco_server.leagues.errors import (
     InvalidOptionError,
@@ -31,7 +32,15 @@ from truco_server.leagues.results import DEFAULT_SCORING, Pairing, Result, Scori
 from truco_server.leagues.round_robin import RoundRobin
 from truco_server.leagues.rounds import Format
 from truco_server.leagues.series import SeriesGame, check_best_of, game_sides, series_result
-from truco_server.leagues.swiss import DEFAULT_BRACKET_SIZE, NO_OVERRIDES, RoundOverrides, Swiss
+from truco_server.leagues.swiss import (
+    DEFAULT_BRACKET_SIZE,
+    DUTCH,
+    NO_OVERRIDES,
+    PAIRING_SYSTEMS,
+    WEIGHTED,
+    RoundOverrides,
+    Swiss,
+)
 from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS, Standing, TieBreak, standings
 
 
@@ -97,9 +106,21 @@ class EventSpec:
     series_best_of: int = 1
     """Each pairing is a series of up to this many matches (an odd number; 1: one match);
     see :mod:`truco_server.leagues.series`."""
+    swiss_pairing: str = WEIGHTED
+    """Swiss: the pairing system, ``"weighted"`` (:mod:`~truco_server.leagues.swiss`) or
+    ``"dutch"`` (the FIDE Dutch system, :mod:`~truco_server.leagues.dutch`)."""
 
     def __post_init__(self) -> None:
         check_best_of(self.series_best_of)
+        if self.swiss_pairing not in PAIRING_SYSTEMS:
+            raise InvalidOptionError(
+                "swiss_pairing",
+                f"unknown pairing system {self.swiss_pairing!r}; allowed: {', '.join(PAIRING_SYSTEMS)}",
+            )
+        if self.swiss_pairing != WEIGHTED and self.format != FormatKind.SWISS:
+            raise InvalidOptionError(
+                "swiss_pairing", f"only a swiss has a pairing system, not a {self.format}"
+            )
         if self.series_best_of > 1 and self.duplicate.mode is not DuplicateMode.OFF:
             raise InvalidOptionError(
                 "series_best_of",
@@ -125,8 +146,9 @@ class Event:
         if kind is FormatKind.DOUBLE_ROUND_ROBIN:
             return RoundRobin(self.entrants, 2)
         if kind is FormatKind.SWISS:
-            assert self.spec.rounds is not None
-            return Swiss(self.entrants, self.spec.rounds, self.spec.scoring, self.spec.bracket_size)
+            spec = self.spec
+            assert spec.rounds is not None
+            return Swiss(self.entrants, spec.rounds, spec.scoring, spec.bracket_size, spec.swiss_pairing)
         double = kind is FormatKind.DOUBLE_ELIMINATION
         return Elimination(self.entrants, double, self.spec.grand_final_reset, self.spec.third_place)
 
@@ -213,6 +235,7 @@ class Event:
                 )
             entrant = dataclasses.replace(entrant, joined_round=rounds_started + 1)
         field = validate_entrants((*self.entrants, entrant), self.spec.players_per_side, 1)
+        check_field_size(self.spec, len(field))
         return Event(self.spec, field)
 
     def late_entry_bye(self, entrant_id: str, round_one: Sequence[Pairing]) -> Pairing | None:
@@ -257,6 +280,17 @@ def check_fixed_schedule(
         )
 
 
+def check_field_size(spec: EventSpec, entrants: int) -> None:
+    """:class:`InvalidOptionError` for a Dutch-paired Swiss of more than
+    :data:`~truco_server.leagues.dutch.MAX_DUTCH_ENTRANTS` entrants."""
+    if spec.swiss_pairing == DUTCH and entrants > MAX_DUTCH_ENTRANTS:
+        raise InvalidOptionError(
+            "swiss_pairing",
+            f"the Dutch system pairs at most {MAX_DUTCH_ENTRANTS} entrants (its cost grows steeply "
+            f"with the field); this swiss would have {entrants}: use the default pairing",
+        )
+
+
 def create_event(spec: EventSpec, entrants: Iterable[Entrant]) -> Event:
     """Validate ``spec`` and ``entrants`` together (typed errors) and return the event."""
     if not isinstance(spec.format, FormatKind):
@@ -270,6 +304,7 @@ def create_event(spec: EventSpec, entrants: Iterable[Entrant]) -> Event:
             )
         if spec.bracket_size < 4:
             raise InvalidOptionError("bracket_size", f"must be >= 4; got {spec.bracket_size}")
+        check_field_size(spec, len(field))
     elif spec.rounds is not None:
         raise InvalidOptionError(
             "rounds", f"only a swiss takes a number of rounds; a {spec.format.value} has its own"

@@ -126,6 +126,8 @@ class Game(NamedTuple):
     points_against: int
     mano: bool
     """True when this entrant was ``first`` (mano in the first hand)."""
+    forfeit: bool = False
+    """True when the match was not played (a no-show; :attr:`Result.forfeit`)."""
 
 
 @dataclass(frozen=True)
@@ -226,8 +228,8 @@ def build_history(results: Sequence[Result], known: Iterable[str], scoring: Scor
             continue
         f1, s1 = _game_value(r, first, scoring)
         f2, s2 = _game_value(r, second, scoring)
-        games[first].append(Game(r.round, second, f1, s1, r.first_points, r.second_points, True))
-        games[second].append(Game(r.round, first, f2, s2, r.second_points, r.first_points, False))
+        games[first].append(Game(r.round, second, f1, s1, r.first_points, r.second_points, True, r.forfeit))
+        games[second].append(Game(r.round, first, f2, s2, r.second_points, r.first_points, False, r.forfeit))
     played = {k: tuple(v) for k, v in games.items() if v}
     return History(played, current, {k: sum(g.score for g in v) for k, v in played.items()})
 

@@ -32,6 +32,7 @@ import itertools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from truco_server.leagues.dutch import dutch_pairings
 from truco_server.leagues.entrants import Entrant
 from truco_server.leagues.errors import (
     InvalidOptionError,
@@ -45,6 +46,11 @@ from truco_server.leagues.rounds import check_round_number, check_withdrawn, ear
 
 #: Default largest number of entrants matched in one graph.
 DEFAULT_BRACKET_SIZE = 48
+
+#: The pairing systems a Swiss offers: this module's maximum-weight matching (the default),
+#: or the FIDE Dutch system (:mod:`truco_server.leagues.dutch`).
+WEIGHTED, DUTCH = "weighted", "dutch"
+PAIRING_SYSTEMS = (WEIGHTED, DUTCH)
 
 #: Mano preference strengths (how much a player minds being given the other role).
 NO_PREFERENCE, MILD, STRONG, ABSOLUTE = 0, 1, 2, 3
@@ -337,6 +343,8 @@ class Swiss:
     rounds: int
     scoring: Scoring = DEFAULT_SCORING
     bracket_size: int = DEFAULT_BRACKET_SIZE
+    system: str = WEIGHTED
+    """:data:`WEIGHTED` or :data:`DUTCH`."""
 
     def total_rounds(self) -> int:
         return self.rounds
@@ -372,6 +380,8 @@ class Swiss:
         ranked = self.ranking(history, present - placed)
         if not placed and len(ranked) < 2:
             raise NoValidPairingError("round", f"round {round_no} has {len(ranked)} entrant(s) present")
+        if self.system == DUTCH:
+            return self._dutch(round_no, ranked, history, forbidden, overrides)
         if len(ranked) % 2 == 0:
             pairs = self._pair(ranked, history, forbidden)
             if pairs is None:
@@ -389,6 +399,25 @@ class Swiss:
         raise NoValidPairingError(
             "round", f"no pairing of round {round_no} avoids a rematch and a second bye; the event should end"
         )
+
+    def _dutch(
+        self,
+        round_no: int,
+        ranked: Sequence[Entrant],
+        history: History,
+        forbidden: Collection[frozenset[str]],
+        overrides: RoundOverrides,
+    ) -> tuple[Pairing, ...]:
+        """The round by the Dutch system: the operator's tables first, the system's in its
+        own table order, then the byes (the operator's, the system's)."""
+        pairs: list[tuple[str, str]] = []
+        bye: str | None = None
+        if ranked:
+            pairs, bye = dutch_pairings(self.entrants, ranked, history, round_no, self.rounds, forbidden)
+        out = [Pairing(round_no, t, a, b) for t, (a, b) in enumerate((*overrides.pairs, *pairs), start=1)]
+        for entrant in (*overrides.byes, *([bye] if bye is not None else [])):
+            out.append(Pairing(round_no, len(out) + 1, entrant, None))
+        return tuple(out)
 
     def _pair(
         self, ranked: Sequence[Entrant], history: History, forbidden: Collection[frozenset[str]] = ()

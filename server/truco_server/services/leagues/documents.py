@@ -204,6 +204,8 @@ class LeagueDoc:
     """Seconds before ``starts_at`` the check-in window opens (0: no check-in)."""
     series_best_of: int = 1
     """Each pairing is a series of up to this many matches (its tables, one per game)."""
+    swiss_pairing: str = "weighted"
+    """A swiss's pairing system: ``weighted`` or ``dutch``."""
     events: int = 0
     """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
 
@@ -242,6 +244,7 @@ class LeagueDoc:
             duplicate=self.duplicate_options(),
             third_place=self.third_place,
             series_best_of=self.series_best_of,
+            swiss_pairing=self.swiss_pairing,
         )
 
     def event(self, *, min_entrants: bool = True) -> Event:

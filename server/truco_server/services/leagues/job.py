@@ -281,7 +281,9 @@ class LeagueJob:
             if self.now() < doc.round_done_at + doc.round_interval:
                 return False
         doc.round_done_at = 0.0
-        _next_round(doc, self.now())
+        # pairing a large field (or by the Dutch system) takes CPU seconds: off the event
+        # loop, so the worker's matches and streams go on meanwhile (the doc is this pass's own)
+        await asyncio.to_thread(_next_round, doc, self.now())
         return True
 
     # ------------------------------------------------------------------- tables

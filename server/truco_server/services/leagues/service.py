@@ -95,6 +95,8 @@ class LeagueSpec:
     """Single elimination: a match for third place."""
     series_best_of: int = 1
     """Each pairing a series of up to this many matches."""
+    swiss_pairing: str = ""
+    """A swiss's pairing system (empty: ``weighted``)."""
 
 
 class LeagueService:
@@ -205,6 +207,7 @@ class LeagueService:
             check_in=control.check_in_window(spec.schedule[0], spec.check_in),
             third_place=spec.third_place,
             series_best_of=spec.series_best_of,
+            swiss_pairing=spec.swiss_pairing or "weighted",
         )
         entrants = self._numbered(list(spec.entrants))
         await self._check_bots(operator, entrants)
