@@ -119,6 +119,10 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         m.schedule.round_interval.FromNanoseconds(round(doc.round_interval * 1e9))
     if doc.check_in:
         m.schedule.check_in.FromNanoseconds(round(doc.check_in * 1e9))
+    if doc.arena_duration:
+        m.arena.duration.FromNanoseconds(round(doc.arena_duration * 1e9))
+    if doc.ends_at:
+        m.arena.end_time.CopyFrom(_ts(doc.ends_at))
     return m
 
 
@@ -252,6 +256,7 @@ class LeagueApi:
             check_in=request.schedule.check_in.ToNanoseconds() / 1e9,
             third_place=request.third_place,
             series_best_of=request.series_best_of or 1,
+            arena_duration=request.arena.duration.ToNanoseconds() / 1e9,
         )
         doc = await self.leagues.create_league(operator, spec)
         return pb.CreateLeagueResponse(league=league_to_proto(doc))

@@ -60,7 +60,7 @@ MIN_DURATION = 1.0
 def check_duration(seconds: float | None) -> float:
     """An arena's duration in seconds, checked (:class:`InvalidOptionError` on
     ``arena.duration``)."""
-    if seconds is None or isinstance(seconds, bool) or not isinstance(seconds, int | float):
+    if not seconds or isinstance(seconds, bool) or not isinstance(seconds, int | float):
         raise InvalidOptionError("arena.duration", "an arena needs a duration (e.g. 1800s)")
     if not math.isfinite(seconds) or not MIN_DURATION <= seconds <= MAX_DURATION:
         raise InvalidOptionError("arena.duration", f"from {MIN_DURATION:g} s to 7 days; got {seconds!r}")

@@ -112,6 +112,10 @@ class EventSpec:
                 raise InvalidOptionError(
                     "format", "an arena is one match a pairing: no series or duplicate deals"
                 )
+            if self.tie_breaks != DEFAULT_TIE_BREAKS:
+                raise InvalidOptionError(
+                    "tie_breaks", "an arena's order is fixed: score, points difference, fewer games, seed"
+                )
         elif self.arena_duration is not None:
             raise InvalidOptionError("arena.duration", f"only an arena has a duration, not a {self.format}")
         if self.series_best_of > 1 and self.duplicate.mode is not DuplicateMode.OFF:
@@ -306,10 +310,6 @@ def create_event(spec: EventSpec, entrants: Iterable[Entrant]) -> Event:
     elif spec.rounds is not None:
         raise InvalidOptionError(
             "rounds", f"only a swiss takes a number of rounds; a {spec.format.value} has its own"
-        )
-    if spec.format is FormatKind.ARENA and spec.tie_breaks != DEFAULT_TIE_BREAKS:
-        raise InvalidOptionError(
-            "tie_breaks", "an arena's order is fixed: score, Truco points difference, fewer games, seed"
         )
     if len(set(spec.tie_breaks)) != len(spec.tie_breaks):
         raise InvalidOptionError("tie_breaks", "a tie-break is listed twice")

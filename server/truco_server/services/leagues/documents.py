@@ -204,6 +204,10 @@ class LeagueDoc:
     """Seconds before ``starts_at`` the check-in window opens (0: no check-in)."""
     series_best_of: int = 1
     """Each pairing is a series of up to this many matches (its tables, one per game)."""
+    arena_duration: float = 0.0
+    """An arena's duration (seconds; 0 for the other formats)."""
+    ends_at: float = 0.0
+    """When an arena stops pairing (its start plus its duration; 0 before the start)."""
     events: int = 0
     """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
 
@@ -242,7 +246,12 @@ class LeagueDoc:
             duplicate=self.duplicate_options(),
             third_place=self.third_place,
             series_best_of=self.series_best_of,
+            arena_duration=self.arena_duration if self.arena_duration or self.is_arena else None,
         )
+
+    @property
+    def is_arena(self) -> bool:
+        return self.format == "arena"
 
     def event(self, *, min_entrants: bool = True) -> Event:
         entrants = [e.entrant() for e in self.entrants]
@@ -278,6 +287,10 @@ class LeagueDoc:
 
     def round_pairings(self, round_no: int) -> list[PairingDoc]:
         return [p for p in self.pairings if p.round == round_no]
+
+    def live_pairings(self) -> list[PairingDoc]:
+        """The pairings without a result (an arena's matches in play, of any wave)."""
+        return [p for p in self.pairings if p.result is None]
 
     def round_complete(self, round_no: int) -> bool:
         return all(p.result is not None for p in self.round_pairings(round_no))
