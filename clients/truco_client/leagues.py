@@ -136,6 +136,7 @@ class LeagueClient:
         third_place: bool = False,
         series_best_of: int = 1,
         check_in: Seconds | None = None,
+        arena_duration: Seconds | None = None,
     ) -> league_service_pb2.League:
         """A new league in registration (entrants get seeds in the order given). ``unrated``:
         none of its matches is rated; ``rated_endings``: which are ("played", "adjudicated",
@@ -145,7 +146,8 @@ class LeagueClient:
         semi-final losers play for third place. ``series_best_of`` (odd, 1 to 9): each
         pairing is a series of up to that many matches, decided by a majority. ``check_in``
         (needs ``start_time``): a check-in window that long before it; at the start, entrants
-        who did not :meth:`check_in` are withdrawn."""
+        who did not :meth:`check_in` are withdrawn. ``arena_duration`` (an ``"arena"``, which
+        needs it): how long it pairs its entrants from the start."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -173,6 +175,13 @@ class LeagueClient:
         )
         if start_time is not None:
             req.schedule.start_time.FromNanoseconds(round(start_time * 1e9))
+        if arena_duration:
+            length = (
+                arena_duration.total_seconds()
+                if isinstance(arena_duration, timedelta)
+                else float(arena_duration)
+            )
+            req.arena.duration.FromNanoseconds(round(length * 1e9))
         if check_in:
             window = check_in.total_seconds() if isinstance(check_in, timedelta) else float(check_in)
             req.schedule.check_in.FromNanoseconds(round(window * 1e9))
