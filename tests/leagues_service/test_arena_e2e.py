@@ -5,12 +5,16 @@ eight bots (a ninth registered after the start), matches to 3 points."""
 from __future__ import annotations
 
 import itertools
+import os
+import shutil
+import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
 
 import requests
 
+from tests.leagues_service.test_control import walkthrough
 from tests.leagues_service.workers import Lobby, make_bots, two_workers
 from truco_client.leagues import LeagueClient
 from truco_server.leagues import Pairing, arena_scores
@@ -116,3 +120,24 @@ def test_an_arena_of_bots_over_the_api_on_two_workers(clean_redis_url: str, tmp_
                 decided[p.first] += 1
                 decided[p.second] += 1
         assert {e: n for e, n in rated.items()} == {e: n for e, n in decided.items() if n}
+
+
+def test_the_arena_walkthrough_of_the_docs(clean_redis_url: str, tmp_path: Path) -> None:
+    """docs/leagues.md, "Arena": its curl walk-through, run as written: several waves in its
+    10 seconds, then finished with four standings lines whose scores are arena points."""
+    assert shutil.which("curl") and shutil.which("jq"), "the walk-through needs curl and jq"
+    with two_workers(clean_redis_url, tmp_path, rest=True) as (_a, b):
+        env = {**os.environ, "BASE": b.http, "KEY": "any (open mode)"}
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", walkthrough("arena")],
+            env=env, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr + done.stdout
+    lines = done.stdout.splitlines()
+    assert _ts(lines[0]) > 0  # the end time
+    assert int(lines[1]) >= 2, lines  # waves
+    standings = [line.split() for line in lines[2:]]
+    assert [r[0] for r in standings] == ["1", "2", "3", "4"]
+    assert {r[1] for r in standings} == {"ana", "bea", "cas", "dan"}
+    scores = [int(float(r[2])) for r in standings]
+    assert scores == sorted(scores, reverse=True) and scores[0] >= 2 and all(x % 2 == 0 for x in scores)

@@ -16,7 +16,8 @@ is playing; this module answers, as pure functions of the results so far:
 rank, so "close in rank" means close in score) and matched, in groups of at most
 :data:`GROUP` consecutive ranks, by a maximum-cardinality matching of least total rank
 distance (the library's blossom matcher, :mod:`.matching`): as many as possible are paired,
-each as close in rank as the others allow. An entrant's last opponent is not an allowed
+each as close in rank as the others allow; among equally close pairings, the better ranked
+are paired and the lowest ranked waits. An entrant's last opponent is not an allowed
 partner; two entrants who just played each other are paired again only when nobody else is
 waiting **and** nobody else is still playing (somebody will come back soon: they wait for
 him). Lichess's arena does the same kind of thing: a weighted maximum matching whose cost
@@ -154,14 +155,8 @@ def arena_pairs(
     carried: list[str] = []
     for start in range(0, len(pool), GROUP):
         group = carried + pool[start : start + GROUP]
-        top = len(rank) + 1  # keeps every weight positive
-        weights = [
-            [
-                None if a == b or (last.get(a) == b and not rematch_ok) else top - abs(rank[a] - rank[b])
-                for b in group
-            ]
-            for a in group
-        ]
+        allowed = [[a != b and (rematch_ok or last.get(a) != b) for b in group] for a in group]
+        weights = _weights(group, rank, allowed)
         mate = max_weight_matching(weights)
         carried = [group[i] for i, m in enumerate(mate) if m < 0]
         for i, m in enumerate(mate):
@@ -170,6 +165,20 @@ def arena_pairs(
                 pairs.append((a, b) if mano.get(a, 0) <= mano.get(b, 0) else (b, a))
     pairs.sort(key=lambda p: min(rank[p[0]], rank[p[1]]))
     return tuple(Pairing(wave, t, a, b) for t, (a, b) in enumerate(pairs, start=1))
+
+
+def _weights(group: Sequence[str], rank: dict[str, int], allowed: list[list[bool]]) -> list[list[int | None]]:
+    """The matching's weights: least rank distance first; then, among equally close
+    pairings, the better ranked are paired (the lowest waits)."""
+    top = len(rank) + 1  # keeps every weight positive
+    scale = 2 * top * len(group) + 1  # above any total of the second term
+    return [
+        [
+            (top - abs(rank[a] - rank[b])) * scale + (2 * top - rank[a] - rank[b]) if allowed[i][j] else None
+            for j, b in enumerate(group)
+        ]
+        for i, a in enumerate(group)
+    ]
 
 
 def _last_opponents_and_mano(results: Sequence[Result]) -> tuple[dict[str, str], dict[str, int]]:
