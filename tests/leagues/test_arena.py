@@ -154,3 +154,18 @@ def test_a_late_entrant_joins_the_pool_without_a_bye() -> None:
     assert [set(p.entrants) for p in got] == [{"e1", "late"}]
     assert event.scores(results)["e1"] == 2.0 and event.scores(results)["late"] == 0.0
     assert [s.entrant_id for s in event.standings(results)][:2] == ["e1", "e3"]
+
+
+def test_an_arena_refuses_forbidden_pairs_and_the_operators_pairings() -> None:
+    from truco_server.leagues import RoundOverrides
+
+    event = _arena(4)
+    with pytest.raises(InvalidOptionError) as err:
+        event.pairings(1, [], forbidden=[frozenset({"e1", "e2"})])
+    assert (
+        err.value.field == "forbidden_pairs"
+        and "an arena pairs its entrants as they wait" in err.value.message
+    )
+    with pytest.raises(InvalidOptionError) as err:
+        event.pairings(1, [], overrides=RoundOverrides((("e1", "e2"),), ()))
+    assert err.value.field == "pairs"

@@ -284,14 +284,18 @@ def check_fixed_schedule(
     if kind is FormatKind.SWISS:
         return
     if forbidden:
-        raise InvalidOptionError(
-            "forbidden_pairs", f"a {kind.value} has a fixed schedule: only a swiss avoids pairs"
-        )
+        raise InvalidOptionError("forbidden_pairs", f"{_schedule_of(kind)}: only a swiss avoids pairs")
     if overrides.pairs or overrides.byes:
         raise InvalidOptionError(
             "pairs",
-            f"a {kind.value} has a fixed schedule: only a swiss takes the operator's pairings and byes",
+            f"{_schedule_of(kind)}: only a swiss takes the operator's pairings and byes",
         )
+
+
+def _schedule_of(kind: FormatKind) -> str:
+    if kind is FormatKind.ARENA:
+        return "an arena pairs its entrants as they wait"
+    return f"a {kind.value} has a fixed schedule"
 
 
 def create_event(spec: EventSpec, entrants: Iterable[Entrant]) -> Event:
