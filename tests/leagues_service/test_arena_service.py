@@ -5,12 +5,17 @@ the league finishes once the last match in play is over."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import time
 
 import pytest
 
-from tests.leagues_service.conftest import OPERATOR, Stack, play_match, spec
+from tests.leagues_service.conftest import OPERATOR, Stack, make_stack, play_match, run_league, spec
+from tests.leagues_service.test_worker_death import Died, DyingStore
+from tests.leagues_service.test_worker_death import _check as check_no_loss
 from truco_server.core import errors as E
+from truco_server.core.caller import Operator
 from truco_server.leagues import arena_scores
 from truco_server.services.leagues import EntrantDoc, LeagueDoc, State
 
@@ -123,3 +128,50 @@ async def test_an_arena_refuses_rounds_series_and_a_round_interval(any_stack: St
     with pytest.raises(E.ServiceError) as err:
         await s.leagues.create_league(OPERATOR, spec("swiss", 4, rounds=2, arena_duration=60.0))
     assert "arena.duration" in str(err.value)
+
+
+async def _arena_death_run(stack: Stack, phase: str) -> int:
+    """Kill a worker at every store call of one arena pass (the one that pairs the first
+    wave, or the one that collects a result and pairs the next wave); another worker goes
+    on: every table one match, nobody in two live pairings, every match rated once."""
+    k = 0
+    while True:
+        k += 1
+        operator = Operator(f"acme-arena-{phase}-{k}")
+        bots = [(await stack.leagues.bots.create(operator, f"b{i}", 2))[0].bot_id for i in range(2)]
+        sp = spec("arena", 5, arena_duration=3600.0)
+        entrants = (*sp.entrants[:3], *(EntrantDoc(b, 4 + i) for i, b in enumerate(bots)))
+        doc = await stack.leagues.create_league(operator, dataclasses.replace(sp, entrants=entrants))
+        lid = doc.league_id
+        await stack.leagues.start(operator, lid)
+        rng = random.Random(k)
+        if phase == "results":  # the pass that collects one result and pairs the next wave
+            await stack.leagues.job.advance(lid)
+            await _play_one(stack, await stack.leagues.get_league(operator, lid), rng)
+        dying = DyingStore(stack.store, k)
+        worker = make_stack(dying)  # type: ignore[arg-type]
+        try:
+            await worker.leagues.job.advance(lid)
+            survived = True
+        except Died:
+            survived = False
+        for _ in range(4):  # a few more waves, then the time is up
+            await stack.leagues.job.advance(lid)
+            doc = await stack.leagues.get_league(operator, lid)
+            _no_one_twice(doc)
+            await _play_one(stack, doc, rng)
+        late = Clock()
+        late.t = doc.ends_at + 1
+        stack.leagues.job.now = late
+        try:
+            await run_league(stack, lid, seed=k, operator=operator)
+        finally:
+            stack.leagues.job.now = time.time
+        await check_no_loss(stack, operator, lid)
+        if survived and dying.calls < dying.at:
+            return k
+
+
+async def test_an_arena_survives_a_death_at_every_point_of_a_pass(stack: Stack) -> None:
+    assert await _arena_death_run(stack, "pairing") >= 5
+    assert await _arena_death_run(stack, "results") >= 5
