@@ -14,7 +14,7 @@ from pathlib import Path
 
 import requests
 
-from tests.leagues_service.test_control import walkthrough
+from tests.leagues_service.test_control import league_events, walkthrough
 from tests.leagues_service.workers import Lobby, make_bots, two_workers
 from truco_client.leagues import LeagueClient
 from truco_server.leagues import Pairing, arena_scores
@@ -78,8 +78,23 @@ def test_an_arena_of_bots_over_the_api_on_two_workers(clean_redis_url: str, tmp_
         finally:
             lobby.close()
         assert not lobby.errors
+        # the league events on the feed (read from the other worker): started with its end
+        # time, one round.paired per wave in order, finished; at least once and in order
+        # (docs/leagues.md, "League events": a consumer dedupes by id)
+        delivered = league_events(b.address, lid, lambda got: any(e.type == "league.finished" for e in got))
+        numbers = [int(e.id.rsplit(":e", 1)[1]) for e in delivered]
+        assert numbers == sorted(numbers)  # in order, a redelivery right after its first
+        events = [e for i, e in enumerate(delivered) if i == 0 or numbers[i] != numbers[i - 1]]
+        assert [e.id for e in events] == [f"{lid}:e{i}" for i in range(1, len(events) + 1)]
+        assert events[0].type == "league.started" and abs(float(events[0].labels["ends_at"]) - end) < 0.001
+        assert events[-1].type == "league.finished" and {e.type for e in events[1:-1]} == {"round.paired"}
         pairings = ops.pairings(lid).pairings
         assert final.current_round == max(p.round for p in pairings) >= 2  # several waves
+        waves = [e for e in events if e.type == "round.paired"]
+        assert [int(e.labels["round"]) for e in waves] == list(range(1, final.current_round + 1))
+        assert [int(e.labels["pairings"]) for e in waves] == [
+            sum(1 for p in pairings if p.round == w) for w in range(1, final.current_round + 1)
+        ]
         entrants = [x.bot_id for x in bots]
         tables_of = {e: 0 for e in entrants}
         for p in pairings:
