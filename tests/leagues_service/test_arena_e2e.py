@@ -115,7 +115,12 @@ def test_an_arena_of_bots_over_the_api_on_two_workers(clean_redis_url: str, tmp_
             for (_, ended), (created, _) in itertools.pairwise(mine):
                 assert ended <= created, e
         # the standings (REST) are the arena scores of the results
-        got = requests.get(f"{b.http}/v1/leagues/{lid}/standings", timeout=30).json()["standings"]
+        body = requests.get(f"{b.http}/v1/leagues/{lid}/standings", timeout=30).json()
+        assert body["tieBreaks"] == ["points_difference"] == list(final.tie_breaks)
+        got = body["standings"]
+        assert all(
+            s.get("tieBreaks", [0])[0] == s.get("pointsFor", 0) - s.get("pointsAgainst", 0) for s in got
+        )
         results = [
             Pairing(p.round, p.table, p.first, p.second).result(
                 p.result.winner or None, (p.result.first_points, p.result.second_points), p.result.forfeit

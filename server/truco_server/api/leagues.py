@@ -17,7 +17,7 @@ from truco_server.api.auth import Authenticator
 from truco_server.api.matches import StreamTracker
 from truco_server.core import errors as E
 from truco_server.core.caller import Credentials, Operator
-from truco_server.leagues import DEFAULT_TIE_BREAKS, LeaderboardEntry, Standing
+from truco_server.leagues import LeaderboardEntry, Standing
 from truco_server.services.leagues import (
     MAX_NAME,
     BotDoc,
@@ -92,7 +92,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         settings=template.settings,
         rounds=doc.rounds or 0,
         duplicate=pb.DuplicateSettings(**doc.duplicate),
-        tie_breaks=doc.tie_breaks or [t.value for t in DEFAULT_TIE_BREAKS],
+        tie_breaks=doc.tie_break_names(),
         state=_STATES[doc.state],
         entrants=[entrant_to_proto(e) for e in sorted(doc.entrants, key=lambda e: e.seed)],
         current_round=doc.round,
@@ -320,7 +320,7 @@ class LeagueApi:
         doc, table = await self.leagues.standings(self.auth.operator(creds), request.league_id)
         return pb.GetStandingsResponse(
             standings=[standing_to_proto(s) for s in table],
-            tie_breaks=doc.tie_breaks or [t.value for t in DEFAULT_TIE_BREAKS],
+            tie_breaks=doc.tie_break_names(),
         )
 
     async def ListPairings(

@@ -6,6 +6,7 @@ pairings and get the same answer. See docs/leagues.md.
 """
 
 from truco_server.leagues.arena import (
+    ARENA_TIE_BREAKS,
     Arena,
     ArenaScore,
     arena_over,
@@ -91,6 +92,7 @@ from truco_server.leagues.swiss import NO_OVERRIDES, RoundOverrides, Swiss
 from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS, Standing, TieBreak, parse_tie_breaks, standings
 
 __all__ = [
+    "ARENA_TIE_BREAKS",
     "DEFAULT_TIE_BREAKS",
     "LATE_ENTRY",
     "MAX_BEST_OF",

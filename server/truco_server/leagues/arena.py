@@ -52,6 +52,9 @@ STREAK = 2
 GROUP = 64
 """Most waiting entrants matched in one graph (by rank; Lichess caps its groups at 100): the
 matching is cubic in the group's size, and waves after the start are small."""
+ARENA_TIE_BREAKS: tuple[TieBreak, ...] = (TieBreak.POINTS_DIFFERENCE,)
+"""The tie-break an arena's standings show (``Standing.tie_breaks``); fewer games and the seed
+come after it."""
 MAX_DURATION = 7 * 24 * 3600.0
 """The longest arena (seconds)."""
 MIN_DURATION = 1.0
@@ -122,7 +125,7 @@ def arena_standings(entrants: Sequence[Entrant], results: Sequence[Result]) -> t
     games (the same score from fewer games), then seed. ``Standing.score`` is the arena
     score and ``tie_breaks`` holds the points difference."""
     played = [r for r in results if r.second is not None]
-    rows = {s.entrant_id: s for s in standings(entrants, played, tie_breaks=(TieBreak.POINTS_DIFFERENCE,))}
+    rows = {s.entrant_id: s for s in standings(entrants, played, tie_breaks=ARENA_TIE_BREAKS)}
     scores = arena_scores(rows, played)
     seed = {e.id: e.seed for e in entrants}
 

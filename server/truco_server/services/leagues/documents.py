@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from truco_server.leagues import (
+    ARENA_TIE_BREAKS,
     NO_OVERRIDES,
     CheckInWindow,
     DealSets,
@@ -252,6 +253,12 @@ class LeagueDoc:
     @property
     def is_arena(self) -> bool:
         return self.format == "arena"
+
+    def tie_break_names(self) -> list[str]:
+        """The tie-breaks its standings show, in order (an arena's are fixed)."""
+        if self.is_arena:
+            return [t.value for t in ARENA_TIE_BREAKS]
+        return self.tie_breaks or [t.value for t in DEFAULT_TIE_BREAKS]
 
     def event(self, *, min_entrants: bool = True) -> Event:
         entrants = [e.entrant() for e in self.entrants]
