@@ -108,11 +108,28 @@ def _state(league: Any) -> str:
     return lpb.LeagueState.Name(league.state).removeprefix("LEAGUE_STATE_").lower()
 
 
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _duration(text: str) -> float:
+    """Seconds from ``90``, ``90s``, ``30m`` or ``1h`` (an argparse type)."""
+    unit = _UNITS.get(text[-1:].lower())
+    try:
+        value = float(text[:-1] if unit else text) * (unit or 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 30m, 90s, 1h)") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a duration above 0")
+    return value
+
+
 def _summary(league: Any) -> str:
+    progress = f"round {league.current_round}/{league.total_rounds}"
+    if league.format == "arena":  # no rounds: waves of pairings for a fixed time
+        progress = f"wave {league.current_round}, {league.arena.duration.ToSeconds()}s"
     return (
-        f"{league.league_id} {league.name!r}: {league.format}, {_state(league)}, round "
-        f"{league.current_round}/{league.total_rounds}, {len(league.entrants)} entrants, "
-        f"rating family {league.rating_family}"
+        f"{league.league_id} {league.name!r}: {league.format}, {_state(league)}, {progress}, "
+        f"{len(league.entrants)} entrants, rating family {league.rating_family}"
     )
 
 
@@ -171,6 +188,7 @@ def _create(args: argparse.Namespace) -> int:
             third_place=args.third_place,
             series_best_of=args.best_of,
             swiss_pairing=args.pairing or "",
+            arena_duration=args.duration,
         )
     print(league.league_id)
     print(_summary(league), file=sys.stderr)
@@ -414,7 +432,7 @@ def register(sub: Any) -> None:
 
     c = cmds.add_parser("create", help="create a league (prints its id)")
     c.add_argument("name", help="the league's name")
-    formats = "round_robin, double_round_robin, swiss, single_elimination, double_elimination"
+    formats = "round_robin, double_round_robin, swiss, single_elimination, double_elimination, arena"
     c.add_argument("--format", required=True, help=formats)
     c.add_argument("--preset", default="argentine", help="rule preset of its matches (default argentine)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="rule override, e.g. target_points=15")
@@ -445,6 +463,11 @@ def register(sub: Any) -> None:
         "--pairing",
         choices=("weighted", "dutch"),
         help="swiss: the pairing system (default weighted; dutch: FIDE Dutch, at most 128 entrants)",
+    )
+    c.add_argument(
+        "--duration",
+        type=_duration,
+        help="arena: how long it pairs from the start (e.g. 30m, 90s, 1h; default unit s)",
     )
     _common(c)
     c.set_defaults(func=_create)

@@ -137,6 +137,7 @@ class LeagueClient:
         series_best_of: int = 1,
         check_in: Seconds | None = None,
         swiss_pairing: str = "",
+        arena_duration: Seconds | None = None,
     ) -> league_service_pb2.League:
         """A new league in registration (entrants get seeds in the order given). ``unrated``:
         none of its matches is rated; ``rated_endings``: which are ("played", "adjudicated",
@@ -147,7 +148,9 @@ class LeagueClient:
         pairing is a series of up to that many matches, decided by a majority. ``check_in``
         (needs ``start_time``): a check-in window that long before it; at the start, entrants
         who did not :meth:`check_in` are withdrawn. ``swiss_pairing`` (a swiss): ``"weighted"``
-        (the default) or ``"dutch"`` (the FIDE Dutch system, at most 128 entrants)."""
+        (the default) or ``"dutch"`` (the FIDE Dutch system, at most 128 entrants).
+        ``arena_duration`` (an ``"arena"``, which needs it): how long it pairs its entrants from
+        the start."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -176,6 +179,13 @@ class LeagueClient:
         )
         if start_time is not None:
             req.schedule.start_time.FromNanoseconds(round(start_time * 1e9))
+        if arena_duration:
+            length = (
+                arena_duration.total_seconds()
+                if isinstance(arena_duration, timedelta)
+                else float(arena_duration)
+            )
+            req.arena.duration.FromNanoseconds(round(length * 1e9))
         if check_in:
             window = check_in.total_seconds() if isinstance(check_in, timedelta) else float(check_in)
             req.schedule.check_in.FromNanoseconds(round(window * 1e9))

@@ -26,7 +26,7 @@ from truco_server.leagues import (
 
 def test_unknown_format_names_the_allowed_ones() -> None:
     with pytest.raises(UnknownFormatError) as info:
-        parse_format("arena")
+        parse_format("ladder")
     assert info.value.field == "format"
     assert "swiss" in info.value.message and "double_elimination" in info.value.message
     assert isinstance(info.value, ValueError) and isinstance(info.value, LeagueError)

@@ -123,3 +123,30 @@ def test_create_takes_a_best_of_n_series(
         assert code == 1 and "series_best_of" in err
     finally:
         serve.kill()
+
+
+def test_create_takes_an_arena_duration(
+    clean_redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--format arena --duration 30m`` stores a 30-minute arena (League.arena.duration);
+    an arena without a duration is refused naming ``arena.duration``, a bad duration by the
+    CLI itself."""
+    from truco_client.leagues import LeagueClient
+
+    serve = start_serve(clean_redis_url, tmp_path / "serve.log")
+    try:
+        srv = ("--server", serve.address)
+        base = ("league", "create", "blitz", "--format", "arena", "--entrant", "ana", "--entrant", "bea")
+        code, out, err = run(capsys, *base, "--duration", "30m", *srv)
+        assert code == 0, err
+        assert "arena, registration, wave 0, 1800s, 2 entrants" in err
+        with LeagueClient(serve.address) as ops:
+            league = ops.get_league(out.strip())
+            assert league.arena.duration.ToSeconds() == 1800 and not league.arena.HasField("end_time")
+        code, _, err = run(capsys, *base, *srv)
+        assert code == 1 and "arena.duration" in err
+        with pytest.raises(SystemExit):
+            run(capsys, *base, "--duration", "soon", *srv)
+        assert "not a duration" in capsys.readouterr().err
+    finally:
+        serve.kill()

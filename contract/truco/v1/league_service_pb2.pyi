@@ -172,13 +172,14 @@ class League(_message.Message):
     THIRD_PLACE_FIELD_NUMBER: _builtins.int
     SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
     SWISS_PAIRING_FIELD_NUMBER: _builtins.int
+    ARENA_FIELD_NUMBER: _builtins.int
     league_id: _builtins.str
     """Server-assigned id."""
     name: _builtins.str
     """Display name."""
     format: _builtins.str
     """"round_robin", "double_round_robin", "swiss", "single_elimination",
-    "double_elimination".
+    "double_elimination", "arena".
     """
     rounds: _builtins.int
     """Swiss: the number of rounds."""
@@ -252,6 +253,10 @@ class League(_message.Message):
     def schedule(self) -> Global___LeagueSchedule:
         """When it starts by itself, and the pause between rounds."""
 
+    @_builtins.property
+    def arena(self) -> Global___ArenaSettings:
+        """Arena: its duration, and when it ends (set at the start)."""
+
     def __init__(
         self,
         *,
@@ -277,14 +282,52 @@ class League(_message.Message):
         third_place: _builtins.bool = ...,
         series_best_of: _builtins.int = ...,
         swiss_pairing: _builtins.str = ...,
+        arena: Global___ArenaSettings | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "create_time", b"create_time", "duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "state", b"state", "swiss_pairing", b"swiss_pairing", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "state", b"state", "swiss_pairing", b"swiss_pairing", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___League: _TypeAlias = League  # noqa: Y015
+
+@_typing.final
+class ArenaSettings(_message.Message):
+    """An arena: continuous pairing for a fixed time. Whenever an entrant's match
+    ends (and at the start) it waits, and waiting entrants are paired with each
+    other at once, close in arena score; after end_time nothing new is paired,
+    the matches in play finish and count, and the league finishes. Each pairing
+    wave is numbered like a round (LeaguePairing.round).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DURATION_FIELD_NUMBER: _builtins.int
+    END_TIME_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def duration(self) -> _duration_pb2.Duration:
+        """How long it runs from its start (1 second to 7 days)."""
+
+    @_builtins.property
+    def end_time(self) -> _timestamp_pb2.Timestamp:
+        """When it stops pairing: the start plus the duration (output only; unset
+        before the start).
+        """
+
+    def __init__(
+        self,
+        *,
+        duration: _duration_pb2.Duration | None = ...,
+        end_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["duration", b"duration", "end_time", b"end_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duration", b"duration", "end_time", b"end_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ArenaSettings: _TypeAlias = ArenaSettings  # noqa: Y015
 
 @_typing.final
 class LeagueSchedule(_message.Message):
@@ -440,6 +483,7 @@ class CreateLeagueRequest(_message.Message):
     THIRD_PLACE_FIELD_NUMBER: _builtins.int
     SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
     SWISS_PAIRING_FIELD_NUMBER: _builtins.int
+    ARENA_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Display name (at most 100 characters)."""
     format: _builtins.str
@@ -488,6 +532,12 @@ class CreateLeagueRequest(_message.Message):
     def schedule(self) -> Global___LeagueSchedule:
         """When it starts by itself, and the pause between rounds."""
 
+    @_builtins.property
+    def arena(self) -> Global___ArenaSettings:
+        """Arena only, and required there: how long it runs (duration; end_time is
+        set at the start).
+        """
+
     def __init__(
         self,
         *,
@@ -505,10 +555,11 @@ class CreateLeagueRequest(_message.Message):
         third_place: _builtins.bool = ...,
         series_best_of: _builtins.int = ...,
         swiss_pairing: _builtins.str = ...,
+        arena: Global___ArenaSettings | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "swiss_pairing", b"swiss_pairing", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "swiss_pairing", b"swiss_pairing", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

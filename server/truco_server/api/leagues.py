@@ -17,7 +17,7 @@ from truco_server.api.auth import Authenticator
 from truco_server.api.matches import StreamTracker
 from truco_server.core import errors as E
 from truco_server.core.caller import Credentials, Operator
-from truco_server.leagues import DEFAULT_TIE_BREAKS, LeaderboardEntry, Standing
+from truco_server.leagues import LeaderboardEntry, Standing
 from truco_server.services.leagues import (
     MAX_NAME,
     BotDoc,
@@ -92,7 +92,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         settings=template.settings,
         rounds=doc.rounds or 0,
         duplicate=pb.DuplicateSettings(**doc.duplicate),
-        tie_breaks=doc.tie_breaks or [t.value for t in DEFAULT_TIE_BREAKS],
+        tie_breaks=doc.tie_break_names(),
         state=_STATES[doc.state],
         entrants=[entrant_to_proto(e) for e in sorted(doc.entrants, key=lambda e: e.seed)],
         current_round=doc.round,
@@ -120,6 +120,10 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         m.schedule.round_interval.FromNanoseconds(round(doc.round_interval * 1e9))
     if doc.check_in:
         m.schedule.check_in.FromNanoseconds(round(doc.check_in * 1e9))
+    if doc.arena_duration:
+        m.arena.duration.FromNanoseconds(round(doc.arena_duration * 1e9))
+    if doc.ends_at:
+        m.arena.end_time.CopyFrom(_ts(doc.ends_at))
     return m
 
 
@@ -254,6 +258,7 @@ class LeagueApi:
             third_place=request.third_place,
             series_best_of=request.series_best_of or 1,
             swiss_pairing=request.swiss_pairing,
+            arena_duration=request.arena.duration.ToNanoseconds() / 1e9,
         )
         doc = await self.leagues.create_league(operator, spec)
         return pb.CreateLeagueResponse(league=league_to_proto(doc))
@@ -317,7 +322,7 @@ class LeagueApi:
         doc, table = await self.leagues.standings(self.auth.operator(creds), request.league_id)
         return pb.GetStandingsResponse(
             standings=[standing_to_proto(s) for s in table],
-            tie_breaks=doc.tie_breaks or [t.value for t in DEFAULT_TIE_BREAKS],
+            tie_breaks=doc.tie_break_names(),
         )
 
     async def ListPairings(

@@ -5,6 +5,18 @@ entrants, the options and the results passed in, so any worker can recompute a r
 pairings and get the same answer. See docs/leagues.md.
 """
 
+from truco_server.leagues.arena import (
+    ARENA_TIE_BREAKS,
+    Arena,
+    ArenaScore,
+    arena_over,
+    arena_pairs,
+    arena_scores,
+    arena_standings,
+    busy,
+    check_duration,
+    waiting_entrants,
+)
 from truco_server.leagues.brackets import Elimination, bracket_size, build_bracket, seed_order
 from truco_server.leagues.checkin import MAX_CHECK_IN, NO_CHECK_IN, CheckInWindow, not_checked_in
 from truco_server.leagues.duplicate import (
@@ -80,6 +92,7 @@ from truco_server.leagues.swiss import NO_OVERRIDES, RoundOverrides, Swiss
 from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS, Standing, TieBreak, parse_tie_breaks, standings
 
 __all__ = [
+    "ARENA_TIE_BREAKS",
     "DEFAULT_TIE_BREAKS",
     "LATE_ENTRY",
     "MAX_BEST_OF",
@@ -89,6 +102,8 @@ __all__ = [
     "NO_CHECK_IN",
     "NO_OVERRIDES",
     "TRUCO_IMP_SCALE",
+    "Arena",
+    "ArenaScore",
     "Board",
     "CheckInClosedError",
     "CheckInWindow",
@@ -136,11 +151,17 @@ __all__ = [
     "TooFewEntrantsError",
     "UnknownEntrantError",
     "UnknownFormatError",
+    "arena_over",
+    "arena_pairs",
+    "arena_scores",
+    "arena_standings",
     "berger_round",
     "bracket_size",
     "build_bracket",
+    "busy",
     "check_best_of",
     "check_boards",
+    "check_duration",
     "check_fixed_schedule",
     "compare_pair",
     "create_event",
@@ -160,4 +181,5 @@ __all__ = [
     "standings",
     "tables_for",
     "validate_entrants",
+    "waiting_entrants",
 ]

@@ -12,6 +12,7 @@ import enum
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from truco_server.leagues.arena import Arena, arena_pairs, arena_scores, arena_standings, check_duration
 from truco_server.leagues.brackets import Elimination
 from truco_server.leagues.duplicate import (
     NO_DUPLICATE,
@@ -50,6 +51,7 @@ class FormatKind(enum.StrEnum):
     SWISS = "swiss"
     SINGLE_ELIMINATION = "single_elimination"
     DOUBLE_ELIMINATION = "double_elimination"
+    ARENA = "arena"
 
 
 #: Fewest entrants each format accepts.
@@ -59,13 +61,15 @@ MIN_ENTRANTS: dict[FormatKind, int] = {
     FormatKind.SWISS: 4,
     FormatKind.SINGLE_ELIMINATION: 2,
     FormatKind.DOUBLE_ELIMINATION: 3,
+    FormatKind.ARENA: 2,
 }
 
 #: Label of the bye a late Swiss entrant gets for the first round it missed.
 LATE_ENTRY = "late entry"
 
-#: Formats that accept entrants after the start (until more than half the rounds have started).
-LATE_REGISTRATION: frozenset[FormatKind] = frozenset({FormatKind.SWISS})
+#: Formats that accept entrants after the start (a Swiss until more than half the rounds have
+#: started; an arena until its time is up, which the caller knows).
+LATE_REGISTRATION: frozenset[FormatKind] = frozenset({FormatKind.SWISS, FormatKind.ARENA})
 
 ELIMINATION: frozenset[FormatKind] = frozenset({FormatKind.SINGLE_ELIMINATION, FormatKind.DOUBLE_ELIMINATION})
 
@@ -109,6 +113,8 @@ class EventSpec:
     swiss_pairing: str = WEIGHTED
     """Swiss: the pairing system, ``"weighted"`` (:mod:`~truco_server.leagues.swiss`) or
     ``"dutch"`` (the FIDE Dutch system, :mod:`~truco_server.leagues.dutch`)."""
+    arena_duration: float | None = None
+    """Arena only, and required there: how long it runs from its start (seconds)."""
 
     def __post_init__(self) -> None:
         check_best_of(self.series_best_of)
@@ -121,6 +127,18 @@ class EventSpec:
             raise InvalidOptionError(
                 "swiss_pairing", f"only a swiss has a pairing system, not a {self.format}"
             )
+        if self.format == FormatKind.ARENA:
+            check_duration(self.arena_duration)
+            if self.series_best_of > 1 or self.duplicate.mode is not DuplicateMode.OFF:
+                raise InvalidOptionError(
+                    "format", "an arena is one match a pairing: no series or duplicate deals"
+                )
+            if self.tie_breaks != DEFAULT_TIE_BREAKS:
+                raise InvalidOptionError(
+                    "tie_breaks", "an arena's order is fixed: score, points difference, fewer games, seed"
+                )
+        elif self.arena_duration is not None:
+            raise InvalidOptionError("arena.duration", f"only an arena has a duration, not a {self.format}")
         if self.series_best_of > 1 and self.duplicate.mode is not DuplicateMode.OFF:
             raise InvalidOptionError(
                 "series_best_of",
@@ -149,6 +167,8 @@ class Event:
             spec = self.spec
             assert spec.rounds is not None
             return Swiss(self.entrants, spec.rounds, spec.scoring, spec.bracket_size, spec.swiss_pairing)
+        if kind is FormatKind.ARENA:
+            return Arena(self.entrants)
         double = kind is FormatKind.DOUBLE_ELIMINATION
         return Elimination(self.entrants, double, self.spec.grand_final_reset, self.spec.third_place)
 
@@ -204,7 +224,10 @@ class Event:
 
     def standings(self, results: Sequence[Result], withdrawn: Collection[str] = ()) -> tuple[Standing, ...]:
         """Score order with the tie-breaks; in elimination formats, the bracket places
-        (:meth:`Elimination.placements`; entrants out in the same round share a rank)."""
+        (:meth:`Elimination.placements`; entrants out in the same round share a rank); in
+        an arena, the arena score (:func:`~truco_server.leagues.arena.arena_standings`)."""
+        if self.spec.format is FormatKind.ARENA:
+            return arena_standings(self.entrants, results)
         table = standings(self.entrants, results, self.spec.scoring, self.spec.tie_breaks)
         fmt = self.format
         if not isinstance(fmt, Elimination):
@@ -221,7 +244,9 @@ class Event:
         and gets one bye for the rounds it missed (:meth:`late_entry_bye`).
         """
         kind = self.spec.format
-        if rounds_started > 0:
+        if rounds_started > 0 and kind is FormatKind.ARENA:  # the pool, from the next wave
+            entrant = dataclasses.replace(entrant, joined_round=rounds_started + 1)
+        elif rounds_started > 0:
             if kind not in LATE_REGISTRATION:
                 raise RegistrationClosedError(
                     "entrant", f"a {kind.value} does not accept entrants after its start (only a swiss does)"
@@ -251,13 +276,25 @@ class Event:
         entrant = next((e for e in self.entrants if e.id == entrant_id), None)
         if entrant is None:
             raise UnknownEntrantError("entrant", f"{entrant_id!r} is not a registered entrant")
-        if entrant.joined_round <= 1:
+        if entrant.joined_round <= 1 or self.spec.format is FormatKind.ARENA:  # an arena: the pool
             return None
         table = max((p.table for p in round_one if p.round == 1), default=0) + 1
         return Pairing(1, table, entrant.id, None, LATE_ENTRY)
 
+    def arena_pairings(
+        self, wave: int, results: Sequence[Result], waiting: Collection[str], *, others_playing: bool
+    ) -> tuple[Pairing, ...]:
+        """An arena's next wave among its ``waiting`` entrants
+        (:func:`~truco_server.leagues.arena.arena_pairs`)."""
+        if self.spec.format is not FormatKind.ARENA:
+            raise InvalidOptionError("format", f"a {self.spec.format.value} pairs rounds, not waves")
+        return arena_pairs(self.entrants, results, waiting, others_playing=others_playing, wave=wave)
+
     def scores(self, results: Sequence[Result]) -> dict[str, float]:
-        """Each entrant's score (no tie-breaks)."""
+        """Each entrant's score (no tie-breaks; an arena's: its arena score)."""
+        if self.spec.format is FormatKind.ARENA:
+            got = arena_scores((e.id for e in self.entrants), results)
+            return {k: float(v.score) for k, v in got.items()}
         history = build_history(results, (e.id for e in self.entrants), self.spec.scoring)
         return {e.id: history.score(e.id) for e in self.entrants}
 
@@ -270,13 +307,11 @@ def check_fixed_schedule(
     if kind is FormatKind.SWISS:
         return
     if forbidden:
-        raise InvalidOptionError(
-            "forbidden_pairs", f"a {kind.value} has a fixed schedule: only a swiss avoids pairs"
-        )
+        raise InvalidOptionError("forbidden_pairs", f"{_schedule_of(kind)}: only a swiss avoids pairs")
     if overrides.pairs or overrides.byes:
         raise InvalidOptionError(
             "pairs",
-            f"a {kind.value} has a fixed schedule: only a swiss takes the operator's pairings and byes",
+            f"{_schedule_of(kind)}: only a swiss takes the operator's pairings and byes",
         )
 
 
@@ -289,6 +324,12 @@ def check_field_size(spec: EventSpec, entrants: int) -> None:
             f"the Dutch system pairs at most {MAX_DUTCH_ENTRANTS} entrants (its cost grows steeply "
             f"with the field); this swiss would have {entrants}: use the default pairing",
         )
+
+
+def _schedule_of(kind: FormatKind) -> str:
+    if kind is FormatKind.ARENA:
+        return "an arena pairs its entrants as they wait"
+    return f"a {kind.value} has a fixed schedule"
 
 
 def create_event(spec: EventSpec, entrants: Iterable[Entrant]) -> Event:

@@ -121,6 +121,10 @@ def start(doc: LeagueDoc, now: float) -> None:
             "entrants", f"a {kind.value} needs at least {MIN_ENTRANTS[kind]} entrants; {left} checked in"
         )
     doc.state = State.RUNNING
+    if doc.is_arena:  # its time runs from now
+        doc.ends_at = now + doc.arena_duration
+        doc.emit("league.started", now, entrants=left, ends_at=round(doc.ends_at, 3))
+        return
     doc.emit("league.started", now, entrants=left)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from truco_server.leagues import (
+    ARENA_TIE_BREAKS,
     NO_OVERRIDES,
     CheckInWindow,
     DealSets,
@@ -206,6 +207,10 @@ class LeagueDoc:
     """Each pairing is a series of up to this many matches (its tables, one per game)."""
     swiss_pairing: str = "weighted"
     """A swiss's pairing system: ``weighted`` or ``dutch``."""
+    arena_duration: float = 0.0
+    """An arena's duration (seconds; 0 for the other formats)."""
+    ends_at: float = 0.0
+    """When an arena stops pairing (its start plus its duration; 0 before the start)."""
     events: int = 0
     """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
 
@@ -245,7 +250,18 @@ class LeagueDoc:
             third_place=self.third_place,
             series_best_of=self.series_best_of,
             swiss_pairing=self.swiss_pairing,
+            arena_duration=self.arena_duration if self.arena_duration or self.is_arena else None,
         )
+
+    @property
+    def is_arena(self) -> bool:
+        return self.format == "arena"
+
+    def tie_break_names(self) -> list[str]:
+        """The tie-breaks its standings show, in order (an arena's are fixed)."""
+        if self.is_arena:
+            return [t.value for t in ARENA_TIE_BREAKS]
+        return self.tie_breaks or [t.value for t in DEFAULT_TIE_BREAKS]
 
     def event(self, *, min_entrants: bool = True) -> Event:
         entrants = [e.entrant() for e in self.entrants]
@@ -281,6 +297,10 @@ class LeagueDoc:
 
     def round_pairings(self, round_no: int) -> list[PairingDoc]:
         return [p for p in self.pairings if p.round == round_no]
+
+    def live_pairings(self) -> list[PairingDoc]:
+        """The pairings without a result (an arena's matches in play, of any wave)."""
+        return [p for p in self.pairings if p.result is None]
 
     def round_complete(self, round_no: int) -> bool:
         return all(p.result is not None for p in self.round_pairings(round_no))

@@ -80,7 +80,7 @@ from truco_server.ports.documents import DocRef, Documents
 from truco_server.ports.errors import ParentMissing
 from truco_server.ports.queues import LEAGUE as LEAGUE_QUEUE
 from truco_server.ports.queues import Claim, Queues
-from truco_server.services.leagues import control
+from truco_server.services.leagues import arena, control
 from truco_server.services.leagues.bots import BOT_PREFIX
 from truco_server.services.leagues.documents import (
     BOT,
@@ -225,6 +225,8 @@ class LeagueJob:
             return min(_ms() + self.poll_ms, round((doc.round_done_at + doc.round_interval) * 1000))
         if doc.state == State.PAUSED and all(t.done and t.released and t.rated for t in doc.tables.values()):
             return None
+        if doc.is_arena:
+            return arena.next_due_ms(doc, _ms(), self.poll_ms)
         return _ms() + self.poll_ms
 
     async def _step(self, doc: LeagueDoc) -> bool:
@@ -246,7 +248,8 @@ class LeagueJob:
             return False
         # a finished league goes through steps 1-4 too: they find its matches made and
         # collected, and rate again a result corrected after the end (step 4)
-        current = doc.round_pairings(doc.round)
+        # (an arena: every pairing still in play, of any wave)
+        current = doc.live_pairings() if doc.is_arena else doc.round_pairings(doc.round)
         tables = [doc.tables[k] for p in current for k in p.tables]
         # 1. the matches of the round
         missing = [t for t in tables if not t.match_id]
@@ -271,7 +274,9 @@ class LeagueJob:
             for t in pending:
                 t.released = t.rated = True
             return True
-        # 5. the next round, or the end
+        # 5. the next round, or the end (an arena: the waiting entrants' wave, or its end)
+        if doc.is_arena:
+            return arena.arena_step(doc, self.now())
         if doc.state != State.RUNNING or not doc.round_complete(doc.round):
             return False
         if doc.round and doc.round_interval:  # the pause between rounds, from the last result
@@ -301,7 +306,7 @@ class LeagueJob:
             seats=tuple(
                 SeatSpec(p, SeatKind.BOT if p.startswith(BOT_PREFIX) else SeatKind.HUMAN) for p in seats
             ),
-            labels={**base.labels, "league": doc.league_id, "round": str(doc.round), "table": t.key},
+            labels={**base.labels, "league": doc.league_id, "round": t.key.split(".")[0][1:], "table": t.key},
             deck_orders=_deals(doc, rules, t.deal_set) if duplicate else (),
             request_id=f"league:{doc.league_id}:{t.key}",
             first_dealer=None,  # the last seat deals: seat 0 (direction 0) is mano in the first hand

@@ -97,6 +97,8 @@ class LeagueSpec:
     """Each pairing a series of up to this many matches."""
     swiss_pairing: str = ""
     """A swiss's pairing system (empty: ``weighted``)."""
+    arena_duration: float = 0.0
+    """An arena's duration (seconds; required for an arena, refused for the others)."""
 
 
 class LeagueService:
@@ -208,7 +210,10 @@ class LeagueService:
             third_place=spec.third_place,
             series_best_of=spec.series_best_of,
             swiss_pairing=spec.swiss_pairing or "weighted",
+            arena_duration=spec.arena_duration,
         )
+        if doc.is_arena and doc.round_interval:
+            raise invalid("schedule.round_interval", "an arena has no rounds: it pairs entrants as they wait")
         entrants = self._numbered(list(spec.entrants))
         await self._check_bots(operator, entrants)
         doc.entrants = entrants
@@ -315,6 +320,8 @@ class LeagueService:
         current = (await self._owned(operator, league_id)).doc
         if current.state == State.FINISHED:
             raise LeagueStateError("the league is finished", reason="REGISTRATION_CLOSED")
+        if current.is_arena and current.ends_at and self.now() >= current.ends_at:
+            raise LeagueStateError("the arena's time is up", reason="REGISTRATION_CLOSED")
         (entrant,) = self._numbered([entrant], current.entrants)
         await self._check_bots(operator, [entrant])
 
@@ -333,7 +340,10 @@ class LeagueService:
                 doc.pairings.append(late)
                 doc.pairings.sort(key=lambda p: (p.round, p.table))
 
-        return await self._update(operator, league_id, change)
+        doc = await self._update(operator, league_id, change)
+        if doc.is_arena and doc.state == State.RUNNING:  # into the pool at once
+            await self.job.wake(league_id)
+        return doc
 
     async def withdraw(self, operator: Operator, league_id: str, entrant_id: str) -> LeagueDoc:
         def change(doc: LeagueDoc) -> None:
