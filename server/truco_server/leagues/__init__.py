@@ -55,6 +55,15 @@ from truco_server.leagues.formats import (
     max_swiss_rounds,
     parse_format,
 )
+from truco_server.leagues.groups import (
+    GROUP_LABELS,
+    GroupsKnockout,
+    GroupStage,
+    GroupTable,
+    knockout_seeds,
+    meeting_round,
+    snake_groups,
+)
 from truco_server.leagues.ratings import (
     LeaderboardEntry,
     PlayerRating,
@@ -81,6 +90,7 @@ from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS, Standing, TieBrea
 
 __all__ = [
     "DEFAULT_TIE_BREAKS",
+    "GROUP_LABELS",
     "LATE_ENTRY",
     "MAX_BEST_OF",
     "MAX_CHECK_IN",
@@ -107,6 +117,9 @@ __all__ = [
     "EventSpec",
     "Format",
     "FormatKind",
+    "GroupStage",
+    "GroupTable",
+    "GroupsKnockout",
     "InvalidEntrantError",
     "InvalidOptionError",
     "InvalidResultError",
@@ -146,8 +159,10 @@ __all__ = [
     "create_event",
     "game_sides",
     "imps",
+    "knockout_seeds",
     "matchpoints",
     "max_swiss_rounds",
+    "meeting_round",
     "not_checked_in",
     "parse_format",
     "parse_tie_breaks",
@@ -157,6 +172,7 @@ __all__ = [
     "series_decided",
     "series_result",
     "series_score",
+    "snake_groups",
     "standings",
     "tables_for",
     "validate_entrants",

@@ -27,6 +27,7 @@ from truco_server.leagues.errors import (
     UnknownEntrantError,
     UnknownFormatError,
 )
+from truco_server.leagues.groups import GroupsKnockout, GroupStage, GroupTable
 from truco_server.leagues.results import DEFAULT_SCORING, Pairing, Result, Scoring, build_history
 from truco_server.leagues.round_robin import RoundRobin
 from truco_server.leagues.rounds import Format
@@ -41,6 +42,7 @@ class FormatKind(enum.StrEnum):
     SWISS = "swiss"
     SINGLE_ELIMINATION = "single_elimination"
     DOUBLE_ELIMINATION = "double_elimination"
+    GROUPS_KNOCKOUT = "groups_knockout"
 
 
 #: Fewest entrants each format accepts.
@@ -50,6 +52,7 @@ MIN_ENTRANTS: dict[FormatKind, int] = {
     FormatKind.SWISS: 4,
     FormatKind.SINGLE_ELIMINATION: 2,
     FormatKind.DOUBLE_ELIMINATION: 3,
+    FormatKind.GROUPS_KNOCKOUT: 4,
 }
 
 #: Label of the bye a late Swiss entrant gets for the first round it missed.
@@ -97,6 +100,9 @@ class EventSpec:
     series_best_of: int = 1
     """Each pairing is a series of up to this many matches (an odd number; 1: one match);
     see :mod:`truco_server.leagues.series`."""
+    group_stage: GroupStage | None = None
+    """Groups then knockout (required there, refused elsewhere): the groups, how many of
+    each advance, single or double round robin (:mod:`truco_server.leagues.groups`)."""
 
     def __post_init__(self) -> None:
         check_best_of(self.series_best_of)
@@ -105,9 +111,16 @@ class EventSpec:
                 "series_best_of",
                 "a series is played without duplicate deals (a duplicate pairing is its own pair of matches)",
             )
-        if self.third_place and self.format != FormatKind.SINGLE_ELIMINATION:
+        knockout_only = (FormatKind.SINGLE_ELIMINATION, FormatKind.GROUPS_KNOCKOUT)
+        if self.third_place and self.format not in knockout_only:
             raise InvalidOptionError(
-                "third_place", f"only a single_elimination has a match for third place, not a {self.format}"
+                "third_place",
+                f"only a knockout (single_elimination, groups_knockout) has a match for third place, "
+                f"not a {self.format}",
+            )
+        if (self.group_stage is None) == (self.format == FormatKind.GROUPS_KNOCKOUT):
+            raise InvalidOptionError(
+                "group_stage", "a groups_knockout needs its group stage; no other format takes one"
             )
 
 
@@ -127,6 +140,12 @@ class Event:
         if kind is FormatKind.SWISS:
             assert self.spec.rounds is not None
             return Swiss(self.entrants, self.spec.rounds, self.spec.scoring, self.spec.bracket_size)
+        if kind is FormatKind.GROUPS_KNOCKOUT:
+            stage = self.spec.group_stage
+            assert stage is not None
+            return GroupsKnockout(
+                self.entrants, stage, self.spec.scoring, self.spec.tie_breaks, self.spec.third_place
+            )
         double = kind is FormatKind.DOUBLE_ELIMINATION
         return Elimination(self.entrants, double, self.spec.grand_final_reset, self.spec.third_place)
 
@@ -177,15 +196,37 @@ class Event:
     def series_result(self, pairing: Pairing, games: Sequence[SeriesGame]) -> Result | None:
         """The result of a pairing's series once decided (``None`` while a game is to be
         played; :func:`~truco_server.leagues.series.series_result`)."""
-        knockout = self.spec.format in ELIMINATION
+        knockout = self.is_knockout_round(pairing.round)
         return series_result(self.spec.series_best_of, pairing, games, knockout=knockout)
+
+    def is_knockout_round(self, round_no: int) -> bool:
+        """True when round ``round_no``'s pairings are knockout matches (they need a winner,
+        and a winner sent through is fixed once the next round is paired)."""
+        fmt = self.format
+        if isinstance(fmt, GroupsKnockout):
+            return fmt.is_knockout_round(round_no)
+        return self.spec.format in ELIMINATION
+
+    def result_locked_by(self, round_no: int) -> int | None:
+        """The round whose pairing fixes who round ``round_no`` sent on, so that its winner
+        (a knockout's) or its result (a group stage's: the groups' order seeds the
+        knockout) can no longer be corrected once it is paired; ``None``: never."""
+        fmt = self.format
+        if isinstance(fmt, GroupsKnockout) and not fmt.is_knockout_round(round_no):
+            return fmt.group_rounds() + 1
+        return round_no + 1 if self.is_knockout_round(round_no) else None
+
+    def group_tables(self, results: Sequence[Result]) -> tuple[GroupTable, ...]:
+        """Each group's standings (groups then knockout; empty for other formats)."""
+        fmt = self.format
+        return fmt.group_tables(results) if isinstance(fmt, GroupsKnockout) else ()
 
     def standings(self, results: Sequence[Result], withdrawn: Collection[str] = ()) -> tuple[Standing, ...]:
         """Score order with the tie-breaks; in elimination formats, the bracket places
         (:meth:`Elimination.placements`; entrants out in the same round share a rank)."""
         table = standings(self.entrants, results, self.spec.scoring, self.spec.tie_breaks)
         fmt = self.format
-        if not isinstance(fmt, Elimination):
+        if not isinstance(fmt, Elimination | GroupsKnockout):
             return table
         rows = {s.entrant_id: s for s in table}
         placed = fmt.placements(results, withdrawn)
@@ -274,6 +315,8 @@ def create_event(spec: EventSpec, entrants: Iterable[Entrant]) -> Event:
         raise InvalidOptionError(
             "rounds", f"only a swiss takes a number of rounds; a {spec.format.value} has its own"
         )
+    if spec.group_stage is not None:
+        spec.group_stage.check_entrants(len(field))
     if len(set(spec.tie_breaks)) != len(spec.tie_breaks):
         raise InvalidOptionError("tie_breaks", "a tie-break is listed twice")
     return Event(spec, field)
