@@ -170,6 +170,9 @@ def _create(args: argparse.Namespace) -> int:
             request_id=args.request_id,
             third_place=args.third_place,
             series_best_of=args.best_of,
+            groups=args.groups or 0,
+            advance=args.advance,
+            double_round_robin_groups=args.double_groups,
         )
     print(league.league_id)
     print(_summary(league), file=sys.stderr)
@@ -197,11 +200,12 @@ def _simple(method: str) -> Any:
 
 
 def _standings(args: argparse.Namespace) -> int:
-    from truco_contract.leagues import entrant_names, standings_rows
+    from truco_contract.leagues import entrant_names, group_standings_rows, standings_rows
 
     with _client(args) as c:
         names = entrant_names(c.get_league(args.league))
-        return _emit(standings_rows(c.standings(args.league), names), args.format, args.output)
+        rows = group_standings_rows if args.groups else standings_rows
+        return _emit(rows(c.standings(args.league), names), args.format, args.output)
 
 
 def _pairings(args: argparse.Namespace) -> int:
@@ -413,7 +417,9 @@ def register(sub: Any) -> None:
 
     c = cmds.add_parser("create", help="create a league (prints its id)")
     c.add_argument("name", help="the league's name")
-    formats = "round_robin, double_round_robin, swiss, single_elimination, double_elimination"
+    formats = (
+        "round_robin, double_round_robin, swiss, single_elimination, double_elimination, groups_knockout"
+    )
     c.add_argument("--format", required=True, help=formats)
     c.add_argument("--preset", default="argentine", help="rule preset of its matches (default argentine)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="rule override, e.g. target_points=15")
@@ -439,6 +445,13 @@ def register(sub: Any) -> None:
     )
     c.add_argument(
         "--best-of", type=int, default=1, help="each pairing a series of up to N matches (odd; default 1)"
+    )
+    c.add_argument("--groups", type=int, help="groups_knockout: the number of groups (2 to 26)")
+    c.add_argument(
+        "--advance", type=int, default=2, help="groups_knockout: how many of each group go on (default 2)"
+    )
+    c.add_argument(
+        "--double-groups", action="store_true", help="groups_knockout: each group a double round robin"
     )
     _common(c)
     c.set_defaults(func=_create)
@@ -481,6 +494,8 @@ def register(sub: Any) -> None:
         p.add_argument("league", help="league id")
         if name != "standings":
             p.add_argument("--round", type=int, default=0, help="only this round")
+        else:
+            p.add_argument("--groups", action="store_true", help="groups_knockout: each group's table")
         _export(p)
         _common(p)
         p.set_defaults(func=func)

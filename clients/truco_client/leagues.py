@@ -136,6 +136,9 @@ class LeagueClient:
         third_place: bool = False,
         series_best_of: int = 1,
         check_in: Seconds | None = None,
+        groups: int = 0,
+        advance: int = 2,
+        double_round_robin_groups: bool = False,
     ) -> league_service_pb2.League:
         """A new league in registration (entrants get seeds in the order given). ``unrated``:
         none of its matches is rated; ``rated_endings``: which are ("played", "adjudicated",
@@ -145,7 +148,9 @@ class LeagueClient:
         semi-final losers play for third place. ``series_best_of`` (odd, 1 to 9): each
         pairing is a series of up to that many matches, decided by a majority. ``check_in``
         (needs ``start_time``): a check-in window that long before it; at the start, entrants
-        who did not :meth:`check_in` are withdrawn."""
+        who did not :meth:`check_in` are withdrawn. ``groups`` (format ``groups_knockout``):
+        that many groups, each a round robin (double with ``double_round_robin_groups``), then
+        a knockout of the top ``advance`` of each."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -171,6 +176,12 @@ class LeagueClient:
             third_place=third_place,
             series_best_of=series_best_of,
         )
+        if groups:
+            req.group_stage.CopyFrom(
+                pb.GroupStageSettings(
+                    groups=groups, advance=advance, double_round_robin=double_round_robin_groups
+                )
+            )
         if start_time is not None:
             req.schedule.start_time.FromNanoseconds(round(start_time * 1e9))
         if check_in:

@@ -32,6 +32,7 @@ from truco_server.leagues import (
     Entrant,
     Event,
     EventSpec,
+    GroupStage,
     Pairing,
     PairScoring,
     Result,
@@ -204,6 +205,8 @@ class LeagueDoc:
     """Seconds before ``starts_at`` the check-in window opens (0: no check-in)."""
     series_best_of: int = 1
     """Each pairing is a series of up to this many matches (its tables, one per game)."""
+    group_stage: dict[str, Any] | None = None
+    """Groups then knockout: ``groups``, ``advance``, ``double``."""
     events: int = 0
     """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
 
@@ -242,6 +245,7 @@ class LeagueDoc:
             duplicate=self.duplicate_options(),
             third_place=self.third_place,
             series_best_of=self.series_best_of,
+            group_stage=GroupStage(**self.group_stage) if self.group_stage else None,
         )
 
     def event(self, *, min_entrants: bool = True) -> Event:

@@ -33,6 +33,7 @@ from truco_server.leagues import (
     DuplicateMode,
     DuplicateOptions,
     FormatKind,
+    GroupTable,
     LeagueError,
     PairScoring,
     Standing,
@@ -95,6 +96,8 @@ class LeagueSpec:
     """Single elimination: a match for third place."""
     series_best_of: int = 1
     """Each pairing a series of up to this many matches."""
+    group_stage: tuple[int, int, bool] | None = None
+    """Groups then knockout: groups, advancing per group, double round robin."""
 
 
 class LeagueService:
@@ -205,6 +208,9 @@ class LeagueService:
             check_in=control.check_in_window(spec.schedule[0], spec.check_in),
             third_place=spec.third_place,
             series_best_of=spec.series_best_of,
+            group_stage=dict(zip(("groups", "advance", "double"), spec.group_stage, strict=True))
+            if spec.group_stage
+            else None,
         )
         entrants = self._numbered(list(spec.entrants))
         await self._check_bots(operator, entrants)
@@ -398,11 +404,15 @@ class LeagueService:
         await self.job.wake(league_id)
         return doc
 
-    async def standings(self, operator: Operator, league_id: str) -> tuple[LeagueDoc, tuple[Standing, ...]]:
+    async def standings(
+        self, operator: Operator, league_id: str
+    ) -> tuple[LeagueDoc, tuple[Standing, ...], tuple[GroupTable, ...]]:
+        """The league's standings and, groups then knockout, each group's table."""
         doc = (await self._owned(operator, league_id)).doc
         try:
             event = doc.event(min_entrants=False)
-            return doc, event.standings(doc.results(), doc.withdrawn())
+            results = doc.results()
+            return doc, event.standings(results, doc.withdrawn()), event.group_tables(results)
         except LeagueError as exc:
             raise league_error(exc) from exc
 
