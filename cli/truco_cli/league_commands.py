@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,25 @@ def _overrides(items: list[str]) -> dict[str, Any]:
             raise SystemExit(f"truco league: --set takes KEY=VALUE, got {item!r}")
         out[key.strip()] = _value(value.strip())
     return out
+
+
+def _start_time(text: str | None) -> float | None:
+    """``--start-time``: an ISO 8601 time (``2026-12-04T21:00:00Z``; UTC when it has no
+    offset) or seconds since the epoch."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise SystemExit(
+            "truco league create: --start-time takes an ISO 8601 time or seconds since the epoch; "
+            f"got {text!r}"
+        ) from None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 
 def _read_bots(path: str) -> list[dict[str, Any]]:
@@ -173,6 +193,9 @@ def _create(args: argparse.Namespace) -> int:
             groups=args.groups or 0,
             advance=args.advance,
             double_round_robin_groups=args.double_groups,
+            start_time=_start_time(args.start_time),
+            round_interval=args.round_interval,
+            check_in=args.check_in,
         )
     print(league.league_id)
     print(_summary(league), file=sys.stderr)
@@ -183,6 +206,13 @@ def _register(args: argparse.Namespace) -> int:
     entrant: Any = (args.entrant, args.members.split(",")) if args.members else args.entrant
     with _client(args) as c:
         print(_summary(c.register(args.league, entrant, args.seed)))
+    return 0
+
+
+def _check_in(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        entrant = c.check_in(args.league, args.entrant)
+    print(f"{entrant.entrant_id} checked in")
     return 0
 
 
@@ -446,6 +476,18 @@ def register(sub: Any) -> None:
     c.add_argument(
         "--best-of", type=int, default=1, help="each pairing a series of up to N matches (odd; default 1)"
     )
+    c.add_argument(
+        "--start-time",
+        help="it starts by itself then: ISO 8601 (2026-12-04T21:00:00Z) or seconds since the epoch",
+    )
+    c.add_argument(
+        "--round-interval", type=float, help="seconds between a round's last result and the next round"
+    )
+    c.add_argument(
+        "--check-in",
+        type=float,
+        help="seconds before --start-time a check-in window opens (truco league check-in)",
+    )
     c.add_argument("--groups", type=int, help="groups_knockout: the number of groups (2 to 26)")
     c.add_argument(
         "--advance", type=int, default=2, help="groups_knockout: how many of each group go on (default 2)"
@@ -468,6 +510,15 @@ def register(sub: Any) -> None:
     w.add_argument("entrant", help="entrant id")
     _common(w)
     w.set_defaults(func=_simple("withdraw"))
+    ci = cmds.add_parser(
+        "check-in",
+        help="check an entrant in during its check-in window (--api-key: the operator's key, or a bot "
+        "entrant's own credential tb1....)",
+    )
+    ci.add_argument("league", help="league id")
+    ci.add_argument("entrant", help="entrant id")
+    _common(ci)
+    ci.set_defaults(func=_check_in)
     for name, help_text in (
         ("start", "start a league (round 1 is paired)"),
         ("pause", "pause: no new round is paired"),
