@@ -196,6 +196,7 @@ def _create(args: argparse.Namespace) -> int:
             start_time=_start_time(args.start_time),
             round_interval=args.round_interval,
             check_in=args.check_in,
+            late_entry_bye=args.late_entry_bye or "",
         )
     print(league.league_id)
     print(_summary(league), file=sys.stderr)
@@ -487,6 +488,11 @@ def register(sub: Any) -> None:
         "--check-in",
         type=float,
         help="seconds before --start-time a check-in window opens (truco league check-in)",
+    )
+    c.add_argument(
+        "--late-entry-bye",
+        choices=("full", "half", "none"),
+        help="swiss: a late entrant's bye for round 1 (default full)",
     )
     c.add_argument("--groups", type=int, help="groups_knockout: the number of groups (2 to 26)")
     c.add_argument(

@@ -139,6 +139,7 @@ class LeagueClient:
         groups: int = 0,
         advance: int = 2,
         double_round_robin_groups: bool = False,
+        late_entry_bye: str = "",
     ) -> league_service_pb2.League:
         """A new league in registration (entrants get seeds in the order given). ``unrated``:
         none of its matches is rated; ``rated_endings``: which are ("played", "adjudicated",
@@ -150,7 +151,8 @@ class LeagueClient:
         (needs ``start_time``): a check-in window that long before it; at the start, entrants
         who did not :meth:`check_in` are withdrawn. ``groups`` (format ``groups_knockout``):
         that many groups, each a round robin (double with ``double_round_robin_groups``), then
-        a knockout of the top ``advance`` of each."""
+        a knockout of the top ``advance`` of each. ``late_entry_bye`` (Swiss): a late
+        entrant's bye for round 1 is "full" (the default), "half" or "none"."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -175,6 +177,7 @@ class LeagueClient:
             rating_policy=pb.RatingPolicy(unrated=unrated, count=list(rated_endings)),
             third_place=third_place,
             series_best_of=series_best_of,
+            late_entry_bye=late_entry_bye,
         )
         if groups:
             req.group_stage.CopyFrom(

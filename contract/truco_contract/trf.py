@@ -16,8 +16,9 @@ pairings):
 Truco has no colours: every colour column is ``-`` (the TRF's "no colour"), mano in the first
 hand is not exported. Results: ``1``/``0``/``=`` for a win, a loss, a draw; ``+``/``-`` for a
 forfeit won or lost (a no-show); ``U`` for a pairing-allocated bye, ``F`` for a late entrant's
-bye (a full-point bye); ``Z`` (zero, no opponent) for a round the entrant was not in (before it
-joined, after it withdrew); blank while a match is not decided.
+bye (a full-point bye) or ``H`` when the league makes it a half-point bye; ``Z`` (zero, no
+opponent) for a round the entrant was not in (before it joined, after it withdrew); blank while
+a match is not decided.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def _round_block(me: str, p: league_service_pb2.LeaguePairing | None, number: di
     if p is None:
         return "0000 - Z"
     if not p.second:
-        return f"0000 - {'F' if p.label == LATE_ENTRY else 'U'}"
+        if p.label != LATE_ENTRY:
+            return "0000 - U"
+        return f"0000 - {'F' if p.result.winner else 'H'}"  # a late entrant's full or half-point bye
     opponent = p.second if p.first == me else p.first
     if not p.HasField("result"):
         result = " "

@@ -172,6 +172,7 @@ class League(_message.Message):
     THIRD_PLACE_FIELD_NUMBER: _builtins.int
     SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
     GROUP_STAGE_FIELD_NUMBER: _builtins.int
+    LATE_ENTRY_BYE_FIELD_NUMBER: _builtins.int
     league_id: _builtins.str
     """Server-assigned id."""
     name: _builtins.str
@@ -203,6 +204,10 @@ class League(_message.Message):
     entrants (an odd number, 1 to 9; 1: one match), seats alternating, ended
     as soon as one side has won a majority; the series' result is the
     pairing's.
+    """
+    late_entry_bye: _builtins.str
+    """Swiss: what a late entrant's bye for the first round it missed is worth:
+    "full" (a bye's points), "half" (a draw's) or "none" (no bye).
     """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
@@ -279,10 +284,11 @@ class League(_message.Message):
         third_place: _builtins.bool = ...,
         series_best_of: _builtins.int = ...,
         group_stage: Global___GroupStageSettings | None = ...,
+        late_entry_bye: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "duplicate", b"duplicate", "group_stage", b"group_stage", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "group_stage", b"group_stage", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "state", b"state", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "group_stage", b"group_stage", "late_entry_bye", b"late_entry_bye", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "state", b"state", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -505,6 +511,7 @@ class CreateLeagueRequest(_message.Message):
     THIRD_PLACE_FIELD_NUMBER: _builtins.int
     SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
     GROUP_STAGE_FIELD_NUMBER: _builtins.int
+    LATE_ENTRY_BYE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Display name (at most 100 characters)."""
     format: _builtins.str
@@ -520,6 +527,11 @@ class CreateLeagueRequest(_message.Message):
     series_best_of: _builtins.int
     """Best-of-N series per pairing (an odd number, 1 to 9; 0 or 1: one match
     per pairing). Refused with duplicate deals.
+    """
+    late_entry_bye: _builtins.str
+    """Swiss: what a late entrant's bye for the first round it missed is worth:
+    "full" (default: a bye's points, TRF "F"), "half" (a draw's points, TRF
+    "H", as Lichess writes it) or "none" (no bye).
     """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
@@ -572,10 +584,11 @@ class CreateLeagueRequest(_message.Message):
         third_place: _builtins.bool = ...,
         series_best_of: _builtins.int = ...,
         group_stage: Global___GroupStageSettings | None = ...,
+        late_entry_bye: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "group_stage", b"group_stage", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "group_stage", b"group_stage", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "group_stage", b"group_stage", "late_entry_bye", b"late_entry_bye", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -112,6 +112,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         rating_policy=pb.RatingPolicy(unrated=not doc.rating["rated"], count=doc.rating["count"]),
         third_place=doc.third_place,
         series_best_of=doc.series_best_of,
+        late_entry_bye=doc.late_entry_bye,
     )
     if doc.group_stage:
         g = doc.group_stage
@@ -263,6 +264,7 @@ class LeagueApi:
             third_place=request.third_place,
             series_best_of=request.series_best_of or 1,
             group_stage=_group_stage(request.group_stage) if request.HasField("group_stage") else None,
+            late_entry_bye=request.late_entry_bye,
         )
         doc = await self.leagues.create_league(operator, spec)
         return pb.CreateLeagueResponse(league=league_to_proto(doc))

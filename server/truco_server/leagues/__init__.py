@@ -50,10 +50,12 @@ from truco_server.leagues.formats import (
     Event,
     EventSpec,
     FormatKind,
+    LateEntryBye,
     check_fixed_schedule,
     create_event,
     max_swiss_rounds,
     parse_format,
+    parse_late_entry_bye,
 )
 from truco_server.leagues.groups import (
     GROUP_LABELS,
@@ -124,6 +126,7 @@ __all__ = [
     "InvalidOptionError",
     "InvalidResultError",
     "InvalidScoresError",
+    "LateEntryBye",
     "LeaderboardEntry",
     "LeagueError",
     "MatchpointScore",
@@ -165,6 +168,7 @@ __all__ = [
     "meeting_round",
     "not_checked_in",
     "parse_format",
+    "parse_late_entry_bye",
     "parse_tie_breaks",
     "ranks_from_winner",
     "rate",

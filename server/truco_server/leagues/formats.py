@@ -58,6 +58,27 @@ MIN_ENTRANTS: dict[FormatKind, int] = {
 #: Label of the bye a late Swiss entrant gets for the first round it missed.
 LATE_ENTRY = "late entry"
 
+
+class LateEntryBye(enum.StrEnum):
+    """What a late Swiss entrant's bye for the first round it missed is worth."""
+
+    FULL = "full"
+    """A bye's points (``Scoring.bye``; the TRF writes ``F``). The default."""
+    HALF = "half"
+    """A draw's points (``Scoring.draw``): Lichess's half-point bye (TRF ``H``)."""
+    NONE = "none"
+    """No bye: every round it missed scores nothing."""
+
+
+def parse_late_entry_bye(name: str) -> LateEntryBye:
+    """The policy called ``name`` (empty: full), or :class:`InvalidOptionError`."""
+    try:
+        return LateEntryBye(name or LateEntryBye.FULL)
+    except ValueError:
+        allowed = ", ".join(v.value for v in LateEntryBye)
+        raise InvalidOptionError("late_entry_bye", f"unknown {name!r}; allowed: {allowed}") from None
+
+
 #: Formats that accept entrants after the start (until more than half the rounds have started).
 LATE_REGISTRATION: frozenset[FormatKind] = frozenset({FormatKind.SWISS})
 
@@ -100,6 +121,8 @@ class EventSpec:
     series_best_of: int = 1
     """Each pairing is a series of up to this many matches (an odd number; 1: one match);
     see :mod:`truco_server.leagues.series`."""
+    late_entry_bye: LateEntryBye = LateEntryBye.FULL
+    """Swiss: what a late entrant's bye for round 1 is worth (:meth:`Event.late_entry_bye`)."""
     group_stage: GroupStage | None = None
     """Groups then knockout (required there, refused elsewhere): the groups, how many of
     each advance, single or double round robin (:mod:`truco_server.leagues.groups`)."""
@@ -117,6 +140,11 @@ class EventSpec:
                 "third_place",
                 f"only a knockout (single_elimination, groups_knockout) has a match for third place, "
                 f"not a {self.format}",
+            )
+        if self.late_entry_bye is not LateEntryBye.FULL and self.format not in LATE_REGISTRATION:
+            raise InvalidOptionError(
+                "late_entry_bye",
+                f"only a swiss takes late entrants (and gives them a bye), not a {self.format}",
             )
         if (self.group_stage is None) == (self.format == FormatKind.GROUPS_KNOCKOUT):
             raise InvalidOptionError(
@@ -258,8 +286,9 @@ class Event:
 
     def late_entry_bye(self, entrant_id: str, round_one: Sequence[Pairing]) -> Pairing | None:
         """The bye of an entrant who joined a Swiss after its first round was paired
-        (Lichess's late-join rule): one bye, for the first round it missed (round 1), worth a
-        bye's points; the other rounds it missed score nothing. It takes the table after
+        (Lichess's late-join rule): one bye, for the first round it missed (round 1), worth
+        what ``spec.late_entry_bye`` says (:meth:`late_entry_result`; ``none``: no bye, this
+        returns ``None``); the other rounds it missed score nothing. It takes the table after
         ``round_one``'s (the round's pairings so far, late byes included) and is labelled
         :data:`LATE_ENTRY`. ``None`` for an entrant paired from round 1.
 
@@ -269,10 +298,15 @@ class Event:
         entrant = next((e for e in self.entrants if e.id == entrant_id), None)
         if entrant is None:
             raise UnknownEntrantError("entrant", f"{entrant_id!r} is not a registered entrant")
-        if entrant.joined_round <= 1:
+        if entrant.joined_round <= 1 or self.spec.late_entry_bye is LateEntryBye.NONE:
             return None
         table = max((p.table for p in round_one if p.round == 1), default=0) + 1
         return Pairing(1, table, entrant.id, None, LATE_ENTRY)
+
+    def late_entry_result(self, bye: Pairing) -> Result:
+        """The result of a :meth:`late_entry_bye`, worth what ``spec.late_entry_bye`` says: a
+        bye's points, or with ``half`` a half-point bye (:meth:`Pairing.bye_result`)."""
+        return bye.bye_result(half=self.spec.late_entry_bye is LateEntryBye.HALF)
 
     def scores(self, results: Sequence[Result]) -> dict[str, float]:
         """Each entrant's score (no tie-breaks)."""

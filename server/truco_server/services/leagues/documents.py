@@ -39,6 +39,7 @@ from truco_server.leagues import (
     RoundOverrides,
     create_event,
     parse_format,
+    parse_late_entry_bye,
     parse_tie_breaks,
 )
 from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS
@@ -207,6 +208,8 @@ class LeagueDoc:
     """Each pairing is a series of up to this many matches (its tables, one per game)."""
     group_stage: dict[str, Any] | None = None
     """Groups then knockout: ``groups``, ``advance``, ``double``."""
+    late_entry_bye: str = "full"
+    """Swiss: what a late entrant's bye for round 1 is worth (``full``, ``half``, ``none``)."""
     events: int = 0
     """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
 
@@ -246,6 +249,7 @@ class LeagueDoc:
             third_place=self.third_place,
             series_best_of=self.series_best_of,
             group_stage=GroupStage(**self.group_stage) if self.group_stage else None,
+            late_entry_bye=parse_late_entry_bye(self.late_entry_bye),
         )
 
     def event(self, *, min_entrants: bool = True) -> Event:

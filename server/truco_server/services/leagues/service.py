@@ -98,6 +98,8 @@ class LeagueSpec:
     """Each pairing a series of up to this many matches."""
     group_stage: tuple[int, int, bool] | None = None
     """Groups then knockout: groups, advancing per group, double round robin."""
+    late_entry_bye: str = ""
+    """Swiss: a late entrant's bye (``full``, ``half``, ``none``; empty: full)."""
 
 
 class LeagueService:
@@ -211,6 +213,7 @@ class LeagueService:
             group_stage=dict(zip(("groups", "advance", "double"), spec.group_stage, strict=True))
             if spec.group_stage
             else None,
+            late_entry_bye=spec.late_entry_bye or "full",
         )
         entrants = self._numbered(list(spec.entrants))
         await self._check_bots(operator, entrants)
@@ -332,7 +335,7 @@ class LeagueService:
             bye = added.late_entry_bye(entrant.id, [p.pairing() for p in doc.round_pairings(1)])
             if bye is not None:  # joined after round 1: one bye, for round 1 (Lichess's rule)
                 late = PairingDoc(bye.round, bye.table, bye.first, None, bye.label)
-                late.result = result_dict(bye.bye_result())
+                late.result = result_dict(added.late_entry_result(bye))
                 doc.pairings.append(late)
                 doc.pairings.sort(key=lambda p: (p.round, p.table))
 
