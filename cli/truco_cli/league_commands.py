@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,25 @@ def _overrides(items: list[str]) -> dict[str, Any]:
             raise SystemExit(f"truco league: --set takes KEY=VALUE, got {item!r}")
         out[key.strip()] = _value(value.strip())
     return out
+
+
+def _start_time(text: str | None) -> float | None:
+    """``--start-time``: an ISO 8601 time (``2026-12-04T21:00:00Z``; UTC when it has no
+    offset) or seconds since the epoch."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise SystemExit(
+            "truco league create: --start-time takes an ISO 8601 time or seconds since the epoch; "
+            f"got {text!r}"
+        ) from None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 
 def _read_bots(path: str) -> list[dict[str, Any]]:
@@ -189,6 +209,13 @@ def _create(args: argparse.Namespace) -> int:
             series_best_of=args.best_of,
             swiss_pairing=args.pairing or "",
             arena_duration=args.duration,
+            groups=args.groups or 0,
+            advance=args.advance,
+            double_round_robin_groups=args.double_groups,
+            start_time=_start_time(args.start_time),
+            round_interval=args.round_interval,
+            check_in=args.check_in,
+            late_entry_bye=args.late_entry_bye or "",
         )
     print(league.league_id)
     print(_summary(league), file=sys.stderr)
@@ -199,6 +226,13 @@ def _register(args: argparse.Namespace) -> int:
     entrant: Any = (args.entrant, args.members.split(",")) if args.members else args.entrant
     with _client(args) as c:
         print(_summary(c.register(args.league, entrant, args.seed)))
+    return 0
+
+
+def _check_in(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        entrant = c.check_in(args.league, args.entrant)
+    print(f"{entrant.entrant_id} checked in")
     return 0
 
 
@@ -216,11 +250,12 @@ def _simple(method: str) -> Any:
 
 
 def _standings(args: argparse.Namespace) -> int:
-    from truco_contract.leagues import entrant_names, standings_rows
+    from truco_contract.leagues import entrant_names, group_standings_rows, standings_rows
 
     with _client(args) as c:
         names = entrant_names(c.get_league(args.league))
-        return _emit(standings_rows(c.standings(args.league), names), args.format, args.output)
+        rows = group_standings_rows if args.groups else standings_rows
+        return _emit(rows(c.standings(args.league), names), args.format, args.output)
 
 
 def _pairings(args: argparse.Namespace) -> int:
@@ -432,7 +467,10 @@ def register(sub: Any) -> None:
 
     c = cmds.add_parser("create", help="create a league (prints its id)")
     c.add_argument("name", help="the league's name")
-    formats = "round_robin, double_round_robin, swiss, single_elimination, double_elimination, arena"
+    formats = (
+        "round_robin, double_round_robin, swiss, single_elimination, double_elimination, arena, "
+        "groups_knockout"
+    )
     c.add_argument("--format", required=True, help=formats)
     c.add_argument("--preset", default="argentine", help="rule preset of its matches (default argentine)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="rule override, e.g. target_points=15")
@@ -469,6 +507,30 @@ def register(sub: Any) -> None:
         type=_duration,
         help="arena: how long it pairs from the start (e.g. 30m, 90s, 1h; default unit s)",
     )
+    c.add_argument(
+        "--start-time",
+        help="it starts by itself then: ISO 8601 (2026-12-04T21:00:00Z) or seconds since the epoch",
+    )
+    c.add_argument(
+        "--round-interval", type=float, help="seconds between a round's last result and the next round"
+    )
+    c.add_argument(
+        "--check-in",
+        type=float,
+        help="seconds before --start-time a check-in window opens (truco league check-in)",
+    )
+    c.add_argument(
+        "--late-entry-bye",
+        choices=("full", "half", "none"),
+        help="swiss: a late entrant's bye for round 1 (default full)",
+    )
+    c.add_argument("--groups", type=int, help="groups_knockout: the number of groups (2 to 26)")
+    c.add_argument(
+        "--advance", type=int, default=2, help="groups_knockout: how many of each group go on (default 2)"
+    )
+    c.add_argument(
+        "--double-groups", action="store_true", help="groups_knockout: each group a double round robin"
+    )
     _common(c)
     c.set_defaults(func=_create)
 
@@ -484,6 +546,15 @@ def register(sub: Any) -> None:
     w.add_argument("entrant", help="entrant id")
     _common(w)
     w.set_defaults(func=_simple("withdraw"))
+    ci = cmds.add_parser(
+        "check-in",
+        help="check an entrant in during its check-in window (--api-key: the operator's key, or a bot "
+        "entrant's own credential tb1....)",
+    )
+    ci.add_argument("league", help="league id")
+    ci.add_argument("entrant", help="entrant id")
+    _common(ci)
+    ci.set_defaults(func=_check_in)
     for name, help_text in (
         ("start", "start a league (round 1 is paired)"),
         ("pause", "pause: no new round is paired"),
@@ -510,6 +581,8 @@ def register(sub: Any) -> None:
         p.add_argument("league", help="league id")
         if name != "standings":
             p.add_argument("--round", type=int, default=0, help="only this round")
+        else:
+            p.add_argument("--groups", action="store_true", help="groups_knockout: each group's table")
         _export(p)
         _common(p)
         p.set_defaults(func=func)

@@ -138,6 +138,10 @@ class LeagueClient:
         check_in: Seconds | None = None,
         swiss_pairing: str = "",
         arena_duration: Seconds | None = None,
+        groups: int = 0,
+        advance: int = 2,
+        double_round_robin_groups: bool = False,
+        late_entry_bye: str = "",
     ) -> league_service_pb2.League:
         """A new league in registration (entrants get seeds in the order given). ``unrated``:
         none of its matches is rated; ``rated_endings``: which are ("played", "adjudicated",
@@ -150,7 +154,11 @@ class LeagueClient:
         who did not :meth:`check_in` are withdrawn. ``swiss_pairing`` (a swiss): ``"weighted"``
         (the default) or ``"dutch"`` (the FIDE Dutch system, at most 128 entrants).
         ``arena_duration`` (an ``"arena"``, which needs it): how long it pairs its entrants from
-        the start."""
+        the start.
+        ``groups`` (format ``groups_knockout``):
+        that many groups, each a round robin (double with ``double_round_robin_groups``), then
+        a knockout of the top ``advance`` of each. ``late_entry_bye`` (Swiss): a late
+        entrant's bye for round 1 is "full" (the default), "half" or "none"."""
         rules = match_pb2.RuleSet(preset=preset)
         if overrides:
             rules.overrides.update(dict(overrides))
@@ -176,7 +184,14 @@ class LeagueClient:
             third_place=third_place,
             series_best_of=series_best_of,
             swiss_pairing=swiss_pairing,
+            late_entry_bye=late_entry_bye,
         )
+        if groups:
+            req.group_stage.CopyFrom(
+                pb.GroupStageSettings(
+                    groups=groups, advance=advance, double_round_robin=double_round_robin_groups
+                )
+            )
         if start_time is not None:
             req.schedule.start_time.FromNanoseconds(round(start_time * 1e9))
         if arena_duration:

@@ -103,6 +103,18 @@ def standings_rows(
     return rows
 
 
+def group_standings_rows(
+    resp: league_service_pb2.GetStandingsResponse, names: Mapping[str, str] | None = None
+) -> list[Row]:
+    """Groups then knockout: each group's table, one row per entrant: ``group`` (its label),
+    then the columns of :func:`standings_rows` (``rank`` is the place in the group)."""
+    rows: list[Row] = []
+    for g in resp.groups:
+        table = league_service_pb2.GetStandingsResponse(standings=g.standings, tie_breaks=resp.tie_breaks)
+        rows += [{"group": g.label, **row} for row in standings_rows(table, names)]
+    return rows
+
+
 def pairings_rows(
     resp: league_service_pb2.ListPairingsResponse, names: Mapping[str, str] | None = None
 ) -> list[Row]:

@@ -18,7 +18,8 @@ writes mano in the first hand as white (``w``) and the other side as black (``b`
 that system allocated, so a pairing checker can replay its rounds; any other league writes ``-``
 (the TRF's "no colour") in every colour column. Results: ``1``/``0``/``=`` for a win, a loss, a
 draw; ``+``/``-`` for a forfeit won or lost (a no-show); ``U`` for a pairing-allocated bye,
-``F`` for a late entrant's bye (a full-point bye); ``Z`` (zero, no opponent) for a round the
+``F`` for a late entrant's bye (a full-point bye) or ``H`` when the league makes it a
+half-point bye; ``Z`` (zero, no opponent) for a round the
 entrant was not in (before it joined, after it withdrew); blank while a match is not decided.
 """
 
@@ -53,7 +54,9 @@ def _round_block(
     if p is None:
         return "0000 - Z"
     if not p.second:
-        return f"0000 - {'F' if p.label == LATE_ENTRY else 'U'}"
+        if p.label != LATE_ENTRY:
+            return "0000 - U"
+        return f"0000 - {'F' if p.result.winner else 'H'}"  # a late entrant's full or half-point bye
     opponent = p.second if p.first == me else p.first
     if not p.HasField("result"):
         result = " "

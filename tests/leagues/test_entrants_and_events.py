@@ -185,3 +185,38 @@ def test_an_imp_scale_must_increase() -> None:
     with pytest.raises(InvalidOptionError) as info:
         DuplicateOptions(DuplicateMode.BOARDS, imp_scale=(1, 3, 3))
     assert info.value.field == "duplicate.imp_scale"
+
+
+@pytest.mark.parametrize(("policy", "score", "byes"), [("full", 1.0, 1), ("half", 0.5, 1), ("none", 0.0, 0)])
+def test_a_late_entrants_bye_is_worth_what_the_league_says(policy: str, score: float, byes: int) -> None:
+    """full: a bye's points (the default); half: a draw's (Lichess's half-point bye); none: no
+    bye at all. The half-point bye still counts as the entrant's bye (no second one)."""
+    from truco_server.leagues import LATE_ENTRY, parse_late_entry_bye
+
+    spec = EventSpec(FormatKind.SWISS, rounds=5, late_entry_bye=parse_late_entry_bye(policy))
+    swiss = create_event(spec, field(8))
+    results = [p.result(p.first, (3, 1)) for p in swiss.pairings(1, [])]
+    swiss = swiss.register(Entrant("late", 9), rounds_started=1)
+    bye = swiss.late_entry_bye("late", [r.pairing for r in results])
+    if bye is not None:
+        assert (bye.round, bye.table, bye.label) == (1, 5, LATE_ENTRY)
+        results.append(swiss.late_entry_result(bye))
+    assert (bye is None) == (byes == 0)
+    assert swiss.scores(results)["late"] == score
+    (row,) = [s for s in swiss.standings(results) if s.entrant_id == "late"]
+    assert (row.score, row.byes, row.played) == (score, byes, 0)
+    round2 = swiss.pairings(2, results)  # nine present: the round's bye goes to another once it had one
+    (pairing_bye,) = [p for p in round2 if p.is_bye]
+    assert (pairing_bye.first == "late") == (byes == 0)
+
+
+def test_the_late_entry_bye_option_is_checked() -> None:
+    from truco_server.leagues import LateEntryBye, parse_late_entry_bye
+
+    assert parse_late_entry_bye("") is LateEntryBye.FULL
+    with pytest.raises(InvalidOptionError) as info:
+        parse_late_entry_bye("quarter")
+    assert info.value.field == "late_entry_bye" and "full, half, none" in info.value.message
+    with pytest.raises(InvalidOptionError) as info:
+        EventSpec(FormatKind.ROUND_ROBIN, late_entry_bye=LateEntryBye.HALF)
+    assert info.value.field == "late_entry_bye"

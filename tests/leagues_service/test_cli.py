@@ -10,12 +10,14 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.leagues_service.workers import start_serve
 from truco_cli import main as cli
+from truco_client.leagues import LeagueClient
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -148,5 +150,52 @@ def test_create_takes_an_arena_duration(
         with pytest.raises(SystemExit):
             run(capsys, *base, "--duration", "soon", *srv)
         assert "not a duration" in capsys.readouterr().err
+    finally:
+        serve.kill()
+
+
+def test_create_with_a_schedule_and_check_in_with_the_cli(
+    clean_redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``truco league create --start-time --round-interval --check-in`` stores the schedule;
+    ``truco league check-in`` checks entrants in during the window, with the operator's key or
+    a bot's own credential, and says why when the league has no window."""
+    serve = start_serve(clean_redis_url, tmp_path / "serve.log")
+    try:
+        srv = ("--server", serve.address)
+        bots_file = tmp_path / "bots.json"
+        code, _, err = run(capsys, "league", "bots", "create", "--count", "4", "-o", str(bots_file), *srv)
+        assert code == 0, err
+        bots = json.loads(bots_file.read_text())
+        start = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=1)
+        code, out, err = run(
+            capsys, "league", "create", "Friday", "--format", "round_robin",
+            "--entrants-from", str(bots_file), "--start-time", start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "--round-interval", "30",
+            "--check-in", "7200", *srv,
+        )  # fmt: skip
+        assert code == 0, err
+        league = out.strip()
+        code, out, err = run(capsys, "league", "check-in", league, bots[0]["bot_id"], *srv)
+        assert code == 0 and out.strip() == f"{bots[0]['bot_id']} checked in", err
+        code, out, err = run(
+            capsys, "league", "check-in", league, bots[1]["bot_id"], "--api-key", bots[1]["token"], *srv
+        )
+        assert code == 0, err
+        code, out, err = run(
+            capsys, "league", "check-in", league, bots[2]["bot_id"], "--api-key", bots[1]["token"], *srv
+        )
+        assert code != 0 and "PERMISSION_DENIED" in err  # another bot's credential
+        with LeagueClient(serve.address) as ops:
+            lg = ops.get_league(league)
+        assert lg.schedule.start_time.ToSeconds() == int(start.timestamp())
+        assert lg.schedule.round_interval.ToSeconds() == 30 and lg.schedule.check_in.ToSeconds() == 7200
+        assert [e.checked_in for e in lg.entrants] == [True, True, False, False]
+        code, out, err = run(capsys, "league", "create", "Now", "--format", "round_robin",
+                             "--entrants-from", str(bots_file), *srv)  # fmt: skip
+        code, _, err = run(capsys, "league", "check-in", out.strip(), bots[0]["bot_id"], *srv)
+        assert code != 0 and "FAILED_PRECONDITION" in err and "check-in" in err
+        with pytest.raises(SystemExit, match="--start-time takes an ISO 8601 time"):
+            run(capsys, "league", "create", "Bad", "--format", "round_robin", "--start-time", "soon", *srv)
     finally:
         serve.kill()

@@ -203,7 +203,7 @@ async def test_a_no_show_forfeits_and_is_not_rated(stack: Stack) -> None:
     (p,) = done.pairings
     assert p.result is not None and p.result["forfeit"] and p.result["winner"] == t.sides[1]
     assert await stack.store.documents.get(RATINGS, f"{OPERATOR.name}/{doc.family}") is None  # not rated
-    _, table = await stack.leagues.standings(OPERATOR, doc.league_id)
+    _, table, _ = await stack.leagues.standings(OPERATOR, doc.league_id)
     assert table[0].entrant_id == t.sides[1]
 
 
@@ -334,7 +334,7 @@ async def test_formats_run_to_the_end(stack: Stack, fmt: str, n: int, duplicate:
     tables = [done.tables[k] for p in done.pairings for k in p.tables]
     assert all(len(p.tables) == (2 if duplicate else 1) for p in done.pairings if p.second)
     assert all(t.done and t.match_id for t in tables)
-    _, table = await stack.leagues.standings(OPERATOR, doc.league_id)
+    _, table, _ = await stack.leagues.standings(OPERATOR, doc.league_id)
     assert table[0].rank == 1 and len(table) == n
     if fmt == "double_elimination":
         final = [p for p in done.pairings if p.label.startswith("GF")]

@@ -229,3 +229,49 @@ def test_exports_with_display_names_and_a_fide_trf(clean_redis_url: str, tmp_pat
         ko = ops.create_league("ko", "single_elimination", entrants=[x.bot_id for x in bots[:2]])
         with pytest.raises(ValueError, match="swiss"):
             ops.export_trf(ko.league_id)
+
+
+def _round_one(ops: LeagueClient, league_id: str) -> None:
+    deadline = time.monotonic() + 60
+    while ops.get_league(league_id).current_round < 1:
+        assert time.monotonic() < deadline, "round 1 was never paired"
+        time.sleep(0.1)
+
+
+def test_the_late_entry_bye_option_over_the_api(clean_redis_url: str, tmp_path: Path) -> None:
+    """late_entry_bye "half" (REST): the late entrant's round-1 bye has no winner, scores half
+    a point and is written H in the TRF; "none" (gRPC): no bye, no point; an unknown value is
+    INVALID_ARGUMENT."""
+    players = ["ana", "bea", "cas", "dan"]
+    with two_workers(clean_redis_url, tmp_path, rest=True) as (a, b), LeagueClient(a.address) as ops:
+        with pytest.raises(TrucoApiError) as err:
+            ops.create_league("no", "swiss", rounds=3, entrants=players, late_entry_bye="quarter")
+        assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT and "late_entry_bye" in str(err.value)
+        body = {
+            "name": "half", "format": "swiss", "rounds": 3, "lateEntryBye": "half",
+            "rules": {"preset": "argentine"}, "entrants": [{"entrantId": x} for x in players],
+        }  # fmt: skip
+        resp = requests.post(f"{b.http}/v1/leagues", json=body, timeout=30)
+        assert resp.status_code == 200, resp.text
+        half = resp.json()["league"]
+        assert half["lateEntryBye"] == "half"
+        none = ops.create_league("none", "swiss", rounds=3, entrants=players, late_entry_bye="none")
+        assert none.late_entry_bye == "none"
+        assert ops.create_league("full", "swiss", rounds=3, entrants=players).late_entry_bye == "full"
+        for lid in (half["leagueId"], none.league_id):
+            ops.start(lid)
+            _round_one(ops, lid)
+        url = f"{b.http}/v1/leagues/{half['leagueId']}/entrants"
+        resp = requests.post(url, json={"entrant": {"entrantId": "late"}}, timeout=30)
+        assert resp.status_code == 200, resp.text
+        ops.register(none.league_id, "late")
+        (bye,) = [p for p in ops.pairings(half["leagueId"], 1).pairings if "late" in (p.first, p.second)]
+        assert bye.label == "late entry" and not bye.second and not bye.result.winner
+        scores = {s.entrant_id: s for s in ops.standings(half["leagueId"]).standings}
+        assert (scores["late"].score, scores["late"].byes) == (0.5, 1)
+        trf = ops.export_trf(half["leagueId"]).splitlines()
+        (line,) = [x for x in trf if x.startswith("001") and x[14:47].strip() == "late"]
+        assert line[91:99] == "0000 - H"
+        assert not [p for p in ops.pairings(none.league_id).pairings if "late" in (p.first, p.second)]
+        scores = {s.entrant_id: s for s in ops.standings(none.league_id).standings}
+        assert (scores["late"].score, scores["late"].byes) == (0.0, 0)

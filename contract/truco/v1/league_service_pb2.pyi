@@ -173,6 +173,8 @@ class League(_message.Message):
     SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
     SWISS_PAIRING_FIELD_NUMBER: _builtins.int
     ARENA_FIELD_NUMBER: _builtins.int
+    GROUP_STAGE_FIELD_NUMBER: _builtins.int
+    LATE_ENTRY_BYE_FIELD_NUMBER: _builtins.int
     league_id: _builtins.str
     """Server-assigned id."""
     name: _builtins.str
@@ -207,6 +209,10 @@ class League(_message.Message):
     """
     swiss_pairing: _builtins.str
     """A swiss: its pairing system, "weighted" or "dutch"; empty elsewhere."""
+    late_entry_bye: _builtins.str
+    """Swiss: what a late entrant's bye for the first round it missed is worth:
+    "full" (a bye's points), "half" (a draw's) or "none" (no bye).
+    """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
         """The rule set every match is played with."""
@@ -257,6 +263,10 @@ class League(_message.Message):
     def arena(self) -> Global___ArenaSettings:
         """Arena: its duration, and when it ends (set at the start)."""
 
+    @_builtins.property
+    def group_stage(self) -> Global___GroupStageSettings:
+        """Format "groups_knockout": its group stage."""
+
     def __init__(
         self,
         *,
@@ -283,10 +293,12 @@ class League(_message.Message):
         series_best_of: _builtins.int = ...,
         swiss_pairing: _builtins.str = ...,
         arena: Global___ArenaSettings | None = ...,
+        group_stage: Global___GroupStageSettings | None = ...,
+        late_entry_bye: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "create_time", b"create_time", "duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "create_time", b"create_time", "duplicate", b"duplicate", "group_stage", b"group_stage", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "state", b"state", "swiss_pairing", b"swiss_pairing", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "group_stage", b"group_stage", "late_entry_bye", b"late_entry_bye", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "state", b"state", "swiss_pairing", b"swiss_pairing", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -328,6 +340,69 @@ class ArenaSettings(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ArenaSettings: _TypeAlias = ArenaSettings  # noqa: Y015
+
+@_typing.final
+class GroupStageSettings(_message.Message):
+    """The group stage of a "groups_knockout" league: the entrants are dealt into
+    groups by snake seeding, each group plays a round robin, and the top
+    `advance` of each group go to a single-elimination bracket.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUPS_FIELD_NUMBER: _builtins.int
+    ADVANCE_FIELD_NUMBER: _builtins.int
+    DOUBLE_ROUND_ROBIN_FIELD_NUMBER: _builtins.int
+    groups: _builtins.int
+    """How many groups (2 to 26, labelled A, B...)."""
+    advance: _builtins.int
+    """How many of each group go to the knockout (0: 2); every group needs more
+    entrants than that.
+    """
+    double_round_robin: _builtins.bool
+    """Each group plays a double round robin."""
+    def __init__(
+        self,
+        *,
+        groups: _builtins.int = ...,
+        advance: _builtins.int = ...,
+        double_round_robin: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["advance", b"advance", "double_round_robin", b"double_round_robin", "groups", b"groups"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GroupStageSettings: _TypeAlias = GroupStageSettings  # noqa: Y015
+
+@_typing.final
+class GroupStandings(_message.Message):
+    """One group's standings (its group-stage results only)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LABEL_FIELD_NUMBER: _builtins.int
+    STANDINGS_FIELD_NUMBER: _builtins.int
+    label: _builtins.str
+    """The group's label (A, B...)."""
+    @_builtins.property
+    def standings(self) -> _containers.RepeatedCompositeFieldContainer[Global___Standing]:
+        """Its standings, best first; rank is the place in the group."""
+
+    def __init__(
+        self,
+        *,
+        label: _builtins.str = ...,
+        standings: _abc.Iterable[Global___Standing] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["label", b"label", "standings", b"standings"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GroupStandings: _TypeAlias = GroupStandings  # noqa: Y015
 
 @_typing.final
 class LeagueSchedule(_message.Message):
@@ -484,6 +559,8 @@ class CreateLeagueRequest(_message.Message):
     SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
     SWISS_PAIRING_FIELD_NUMBER: _builtins.int
     ARENA_FIELD_NUMBER: _builtins.int
+    GROUP_STAGE_FIELD_NUMBER: _builtins.int
+    LATE_ENTRY_BYE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Display name (at most 100 characters)."""
     format: _builtins.str
@@ -503,6 +580,11 @@ class CreateLeagueRequest(_message.Message):
     swiss_pairing: _builtins.str
     """Swiss: the pairing system, "weighted" (the default: maximum-weight
     matching) or "dutch" (the FIDE Dutch system, at most 128 entrants).
+    """
+    late_entry_bye: _builtins.str
+    """Swiss: what a late entrant's bye for the first round it missed is worth:
+    "full" (default: a bye's points, TRF "F"), "half" (a draw's points, TRF
+    "H", as Lichess writes it) or "none" (no bye).
     """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
@@ -538,6 +620,12 @@ class CreateLeagueRequest(_message.Message):
         set at the start).
         """
 
+    @_builtins.property
+    def group_stage(self) -> Global___GroupStageSettings:
+        """Format "groups_knockout" (required there, refused elsewhere): the groups
+        and how many of each advance to the knockout.
+        """
+
     def __init__(
         self,
         *,
@@ -556,10 +644,12 @@ class CreateLeagueRequest(_message.Message):
         series_best_of: _builtins.int = ...,
         swiss_pairing: _builtins.str = ...,
         arena: Global___ArenaSettings | None = ...,
+        group_stage: Global___GroupStageSettings | None = ...,
+        late_entry_bye: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "duplicate", b"duplicate", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "duplicate", b"duplicate", "group_stage", b"group_stage", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "swiss_pairing", b"swiss_pairing", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "duplicate", b"duplicate", "entrants", b"entrants", "format", b"format", "group_stage", b"group_stage", "late_entry_bye", b"late_entry_bye", "name", b"name", "rating_policy", b"rating_policy", "request_id", b"request_id", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "swiss_pairing", b"swiss_pairing", "third_place", b"third_place", "tie_breaks", b"tie_breaks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1060,6 +1150,7 @@ class GetStandingsResponse(_message.Message):
 
     STANDINGS_FIELD_NUMBER: _builtins.int
     TIE_BREAKS_FIELD_NUMBER: _builtins.int
+    GROUPS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def standings(self) -> _containers.RepeatedCompositeFieldContainer[Global___Standing]:
         """The standings, best first."""
@@ -1068,15 +1159,22 @@ class GetStandingsResponse(_message.Message):
     def tie_breaks(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The tie-breaks, in the order of Standing.tie_breaks."""
 
+    @_builtins.property
+    def groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___GroupStandings]:
+        """Groups then knockout: each group's table (standings above: the final
+        ranking, the knockout's places first).
+        """
+
     def __init__(
         self,
         *,
         standings: _abc.Iterable[Global___Standing] | None = ...,
         tie_breaks: _abc.Iterable[_builtins.str] | None = ...,
+        groups: _abc.Iterable[Global___GroupStandings] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["standings", b"standings", "tie_breaks", b"tie_breaks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["groups", b"groups", "standings", b"standings", "tie_breaks", b"tie_breaks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -113,7 +113,13 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         third_place=doc.third_place,
         series_best_of=doc.series_best_of,
         swiss_pairing=doc.swiss_pairing if doc.format == "swiss" else "",
+        late_entry_bye=doc.late_entry_bye,
     )
+    if doc.group_stage:
+        g = doc.group_stage
+        m.group_stage.CopyFrom(
+            pb.GroupStageSettings(groups=g["groups"], advance=g["advance"], double_round_robin=g["double"])
+        )
     if doc.starts_at:
         m.schedule.start_time.CopyFrom(_ts(doc.starts_at))
     if doc.round_interval:
@@ -195,6 +201,11 @@ def result_to_proto(r: dict[str, Any]) -> league_service_pb2.PairingResult:
     )
 
 
+def _group_stage(g: league_service_pb2.GroupStageSettings) -> tuple[int, int, bool]:
+    """CreateLeagueRequest.group_stage (``advance`` 0: 2)."""
+    return (g.groups, g.advance or 2, g.double_round_robin)
+
+
 def _pairs(pairs: Sequence[league_service_pb2.EntrantPair]) -> list[tuple[str, str]]:
     return [(p.first, p.second) for p in pairs]
 
@@ -259,6 +270,8 @@ class LeagueApi:
             series_best_of=request.series_best_of or 1,
             swiss_pairing=request.swiss_pairing,
             arena_duration=request.arena.duration.ToNanoseconds() / 1e9,
+            group_stage=_group_stage(request.group_stage) if request.HasField("group_stage") else None,
+            late_entry_bye=request.late_entry_bye,
         )
         doc = await self.leagues.create_league(operator, spec)
         return pb.CreateLeagueResponse(league=league_to_proto(doc))
@@ -319,9 +332,13 @@ class LeagueApi:
     async def GetStandings(
         self, creds: Credentials, request: pb.GetStandingsRequest
     ) -> pb.GetStandingsResponse:
-        doc, table = await self.leagues.standings(self.auth.operator(creds), request.league_id)
+        doc, table, groups = await self.leagues.standings(self.auth.operator(creds), request.league_id)
         return pb.GetStandingsResponse(
             standings=[standing_to_proto(s) for s in table],
+            groups=[
+                pb.GroupStandings(label=g.label, standings=[standing_to_proto(s) for s in g.standings])
+                for g in groups
+            ],
             tie_breaks=doc.tie_break_names(),
         )
 

@@ -29,6 +29,7 @@ from truco_server.leagues.errors import (
     UnknownEntrantError,
     UnknownFormatError,
 )
+from truco_server.leagues.groups import GroupsKnockout, GroupStage, GroupTable
 from truco_server.leagues.results import DEFAULT_SCORING, Pairing, Result, Scoring, build_history
 from truco_server.leagues.round_robin import RoundRobin
 from truco_server.leagues.rounds import Format
@@ -52,6 +53,7 @@ class FormatKind(enum.StrEnum):
     SINGLE_ELIMINATION = "single_elimination"
     DOUBLE_ELIMINATION = "double_elimination"
     ARENA = "arena"
+    GROUPS_KNOCKOUT = "groups_knockout"
 
 
 #: Fewest entrants each format accepts.
@@ -62,10 +64,32 @@ MIN_ENTRANTS: dict[FormatKind, int] = {
     FormatKind.SINGLE_ELIMINATION: 2,
     FormatKind.DOUBLE_ELIMINATION: 3,
     FormatKind.ARENA: 2,
+    FormatKind.GROUPS_KNOCKOUT: 4,
 }
 
 #: Label of the bye a late Swiss entrant gets for the first round it missed.
 LATE_ENTRY = "late entry"
+
+
+class LateEntryBye(enum.StrEnum):
+    """What a late Swiss entrant's bye for the first round it missed is worth."""
+
+    FULL = "full"
+    """A bye's points (``Scoring.bye``; the TRF writes ``F``). The default."""
+    HALF = "half"
+    """A draw's points (``Scoring.draw``): Lichess's half-point bye (TRF ``H``)."""
+    NONE = "none"
+    """No bye: every round it missed scores nothing."""
+
+
+def parse_late_entry_bye(name: str) -> LateEntryBye:
+    """The policy called ``name`` (empty: full), or :class:`InvalidOptionError`."""
+    try:
+        return LateEntryBye(name or LateEntryBye.FULL)
+    except ValueError:
+        allowed = ", ".join(v.value for v in LateEntryBye)
+        raise InvalidOptionError("late_entry_bye", f"unknown {name!r}; allowed: {allowed}") from None
+
 
 #: Formats that accept entrants after the start (a Swiss until more than half the rounds have
 #: started; an arena until its time is up, which the caller knows).
@@ -115,6 +139,11 @@ class EventSpec:
     ``"dutch"`` (the FIDE Dutch system, :mod:`~truco_server.leagues.dutch`)."""
     arena_duration: float | None = None
     """Arena only, and required there: how long it runs from its start (seconds)."""
+    late_entry_bye: LateEntryBye = LateEntryBye.FULL
+    """Swiss: what a late entrant's bye for round 1 is worth (:meth:`Event.late_entry_bye`)."""
+    group_stage: GroupStage | None = None
+    """Groups then knockout (required there, refused elsewhere): the groups, how many of
+    each advance, single or double round robin (:mod:`truco_server.leagues.groups`)."""
 
     def __post_init__(self) -> None:
         check_best_of(self.series_best_of)
@@ -144,9 +173,21 @@ class EventSpec:
                 "series_best_of",
                 "a series is played without duplicate deals (a duplicate pairing is its own pair of matches)",
             )
-        if self.third_place and self.format != FormatKind.SINGLE_ELIMINATION:
+        knockout_only = (FormatKind.SINGLE_ELIMINATION, FormatKind.GROUPS_KNOCKOUT)
+        if self.third_place and self.format not in knockout_only:
             raise InvalidOptionError(
-                "third_place", f"only a single_elimination has a match for third place, not a {self.format}"
+                "third_place",
+                f"only a knockout (single_elimination, groups_knockout) has a match for third place, "
+                f"not a {self.format}",
+            )
+        if self.late_entry_bye is not LateEntryBye.FULL and self.format is not FormatKind.SWISS:
+            raise InvalidOptionError(
+                "late_entry_bye",
+                f"only a swiss takes late entrants (and gives them a bye), not a {self.format}",
+            )
+        if (self.group_stage is None) == (self.format == FormatKind.GROUPS_KNOCKOUT):
+            raise InvalidOptionError(
+                "group_stage", "a groups_knockout needs its group stage; no other format takes one"
             )
 
 
@@ -169,6 +210,12 @@ class Event:
             return Swiss(self.entrants, spec.rounds, spec.scoring, spec.bracket_size, spec.swiss_pairing)
         if kind is FormatKind.ARENA:
             return Arena(self.entrants)
+        if kind is FormatKind.GROUPS_KNOCKOUT:
+            stage = self.spec.group_stage
+            assert stage is not None
+            return GroupsKnockout(
+                self.entrants, stage, self.spec.scoring, self.spec.tie_breaks, self.spec.third_place
+            )
         double = kind is FormatKind.DOUBLE_ELIMINATION
         return Elimination(self.entrants, double, self.spec.grand_final_reset, self.spec.third_place)
 
@@ -219,8 +266,30 @@ class Event:
     def series_result(self, pairing: Pairing, games: Sequence[SeriesGame]) -> Result | None:
         """The result of a pairing's series once decided (``None`` while a game is to be
         played; :func:`~truco_server.leagues.series.series_result`)."""
-        knockout = self.spec.format in ELIMINATION
+        knockout = self.is_knockout_round(pairing.round)
         return series_result(self.spec.series_best_of, pairing, games, knockout=knockout)
+
+    def is_knockout_round(self, round_no: int) -> bool:
+        """True when round ``round_no``'s pairings are knockout matches (they need a winner,
+        and a winner sent through is fixed once the next round is paired)."""
+        fmt = self.format
+        if isinstance(fmt, GroupsKnockout):
+            return fmt.is_knockout_round(round_no)
+        return self.spec.format in ELIMINATION
+
+    def result_locked_by(self, round_no: int) -> int | None:
+        """The round whose pairing fixes who round ``round_no`` sent on, so that its winner
+        (a knockout's) or its result (a group stage's: the groups' order seeds the
+        knockout) can no longer be corrected once it is paired; ``None``: never."""
+        fmt = self.format
+        if isinstance(fmt, GroupsKnockout) and not fmt.is_knockout_round(round_no):
+            return fmt.group_rounds() + 1
+        return round_no + 1 if self.is_knockout_round(round_no) else None
+
+    def group_tables(self, results: Sequence[Result]) -> tuple[GroupTable, ...]:
+        """Each group's standings (groups then knockout; empty for other formats)."""
+        fmt = self.format
+        return fmt.group_tables(results) if isinstance(fmt, GroupsKnockout) else ()
 
     def standings(self, results: Sequence[Result], withdrawn: Collection[str] = ()) -> tuple[Standing, ...]:
         """Score order with the tie-breaks; in elimination formats, the bracket places
@@ -230,7 +299,7 @@ class Event:
             return arena_standings(self.entrants, results)
         table = standings(self.entrants, results, self.spec.scoring, self.spec.tie_breaks)
         fmt = self.format
-        if not isinstance(fmt, Elimination):
+        if not isinstance(fmt, Elimination | GroupsKnockout):
             return table
         rows = {s.entrant_id: s for s in table}
         placed = fmt.placements(results, withdrawn)
@@ -265,8 +334,9 @@ class Event:
 
     def late_entry_bye(self, entrant_id: str, round_one: Sequence[Pairing]) -> Pairing | None:
         """The bye of an entrant who joined a Swiss after its first round was paired
-        (Lichess's late-join rule): one bye, for the first round it missed (round 1), worth a
-        bye's points; the other rounds it missed score nothing. It takes the table after
+        (Lichess's late-join rule): one bye, for the first round it missed (round 1), worth
+        what ``spec.late_entry_bye`` says (:meth:`late_entry_result`; ``none``: no bye, this
+        returns ``None``); the other rounds it missed score nothing. It takes the table after
         ``round_one``'s (the round's pairings so far, late byes included) and is labelled
         :data:`LATE_ENTRY`. ``None`` for an entrant paired from round 1.
 
@@ -276,7 +346,11 @@ class Event:
         entrant = next((e for e in self.entrants if e.id == entrant_id), None)
         if entrant is None:
             raise UnknownEntrantError("entrant", f"{entrant_id!r} is not a registered entrant")
-        if entrant.joined_round <= 1 or self.spec.format is FormatKind.ARENA:  # an arena: the pool
+        if (
+            entrant.joined_round <= 1
+            or self.spec.format is FormatKind.ARENA  # an arena: the pool
+            or self.spec.late_entry_bye is LateEntryBye.NONE
+        ):
             return None
         table = max((p.table for p in round_one if p.round == 1), default=0) + 1
         return Pairing(1, table, entrant.id, None, LATE_ENTRY)
@@ -289,6 +363,11 @@ class Event:
         if self.spec.format is not FormatKind.ARENA:
             raise InvalidOptionError("format", f"a {self.spec.format.value} pairs rounds, not waves")
         return arena_pairs(self.entrants, results, waiting, others_playing=others_playing, wave=wave)
+
+    def late_entry_result(self, bye: Pairing) -> Result:
+        """The result of a :meth:`late_entry_bye`, worth what ``spec.late_entry_bye`` says: a
+        bye's points, or with ``half`` a half-point bye (:meth:`Pairing.bye_result`)."""
+        return bye.bye_result(half=self.spec.late_entry_bye is LateEntryBye.HALF)
 
     def scores(self, results: Sequence[Result]) -> dict[str, float]:
         """Each entrant's score (no tie-breaks; an arena's: its arena score)."""
@@ -350,6 +429,8 @@ def create_event(spec: EventSpec, entrants: Iterable[Entrant]) -> Event:
         raise InvalidOptionError(
             "rounds", f"only a swiss takes a number of rounds; a {spec.format.value} has its own"
         )
+    if spec.group_stage is not None:
+        spec.group_stage.check_entrants(len(field))
     if len(set(spec.tie_breaks)) != len(spec.tie_breaks):
         raise InvalidOptionError("tie_breaks", "a tie-break is listed twice")
     return Event(spec, field)

@@ -46,11 +46,12 @@ class Pairing:
         """This pairing's :class:`Result`; ``points`` are (first's, second's) Truco points."""
         return Result(self.round, self.table, self.first, self.second, winner, points[0], points[1], forfeit)
 
-    def bye_result(self) -> Result:
-        """The result of a bye (``first`` scores the format's bye score)."""
+    def bye_result(self, half: bool = False) -> Result:
+        """The result of a bye: ``first`` scores the format's bye score (``Scoring.bye``);
+        with ``half``, a half-point bye (no winner: it scores a draw's, ``Scoring.draw``)."""
         if self.second is not None:
             raise InvalidResultError("pairing", "not a bye: both sides play")
-        return Result(self.round, self.table, self.first, None, self.first)
+        return Result(self.round, self.table, self.first, None, None if half else self.first)
 
 
 @dataclass(frozen=True)
@@ -223,8 +224,9 @@ def build_history(results: Sequence[Result], known: Iterable[str], scoring: Scor
                     f"{side!r} has two results in round {r.round}",
                 )
             seated.add(side)
-        if second is None:
-            games[first].append(Game(r.round, None, 1.0, scoring.bye, r.first_points, r.second_points, False))
+        if second is None:  # a bye; without a winner, a half-point bye (a draw's value)
+            value = (1.0, scoring.bye) if r.winner == first else (0.5, scoring.draw)
+            games[first].append(Game(r.round, None, *value, r.first_points, r.second_points, False))
             continue
         f1, s1 = _game_value(r, first, scoring)
         f2, s2 = _game_value(r, second, scoring)

@@ -26,7 +26,6 @@ from truco_server.leagues import (
     not_checked_in,
     parse_format,
 )
-from truco_server.leagues.formats import ELIMINATION
 from truco_server.leagues.results import check_result
 from truco_server.services.leagues.documents import (
     DEFAULT_COUNTED,
@@ -199,7 +198,8 @@ def correct(
         raise LeagueStateError(
             "this pairing has no result yet: its matches are not over (AdjudicateMatch decides a live one)"
         )
-    knockout = parse_format(doc.format) in ELIMINATION
+    event = doc.event(min_entrants=False)
+    knockout = event.is_knockout_round(round_no)
     new = p.pairing().result(winner or None, (first_points, second_points), forfeit)
     try:
         check_result(new, {p.first, p.second})
@@ -208,11 +208,18 @@ def correct(
     except LeagueError as exc:
         raise league_error(exc) from exc
     before = result_of(p.result)
-    if knockout and new.winner != before.winner and any(q.round > round_no for q in doc.pairings):
-        raise LeagueStateError(
-            f"round {round_no + 1} is already paired with {before.winner!r} through; a knockout's winner "
-            "can be corrected until the next round is paired"
-        )
+    locked_by = event.result_locked_by(round_no)
+    if locked_by is not None and any(q.round >= locked_by for q in doc.pairings):
+        if not knockout:
+            raise LeagueStateError(
+                f"round {locked_by} is already paired: the groups' order seeded the knockout, so a "
+                "group-stage result can be corrected until the knockout's first round is paired"
+            )
+        if new.winner != before.winner:
+            raise LeagueStateError(
+                f"round {locked_by} is already paired with {before.winner!r} through; a knockout's winner "
+                "can be corrected until the next round is paired"
+            )
     after = {**p.result, **result_dict(new)}  # a duplicate comparison stays, for the record
     p.corrections.append({"time": now, "by": by, "reason": reason, "before": p.result, "after": after})
     p.result = after

@@ -33,12 +33,14 @@ from truco_server.leagues import (
     Entrant,
     Event,
     EventSpec,
+    GroupStage,
     Pairing,
     PairScoring,
     Result,
     RoundOverrides,
     create_event,
     parse_format,
+    parse_late_entry_bye,
     parse_tie_breaks,
 )
 from truco_server.leagues.tiebreaks import DEFAULT_TIE_BREAKS
@@ -211,6 +213,10 @@ class LeagueDoc:
     """An arena's duration (seconds; 0 for the other formats)."""
     ends_at: float = 0.0
     """When an arena stops pairing (its start plus its duration; 0 before the start)."""
+    group_stage: dict[str, Any] | None = None
+    """Groups then knockout: ``groups``, ``advance``, ``double``."""
+    late_entry_bye: str = "full"
+    """Swiss: what a late entrant's bye for round 1 is worth (``full``, ``half``, ``none``)."""
     events: int = 0
     """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
 
@@ -251,6 +257,8 @@ class LeagueDoc:
             series_best_of=self.series_best_of,
             swiss_pairing=self.swiss_pairing,
             arena_duration=self.arena_duration if self.arena_duration or self.is_arena else None,
+            group_stage=GroupStage(**self.group_stage) if self.group_stage else None,
+            late_entry_bye=parse_late_entry_bye(self.late_entry_bye),
         )
 
     @property

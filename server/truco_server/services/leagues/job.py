@@ -506,7 +506,7 @@ def decide(doc: LeagueDoc, p: PairingDoc) -> dict[str, Any]:
     """The result of a pairing whose matches are all over."""
     pairing = p.pairing()
     tables = [doc.tables[k] for k in p.tables]
-    knockout = parse_format(doc.format) in ELIMINATION
+    knockout = doc.event(min_entrants=False).is_knockout_round(p.round)
     if len(tables) == 1:
         t = tables[0]
         winner = None if t.winner_side is None else t.sides[t.winner_side]

@@ -33,6 +33,7 @@ from truco_server.leagues import (
     DuplicateMode,
     DuplicateOptions,
     FormatKind,
+    GroupTable,
     LeagueError,
     PairScoring,
     Standing,
@@ -99,6 +100,10 @@ class LeagueSpec:
     """A swiss's pairing system (empty: ``weighted``)."""
     arena_duration: float = 0.0
     """An arena's duration (seconds; required for an arena, refused for the others)."""
+    group_stage: tuple[int, int, bool] | None = None
+    """Groups then knockout: groups, advancing per group, double round robin."""
+    late_entry_bye: str = ""
+    """Swiss: a late entrant's bye (``full``, ``half``, ``none``; empty: full)."""
 
 
 class LeagueService:
@@ -211,6 +216,10 @@ class LeagueService:
             series_best_of=spec.series_best_of,
             swiss_pairing=spec.swiss_pairing or "weighted",
             arena_duration=spec.arena_duration,
+            group_stage=dict(zip(("groups", "advance", "double"), spec.group_stage, strict=True))
+            if spec.group_stage
+            else None,
+            late_entry_bye=spec.late_entry_bye or "full",
         )
         if doc.is_arena and doc.round_interval:
             raise invalid("schedule.round_interval", "an arena has no rounds: it pairs entrants as they wait")
@@ -336,7 +345,7 @@ class LeagueService:
             bye = added.late_entry_bye(entrant.id, [p.pairing() for p in doc.round_pairings(1)])
             if bye is not None:  # joined after round 1: one bye, for round 1 (Lichess's rule)
                 late = PairingDoc(bye.round, bye.table, bye.first, None, bye.label)
-                late.result = result_dict(bye.bye_result())
+                late.result = result_dict(added.late_entry_result(bye))
                 doc.pairings.append(late)
                 doc.pairings.sort(key=lambda p: (p.round, p.table))
 
@@ -411,11 +420,15 @@ class LeagueService:
         await self.job.wake(league_id)
         return doc
 
-    async def standings(self, operator: Operator, league_id: str) -> tuple[LeagueDoc, tuple[Standing, ...]]:
+    async def standings(
+        self, operator: Operator, league_id: str
+    ) -> tuple[LeagueDoc, tuple[Standing, ...], tuple[GroupTable, ...]]:
+        """The league's standings and, groups then knockout, each group's table."""
         doc = (await self._owned(operator, league_id)).doc
         try:
             event = doc.event(min_entrants=False)
-            return doc, event.standings(doc.results(), doc.withdrawn())
+            results = doc.results()
+            return doc, event.standings(results, doc.withdrawn()), event.group_tables(results)
         except LeagueError as exc:
             raise league_error(exc) from exc
 
