@@ -14,6 +14,7 @@ from google.protobuf import timestamp_pb2
 from truco_contract.leagues import assignment_to_proto
 from truco_contract.pb import league_service_pb2, match_service_pb2
 from truco_server.api.auth import Authenticator
+from truco_server.api.league_public import public_league_to_proto
 from truco_server.api.matches import StreamTracker
 from truco_server.core import errors as E
 from truco_server.core.caller import Credentials, Operator
@@ -112,6 +113,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         rating_policy=pb.RatingPolicy(unrated=not doc.rating["rated"], count=doc.rating["count"]),
         third_place=doc.third_place,
         series_best_of=doc.series_best_of,
+        public_id=doc.public_id,
     )
     if doc.starts_at:
         m.schedule.start_time.CopyFrom(_ts(doc.starts_at))
@@ -414,6 +416,13 @@ class LeagueApi:
             self.auth.operator(creds), request.family, request.page_size
         )
         return leaderboard_to_proto(entries)
+
+    async def GetPublicLeague(
+        self, creds: Credentials, request: pb.GetPublicLeagueRequest
+    ) -> pb.GetPublicLeagueResponse:
+        # no credential: a league's public id is all it takes (whatever creds carry is unused)
+        version, doc, table = await self.leagues.public_view(request.public_id)
+        return pb.GetPublicLeagueResponse(league=public_league_to_proto(version, doc, table, _STATES))
 
 
 __all__ = ["LeagueApi", "league_to_proto"]
