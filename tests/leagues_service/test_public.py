@@ -217,6 +217,14 @@ def test_a_result_changes_the_etag_and_unknown_ids_are_404(served: Served) -> No
         with pytest.raises(grpc.RpcError) as missing:
             stub.GetPublicLeague(lpb.GetPublicLeagueRequest(public_id="C" * 22), timeout=10)
         assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    # the page: no credential, framed by any site (this page only), nothing from elsewhere
+    page = requests.get(f"{base}/leagues/{lg['publicId']}", timeout=30)
+    assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
+    csp = page.headers["Content-Security-Policy"]
+    assert "frame-ancestors *" in csp and "default-src 'self'" in csp, csp
+    assert (
+        "frame-ancestors" not in requests.get(f"{base}/play", timeout=30).headers["Content-Security-Policy"]
+    )
     # the openapi document says the route takes no credential
     doc = requests.get(f"{base}/openapi.json", timeout=30).json()
     assert doc["paths"]["/v1/public/leagues/{public_id}"]["get"]["security"] == []
