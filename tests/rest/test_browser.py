@@ -290,3 +290,109 @@ def test_two_pages_press_quick_match_and_play_each_other(
     assert match["settings"]["labels"]["pool"] == "quick"
     assert sorted(s["displayName"] for s in match["seats"]) == ["Ana", "Bia"]
     assert all(s["playerId"].startswith("guest-") for s in match["seats"])
+
+
+def _names(view: dict[str, Any]) -> dict[int, str]:
+    """The name the league page shows for each seed (its display name, or "Seed N")."""
+    return {e["seed"]: e.get("displayName") or f"Seed {e['seed']}" for e in view["entrants"]}
+
+
+def _check_page(page: dict[str, Any], view: dict[str, Any]) -> None:
+    """The page shows the view's standings and rounds, and nothing in it is wider than the
+    phone (the bracket may scroll, in its own box)."""
+    names = _names(view)
+    assert not page["overflow"] and not page["tableOverflow"], page
+    assert page["tableRight"] <= 390, page
+    shown = [(s["rank"], s["name"], s["score"]) for s in page["standings"]]
+    expected = [(str(s["rank"]), names[s["seed"]], f"{s.get('score', 0):g}") for s in view["standings"]]
+    assert shown == expected
+    assert all(s["nameVisible"] for s in page["standings"]), page["standings"]
+    assert page["title"] == view["name"] and "finished" in page["meta"], page["meta"]
+    assert len(page["rounds"]) == len(view["pairings"])
+    for line, p in zip(
+        sorted(page["rounds"], key=lambda r: (r["round"], r["table"])), view["pairings"], strict=True
+    ):
+        winner = p["result"].get("winner", 0)
+        assert line["won"] == ([names[winner]] if winner and p.get("second") else []) or not p.get("second")
+        assert names[p["first"]] in line["who"], (line, p)
+
+
+def test_the_public_league_page_at_390_px(served: Served, tmp_path: Path) -> None:
+    """A finished Swiss (five, with byes) and a finished single elimination of six with a match
+    for third place, each on its public page at a phone's width, no credential: the standings
+    as GetPublicLeague has them, by display name, every round's results, the knockout's bracket
+    (every match, its winner marked); the page framed by another page; and a running league's
+    page showing a result recorded while it is open, without a reload."""
+    from tests.leagues_service.test_public import SWISS, create, op, play_to_the_end, public
+
+    node = _node()
+    base = served.base
+    swiss = create(base, "Friday swiss", "swiss", SWISS, rounds=3)
+    ko = create(base, "Cup", "single_elimination", [*SWISS, ("op-secret-id-fay", "Fay")], thirdPlace=True)
+    live = create(base, "Live", "round_robin", SWISS[:2])
+    for lg in (swiss, ko, live):
+        op(base, "POST", f"/v1/leagues/{lg['leagueId']}:start", {})
+    for lg in (swiss, ko):
+        play_to_the_end(base, lg["leagueId"])
+    views = {lg["publicId"]: public(base, lg["publicId"]).json()["league"] for lg in (swiss, ko)}
+    env = {
+        **os.environ,
+        "BASE": base,
+        "SHOT_DIR": str(tmp_path),
+        "WIDTH": "390",
+        "HEIGHT": "844",
+        "MOBILE": "1",
+        "CHROMIUM": CHROMIUM,
+        "BUDGET_MS": "60000",
+        "PAGES": f"{swiss['publicId']},{ko['publicId']}",
+        "LIVE": live["publicId"],
+    }
+    proc = subprocess.Popen(
+        [node, "league_page.mjs"],
+        cwd=BROWSER_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        ready = json.loads(proc.stdout.readline())  # the live page is open and rendered
+        assert ready.get("ready"), ready.get("problems")
+        assert [r["result"] for r in ready["rounds"]] == ["playing"], ready
+        (pairing,) = op(base, "GET", f"/v1/leagues/{live['leagueId']}/pairings")["pairings"]
+        (table,) = pairing["tables"]
+        _rest(served, "POST", f"/v1/matches/{table['matchId']}:adjudicate", ACME_KEY,
+              {"winnerTeam": 0 if table["sides"][0] == pairing["first"] else 1})  # fmt: skip
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err[-3000:]
+    summary: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    assert summary["problems"] == [], summary["problems"]
+    swiss_page, ko_page = summary["pages"][swiss["publicId"]], summary["pages"][ko["publicId"]]
+    for lg, page in ((swiss, swiss_page), (ko, ko_page)):
+        _check_page(page, views[lg["publicId"]])
+    assert "Seed 5" in [s["name"] for s in swiss_page["standings"]]  # the entrant without a name
+    assert not swiss_page["bracketShown"] and ko_page["bracketShown"]
+    ko_view, names = views[ko["publicId"]], _names(views[ko["publicId"]])
+    played = {p["label"]: p for p in ko_view["pairings"]}
+    assert sorted(m["label"] for m in ko_page["bracket"]) == sorted(played)
+    assert "3P" in played and {m["group"] for m in ko_page["bracket"]} == {"W", "F"}
+    winners = [m["label"] for m in ko_page["bracket"] if m["group"] == "W"]  # by round, then match
+    assert winners == sorted(winners, key=lambda label: [int(x) for x in label[1:].split(".")]), winners
+    for m in ko_page["bracket"]:
+        p = played[m["label"]]
+        assert m["sides"] == [names[p["first"]], names[p["second"]] if p.get("second") else "bye"], m
+        assert m["won"] == names[p["result"]["winner"]], m
+    assert summary["framed"] == len(views[swiss["publicId"]]["standings"])  # embedded in an iframe
+    before, after = summary["live"]["before"], summary["live"]["after"]
+    assert after["version"] > before["version"]
+    (line,) = after["rounds"]
+    winner = public(base, live["publicId"]).json()["league"]["pairings"][0]["result"]["winner"]
+    assert line["result"] != "playing" and line["won"] == [dict(SWISS)[SWISS[winner - 1][0]]], line
+    for shot in summary["shots"]:
+        colors = color_histogram(Path(shot).read_bytes())
+        assert len(colors) >= 50, f"{shot}: only {len(colors)} distinct colors"

@@ -175,6 +175,7 @@ class League(_message.Message):
     ARENA_FIELD_NUMBER: _builtins.int
     GROUP_STAGE_FIELD_NUMBER: _builtins.int
     LATE_ENTRY_BYE_FIELD_NUMBER: _builtins.int
+    PUBLIC_ID_FIELD_NUMBER: _builtins.int
     league_id: _builtins.str
     """Server-assigned id."""
     name: _builtins.str
@@ -212,6 +213,12 @@ class League(_message.Message):
     late_entry_bye: _builtins.str
     """Swiss: what a late entrant's bye for the first round it missed is worth:
     "full" (a bye's points), "half" (a draw's) or "none" (no bye).
+    """
+    public_id: _builtins.str
+    """The league's public id: its public view (GetPublicLeague) and page
+    (/leagues/{public_id}) are read with it and no credential. 22
+    URL-safe characters (128 bits), not derived from league_id. Empty for a
+    league stored before public ids until its operator's next GetLeague.
     """
     @_builtins.property
     def rules(self) -> _match_pb2.RuleSet:
@@ -295,10 +302,11 @@ class League(_message.Message):
         arena: Global___ArenaSettings | None = ...,
         group_stage: Global___GroupStageSettings | None = ...,
         late_entry_bye: _builtins.str = ...,
+        public_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "create_time", b"create_time", "duplicate", b"duplicate", "group_stage", b"group_stage", "rating_policy", b"rating_policy", "rules", b"rules", "schedule", b"schedule", "settings", b"settings"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "group_stage", b"group_stage", "late_entry_bye", b"late_entry_bye", "league_id", b"league_id", "name", b"name", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "state", b"state", "swiss_pairing", b"swiss_pairing", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "create_time", b"create_time", "current_round", b"current_round", "duplicate", b"duplicate", "entrants", b"entrants", "finish_reason", b"finish_reason", "forbidden_pairs", b"forbidden_pairs", "format", b"format", "group_stage", b"group_stage", "late_entry_bye", b"late_entry_bye", "league_id", b"league_id", "name", b"name", "public_id", b"public_id", "rating_family", b"rating_family", "rating_policy", b"rating_policy", "round_pairings", b"round_pairings", "rounds", b"rounds", "rules", b"rules", "schedule", b"schedule", "series_best_of", b"series_best_of", "settings", b"settings", "state", b"state", "swiss_pairing", b"swiss_pairing", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -2032,3 +2040,333 @@ class GetLeaderboardResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetLeaderboardResponse: _TypeAlias = GetLeaderboardResponse  # noqa: Y015
+
+@_typing.final
+class GetPublicLeagueRequest(_message.Message):
+    """Request of GetPublicLeague."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PUBLIC_ID_FIELD_NUMBER: _builtins.int
+    public_id: _builtins.str
+    """The league's public id (League.public_id)."""
+    def __init__(
+        self,
+        *,
+        public_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["public_id", b"public_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetPublicLeagueRequest: _TypeAlias = GetPublicLeagueRequest  # noqa: Y015
+
+@_typing.final
+class GetPublicLeagueResponse(_message.Message):
+    """Response of GetPublicLeague."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEAGUE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def league(self) -> Global___PublicLeague:
+        """The league as a spectator sees it."""
+
+    def __init__(
+        self,
+        *,
+        league: Global___PublicLeague | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["league", b"league"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["league", b"league"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetPublicLeagueResponse: _TypeAlias = GetPublicLeagueResponse  # noqa: Y015
+
+@_typing.final
+class PublicLeague(_message.Message):
+    """A league as a spectator sees it (GetPublicLeague). Entrants are named by
+    seed and display name only.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PUBLIC_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    FORMAT_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    CURRENT_ROUND_FIELD_NUMBER: _builtins.int
+    TOTAL_ROUNDS_FIELD_NUMBER: _builtins.int
+    RATING_FAMILY_FIELD_NUMBER: _builtins.int
+    THIRD_PLACE_FIELD_NUMBER: _builtins.int
+    SERIES_BEST_OF_FIELD_NUMBER: _builtins.int
+    FINISH_REASON_FIELD_NUMBER: _builtins.int
+    START_TIME_FIELD_NUMBER: _builtins.int
+    ENTRANTS_FIELD_NUMBER: _builtins.int
+    STANDINGS_FIELD_NUMBER: _builtins.int
+    TIE_BREAKS_FIELD_NUMBER: _builtins.int
+    PAIRINGS_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    public_id: _builtins.str
+    """Its public id."""
+    name: _builtins.str
+    """Display name."""
+    format: _builtins.str
+    """The format (see League.format)."""
+    state: Global___LeagueState.ValueType
+    """State."""
+    current_round: _builtins.int
+    """The last round paired (0 before the start)."""
+    total_rounds: _builtins.int
+    """The number of rounds the format has."""
+    rating_family: _builtins.str
+    """The rule set's family (e.g. "argentine-2p")."""
+    third_place: _builtins.bool
+    """Single elimination: a match for third place (label "3P")."""
+    series_best_of: _builtins.int
+    """Best-of-N series per pairing (1: one match)."""
+    finish_reason: _builtins.str
+    """Why the league finished early, when it did."""
+    version: _builtins.int
+    """The league document's version: it grows with every change."""
+    @_builtins.property
+    def start_time(self) -> _timestamp_pb2.Timestamp:
+        """When it starts by itself, if scheduled."""
+
+    @_builtins.property
+    def entrants(self) -> _containers.RepeatedCompositeFieldContainer[Global___PublicEntrant]:
+        """The entrants, by seed."""
+
+    @_builtins.property
+    def standings(self) -> _containers.RepeatedCompositeFieldContainer[Global___PublicStanding]:
+        """The standings, best first (as GetStandings)."""
+
+    @_builtins.property
+    def tie_breaks(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The tie-breaks, in the order of PublicStanding.tie_breaks."""
+
+    @_builtins.property
+    def pairings(self) -> _containers.RepeatedCompositeFieldContainer[Global___PublicPairing]:
+        """Every pairing of the rounds paired so far, by round and table."""
+
+    def __init__(
+        self,
+        *,
+        public_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        format: _builtins.str = ...,
+        state: Global___LeagueState.ValueType = ...,
+        current_round: _builtins.int = ...,
+        total_rounds: _builtins.int = ...,
+        rating_family: _builtins.str = ...,
+        third_place: _builtins.bool = ...,
+        series_best_of: _builtins.int = ...,
+        finish_reason: _builtins.str = ...,
+        start_time: _timestamp_pb2.Timestamp | None = ...,
+        entrants: _abc.Iterable[Global___PublicEntrant] | None = ...,
+        standings: _abc.Iterable[Global___PublicStanding] | None = ...,
+        tie_breaks: _abc.Iterable[_builtins.str] | None = ...,
+        pairings: _abc.Iterable[Global___PublicPairing] | None = ...,
+        version: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["start_time", b"start_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["current_round", b"current_round", "entrants", b"entrants", "finish_reason", b"finish_reason", "format", b"format", "name", b"name", "pairings", b"pairings", "public_id", b"public_id", "rating_family", b"rating_family", "series_best_of", b"series_best_of", "standings", b"standings", "start_time", b"start_time", "state", b"state", "third_place", b"third_place", "tie_breaks", b"tie_breaks", "total_rounds", b"total_rounds", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PublicLeague: _TypeAlias = PublicLeague  # noqa: Y015
+
+@_typing.final
+class PublicEntrant(_message.Message):
+    """An entrant as a spectator sees it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEED_FIELD_NUMBER: _builtins.int
+    DISPLAY_NAME_FIELD_NUMBER: _builtins.int
+    WITHDRAWN_FIELD_NUMBER: _builtins.int
+    JOINED_ROUND_FIELD_NUMBER: _builtins.int
+    seed: _builtins.int
+    """Its seed (1 = strongest): how standings and pairings name it."""
+    display_name: _builtins.str
+    """Its display name (Entrant.display_name; may be empty)."""
+    withdrawn: _builtins.bool
+    """Withdrawn: not paired any more."""
+    joined_round: _builtins.int
+    """The first round it can be paired in."""
+    def __init__(
+        self,
+        *,
+        seed: _builtins.int = ...,
+        display_name: _builtins.str = ...,
+        withdrawn: _builtins.bool = ...,
+        joined_round: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_name", b"display_name", "joined_round", b"joined_round", "seed", b"seed", "withdrawn", b"withdrawn"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PublicEntrant: _TypeAlias = PublicEntrant  # noqa: Y015
+
+@_typing.final
+class PublicStanding(_message.Message):
+    """One line of the public standings."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RANK_FIELD_NUMBER: _builtins.int
+    SEED_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    PLAYED_FIELD_NUMBER: _builtins.int
+    WINS_FIELD_NUMBER: _builtins.int
+    DRAWS_FIELD_NUMBER: _builtins.int
+    LOSSES_FIELD_NUMBER: _builtins.int
+    BYES_FIELD_NUMBER: _builtins.int
+    POINTS_FOR_FIELD_NUMBER: _builtins.int
+    POINTS_AGAINST_FIELD_NUMBER: _builtins.int
+    TIE_BREAKS_FIELD_NUMBER: _builtins.int
+    rank: _builtins.int
+    """Place, from 1."""
+    seed: _builtins.int
+    """The entrant's seed."""
+    score: _builtins.float
+    """Score."""
+    played: _builtins.int
+    """Games with an opponent."""
+    wins: _builtins.int
+    """Wins."""
+    draws: _builtins.int
+    """Draws."""
+    losses: _builtins.int
+    """Losses."""
+    byes: _builtins.int
+    """Byes."""
+    points_for: _builtins.int
+    """Truco points scored."""
+    points_against: _builtins.int
+    """Truco points conceded."""
+    @_builtins.property
+    def tie_breaks(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """The value of each tie-break, in PublicLeague.tie_breaks order."""
+
+    def __init__(
+        self,
+        *,
+        rank: _builtins.int = ...,
+        seed: _builtins.int = ...,
+        score: _builtins.float = ...,
+        played: _builtins.int = ...,
+        wins: _builtins.int = ...,
+        draws: _builtins.int = ...,
+        losses: _builtins.int = ...,
+        byes: _builtins.int = ...,
+        points_for: _builtins.int = ...,
+        points_against: _builtins.int = ...,
+        tie_breaks: _abc.Iterable[_builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["byes", b"byes", "draws", b"draws", "losses", b"losses", "played", b"played", "points_against", b"points_against", "points_for", b"points_for", "rank", b"rank", "score", b"score", "seed", b"seed", "tie_breaks", b"tie_breaks", "wins", b"wins"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PublicStanding: _TypeAlias = PublicStanding  # noqa: Y015
+
+@_typing.final
+class PublicPairing(_message.Message):
+    """One pairing as a spectator sees it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROUND_FIELD_NUMBER: _builtins.int
+    TABLE_FIELD_NUMBER: _builtins.int
+    LABEL_FIELD_NUMBER: _builtins.int
+    FIRST_FIELD_NUMBER: _builtins.int
+    SECOND_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
+    SERIES_FIRST_WINS_FIELD_NUMBER: _builtins.int
+    SERIES_SECOND_WINS_FIELD_NUMBER: _builtins.int
+    CORRECTED_FIELD_NUMBER: _builtins.int
+    round: _builtins.int
+    """Round, from 1."""
+    table: _builtins.int
+    """Table number in the round."""
+    label: _builtins.str
+    """Bracket match name in knockouts ("W1.3", "L2.1", "GF", "3P"); "late
+    entry" for a late joiner's bye.
+    """
+    first: _builtins.int
+    """The first entrant's seed (mano in the first hand, or who has the bye)."""
+    second: _builtins.int
+    """The opponent's seed; 0: a bye."""
+    series_first_wins: _builtins.int
+    """A series: games won so far by the first entrant."""
+    series_second_wins: _builtins.int
+    """Games won so far by the second entrant."""
+    corrected: _builtins.bool
+    """The operator corrected the result."""
+    @_builtins.property
+    def result(self) -> Global___PublicResult:
+        """The result once recorded."""
+
+    def __init__(
+        self,
+        *,
+        round: _builtins.int = ...,
+        table: _builtins.int = ...,
+        label: _builtins.str = ...,
+        first: _builtins.int = ...,
+        second: _builtins.int = ...,
+        result: Global___PublicResult | None = ...,
+        series_first_wins: _builtins.int = ...,
+        series_second_wins: _builtins.int = ...,
+        corrected: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["corrected", b"corrected", "first", b"first", "label", b"label", "result", b"result", "round", b"round", "second", b"second", "series_first_wins", b"series_first_wins", "series_second_wins", b"series_second_wins", "table", b"table"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PublicPairing: _TypeAlias = PublicPairing  # noqa: Y015
+
+@_typing.final
+class PublicResult(_message.Message):
+    """A recorded result, as a spectator sees it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WINNER_FIELD_NUMBER: _builtins.int
+    FIRST_POINTS_FIELD_NUMBER: _builtins.int
+    SECOND_POINTS_FIELD_NUMBER: _builtins.int
+    FORFEIT_FIELD_NUMBER: _builtins.int
+    winner: _builtins.int
+    """The winner's seed; 0: a draw (or a double forfeit)."""
+    first_points: _builtins.int
+    """Truco points of the first entrant."""
+    second_points: _builtins.int
+    """Truco points of the second entrant."""
+    forfeit: _builtins.bool
+    """A no-show: the match was not played."""
+    def __init__(
+        self,
+        *,
+        winner: _builtins.int = ...,
+        first_points: _builtins.int = ...,
+        second_points: _builtins.int = ...,
+        forfeit: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first_points", b"first_points", "forfeit", b"forfeit", "second_points", b"second_points", "winner", b"winner"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PublicResult: _TypeAlias = PublicResult  # noqa: Y015

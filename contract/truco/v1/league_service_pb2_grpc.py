@@ -32,8 +32,9 @@ class LeagueServiceStub:
     lobby (StreamAssignments), collects the results from the finished matches,
     keeps the standings and rates every match once.
 
-    Every RPC but StreamAssignments requires the operator's API key and sees only
-    its own leagues and bots; StreamAssignments requires a bot's credential.
+    Every RPC but StreamAssignments and GetPublicLeague requires the operator's
+    API key and sees only its own leagues and bots; StreamAssignments requires a
+    bot's credential; GetPublicLeague none (a league's public id).
     """
 
     def __init__(self, channel):
@@ -132,6 +133,11 @@ class LeagueServiceStub:
                 request_serializer=truco_dot_v1_dot_league__service__pb2.GetLeaderboardRequest.SerializeToString,
                 response_deserializer=truco_dot_v1_dot_league__service__pb2.GetLeaderboardResponse.FromString,
                 _registered_method=True)
+        self.GetPublicLeague = channel.unary_unary(
+                '/truco.v1.LeagueService/GetPublicLeague',
+                request_serializer=truco_dot_v1_dot_league__service__pb2.GetPublicLeagueRequest.SerializeToString,
+                response_deserializer=truco_dot_v1_dot_league__service__pb2.GetPublicLeagueResponse.FromString,
+                _registered_method=True)
 
 
 class LeagueServiceServicer:
@@ -141,8 +147,9 @@ class LeagueServiceServicer:
     lobby (StreamAssignments), collects the results from the finished matches,
     keeps the standings and rates every match once.
 
-    Every RPC but StreamAssignments requires the operator's API key and sees only
-    its own leagues and bots; StreamAssignments requires a bot's credential.
+    Every RPC but StreamAssignments and GetPublicLeague requires the operator's
+    API key and sees only its own leagues and bots; StreamAssignments requires a
+    bot's credential; GetPublicLeague none (a league's public id).
     """
 
     def CreateLeague(self, request, context):
@@ -348,6 +355,22 @@ class LeagueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetPublicLeague(self, request, context):
+        """The public view of a league by its public id (League.public_id), with no
+        credential: what a spectator of the tournament may see (its name, format,
+        state, entrants by seed and display name, standings, every round's
+        pairings and results, series scores; knockout pairings carry their
+        bracket label). Nothing of the operator's: no entrant or player ids, no
+        credentials, no match ids, no operator, no settings. Over REST the answer
+        carries an ETag and honours If-None-Match (304); the page
+        GET /leagues/{public_id} shows it (docs/leagues.md, "Public page").
+
+        Errors: NOT_FOUND (an unknown or malformed public id).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeagueServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -441,6 +464,11 @@ def add_LeagueServiceServicer_to_server(servicer, server):
                     request_deserializer=truco_dot_v1_dot_league__service__pb2.GetLeaderboardRequest.FromString,
                     response_serializer=truco_dot_v1_dot_league__service__pb2.GetLeaderboardResponse.SerializeToString,
             ),
+            'GetPublicLeague': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPublicLeague,
+                    request_deserializer=truco_dot_v1_dot_league__service__pb2.GetPublicLeagueRequest.FromString,
+                    response_serializer=truco_dot_v1_dot_league__service__pb2.GetPublicLeagueResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'truco.v1.LeagueService', rpc_method_handlers)
@@ -456,8 +484,9 @@ class LeagueService:
     lobby (StreamAssignments), collects the results from the finished matches,
     keeps the standings and rates every match once.
 
-    Every RPC but StreamAssignments requires the operator's API key and sees only
-    its own leagues and bots; StreamAssignments requires a bot's credential.
+    Every RPC but StreamAssignments and GetPublicLeague requires the operator's
+    API key and sees only its own leagues and bots; StreamAssignments requires a
+    bot's credential; GetPublicLeague none (a league's public id).
     """
 
     @staticmethod
@@ -936,6 +965,33 @@ class LeagueService:
             '/truco.v1.LeagueService/GetLeaderboard',
             truco_dot_v1_dot_league__service__pb2.GetLeaderboardRequest.SerializeToString,
             truco_dot_v1_dot_league__service__pb2.GetLeaderboardResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPublicLeague(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/truco.v1.LeagueService/GetPublicLeague',
+            truco_dot_v1_dot_league__service__pb2.GetPublicLeagueRequest.SerializeToString,
+            truco_dot_v1_dot_league__service__pb2.GetPublicLeagueResponse.FromString,
             options,
             channel_credentials,
             insecure,

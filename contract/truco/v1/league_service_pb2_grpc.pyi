@@ -33,8 +33,9 @@ class LeagueServiceStub:
     lobby (StreamAssignments), collects the results from the finished matches,
     keeps the standings and rates every match once.
 
-    Every RPC but StreamAssignments requires the operator's API key and sees only
-    its own leagues and bots; StreamAssignments requires a bot's credential.
+    Every RPC but StreamAssignments and GetPublicLeague requires the operator's
+    API key and sees only its own leagues and bots; StreamAssignments requires a
+    bot's credential; GetPublicLeague none (a league's public id).
     """
 
     @_typing.overload
@@ -172,6 +173,18 @@ class LeagueServiceStub:
 
     Errors: INVALID_ARGUMENT (family); UNAUTHENTICATED.
     """
+    GetPublicLeague: _grpc.UnaryUnaryMultiCallable[_league_service_pb2.GetPublicLeagueRequest, _league_service_pb2.GetPublicLeagueResponse]
+    """The public view of a league by its public id (League.public_id), with no
+    credential: what a spectator of the tournament may see (its name, format,
+    state, entrants by seed and display name, standings, every round's
+    pairings and results, series scores; knockout pairings carry their
+    bracket label). Nothing of the operator's: no entrant or player ids, no
+    credentials, no match ids, no operator, no settings. Over REST the answer
+    carries an ETag and honours If-None-Match (304); the page
+    GET /leagues/{public_id} shows it (docs/leagues.md, "Public page").
+
+    Errors: NOT_FOUND (an unknown or malformed public id).
+    """
 
 @_typing.type_check_only
 class LeagueServiceAsyncStub(LeagueServiceStub):
@@ -181,8 +194,9 @@ class LeagueServiceAsyncStub(LeagueServiceStub):
     lobby (StreamAssignments), collects the results from the finished matches,
     keeps the standings and rates every match once.
 
-    Every RPC but StreamAssignments requires the operator's API key and sees only
-    its own leagues and bots; StreamAssignments requires a bot's credential.
+    Every RPC but StreamAssignments and GetPublicLeague requires the operator's
+    API key and sees only its own leagues and bots; StreamAssignments requires a
+    bot's credential; GetPublicLeague none (a league's public id).
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -317,6 +331,18 @@ class LeagueServiceAsyncStub(LeagueServiceStub):
 
     Errors: INVALID_ARGUMENT (family); UNAUTHENTICATED.
     """
+    GetPublicLeague: _aio.UnaryUnaryMultiCallable[_league_service_pb2.GetPublicLeagueRequest, _league_service_pb2.GetPublicLeagueResponse]  # type: ignore[assignment]
+    """The public view of a league by its public id (League.public_id), with no
+    credential: what a spectator of the tournament may see (its name, format,
+    state, entrants by seed and display name, standings, every round's
+    pairings and results, series scores; knockout pairings carry their
+    bracket label). Nothing of the operator's: no entrant or player ids, no
+    credentials, no match ids, no operator, no settings. Over REST the answer
+    carries an ETag and honours If-None-Match (304); the page
+    GET /leagues/{public_id} shows it (docs/leagues.md, "Public page").
+
+    Errors: NOT_FOUND (an unknown or malformed public id).
+    """
 
 class LeagueServiceServicer(metaclass=_abc_1.ABCMeta):
     """Leagues and tournaments of an operator (docs/leagues.md): a format, a rule
@@ -325,8 +351,9 @@ class LeagueServiceServicer(metaclass=_abc_1.ABCMeta):
     lobby (StreamAssignments), collects the results from the finished matches,
     keeps the standings and rates every match once.
 
-    Every RPC but StreamAssignments requires the operator's API key and sees only
-    its own leagues and bots; StreamAssignments requires a bot's credential.
+    Every RPC but StreamAssignments and GetPublicLeague requires the operator's
+    API key and sees only its own leagues and bots; StreamAssignments requires a
+    bot's credential; GetPublicLeague none (a league's public id).
     """
 
     @_abc_1.abstractmethod
@@ -566,6 +593,24 @@ class LeagueServiceServicer(metaclass=_abc_1.ABCMeta):
         mu - 3 sigma, best first).
 
         Errors: INVALID_ARGUMENT (family); UNAUTHENTICATED.
+        """
+
+    @_abc_1.abstractmethod
+    def GetPublicLeague(
+        self,
+        request: _league_service_pb2.GetPublicLeagueRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_league_service_pb2.GetPublicLeagueResponse, _abc.Awaitable[_league_service_pb2.GetPublicLeagueResponse]]:
+        """The public view of a league by its public id (League.public_id), with no
+        credential: what a spectator of the tournament may see (its name, format,
+        state, entrants by seed and display name, standings, every round's
+        pairings and results, series scores; knockout pairings carry their
+        bracket label). Nothing of the operator's: no entrant or player ids, no
+        credentials, no match ids, no operator, no settings. Over REST the answer
+        carries an ETag and honours If-None-Match (304); the page
+        GET /leagues/{public_id} shows it (docs/leagues.md, "Public page").
+
+        Errors: NOT_FOUND (an unknown or malformed public id).
         """
 
 def add_LeagueServiceServicer_to_server(servicer: LeagueServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -14,6 +14,7 @@ from google.protobuf import timestamp_pb2
 from truco_contract.leagues import assignment_to_proto
 from truco_contract.pb import league_service_pb2, match_service_pb2
 from truco_server.api.auth import Authenticator
+from truco_server.api.league_public import public_league_to_proto
 from truco_server.api.matches import StreamTracker
 from truco_server.core import errors as E
 from truco_server.core.caller import Credentials, Operator
@@ -114,6 +115,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
         series_best_of=doc.series_best_of,
         swiss_pairing=doc.swiss_pairing if doc.format == "swiss" else "",
         late_entry_bye=doc.late_entry_bye,
+        public_id=doc.public_id,
     )
     if doc.group_stage:
         g = doc.group_stage
@@ -438,6 +440,13 @@ class LeagueApi:
             self.auth.operator(creds), request.family, request.page_size
         )
         return leaderboard_to_proto(entries)
+
+    async def GetPublicLeague(
+        self, creds: Credentials, request: pb.GetPublicLeagueRequest
+    ) -> pb.GetPublicLeagueResponse:
+        # no credential: a league's public id is all it takes (whatever creds carry is unused)
+        version, doc, table = await self.leagues.public_view(request.public_id)
+        return pb.GetPublicLeagueResponse(league=public_league_to_proto(version, doc, table, _STATES))
 
 
 __all__ = ["LeagueApi", "league_to_proto"]

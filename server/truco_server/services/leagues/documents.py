@@ -219,6 +219,9 @@ class LeagueDoc:
     """Swiss: what a late entrant's bye for round 1 is worth (``full``, ``half``, ``none``)."""
     events: int = 0
     """League events made so far (the next one's id is ``<league_id>:e<events + 1>``)."""
+    public_id: str = ""
+    """The id its public view is read with (:mod:`.public`); empty in a league stored before
+    public ids until its operator's next ``GetLeague``."""
 
     def emit(self, kind: str, now: float, match_id: str = "", **labels: object) -> None:
         """Record a league event (``league.started``, ``round.paired``...) with this change."""

@@ -61,6 +61,7 @@ from truco_server.services.leagues.documents import (
 )
 from truco_server.services.leagues.errors import LeagueNotFound, LeagueStateError, invalid, league_error
 from truco_server.services.leagues.job import POLL_MS, LeagueJob, Publish, match_template
+from truco_server.services.leagues.public import ensure_public_id, find_public, index_public_id
 from truco_server.services.matches import MatchService
 from truco_server.services.ratings import RatingBooks
 from truco_server.services.reads import MatchReads
@@ -234,6 +235,7 @@ class LeagueService:
                 raise invalid("rounds", f"only a swiss takes a number of rounds; a {kind.value} has its own")
         except LeagueError as exc:
             raise league_error(exc) from exc
+        await index_public_id(self.documents, doc)
         if not await save_league(self.documents, StoredLeague(0, doc, {})):
             return (await self._owned(operator, league_id)).doc
         await self.documents.index_add(operator.name, LEAGUE, league_id, round(doc.created_at * 1000))
@@ -314,7 +316,14 @@ class LeagueService:
 
     # =================================================================== the operator's leagues
     async def get_league(self, operator: Operator, league_id: str) -> LeagueDoc:
-        return (await self._owned(operator, league_id)).doc
+        # a league stored before public ids gets its id here (public.ensure_public_id)
+        return await ensure_public_id(self.documents, await self._owned(operator, league_id))
+
+    async def public_view(self, public_id: str) -> tuple[int, LeagueDoc, tuple[Standing, ...]]:
+        """A league by its public id (no credential): its version, document and standings."""
+        stored = await find_public(self.documents, public_id)
+        doc, standings, _ = self._standings(stored.doc)
+        return stored.version, doc, standings
 
     async def list_leagues(self, operator: Operator) -> list[LeagueDoc]:
         ids = await self.documents.index(operator.name, LEAGUE, MAX_LEAGUES_LISTED)
@@ -424,7 +433,10 @@ class LeagueService:
         self, operator: Operator, league_id: str
     ) -> tuple[LeagueDoc, tuple[Standing, ...], tuple[GroupTable, ...]]:
         """The league's standings and, groups then knockout, each group's table."""
-        doc = (await self._owned(operator, league_id)).doc
+        return self._standings((await self._owned(operator, league_id)).doc)
+
+    @staticmethod
+    def _standings(doc: LeagueDoc) -> tuple[LeagueDoc, tuple[Standing, ...], tuple[GroupTable, ...]]:
         try:
             event = doc.event(min_entrants=False)
             results = doc.results()

@@ -11,7 +11,8 @@ auth, idempotency, conversions and the error model exist once; this module only 
   client asks with ``Accept: text/event-stream``, Server-Sent Events whose ``id`` is the
   version, so a browser's automatic reconnect (``Last-Event-ID``) resumes exactly;
 - ``/openapi.json`` (generated), ``/play`` (the reference page), ``/healthz`` (the worker's
-  health and its details, when the worker gives them: :data:`Health`).
+  health and its details, when the worker gives them: :data:`Health`), ``/leagues/{public_id}``
+  (a league's public page) and the public reads' ETags (:mod:`.public`).
 
 Credentials: ``Authorization: Bearer <token>`` or ``X-Api-Key: <key>`` headers, as over
 gRPC. Streaming routes also take ``?access_token=<token>`` because a browser's EventSource
@@ -39,6 +40,7 @@ from truco_server.api import limits
 from truco_server.api.status import INTERNAL, as_service_error, to_status
 from truco_server.core import errors as E
 from truco_server.core.caller import Credentials, looks_like_match_credential, looks_like_ticket_credential
+from truco_server.transports.rest import public
 from truco_server.transports.rest.cors import CorsPolicy
 from truco_server.transports.rest.errors import (
     HTTP_STATUS,
@@ -219,6 +221,7 @@ class RestFace:
         app.router.add_get("/openapi.json", self._openapi, name="openapi")
         app.router.add_get("/", self._root, name="root")
         app.router.add_get("/play", self._play, name="play")
+        public.install(app)  # the league page: /leagues/{public_id}
         if self._health is not None:
             app.router.add_get("/healthz", self._healthz, name="healthz")
         for install in self.installers:
@@ -335,6 +338,8 @@ class RestFace:
             except Exception as exc:
                 return error_response(_unexpected(exc, "REST handler"))
             body = encode_response(route, response)
+            if public.is_public(route.http_method, route.template):
+                return public.public_response(request, _dumps(body))
             return web.json_response(body, dumps=_dumps, headers={"Cache-Control": "no-store"})
 
         return handle

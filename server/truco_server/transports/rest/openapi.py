@@ -15,6 +15,7 @@ from google.protobuf import descriptor
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
 from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
+from truco_server.transports.rest.public import is_public
 from truco_server.transports.rest.routes import (
     FD,
     SSE_END_EVENT,
@@ -179,7 +180,7 @@ def _operation(route: Route, builder: SchemaBuilder) -> JSON:
             f"gRPC method `{route.service}/{route.method_name}` "
             f"({route.input.full_name} → {route.output.full_name})."
         ),
-        "security": [{"bearerAuth": []}, {"apiKeyHeader": []}],
+        "security": [] if is_public(route.http_method, route.template) else _OPERATOR_SECURITY,
     }
     if route.body:
         body_desc = route.input
@@ -219,6 +220,8 @@ def _parameters(route: Route, builder: SchemaBuilder) -> list[JSON]:
     return params
 
 
+_OPERATOR_SECURITY: list[JSON] = [{"bearerAuth": []}, {"apiKeyHeader": []}]
+"""Every route's credentials but a public read's (none: ``public.is_public``)."""
 _STREAM_PARAMETERS: list[JSON] = [
     {
         "name": "access_token",
