@@ -37,6 +37,7 @@ class Figures(Protocol):
     submit_ms: list[float]
     delivery_ms: list[float]
     measuring: bool
+    seen: int
 
 
 class _Match:
@@ -168,6 +169,7 @@ class ConnectionBots:
             return
         t0, m, _seat = got
         m.n += 1
+        self.fig.seen += 1
         if self.fig.measuring:
             self.fig.actions += 1
             self.fig.submit_ms.append((time.perf_counter() - t0) * 1000)
