@@ -31,6 +31,8 @@ class Figures:
     matches_finished: int = 0
     submit_ms: list[float] = field(default_factory=list)
     delivery_ms: list[float] = field(default_factory=list)
+    observed_ms: list[float] = field(default_factory=list)
+    """Player connection: an action's send to the last seat's observation of it."""
     measuring: bool = False
     seen: int = 0
     """Accepted actions since the load started, measured or not (the window waits for one)."""
@@ -47,6 +49,7 @@ class Figures:
         self.actions = self.errors = self.matches_finished = 0
         self.submit_ms.clear()
         self.delivery_ms.clear()
+        self.observed_ms.clear()
 
     def summary(self, elapsed: float) -> dict[str, float]:
         """Rate and latency percentiles of a measured window of ``elapsed`` seconds."""
