@@ -28,6 +28,8 @@ import multiprocessing
 import os
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -162,33 +164,48 @@ def _line(name: str, p: Phase, think_ms: float) -> str:
     return line
 
 
-def latency(args: argparse.Namespace, root: Path) -> int:
-    """The three phases (module docstring) against one worker of the build at ``root``."""
+@contextmanager
+def _served(store: str, root: Path) -> Iterator[tuple[int, str]]:
+    """A fresh worker of the build at ``root`` on ``store`` (a fresh ``redis-server`` for
+    ``redis``): its pid and HTTP base URL."""
     import service_compare
 
     from truco_tools.bench_processes import HOST
     from truco_tools.redis_proc import start_redis
 
-    redis = start_redis(host=HOST) if args.store == "redis" else None
-    load0 = os.getloadavg()
-    print(f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} on {os.cpu_count()} cores")
+    redis = start_redis(host=HOST) if store == "redis" else None
     try:
         with service_compare._worker(root, redis.url if redis else None) as (pid, _port, http_port):
-            base = f"http://{HOST}:{http_port}"
-            sat = _phase(base, pid, 0.0, args)
-            print(_line("saturation", sat, 0.0), flush=True)
-            cycle = args.matches / max(sat.rate, 1e-9)  # seconds between two moves of a match, saturated
-            think = 1000 * cycle  # a first guess: the latency at half load is well under a cycle
-            cal = _phase(base, pid, think, args)
-            print(_line("calibration", cal, think), flush=True)
-            # M / rate = think + latency: keep the measured latency, aim at half the saturating rate
-            latency_s = max(0.0, args.matches / max(cal.rate, 1e-9) - think / 1000)
-            think = 1000 * max(0.0, 2 * cycle - latency_s)
-            half = _phase(base, pid, think, args)
-            print(_line("half load", half, think), flush=True)
+            yield pid, f"http://{HOST}:{http_port}"
     finally:
         if redis is not None:
             redis.stop()
+
+
+def window(name: str, root: Path, args: argparse.Namespace) -> tuple[float, int, float]:
+    """``ws-<store>`` of the peer table with the generators in their own processes: the
+    closed loop's (worker CPU seconds, moves, seconds) against a fresh worker."""
+    with _served(name.split("-")[1], root) as (pid, base):
+        got = _phase(base, pid, 0.0, args)
+    return got.worker_cpu, got.moves, got.seconds
+
+
+def latency(args: argparse.Namespace, root: Path) -> int:
+    """The three phases (module docstring) against one worker of the build at ``root``."""
+    load0 = os.getloadavg()
+    print(f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} on {os.cpu_count()} cores")
+    with _served(args.store, root) as (pid, base):
+        sat = _phase(base, pid, 0.0, args)
+        print(_line("saturation", sat, 0.0), flush=True)
+        cycle = args.matches / max(sat.rate, 1e-9)  # seconds between two moves of a match, saturated
+        think = 1000 * cycle  # a first guess: the latency at half load is well under a cycle
+        cal = _phase(base, pid, think, args)
+        print(_line("calibration", cal, think), flush=True)
+        # M / rate = think + latency: keep the measured latency, aim at half the saturating rate
+        latency_s = max(0.0, args.matches / max(cal.rate, 1e-9) - think / 1000)
+        think = 1000 * max(0.0, 2 * cycle - latency_s)
+        half = _phase(base, pid, think, args)
+        print(_line("half load", half, think), flush=True)
     load1 = os.getloadavg()
     print(f"load average after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
     obs = half.observed_ms

@@ -11,8 +11,9 @@ system, from ``/proc``) and the moves made are counted over ``--seconds``.
 - ours, ``<transport>-<store>`` for each of ``unary`` (gRPC unary), ``connect`` (the gRPC
   player connection), ``ws`` (the player connection over WebSocket), ``rest`` (REST/JSON with
   its event stream) on ``redis`` or ``memory``: ``truco serve`` with one worker (and a fresh
-  ``redis-server``), driven by the bots of ``benchmarks/service_compare.py`` from this process,
-  playing ``--preset``.
+  ``redis-server``), driven by the bots of ``benchmarks/service_compare.py`` playing
+  ``--preset``: from this process, except the WebSocket's, which run in ``--processes``
+  processes of their own (``latency.py``; ``--processes 0``: from this process too).
 
 The contestants run one after the other, in the given order in odd rounds and reversed in
 even ones (A B ... B A ...), for ``--rounds`` rounds; the load average is printed before each
@@ -98,6 +99,8 @@ def measure_peer(name: str, args: argparse.Namespace) -> Window:
 async def measure(name: str, args: argparse.Namespace) -> Window:
     if name in PEERS:
         return await asyncio.to_thread(measure_peer, name, args)
+    if name.startswith("ws-") and args.processes > 0:  # our generators in processes of their own
+        return Window(*await asyncio.to_thread(latency.window, name, ROOT, args))
     return await service_compare.measure(name, ROOT, args)
 
 
@@ -156,7 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--latency", action="store_true", help="our WebSocket connection's p99 at half its saturating load"
     )
-    parser.add_argument("--processes", type=int, default=2, help="--latency: load-generator processes")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=2,
+        help="processes of our WebSocket load generator (default 2; 0: in this process)",
+    )
     parser.add_argument("--store", choices=("redis", "memory"), default="redis", help="--latency: the store")
     args = parser.parse_args(argv)
     if args.latency:
