@@ -34,10 +34,9 @@ relay holds (:meth:`truco_server.services.operators.Operators.relay`)."""
 class Relay:
     """Relays what this worker's commits left in their matches' outboxes."""
 
-    gather_seconds = 0.05
+    gather_seconds = 0.01
     """How long the relay after a commit waits for other commits' outboxes (an operator event
-    reaches its stream and webhook queue this much later than its commit): under load a
-    relay's round trips (take, append, trim, release) serve that many more commits."""
+    reaches its stream and webhook queue this much later than its commit)."""
     grace_ms = 2_000
     """How long after a commit with operator events the relay queue looks at its outbox, in
     case this worker died before relaying it: shorter than the queue's lease (5 s), so a
