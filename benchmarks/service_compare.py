@@ -163,7 +163,7 @@ async def measure(phase: str, root: Path, args: argparse.Namespace) -> Window:
 
 async def _floor(phase: str, args: argparse.Namespace) -> float:
     """The CPU ms per action of a server that speaks the protocol and does no work, under the
-    same load: ``truco_tools.floor_server`` for unary gRPC and REST (the same bots), the
+    same load: ``truco_tools.floor_server`` for unary gRPC, REST and WebSocket (the same bots), the
     no-work server's player-connection pattern for ``Connect`` (the same messages per action)."""
     if phase.startswith("connect-"):
         port = free_port(HOST)
@@ -188,7 +188,7 @@ async def _floor(phase: str, args: argparse.Namespace) -> float:
         str(http_port),
     ]
     with child(cmd, "floor listening") as proc:
-        return await _load(phase, port, http_port, proc.pid, args)
+        return (await _load(phase, port, http_port, proc.pid, args)).ms
 
 
 async def compare(args: argparse.Namespace) -> dict[str, tuple[float, float, float]]:

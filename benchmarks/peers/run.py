@@ -11,8 +11,9 @@ system, from ``/proc``) and the moves made are counted over ``--seconds``.
 - ours, ``<transport>-<store>`` for each of ``unary`` (gRPC unary), ``connect`` (the gRPC
   player connection), ``ws`` (the player connection over WebSocket), ``rest`` (REST/JSON with
   its event stream) on ``redis`` or ``memory``: ``truco serve`` with one worker (and a fresh
-  ``redis-server``), driven by the bots of ``benchmarks/service_compare.py`` from this process,
-  playing ``--preset``.
+  ``redis-server``), driven by the bots of ``benchmarks/service_compare.py`` playing
+  ``--preset``: from this process, except the WebSocket's, which run in ``--processes``
+  processes of their own (``latency.py``; ``--processes 0``: from this process too).
 
 The contestants run one after the other, in the given order in odd rounds and reversed in
 even ones (A B ... B A ...), for ``--rounds`` rounds; the load average is printed before each
@@ -24,6 +25,11 @@ starved on a busy machine) is shown and left out of the medians.
     (cd benchmarks/peers && npm ci)                     # once: the pinned peer packages
     python benchmarks/peers/run.py                      # 2 rounds, every contestant
     python benchmarks/peers/run.py --rounds 3 --ours ws-redis,connect-redis,unary-redis
+    python benchmarks/peers/run.py --latency --processes 2     # p99 at half load (latency.py)
+
+``--latency`` measures instead our WebSocket connection's saturating move rate and its latency
+at half of it, from a move's submission to every seat's observation, with the load generator
+in ``--processes`` processes of its own (``latency.py``).
 
 Not part of the test suite (``tests/tools/test_peer_benchmark.py`` runs it for a few seconds
 where node is installed); everything it starts it stops, by pid, and nothing leaves 127.0.0.1.
@@ -45,6 +51,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+import latency  # noqa: E402  (--latency: benchmarks/peers/latency.py)
 import service_compare  # noqa: E402  (the driver of our side: benchmarks/service_compare.py)
 from service_compare import ALL_PHASES, ROOT, Window  # noqa: E402
 
@@ -92,6 +99,8 @@ def measure_peer(name: str, args: argparse.Namespace) -> Window:
 async def measure(name: str, args: argparse.Namespace) -> Window:
     if name in PEERS:
         return await asyncio.to_thread(measure_peer, name, args)
+    if name.startswith("ws-") and args.processes > 0:  # our generators in processes of their own
+        return Window(*await asyncio.to_thread(latency.window, name, ROOT, args))
     return await service_compare.measure(name, ROOT, args)
 
 
@@ -147,7 +156,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers", type=names, default=tuple(PEERS), help="of boardgame.io,colyseus")
     parser.add_argument("--peers-dir", type=Path, default=HERE, help="the .mjs files and their node_modules")
     parser.add_argument("--node", default=shutil.which("node") or "node", help="the node executable")
+    parser.add_argument(
+        "--latency", action="store_true", help="our WebSocket connection's p99 at half its saturating load"
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=2,
+        help="processes of our WebSocket load generator (default 2; 0: in this process)",
+    )
+    parser.add_argument("--store", choices=("redis", "memory"), default="redis", help="--latency: the store")
     args = parser.parse_args(argv)
+    if args.latency:
+        return latency.latency(args, ROOT)
     if unknown := set(args.ours) - set(ALL_PHASES):
         parser.error(f"unknown --ours: {', '.join(sorted(unknown))} (of {','.join(ALL_PHASES)})")
     if unknown := set(args.peers) - set(PEERS):

@@ -37,10 +37,12 @@ class Figures(Protocol):
     submit_ms: list[float]
     delivery_ms: list[float]
     measuring: bool
+    seen: int
+    observed_ms: list[float]
 
 
 class _Match:
-    __slots__ = ("done", "last", "mid", "n", "players", "rng", "sent", "sids", "slot")
+    __slots__ = ("done", "last", "mid", "n", "players", "rng", "sent", "sids", "slot", "waiting")
 
     def __init__(self, slot: int, mid: str, sids: list[int], rng: random.Random) -> None:
         self.rng = rng
@@ -50,6 +52,8 @@ class _Match:
         self.sids = sids
         self.players = len(sids)
         self.sent: dict[int, tuple[float, int]] = {}  # version acted on -> (send time, seat)
+        self.waiting: dict[int, tuple[float, set[int]]] = {}
+        """Version acted on -> (send time, the seats that have not observed a later version)."""
         self.n = 0
         self.done = asyncio.Event()
 
@@ -79,7 +83,7 @@ class ConnectionBots:
         self._ids = iter(range(1, 1 << 62))
         self._boxes: list[asyncio.Queue[pb.ConnectRequest | None]] = []
         self._subs: dict[int, tuple[_Match, int]] = {}  # subscription -> (match, seat)
-        self._actions: dict[int, tuple[float, _Match, int]] = {}
+        self._actions: dict[int, tuple[float, _Match, int, int]] = {}  # -> (sent, match, seat, version)
         self._readers: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -164,10 +168,14 @@ class ConnectionBots:
 
     def _result(self, aid: int, *, ok: bool) -> None:
         got = self._actions.pop(aid, None)
-        if got is None or not ok:
+        if got is None:
             return
-        t0, m, _seat = got
+        t0, m, _seat, version = got
+        if not ok:  # refused: no seat will observe it
+            m.waiting.pop(version, None)
+            return
         m.n += 1
+        self.fig.seen += 1
         if self.fig.measuring:
             self.fig.actions += 1
             self.fig.submit_ms.append((time.perf_counter() - t0) * 1000)
@@ -200,6 +208,8 @@ class ConnectionBots:
     def _seen(self, m: _Match, seat: int, upd: Any) -> None:
         m.last[seat] = upd.version
         now = time.perf_counter()
+        if m.waiting:
+            self._observed(m, seat, upd.version, now)
         if upd.events and self.fig.measuring:
             got = m.sent.get(upd.events[0].version - 1)
             if got is not None and got[1] != seat:
@@ -220,13 +230,25 @@ class ConnectionBots:
         else:
             self._act(m, seat, obs.version, action)
 
+    def _observed(self, m: _Match, seat: int, version: int, now: float) -> None:
+        """``seat`` observed ``version``: every action made on an earlier version is observed
+        by it; one observed by every seat counts its latency (sent -> the last seat's view)."""
+        for acted in [v for v in m.waiting if v < version]:
+            t0, left = m.waiting[acted]
+            left.discard(seat)
+            if not left:
+                del m.waiting[acted]
+                if self.fig.measuring:
+                    self.fig.observed_ms.append((now - t0) * 1000)
+
     def _act(self, m: _Match, seat: int, version: int, action: Any) -> None:
         if self.stop.is_set() or m.done.is_set():
             return
         aid = next(self._ids)
         t0 = time.perf_counter()
         m.sent[version] = (t0, seat)
-        self._actions[aid] = (t0, m, seat)
+        m.waiting[version] = (t0, set(range(m.players)))
+        self._actions[aid] = (t0, m, seat, version)
         req = pb.SubmitActionRequest(
             request_id=f"{seat}-{m.n}-{version}", expected_version=version, action=action
         )

@@ -19,8 +19,11 @@ from truco_contract.pb import match_pb2, match_service_pb2
 from truco_tools.bench_processes import ECHO_METHOD, PATTERN_SERVICE, cpu_seconds
 from truco_tools.bench_rest import play_seats
 
-
 # ---------------------------------------------------------------------------------- load
+READY_SECONDS = 120.0
+"""How long a load may take to make its first action before its warm-up starts anyway."""
+
+
 @dataclass
 class Figures:
     actions: int = 0
@@ -28,12 +31,25 @@ class Figures:
     matches_finished: int = 0
     submit_ms: list[float] = field(default_factory=list)
     delivery_ms: list[float] = field(default_factory=list)
+    observed_ms: list[float] = field(default_factory=list)
+    """Player connection: an action's send to the last seat's observation of it."""
     measuring: bool = False
+    seen: int = 0
+    """Accepted actions since the load started, measured or not (the window waits for one)."""
+
+    async def first_move(self, timeout: float = READY_SECONDS) -> None:
+        """Wait until the load has made its first action (at most ``timeout`` seconds: the
+        worker starting its first matches on a busy machine), so that a warm-up counted from
+        here warms the action path rather than the bots' start."""
+        deadline = time.perf_counter() + timeout
+        while self.seen == 0 and time.perf_counter() < deadline:
+            await asyncio.sleep(0.02)
 
     def reset(self) -> None:
         self.actions = self.errors = self.matches_finished = 0
         self.submit_ms.clear()
         self.delivery_ms.clear()
+        self.observed_ms.clear()
 
     def summary(self, elapsed: float) -> dict[str, float]:
         """Rate and latency percentiles of a measured window of ``elapsed`` seconds."""
@@ -161,6 +177,7 @@ class Bots:
                         continue
                     raise
                 n += 1
+                self.fig.seen += 1
                 if self.fig.measuring:
                     self.fig.actions += 1
                     self.fig.submit_ms.append((time.perf_counter() - t0) * 1000)

@@ -42,6 +42,7 @@ class LoadFigures(Protocol):
     submit_ms: list[float]
     delivery_ms: list[float]
     measuring: bool
+    seen: int
 
 
 class RestBots:
@@ -146,6 +147,7 @@ class RestBots:
                     self.fig.errors += 1
                     continue
                 n += 1
+                self.fig.seen += 1
                 if self.fig.measuring:
                     self.fig.actions += 1
                     self.fig.submit_ms.append((time.perf_counter() - t0) * 1000)

@@ -157,6 +157,7 @@ async def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> d
                 stubs = [match_service_pb2_grpc.MatchServiceStub(ch) for ch in channels]
                 bots = Bots(stubs, args, fig, stop)
                 slots = [asyncio.ensure_future(bots.run_slot(i)) for i in range(args.matches)]
+                await fig.first_move()
                 await asyncio.sleep(warmup)
                 fig.reset()
                 fig.measuring = True
@@ -403,11 +404,13 @@ async def measure_window(
     cpu_pid: int | None = None,
     at_edges: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[float, float]:
-    """Run ``matches`` bot slots: warm up, measure ``seconds``, stop them all. Returns the
-    window's length and the CPU seconds ``cpu_pid`` used in it (0 without a pid).
-    ``at_edges`` runs as the window opens and again as it closes."""
+    """Run ``matches`` bot slots: wait for their first action, warm up ``warmup`` seconds,
+    measure ``seconds``, stop them all. Returns the window's length and the CPU seconds
+    ``cpu_pid`` used in it (0 without a pid). ``at_edges`` runs as the window opens and again
+    as it closes."""
     slots = [asyncio.ensure_future(run_slot(i)) for i in range(matches)]
     try:
+        await fig.first_move()
         await asyncio.sleep(warmup)
         fig.reset()
         fig.measuring = True
@@ -483,6 +486,7 @@ async def _connection_phase(
         await bots.start()
         slots = [asyncio.ensure_future(bots.run_slot(i)) for i in range(args.matches)]
         try:
+            await fig.first_move()
             await asyncio.sleep(warmup)
             fig.reset()
             fig.measuring = True

@@ -1,10 +1,13 @@
 """A server that speaks the match service's protocol and does no work: the floor of a transport.
 
-It answers ``CreateMatch``, ``SubmitAction`` and ``StreamObservations`` over gRPC, and the same
-three routes over REST/JSON (NDJSON streams), with canned messages of a real match's sizes: no
-game, no storage, no credentials, no encoding per message (each message is built once, at
-start). Every action answers its caller and sends one update to each seat's stream, the next
-seat's showing its turn, as the real service does; a "match" ends after
+It answers ``CreateMatch``, ``SubmitAction`` and ``StreamObservations`` over gRPC, the same
+three routes over REST/JSON (NDJSON streams), and the player connection over WebSocket
+(``GET /v1/connect``, binary protobuf frames: subscribe, act), with canned messages of a real
+match's sizes: no game, no storage, no credentials, no encoding per message (each message is
+built once, at start; a WebSocket frame encodes only its subscription id and prepends it). Every action
+answers its caller and sends one update to each seat's stream, the next seat's showing its
+turn, as the real service does (on the player connection the actor's result stands for its
+update: one frame to the actor, one to every other seat); a "match" ends after
 :data:`ACTIONS_PER_MATCH` actions, so matches are created at the real rate too. The same bots
 that drive a real worker (``truco bench service``'s) drive it unchanged, so its CPU per action
 is what the transport alone costs for the same calls and messages: the floor under the
@@ -87,10 +90,38 @@ class Canned:
                 self.replies[version, seat] = MS.SubmitActionResponse(
                     version=version, events=[ev], observation=obs
                 )
+        self.ws_updates = {k: _wrap(1, 2, v.SerializeToString()) for k, v in self.updates.items()}
+        self.ws_replies = {k: _wrap(2, 3, v.SerializeToString()) for k, v in self.replies.items()}
         self.json_updates = {
             k: json.dumps(message_to_dict(v)).encode() + b"\n" for k, v in self.updates.items()
         }
         self.json_replies = {k: json.dumps(message_to_dict(v)).encode() for k, v in self.replies.items()}
+
+
+def _wrap(outer: int, inner: int, body: bytes) -> bytes:
+    """``body`` as field ``inner`` of the message in field ``outer`` of a ``ConnectResponse``
+    (serialized protobuf messages concatenated merge: a frame is an id's prefix + this)."""
+    field = _key(inner, 2) + _varint(len(body)) + body
+    return _key(outer, 2) + _varint(len(field)) + field
+
+
+def _key(number: int, wire_type: int) -> bytes:
+    return _varint(number << 3 | wire_type)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _ids(outer: int, *numbered: tuple[int, int]) -> bytes:
+    """The ``ConnectResponse`` whose field ``outer`` holds the given (field, varint) pairs."""
+    inner = b"".join(_key(number, 0) + _varint(value) for number, value in numbered)
+    return _key(outer, 2) + _varint(len(inner)) + inner
 
 
 class Matches:
@@ -107,11 +138,11 @@ class Matches:
         self.versions[match_id] = 1
         return match_id
 
-    def act(self, match_id: str) -> int:
-        """The version the action makes; every seat's stream gets it."""
+    def act(self, match_id: str, actor: int = -1) -> int:
+        """The version the action of seat ``actor`` makes; every seat's stream gets it."""
         version = self.versions[match_id] = self.versions[match_id] + 1
-        for seat, queue in enumerate(self.queues[match_id]):
-            queue.put_nowait((version, seat))
+        for queue in self.queues[match_id]:
+            queue.put_nowait((version, actor))
         return version
 
     def created_response(self, match_id: str) -> MS.CreateMatchResponse:
@@ -190,10 +221,58 @@ def rest_app(canned: Canned, matches: Matches) -> web.Application:
                 return response
 
     app = web.Application()
+    app.router.add_get("/v1/connect", lambda request: connect(request, canned, matches))
     app.router.add_post("/v1/matches", create)
     app.router.add_post("/v1/matches/{match_id}/actions", submit)
     app.router.add_get("/v1/matches/{match_id}", stream)
     return app
+
+
+async def connect(request: web.Request, canned: Canned, matches: Matches) -> web.WebSocketResponse:
+    """The player connection's frames: a subscription gets the match's first update, an
+    action its result and every other seat's subscription on any connection its update."""
+    ws = web.WebSocketResponse(protocols=("truco.v1+proto",), compress=False)
+    await ws.prepare(request)
+    out: asyncio.Queue[bytes] = asyncio.Queue()
+    mine: list[tuple[str, int]] = []
+
+    async def follow(sid: int, match_id: str, seat: int) -> None:
+        queue = matches.queues[match_id][seat]
+        out.put_nowait(_ids(1, (1, sid)) + canned.ws_updates[1, seat])
+        while True:
+            version, actor = await queue.get()
+            version = min(version, ACTIONS_PER_MATCH + 1)
+            if actor != seat:
+                out.put_nowait(_ids(1, (1, sid)) + canned.ws_updates[version, seat])
+            if version > ACTIONS_PER_MATCH:
+                return
+
+    async def write() -> None:
+        while True:
+            await ws.send_bytes(await out.get())
+
+    writer = asyncio.ensure_future(write())
+    followers: list[asyncio.Task[None]] = []
+    subs: dict[int, tuple[str, int]] = {}
+    try:
+        async for msg in ws:
+            req = MS.ConnectRequest.FromString(msg.data)
+            if req.HasField("subscribe"):
+                sub = req.subscribe
+                seat = _seat_of(sub.token)
+                subs[sub.subscription_id] = (sub.match_id, seat)
+                mine.append((sub.match_id, seat))
+                followers.append(asyncio.ensure_future(follow(sub.subscription_id, sub.match_id, seat)))
+            elif req.HasField("action"):
+                act = req.action
+                match_id, seat = subs[act.subscription_id]
+                version = min(matches.act(match_id, seat), ACTIONS_PER_MATCH + 1)
+                ids = _ids(2, (1, act.subscription_id), (2, act.action_id))
+                out.put_nowait(ids + canned.ws_replies[version, seat])
+    finally:
+        for task in (writer, *followers):
+            task.cancel()
+    return ws
 
 
 async def main_async(grpc_port: int, http_port: int) -> None:

@@ -1,0 +1,220 @@
+"""``run.py --latency``: our WebSocket connection's latency at half its saturating load, with
+the load generator in processes of its own.
+
+One worker (``truco serve``, on a fresh ``redis-server`` or the in-memory store) is loaded by
+``--processes`` load-generator processes (``multiprocessing``, each an event loop of
+``truco_tools.bench_connection.WebSocketBots`` over its share of the ``--matches`` matches,
+one WebSocket per 25 of them). Three phases on the same worker, each with fresh generators:
+
+1. **saturation**: every seat acts as soon as its view says it is its turn (a closed loop):
+   the moves per second the worker sustains, and its CPU (a worker near 100 % of a core is
+   the bottleneck; a worker well below it was starved of a core by the rest of the machine);
+2. **calibration**: each seat waits a random (exponential) think time before acting, its
+   mean chosen for half the saturating rate; the measured rate corrects the think time;
+3. **half load**: the same with the corrected think time; the latency of every move from its
+   submission to the last seat's observation of it (the actor's result or update, every
+   other seat's update) over the window: p50, p99, max.
+
+Each phase's window opens after every generator's first move and ``--warmup`` seconds, at the
+same moment in every generator, and lasts ``--seconds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import multiprocessing
+import os
+import statistics
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, NamedTuple
+
+READY_SECONDS = 120.0
+"""How long the generators may take to make their first moves."""
+
+
+class Phase(NamedTuple):
+    """One phase's figures."""
+
+    moves: int
+    seconds: float
+    worker_cpu: float
+    load_cpu: float
+    """CPU seconds of the load generators together over the window."""
+    observed_ms: list[float]
+
+    @property
+    def rate(self) -> float:
+        return self.moves / max(self.seconds, 1e-9)
+
+
+def _generate(pipe: Connection, base: str, matches: int, offset: int, args: dict[str, Any]) -> None:
+    """One load-generator process: its matches until the parent's window has closed."""
+    asyncio.run(_generator(pipe, base, matches, offset, args))
+
+
+async def _generator(pipe: Connection, base: str, matches: int, offset: int, args: dict[str, Any]) -> None:
+    import aiohttp
+
+    from truco_tools.bench_connection import WebSocketBots
+    from truco_tools.bench_load import Figures
+
+    fig, stop = Figures(), asyncio.Event()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        n_sockets = max(1, -(-matches // 25))
+        bots = WebSocketBots(
+            session, base, n_sockets, args["preset"], 2, args["seed"] + offset, args["think_ms"], fig, stop
+        )
+        await bots.start()
+        slots = [asyncio.ensure_future(bots.run_slot(offset + i)) for i in range(matches)]
+        try:
+            await fig.first_move(READY_SECONDS)
+            pipe.send(fig.seen)
+            t_open, t_close = await asyncio.to_thread(pipe.recv)
+            await asyncio.sleep(max(0.0, t_open - time.time()))
+            fig.reset()
+            fig.measuring = True
+            await asyncio.sleep(max(0.0, t_close - time.time()))
+            fig.measuring = False
+        finally:
+            stop.set()
+            for slot in slots:
+                slot.cancel()
+            await asyncio.gather(*slots, return_exceptions=True)
+            await bots.close()
+    pipe.send((fig.actions, fig.observed_ms, fig.errors))
+
+
+def _phase(base: str, worker_pid: int, think_ms: float, args: argparse.Namespace) -> Phase:
+    """One window of ``args.processes`` generators against the worker at ``base``."""
+    from truco_tools.bench_processes import cpu_seconds
+
+    ctx = multiprocessing.get_context("spawn")
+    shares = [
+        args.matches // args.processes + (i < args.matches % args.processes) for i in range(args.processes)
+    ]
+    opts = {"preset": args.preset, "seed": args.seed, "think_ms": think_ms}
+    pipes, procs = [], []
+    offset = 0
+    for share in shares:
+        mine, theirs = ctx.Pipe()
+        proc = ctx.Process(target=_generate, args=(theirs, base, share, offset, opts), daemon=True)
+        proc.start()
+        pipes.append(mine)
+        procs.append(proc)
+        offset += share
+    try:
+        for pipe in pipes:  # every generator has made its first move
+            if not pipe.poll(READY_SECONDS):
+                raise RuntimeError("a load generator made no move")
+            pipe.recv()
+        t_open = time.time() + args.warmup
+        t_close = t_open + args.seconds
+        for pipe in pipes:
+            pipe.send((t_open, t_close))
+        time.sleep(max(0.0, t_open - time.time()))
+        pids = [p.pid for p in procs if p.pid is not None]
+        cpu0, load0 = cpu_seconds(worker_pid), sum(cpu_seconds(p) for p in pids)
+        t0 = time.perf_counter()
+        time.sleep(max(0.0, t_close - time.time()))
+        seconds = time.perf_counter() - t0
+        cpu, load = cpu_seconds(worker_pid) - cpu0, sum(cpu_seconds(p) for p in pids) - load0
+        moves, observed = 0, []
+        for pipe in pipes:
+            if not pipe.poll(60):
+                raise RuntimeError("a load generator did not report")
+            n, lat, _errors = pipe.recv()
+            moves += n
+            observed += lat
+    finally:
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()  # our own child, by its handle
+                proc.join()
+    return Phase(moves, seconds, cpu, load, observed)
+
+
+def _quantile(values: list[float], q: float) -> float:
+    if not values:
+        return math.nan
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=1000, method="inclusive")[round(q * 1000) - 1]
+
+
+def _line(name: str, p: Phase, think_ms: float) -> str:
+    per_move = 1000 * p.worker_cpu / max(p.moves, 1)
+    line = (
+        f"{name:12s} think {think_ms:7.1f} ms  {p.moves:6d} moves  {p.rate:6.0f} moves/s"
+        f"  worker CPU {per_move:.3f} ms/move ({100 * p.worker_cpu / p.seconds:.0f} % of a core)"
+        f"  generators {100 * p.load_cpu / p.seconds:.0f} % of a core"
+    )
+    if p.observed_ms:
+        obs = p.observed_ms
+        line += (
+            f"  submit->every seat p50 {_quantile(obs, 0.5):.1f} p99 {_quantile(obs, 0.99):.1f}"
+            f" max {max(obs):.1f} ms ({len(obs)} moves)"
+        )
+    return line
+
+
+@contextmanager
+def _served(store: str, root: Path) -> Iterator[tuple[int, str]]:
+    """A fresh worker of the build at ``root`` on ``store`` (a fresh ``redis-server`` for
+    ``redis``): its pid and HTTP base URL."""
+    import service_compare
+
+    from truco_tools.bench_processes import HOST
+    from truco_tools.redis_proc import start_redis
+
+    redis = start_redis(host=HOST) if store == "redis" else None
+    try:
+        with service_compare._worker(root, redis.url if redis else None) as (pid, _port, http_port):
+            yield pid, f"http://{HOST}:{http_port}"
+    finally:
+        if redis is not None:
+            redis.stop()
+
+
+def window(name: str, root: Path, args: argparse.Namespace) -> tuple[float, int, float]:
+    """``ws-<store>`` of the peer table with the generators in their own processes: the
+    closed loop's (worker CPU seconds, moves, seconds) against a fresh worker."""
+    with _served(name.split("-")[1], root) as (pid, base):
+        got = _phase(base, pid, 0.0, args)
+    return got.worker_cpu, got.moves, got.seconds
+
+
+def latency(args: argparse.Namespace, root: Path) -> int:
+    """The three phases (module docstring) against one worker of the build at ``root``."""
+    load0 = os.getloadavg()
+    print(f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} on {os.cpu_count()} cores")
+    with _served(args.store, root) as (pid, base):
+        sat = _phase(base, pid, 0.0, args)
+        print(_line("saturation", sat, 0.0), flush=True)
+        cycle = args.matches / max(sat.rate, 1e-9)  # seconds between two moves of a match, saturated
+        think = 1000 * cycle  # a first guess: the latency at half load is well under a cycle
+        cal = _phase(base, pid, think, args)
+        print(_line("calibration", cal, think), flush=True)
+        # M / rate = think + latency: keep the measured latency, aim at half the saturating rate
+        latency_s = max(0.0, args.matches / max(cal.rate, 1e-9) - think / 1000)
+        think = 1000 * max(0.0, 2 * cycle - latency_s)
+        half = _phase(base, pid, think, args)
+        print(_line("half load", half, think), flush=True)
+    load1 = os.getloadavg()
+    print(f"load average after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
+    obs = half.observed_ms
+    print(
+        f"ws-{args.store}: saturating {sat.rate:.0f} moves/s; at {half.rate:.0f} moves/s"
+        f" ({half.rate / max(sat.rate, 1e-9):.2f} of it), submit -> every seat's observation:"
+        f" p50 {_quantile(obs, 0.5):.1f} ms, p99 {_quantile(obs, 0.99):.1f} ms,"
+        f" max {max(obs, default=math.nan):.1f} ms"
+        f" ({args.processes} generator processes, {args.matches} matches,"
+        f" {args.warmup:g}+{args.seconds:g} s a phase)"
+    )
+    return 0

@@ -1,0 +1,50 @@
+"""``benchmarks/peers/run.py --latency`` runs for a few seconds (no node needed): the load
+generator in processes of its own finds the saturating rate, paces half of it and prints the
+latency from a move's submission to every seat's observation, from real moves."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def test_latency_at_half_the_saturating_load_over_websocket() -> None:
+    args = ["--latency", "--store", "memory", "--processes", "2", "--matches", "4"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "peers" / "run.py"),
+            *args,
+            "--warmup",
+            "0.5",
+            "--seconds",
+            "1.5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    out = done.stdout
+    assert done.returncode == 0, f"{out[-3000:]}\n{done.stderr[-3000:]}"
+    phases = re.findall(r"^(saturation|calibration|half load) +think +([\d.]+) ms +(\d+) moves", out, re.M)
+    assert [p[0] for p in phases] == ["saturation", "calibration", "half load"], out
+    assert float(phases[0][1]) == 0.0, out  # the saturating phase does not wait
+    assert all(int(moves) > 0 for _, _, moves in phases), out
+    found = re.search(
+        r"^ws-memory: saturating (\d+) moves/s; at (\d+) moves/s \(([\d.]+) of it\), submit -> every seat's "
+        r"observation: p50 ([\d.]+) ms, p99 ([\d.]+) ms, max ([\d.]+) ms \(2 generator processes",
+        out,
+        re.M,
+    )
+    assert found, out
+    p50, p99, top = (float(found.group(i)) for i in (4, 5, 6))
+    assert 0 < p50 <= p99 <= top, out
+    assert re.search(r"^load average before: ", out, re.M) and re.search(r"^load average after: ", out, re.M)
