@@ -28,43 +28,65 @@ def ended(match: str, rnd: int, t: float) -> FeedEvent:
     )
 
 
+def created(match: str, rnd: int, t: float) -> FeedEvent:
+    return FeedEvent(f"{match}:1", "match.created", t, match, {"league": LEAGUE, "round": str(rnd)})
+
+
+STARTED = ev(1, "league.started", 10.0)
+PAIRED_1 = ev(2, "round.paired", 10.5, round=1, pairings=2)
+FORFEITED = ev(3, "entrant.forfeited", 12.5, round=1, table=2, entrant="b")
+PAIRED_2 = ev(4, "round.paired", 13.25, round=2, pairings=2)
+FINISHED = ev(5, "league.finished", 16.5)
 GOOD = [
-    ev(1, "league.started", 10.0),
-    ev(2, "round.paired", 10.5, round=1, pairings=2),
+    STARTED,
+    PAIRED_1,
+    created("m1", 1, 10.75),
+    created("m2", 1, 11.0),
     ended("m1", 1, 12.0),
-    ev(3, "entrant.forfeited", 12.5, round=1, table=2, entrant="b"),
+    FORFEITED,
     ended("m2", 1, 13.0),
-    ev(4, "round.paired", 13.25, round=2, pairings=2),
+    PAIRED_2,
+    created("m3", 2, 13.5),
+    created("m4", 2, 13.75),
     ended("m3", 2, 15.0),
     ended("m4", 2, 16.0),
-    ev(5, "league.finished", 16.5),
+    FINISHED,
 ]
 
 
 def test_the_league_sequence_check_passes_a_good_feed_and_names_what_is_wrong() -> None:
-    good = league_sequence([*GOOD, GOOD[1]], LEAGUE)  # a delivery again: at least once
+    good = league_sequence([*GOOD, PAIRED_1], LEAGUE)  # a delivery again: at least once
     assert good.problems == [] and good.redelivered == 1 and len(good.events) == 5
     times = round_times(GOOD, good.events, LEAGUE)
-    assert [(t.round, t.matches, t.pairing, t.half, t.wall) for t in times] == [
-        (1, 2, 0.5, 1.5, 2.5),
-        (2, 2, 0.25, 1.75, 2.75),
+    assert [(t.round, t.matches, t.pairing, t.created, t.half, t.wall) for t in times] == [
+        (1, 2, 0.5, 1.0, 1.5, 2.5),
+        (2, 2, 0.25, 0.75, 1.75, 2.75),
     ]
 
     def problems(events: list[FeedEvent]) -> str:
         return " / ".join(league_sequence(events, LEAGUE).problems)
 
-    assert "missing [3]" in problems([e for e in GOOD if e.number != 3])
-    assert "out of order" in problems([GOOD[0], GOOD[5], GOOD[1], *GOOD[6:]])
+    assert "missing [3]" in problems([e for e in GOOD if e is not FORFEITED])
+    assert "out of order" in problems([STARTED, PAIRED_2, PAIRED_1, FORFEITED, FINISHED])
     assert "twice under two ids" in problems(
-        [*GOOD[:-1], ev(6, "round.paired", 17, round=2), ev(7, "league.finished", 18)]
+        [
+            STARTED,
+            PAIRED_1,
+            FORFEITED,
+            PAIRED_2,
+            ev(5, "round.paired", 17, round=2),
+            ev(6, "league.finished", 18),
+        ]
     )
     assert "round.paired 3 after round 1" in problems(
-        [*GOOD[:3], ev(4, "round.paired", 13, round=3), GOOD[-1]]
+        [STARTED, PAIRED_1, FORFEITED, ev(4, "round.paired", 13, round=3), FINISHED]
     )
+    late = ev(4, "entrant.forfeited", 14, round=1, entrant="b")
     assert "entrant.forfeited of round 1 during round 2" in problems(
-        [*GOOD[:2], *GOOD[5:6], ev(3, "entrant.forfeited", 14, round=1, table=2, entrant="b"), GOOD[-1]]
+        [STARTED, PAIRED_1, ev(3, "round.paired", 13, round=2), late, ev(5, "league.finished", 18)]
     )
     assert "league.finished is not last" in problems(GOOD[:-1])
+    assert "the first league event is ['round.paired']" in problems(GOOD[1:])
 
 
 def test_the_swiss_check_finds_a_rematch_an_entrant_twice_and_two_byes() -> None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -185,12 +186,13 @@ class Report:
 
     def table(self) -> str:
         lines = [
-            "| round | matches | forfeits | pairing (s) | half the results in (s) | wall (s) |",
-            "|---|---|---|---|---|---|",
+            "| round | matches | forfeits | pairing (s) | matches created (s) | half the results in (s) "
+            "| wall (s) |",
+            "|---|---|---|---|---|---|---|",
         ]
         lines += [
-            f"| {t.round} | {t.matches} | {self.forfeits[t.round]} | {t.pairing:.2f} | "
-            f"{t.half:.1f} | {t.wall:.1f} |"
+            f"| {t.round} | {t.matches} | {self.forfeits[t.round]} | {t.pairing:.2f} | {t.created:.2f} "
+            f"| {t.half:.1f} | {t.wall:.1f} |"
             for t in self.rounds
         ]
         return "\n".join(lines)
@@ -362,8 +364,10 @@ class Campaign:
         lid = self.report.league_id = league.league_id
         self.say(f"league {lid}: {len(bots)} bot entrants, {len(files)} lobby processes")
         self.feed.start()
-        servers = ",".join(self.stack.addresses)
+        addresses = self.stack.addresses
         for k, path in enumerate(files):
+            # a lobby uses the first server it is given while it answers: each starts on another
+            servers = ",".join(addresses[k % len(addresses) :] + addresses[: k % len(addresses)])
             lobby = Lobby(path, servers, self.opts.bot, workdir / f"lobby-{k}.log")
             lobby.start()
             self.stack.lobbies.append(lobby)
@@ -405,7 +409,7 @@ class Campaign:
                 self.printed = t.round
                 self.say(
                     f"round {t.round}/{self.opts.rounds}: {t.matches} matches, paired in "
-                    f"{t.pairing:.2f} s, played in {t.wall:.1f} s"
+                    f"{t.pairing:.2f} s, its matches made in {t.created:.2f} s, played in {t.wall:.1f} s"
                 )
         for lobby in self.stack.lobbies:
             if not lobby.running():
@@ -481,6 +485,9 @@ def run(opts: Options, workdir: Path, progress: Callable[[str], None] = print) -
     finally:
         campaign.feed.stop()
         stack.close()
+    with (workdir / "feed.jsonl").open("w", encoding="utf-8") as out:  # what the tables came from
+        for e in campaign.feed.deliveries:
+            out.write(json.dumps(dataclasses.asdict(e)) + "\n")
     for lobby in stack.lobbies:
         campaign.report.lobby_errors += lobby.errors()
     campaign.report.pids = stack.pids

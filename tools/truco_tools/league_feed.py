@@ -180,11 +180,14 @@ class RoundTimes:
     matches: int
     pairing: float
     """From the last result of the round before (round 1: from ``league.started``) to this
-    round's ``round.paired``."""
+    round's ``round.paired`` (whose time the job takes as its pass begins to pair)."""
     wall: float
     """From ``round.paired`` to the round's last result."""
     half: float = 0.0
     """From ``round.paired`` to the result that completed half the round's matches."""
+    created: float = 0.0
+    """From the same start as :attr:`pairing` to the round's last ``match.created``: the
+    round paired, stored and every match of it made."""
 
 
 def round_times(
@@ -194,9 +197,14 @@ def round_times(
     paired = {e.round: e for e in events if e.type == "round.paired"}
     started = next((e.time for e in events if e.type == "league.started"), 0.0)
     ends: dict[int, dict[str, float]] = {}
+    made: dict[int, float] = {}
     for e in deliveries:
-        if e.type in RESULT_TYPES and e.labels.get("league") == league_id:
+        if e.labels.get("league") != league_id:
+            continue
+        if e.type in RESULT_TYPES:
             ends.setdefault(e.round, {}).setdefault(e.match_id, e.time)
+        elif e.type == "match.created":
+            made[e.round] = max(made.get(e.round, 0.0), e.time)
     last = {r: max(times.values()) for r, times in ends.items()}
     out = []
     for r in sorted(paired):
@@ -204,7 +212,8 @@ def round_times(
         before = started if r == 1 else last.get(r - 1, 0.0)
         times = sorted(ends.get(r, {}).values())
         half = times[(len(times) - 1) // 2] - at if times else 0.0
-        out.append(RoundTimes(r, len(times), at - before, last.get(r, at) - at, half))
+        created = made[r] - before if r in made else 0.0
+        out.append(RoundTimes(r, len(times), at - before, last.get(r, at) - at, half, created))
     return out
 
 
