@@ -100,7 +100,7 @@ async def test_an_arena_pairs_as_matches_end_and_finishes_after_its_time(any_sta
     assert all(p.result is not None for p in doc.pairings)
     late_waves = [p.round for p in doc.pairings if "p05" in (p.first, p.second)]
     assert late_waves and max(late_waves) <= waves_before
-    _, table = await s.leagues.standings(OPERATOR, lid)
+    _, table, _ = await s.leagues.standings(OPERATOR, lid)
     scores = arena_scores([e.id for e in doc.entrants], doc.results())
     assert [r.score for r in table] == sorted((float(v.score) for v in scores.values()), reverse=True)
     assert {r.entrant_id for r in table} == {e.id for e in doc.entrants}

@@ -21,6 +21,11 @@ version:
    (the library's pairing is a pure function of the results, so a second worker computes
    the same round) and goes back to 1.
 
+Steps 1 and 4 take at most :data:`TABLES_PER_STEP` tables each, and a pass takes no new
+step after :data:`PASS_BUDGET_S` (half its claim) and is due again at once: a round of
+hundreds of matches is made over several stored steps and passes, each pass well within the
+claim, so another worker never starts the same steps while it runs.
+
 A pass ends with the next time it is due: the fallback poll while matches are under way,
 nothing once the league is finished or waits for its operator. The match-ended events of a
 league's matches (relayed by :class:`~truco_server.services.operators.Operators`) wake it at once.
@@ -112,6 +117,13 @@ POLL_MS = 5_000
 match-ended event woke it (the events are the fast path)."""
 LEASE_MS = 10_000
 """How long a worker holds a league's job; another worker takes it over after a death."""
+PASS_BUDGET_S = LEASE_MS / 2000
+"""A pass stops taking new steps after this long and is due again at once: it ends well
+within its claim, so no other worker starts the same steps while it runs (and publishes the
+same league events again)."""
+TABLES_PER_STEP = 32
+"""Matches a step creates, or finished tables it releases and rates, before it is stored: a
+round of 500 tables is several steps, each within the pass's budget."""
 COLLECT_CONCURRENCY = 16
 """Matches looked at (and their records read) at once when collecting a round's results."""
 TERMINAL = {MatchStatus.FINISHED.value, MatchStatus.ABORTED.value, MatchStatus.CANCELLED.value}
@@ -160,6 +172,7 @@ class LeagueJob:
         """How a table's match is created (tests wrap it to stop a pass half-way)."""
         self.publish = publish
         """How league events reach the operator's feed and webhooks (none: they are dropped)."""
+        self.pass_budget_s = PASS_BUDGET_S
 
     def reader(self, *, tick: float = 0.25) -> QueueReader:
         """The reader of the league queue (one per worker)."""
@@ -203,6 +216,7 @@ class LeagueJob:
 
     async def _advance(self, league_id: str) -> int | None:
         stored = None
+        budget_ends = time.monotonic() + self.pass_budget_s
         for _ in range(CAS_ATTEMPTS * 10):
             if stored is None:
                 stored = await load_league(self.documents, league_id)
@@ -214,6 +228,8 @@ class LeagueJob:
             # from this document; otherwise another worker's document is the one to go on from
             if not await save_league(self.documents, stored):
                 stored = None
+            elif time.monotonic() >= budget_ends:  # the rest in a new pass, due now
+                return _ms()
         return _ms() + 1000
 
     def _next_due(self, doc: LeagueDoc) -> int | None:
@@ -254,7 +270,7 @@ class LeagueJob:
         # 1. the matches of the round
         missing = [t for t in tables if not t.match_id]
         if missing:
-            for t in missing:
+            for t in missing[:TABLES_PER_STEP]:
                 await self._create_table(doc, t)
             return True
         # 2. bot seats to their bots (idempotent; done again after a death)
@@ -269,6 +285,7 @@ class LeagueJob:
             return True
         # 4. release and rate finished matches (of any round: a corrected result is rated again)
         pending = [t for t in doc.tables.values() if t.done and not (t.released and t.rated)]
+        pending = pending[:TABLES_PER_STEP]
         if pending:
             await self._finish_tables(doc, pending)
             for t in pending:
