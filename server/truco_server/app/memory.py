@@ -22,6 +22,8 @@ from typing import Protocol
 
 import structlog
 
+from truco_server.core.diagnostics import allocator_fields
+
 log = structlog.get_logger("truco.memory")
 
 EVERY_SECONDS = 5.0
@@ -82,6 +84,9 @@ class MemoryTrim:
             if closed - last < self.after:
                 continue
             last = closed
+            before = allocator_fields("before_")
             released = release()
             self.trims += 1
-            log.info("memory released", streams_closed=closed, released=released)
+            log.info(
+                "memory released", streams_closed=closed, released=released, **before, **allocator_fields()
+            )
