@@ -30,8 +30,8 @@ from typing import Any
 
 import grpc
 
+from truco_contract.pb import match_pb2, match_service_pb2_grpc
 from truco_contract.pb import match_service_pb2 as MS
-from truco_contract.pb import match_service_pb2_grpc
 from truco_server.core.diagnostics import read_object_counts
 from truco_tools.campaign.chaos import WORKER_SETTINGS
 from truco_tools.cluster_load import ClusterBots, WorkerProcess, start_workers
@@ -117,18 +117,31 @@ def _compare_snapshots(folder: Path, pid: int) -> None:
 
 
 async def _hostile(
-    address: str, bots: ClusterBots, streams: int, channels: int, done: asyncio.Event
+    address: str, bots: ClusterBots, args: argparse.Namespace, done: asyncio.Event
 ) -> list[Any]:
-    """Open ``streams`` streams of the matches in play, never reading them."""
-    chans = [grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
-             for _ in range(channels)]  # fmt: skip
+    """Open ``args.streams`` streams, never reading them: of the matches in play, or with
+    ``args.idle``, of that many matches created for them that nobody plays (every stream then
+    stays open until it is cancelled)."""
+    # a client that does not read grants a stream no more than its first window: 1 KiB and no
+    # window growth here, so a stream holds the worker up once that much is unread
+    options = [("grpc.use_local_subchannel_pool", 1), ("grpc.http2.lookahead_bytes", 1024),
+               ("grpc.http2.bdp_probe", 0)]  # fmt: skip
+    chans = [grpc.aio.insecure_channel(address, options=options) for _ in range(args.channels)]
     stubs = [match_service_pb2_grpc.MatchServiceStub(c) for c in chans]
+    idle: dict[str, str] = {}
+    for i in range(args.idle):
+        rules = match_pb2.RuleSet(preset="paulista")
+        create = MS.CreateMatchRequest(rules=rules, players=2, request_id=f"i{i}")
+        made = await stubs[0].CreateMatch(create)
+        idle[made.match.match_id] = made.spectator_token
     calls: list[Any] = []
-    while len(calls) < streams and not done.is_set():
-        for mid in list(bots.live)[:50]:
-            stub = stubs[len(calls) % channels]
-            calls.append(stub.StreamObservations(MS.StreamObservationsRequest(match_id=mid, from_version=0)))
-            if len(calls) >= streams:
+    while len(calls) < args.streams and not done.is_set():
+        watched = idle or dict(list(bots.spectator_tokens.items())[:50])
+        for mid, token in watched.items():  # as a spectator (a match is read only with a token)
+            stub = stubs[len(calls) % args.channels]
+            req = MS.StreamObservationsRequest(match_id=mid, from_version=0)
+            calls.append(stub.StreamObservations(req, metadata=(("authorization", f"Bearer {token}"),)))
+            if len(calls) >= args.streams:
                 break
         await asyncio.sleep(0.02)  # pace: about as many new streams a second as the matches allow
     calls.append(chans)
@@ -140,6 +153,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "release": {},
     "arenas2": {"MALLOC_ARENA_MAX": "2"},
     "pymalloc-off": {"PYTHONMALLOC": "malloc"},
+    "mmap16k": {"MALLOC_MMAP_THRESHOLD_": "16384"},
 }
 """Worker settings compared side by side (``--variants``): ``none`` without the release of
 memory after closed streams, ``release`` the defaults."""
@@ -165,9 +179,7 @@ async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, A
                     await bots.run(args.matches, args.concurrency)
                     before, split_before = worker.rss(), await _figures(worker)
                     done = asyncio.Event()
-                    hostile = asyncio.ensure_future(
-                        _hostile(worker.address, bots, args.streams, args.channels, done)
-                    )
+                    hostile = asyncio.ensure_future(_hostile(worker.address, bots, args, done))
                     played = 0
                     while not hostile.done() or played < args.matches:
                         await bots.run(args.concurrency, args.concurrency)
@@ -176,6 +188,7 @@ async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, A
                     calls = await hostile
                     opened = len(calls) - 1
                     peak, split_peak = worker.rss(), await _figures(worker)
+                    held = await asyncio.to_thread(_subscribers, metrics_port)
                     for call in calls[:-1]:
                         call.cancel()
                     for ch in calls[-1]:
@@ -195,6 +208,7 @@ async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, A
         "after": after,
         "split": (split_before, split_peak, split_after),
         "streams": opened,
+        "held": held,
         "played": played,
         "drained_s": drained,
     }
@@ -202,7 +216,8 @@ async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, A
 
 def _report(name: str, r: dict[str, Any]) -> None:
     mb = 1024 * 1024
-    print(f"[{name}] streams opened and never read: {r['streams']:.0f} over {r['played']:.0f} matches; "
+    print(f"[{name}] streams opened and never read: {r['streams']:.0f} over {r['played']:.0f} matches, "
+          f"{r['held']:.0f} open at the peak; "
           f"streams gone {r['drained_s']:.1f} s after the cancels")  # fmt: skip
     ratio = r["after"] / r["before"]
     print(f"[{name}] worker RSS before {r['before'] / mb:.1f} MB, with them open {r['peak'] / mb:.1f} MB, "
@@ -221,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16, help="matches at once")
     parser.add_argument("--channels", type=int, default=20, help="connections the streams are spread over")
     parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--idle", type=int, default=0, help="open the streams on this many unplayed matches")
     parser.add_argument(
         "--trace", metavar="DIR", help="trace allocations; heap snapshots before and after in DIR"
     )
