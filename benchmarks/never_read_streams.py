@@ -1,17 +1,21 @@
 """What streams that are opened and never read leave in a worker once they are closed.
 
-    python benchmarks/never_read_streams.py                     # 10,000 streams
+    python benchmarks/never_read_streams.py                     # 10,000 streams, none and release
     python benchmarks/never_read_streams.py --streams 3000 --matches 100
+    python benchmarks/never_read_streams.py --variants release,arenas2,mmap16k
 
 Starts a ``redis-server`` and one ``truco serve`` worker on free loopback ports (quotas off:
 one client is the whole load). Random bots (``truco_tools.cluster_load.ClusterBots``) play
 ``--matches`` matches (the warm-up); the worker's RSS then is *before*. The bots play as many
-again while a hostile client opens ``--streams`` observation streams of the matches in play,
-from version 0, over ``--channels`` connections, and never reads one: the worker has to hold
-what it cannot send. RSS at the end of that is *peak*. Every stream is then cancelled; once
+again while a hostile client opens ``--streams`` observation streams of the matches in play
+(as their spectator), from version 0, over ``--channels`` connections that grant a stream
+1 KiB, and never reads one: the worker has to hold what it cannot send. RSS at the end of
+that is *peak*, with the number of streams open then. Every stream is then cancelled; once
 the worker's ``truco_stream_subscribers`` gauge is back to 0 the bots play ``--matches``
-more (the state *before* was measured in), and RSS is *after*. It prints the three, and
-after against before. Every process it starts it stops, by pid.
+more (the state *before* was measured in), and RSS is *after*. It prints the three, after
+against before, and at each point the worker's own figures (``memory figures`` on SIGUSR1:
+glibc's heaps and Python's allocated blocks), for each ``--variants`` in turn. Every process
+it starts it stops, by pid.
 """
 
 from __future__ import annotations
@@ -156,7 +160,9 @@ VARIANTS: dict[str, dict[str, str]] = {
     "mmap16k": {"MALLOC_MMAP_THRESHOLD_": "16384"},
 }
 """Worker settings compared side by side (``--variants``): ``none`` without the release of
-memory after closed streams, ``release`` the defaults."""
+memory after closed streams, ``release`` the defaults, and the defaults with glibc limited to
+two heaps (``arenas2``), with blocks from 16 KiB mapped apart (``mmap16k``), or with Python's
+small-object allocator off (``pymalloc-off``)."""
 
 
 async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, Any]:
