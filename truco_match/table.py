@@ -120,6 +120,11 @@ class Step:
     entries: list[LogEntry]
     clock_ms: int = 0
     """Milliseconds the acting seat's clock ran for this decision (0 without a clock)."""
+    at: int | None = None
+    """When it was decided (ms since the match's creation): the time its record step and
+    events must carry, since the states after it were computed with it (a decision's deadline
+    starts there); a replay at any later time would time the next decision from later.
+    ``None``: the step does not depend on the time (it is stamped when committed)."""
 
 
 def seats_of(
@@ -178,7 +183,7 @@ def start(setup: Setup, seats: Sequence[SeatInfo], creator_seed: bytes = b"", no
     ]
     if all(life.joined):  # no join window, or only the server's bots to join
         state = _begin(setup, state, life, entries, now)
-    return Step(state, life, entries)
+    return Step(state, life, entries, at=now)
 
 
 def join(setup: Setup, state: te.MatchState, life: Life, seat: int, client_seed: bytes, now: int) -> Step:
@@ -191,7 +196,7 @@ def join(setup: Setup, state: te.MatchState, life: Life, seat: int, client_seed:
         if life.taken_over(seat):
             life.takeovers[seat] = 0
             entries.append(SeatReclaimed(seat=seat))
-        return Step(state, life, entries)
+        return Step(state, life, entries, at=now)
     life.joined[seat] = True
     life.last_activity = now
     if client_seed:
@@ -199,7 +204,7 @@ def join(setup: Setup, state: te.MatchState, life: Life, seat: int, client_seed:
     entries = [SeatJoined(seat=seat, client_seed=client_seed)]
     if all(life.joined):
         state = _begin(setup, state, life, entries, now)
-    return Step(state, life, entries)
+    return Step(state, life, entries, at=now)
 
 
 def act(
@@ -238,7 +243,7 @@ def act(
     ran = life.stop(setup.lifecycle.time_control, now, by=seat)
     entries: list[LogEntry] = [*lead, *events]
     new_state = _after(setup, new_state, life, entries, now)
-    return Step(new_state, life, entries, ran)
+    return Step(new_state, life, entries, ran, at=now)
 
 
 def take_over(setup: Setup, state: te.MatchState, life: Life, seat: int) -> Step:
@@ -295,7 +300,7 @@ def expire(setup: Setup, state: te.MatchState, life: Life, cause: TimeoutCause, 
     if move.action is None:  # its flor lost, the decision went to another seat
         life.last_activity = now
         life.stop(tc, now)
-        step = Step(_after(setup, move.state, life, [], now), life, [])
+        step = Step(_after(setup, move.state, life, [], now), life, [], at=now)
     else:
         step = act(setup, move.state, life, seat, move.action, now, by_server=True)
     step.entries.insert(0, TurnTimedOut(seat=seat, cause=cause, action=move.action, expiries=count))
@@ -315,7 +320,7 @@ def remind(setup: Setup, state: te.MatchState, life: Life, now: int) -> Step | N
         return None
     life = life.copy()
     life.reminded = life.decision
-    return Step(state, life, [TurnReminder(seat=seat, remaining=end - now)])
+    return Step(state, life, [TurnReminder(seat=seat, remaining=end - now)], at=now)
 
 
 def add_time(setup: Setup, state: te.MatchState, life: Life, seat: int | None, ms: int) -> Step:
@@ -341,7 +346,7 @@ def reissue(setup: Setup, state: te.MatchState, life: Life, seat: int | None, no
         life.credentials = [[0, 0] for _ in range(setup.rules.players + 1)]
     slot = life.credentials[setup.rules.players if seat is None else seat]
     slot[0], slot[1] = slot[0] + 1, now
-    return Step(state, life, [CredentialReissued(seat=seat)])
+    return Step(state, life, [CredentialReissued(seat=seat)], at=now)
 
 
 def adjudicate(
@@ -475,4 +480,4 @@ def _conclude(
     if setup.lifecycle.show_hands and new_state.hand is not None:
         entries.append(_shown(new_state))
     entries.append(reveal(setup, new_state, life))
-    return Step(new_state, life, entries)
+    return Step(new_state, life, entries, at=now)

@@ -48,13 +48,17 @@ def test_sigusr1_writes_a_heap_snapshot_when_tracing(tmp_path: Path) -> None:
     assert "heap snapshot written" in served.stdout.read_text()
 
 
-def test_sigusr1_without_tracing_only_warns(tmp_path: Path) -> None:
+def test_sigusr1_without_tracing_logs_the_allocators_figures_and_warns(tmp_path: Path) -> None:
     with serve_apart(tmp_path) as served:
         os.kill(served.proc.pid, signal.SIGUSR1)
         _wait_for(served, lambda: "PYTHONTRACEMALLOC=1" in served.stdout.read_text(), "warning")
         assert served.proc.poll() is None
         pid = served.proc.pid
     assert not list(Path.cwd().glob(f"heap-{pid}-*"))  # nothing written where it would go
+    line = next(x for x in served.stdout.read_text().splitlines() if "memory figures" in x)
+    figures = {k: float(v) for k, v in re.findall(r"(\w+_mb|python_blocks)\W+([\d.]+)", line)}
+    assert figures["in_use_mb"] > 1 and figures["held_mb"] >= figures["in_use_mb"]  # glibc's account
+    assert figures["python_blocks"] > 10_000
 
 
 def test_a_worker_group_passes_sigusr1_to_every_worker(tmp_path: Path, clean_redis_url: str) -> None:

@@ -258,6 +258,8 @@ class ClusterBots:
         self._channels: list[grpc.aio.Channel] = []
         self.stubs: list[Any] = []
         self.live: set[str] = set()
+        self.spectator_tokens: dict[str, str] = {}
+        """The spectator token of each match in play (for other clients that watch them)."""
         """Matches being played now."""
 
     async def __aenter__(self) -> ClusterBots:
@@ -295,6 +297,7 @@ class ClusterBots:
             tokens = [c.token for c in sorted(created.seat_credentials, key=lambda c: c.seat)]
             rng = random.Random(f"{index}")
             self.live.add(mid)
+            self.spectator_tokens[mid] = created.spectator_token
             seats = [
                 asyncio.ensure_future(self._seat(mid, tokens[s], s, created.match.version, rng))
                 for s in range(len(tokens))
@@ -303,6 +306,7 @@ class ClusterBots:
                 await asyncio.wait(seats, return_when=asyncio.FIRST_EXCEPTION)
             finally:
                 self.live.discard(mid)
+                self.spectator_tokens.pop(mid, None)
                 for t in seats:
                     t.cancel()
                 outcomes = await asyncio.gather(*seats, return_exceptions=True)

@@ -3,9 +3,10 @@
 
 A stream a client opens and does not read makes its worker hold what it cannot send (the
 transport's buffers, the updates queued for it); when such streams close, that memory is
-freed but glibc's allocator keeps most of it in its heaps, so the worker's RSS stays at its
-peak (``python benchmarks/never_read_streams.py``: 10,000 such streams took a worker from
-98 to 204 MB, and it stayed at 206 MB once they were closed). :class:`MemoryTrim` asks glibc
+freed but glibc's allocator keeps most of it in its heaps, and what cancelled streams leave in
+reference cycles waits for a full collection (``python benchmarks/never_read_streams.py``:
+87 MB before 10,000 such streams, 670 MB after they closed without this, 342 MB with it;
+docs/reliability.md, "Never-read streams"). :class:`MemoryTrim` collects, then asks glibc
 to give the free pages of every heap back (``malloc_trim(0)``, in a thread) once
 ``TRUCO_MEMORY_TRIM_AFTER_STREAMS`` streams have closed since the last time, looking every
 :data:`EVERY_SECONDS`. Elsewhere than glibc it does nothing.
@@ -21,6 +22,8 @@ import gc
 from typing import Protocol
 
 import structlog
+
+from truco_server.core.diagnostics import allocator_fields
 
 log = structlog.get_logger("truco.memory")
 
@@ -82,6 +85,9 @@ class MemoryTrim:
             if closed - last < self.after:
                 continue
             last = closed
+            before = allocator_fields("before_")
             released = release()
             self.trims += 1
-            log.info("memory released", streams_closed=closed, released=released)
+            log.info(
+                "memory released", streams_closed=closed, released=released, **before, **allocator_fields()
+            )

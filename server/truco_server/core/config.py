@@ -222,7 +222,8 @@ class Settings:
     """A directory where a worker started with `PYTHONTRACEMALLOC=1` writes a heap snapshot on
     SIGUSR1 (`heap-<pid>-<n>.tracemalloc`, read with the standard `tracemalloc` module, and a
     count of live objects by type beside it); unset: the current directory
-    (docs/operations.md, "Memory"). Without tracing, SIGUSR1 only logs a warning."""
+    (docs/operations.md, "Memory"). Without tracing, SIGUSR1 only logs the allocators'
+    figures (`memory figures`) and a warning."""
 
     @property
     def store_description(self) -> str:

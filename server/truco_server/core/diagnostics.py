@@ -12,9 +12,12 @@ does it for workers under load.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import itertools
 import os
+import sys
 import tracemalloc
 from collections import Counter
 from pathlib import Path
@@ -48,8 +51,45 @@ def tune_gc(thresholds: str) -> int:
     return gc.get_freeze_count()
 
 
+_MALLINFO2 = (
+    "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost",
+)  # fmt: skip
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in _MALLINFO2]
+
+
+def allocator() -> dict[str, int]:
+    """glibc's own account of its memory (``mallinfo2``, every arena), in bytes: ``held``
+    (what its heaps got from the system), ``in_use`` and ``free`` of that, and ``mapped``
+    (large blocks mapped apart, given back when freed); and ``python_blocks``, the blocks
+    Python's allocator has handed out (``sys.getallocatedblocks``). Empty but for the last
+    where glibc is not."""
+    out = {"python_blocks": sys.getallocatedblocks()}
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        info = libc.mallinfo2
+    except (OSError, AttributeError):
+        return out
+    info.restype = _MallInfo2
+    got = info()
+    out.update(held=got.arena, in_use=got.uordblks, free=got.fordblks, mapped=got.hblkhd)
+    return out
+
+
+def allocator_fields(prefix: str = "") -> dict[str, float]:
+    """:func:`allocator` for a log line: megabytes (``held_mb``...) and ``python_blocks``."""
+    out: dict[str, float] = {}
+    for k, v in allocator().items():
+        out.update({prefix + k: v} if k == "python_blocks" else {f"{prefix}{k}_mb": round(v / 2**20, 1)})
+    return out
+
+
 def on_sigusr1(directory: str | None) -> None:
-    """A worker's SIGUSR1: a heap snapshot when tracing, else a warning saying how."""
+    """A worker's SIGUSR1: the allocators' figures in the log (:func:`allocator`), and a heap
+    snapshot when tracing, else a warning saying how."""
+    log.info("memory figures", **allocator_fields())
     if not tracemalloc.is_tracing():
         log.warning("SIGUSR1: no heap snapshot, allocations are not traced (start with PYTHONTRACEMALLOC=1)")
         return

@@ -295,7 +295,7 @@ class MatchService:
         meta = match.meta
         if status is None and te.is_over(step.state):
             status = MatchStatus.FINISHED
-        ms = meta.at(self.now())
+        ms = step.at if step.at is not None else meta.at(self.now())  # the time it was decided at
         now = meta.created_at + ms / 1000
         done = match.after(step, match.version + len(step.entries), status, now)
         moment = Moment(done, step.entries, match.version + 1, [now] * len(step.entries))

@@ -12,7 +12,10 @@ is that, for one subscriber:
   no longer holds the version it needs does it answer :class:`LogTrimmed`, and the caller
   sends a snapshot and calls :meth:`EventSubscription.resume_from`;
 * a batch offered by a local commit carries that commit's ``note`` (:attr:`Batch.note`) when
-  it is delivered exactly as offered.
+  it is delivered exactly as offered, and when it was among the first :data:`NOTES_KEPT` in
+  the queue: a note holds the whole match after its commit (states, views, encodings), so a
+  subscriber that does not read would otherwise pin as many versions of its match as its
+  queue holds (256 by default); a batch without its note is decoded from its events.
 
 A *feed* offers it what was committed: :class:`MemoryFeed` (the memory adapter, at every
 commit), or a Redis stream hub (:mod:`truco_server.stores.redis.feed`,
@@ -33,7 +36,10 @@ from typing import Protocol
 
 from truco_server.ports.matches import Batch, Event, LogTrimmed, SubscriptionClosed
 
-__all__ = ["EventReader", "EventSubscription", "Feed", "MemoryFeed"]
+__all__ = ["NOTES_KEPT", "EventReader", "EventSubscription", "Feed", "MemoryFeed"]
+
+NOTES_KEPT = 4
+"""Queued batches that keep their commit's note; later ones keep only their events."""
 
 
 class EventReader(Protocol):
@@ -121,7 +127,7 @@ class EventSubscription:
             self._overflowed = True
             self._items.clear()  # all of it is in the log
         else:
-            self._items.append((events, note))
+            self._items.append((events, note if len(self._items) < NOTES_KEPT else None))
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,6 +128,11 @@ class LeakResult:
     hands: int = 0
     special_hands: int = 0
     """Hands of eleven (of ten in mineiro) and iron hands."""
+    reopened: Counter[str] = field(default_factory=Counter)
+    """Streams whose connection went (by status), reopened from the last version received."""
+    refused: Counter[str] = field(default_factory=Counter)
+    """Actions refused (by status) because the match had moved past the observation they were
+    chosen from; the player read its observation again and went on."""
     late_streams: int = 0
     """Streams opened from version 0 after the log had dropped the first events: served from
     the match's record, rebuilt."""
@@ -146,38 +153,69 @@ def cases() -> list[tuple[str, int]]:
     return out
 
 
+REOPEN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+"""How a stream ends when its connection goes (the worker's maximum connection age, a restart):
+reopened from the last version received, as docs/api.md tells clients to."""
+REFUSALS = 20
+"""Refused actions in a row after which a match is reported as one that could not be played."""
+
+
 class _Stream:
-    def __init__(self, stub: Any, match_id: str, token: str) -> None:
+    """One viewer's observation stream, reopened from the last version received when its
+    connection goes (:data:`REOPEN`); another error ends it (``error``)."""
+
+    def __init__(
+        self, stub: Any, match_id: str, token: str, reopened: Counter[str], since: int | None = None
+    ) -> None:
         self.messages: list[Any] = []
-        self.version = -1
+        self.version = -1 if since is None else since
         self.obs: Any = None
         self.error: grpc.aio.AioRpcError | None = None
+        self.reopened = reopened
+        self._stub, self._match_id, self._token = stub, match_id, token
+        self._closing = False
         self._changed = asyncio.Event()
-        self._call = stub.StreamObservations(
-            MS.StreamObservationsRequest(match_id=match_id), metadata=(("authorization", f"Bearer {token}"),)
-        )
+        self._call = self._open()
         self._task = asyncio.ensure_future(self._run())
 
+    def _open(self) -> Any:
+        """The stream from the last version received (the first time: from ``since``, or the
+        current state)."""
+        since = self.version if self.version >= 0 else None
+        req = MS.StreamObservationsRequest(match_id=self._match_id, from_version=since)
+        return self._stub.StreamObservations(req, metadata=(("authorization", f"Bearer {self._token}"),))
+
     async def _run(self) -> None:
-        try:
-            async for msg in self._call:
-                if msg.HasField("update"):
-                    self.messages.append(msg.update)
-                    self.version, self.obs = msg.update.version, msg.update.observation
-                    self._changed.set()
-        except grpc.aio.AioRpcError as exc:
-            self.error = exc
+        while True:
+            try:
+                async for msg in self._call:
+                    if msg.HasField("update"):
+                        self.messages.append(msg.update)
+                        self.version, self.obs = msg.update.version, msg.update.observation
+                        self._changed.set()
+                break
+            except grpc.aio.AioRpcError as exc:
+                if self._closing or exc.code() not in REOPEN:
+                    self.error = exc
+                    break
+                self.reopened[exc.code().name] += 1
+                self._call = self._open()
         self._changed.set()
 
     async def at(self, version: int, timeout: float = 10.0) -> None:
+        """Wait until this stream has shown ``version``; raise its error if it ended on one."""
+
         async def until() -> None:
             while self.version < version and self.error is None and not self._task.done():
                 self._changed.clear()
                 await self._changed.wait()
 
         await asyncio.wait_for(until(), timeout)
+        if self.error is not None:
+            raise self.error
 
     async def close(self) -> None:
+        self._closing = True
         self._call.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
 
@@ -187,22 +225,25 @@ async def _one(stub: Any, r: aioredis.Redis, name: str, players: int, rng: rando
     """Play one whole match with random legal actions, every seat and a spectator on its own
     stream, and after ``late_at`` actions one more viewer from version 0 (the log keeps fewer
     events by then: the record is rebuilt for it); check every message as it comes."""
-    made = await stub.CreateMatch(
-        MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset=name), players=players)
-    )
+    create = MS.CreateMatchRequest(rules=match_pb2.RuleSet(preset=name), players=players,
+                                   request_id=f"leaks-{uuid.uuid4().hex}")  # fmt: skip
+    made = await _unary(stub.CreateMatch, create)
     mid = made.match.match_id
     tokens = [c.token for c in sorted(made.seat_credentials, key=lambda c: c.seat)]
-    viewers: list[tuple[int | None, _Stream]] = [(s, _Stream(stub, mid, t)) for s, t in enumerate(tokens)]
-    viewers.append((None, _Stream(stub, mid, made.spectator_token)))
+    viewers: list[tuple[int | None, _Stream]] = [
+        (s, _Stream(stub, mid, t, out.reopened)) for s, t in enumerate(tokens)
+    ]
+    viewers.append((None, _Stream(stub, mid, made.spectator_token, out.reopened)))
     checked = {id(s): 0 for _, s in viewers}
     version = made.match.version
     stored: dict[int, dict[str, Any]] = {}
+    refusals = 0
     try:
         for n in range(max_actions + 1):
             if n == late_at:  # a seat, or the spectator, that comes back from the start
                 late = rng.choice([*range(players), None])
                 token = made.spectator_token if late is None else tokens[late]
-                viewers.append((late, _Stream(stub, mid, token)))
+                viewers.append((late, _Stream(stub, mid, token, out.reopened, since=0)))
                 checked[id(viewers[-1][1])] = 0
                 out.late_streams += 1
             for _, s in viewers:
@@ -238,9 +279,7 @@ async def _one(stub: Any, r: aioredis.Redis, name: str, players: int, rng: rando
             action = rng.choice(list(mine.legal_actions))
             req = MS.SubmitActionRequest(match_id=mid, action=action, request_id=f"{mid}-{n}",
                                          expected_version=version)  # fmt: skip
-            resp = await stub.SubmitAction(req, metadata=(("authorization", f"Bearer {tokens[seat]}"),))
-            version = resp.version
-            out.actions += 1
+            version, refusals = await _act(stub, req, tokens[seat], out, refusals)
     finally:
         for _, s in viewers:
             await s.close()
@@ -249,6 +288,44 @@ async def _one(stub: Any, r: aioredis.Redis, name: str, players: int, rng: rando
     out.special_hands += sum(1 for e in started if e.get("special"))
     out.matches += 1
     out.presets.add(name)
+
+
+async def _unary(method: Any, req: Any, metadata: Any = None, attempts: int = 5) -> Any:
+    """One call, sent again on UNAVAILABLE (a connection closed by its maximum age while the
+    call was in flight): safe for reads, and for writes with a ``request_id``, which apply at
+    most once (docs/api.md, "Errors")."""
+    for attempt in range(attempts):
+        try:
+            return await method(req, metadata=metadata)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.UNAVAILABLE or attempt == attempts - 1:
+                raise
+            await asyncio.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+async def _act(stub: Any, req: Any, token: str, out: LeakResult, refusals: int) -> tuple[int, int]:
+    """Submit one action; returns the match's version after it and the refusals in a row.
+
+    An action chosen from an observation the match has moved past is refused:
+    FAILED_PRECONDITION when it is not legal in the match's current state (the version the
+    player sent was the current one, its observation was not), ABORTED when the version it
+    sent is not the current one (docs/api.md, "Errors"). A well-behaved client reads its
+    observation again and goes on, and so does the player here: the version to act on is
+    read again (GetMatch), and the caller waits for every stream to show it."""
+    auth = (("authorization", f"Bearer {token}"),)
+    try:
+        resp = await _unary(stub.SubmitAction, req, auth)
+    except grpc.aio.AioRpcError as exc:
+        if exc.code() not in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
+            raise
+        if refusals >= REFUSALS:
+            raise RuntimeError(f"{refusals} actions refused in a row, the last: {exc.details()}") from exc
+        out.refused[exc.code().name] += 1
+        got = await _unary(stub.GetMatch, MS.GetMatchRequest(match_id=req.match_id), auth)
+        return got.match.version, refusals + 1
+    out.actions += 1
+    return resp.version, 0
 
 
 async def run_leaks(

@@ -12,6 +12,7 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,6 +144,10 @@ class Report:
                 f"actions ({lk.late_streams}, served from the rebuilt record): {lk.messages} "
                 f"messages checked against the server's state and stored events, "
                 f"**{len(lk.leaks)} leaks**, {len(lk.errors)} matches that failed to play to their end.",
+                "",
+                f"Streams reopened from their last version when their connection went (the worker's "
+                f"maximum connection age): {_counts(lk.reopened)}; actions refused because the match "
+                f"had moved past the player's observation (read again, play went on): {_counts(lk.refused)}.",
             ]
         problems = [x for r in self.loads for x in r.lost + r.doubled + r.unfinished]
         problems += [x for r in self.loads for x in r.same_deal_again + r.events_missing]
@@ -151,6 +156,10 @@ class Report:
         if problems:
             out += ["", "First problems:", "", *[f"- `{x[:300]}`" for x in problems[:10]]]
         return "\n".join(out) + "\n"
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "none"
 
 
 def _progress(lk: LeakResult) -> None:
