@@ -83,6 +83,12 @@ class _GrpcLink:
         self.call.cancel()
 
 
+JOIN_ATTEMPTS = 6
+"""Times :meth:`Seat.join` sends a join that fails with a retryable code."""
+JOIN_FIRST_PAUSE, JOIN_MAX_PAUSE = 0.5, 8.0
+"""Seconds between two of them: the first pause, doubled each time up to the last."""
+
+
 class Seat:
     """One subscription of a :class:`PlayerConnection`: iterate it for updates, ``submit``
     to act. Iteration ends after the update that shows the match over."""
@@ -119,7 +125,23 @@ class Seat:
 
     async def join(self, client_seed: bytes = b"") -> None:
         """JoinMatch for this seat (a unary call on the connection's channel, or a POST on
-        the WebSocket's HTTP port)."""
+        the WebSocket's HTTP port). A join that fails with a retryable code (UNAVAILABLE, or
+        DEADLINE_EXCEEDED on a busy server) is sent again, up to :data:`JOIN_ATTEMPTS` times
+        with growing pauses: joining again with the same seed changes nothing, so a join that
+        went through but whose answer was lost is harmless, and a seat is not left to forfeit
+        at the end of its join window for one slow answer."""
+        pause = JOIN_FIRST_PAUSE
+        for attempt in range(1, JOIN_ATTEMPTS + 1):
+            try:
+                await self._join_once(client_seed)
+                return
+            except TrucoApiError as exc:
+                if exc.code not in RETRYABLE or attempt == JOIN_ATTEMPTS:
+                    raise
+            await asyncio.sleep(pause * random.uniform(0.8, 1.2))
+            pause = min(pause * 2, JOIN_MAX_PAUSE)
+
+    async def _join_once(self, client_seed: bytes) -> None:
         if self.conn.websocket:
             target = self.conn.targets[self.conn._index % len(self.conn.targets)]
             await websocket.join_match(self.conn._session(), target, self.match_id, self.token, client_seed)
