@@ -150,6 +150,7 @@ def _summary(league: Any) -> str:
     return (
         f"{league.league_id} {league.name!r}: {league.format}, {_state(league)}, {progress}, "
         f"{len(league.entrants)} entrants, rating family {league.rating_family}"
+        + (f", public page /leagues/{league.public_id}" if league.public_id else "")
     )
 
 

@@ -216,6 +216,12 @@ class LeagueClient:
     def get_league(self, league_id: str) -> league_service_pb2.League:
         return self._call("GetLeague", pb.GetLeagueRequest(league_id=league_id)).league  # type: ignore[no-any-return]
 
+    def public_league(self, public_id: str) -> league_service_pb2.PublicLeague:
+        """The league as a spectator sees it, by its public id (``League.public_id``): needs
+        no credential; what the page ``/leagues/{public_id}`` shows."""
+        req = pb.GetPublicLeagueRequest(public_id=public_id)
+        return self._call("GetPublicLeague", req).league  # type: ignore[no-any-return]
+
     def list_leagues(self) -> list[league_service_pb2.League]:
         return list(self._call("ListLeagues", pb.ListLeaguesRequest()).leagues)
 

@@ -21,6 +21,7 @@ import requests
 
 from tests.leagues_service.conftest import OPERATOR, Stack, spec
 from tests.rest.conftest import ACME_KEY, Served, served  # noqa: F401  (the fixture)
+from truco_client.leagues import LeagueClient
 from truco_contract.pb import league_service_pb2 as lpb
 from truco_contract.pb import league_service_pb2_grpc
 from truco_server.services.leagues.documents import LEAGUE, StoredLeague, load_league, save_league
@@ -217,6 +218,9 @@ def test_a_result_changes_the_etag_and_unknown_ids_are_404(served: Served) -> No
         with pytest.raises(grpc.RpcError) as missing:
             stub.GetPublicLeague(lpb.GetPublicLeagueRequest(public_id="C" * 22), timeout=10)
         assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    # the SDK, with no key
+    with LeagueClient(served.grpc_address) as anyone:
+        assert anyone.public_league(lg["publicId"]) == got.league
     # the page: no credential, framed by any site (this page only), nothing from elsewhere
     page = requests.get(f"{base}/leagues/{lg['publicId']}", timeout=30)
     assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
