@@ -152,12 +152,15 @@ def play(
 
 def pairs(levels: Sequence[int], against: Sequence[str] = ("below", "rules")) -> list[tuple[int, str]]:
     """Each level against the level below (``below``: ``random`` below level 1) and against
-    ``rules``, or only the opponents named in ``against``."""
+    ``rules`` (level 4 is ``rules``: not for level 4, nor for level 5 when it plays level 4),
+    or only the opponents named in ``against``."""
     out: list[tuple[int, str]] = []
     for level in levels:
         if "below" in against:
             out.append((level, f"level{level - 1}" if level > 1 else "random"))
-        if "rules" in against and level != 4:  # level 4 is the rules bot itself
+        # Level 4 is the rules bot itself: its row against rules, and level 5's when level 5
+        # plays level 4 already, would be the same matches again.
+        if "rules" in against and level != 4 and not ("below" in against and level == 5):
             out.append((level, "rules"))
     return out
 
