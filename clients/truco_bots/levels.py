@@ -20,6 +20,7 @@ observation and nothing else, so it cannot depend on a card the seat does not se
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from truco_bots.heuristics import percentiles
 from truco_bots.mcts_bot import MctsBot
@@ -35,8 +36,21 @@ LEVELS = range(1, 7)
 MISTAKES = {1: 0.7, 2: 0.4, 3: 0.2}
 """Per beginner level: the probability of playing a decision with a choice as a beginner does."""
 
-SEARCH = {5: 80, 6: 400}
-"""Per searching level: the rollouts of one decision (also bounded by the CPU budget)."""
+
+@dataclass(frozen=True)
+class Search:
+    """The search of a level: :class:`~truco_bots.mcts_bot.MctsBot`'s parameters."""
+
+    iterations: int
+    rollout_policy: str = "rules"
+    weigh: bool = False
+
+
+SEARCH = {5: Search(80), 6: Search(600, "model", weigh=True)}
+"""Per searching level: the :class:`~truco_bots.mcts_bot.MctsBot` of one decision (its rollouts,
+also bounded by the CPU budget). Level 6 plays its rollouts with the model of ``rules`` read
+from the engine state (several times cheaper than building observations) and weighs each world
+by how likely the other seats' actions are in it."""
 
 DEFAULT_CPU_MS = 250
 """The CPU budget of one decision when none is given (ms)."""
@@ -102,7 +116,14 @@ class LevelBot(Bot):
         if level in MISTAKES:
             self.inner = Beginner(seed, MISTAKES[level])
         elif level in SEARCH:
-            self.inner = MctsBot(seed, iterations=SEARCH[level], time_limit=cpu_ms / 1000)
+            search = SEARCH[level]
+            self.inner = MctsBot(
+                seed,
+                iterations=search.iterations,
+                time_limit=cpu_ms / 1000,
+                rollout_policy=search.rollout_policy,
+                weigh=search.weigh,
+            )
         else:
             self.inner = RulesBot(seed)
 

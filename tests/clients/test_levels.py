@@ -1,7 +1,8 @@
 """The ladder of built-in bots (truco_bots.levels) and its table (truco_bots.ladder): every level
 plays legally in every preset family; the beginners' mistakes are the only difference from
-``rules`` and they cost in the River Plate game too; one decision is a function of the
-observation and the seed; the ladder's command plays its pairs and prints the table."""
+``rules`` and they cost in the River Plate game too; level 6 weighs its worlds by what the
+other seats did; one decision is a function of the observation and the seed; the ladder's
+command plays its pairs and prints the table."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import pytest
 
 import truco_engine as te
 from truco_bots import RulesBot
-from truco_bots.heuristics import percentiles
+from truco_bots.heuristics import hand_power, percentiles
 from truco_bots.ladder import add_arguments, cpu_figures, pairs, run
 from truco_bots.levels import LEVELS, Beginner, LevelBot, decide, level_bot
+from truco_bots.mcts_bot import MctsBot
 from truco_client.local import run_local
 from truco_kit.observation import Observation
 
@@ -98,9 +100,36 @@ def test_the_beginner_levels_are_apart_in_both_families(preset: str) -> None:
     assert res.win_rate(0) >= 0.62, res.summary()
 
 
+def test_level_6_weighs_its_worlds_by_what_the_other_seat_did() -> None:
+    """A world where the truco caller holds strong cards counts more: the weighted mean of
+    the caller's hand power is above the plain mean of the same worlds."""
+    observations = _decisions(0, matches=60)
+    called = [o for o in observations if o.pending is not None and o.pending.kind == "truco"]
+    assert len(called) >= 3
+    bot = level_bot(6, seed=1).inner
+    assert isinstance(bot, MctsBot) and bot.weigh
+    lifted = 0
+    for o in called[:6]:
+        assert o.rules is not None and o.pending is not None
+        caller = o.pending.by_seat
+        pct = percentiles(o.rules, o.turn_up)
+        weights, powers = [], []
+        for _ in range(60):
+            found = bot._world(o)
+            assert found is not None
+            world, weight = found
+            assert world.hand is not None and caller is not None
+            weights.append(weight)
+            powers.append(hand_power([pct[c] for c in world.hand.dealt[caller]]))
+        plain = sum(powers) / len(powers)
+        weighted = sum(w * p for w, p in zip(weights, powers, strict=True)) / sum(weights)
+        lifted += weighted > plain
+    assert lifted >= len(called[:6]) - 1
+
+
 def test_one_decision_is_a_function_of_the_observation_and_the_seed() -> None:
     observations = _decisions(0, matches=4)
-    for level in (1, 5):
+    for level in (1, 5, 6):
         for i, o in enumerate(observations[:6]):
             first, cpu = decide(level, o, 1000 + i, cpu_ms=10_000)
             again, _ = decide(level, o, 1000 + i, cpu_ms=10_000)
