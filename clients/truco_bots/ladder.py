@@ -4,11 +4,12 @@
     truco bots ladder --preset paulista-2p --preset argentine --matches 2000
     python -m truco_bots.ladder ...   (same flags)
 
-Level 1's level below is ``random``; level 4 is the ``rules`` bot itself (its row against
-``rules`` is a check: about 50 %). Matches come in duplicate pairs (same deals, seats swapped),
-as in :mod:`truco_bots.eval`. ``--search-matches`` plays fewer matches in the pairs of the
-searching levels (5 and 6), which cost far more CPU. Progress goes to stderr; the Markdown
-table to stdout (and JSON lines to ``--out``).
+Level 1's level below is ``random``; level 4 is the ``rules`` bot itself (no row against
+``rules``, and level 5's row against level 4 is its row against ``rules``). Matches come in
+duplicate pairs (same deals, seats swapped), as in :mod:`truco_bots.eval`.
+``--search-matches`` plays fewer matches in the pairs of the searching levels (5 and 6), which
+cost far more CPU. Progress goes to stderr; the Markdown table to stdout (and JSON lines to
+``--out``).
 """
 
 from __future__ import annotations
