@@ -4,11 +4,12 @@
     truco bots ladder --preset paulista-2p --preset argentine --matches 2000
     python -m truco_bots.ladder ...   (same flags)
 
-Level 1's level below is ``random``; level 4 is the ``rules`` bot itself (its row against
-``rules`` is a check: about 50 %). Matches come in duplicate pairs (same deals, seats swapped),
-as in :mod:`truco_bots.eval`. ``--search-matches`` plays fewer matches in the pairs of the
-searching levels (5 and 6), which cost far more CPU. Progress goes to stderr; the Markdown
-table to stdout (and JSON lines to ``--out``).
+Level 1's level below is ``random``; level 4 is the ``rules`` bot itself (no row against
+``rules``, and level 5's row against level 4 is its row against ``rules``). Matches come in
+duplicate pairs (same deals, seats swapped), as in :mod:`truco_bots.eval`.
+``--search-matches`` plays fewer matches in the pairs of the searching levels (5 and 6), which
+cost far more CPU. Progress goes to stderr; the Markdown table to stdout (and JSON lines to
+``--out``).
 """
 
 from __future__ import annotations
@@ -152,12 +153,15 @@ def play(
 
 def pairs(levels: Sequence[int], against: Sequence[str] = ("below", "rules")) -> list[tuple[int, str]]:
     """Each level against the level below (``below``: ``random`` below level 1) and against
-    ``rules``, or only the opponents named in ``against``."""
+    ``rules`` (level 4 is ``rules``: not for level 4, nor for level 5 when it plays level 4),
+    or only the opponents named in ``against``."""
     out: list[tuple[int, str]] = []
     for level in levels:
         if "below" in against:
             out.append((level, f"level{level - 1}" if level > 1 else "random"))
-        if "rules" in against and level != 4:  # level 4 is the rules bot itself
+        # Level 4 is the rules bot itself: its row against rules, and level 5's when level 5
+        # plays level 4 already, would be the same matches again.
+        if "rules" in against and level != 4 and not ("below" in against and level == 5):
             out.append((level, "rules"))
     return out
 

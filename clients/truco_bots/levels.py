@@ -3,10 +3,11 @@
 Every level plays every rule set (Brazilian, River Plate and Uruguayan presets alike) from its
 observation only:
 
-* levels 1 to 3 play the ``rules`` heuristics with the mistakes of a person learning the game:
-  at each decision with a choice, with a probability that falls with the level, a card played
-  without thinking, a call answered on a whim, a bet made or missed at random (any legal
-  action but folding);
+* levels 1 to 3 play the ``rules`` heuristics with the mistakes of a person learning the game,
+  at each decision with a choice with a probability that falls with the level
+  (:data:`MISTAKES`): every call answered "quiero" whatever the hand (a truco, an envido, a
+  falta envido, a hand of eleven), no envido called, no truco called short of a very strong
+  hand (never a bluff), the best card led in the first trick and spent to beat any card;
 * level 4 plays the ``rules`` heuristics without mistakes;
 * levels 5 and 6 search (information-set Monte Carlo over determinized deals, ``mcts``): level
   5 with a small budget, level 6 with the largest the CPU budget allows.
@@ -19,9 +20,12 @@ observation and nothing else, so it cannot depend on a card the seat does not se
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
+from truco_bots.heuristics import percentiles
 from truco_bots.mcts_bot import MctsBot
 from truco_bots.rules_bot import RulesBot
+from truco_kit import actions as A
 from truco_kit.actions import Action
 from truco_kit.bot import Bot
 from truco_kit.observation import Observation
@@ -29,30 +33,74 @@ from truco_kit.observation import Observation
 LEVELS = range(1, 7)
 """The levels of the ladder (the same as :data:`truco_match.create.BOT_LEVELS`)."""
 
-SLIPS = {1: 0.45, 2: 0.25, 3: 0.1}
-"""Per beginner level: the probability of a mistake at a decision with a choice."""
+MISTAKES = {1: 0.7, 2: 0.4, 3: 0.2}
+"""Per beginner level: the probability of playing a decision with a choice as a beginner does."""
 
-SEARCH = {5: 80, 6: 400}
-"""Per searching level: the rollouts of one decision (also bounded by the CPU budget)."""
+
+@dataclass(frozen=True)
+class Search:
+    """The search of a level: :class:`~truco_bots.mcts_bot.MctsBot`'s parameters."""
+
+    iterations: int
+    rollout_policy: str = "rules"
+    weigh: bool = False
+
+
+SEARCH = {5: Search(80), 6: Search(600, "model", weigh=True)}
+"""Per searching level: the :class:`~truco_bots.mcts_bot.MctsBot` of one decision (its rollouts,
+also bounded by the CPU budget). Level 6 plays its rollouts with the model of ``rules`` read
+from the engine state (several times cheaper than building observations) and weighs each world
+by how likely the other seats' actions are in it."""
 
 DEFAULT_CPU_MS = 250
 """The CPU budget of one decision when none is given (ms)."""
 
+SURE_TRUCO = 0.9
+"""The hand power (:func:`truco_bots.heuristics.hand_power`) below which a beginner never calls
+truco (``rules`` calls from 0.8, and bluffs)."""
+
 
 class Beginner(RulesBot):
-    """The ``rules`` heuristics with a person's mistakes (``slip``: their probability at a
-    decision with a choice)."""
+    """The ``rules`` heuristics with a person's mistakes (``mistakes``: their probability at a
+    decision with a choice). Each is a mistake that costs points in every family: answering
+    every call "quiero" loses the doubled stake with a weak hand, a truco never bluffed and
+    called late leaves points on the table, an envido never called gives its points away, the
+    best card spent early loses the later tricks."""
 
-    def __init__(self, seed: int | None = None, slip: float = 0.25) -> None:
+    def __init__(self, seed: int | None = None, mistakes: float = 0.4) -> None:
         super().__init__(seed)
-        self.slip = float(slip)
+        self.mistakes = float(mistakes)
 
     def choose(self, observation: Observation) -> Action:
-        legal = observation.legal_actions
-        if len(legal) > 1 and self.rng.random() < self.slip:
-            whims = [a for a in legal if a.kind != "fold"] or list(legal)
-            return self.rng.choice(whims)
-        return super().choose(observation)
+        o = observation
+        choice = len(o.legal_actions) > 1 and o.rules is not None and not o.hidden_count
+        if choice and self.rng.random() < self.mistakes:
+            naive = self.naive(o)
+            if naive is not None and naive in o.legal_actions:
+                return naive
+        return super().choose(o)
+
+    def naive(self, o: Observation) -> Action | None:
+        """The beginner's decision, or ``None`` where it decides as ``rules`` does."""
+        assert o.rules is not None
+        kinds = o.legal_kinds
+        if "flor" in kinds:
+            return A.flor()
+        if o.pending is not None:
+            return A.accept() if "accept" in kinds else None
+        pct = percentiles(o.rules, o.turn_up)
+        if "truco" in kinds and self._power(o, [pct[c] for c in o.my_cards]) >= SURE_TRUCO:
+            return A.truco()
+        plays = sorted(
+            (a for a in o.legal("play") if not a.face_down and a.card), key=lambda a: pct[a.card or ""]
+        )
+        if not plays:
+            return None
+        trick = o.current_trick
+        table = [pct[p.card] for p in trick.plays if p.card] if trick is not None else []
+        if not table or pct[plays[-1].card or ""] > max(table):
+            return plays[-1]  # leads its best card; beats the table with its best card
+        return plays[0]
 
 
 class LevelBot(Bot):
@@ -65,10 +113,17 @@ class LevelBot(Bot):
         self.level = level
         self.name = f"level{level}"
         self.inner: Bot
-        if level in SLIPS:
-            self.inner = Beginner(seed, SLIPS[level])
+        if level in MISTAKES:
+            self.inner = Beginner(seed, MISTAKES[level])
         elif level in SEARCH:
-            self.inner = MctsBot(seed, iterations=SEARCH[level], time_limit=cpu_ms / 1000)
+            search = SEARCH[level]
+            self.inner = MctsBot(
+                seed,
+                iterations=search.iterations,
+                time_limit=cpu_ms / 1000,
+                rollout_policy=search.rollout_policy,
+                weigh=search.weigh,
+            )
         else:
             self.inner = RulesBot(seed)
 

@@ -52,6 +52,7 @@ class MctsBot(Bot):
         max_sample_tries: int = 30,
         rollout_policy: str = "rules",
         belief: int = 0,
+        weigh: bool = False,
     ) -> None:
         super().__init__(seed)
         self.iterations = int(iterations)
@@ -65,6 +66,10 @@ class MctsBot(Bot):
         """Worlds drawn per world searched, one kept with a probability proportional to how
         likely the other seats' actions of the hand are in it under the model
         (:func:`truco_bots.model.likelihood`); 0 or 1: every world alike."""
+        self.weigh = bool(weigh)
+        """Each world's results count in proportion to how likely the other seats' actions of
+        the hand are in it under the model (importance weights: every world sampled is used,
+        a world where a seat called truco with weak cards counts little)."""
         self._model = RulesBot(None if seed is None else seed + 1)
         self.searches = 0
         self.fallbacks = 0
@@ -85,12 +90,13 @@ class MctsBot(Bot):
         used = 0
         failures = 0
         while used + len(legal) <= max(self.iterations, len(legal)) and time.process_time() < deadline:
-            world = self._world(o)
-            if world is None:
+            found = self._world(o)
+            if found is None:
                 failures += 1
                 if failures >= 3 and worlds == 0:
                     break
                 continue
+            world, weight = found
             worlds += 1
             before = _utility(world, o.team or 0)
             roll_seed = self.rng.getrandbits(32)
@@ -103,7 +109,7 @@ class MctsBot(Bot):
                     s = model.rollout(s, random.Random(roll_seed))
                 else:
                     s = rollout(s, random.Random(roll_seed))
-                totals[i] += _utility(s, o.team or 0) - before
+                totals[i] += weight * (_utility(s, o.team or 0) - before)
                 used += 1
         if worlds == 0:
             self.fallbacks += 1
@@ -112,11 +118,15 @@ class MctsBot(Bot):
         best = max(range(len(legal)), key=lambda i: (totals[i], -i))
         return legal[best]
 
-    def _world(self, o: Observation) -> te.MatchState | None:
-        """A world to search: sampled, or, with :attr:`belief`, the one of that many sampled
+    def _world(self, o: Observation) -> tuple[te.MatchState, float] | None:
+        """A world to search and the weight of its results: sampled (with :attr:`weigh`,
+        weighted by its likelihood), or, with :attr:`belief`, the one of that many sampled
         worlds drawn in proportion to its likelihood."""
         if self.belief <= 1:
-            return sample_world(o, self.rng, self.max_sample_tries)
+            if self.weigh:
+                return weighted_world(o, self.rng, self.max_sample_tries)
+            world = sample_world(o, self.rng, self.max_sample_tries)
+            return None if world is None else (world, 1.0)
         drawn = [weighted_world(o, self.rng, self.max_sample_tries) for _ in range(self.belief)]
         found = [w for w in drawn if w is not None]
         if not found:
@@ -126,8 +136,8 @@ class MctsBot(Bot):
         for world, weight in found:
             x -= weight
             if x < 0:
-                return world
-        return found[-1][0]
+                return world, 1.0
+        return found[-1][0], 1.0
 
 
 # ---------------------------------------------------------------- utilities
