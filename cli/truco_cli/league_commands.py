@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from truco_cli.league_options import add_create_options
 from truco_cli.match_commands import DEFAULT_SERVER
 
 
@@ -126,21 +127,6 @@ def _state(league: Any) -> str:
     from truco_contract.pb import league_service_pb2 as lpb
 
     return lpb.LeagueState.Name(league.state).removeprefix("LEAGUE_STATE_").lower()
-
-
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def _duration(text: str) -> float:
-    """Seconds from ``90``, ``90s``, ``30m`` or ``1h`` (an argparse type)."""
-    unit = _UNITS.get(text[-1:].lower())
-    try:
-        value = float(text[:-1] if unit else text) * (unit or 1.0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 30m, 90s, 1h)") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: a duration above 0")
-    return value
 
 
 def _summary(league: Any) -> str:
@@ -445,11 +431,8 @@ def _export(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", help="file to write (default: standard output)")
 
 
-def register(sub: Any) -> None:
-    """Add ``league`` to the ``truco`` parser."""
-    lg = sub.add_parser("league", help="leagues and tournaments: create, register, start, follow, export")
-    cmds = lg.add_subparsers(dest="league_command", metavar="COMMAND", required=True)
-
+def _add_bots(cmds: Any) -> None:
+    """``truco league bots create|list``."""
     bots = cmds.add_parser("bots", help="bot accounts (entrants that play through the lobby)")
     bcmds = bots.add_subparsers(dest="bots_command", metavar="COMMAND", required=True)
     b = bcmds.add_parser("create", help="create bot accounts; prints (or writes) their ids and credentials")
@@ -466,107 +449,9 @@ def register(sub: Any) -> None:
     _common(b)
     b.set_defaults(func=_bots_list)
 
-    c = cmds.add_parser("create", help="create a league (prints its id)")
-    c.add_argument("name", help="the league's name")
-    formats = (
-        "round_robin, double_round_robin, swiss, single_elimination, double_elimination, arena, "
-        "groups_knockout"
-    )
-    c.add_argument("--format", required=True, help=formats)
-    c.add_argument("--preset", default="argentine", help="rule preset of its matches (default argentine)")
-    c.add_argument("--set", action="append", metavar="KEY=VALUE", help="rule override, e.g. target_points=15")
-    c.add_argument("--rounds", type=int, help="swiss: the number of rounds")
-    c.add_argument("--entrant", action="append", metavar="ID", help="an entrant (player or bot id), by seed")
-    c.add_argument("--entrants-from", action="append", metavar="BOTS.json", help="every bot of a bot file")
-    c.add_argument("--team", action="append", metavar="NAME=A,B", help="a team entrant and its members")
-    c.add_argument(
-        "--duplicate", choices=("off", "tables"), help="duplicate deals (two tables, seats swapped)"
-    )
-    c.add_argument(
-        "--deal-sets", choices=("pairing", "round"), help="duplicate: deals shared per pairing or per round"
-    )
-    c.add_argument(
-        "--duplicate-scoring", choices=("net", "imps"), help="duplicate: score by net points or IMPs"
-    )
-    c.add_argument("--tie-breaks", help="comma-separated order, e.g. sonneborn_berger,buchholz")
-    c.add_argument("--join-window", type=float, help="seconds every seat has to join (a no-show forfeits)")
-    c.add_argument("--turn-timeout", type=float, help="seconds per decision")
-    c.add_argument("--request-id", help="idempotency key (a retry returns the same league)")
-    c.add_argument(
-        "--third-place", action="store_true", help="single elimination: the semi-final losers play for third"
-    )
-    c.add_argument(
-        "--best-of", type=int, default=1, help="each pairing a series of up to N matches (odd; default 1)"
-    )
-    c.add_argument(
-        "--pairing",
-        choices=("weighted", "dutch"),
-        help="swiss: the pairing system (default weighted; dutch: FIDE Dutch, at most 128 entrants)",
-    )
-    c.add_argument(
-        "--duration",
-        type=_duration,
-        help="arena: how long it pairs from the start (e.g. 30m, 90s, 1h; default unit s)",
-    )
-    c.add_argument(
-        "--start-time",
-        help="it starts by itself then: ISO 8601 (2026-12-04T21:00:00Z) or seconds since the epoch",
-    )
-    c.add_argument(
-        "--round-interval", type=float, help="seconds between a round's last result and the next round"
-    )
-    c.add_argument(
-        "--check-in",
-        type=float,
-        help="seconds before --start-time a check-in window opens (truco league check-in)",
-    )
-    c.add_argument(
-        "--late-entry-bye",
-        choices=("full", "half", "none"),
-        help="swiss: a late entrant's bye for round 1 (default full)",
-    )
-    c.add_argument("--groups", type=int, help="groups_knockout: the number of groups (2 to 26)")
-    c.add_argument(
-        "--advance", type=int, default=2, help="groups_knockout: how many of each group go on (default 2)"
-    )
-    c.add_argument(
-        "--double-groups", action="store_true", help="groups_knockout: each group a double round robin"
-    )
-    _common(c)
-    c.set_defaults(func=_create)
 
-    r = cmds.add_parser("register", help="register an entrant")
-    r.add_argument("league", help="league id")
-    r.add_argument("entrant", help="entrant id (a player or bot id, or a team's name)")
-    r.add_argument("--members", help="comma-separated members of a team entrant")
-    r.add_argument("--seed", type=int, default=0, help="its seed (default: the next free)")
-    _common(r)
-    r.set_defaults(func=_register)
-    w = cmds.add_parser("withdraw", help="withdraw an entrant")
-    w.add_argument("league", help="league id")
-    w.add_argument("entrant", help="entrant id")
-    _common(w)
-    w.set_defaults(func=_simple("withdraw"))
-    ci = cmds.add_parser(
-        "check-in",
-        help="check an entrant in during its check-in window (--api-key: the operator's key, or a bot "
-        "entrant's own credential tb1....)",
-    )
-    ci.add_argument("league", help="league id")
-    ci.add_argument("entrant", help="entrant id")
-    _common(ci)
-    ci.set_defaults(func=_check_in)
-    for name, help_text in (
-        ("start", "start a league (round 1 is paired)"),
-        ("pause", "pause: no new round is paired"),
-        ("resume", "resume a paused league"),
-        ("show", "a league's state"),
-    ):
-        p = cmds.add_parser(name, help=help_text)
-        p.add_argument("league", help="league id")
-        _common(p)
-        p.set_defaults(func=_simple("get_league" if name == "show" else name))
-
+def _add_reads(cmds: Any) -> None:
+    """The commands that read a league (follow, standings, exports, records) and the lobby."""
     f = cmds.add_parser("follow", help="print results as they come, then the standings")
     f.add_argument("league", help="league id")
     f.add_argument("--poll", type=float, default=1.0, help="seconds between looks (default 1)")
@@ -613,3 +498,50 @@ def register(sub: Any) -> None:
     lo.add_argument("--timeout-total", type=float, help="with --until-finished: give up after this long")
     _common(lo)
     lo.set_defaults(func=_lobby)
+
+
+def register(sub: Any) -> None:
+    """Add ``league`` to the ``truco`` parser."""
+    lg = sub.add_parser("league", help="leagues and tournaments: create, register, start, follow, export")
+    cmds = lg.add_subparsers(dest="league_command", metavar="COMMAND", required=True)
+
+    _add_bots(cmds)
+
+    c = cmds.add_parser("create", help="create a league (prints its id)")
+    add_create_options(c)
+    _common(c)
+    c.set_defaults(func=_create)
+
+    r = cmds.add_parser("register", help="register an entrant")
+    r.add_argument("league", help="league id")
+    r.add_argument("entrant", help="entrant id (a player or bot id, or a team's name)")
+    r.add_argument("--members", help="comma-separated members of a team entrant")
+    r.add_argument("--seed", type=int, default=0, help="its seed (default: the next free)")
+    _common(r)
+    r.set_defaults(func=_register)
+    w = cmds.add_parser("withdraw", help="withdraw an entrant")
+    w.add_argument("league", help="league id")
+    w.add_argument("entrant", help="entrant id")
+    _common(w)
+    w.set_defaults(func=_simple("withdraw"))
+    ci = cmds.add_parser(
+        "check-in",
+        help="check an entrant in during its check-in window (--api-key: the operator's key, or a bot "
+        "entrant's own credential tb1....)",
+    )
+    ci.add_argument("league", help="league id")
+    ci.add_argument("entrant", help="entrant id")
+    _common(ci)
+    ci.set_defaults(func=_check_in)
+    for name, help_text in (
+        ("start", "start a league (round 1 is paired)"),
+        ("pause", "pause: no new round is paired"),
+        ("resume", "resume a paused league"),
+        ("show", "a league's state"),
+    ):
+        p = cmds.add_parser(name, help=help_text)
+        p.add_argument("league", help="league id")
+        _common(p)
+        p.set_defaults(func=_simple("get_league" if name == "show" else name))
+
+    _add_reads(cmds)

@@ -69,6 +69,12 @@ def _entrant(e: EntrantLike, seed: int = 0) -> league_service_pb2.Entrant:
     return pb.Entrant(entrant_id=e[0], seed=seed, members=list(e[1]))
 
 
+def _set_duration(field: Any, value: float | timedelta) -> None:
+    """Set a ``google.protobuf.Duration`` field from seconds or a timedelta."""
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    field.FromNanoseconds(round(seconds * 1e9))
+
+
 class LeagueClient:
     """Blocking client of ``truco.v1.LeagueService``; unary calls are retried on UNAVAILABLE
     (creation with a stable request id, so a retry never makes a second league)."""
@@ -166,10 +172,7 @@ class LeagueClient:
             {}, lifecycle_of(time_control=time_control, join_window=join_window)
         )
         if turn_timeout:
-            seconds = (
-                turn_timeout.total_seconds() if isinstance(turn_timeout, timedelta) else float(turn_timeout)
-            )
-            settings.turn_timeout.FromNanoseconds(round(seconds * 1e9))
+            _set_duration(settings.turn_timeout, turn_timeout)
         req = pb.CreateLeagueRequest(
             name=name,
             format=format,
@@ -194,23 +197,13 @@ class LeagueClient:
             )
         if start_time is not None:
             req.schedule.start_time.FromNanoseconds(round(start_time * 1e9))
-        if arena_duration:
-            length = (
-                arena_duration.total_seconds()
-                if isinstance(arena_duration, timedelta)
-                else float(arena_duration)
-            )
-            req.arena.duration.FromNanoseconds(round(length * 1e9))
-        if check_in:
-            window = check_in.total_seconds() if isinstance(check_in, timedelta) else float(check_in)
-            req.schedule.check_in.FromNanoseconds(round(window * 1e9))
-        if round_interval:
-            seconds = (
-                round_interval.total_seconds()
-                if isinstance(round_interval, timedelta)
-                else float(round_interval)
-            )
-            req.schedule.round_interval.FromNanoseconds(round(seconds * 1e9))
+        for field, value in (
+            (req.arena.duration, arena_duration),
+            (req.schedule.check_in, check_in),
+            (req.schedule.round_interval, round_interval),
+        ):
+            if value:
+                _set_duration(field, value)
         return self._call("CreateLeague", req).league  # type: ignore[no-any-return]
 
     def get_league(self, league_id: str) -> league_service_pb2.League:
