@@ -9,11 +9,12 @@ No credential, match id, operator, settings, duplicate deals or correction reaso
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from google.protobuf import timestamp_pb2
 
 from truco_contract.pb import league_service_pb2
-from truco_server.leagues import DEFAULT_TIE_BREAKS, Standing
+from truco_server.leagues import Standing
 from truco_server.services.leagues import LeagueDoc, PairingDoc, series_wins
 
 pb = league_service_pb2
@@ -49,7 +50,7 @@ def public_league_to_proto(
             for e in sorted(doc.entrants, key=lambda e: e.seed)
         ],
         standings=[_standing(s, seeds[s.entrant_id]) for s in standings],
-        tie_breaks=doc.tie_breaks or [t.value for t in DEFAULT_TIE_BREAKS],
+        tie_breaks=doc.tie_break_names(),
         pairings=[_pairing(doc, p, seeds) for p in doc.pairings],
         version=version,
     )
@@ -60,20 +61,24 @@ def public_league_to_proto(
     return m
 
 
+def standing_fields(s: Standing) -> dict[str, Any]:
+    """A standing's figures, the same in ``Standing`` and the public ``PublicStanding``."""
+    return {
+        "rank": s.rank,
+        "score": s.score,
+        "played": s.played,
+        "wins": s.wins,
+        "draws": s.draws,
+        "losses": s.losses,
+        "byes": s.byes,
+        "points_for": s.points_for,
+        "points_against": s.points_against,
+        "tie_breaks": list(s.tie_breaks),
+    }
+
+
 def _standing(s: Standing, seed: int) -> league_service_pb2.PublicStanding:
-    return pb.PublicStanding(
-        rank=s.rank,
-        seed=seed,
-        score=s.score,
-        played=s.played,
-        wins=s.wins,
-        draws=s.draws,
-        losses=s.losses,
-        byes=s.byes,
-        points_for=s.points_for,
-        points_against=s.points_against,
-        tie_breaks=list(s.tie_breaks),
-    )
+    return pb.PublicStanding(seed=seed, **standing_fields(s))
 
 
 def _pairing(doc: LeagueDoc, p: PairingDoc, seeds: dict[str, int]) -> league_service_pb2.PublicPairing:

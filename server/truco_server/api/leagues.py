@@ -14,7 +14,7 @@ from google.protobuf import timestamp_pb2
 from truco_contract.leagues import assignment_to_proto
 from truco_contract.pb import league_service_pb2, match_service_pb2
 from truco_server.api.auth import Authenticator
-from truco_server.api.league_public import public_league_to_proto
+from truco_server.api.league_public import public_league_to_proto, standing_fields
 from truco_server.api.matches import StreamTracker
 from truco_server.core import errors as E
 from truco_server.core.caller import Credentials, Operator
@@ -136,19 +136,7 @@ def league_to_proto(doc: LeagueDoc) -> league_service_pb2.League:
 
 
 def standing_to_proto(s: Standing) -> league_service_pb2.Standing:
-    return pb.Standing(
-        rank=s.rank,
-        entrant_id=s.entrant_id,
-        score=s.score,
-        played=s.played,
-        wins=s.wins,
-        draws=s.draws,
-        losses=s.losses,
-        byes=s.byes,
-        points_for=s.points_for,
-        points_against=s.points_against,
-        tie_breaks=list(s.tie_breaks),
-    )
+    return pb.Standing(entrant_id=s.entrant_id, **standing_fields(s))
 
 
 def pairing_to_proto(doc: LeagueDoc, p: PairingDoc) -> league_service_pb2.LeaguePairing:
