@@ -87,6 +87,8 @@ def test_the_league_sequence_check_passes_a_good_feed_and_names_what_is_wrong() 
     assert "entrant.forfeited of round 1 during round 2" in problems(
         [STARTED, PAIRED_1, ev(3, "round.paired", 13, round=2), late, ev(5, "league.finished", 18)]
     )
+    arena = [STARTED, PAIRED_1, ev(3, "round.paired", 13, round=2), late, ev(5, "league.finished", 18)]
+    assert league_sequence(arena, LEAGUE, forfeits_in_round=False).problems == []  # waves overlap
     assert "league.finished is not last" in problems(GOOD[:-1])
     assert "the first league event is ['round.paired']" in problems(GOOD[1:])
 
