@@ -1,7 +1,8 @@
 """The league campaign in its short form (``python -m truco_tools.league_campaign``; the long
 form, 1,000 entrants, is in docs/leagues.md, "Campaign"): a Swiss of 24 bots through the
 lobby on two workers and a redis-server of its own, a worker SIGKILLed when round 2 is paired
-and Redis restarted when round 3 is; and the campaign's checks, shown to fail on bad input."""
+and Redis restarted when round 3 is; an arena of 10 bots for 30 s through the same two faults;
+and the campaign's checks, shown to fail on bad input."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from truco_contract.pb import league_service_pb2 as LPB
+from truco_tools.league_arena import ArenaFormat
 from truco_tools.league_campaign import Options, SwissFormat, forfeits_untold, run
 from truco_tools.league_feed import FeedEvent, league_sequence, round_times
 
@@ -85,6 +87,8 @@ def test_the_league_sequence_check_passes_a_good_feed_and_names_what_is_wrong() 
     assert "entrant.forfeited of round 1 during round 2" in problems(
         [STARTED, PAIRED_1, ev(3, "round.paired", 13, round=2), late, ev(5, "league.finished", 18)]
     )
+    arena = [STARTED, PAIRED_1, ev(3, "round.paired", 13, round=2), late, ev(5, "league.finished", 18)]
+    assert league_sequence(arena, LEAGUE, forfeits_in_round=False).problems == []  # waves overlap
     assert "league.finished is not last" in problems(GOOD[:-1])
     assert "the first league event is ['round.paired']" in problems(GOOD[1:])
 
@@ -102,9 +106,9 @@ def test_the_swiss_check_finds_a_rematch_an_entrant_twice_and_two_byes() -> None
         p(2, 2, "b", "e"),
         p(2, 3, "d"),
     ]
-    assert not any(SwissFormat().check(good, league, Options()).values())
+    assert not any(SwissFormat().check(good, league, Options(rounds=2), [], []).values())
     bad = [p(1, 1, "a", "b"), p(1, 2, "c", "a"), p(1, 3, "e"), p(1, 4, "d"), p(2, 1, "b", "a"), p(2, 2, "e")]
-    found = SwissFormat().check(bad, league, Options())
+    found = SwissFormat().check(bad, league, Options(rounds=2), [], [])
     assert found["entrants twice in a round"] == ["round 1: a"]
     assert found["rematches"] == ["round 2: b v a"]
     assert found["byes"] == ["round 1: more than one bye", "e: 2 byes"]
@@ -138,5 +142,60 @@ def test_a_swiss_of_24_bots_through_a_worker_kill_and_a_redis_restart(tmp_path: 
     assert report.matches == 36 and report.lobby_restarts == 0
     assert report.feed_connects >= 2  # the feed began on the killed worker and resumed on the other
     # every process it started (redis-server twice, the workers, the restarted one, the lobbies) is gone
+    assert len(report.pids) == 1 + 2 + 1 + 1 + opts.lobbies
+    assert not [pid for pid in report.pids if Path(f"/proc/{pid}").exists()]
+
+
+def test_the_arena_check_finds_an_entrant_in_two_matches_and_play_after_the_end_time() -> None:
+    def p(w: int, t: int, a: str, b: str, match: str) -> LPB.LeaguePairing:
+        return LPB.LeaguePairing(
+            round=w, table=t, first=a, second=b, tables=[LPB.LeagueTable(match_id=match)]
+        )
+
+    league = LPB.League(current_round=2)
+    events = [
+        ev(1, "league.started", 10.0, ends_at=20.0),
+        ev(2, "round.paired", 10.0, round=1, pairings=2),
+        ev(3, "round.paired", 13.0, round=2, pairings=1),
+        ev(4, "league.finished", 21.0),
+    ]
+    feed = [created("m1", 1, 10.5), created("m2", 1, 10.5), ended("m1", 1, 12.0), ended("m2", 1, 12.5)]
+    feed += [created("m3", 2, 13.5), ended("m3", 2, 19.0)]
+    good = [p(1, 1, "a", "b", "m1"), p(1, 2, "c", "d", "m2"), p(2, 1, "a", "c", "m3")]
+    arena = ArenaFormat()
+    opts = Options(format="arena", duration=10.0)
+    assert not any(arena.check(good, league, opts, feed, events).values())
+    assert arena.figures is not None and arena.figures.waves == 2 and arena.figures.matches == 3
+    assert (arena.figures.gaps, arena.figures.gap_median, arena.figures.finished_after_end) == (2, 0.75, 1.0)
+    # c is paired in wave 2 before its match of wave 1 ended; d twice in wave 2; m4 made after 20.0
+    late = [ended("m2", 1, 13.5), created("m4", 2, 20.5), ended("m4", 2, 21.0)]
+    bad = [*good, p(2, 2, "d", "b", "m4"), p(2, 3, "d", "e", "m4")]
+    found = arena.check(bad, league, opts, [*late, *feed], [*events[:3], ev(4, "league.finished", 19.5)])
+    assert found["entrants in two matches at once"] == [
+        "c: in wave 2 0.50 s before wave 1 ended",
+        "d: in wave 2 0.50 s before wave 1 ended",
+        "d: two tables in wave 2",
+    ]
+    assert found["matches created after the end time"] == ["m4"]
+    assert found["finished before the end time"] == ["0.50 s before"]
+
+
+@pytest.mark.timeout(300)
+def test_an_arena_of_10_bots_for_30_s_through_a_worker_kill_and_a_redis_restart(tmp_path: Path) -> None:
+    opts = Options(
+        format="arena",
+        entrants=10,
+        duration=30.0,
+        kill_at=0.3,
+        restart_at=0.6,
+        join_window=15.0,
+        timeout=240.0,
+    )
+    report = run(opts, tmp_path, progress=lambda line: None)
+    assert report.failures() == {}, report.summary()
+    assert len(report.faults) == 2 and "SIGKILLed" in report.faults[0] and "restarted" in report.faults[1]
+    assert report.arena is not None and report.arena.waves >= 2, report.summary()
+    assert report.arena.finished_after_end >= 0 and report.matches == report.arena.matches >= 5
+    assert report.feed_connects >= 2
     assert len(report.pids) == 1 + 2 + 1 + 1 + opts.lobbies
     assert not [pid for pid in report.pids if Path(f"/proc/{pid}").exists()]

@@ -30,8 +30,12 @@ the round before, or ``league.started``, to ``round.paired``) and the *wall time
 the feed. Every process it starts (the redis-server, the workers, the lobbies) is ended by
 its pid when it returns, also on failure, Ctrl-C or SIGTERM.
 
-Formats are :class:`SwissFormat` (``--format swiss``); another format adds a class with the
-same methods (how it is created, when a fault falls, what its pairings must satisfy).
+Formats are :class:`SwissFormat` (``--format swiss``) and
+:class:`~truco_tools.league_arena.ArenaFormat` (``--format arena --duration 10m``: its checks
+and figures are in its module); a format is a class with the methods of :class:`Format` (how
+it is created, when a fault falls, its progress lines, what its pairings must satisfy).
+
+    python -m truco_tools.league_campaign --format arena --entrants 256 --duration 10m
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from typing import Any, Protocol
 from truco_client.leagues import LeagueClient
 from truco_contract.pb import league_service_pb2 as LPB
 from truco_tools.cluster_load import WorkerProcess, start_workers
+from truco_tools.league_arena import ArenaFigures, ArenaFormat, duration
 from truco_tools.league_feed import RESULT_TYPES, Feed, FeedEvent, finish_time, league_sequence, round_times
 from truco_tools.redis_proc import RedisProcess, start_redis
 
@@ -88,55 +93,113 @@ class Options:
     turn_timeout: float = 30.0
     timeout: float = 3 * 3600.0
     """The league must finish within this long."""
+    duration: float = 600.0
+    """An arena's duration (seconds)."""
+    kill_at: float = 0.3
+    """An arena: the share of its duration after which a worker is SIGKILLed (0: none)."""
+    restart_at: float = 0.6
+    """An arena: the share of its duration after which Redis is restarted (0: none)."""
 
 
 class Format(Protocol):
     """What a campaign needs of a format."""
 
     name: str
+    rounds_wait: bool
+    """A round is paired once the one before is over (each ``entrant.forfeited`` within it)."""
 
     def create(self, ops: LeagueClient, bots: list[str], opts: Options) -> LPB.League: ...
 
-    def fault_due(
-        self, fault_round: int, share: float, events: list[FeedEvent], results: Counter[int]
-    ) -> bool: ...
+    def faults(self, opts: Options) -> dict[str, float]:
+        """When each fault ("kill", "restart") falls, in the format's terms (0: none)."""
+        ...
+
+    def fault_due(self, at: float, opts: Options, events: list[FeedEvent], results: Counter[int]) -> bool: ...
+
+    def fault_place(self, at: float, results: Counter[int]) -> str: ...
+
+    def progress(self, deliveries: list[FeedEvent], events: list[FeedEvent], opts: Options) -> list[str]: ...
 
     def check(
-        self, pairings: list[LPB.LeaguePairing], league: LPB.League, opts: Options
+        self,
+        pairings: list[LPB.LeaguePairing],
+        league: LPB.League,
+        opts: Options,
+        deliveries: list[FeedEvent],
+        events: list[FeedEvent],
     ) -> dict[str, list[str]]: ...
+
+
+def create_with(
+    ops: LeagueClient, bots: list[str], opts: Options, name: str, kind: str, **spec: Any
+) -> LPB.League:
+    """The league of ``bots`` (the first 256 at its creation, the others registered)."""
+    league = ops.create_league(
+        name,
+        kind,
+        overrides={"target_points": opts.target_points},
+        entrants=bots[:CREATE_ENTRANTS],
+        join_window=opts.join_window,
+        turn_timeout=opts.turn_timeout,
+        request_id=f"league-campaign-{kind}-{opts.entrants}",
+        **spec,
+    )
+    for seed, bot in enumerate(bots[CREATE_ENTRANTS:], CREATE_ENTRANTS + 1):
+        league = ops.register(league.league_id, bot, seed)
+    return league
 
 
 class SwissFormat:
     """A Swiss of ``opts.rounds`` rounds."""
 
     name = "swiss"
+    rounds_wait = True
+
+    def __init__(self) -> None:
+        self.printed = 0
 
     def create(self, ops: LeagueClient, bots: list[str], opts: Options) -> LPB.League:
-        league = ops.create_league(
-            f"campaign swiss {opts.entrants} x {opts.rounds}",
-            "swiss",
-            overrides={"target_points": opts.target_points},
-            rounds=opts.rounds,
-            entrants=bots[:CREATE_ENTRANTS],
-            join_window=opts.join_window,
-            turn_timeout=opts.turn_timeout,
-            request_id=f"league-campaign-{opts.entrants}-{opts.rounds}",
-        )
-        for seed, bot in enumerate(bots[CREATE_ENTRANTS:], CREATE_ENTRANTS + 1):
-            league = ops.register(league.league_id, bot, seed)
-        return league
+        name = f"campaign swiss {opts.entrants} x {opts.rounds}"
+        return create_with(ops, bots, opts, name, "swiss", rounds=opts.rounds)
 
-    def fault_due(
-        self, fault_round: int, share: float, events: list[FeedEvent], results: Counter[int]
-    ) -> bool:
-        """During ``fault_round``: once ``share`` of its matches have ended (0: once it is paired)."""
-        paired = next((e for e in events if e.type == "round.paired" and e.round == fault_round), None)
-        return paired is not None and results[fault_round] >= share * int(paired.labels["pairings"])
+    def faults(self, opts: Options) -> dict[str, float]:
+        return {"kill": opts.kill_round, "restart": opts.restart_round}
+
+    def fault_due(self, at: float, opts: Options, events: list[FeedEvent], results: Counter[int]) -> bool:
+        """During round ``at``: once ``opts.fault_at`` of its matches have ended (0: once it is paired)."""
+        paired = next((e for e in events if e.type == "round.paired" and e.round == at), None)
+        return paired is not None and results[int(at)] >= opts.fault_at * int(paired.labels["pairings"])
+
+    def fault_place(self, at: float, results: Counter[int]) -> str:
+        return f"round {at:g} ({results[int(at)]} results in)"
+
+    def progress(self, deliveries: list[FeedEvent], events: list[FeedEvent], opts: Options) -> list[str]:
+        """A line for each round once it is over."""
+        complete = {e.round - 1 for e in events if e.type == "round.paired"}
+        if any(e.type == "league.finished" for e in events):
+            complete |= {max((e.round for e in events if e.type == "round.paired"), default=0)}
+        lines = []
+        lid = events[0].labels.get("league", "") if events else ""
+        for t in round_times(deliveries, events, lid):
+            if t.round in complete and t.round > self.printed:
+                self.printed = t.round
+                lines.append(
+                    f"round {t.round}/{opts.rounds}: {t.matches} matches, paired in {t.pairing:.2f} s, "
+                    f"its matches made in {t.created:.2f} s, played in {t.wall:.1f} s"
+                )
+        return lines
 
     def check(
-        self, pairings: list[LPB.LeaguePairing], league: LPB.League, opts: Options
+        self,
+        pairings: list[LPB.LeaguePairing],
+        league: LPB.League,
+        opts: Options,
+        deliveries: list[FeedEvent],
+        events: list[FeedEvent],
     ) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {k: [] for k in ("entrants twice in a round", "rematches", "byes")}
+        if league.current_round != opts.rounds or league.finish_reason:
+            out["rounds not all played"] = [f"{league.current_round} rounds: {league.finish_reason!r}"]
         met: set[frozenset[str]] = set()
         byes: Counter[str] = Counter()
         for r in range(1, league.current_round + 1):
@@ -158,7 +221,7 @@ class SwissFormat:
         return out
 
 
-FORMATS: dict[str, Callable[[], Format]] = {"swiss": SwissFormat}
+FORMATS: dict[str, Callable[[], Format]] = {"swiss": SwissFormat, "arena": ArenaFormat}
 
 
 @dataclass
@@ -170,6 +233,7 @@ class Report:
     rounds: list[Any] = field(default_factory=list)
     forfeits: Counter[int] = field(default_factory=Counter)
     finish_seconds: float = 0.0
+    arena: ArenaFigures | None = None
     faults: list[str] = field(default_factory=list)
     checks: dict[str, list[str]] = field(default_factory=dict)
     matches: int = 0
@@ -185,6 +249,8 @@ class Report:
         return {k: v for k, v in self.checks.items() if v}
 
     def table(self) -> str:
+        if self.arena is not None:
+            return self.arena.table()
         lines = [
             "| round | matches | forfeits | pairing (s) | matches created (s) | half the results in (s) "
             "| wall (s) |",
@@ -199,8 +265,9 @@ class Report:
 
     def summary(self) -> str:
         o = self.options
+        shape = f"{o.duration:g} s" if o.format == "arena" else f"{o.rounds} rounds"
         lines = [
-            f"{o.format} of {o.entrants} entrants, {o.rounds} rounds, bots '{o.bot}', target "
+            f"{o.format} of {o.entrants} entrants, {shape}, bots '{o.bot}', target "
             f"{o.target_points} points: league {self.league_id}, {self.matches} matches, "
             f"{self.seconds:.0f} s",
             "faults: " + ("; ".join(self.faults) or "none"),
@@ -355,8 +422,7 @@ class Campaign:
         self.say = progress
         self.report = Report(opts)
         self.feed = Feed(stack.addresses)
-        self.pending = {"kill": opts.kill_round, "restart": opts.restart_round}
-        self.printed = 0
+        self.pending = fmt.faults(opts)
 
     def play(self, ops: LeagueClient, workdir: Path) -> None:
         bots, files = _bots(ops, self.opts.entrants, self.opts.lobbies, workdir)
@@ -390,27 +456,20 @@ class Campaign:
 
     def _tick(self, lid: str) -> None:
         """Progress lines, the faults when due, a lobby that died started again."""
-        events = league_sequence(self.feed.of(lid), lid).events
         deliveries = self.feed.of(lid)
+        events = league_sequence(deliveries, lid).events
         results: Counter[int] = Counter()
         for mid_round in {(e.match_id, e.round) for e in deliveries if e.type in RESULT_TYPES}:
             results[mid_round[1]] += 1
         for kind, at in self.pending.items():
-            if at and self.fmt.fault_due(at, self.opts.fault_at, events, results):
+            if at and self.fmt.fault_due(at, self.opts, events, results):
+                place = self.fmt.fault_place(at, results)
                 done = self.stack.kill_worker() if kind == "kill" else self.stack.restart_redis()
-                self.report.faults.append(f"round {at} ({results[at]} results in): {done}")
-                self.say(f"  fault, round {at}: {done}")
+                self.report.faults.append(f"{place}: {done}")
+                self.say(f"  fault, {place}: {done}")
                 self.pending[kind] = 0
-        complete = {e.round - 1 for e in events if e.type == "round.paired"}
-        if any(e.type == "league.finished" for e in events):
-            complete |= {max((e.round for e in events if e.type == "round.paired"), default=0)}
-        for t in round_times(deliveries, events, lid):
-            if t.round in complete and t.round > self.printed:
-                self.printed = t.round
-                self.say(
-                    f"round {t.round}/{self.opts.rounds}: {t.matches} matches, paired in "
-                    f"{t.pairing:.2f} s, its matches made in {t.created:.2f} s, played in {t.wall:.1f} s"
-                )
+        for line in self.fmt.progress(deliveries, events, self.opts):
+            self.say(line)
         for lobby in self.stack.lobbies:
             if not lobby.running():
                 self.report.lobby_restarts += 1
@@ -424,7 +483,7 @@ class Campaign:
         league = ops.get_league(lid)
         pairings = [p for n in range(1, league.current_round + 1) for p in ops.pairings(lid, n).pairings]
         deliveries = self.feed.of(lid)
-        seq = league_sequence(deliveries, lid)
+        seq = league_sequence(deliveries, lid, forfeits_in_round=self.fmt.rounds_wait)
         r.rounds = round_times(deliveries, seq.events, lid)
         r.finish_seconds = finish_time(seq.events, deliveries, lid)
         r.redelivered, r.feed_connects = seq.redelivered, self.feed.connects
@@ -432,13 +491,12 @@ class Campaign:
         checks["league not finished"] = (
             [] if league.state == FINISHED else [LPB.LeagueState.Name(league.state)]
         )
-        if league.current_round != self.opts.rounds or league.finish_reason:
-            checks["league not finished"].append(f"{league.current_round} rounds: {league.finish_reason!r}")
         checks["pairings without a result"] = [
             f"{p.round}.{p.table}" for p in pairings if not p.HasField("result")
         ]
         checks.update(self._match_checks(pairings, deliveries))
-        checks.update(self.fmt.check(pairings, league, self.opts))
+        checks.update(self.fmt.check(pairings, league, self.opts, deliveries, seq.events))
+        r.arena = getattr(self.fmt, "figures", None)
         checks["league events"] = seq.problems
         checks["forfeits and entrant.forfeited events that differ"] = forfeits_untold(pairings, seq.events)
         for p in pairings:
@@ -505,6 +563,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--fault-at", type=float, default=0.25, help="share of the round's results in (0: at its pairing)"
     )
+    ap.add_argument("--duration", type=duration, default=600.0, help="an arena's duration: 600, 90s, 10m, 1h")
+    ap.add_argument("--kill-at", type=float, default=0.3, help="an arena: share of the duration (0: no kill)")
+    ap.add_argument("--restart-at", type=float, default=0.6, help="an arena: share of the duration (0: none)")
     ap.add_argument("--target-points", type=int, default=3, help="the matches' target (default 3)")
     ap.add_argument("--bot", default="random", help="built-in bot of the lobbies (default random)")
     ap.add_argument("--lobbies", type=int, default=2, help="lobby processes (default 2)")
@@ -517,7 +578,8 @@ def main(argv: list[str] | None = None) -> int:
     opts = Options(
         entrants=args.entrants, rounds=args.rounds, format=args.format, kill_round=args.kill_round,
         restart_round=args.restart_round, fault_at=args.fault_at, target_points=args.target_points,
-        bot=args.bot, lobbies=args.lobbies, timeout=args.timeout,
+        bot=args.bot, lobbies=args.lobbies, timeout=args.timeout, duration=args.duration,
+        kill_at=args.kill_at, restart_at=args.restart_at,
     )  # fmt: skip
     with contextlib.ExitStack() as stack:
         workdir = Path(args.keep) if args.keep else Path(stack.enter_context(tempfile.TemporaryDirectory()))

@@ -139,8 +139,11 @@ def _identity(e: FeedEvent) -> tuple[str, ...]:
     return (e.type, e.id)
 
 
-def league_sequence(deliveries: Sequence[FeedEvent], league_id: str) -> LeagueSequence:
-    """Checks the league's own events (see the module docstring)."""
+def league_sequence(
+    deliveries: Sequence[FeedEvent], league_id: str, forfeits_in_round: bool = True
+) -> LeagueSequence:
+    """Checks the league's own events (see the module docstring). ``forfeits_in_round`` False
+    (an arena, whose waves overlap) leaves out "each ``entrant.forfeited`` within its round"."""
     mine = [e for e in deliveries if e.type in LEAGUE_TYPES and e.labels.get("league") == league_id]
     first: dict[str, FeedEvent] = {}
     for e in mine:
@@ -167,7 +170,7 @@ def league_sequence(deliveries: Sequence[FeedEvent], league_id: str) -> LeagueSe
             if e.round != current + 1:
                 problems.append(f"round.paired {e.round} after round {current}")
             current = e.round
-        elif e.type == "entrant.forfeited" and e.round != current:
+        elif forfeits_in_round and e.type == "entrant.forfeited" and e.round != current:
             problems.append(f"entrant.forfeited of round {e.round} during round {current}")
     return LeagueSequence(events, len(mine) - len(events), problems)
 
