@@ -24,7 +24,7 @@ from truco_contract.pb import league_service_pb2
 from truco_server.core import errors as E
 from truco_server.core.caller import Operator, looks_like_match_credential
 from truco_server.ports.documents import Documents
-from truco_server.services.leagues.documents import BOT, ID, MAX_NAME, BotDoc
+from truco_server.services.leagues.documents import BOT, ID, MAX_NAME, BotDoc, load_league
 from truco_server.services.leagues.errors import invalid
 
 log = structlog.get_logger("truco.leagues")
@@ -41,6 +41,11 @@ def bot_token_parts(token: str) -> tuple[str, str] | None:
     return parts[1], parts[2]
 
 
+STALE_CHECK_SECONDS = 5.0
+"""How often a lobby stream whose bot has no free slot for a waiting assignment looks for an
+assignment of a released table (:meth:`BotAccounts._released`)."""
+
+
 class BotAccounts:
     """The bot accounts of every operator and the lobby that streams them their matches."""
 
@@ -55,9 +60,25 @@ class BotAccounts:
     ) -> None:
         self.documents = documents
         self.heartbeat_seconds = heartbeat_seconds
+        self.stale_check_seconds = STALE_CHECK_SECONDS
         self.stopping = stopping or asyncio.Event()
         self.lobby_poll_seconds = lobby_poll_seconds
         self.now = clock
+
+    async def _released(self, assignments: list[Assignment]) -> list[Assignment]:
+        """Those of ``assignments`` whose table the league has released (its match over), or
+        whose league is gone: the league job deletes an assignment as it releases its table,
+        but a pass that started before and ran late can write it again (a match-ended event
+        makes the league due while a pass runs), and such an assignment would hold one of
+        the bot's slots for good."""
+        out = []
+        for league_id in {a.league_id for a in assignments}:
+            stored = await load_league(self.documents, league_id)
+            for a in (a for a in assignments if a.league_id == league_id):
+                table = None if stored is None else stored.doc.tables.get(a.table_key)
+                if table is None or table.released:
+                    out.append(a)
+        return out
 
     async def get(self, bot_id: str) -> BotDoc | None:
         if not ID.match(bot_id):
@@ -129,7 +150,7 @@ class BotAccounts:
             raise invalid("max_concurrent", f"0 to {MAX_CONCURRENT}")
         limit = max_concurrent or bot.max_concurrent
         sent: dict[str, Assignment] = {}
-        quiet_since = time.monotonic()
+        quiet_since = checked = time.monotonic()
         while True:
             if self.stopping.is_set():
                 raise E.ShuttingDown()
@@ -150,6 +171,11 @@ class BotAccounts:
                 sent[a.match_id] = a
                 quiet_since = time.monotonic()
                 yield a
+            if len(waiting) > limit - len(sent) and time.monotonic() - checked >= self.stale_check_seconds:
+                checked = time.monotonic()  # blocked: let go of assignments whose table is over
+                for a in await self._released(list(sent.values())):
+                    log.warning("stale assignment removed", bot_id=bot.bot_id, match_id=a.match_id)
+                    await self.documents.assignment_delete(bot.bot_id, a.match_id)
             if time.monotonic() - quiet_since >= self.heartbeat_seconds:
                 quiet_since = time.monotonic()
                 yield None

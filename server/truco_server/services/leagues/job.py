@@ -21,10 +21,15 @@ version:
    (the library's pairing is a pure function of the results, so a second worker computes
    the same round) and goes back to 1.
 
-Steps 1 and 4 take at most :data:`TABLES_PER_STEP` tables each, and a pass takes no new
+Steps 1, 2 and 4 take at most :data:`TABLES_PER_STEP` tables each, and a pass takes no new
 step after :data:`PASS_BUDGET_S` (half its claim) and is due again at once: a round of
 hundreds of matches is made over several stored steps and passes, each pass well within the
-claim, so another worker never starts the same steps while it runs.
+claim, so the claim does not expire under a pass that is still running. Passes can still
+overlap: a match-ended event makes the league due at once (:meth:`LeagueJob.wake`), also while
+a pass runs. Every write of the document is a compare-and-set and the side effects are
+idempotent, with one exception the lobby covers: an assignment a late pass writes again after
+its table was released is let go by the bot's lobby stream once it blocks the bot
+(:meth:`~truco_server.services.leagues.bots.BotAccounts.assignment_stream`).
 
 A pass ends with the next time it is due: the fallback poll while matches are under way,
 nothing once the league is finished or waits for its operator. The match-ended events of a
@@ -119,11 +124,12 @@ LEASE_MS = 10_000
 """How long a worker holds a league's job; another worker takes it over after a death."""
 PASS_BUDGET_S = LEASE_MS / 2000
 """A pass stops taking new steps after this long and is due again at once: it ends well
-within its claim, so no other worker starts the same steps while it runs (and publishes the
-same league events again)."""
+within its claim, so the claim's expiry does not let another worker start the same steps
+while it runs (and publish the same league events again)."""
 TABLES_PER_STEP = 32
-"""Matches a step creates, or finished tables it releases and rates, before it is stored: a
-round of 500 tables is several steps, each within the pass's budget."""
+"""Matches a step creates, tables whose bots it assigns, or finished tables it releases and
+rates, before it is stored: a round of 500 tables is several steps, each within the pass's
+budget."""
 COLLECT_CONCURRENCY = 16
 """Matches looked at (and their records read) at once when collecting a round's results."""
 TERMINAL = {MatchStatus.FINISHED.value, MatchStatus.ABORTED.value, MatchStatus.CANCELLED.value}
@@ -274,7 +280,7 @@ class LeagueJob:
                 await self._create_table(doc, t)
             return True
         # 2. bot seats to their bots (idempotent; done again after a death)
-        unassigned = [t for t in tables if not t.assigned]
+        unassigned = [t for t in tables if not t.assigned][:TABLES_PER_STEP]
         if unassigned:
             await self._assign(doc, [t for t in unassigned if not t.done])
             for t in unassigned:
