@@ -61,12 +61,26 @@ from truco_client.leagues import LeagueClient
 from truco_contract.pb import league_service_pb2 as LPB
 from truco_tools.cluster_load import WorkerProcess, start_workers
 from truco_tools.league_arena import ArenaFigures, ArenaFormat, duration
-from truco_tools.league_feed import RESULT_TYPES, Feed, FeedEvent, finish_time, league_sequence, round_times
+from truco_tools.league_feed import (
+    RESULT_TYPES,
+    Feed,
+    FeedEvent,
+    finish_time,
+    forfeits_untold,
+    league_sequence,
+    round_times,
+    unended,
+)
 from truco_tools.redis_proc import RedisProcess, start_redis
 
 SETTINGS = {"TRUCO_HEARTBEAT_INTERVAL_SECONDS": "1", "TRUCO_SCHEDULER_TICK_SECONDS": "0.1"}
 FINISHED = LPB.LEAGUE_STATE_FINISHED
 TICK = 0.25
+SETTLE_SECONDS = 30.0
+"""After the league finished, how long the feed may take to bring the last matches' terminal
+events: a commit's operator events are relayed by the worker that made it, or, when that worker
+died first, by the relay queue once its claim expires (server/truco_server/services/operators.py,
+"Relay": seconds later, at least once)."""
 """Seconds between two looks at the league and the feed."""
 CREATE_ENTRANTS = 256
 """The most entrants CreateLeague takes; the others are registered one by one."""
@@ -280,20 +294,6 @@ class Report:
         return "\n".join(lines)
 
 
-def forfeits_untold(pairings: list[LPB.LeaguePairing], events: list[FeedEvent]) -> list[str]:
-    """Each side that lost a pairing without playing it must have had its ``entrant.forfeited``
-    event, and nobody else: the (round, entrant) found on one side only."""
-    told = {(e.round, e.labels.get("entrant", "")) for e in events if e.type == "entrant.forfeited"}
-    lost = {
-        (p.round, side)
-        for p in pairings
-        if p.second and p.HasField("result") and p.result.forfeit
-        for side in (p.first, p.second)
-        if side != p.result.winner
-    }
-    return [f"round {n}: {e}" for n, e in sorted(told ^ lost)]
-
-
 # ------------------------------------------------------------------------- processes
 @dataclass
 class Lobby:
@@ -447,6 +447,10 @@ class Campaign:
             self._tick(lid)
             time.sleep(TICK)
         self._tick(lid)
+        settle = time.monotonic() + SETTLE_SECONDS
+        while unended(self.feed.of(lid)) and time.monotonic() < settle:
+            time.sleep(TICK)
+            self._tick(lid)
 
     def _finished(self, ops: LeagueClient, lid: str) -> bool:
         with contextlib.suppress(Exception):  # Redis restarting, a worker dying: ask again

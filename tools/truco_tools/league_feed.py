@@ -23,6 +23,7 @@ from typing import Any
 
 import grpc
 
+from truco_contract.pb import league_service_pb2 as LPB
 from truco_contract.pb import operator_service_pb2 as OPS
 from truco_contract.pb import operator_service_pb2_grpc as OPG
 
@@ -225,3 +226,23 @@ def finish_time(events: Sequence[FeedEvent], deliveries: Sequence[FeedEvent], le
     finished = next((e.time for e in events if e.type == "league.finished"), 0.0)
     results = [e.time for e in deliveries if e.type in RESULT_TYPES and e.labels.get("league") == league_id]
     return finished - max(results) if finished and results else 0.0
+
+
+def unended(deliveries: Sequence[FeedEvent]) -> set[str]:
+    """Matches created on the feed without a terminal event on it yet."""
+    ended = {e.match_id for e in deliveries if e.type in RESULT_TYPES}
+    return {e.match_id for e in deliveries if e.type == "match.created"} - ended
+
+
+def forfeits_untold(pairings: list[LPB.LeaguePairing], events: list[FeedEvent]) -> list[str]:
+    """Each side that lost a pairing without playing it must have had its ``entrant.forfeited``
+    event, and nobody else: the (round, entrant) found on one side only."""
+    told = {(e.round, e.labels.get("entrant", "")) for e in events if e.type == "entrant.forfeited"}
+    lost = {
+        (p.round, side)
+        for p in pairings
+        if p.second and p.HasField("result") and p.result.forfeit
+        for side in (p.first, p.second)
+        if side != p.result.winner
+    }
+    return [f"round {n}: {e}" for n, e in sorted(told ^ lost)]
