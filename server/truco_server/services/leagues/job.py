@@ -393,12 +393,14 @@ class LeagueJob:
                 t = doc.tables[k]
                 if k in now_done and t.ending in (NO_SHOW, TIME_FORFEIT):
                     _forfeited(doc, p, t, self.now())
+        event: Event | None = None  # built once, for the pairings decided now
         for p in current:
             if p.result is None and p.tables and all(doc.tables[k].done for k in p.tables):
                 if is_series(doc, p):  # its result, or its next game's table
                     advance_series(doc, p)
                 else:
-                    p.result = decide(doc, p)
+                    event = event or doc.event(min_entrants=False)
+                    p.result = decide(doc, p, event)
                 changed = True
         return changed
 
@@ -525,11 +527,13 @@ def _deals(doc: LeagueDoc, rules: te.RuleSet, deal_set: str) -> tuple[tuple[str,
     return tuple(tuple(deck_for_hand(seed, k, rules.deck_cards)) for k in range(1, DUPLICATE_DEALS + 1))
 
 
-def decide(doc: LeagueDoc, p: PairingDoc) -> dict[str, Any]:
-    """The result of a pairing whose matches are all over."""
+def decide(doc: LeagueDoc, p: PairingDoc, event: Event | None = None) -> dict[str, Any]:
+    """The result of a pairing whose matches are all over (``event``: the league's, when the
+    caller has it)."""
+    event = event or doc.event(min_entrants=False)
     pairing = p.pairing()
     tables = [doc.tables[k] for k in p.tables]
-    knockout = doc.event(min_entrants=False).is_knockout_round(p.round)
+    knockout = event.is_knockout_round(p.round)
     if len(tables) == 1:
         t = tables[0]
         winner = None if t.winner_side is None else t.sides[t.winner_side]
@@ -546,7 +550,7 @@ def decide(doc: LeagueDoc, p: PairingDoc) -> dict[str, Any]:
         if winner is None and knockout:
             winner = pairing.first
         return result_dict(pairing.result(winner, (0, 0), True))
-    ta, tb = doc.event(min_entrants=False).tables(pairing)
+    ta, tb = event.tables(pairing)
     scores = [
         DealScore(t.key, k, (pts[0], pts[1]))
         for t in tables
