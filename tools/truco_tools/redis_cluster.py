@@ -58,7 +58,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import redis
 from redis.cluster import ClusterNode as ClientNode
@@ -554,18 +554,14 @@ class LocalSentinelGroup:
     def pids(self) -> list[int]:
         return [p.pid for p in (*self.servers, *self.sentinels)]
 
-    def sentinel(self, **connection_kwargs: object) -> Sentinel:
+    def sentinel(self, **connection_kwargs: Any) -> Sentinel:
         """redis-py's Sentinel client over every sentinel (keyword arguments: for the
         connections to the primary and replicas)."""
-        return Sentinel(  # type: ignore[no-untyped-call]
-            self.sentinel_addresses, sentinel_kwargs={"socket_timeout": 2}, **connection_kwargs
-        )
+        return Sentinel(self.sentinel_addresses, sentinel_kwargs={"socket_timeout": 2}, **connection_kwargs)
 
-    def master_client(self, **connection_kwargs: object) -> redis.Redis:
+    def master_client(self, **connection_kwargs: Any) -> redis.Redis:
         """``Sentinel.master_for(master_name)``: follows the primary across failovers."""
-        client: redis.Redis = self.sentinel(**connection_kwargs).master_for(  # type: ignore[no-untyped-call]
-            self.master_name
-        )
+        client: redis.Redis = self.sentinel(**connection_kwargs).master_for(self.master_name)
         return client
 
     def server_at(self, host: str, port: int) -> RedisProcess:

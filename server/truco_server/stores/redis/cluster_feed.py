@@ -376,7 +376,7 @@ class ClusterStreamHub(HubCore):
             with contextlib.suppress(asyncio.CancelledError, *_FAULTS):
                 await feed.task
         with contextlib.suppress(*_FAULTS):
-            await feed.pubsub.aclose()  # type: ignore[no-untyped-call]
+            await feed.pubsub.aclose()
         with contextlib.suppress(*_FAULTS):
             await feed.client.aclose()
 

@@ -245,7 +245,7 @@ class RedisConnection:
         assert target.master_name is not None
         kwargs = target.connection_kwargs()
         timeout = float(kwargs.pop("socket_timeout") or DEFAULT_SOCKET_TIMEOUT)
-        sentinel = Sentinel(  # type: ignore[no-untyped-call]
+        sentinel = Sentinel(
             list(target.nodes), sentinel_kwargs=target.sentinel_kwargs(), socket_timeout=None, **kwargs
         )
         client: aioredis.Redis = sentinel.master_for(
