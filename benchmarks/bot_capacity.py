@@ -8,12 +8,13 @@ Starts one ``redis-server`` and one ``truco serve`` (one worker, its default bot
 For each step it creates that many two-player matches (``--preset``) whose seat 1 is the
 server's bot at ``--level``; a simulated person plays seat 0 of each over its observation
 stream: ``--human-think`` seconds after its turn comes (±40 %), a random legal action. Over
-``--seconds`` it measures the bot's answer time -- from the person's action to the bot's
-move arriving on the person's stream, which the server makes ``--bot-think`` on average
-(0.6 to 1.4 times it, half for a forced move) when it keeps up -- and the CPU of the worker
-and its bot processes. A step is sustained when the answers' p99 stays within 1.4 times the
-think time plus one second. The matches of a step are cancelled at its end; every process is
-stopped by its pid.
+``--seconds`` it measures the bot's answer time -- from when the bot's turn is shown (the
+person's action answered, or the stream's message; a bot that acts twice in a row, as when it
+leads the next hand, is timed twice) to its move arriving on the person's stream, which the
+server makes ``--bot-think`` on average (0.6 to 1.4 times it, half for a forced move) when it
+keeps up -- and the CPU of the worker and its bot processes. A step is sustained when the
+answers' p99 stays within 1.4 times the think time plus one second. The matches of a step are
+cancelled at its end; every process is stopped by its pid.
 """
 
 from __future__ import annotations
@@ -75,10 +76,23 @@ class Step:
 async def person(
     stub: MSG.MatchServiceStub, match_id: str, token: str, think: float, step: Step, stop: asyncio.Event
 ) -> None:
-    """Seat 0 of one match: acts ``think`` (±40 %) after its turn comes; times the bot's answers."""
+    """Seat 0 of one match: acts ``think`` (±40 %) after its turn comes; times each of the
+    bot's decisions, from when its turn was shown (this seat's action answered, or a stream
+    message) to the stream message that shows the bot acted (a later version)."""
     rng = random.Random(match_id)
     md = [("authorization", f"Bearer {token}")]
-    asked: float | None = None
+    turn: tuple[int, float] | None = None  # the bot's turn: at which version, since when
+
+    def shown(version: int, awaited: list[int]) -> None:
+        nonlocal turn
+        now = time.monotonic()
+        if turn is not None and version > turn[0]:  # the bot acted
+            step.answers.append(now - turn[1])
+            step.decisions += 1
+            turn = None
+        if awaited == [1] and turn is None:
+            turn = (version, now)
+
     call = stub.StreamObservations(MS.StreamObservationsRequest(match_id=match_id), metadata=md)
     try:
         async for msg in call:
@@ -87,15 +101,11 @@ async def person(
             if not msg.HasField("update"):
                 continue
             obs = msg.update.observation
+            shown(obs.version, list(obs.awaited))
             if obs.match_state != match_pb2.MATCH_STATE_ACTIVE:
                 step.finished += 1
                 break
-            awaited = list(obs.awaited)
-            if asked is not None and awaited != [1]:
-                step.answers.append(time.monotonic() - asked)
-                step.decisions += 1
-                asked = None
-            if awaited == [0] and obs.legal_actions:
+            if list(obs.awaited) == [0] and obs.legal_actions:
                 await asyncio.sleep(think * rng.uniform(0.6, 1.4))
                 action = rng.choice(list(obs.legal_actions))
                 req = MS.SubmitActionRequest(
@@ -108,10 +118,7 @@ async def person(
                     resp = await stub.SubmitAction(req, metadata=md, timeout=30)
                 except grpc.aio.AioRpcError:
                     continue  # the match moved on (it ended): the stream says so
-                if list(resp.observation.awaited) == [1]:
-                    asked = time.monotonic()
-            elif awaited == [1] and asked is None:
-                asked = time.monotonic()  # the bot leads (a new hand): from when it was shown
+                shown(resp.observation.version, list(resp.observation.awaited))
     except grpc.aio.AioRpcError:
         pass  # the step is over
     finally:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes.util
 import json
 import os
 import signal
@@ -152,17 +153,25 @@ async def _hostile(
     return calls
 
 
+JEMALLOC = {
+    "LD_PRELOAD": ctypes.util.find_library("jemalloc") or "libjemalloc.so.2",
+    "MALLOC_CONF": "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0",
+}
+"""The worker's environment with jemalloc (the container image's, deploy/Dockerfile)."""
+
 VARIANTS: dict[str, dict[str, str]] = {
     "none": {"TRUCO_MEMORY_TRIM_AFTER_STREAMS": "0"},
     "release": {},
     "arenas2": {"MALLOC_ARENA_MAX": "2"},
     "pymalloc-off": {"PYTHONMALLOC": "malloc"},
     "mmap16k": {"MALLOC_MMAP_THRESHOLD_": "16384"},
+    "jemalloc": JEMALLOC,
 }
 """Worker settings compared side by side (``--variants``): ``none`` without the release of
 memory after closed streams, ``release`` the defaults, and the defaults with glibc limited to
-two heaps (``arenas2``), with blocks from 16 KiB mapped apart (``mmap16k``), or with Python's
-small-object allocator off (``pymalloc-off``)."""
+two heaps (``arenas2``), with blocks from 16 KiB mapped apart (``mmap16k``), with Python's
+small-object allocator off (``pymalloc-off``), or with jemalloc in place of glibc's allocator
+(``jemalloc``, as the container image runs the worker: deploy/Dockerfile)."""
 
 
 async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, Any]:
