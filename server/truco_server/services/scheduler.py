@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -52,7 +53,8 @@ Handler = Callable[[Claim], Awaitable[tuple[int | None, bytes]]]
 
 
 class QueueReader:
-    """Claims due items of one queue every ``tick`` seconds and handles them (see the module)."""
+    """Claims due items of one queue every ``tick`` seconds and handles them, at most
+    ``concurrency`` at a time (see the module)."""
 
     def __init__(
         self,
@@ -75,7 +77,10 @@ class QueueReader:
         self.lease_ms = lease_ms
         self.batch = batch
         self.retry_ms = retry_ms
-        self._limit = asyncio.Semaphore(concurrency)
+        self.concurrency = concurrency
+        self._busy: set[asyncio.Task[None]] = set()
+        self._handling: dict[str, asyncio.Task[None]] = {}
+        """The latest handling of each item being handled."""
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._shards = list(range(queues.shards(queue)))
@@ -87,49 +92,99 @@ class QueueReader:
             self._task = asyncio.create_task(self._run(), name=f"truco-queue-{self.queue}")
 
     async def stop(self) -> None:
+        """Stop claiming, and cancel the items being handled (their leases expire and they
+        are claimed again, here or by another worker)."""
         task, self._task = self._task, None
         if task is not None:
             self._stop.set()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        busy = list(self._busy)
+        for t in busy:
+            t.cancel()
+        await asyncio.gather(*busy, return_exceptions=True)
 
     async def _run(self) -> None:
+        """Claims what is due while fewer than ``concurrency`` items are being handled,
+        without waiting for those: an item that falls due while a slow one (a bot's search, a
+        webhook's delivery) is handled is claimed at the next tick, or as soon as a slot frees
+        when the last look filled every slot (more may be due)."""
         while not self._stop.is_set():
+            full = False
             try:
-                await self.run_once()
+                full = (await self._start_due())[1]
             except Exception:  # a store fault: log it and try again next tick
                 log.exception("queue tick failed", queue=self.queue)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), self.tick)
+            if full and not self._busy:
+                continue  # every slot filled and already free again: look at once
+            stop = asyncio.ensure_future(self._stop.wait())
+            try:
+                if full:
+                    await asyncio.wait(
+                        {stop, *self._busy}, timeout=self.tick, return_when=asyncio.FIRST_COMPLETED
+                    )
+                else:
+                    await asyncio.wait({stop}, timeout=self.tick)
+            finally:
+                stop.cancel()
 
     async def run_once(self) -> int:
-        """One pass over the shards with due items; returns the number of items handled."""
-        handled = 0
+        """One pass over the shards with due items, and the handling of what it claimed;
+        returns the number of items handled."""
+        started, _ = await self._start_due()
+        await asyncio.gather(*started)
+        return len(started)
+
+    async def _start_due(self) -> tuple[list[asyncio.Task[None]], bool]:
+        """Claims due items, as many as there are free slots, and starts handling each;
+        returns those and whether they took every free slot."""
+        started: list[asyncio.Task[None]] = []
+        free = self.concurrency - len(self._busy)
+        if free <= 0:
+            return started, True
         due = set(await self.queues.due(self.queue, round(time.time() * 1000)))
         for shard in self._shards:
-            if shard not in due:
+            if shard not in due or len(started) >= free:
                 continue
             now = round(time.time() * 1000)
-            claims = await self.queues.claim(self.queue, shard, now, self.lease_ms, self.batch)
+            claims = await self.queues.claim(
+                self.queue, shard, now, self.lease_ms, min(self.batch, free - len(started))
+            )
             if not claims:
                 continue
             metrics.QUEUE_CLAIMS.labels(self.queue).inc(len(claims))
             for c in claims:
                 metrics.QUEUE_LAG_SECONDS.labels(self.queue).observe(max(0, now - c.due) / 1000)
-            await asyncio.gather(*(self._one(c) for c in claims))
-            handled += len(claims)
-        return handled
+                task = asyncio.create_task(
+                    self._one(c, self._handling.get(c.item)), name=f"truco-queue-{self.queue}-item"
+                )
+                self._busy.add(task)
+                self._handling[c.item] = task
+                task.add_done_callback(functools.partial(self._done, c.item))
+                started.append(task)
+        return started, len(started) >= free
 
-    async def _one(self, claim: Claim) -> None:
-        async with self._limit:
-            data = b""
+    def _done(self, item: str, task: asyncio.Task[None]) -> None:
+        self._busy.discard(task)
+        if self._handling.get(item) is task:
+            del self._handling[item]
+
+    async def _one(self, claim: Claim, after: asyncio.Task[None] | None) -> None:
+        """Handle ``claim`` once ``after`` (the same item's handling, still running when it
+        fell due again: a league's pass) is over: one item is never handled twice at once."""
+        if after is not None:
+            await asyncio.wait({after})
+        data = b""
+        try:
             try:
                 nxt, data = await self.handle(claim)
             except (ServiceError, StorageError):
                 log.warning("queue item failed; retrying", queue=self.queue, item=claim.item, exc_info=True)
                 nxt = round(time.time() * 1000) + self.retry_ms
             await self.queues.finish(self.queue, claim.item, claim.lease, nxt, data, owned=self.owned)
+        except Exception:  # its lease expires and it is claimed again
+            log.exception("queue item failed", queue=self.queue, item=claim.item)
 
 
 def clock_reader(steps: MatchSteps, queues: Queues, *, tick: float = 0.25) -> QueueReader:
