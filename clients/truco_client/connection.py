@@ -388,6 +388,7 @@ class PlayerConnection:
     async def _run(self) -> None:
         failures = 0
         while not self._closed:
+            unexpected: Exception | None = None
             box: Box = asyncio.Queue()
             for seat in self._seats.values():
                 box.put_nowait(seat.subscribe_message())
@@ -398,8 +399,9 @@ class PlayerConnection:
                     )
                 )
             self._outbox = box
-            link = self._link = self._open(box)
+            link: _GrpcLink | websocket.WebSocketLink | None = None
             try:
+                link = self._link = self._open(box)
                 it = link.messages().__aiter__()
                 while True:
                     timeout = self.heartbeat_timeout if self._seats else None
@@ -418,20 +420,31 @@ class PlayerConnection:
                 if err.code not in RETRYABLE:
                     self._fail(err)
                     return
+            except Exception as err:  # anything else ends this connection, not the client
+                # A fault the transport did not type (a socket error of the WebSocket library,
+                # a message this client could not read): connect again as after a lost
+                # connection (the subscriptions resume from their last version), and fail what
+                # waits once it keeps happening. This task must never end silently: a seat
+                # would wait for updates that no task reads any more.
+                if self._closed:
+                    return
+                unexpected = err
             finally:
                 self._outbox = None
                 box.put_nowait(None)  # ends the requests the transport is sending
                 self._link = None
-                await link.close()
+                if link is not None:
+                    await link.close()
             if not self._seats and not self._pending:
                 self._runner = None
                 return
             failures += 1
             self.reconnects += 1
             if failures >= self.retry.attempts:
-                self._fail(
-                    Unavailable(grpc.StatusCode.UNAVAILABLE, f"connection lost {failures} times in a row")
-                )
+                why = f"connection lost {failures} times in a row"
+                if unexpected is not None:
+                    why += f" (the last: {unexpected!r})"
+                self._fail(Unavailable(grpc.StatusCode.UNAVAILABLE, why))
                 return
             self._index += 1
             if len(self.targets) > 1 and self._channel is not None:
