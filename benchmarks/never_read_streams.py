@@ -1,6 +1,6 @@
 """What streams that are opened and never read leave in a worker once they are closed.
 
-    python benchmarks/never_read_streams.py                     # 10,000 streams, none and release
+    python benchmarks/never_read_streams.py                     # 10,000 streams: none, release, image
     python benchmarks/never_read_streams.py --streams 3000 --matches 100
     python benchmarks/never_read_streams.py --variants release,arenas2,mmap16k
 
@@ -12,7 +12,8 @@ again while a hostile client opens ``--streams`` observation streams of the matc
 1 KiB, and never reads one: the worker has to hold what it cannot send. RSS at the end of
 that is *peak*, with the number of streams open then. Every stream is then cancelled; once
 the worker's ``truco_stream_subscribers`` gauge is back to 0 the bots play ``--matches``
-more (the state *before* was measured in), and RSS is *after*. It prints the three, after
+more (the state *before* was measured in), the worker logs its release of memory (unless it
+is off), and RSS is *after*. It prints the three, after
 against before, and at each point the worker's own figures (``memory figures`` on SIGUSR1:
 glibc's heaps and Python's allocated blocks), for each ``--variants`` in turn. Every process
 it starts it stops, by pid.
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes.util
 import json
 import os
 import signal
@@ -38,6 +38,7 @@ import grpc
 from truco_contract.pb import match_pb2, match_service_pb2_grpc
 from truco_contract.pb import match_service_pb2 as MS
 from truco_server.core.diagnostics import read_object_counts
+from truco_tools.bench_processes import cpu_seconds
 from truco_tools.campaign.chaos import WORKER_SETTINGS
 from truco_tools.cluster_load import ClusterBots, WorkerProcess, start_workers
 from truco_tools.redis_proc import free_port, start_redis
@@ -97,6 +98,22 @@ async def _wait_subscribers_gone(metrics_port: int, timeout: float = 300.0) -> f
     return time.monotonic() - t0
 
 
+def _releases(worker: WorkerProcess) -> int:
+    """The worker's ``memory released`` log lines so far (docs/operations.md, "Memory")."""
+    return worker.log_path.read_text(errors="replace").count('"memory released"')
+
+
+async def _released_since(worker: WorkerProcess, seen: int, timeout: float = 30.0) -> bool:
+    """Wait for the worker's next release of memory after the streams closed (it looks every
+    few seconds; none comes when fewer than its threshold closed after the last one)."""
+    deadline = time.monotonic() + timeout
+    while _releases(worker) <= seen:
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.2)
+    return True
+
+
 async def _snapshot(pid: int, folder: Path, n: int) -> None:
     """Wait for the worker's ``n``-th heap snapshot in ``folder``."""
     deadline = time.monotonic() + 600
@@ -153,11 +170,13 @@ async def _hostile(
     return calls
 
 
-JEMALLOC = {
-    "LD_PRELOAD": ctypes.util.find_library("jemalloc") or "libjemalloc.so.2",
+IMAGE = {
+    "LD_PRELOAD": "libjemalloc.so.2",
+    "PYTHONMALLOC": "malloc",
     "MALLOC_CONF": "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0",
 }
-"""The worker's environment with jemalloc (the container image's, deploy/Dockerfile)."""
+"""The allocator settings the container image runs the worker with (deploy/Dockerfile; a test
+checks they are the same): jemalloc, and Python's small-object allocator off."""
 
 VARIANTS: dict[str, dict[str, str]] = {
     "none": {"TRUCO_MEMORY_TRIM_AFTER_STREAMS": "0"},
@@ -165,13 +184,20 @@ VARIANTS: dict[str, dict[str, str]] = {
     "arenas2": {"MALLOC_ARENA_MAX": "2"},
     "pymalloc-off": {"PYTHONMALLOC": "malloc"},
     "mmap16k": {"MALLOC_MMAP_THRESHOLD_": "16384"},
-    "jemalloc": JEMALLOC,
+    "image": IMAGE,
+    "jemalloc": {k: v for k, v in IMAGE.items() if k != "PYTHONMALLOC"},
+    "jemalloc-eager": {
+        **IMAGE,
+        "MALLOC_CONF": "background_thread:true,dirty_decay_ms:0,muzzy_decay_ms:0,narenas:2",
+    },
 }
 """Worker settings compared side by side (``--variants``): ``none`` without the release of
 memory after closed streams, ``release`` the defaults, and the defaults with glibc limited to
 two heaps (``arenas2``), with blocks from 16 KiB mapped apart (``mmap16k``), with Python's
-small-object allocator off (``pymalloc-off``), or with jemalloc in place of glibc's allocator
-(``jemalloc``, as the container image runs the worker: deploy/Dockerfile)."""
+small-object allocator off (``pymalloc-off``); ``image``: jemalloc in place of glibc's
+allocator and Python's small-object allocator off, as the container image runs the worker
+(deploy/Dockerfile); ``jemalloc`` the same with Python's allocator on, ``jemalloc-eager`` with
+freed pages given back at once and two arenas."""
 
 
 async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, Any]:
@@ -191,7 +217,9 @@ async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, A
             )
             try:
                 async with ClusterBots([worker.address], seed=args.seed) as bots:
+                    cpu0 = cpu_seconds(worker.pid)
                     await bots.run(args.matches, args.concurrency)
+                    warm_cpu = cpu_seconds(worker.pid) - cpu0
                     before, split_before = worker.rss(), await _figures(worker)
                     done = asyncio.Event()
                     hostile = asyncio.ensure_future(_hostile(worker.address, bots, args, done))
@@ -209,7 +237,11 @@ async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, A
                     for ch in calls[-1]:
                         await ch.close()
                     drained = await _wait_subscribers_gone(metrics_port)
+                    releases = _releases(worker)
                     await bots.run(args.matches, args.concurrency)
+                    released = env.get("TRUCO_MEMORY_TRIM_AFTER_STREAMS") == "0" or await _released_since(
+                        worker, releases
+                    )
                     after, split_after = worker.rss(), await _figures(worker)
             finally:
                 worker.stop()
@@ -226,6 +258,8 @@ async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, A
         "held": held,
         "played": played,
         "drained_s": drained,
+        "released": released,
+        "cpu_per_match": warm_cpu / args.matches,
     }
 
 
@@ -233,10 +267,12 @@ def _report(name: str, r: dict[str, Any]) -> None:
     mb = 1024 * 1024
     print(f"[{name}] streams opened and never read: {r['streams']:.0f} over {r['played']:.0f} matches, "
           f"{r['held']:.0f} open at the peak; "
-          f"streams gone {r['drained_s']:.1f} s after the cancels")  # fmt: skip
+          f"streams gone {r['drained_s']:.1f} s after the cancels; "
+          f"worker CPU per match of the warm-up {r['cpu_per_match'] * 1000:.1f} ms")  # fmt: skip
     ratio = r["after"] / r["before"]
     print(f"[{name}] worker RSS before {r['before'] / mb:.1f} MB, with them open {r['peak'] / mb:.1f} MB, "
-          f"after they closed {r['after'] / mb:.1f} MB: after / before {ratio:.3f}")  # fmt: skip
+          f"after they closed {r['after'] / mb:.1f} MB: after / before {ratio:.3f}"
+          + ("" if r["released"] else " (no release of memory logged after the streams closed)"))  # fmt: skip
     for kind in r["split"][0]:
         b, p, a = (x[kind] for x in r["split"])
         print(f"[{name}]   {kind:<20} {b:10.1f} {p:10.1f} {a:10.1f} ({a - b:+.1f})")
@@ -256,7 +292,9 @@ def main(argv: list[str] | None = None) -> int:
         "--trace", metavar="DIR", help="trace allocations; heap snapshots before and after in DIR"
     )
     parser.add_argument(
-        "--variants", default="none,release", help=f"worker settings side by side, of {','.join(VARIANTS)}"
+        "--variants",
+        default="none,release,image",
+        help=f"worker settings side by side, of {','.join(VARIANTS)}",
     )
     args = parser.parse_args(argv)
     load0 = os.getloadavg()[0]

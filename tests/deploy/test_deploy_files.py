@@ -54,6 +54,9 @@ RUNTIME_ENV = frozenset(
         "PYTHONUNBUFFERED",
         "PIP_NO_CACHE_DIR",
         "PIP_DISABLE_PIP_VERSION_CHECK",
+        "LD_PRELOAD",
+        "PYTHONMALLOC",
+        "MALLOC_CONF",
     }
 )
 #: Settings the chart must set itself (the rest may come through extraEnv).
@@ -148,15 +151,20 @@ def dockerfile_instructions() -> list[tuple[str, str]]:
     return instructions
 
 
-def dockerfile_env_names() -> set[str]:
-    names: set[str] = set()
+def dockerfile_env() -> dict[str, str]:
+    """Every ``ENV KEY=VALUE`` of the Dockerfile (the last value of each)."""
+    env: dict[str, str] = {}
     for keyword, args in dockerfile_instructions():
         if keyword == "ENV":
             for token in shlex.split(args):
-                name, sep, _ = token.partition("=")
+                name, sep, value = token.partition("=")
                 assert sep, f"Dockerfile: use ENV KEY=VALUE, got {token!r}"
-                names.add(name)
-    return names
+                env[name] = value
+    return env
+
+
+def dockerfile_env_names() -> set[str]:
+    return set(dockerfile_env())
 
 
 def compose_workers() -> dict[str, dict[str, Any]]:
@@ -400,6 +408,23 @@ def test_dockerfile() -> None:
     assert top >= {"truco_engine", "truco_match"}  # the "." root's packages
     assert {w for w in folders["where"] if w != "."} | top <= copied
     assert "docker build -f deploy/Dockerfile -t truco-service ." in DOCKERFILE.read_text(encoding="utf-8")
+
+
+def test_the_image_runs_the_worker_on_jemalloc_as_the_memory_benchmark_measures_it() -> None:
+    """The allocator settings of the image are the ones ``never_read_streams.py --variants
+    image`` measures (docs/operations.md, "Memory"); tests/server/test_memory_trim.py runs a
+    Python under them."""
+    env = dockerfile_env()
+    assert env["LD_PRELOAD"] == "libjemalloc.so.2" and env["PYTHONMALLOC"] == "malloc"
+    runs = [args for keyword, args in dockerfile_instructions() if keyword == "RUN"]
+    assert any("libjemalloc2" in args for args in runs)
+    spec = importlib.util.spec_from_file_location(
+        "never_read_streams", ROOT / "benchmarks" / "never_read_streams.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.VARIANTS["image"] == {k: env[k] for k in ("LD_PRELOAD", "PYTHONMALLOC", "MALLOC_CONF")}
 
 
 def test_dockerfile_copies_exist_and_are_in_the_build_context() -> None:

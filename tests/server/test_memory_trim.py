@@ -4,9 +4,15 @@ what it gives back is measured by ``benchmarks/never_read_streams.py``."""
 from __future__ import annotations
 
 import asyncio
+import ctypes.util
+import os
+import subprocess
+import sys
+from typing import Any
 
 import pytest
 
+from tests.deploy.test_deploy_files import dockerfile_env
 from truco_server.app import memory
 from truco_server.app.memory import MemoryTrim
 
@@ -45,3 +51,41 @@ async def test_zero_turns_it_off() -> None:
     await trim.start()
     assert trim._task is None
     await trim.stop()
+
+
+PROBE = """
+import json
+from truco_server.app.memory import release
+from truco_server.core.diagnostics import allocator, allocator_name
+junk = [bytearray(4096) for _ in range(20_000)]  # 80 MB, then freed
+del junk
+print(json.dumps({"name": allocator_name(), "figures": allocator(), "released": release()}))
+"""
+
+
+def _probe(env: dict[str, str]) -> dict[str, Any]:
+    import json
+
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], env={**os.environ, **env}, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def test_glibc_is_read_and_trimmed() -> None:
+    got = _probe({})
+    assert got["name"] == "glibc" and got["released"] is True
+    assert got["figures"]["in_use"] > 0 and got["figures"]["python_blocks"] > 0
+
+
+def test_jemalloc_is_recognised_read_and_purged() -> None:
+    """As the container image runs the worker (deploy/Dockerfile): jemalloc, and Python's own
+    small-object allocator off (docs/operations.md, "Memory")."""
+    assert ctypes.util.find_library("jemalloc"), (
+        "libjemalloc2 is not installed (make system-deps installs it)"
+    )
+    image = dockerfile_env()
+    got = _probe({k: image[k] for k in ("LD_PRELOAD", "PYTHONMALLOC", "MALLOC_CONF")})
+    figures = got["figures"]
+    assert got["name"] == "jemalloc" and got["released"] is True
+    assert figures["held"] >= figures["in_use"] > 0 and figures["python_blocks"] == 0

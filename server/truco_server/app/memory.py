@@ -3,27 +3,24 @@
 
 A stream a client opens and does not read makes its worker hold what it cannot send (the
 transport's buffers, the updates queued for it); when such streams close, that memory is
-freed but glibc's allocator keeps most of it in its heaps, and what cancelled streams leave in
-reference cycles waits for a full collection (``python benchmarks/never_read_streams.py``:
-87 MB before 10,000 such streams, 670 MB after they closed without this, 342 MB with it;
-docs/reliability.md, "Never-read streams"). :class:`MemoryTrim` collects, then asks glibc
-to give the free pages of every heap back (``malloc_trim(0)``, in a thread) once
-``TRUCO_MEMORY_TRIM_AFTER_STREAMS`` streams have closed since the last time, looking every
-:data:`EVERY_SECONDS`. Elsewhere than glibc it does nothing.
+freed, but what cancelled streams leave in reference cycles waits for a full collection, and
+the allocator keeps what was freed (docs/reliability.md, "Never-read streams", measures it:
+``python benchmarks/never_read_streams.py``). :class:`MemoryTrim` collects, then asks the
+allocator to give its free pages back (:func:`~truco_server.core.diagnostics.release_free_memory`:
+jemalloc purges its arenas, glibc trims its heaps) once ``TRUCO_MEMORY_TRIM_AFTER_STREAMS``
+streams have closed since the last time, looking every :data:`EVERY_SECONDS`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import gc
 from typing import Protocol
 
 import structlog
 
-from truco_server.core.diagnostics import allocator_fields
+from truco_server.core.diagnostics import allocator_fields, allocator_name, release_free_memory
 
 log = structlog.get_logger("truco.memory")
 
@@ -38,23 +35,11 @@ class ClosedStreams(Protocol):
         ...
 
 
-def _malloc_trim() -> bool:
-    """glibc's ``malloc_trim(0)``: whether memory was released (False where there is none)."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):
-        return False
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return bool(trim(0))
-
-
 def release() -> bool:
     """Collect what only the collector frees (a cancelled stream's frames and exceptions are
-    in cycles), then give glibc's free pages back."""
+    in cycles), then give the allocator's free pages back."""
     gc.collect()
-    return _malloc_trim()
+    return release_free_memory()
 
 
 class MemoryTrim:
@@ -89,5 +74,10 @@ class MemoryTrim:
             released = release()
             self.trims += 1
             log.info(
-                "memory released", streams_closed=closed, released=released, **before, **allocator_fields()
+                "memory released",
+                streams_closed=closed,
+                released=released,
+                allocator=allocator_name(),
+                **before,
+                **allocator_fields(),
             )

@@ -20,7 +20,9 @@ import os
 import sys
 import tracemalloc
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import structlog
 
@@ -60,22 +62,81 @@ class _MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in _MALLINFO2]
 
 
+def _jemalloc_mallctl() -> Callable[..., int] | None:
+    """jemalloc's ``mallctl`` when this process allocates with it (``LD_PRELOAD``, as the
+    container image runs the worker; docs/operations.md, "Memory"), else ``None``."""
+    try:
+        mallctl = ctypes.CDLL(None).mallctl
+    except (OSError, AttributeError):
+        return None
+    mallctl.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    mallctl.restype = ctypes.c_int
+    return cast("Callable[..., int]", mallctl)
+
+
+def _jemalloc_stats(mallctl: Callable[..., int]) -> dict[str, int]:
+    """jemalloc's ``stats.resident`` and ``stats.allocated`` after refreshing them."""
+    epoch = ctypes.c_uint64(1)
+    size = ctypes.c_size_t(ctypes.sizeof(epoch))
+    mallctl(b"epoch", ctypes.byref(epoch), ctypes.byref(size), ctypes.byref(epoch), size)
+    out = {}
+    for name in ("resident", "allocated"):
+        value, size = ctypes.c_size_t(0), ctypes.c_size_t(ctypes.sizeof(ctypes.c_size_t))
+        mallctl(f"stats.{name}".encode(), ctypes.byref(value), ctypes.byref(size), None, 0)
+        out[name] = value.value
+    return out
+
+
+def allocator_name() -> str:
+    """``jemalloc`` or ``glibc`` (what ``malloc`` is in this process), else ``other``."""
+    if _jemalloc_mallctl() is not None:
+        return "jemalloc"
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallinfo2  # noqa: B018
+    except (OSError, AttributeError):
+        return "other"
+    return "glibc"
+
+
 def allocator() -> dict[str, int]:
-    """glibc's own account of its memory (``mallinfo2``, every arena), in bytes: ``held``
-    (what its heaps got from the system), ``in_use`` and ``free`` of that, and ``mapped``
-    (large blocks mapped apart, given back when freed); and ``python_blocks``, the blocks
-    Python's allocator has handed out (``sys.getallocatedblocks``). Empty but for the last
-    where glibc is not."""
+    """The allocator's own account of its memory, in bytes: ``held`` (what it got from the
+    system and keeps), ``in_use`` and ``free`` of that, and ``mapped`` (glibc's large blocks
+    mapped apart, given back when freed); and ``python_blocks``, the blocks Python's
+    allocator has handed out (``sys.getallocatedblocks``; 0 with ``PYTHONMALLOC=malloc``).
+    From glibc's ``mallinfo2`` (every arena), or jemalloc's ``stats.resident`` (held) and
+    ``stats.allocated`` (in use); only ``python_blocks`` elsewhere."""
     out = {"python_blocks": sys.getallocatedblocks()}
+    mallctl = _jemalloc_mallctl()
+    if mallctl is not None:
+        got = _jemalloc_stats(mallctl)
+        held, in_use = got["resident"], got["allocated"]
+        out.update(held=held, in_use=in_use, free=max(0, held - in_use), mapped=0)
+        return out
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         info = libc.mallinfo2
     except (OSError, AttributeError):
         return out
     info.restype = _MallInfo2
-    got = info()
-    out.update(held=got.arena, in_use=got.uordblks, free=got.fordblks, mapped=got.hblkhd)
+    got2 = info()
+    out.update(held=got2.arena, in_use=got2.uordblks, free=got2.fordblks, mapped=got2.hblkhd)
     return out
+
+
+def release_free_memory() -> bool:
+    """Hand what the allocator keeps free back to the system: jemalloc purges every arena
+    (``arena.<all>.purge``), glibc trims every heap (``malloc_trim(0)``). Whether it could."""
+    mallctl = _jemalloc_mallctl()
+    if mallctl is not None:
+        return mallctl(b"arena.4096.purge", None, None, None, 0) == 0  # 4096: MALLCTL_ARENAS_ALL
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return bool(trim(0))
 
 
 def allocator_fields(prefix: str = "") -> dict[str, float]:
@@ -89,7 +150,7 @@ def allocator_fields(prefix: str = "") -> dict[str, float]:
 def on_sigusr1(directory: str | None) -> None:
     """A worker's SIGUSR1: the allocators' figures in the log (:func:`allocator`), and a heap
     snapshot when tracing, else a warning saying how."""
-    log.info("memory figures", **allocator_fields())
+    log.info("memory figures", allocator=allocator_name(), **allocator_fields())
     if not tracemalloc.is_tracing():
         log.warning("SIGUSR1: no heap snapshot, allocations are not traced (start with PYTHONTRACEMALLOC=1)")
         return
