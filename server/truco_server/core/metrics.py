@@ -187,6 +187,11 @@ STREAM_GAPS = Counter(
     "Match streams whose log no longer continues what this worker delivered (events lost or "
     "rewritten by a failover, or trimmed while disconnected): their subscribers get a snapshot.",
 )
+STREAM_CATCH_UPS = Counter(
+    "truco_stream_catch_ups_total",
+    "Match streams whose heartbeat found the store ahead of what they delivered (their "
+    "subscription missed a commit, a bug of the feed): they sent the missed update instead.",
+)
 STREAM_HUB_FAILURES = Counter(
     "truco_stream_hub_failures_total",
     "Unexpected errors (bugs, not Redis faults) that stopped a stream hub's loop: the hub "

@@ -6,7 +6,8 @@ from the record when the log no longer holds them), or a snapshot when ``from_ve
 absent, with the current view. Then one message per commit: this worker's own commits come
 with their :class:`~truco_match.match.Moment` (nothing to decode, each viewer's redaction made
 once for all the match's streams), other workers' are read from the log. A heartbeat (with the
-clock) follows ``heartbeat_seconds`` of silence; the stream ends after the message that shows
+clock) follows ``heartbeat_seconds`` of silence (or, when the store is ahead of what the
+stream delivered, the update that catches up); the stream ends after the message that shows
 the match is over, and with :class:`~truco_server.core.errors.ShuttingDown` when the worker
 stops. A spectator of a match with a spectator delay sees it that many actions late.
 """
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+
+import structlog
 
 from truco_match.events import MatchStatus
 from truco_match.match import Match, Moment
@@ -25,6 +28,8 @@ from truco_server.core import requests as T
 from truco_server.core.caller import Caller
 from truco_server.ports.matches import Batch, LogTrimmed, Subscription, SubscriptionClosed
 from truco_server.services.matches import MatchService
+
+log = structlog.get_logger("truco.streams")
 
 
 class MatchStreams:
@@ -124,7 +129,10 @@ class MatchStreams:
                 except SubscriptionClosed:
                     raise E.ShuttingDown() from None
                 if item is None:
-                    yield await self._heartbeat(match, caller, viewer, generation, last)
+                    beat = await self._heartbeat(sub, match, caller, viewer, generation, last)
+                    if beat.view is not None:  # not a heartbeat: the update that caught up
+                        last = beat.version
+                    yield beat
                 elif isinstance(item, LogTrimmed) or match.spectator_delay(viewer):
                     update = await self._resync(sub, match, caller, viewer, generation, last)
                     if update is not None:
@@ -139,10 +147,25 @@ class MatchStreams:
             sub.close()
 
     async def _heartbeat(
-        self, match: Match, caller: Caller, viewer: int, generation: int, last: int
+        self, sub: Subscription, match: Match, caller: Caller, viewer: int, generation: int, last: int
     ) -> T.StreamUpdate:
+        """A heartbeat after ``heartbeat_seconds`` of silence; or, when the store holds
+        versions this stream has not delivered (its subscription missed them: a bug of the
+        feed, counted in ``truco_stream_catch_ups_total``), the update that catches up, so a
+        lost notification costs one heartbeat interval, not the turn clock."""
         svc = self.matches
         cur = svc.same(match, await svc.load(match.match_id, fresh=True))
+        if cur.version > last and not match.spectator_delay(viewer):
+            update = await self._resync(sub, match, caller, viewer, generation, last)
+            if update is not None:
+                metrics.STREAM_CATCH_UPS.inc()
+                log.warning(
+                    "stream caught up on a heartbeat",
+                    match_id=match.match_id,
+                    delivered=last,
+                    current=cur.version,
+                )
+                return update
         svc.still_valid(cur, caller, viewer, generation)
         await svc.touch(cur, viewer)
         clock = clock_view(cur.life, cur.meta.created_at, svc.now())

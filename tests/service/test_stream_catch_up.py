@@ -1,0 +1,87 @@
+"""A stream whose subscription missed a commit (a lost notification: a bug of the feed) sends
+the missed update at its next heartbeat instead of staying silent until the next commit --
+which, when the missed commit made it this seat's turn, only the turn clock would bring."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+import truco_engine as te
+from tests.service.test_service import act, cred, view_of
+from truco_server.app.wiring import Services
+from truco_server.core import metrics
+from truco_server.core import requests as T
+from truco_server.core.caller import Operator
+from truco_server.ports.matches import Batch
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+
+
+class Forgetful:
+    """A subscription that loses the next ``drop`` batches it is given."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.drop = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def next(self, timeout: float) -> Any:
+        got = await self.inner.next(timeout)
+        if isinstance(got, Batch) and self.drop:
+            self.drop -= 1
+            return None  # as if nothing had come: the stream sends a heartbeat
+        return got
+
+
+def catch_ups() -> float:
+    return metrics.STREAM_CATCH_UPS._value.get()
+
+
+async def test_a_missed_commit_is_delivered_at_the_next_heartbeat(
+    service: Services, operator: Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    subs: list[Forgetful] = []
+    subscribe = service.matches.log.subscribe
+
+    def forgetful(*args: Any, **kwargs: Any) -> Forgetful:
+        subs.append(Forgetful(subscribe(*args, **kwargs)))
+        return subs[-1]
+
+    monkeypatch.setattr(service.matches.log, "subscribe", forgetful)
+    created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    mid, tokens = created.match.match_id, created.seat_tokens
+    seat = (await view_of(service, mid, tokens[0])).observation.awaited[0]
+    other = 1 - seat
+    got: list[T.StreamUpdate] = []
+    arrived = asyncio.Event()
+
+    async def reader() -> None:
+        async for upd in service.streams.stream(cred(tokens[other]), T.StreamRequest(mid)):
+            got.append(upd)
+            arrived.set()
+
+    task = asyncio.create_task(reader())
+    before = catch_ups()
+    try:
+        while not subs:  # the snapshot went out and the stream follows the match
+            await asyncio.wait_for(arrived.wait(), 10)
+            arrived.clear()
+        subs[0].drop = 1
+        res = await act(service, mid, tokens[seat], te.Action("truco"))
+        async with asyncio.timeout(10):  # heartbeats come every 0.2 s here
+            while not any(u.version == res.version and not u.heartbeat for u in got):
+                await arrived.wait()
+                arrived.clear()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    caught = next(u for u in got if u.version == res.version)
+    assert subs[0].drop == 0  # the commit's notification was lost
+    assert [e.kind for e in caught.events] == ["call_made"]
+    assert caught.view is not None and other in caught.view.observation.awaited  # its turn: to answer
+    assert catch_ups() == before + 1
