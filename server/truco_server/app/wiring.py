@@ -141,7 +141,7 @@ def build_services(
     matches.on_end.append(quotas.ended)
     bots = BotSeats(matches, processes=s.bot_processes, cpu_ms=s.bot_cpu_ms)
     steps = MatchSteps(matches, quotas, bots)
-    streams = MatchStreams(matches, stopping)
+    streams = MatchStreams(matches, stopping, max_open=s.max_streams_per_worker)
     reads = MatchReads(matches, streams)
     leagues = LeagueService(
         store.documents,

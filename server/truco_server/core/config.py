@@ -192,6 +192,12 @@ class Settings:
     quota_streams: int = 16
     """Most streams one match credential (seat or spectator token) may hold open at once,
     counted over every worker of the store; 0: no limit (docs/operations.md, "Quotas")."""
+    max_streams_per_worker: int = 10_000
+    """Most streams one worker holds open at once, over every credential and surface
+    (observation streams, the player connection's subscriptions over gRPC and WebSocket): one
+    more is refused RESOURCE_EXHAUSTED (quota `worker_streams`, retry in 1 s). It bounds what
+    readers that never read can make a worker hold (about 150 KB a stream; docs/operations.md,
+    "Memory"); 0: no bound."""
     quota_actions_per_second: float = 50.0
     """Actions per second one seat credential may submit, over every worker (a burst of as
     many is allowed); 0: no limit."""
@@ -358,6 +364,13 @@ OPTIONS: tuple[Option, ...] = (
         "SECONDS",
     ),
     Option("quota_streams", "TRUCO_QUOTA_STREAMS", "--quota-streams", _non_negative_int, "N"),
+    Option(
+        "max_streams_per_worker",
+        "TRUCO_MAX_STREAMS_PER_WORKER",
+        "--max-streams-per-worker",
+        _non_negative_int,
+        "N",
+    ),
     Option(
         "quota_actions_per_second",
         "TRUCO_QUOTA_ACTIONS_PER_SECOND",

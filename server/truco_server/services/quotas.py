@@ -57,6 +57,9 @@ ACTIONS = "actions_per_second"
 MATCHES = "matches_created_per_minute"
 LIVE = "live_matches"
 BYTES = "stored_bytes_per_day"
+WORKER_STREAMS = "worker_streams"
+"""Not a credential's quota: the streams one worker holds open at once
+(``TRUCO_MAX_STREAMS_PER_WORKER``; :class:`~truco_server.services.streams.MatchStreams`)."""
 
 STREAM_LEASE_MS = 30_000
 """How long a stream's slot outlives the last renewal of the worker holding it."""

@@ -9,13 +9,16 @@ once for all the match's streams), other workers' are read from the log. A heart
 clock) follows ``heartbeat_seconds`` of silence (or, when the store is ahead of what the
 stream delivered, the update that catches up); the stream ends after the message that shows
 the match is over, and with :class:`~truco_server.core.errors.ShuttingDown` when the worker
-stops. A spectator of a match with a spectator delay sees it that many actions late.
+stops. A spectator of a match with a spectator delay sees it that many actions late. A
+worker holds at most ``max_open`` streams at once (``TRUCO_MAX_STREAMS_PER_WORKER``): one more
+is refused :class:`~truco_server.core.errors.QuotaExceeded` (``worker_streams``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import structlog
 
@@ -28,6 +31,7 @@ from truco_server.core import requests as T
 from truco_server.core.caller import Caller
 from truco_server.ports.matches import Batch, LogTrimmed, Subscription, SubscriptionClosed
 from truco_server.services.matches import MatchService
+from truco_server.services.quotas import QUOTA_EXCEEDED, WORKER_STREAMS
 
 log = structlog.get_logger("truco.streams")
 
@@ -35,14 +39,31 @@ log = structlog.get_logger("truco.streams")
 class MatchStreams:
     """The observation streams of a worker (see the module docstring)."""
 
-    def __init__(self, matches: MatchService, stopping: asyncio.Event | None = None) -> None:
+    def __init__(
+        self, matches: MatchService, stopping: asyncio.Event | None = None, *, max_open: int = 0
+    ) -> None:
         self.matches = matches
         self.stopping = stopping or asyncio.Event()
+        self.max_open = max_open
+        """Streams this worker holds open at once, at most (0: no bound)."""
+        self.open = 0
         self._open: set[Subscription] = set()
         self._watcher: asyncio.Task[None] | None = None
 
     async def stream(self, caller: Caller, req: T.StreamRequest) -> AsyncIterator[T.StreamUpdate]:
         """The feed of ``caller``'s view of a match (see the module docstring)."""
+        if self.max_open and self.open >= self.max_open:
+            QUOTA_EXCEEDED.labels(WORKER_STREAMS).inc()
+            raise E.QuotaExceeded(WORKER_STREAMS, f"{self.max_open} open on this worker", 1.0)
+        self.open += 1  # from here: the checks below await the store
+        try:
+            async with contextlib.aclosing(self._stream(caller, req)) as updates:
+                async for update in updates:
+                    yield update
+        finally:
+            self.open -= 1
+
+    async def _stream(self, caller: Caller, req: T.StreamRequest) -> AsyncGenerator[T.StreamUpdate, None]:
         svc = self.matches
         match = await svc.load(req.match_id, fresh=True)
         viewer = svc.viewer(match, caller)

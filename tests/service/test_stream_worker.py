@@ -1,6 +1,8 @@
-"""A stream whose subscription missed a commit (a lost notification: a bug of the feed) sends
-the missed update at its next heartbeat instead of staying silent until the next commit --
-which, when the missed commit made it this seat's turn, only the turn clock would bring."""
+"""What a worker does for its streams beyond delivering commits: a stream whose subscription
+missed a commit (a lost notification, a bug of the feed) sends the missed update at its next
+heartbeat instead of staying silent until the next commit -- which, when the missed commit
+made it this seat's turn, only the turn clock would bring; and a worker holds at most
+``TRUCO_MAX_STREAMS_PER_WORKER`` streams."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 import truco_engine as te
 from tests.service.test_service import act, cred, view_of
 from truco_server.app.wiring import Services
+from truco_server.core import errors as E
 from truco_server.core import metrics
 from truco_server.core import requests as T
 from truco_server.core.caller import Operator
@@ -85,3 +88,31 @@ async def test_a_missed_commit_is_delivered_at_the_next_heartbeat(
     assert [e.kind for e in caught.events] == ["call_made"]
     assert caught.view is not None and other in caught.view.observation.awaited  # its turn: to answer
     assert catch_ups() == before + 1
+
+
+async def test_a_worker_holds_at_most_its_bound_of_streams(service: Services, operator: Operator) -> None:
+    """``TRUCO_MAX_STREAMS_PER_WORKER``: one more stream is refused RESOURCE_EXHAUSTED
+    (quota ``worker_streams``), a slot frees when a stream ends, refused or failed streams
+    hold none."""
+    streams = service.streams
+    streams.max_open = 2
+    created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    mid = created.match.match_id
+    spectator = cred(created.spectator_token)
+    opened = [streams.stream(spectator, T.StreamRequest(mid)) for _ in range(2)]
+    for stream in opened:
+        assert (await stream.__anext__()).snapshot  # open: its first message came
+    assert streams.open == 2
+    third = streams.stream(spectator, T.StreamRequest(mid))
+    with pytest.raises(E.QuotaExceeded) as refused:
+        await third.__anext__()
+    assert refused.value.metadata == {"quota": "worker_streams"} and refused.value.retry_after == 1.0
+    await opened.pop().aclose()
+    assert streams.open == 1
+    with pytest.raises(E.MatchNotFound):  # a stream that fails holds no slot
+        await streams.stream(spectator, T.StreamRequest("m0000000000000000000")).__anext__()
+    again = streams.stream(spectator, T.StreamRequest(mid))
+    assert (await again.__anext__()).snapshot
+    for stream in (*opened, again):
+        await stream.aclose()
+    assert streams.open == 0
