@@ -1,6 +1,6 @@
 """What a worker does for its streams beyond delivering commits: a stream whose subscription
-missed a commit (a lost notification, a bug of the feed) sends the missed update at its next
-heartbeat instead of staying silent until the next commit -- which, when the missed commit
+missed a commit (a lost notification, or a feed later than the heartbeat) sends the update at
+its next heartbeat instead of staying silent until the next commit -- which, when the missed commit
 made it this seat's turn, only the turn clock would bring; and a worker holds at most
 ``TRUCO_MAX_STREAMS_PER_WORKER`` streams."""
 

@@ -189,8 +189,8 @@ STREAM_GAPS = Counter(
 )
 STREAM_CATCH_UPS = Counter(
     "truco_stream_catch_ups_total",
-    "Match streams whose heartbeat found the store ahead of what they delivered (their "
-    "subscription missed a commit, a bug of the feed): they sent the missed update instead.",
+    "Match streams whose heartbeat found the store ahead of what they delivered (the feed "
+    "was later than a heartbeat interval, or missed a commit): they sent the update then.",
 )
 STREAM_HUB_FAILURES = Counter(
     "truco_stream_hub_failures_total",

@@ -171,16 +171,17 @@ class MatchStreams:
         self, sub: Subscription, match: Match, caller: Caller, viewer: int, generation: int, last: int
     ) -> T.StreamUpdate:
         """A heartbeat after ``heartbeat_seconds`` of silence; or, when the store holds
-        versions this stream has not delivered (its subscription missed them: a bug of the
-        feed, counted in ``truco_stream_catch_ups_total``), the update that catches up, so a
-        lost notification costs one heartbeat interval, not the turn clock."""
+        versions this stream has not delivered (its feed is later than that -- a Redis
+        restart, a wake-up of the hub's read that raced, a busy worker -- or missed them;
+        counted in ``truco_stream_catch_ups_total``), the update that catches up: a lost
+        notification costs one heartbeat interval, not the turn clock."""
         svc = self.matches
         cur = svc.same(match, await svc.load(match.match_id, fresh=True))
         if cur.version > last and not match.spectator_delay(viewer):
             update = await self._resync(sub, match, caller, viewer, generation, last)
             if update is not None:
                 metrics.STREAM_CATCH_UPS.inc()
-                log.warning(
+                log.info(
                     "stream caught up on a heartbeat",
                     match_id=match.match_id,
                     delivered=last,
