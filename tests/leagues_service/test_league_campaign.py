@@ -167,10 +167,15 @@ def test_the_arena_check_finds_an_entrant_in_two_matches_and_play_after_the_end_
     assert not any(arena.check(good, league, opts, feed, events).values())
     assert arena.figures is not None and arena.figures.waves == 2 and arena.figures.matches == 3
     assert (arena.figures.gaps, arena.figures.gap_median, arena.figures.finished_after_end) == (2, 0.75, 1.0)
-    # c is paired in wave 2 before its match of wave 1 ended; d twice in wave 2; m4 made after 20.0
+    # c is paired in wave 2 before its match of wave 1 ended; d twice in wave 2; m4 made after
+    # 20.0, its wave paired 7 s before; m5 after 20.0 too, its wave paired 1 s before (allowed)
     late = [ended("m2", 1, 13.5), created("m4", 2, 20.5), ended("m4", 2, 21.0)]
-    bad = [*good, p(2, 2, "d", "b", "m4"), p(2, 3, "d", "e", "m4")]
-    found = arena.check(bad, league, opts, [*late, *feed], [*events[:3], ev(4, "league.finished", 19.5)])
+    late += [created("m5", 3, 20.2), ended("m5", 3, 20.9)]
+    bad = [*good, p(2, 2, "d", "b", "m4"), p(2, 3, "d", "e", "m4"), p(3, 1, "f", "g", "m5")]
+    wave3 = ev(5, "round.paired", 19.0, round=3, pairings=1)
+    found = arena.check(
+        bad, league, opts, [*late, *feed], [*events[:3], wave3, ev(4, "league.finished", 19.5)]
+    )
     assert found["entrants in two matches at once"] == [
         "c: in wave 2 0.50 s before wave 1 ended",
         "d: in wave 2 0.50 s before wave 1 ended",

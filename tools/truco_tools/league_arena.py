@@ -6,7 +6,10 @@ matches in play finish (docs/leagues.md, "Arena"). Its faults fall at a share of
 result, every table one match, created once and ended, the league events once each in order):
 
 * the league finished, and not before its end time (``league.started``'s ``ends_at``);
-* no wave paired and no match created after the end time (both by the times on the feed);
+* no wave paired after the end time, and no match created after it unless its wave was paired
+  less than :data:`CREATE_GRACE` before it (both by the times on the feed): pairing a wave
+  and creating its matches are two steps of the league's job, so the matches of a wave paired
+  just before the end are created just after it;
 * **no entrant in two matches at once**, from the waves and the feed: an entrant's waves
   increase strictly (never two tables in one wave), and the terminal event of its match of
   one wave comes no later than the ``round.paired`` of its next wave. Both times are the
@@ -41,6 +44,10 @@ from truco_tools.league_feed import RESULT_TYPES, FeedEvent
 if TYPE_CHECKING:
     from truco_client.leagues import LeagueClient
     from truco_tools.league_campaign import Options
+
+
+CREATE_GRACE = 5.0
+"""Seconds before the end time after which a wave's matches may be created after it."""
 
 
 def duration(text: str) -> float:
@@ -180,6 +187,7 @@ class ArenaFormat:
     ) -> dict[str, list[str]]:
         end = ends_at(events)
         paired_at = {e.round: e.time for e in events if e.type == "round.paired"}
+        wave_of = {t.match_id: p.round for p in pairings for t in p.tables}
         ended = first_times(deliveries, RESULT_TYPES)
         created = first_times(deliveries, ("match.created",))
         finished = next((e.time for e in events if e.type == "league.finished"), 0.0)
@@ -198,7 +206,11 @@ class ArenaFormat:
         return {
             "finished before the end time": [f"{end - finished:.2f} s before"] if finished < end else [],
             "waves paired after the end time": [f"wave {w}" for w, t in paired_at.items() if t > end],
-            "matches created after the end time": sorted(m for m, t in created.items() if t > end),
+            "matches created after the end time": sorted(
+                m
+                for m, t in created.items()
+                if t > end and paired_at.get(wave_of.get(m, 0), end) < end - CREATE_GRACE
+            ),
             "entrants in two matches at once": overlaps,
             "waves not 1..W": [] if waves == list(range(1, league.current_round + 1)) else [str(waves[:20])],
             "byes": [f"{p.round}.{p.table}" for p in pairings if not p.second],
