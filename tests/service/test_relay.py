@@ -1,5 +1,8 @@
-"""Operator events leave a match through its outbox: the relay right after each commit, and
-the relay queue for a worker that died before relaying (over both stores)."""
+"""Operator events leave a match through its commit and its outbox: on a store that can, the
+commit appends every event to the owner's stream and the outbox keeps only those a listener
+or webhook asks for; elsewhere (a Redis Cluster, :func:`_outbox_only` here) every event goes
+through the outbox: the relay right after each commit, and the relay queue for a worker that
+died before relaying (over both stores)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import pytest
 
 from tests.service.test_service import play_out
 from truco_contract.pb import operator_service_pb2
+from truco_match.operator_events import OperatorEventType
 from truco_server.app.wiring import Services
 from truco_server.core import requests as T
 from truco_server.core.caller import Operator
@@ -26,6 +30,17 @@ async def _relayed(service: Services) -> None:
     await service.relay.done()
 
 
+async def _stream_ids(service: Services, owner: str) -> list[str]:
+    got = await service.store.operators.read(owner, "", 1000)
+    return [operator_service_pb2.OperatorEvent.FromString(raw).id for _, raw in got]
+
+
+def _outbox_only(service: Services) -> None:
+    """Every event through the outbox, as on a Redis Cluster, whose commits cannot append to
+    the owner's stream."""
+    service.relay.wanted = None
+
+
 async def _stream_types(service: Services, owner: str) -> list[str]:
     got = await service.store.operators.read(owner, "", 1000)
     return [operator_service_pb2.OperatorEvent.FromString(raw).type for _, raw in got]
@@ -36,6 +51,7 @@ async def test_the_relay_after_each_commit_releases_its_safety_net(
 ) -> None:
     """The committing worker relays every event and releases the relay queue's item: a whole
     match leaves nothing for the relay queue to wake up for."""
+    _outbox_only(service)
     created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
     mid = created.match.match_id
     await _relayed(service)
@@ -55,6 +71,7 @@ async def test_events_a_worker_did_not_relay_are_relayed_by_the_queue_after_the_
     """A worker that dies between its commit and its relay (here: one with no relay at all)
     leaves the events in the outbox and the match in the relay queue: any worker's relay
     reader moves them once the grace is over, and not before."""
+    _outbox_only(service)
     reader = relay_reader(service.operators.relay, service.store.queues)
     service.relay.move = None  # a worker that dies before it relays
     created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
@@ -79,6 +96,7 @@ async def test_a_reader_that_finds_the_outbox_locked_looks_again(
 ) -> None:
     """While another relay holds a match's outbox, the relay queue keeps the item (a second
     later), so the events are relayed even if that relay dies with its lock."""
+    _outbox_only(service)
     reader = relay_reader(service.operators.relay, service.store.queues)
     service.relay.move = None  # a worker that dies before it relays
     service.relay.grace_ms = -1
@@ -100,6 +118,7 @@ async def test_the_relay_after_a_commit_waits_out_a_relay_that_is_finishing(
     """Two relays of one match overlap (the second commit came while the first relay held the
     outbox): the second tries again a moment later instead of leaving its events to the relay
     queue's next look, two seconds on."""
+    _outbox_only(service)
     created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
     mid = created.match.match_id
     await _relayed(service)
@@ -117,6 +136,7 @@ async def test_commits_of_a_few_milliseconds_are_relayed_together(
     """The relay after a commit waits ``Relay.gather_seconds`` for other commits' outboxes:
     matches created within that time are relayed by one call (one take, one append per
     operator, one trim and one release for all of them), and every event still arrives."""
+    _outbox_only(service)
     operators = service.operators
     calls: list[list[str]] = []
 
@@ -138,3 +158,54 @@ async def test_commits_of_a_few_milliseconds_are_relayed_together(
     assert await service.store.queues.due(RELAY, FAR) == []  # every safety net released
     for mid in ids:
         assert await service.store.operators.outbox_take([mid], "check", 1000, 10) == [[]]
+
+
+async def test_commits_append_every_event_to_the_stream_and_leave_nothing_to_relay(
+    service: Services, operator: Operator
+) -> None:
+    """On a store that can (memory, one Redis server), a whole match's events reach the
+    owner's stream with its commits, in order and once each, and with no listener or webhook
+    asking for them the relay has nothing to do: no call, no safety net, an empty outbox."""
+    assert service.store.matches.appends_feed and service.relay.wanted is not None
+    calls: list[list[str]] = []
+
+    async def relay(match_ids: Sequence[str]) -> list[str]:
+        calls.append(list(match_ids))
+        return []
+
+    service.relay.move = relay
+    service.operators.listened.clear()  # nobody asks: the league and rating listeners' types
+    created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    mid = created.match.match_id
+    assert await _stream_types(service, operator.name) == ["match.created", "match.started", "match.turn"]
+    await play_out(service, mid, created.seat_tokens, random.Random(3))
+    await _relayed(service)
+    types = await _stream_types(service, operator.name)
+    assert types[0] == "match.created" and types[-1] == "match.ended" and types.count("match.ended") == 1
+    assert types.count("match.turn") > 10
+    assert calls == []
+    assert await service.store.queues.due(RELAY, FAR) == []
+    assert await service.store.operators.outbox_take([mid], "check", 1000, 10) == [[]]
+
+
+async def test_events_a_listener_asks_for_are_relayed_to_it_and_not_appended_twice(
+    service: Services, operator: Operator
+) -> None:
+    """With the commits appending to the stream, the events of the types a listener asks
+    for still go through the outbox: the listener gets them (after they are in the stream),
+    the stream holds each event once, and the safety nets are released."""
+    told: list[str] = []
+
+    async def listener(owner: str, events: Sequence[object]) -> None:
+        told.extend(ev.type.value for ev in events)  # type: ignore[attr-defined]
+
+    service.operators.listen([OperatorEventType.HAND_ENDED], listener)
+    created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    await play_out(service, created.match.match_id, created.seat_tokens, random.Random(4))
+    await _relayed(service)
+    types = await _stream_types(service, operator.name)
+    assert told.count("match.hand_ended") == types.count("match.hand_ended") > 0
+    assert "match.turn" not in told  # not asked for by anyone: never relayed
+    assert "match.ended" in told  # the league and rating listeners' type
+    assert len(types) == len(set(await _stream_ids(service, operator.name)))
+    assert await service.store.queues.due(RELAY, FAR) == []

@@ -9,8 +9,11 @@ import asyncio
 import pytest
 
 from tests.storage.conftest import StoreFactory
-from tests.storage.support import new_match, step
+from tests.storage.support import entry, new_match, step
 from truco_server.ports import Store
+from truco_server.ports.documents import DocRef
+from truco_server.ports.errors import MatchExists, ParentMissing, VersionConflict
+from truco_server.ports.matches import FeedAppend, NewMatch
 from truco_server.ports.queues import RELAY, RelayWake
 from truco_server.ports.settings import StoreSettings
 from truco_server.stores.redis import RedisStore
@@ -29,6 +32,47 @@ async def test_commits_fill_the_outbox_and_a_relay_takes_it_under_a_lock(store: 
     assert await store.operators.outbox_take(["m1"], "tok2", 10_000, 1) == [[b"c"]]
     assert await store.operators.outbox_done([("m1", 1)], "tok2") == [True]
     assert await store.operators.outbox_take(["m1"], "tok3", 10_000, 10) == [[]]
+
+
+async def _stream(store: Store, owner: str) -> list[bytes]:
+    return [raw for _, raw in await store.operators.read(owner, "", 100)]
+
+
+async def test_a_create_or_commit_appends_its_feed_to_the_owners_stream_with_it(store: Store) -> None:
+    """Where the store can (not a Redis Cluster), a create and a commit append their operator
+    events to the owner's stream in their own atomic step, after what it holds: a refused
+    create or commit (the id taken, a stale version, a missing league, a duplicate request)
+    appends nothing. A Redis Cluster, where the owner's stream is in another slot, refuses a
+    feed before it writes anything."""
+    if not store.matches.appends_feed:
+        v = await new_match(store)
+        with pytest.raises(ValueError, match="Cluster"):
+            await store.matches.commit(step("m1", v, feed=FeedAppend("acme", [b"a"])))
+        assert (await store.matches.load("m1")).version == v  # type: ignore[union-attr]
+        return
+    league = DocRef("league", "l1")
+    with pytest.raises(ParentMissing):
+        await store.matches.create(
+            NewMatch(entry("m1"), b"meta", b"s", [b"e1"], feed=FeedAppend("acme", [b"x"]), requires=[league])
+        )
+    assert await _stream(store, "acme") == []
+    assert await store.documents.put("league", "l1", 0, b"league")
+    created = NewMatch(
+        entry("m1"), b"meta", b"s", [b"e1"], feed=FeedAppend("acme", [b"created"]), requires=[league]
+    )
+    v = await store.matches.create(created)
+    with pytest.raises(MatchExists):
+        await store.matches.create(created)
+    assert await _stream(store, "acme") == [b"created"]
+    v = (await store.matches.commit(step("m1", v, feed=FeedAppend("acme", [b"a", b"b"])))).version
+    with pytest.raises(VersionConflict):
+        await store.matches.commit(step("m1", v - 2, request_id="new", feed=FeedAppend("acme", [b"stale"])))
+    dup = await store.matches.commit(step("m1", v - 1, feed=FeedAppend("acme", [b"again"])))
+    assert dup.duplicate  # the same request id: its first answer, nothing written
+    await store.matches.commit(step("m1", v, feed=FeedAppend("acme", [b"c"]), outbox=[b"o"]))
+    assert await _stream(store, "acme") == [b"created", b"a", b"b", b"c"]
+    assert await _stream(store, "other") == []
+    assert await store.operators.outbox_take(["m1"], "tok", 10_000, 10) == [[b"o"]]
 
 
 async def test_outboxes_of_several_matches_are_taken_trimmed_and_released_together(

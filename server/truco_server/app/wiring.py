@@ -124,7 +124,8 @@ def build_services(
         heartbeat_seconds=s.heartbeat_interval_seconds,
         stopping=stopping,
     )
-    relay = Relay(operators.relay, store.queues, clock=clock)
+    wanted = operators.wanted if store.matches.appends_feed else None
+    relay = Relay(operators.relay, store.queues, clock=clock, wanted=wanted)
     matches = MatchService(
         store.matches,
         relay,
@@ -153,7 +154,7 @@ def build_services(
         stopping=stopping,
         publish=operators.publish,
     )
-    operators.listeners.append(leagues.job.on_events)
+    operators.listen(leagues.job.listens, leagues.job.on_events)
     ratings, matchmaking = _matchmaking(s, store, matches, steps, operators, stopping, clock)
     return Services(
         store,
@@ -187,7 +188,8 @@ def _matchmaking(
     async def load(match_id: str) -> Match:
         return await matches.load(match_id, fresh=True)
 
-    operators.listeners.append(RatedMatches(ratings, load).on_events)
+    rated = RatedMatches(ratings, load)
+    operators.listen(rated.listens, rated.on_events)
     matchmaking = Matchmaking(
         Pools(store.documents, matches.settings.idle_timeout_ms),
         store.tickets,

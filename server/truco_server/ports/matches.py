@@ -93,6 +93,16 @@ class MatchIndexEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class FeedAppend:
+    """Operator events that a create or commit appends to their owner's stream itself, in its
+    own atomic step, in order, after the stream's last (only on a store whose
+    :attr:`MatchLog.appends_feed` is true): the events' bodies as the stream stores them."""
+
+    owner: str
+    events: Sequence[bytes]
+
+
+@dataclass(frozen=True, slots=True)
 class NewMatch:
     """A match to create, at version ``len(events)``."""
 
@@ -107,6 +117,8 @@ class NewMatch:
     """Operator events to relay (:mod:`truco_server.ports.operators`), written with the match."""
     relay: RelayWake | None = None
     """Queue the match in the relay queue first (the safety net of the relay after the commit)."""
+    feed: FeedAppend | None = None
+    """Operator events appended to their owner's stream with the match (:class:`FeedAppend`)."""
     requires: Sequence[DocRef] = ()
     """Documents the match belongs to (a league's match: its league): it is created only if
     each exists, else :class:`~truco_server.ports.errors.ParentMissing` and nothing written,
@@ -139,6 +151,8 @@ class Commit:
     wake: int | None = None
     outbox: Sequence[bytes] = ()
     relay: RelayWake | None = None
+    feed: FeedAppend | None = None
+    """Operator events appended to their owner's stream by the commit (:class:`FeedAppend`)."""
     note: object = None
     """Handed, never stored, to this worker's subscriptions of the match with the committed
     events (:attr:`Batch.note`): the committer's decoded form of them, so that following its
@@ -185,6 +199,11 @@ class MatchLog(Protocol):
     """Matches as opaque bytes, committed atomically (see the module docstring)."""
 
     settings: StoreSettings
+    appends_feed: bool
+    """Whether a create or commit can append its ``feed`` to the owner's operator stream in its
+    own atomic step (one process, one Redis server or a Sentinel group's primary: not a Redis
+    Cluster, where the owner's stream is in another slot). Where it cannot, ``feed`` must be
+    ``None`` and every operator event goes through the outbox."""
 
     async def create(self, new: NewMatch) -> int:
         """Create a match; its version (``len(new.events)``). Raises
@@ -203,7 +222,8 @@ class MatchLog(Protocol):
         2. stored version != ``expected_version``:
            :class:`~truco_server.ports.errors.VersionConflict`; nothing written;
         3. else write the state, append the events and the record entry, record the request
-           id, set status, ``updated_at`` and summary when given, append the outbox; first
+           id, set status, ``updated_at`` and summary when given, append the outbox and the
+           ``feed`` (to the owner's operator stream); first
            register the wakeup and the relay safety net (the same round trip as the commit,
            except on a cluster, where the queues are other slots).
 

@@ -299,8 +299,7 @@ class MatchService:
         now = meta.created_at + ms / 1000
         done = match.after(step, match.version + len(step.entries), status, now)
         moment = Moment(done, step.entries, match.version + 1, [now] * len(step.entries))
-        outbox = self.relay.outbox(done, step.entries, match.version + 1, match.life)
-        net = self.relay.net(outbox)
+        out = await self.relay.outgoing(done, step.entries, match.version + 1, match.life)
         commit = Commit(
             match_id=meta.match_id,
             expected_version=match.version,
@@ -313,8 +312,9 @@ class MatchService:
             summary=stored.listing(done.info()) if status is not None or relist else None,
             record=self._record(record, done.version, now, step.clock_ms, meta.created_at),
             wake=self._wake(match, step, status),
-            outbox=outbox,
-            relay=net,
+            outbox=out.outbox,
+            relay=out.net,
+            feed=out.feed,
             note=moment,
         )
         try:
@@ -323,8 +323,7 @@ class MatchService:
             raise E.MatchNotFound(f"no match {meta.match_id!r}") from exc
         if res.duplicate:
             return match, moment, res
-        if net is not None:
-            self.relay.soon(meta.match_id, net)
+        self.relay.committed(meta.match_id, out)
         self.cache.keep(done)
         if status is not None:
             for told in self.on_end:

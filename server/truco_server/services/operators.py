@@ -9,7 +9,10 @@ commits of those milliseconds), and again from the relay queue if that worker di
 It holds a short lock per match (two relays never interleave) and trims the outbox only
 after the stream and the webhook queue have the events, so an event is relayed at least
 once: a relay cut short is done again, and its events appear again in the stream with the
-same ``id`` (webhook deliveries are queued once per webhook and event id).
+same ``id`` (webhook deliveries are queued once per webhook and event id). On a store that
+appends a commit's events to the stream in the commit itself, the stream gets each event
+exactly once that way, and the outbox holds only the events of the types the listeners or
+the owner's webhooks ask for (:meth:`Operators.wanted`; :mod:`truco_server.services.relay`).
 
 **Stream** (``StreamOperatorEvents``): the operator's Redis stream, read from a cursor, with
 heartbeats. Resumable from any cursor still kept (``operator_events_max_len``).
@@ -61,17 +64,26 @@ def check_event_types(event_types: Sequence[str]) -> frozenset[str]:
     return frozenset(event_types)
 
 
-def outbox_item(owner: str, ev: OperatorEvent) -> bytes:
-    """The stored form of an event waiting in a match's outbox: its owner and its proto."""
-    return owner.encode() + b"\0" + codec.operator_event_to_proto(ev).SerializeToString()
+Listener = Callable[[str, Sequence[OperatorEvent]], Awaitable[None]]
+"""Told an owner's events once they are in its stream (:attr:`Operators.listeners`)."""
+
+_STREAMED = b"\x01"
+"""First byte of an outbox item whose event its commit already appended to the stream."""
 
 
-def _from_outbox(raw: bytes) -> tuple[str, bytes, OperatorEvent]:
-    """An outbox item's owner, its event's proto (what the operator's stream stores), and
-    the event."""
-    owner, _, body = raw.partition(b"\0")
+def outbox_item(owner: str, body: bytes, *, streamed: bool = False) -> bytes:
+    """The stored form of an event waiting in a match's outbox: its owner and its proto
+    (``body``), marked when its commit appended it to the owner's stream already."""
+    return (_STREAMED if streamed else b"") + owner.encode() + b"\0" + body
+
+
+def _from_outbox(raw: bytes) -> tuple[str, bytes | None, OperatorEvent]:
+    """An outbox item's owner, its event's proto (what the operator's stream stores; ``None``
+    when its commit appended it there already), and the event."""
+    streamed = raw.startswith(_STREAMED)
+    owner, _, body = raw[1 if streamed else 0 :].partition(b"\0")
     msg = operator_service_pb2.OperatorEvent.FromString(body)
-    return owner.decode(), body, codec.operator_event_from_proto(msg)
+    return owner.decode(), None if streamed else body, codec.operator_event_from_proto(msg)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,9 +129,29 @@ class Operators:
     heartbeat_seconds: float = 5.0
     stopping: asyncio.Event | None = None
     _hooks: Lru[str, tuple[float, list[WebhookInfo]]] = field(default_factory=lambda: Lru(1024))
-    listeners: list[Callable[[str, Sequence[OperatorEvent]], Awaitable[None]]] = field(default_factory=list)
+    listeners: list[Listener] = field(default_factory=list)
     """Called with each batch of an owner's events once they are in its stream (the league
-    service wakes the leagues whose matches ended); at least once, like the stream."""
+    service wakes the leagues whose matches ended); at least once, like the stream. Only the
+    events of the types in :attr:`listened` are sure to be among them (:meth:`listen`)."""
+    listened: set[str] = field(default_factory=set)
+    """The event types the listeners ask for."""
+
+    def listen(self, kinds: Sequence[OperatorEventType], listener: Listener) -> None:
+        """Call ``listener`` with the events of the types ``kinds`` (and maybe others)."""
+        self.listeners.append(listener)
+        self.listened.update(k.value for k in kinds)
+
+    async def wanted(self, owner: str) -> frozenset[str] | None:
+        """The event types of ``owner`` that need the relay when their commit appends them to
+        the stream itself: those the listeners or one of its webhooks ask for (``None``: every
+        type, a webhook asks for all)."""
+        hooks = await self._webhooks_of(owner)
+        kinds = set(self.listened)
+        for h in hooks:
+            if not h.event_types:
+                return None
+            kinds.update(h.event_types)
+        return frozenset(kinds)
 
     # ------------------------------------------------------------------------ relay
     async def relay(self, match_ids: Sequence[str]) -> list[str]:
@@ -136,15 +168,13 @@ class Operators:
             moved = [(m, items) for m, items in zip(todo, taken, strict=True) if items]
             if not moved:
                 break
-            by_owner: dict[str, tuple[list[bytes], list[OperatorEvent]]] = {}
+            by_owner: dict[str, list[tuple[bytes | None, OperatorEvent]]] = {}
             for _, items in moved:  # each match's events in their order
                 for raw in items:
                     owner, body, ev = _from_outbox(raw)
-                    bodies, events = by_owner.setdefault(owner, ([], []))
-                    bodies.append(body)
-                    events.append(ev)
-            for owner, (bodies, events) in by_owner.items():
-                await self._publish(owner, bodies, events)
+                    by_owner.setdefault(owner, []).append((body, ev))
+            for owner, pairs in by_owner.items():
+                await self._publish(owner, pairs)
             await self.feed.outbox_done([(m, len(items)) for m, items in moved], token)
             todo = [m for m, items in moved if len(items) >= RELAY_BATCH]  # more left in these
         return busy
@@ -153,14 +183,17 @@ class Operators:
         """Events that no match commit made (a league's, ``ticket.matched``): to the owner's
         stream, its listeners and its webhooks, in order, as a relay does. At least once: the
         caller publishes again (the same ids) if it dies before recording that it did."""
-        bodies = [codec.operator_event_to_proto(ev).SerializeToString() for ev in events]
-        await self._publish(owner, bodies, events)
+        pairs = [(codec.operator_event_to_proto(ev).SerializeToString(), ev) for ev in events]
+        await self._publish(owner, pairs)
 
-    async def _publish(self, owner: str, bodies: Sequence[bytes], events: Sequence[OperatorEvent]) -> None:
-        """Append ``events`` (stored as ``bodies``, their protos as the outbox holds them) to the
-        owner's stream, then tell the listeners and queue the webhook deliveries."""
-        await self.feed.append(owner, bodies)
-        for ev in events:
+    async def _publish(self, owner: str, pairs: Sequence[tuple[bytes | None, OperatorEvent]]) -> None:
+        """Append the events of ``pairs`` to the owner's stream (each stored as its body, its
+        proto as the outbox holds it; ``None``: its commit appended it already), then tell the
+        listeners and queue the webhook deliveries."""
+        events = [ev for _, ev in pairs]
+        fresh = [(body, ev) for body, ev in pairs if body is not None]
+        await self.feed.append(owner, [body for body, _ in fresh])
+        for _, ev in fresh:
             metrics.OPERATOR_EVENTS.labels(ev.type.value).inc()
         for listener in self.listeners:
             await listener(owner, events)

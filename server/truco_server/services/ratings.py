@@ -123,13 +123,16 @@ def rated_match(match: Match) -> RatedMatch | None:
 class RatedMatches:
     """Rates every rated match when it ends (an operator-events listener, see the module)."""
 
+    listens = (OperatorEventType.ENDED,)
+    """The operator events :meth:`on_events` acts on."""
+
     def __init__(self, books: RatingBooks, load: Callable[[str], Awaitable[Match]]) -> None:
         self.books = books
         self.load = load
 
     async def on_events(self, owner: str, events: Sequence[OperatorEvent]) -> None:
         for ev in events:
-            if ev.type is not OperatorEventType.ENDED:
+            if ev.type not in self.listens:
                 continue
             played = rated_match(await self.load(ev.match_id))
             if played is not None:

@@ -1,10 +1,18 @@
-"""The relay after a commit: a commit that writes operator events (``match.created``,
+"""The relay after a commit: a commit that makes operator events (``match.created``,
 ``match.hand_ended``, ``match.turn``, ``match.ended``...) writes them to the match's outbox and queues the
 match in the relay queue as a safety net (:class:`~truco_server.ports.queues.RelayWake`, due
 :attr:`Relay.grace_ms` later). This worker then relays the outbox itself, gathered with the
 other commits of the next :attr:`Relay.gather_seconds` (one take, one append per operator and
 one trim for all of them), and releases the safety net. Only when the worker dies first does
 the relay queue's reader find the match due and relay it (:mod:`.scheduler`).
+
+On a store that appends a commit's operator events to the owner's stream in the commit itself
+(:attr:`~truco_server.ports.matches.MatchLog.appends_feed`: one process, one Redis server or a
+Sentinel group's primary) every event goes to the stream that way, exactly once and in commit
+order, and the outbox keeps only the events something else waits for: those of a type an
+events listener of this worker or one of the owner's webhooks asks for
+(:meth:`~truco_server.services.operators.Operators.wanted`). A ``match.turn`` nobody asks for
+then costs no relay at all.
 """
 
 from __future__ import annotations
@@ -13,14 +21,18 @@ import asyncio
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
+from truco_contract import codec
 from truco_match import operator_events
 from truco_match.events import LogEntry
 from truco_match.lifecycle import Life
 from truco_match.match import Match, result_of
+from truco_server.core import metrics
+from truco_server.ports.matches import FeedAppend
 from truco_server.ports.queues import RELAY, Queues, RelayWake
 from truco_server.services.operators import outbox_item
 
@@ -29,6 +41,28 @@ log = structlog.get_logger("truco.relay")
 RelayFn = Callable[[Sequence[str]], Awaitable[list[str]]]
 """Moves matches' outboxes to their operators' streams and webhooks and returns those another
 relay holds (:meth:`truco_server.services.operators.Operators.relay`)."""
+
+
+WantedFn = Callable[[str], Awaitable[frozenset[str] | None]]
+"""The event types of an owner that need the relay beyond its stream (``None``: every type;
+:meth:`truco_server.services.operators.Operators.wanted`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A commit's operator events, as its commit writes them."""
+
+    outbox: list[bytes]
+    """For the relay (:class:`~truco_server.ports.matches.Commit`'s ``outbox``)."""
+    feed: FeedAppend | None
+    """For the owner's stream in the commit itself (its ``feed``)."""
+    net: RelayWake | None
+    """The relay queue's safety net for the outbox (its ``relay``)."""
+    kinds: tuple[str, ...] = ()
+    """The types of the events of ``feed`` (counted once the commit is done)."""
+
+
+NOTHING = Outgoing([], None, None)
 
 
 class Relay:
@@ -46,10 +80,18 @@ class Relay:
     to the relay queue."""
 
     def __init__(
-        self, move: RelayFn | None, queues: Queues, *, clock: Callable[[], float] = time.time
+        self,
+        move: RelayFn | None,
+        queues: Queues,
+        *,
+        clock: Callable[[], float] = time.time,
+        wanted: WantedFn | None = None,
     ) -> None:
         self.move = move
         """What moves outboxes (``None``: this worker leaves every outbox to the relay queue)."""
+        self.wanted = wanted
+        """Which events of an owner need the relay when the commit appends them to the stream
+        itself (``None``: the commits do not; every event goes through the outbox)."""
         self._queues = queues
         self._now = clock
         self._tasks: set[asyncio.Task[bool]] = set()
@@ -57,12 +99,13 @@ class Relay:
         """Matches whose commits left operator events, for the next gathered relay."""
         self._gathering: asyncio.Task[bool] | None = None
 
-    @staticmethod
-    def outbox(
-        match: Match, entries: Sequence[LogEntry], first_version: int, before: Life | None
-    ) -> list[bytes]:
+    async def outgoing(
+        self, match: Match, entries: Sequence[LogEntry], first_version: int, before: Life | None
+    ) -> Outgoing:
         """The operator events of a commit that made ``match`` (from a match whose lifecycle
-        state was ``before``; ``None``: the commit created it), as its outbox stores them."""
+        state was ``before``; ``None``: the commit created it), as its commit writes them:
+        every one in the outbox, or, when the commit appends them to the stream itself
+        (:attr:`wanted` set), there and only the wanted ones in the outbox."""
         committed = operator_events.Committed(
             match_id=match.match_id,
             entries=entries,
@@ -76,13 +119,36 @@ class Relay:
             seats=match.seats,
             epoch_ms=match.meta.epoch_ms(0),
         )
-        return [outbox_item(match.meta.owner, ev) for ev in operator_events.of_commit(committed)]
+        events = operator_events.of_commit(committed)
+        if not events:
+            return NOTHING
+        owner = match.meta.owner
+        bodies = [codec.operator_event_to_proto(ev).SerializeToString() for ev in events]
+        if self.wanted is None:
+            outbox = [outbox_item(owner, body) for body in bodies]
+            return Outgoing(outbox, None, self._net(outbox))
+        wanted = await self.wanted(owner)
+        outbox = [
+            outbox_item(owner, body, streamed=True)
+            for ev, body in zip(events, bodies, strict=True)
+            if wanted is None or ev.type.value in wanted
+        ]
+        kinds = tuple(ev.type.value for ev in events)
+        return Outgoing(outbox, FeedAppend(owner, bodies), self._net(outbox), kinds)
 
-    def net(self, outbox: Sequence[bytes]) -> RelayWake | None:
+    def _net(self, outbox: Sequence[bytes]) -> RelayWake | None:
         """The relay queue's safety net for a commit's operator events."""
         if not outbox:
             return None
         return RelayWake(round(self._now() * 1000) + self.grace_ms, secrets.token_bytes(8))
+
+    def committed(self, match_id: str, out: Outgoing) -> None:
+        """The commit that wrote ``out`` is done: count the events it appended to the stream
+        and relay its outbox soon."""
+        for kind in out.kinds:
+            metrics.OPERATOR_EVENTS.labels(kind).inc()
+        if out.net is not None:
+            self.soon(match_id, out.net)
 
     def soon(self, match_id: str, net: RelayWake) -> None:
         """Relay the outbox a commit just wrote, with the others of the next

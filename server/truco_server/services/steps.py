@@ -127,8 +127,7 @@ class MatchSteps:
         match = Match(
             meta, setup, step.state, step.life, len(step.entries), MatchStatus.ACTIVE, meta.created_at
         )
-        outbox = svc.relay.outbox(match, step.entries, 1, None)
-        net = svc.relay.net(outbox)
+        out = await svc.relay.outgoing(match, step.entries, 1, None)
         due = table.due(setup, step.state, step.life)
         raw_meta = stored.meta_bytes(meta)
         new = NewMatch(
@@ -143,8 +142,9 @@ class MatchSteps:
             state=stored.state_bytes(step.state, step.life),
             events=[stored.entry_bytes(e, 0) for e in step.entries],
             wake=None if due is None else meta.epoch_ms(due),
-            outbox=outbox,
-            relay=net,
+            outbox=out.outbox,
+            relay=out.net,
+            feed=out.feed,
             requires=tuple(requires),
         )
         if self.quotas is not None:
@@ -161,8 +161,7 @@ class MatchSteps:
         match.version = version
         match.memo["meta bytes"] = raw_meta
         svc.cache.keep(match)
-        if net is not None:
-            svc.relay.soon(meta.match_id, net)
+        svc.relay.committed(meta.match_id, out)
         return match
 
     # --------------------------------------------------------- the creator's steps

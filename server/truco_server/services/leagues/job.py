@@ -154,6 +154,9 @@ def _ms() -> int:
 class LeagueJob:
     """The league job of one worker (see the module docstring)."""
 
+    listens = (OperatorEventType.ENDED, OperatorEventType.ABORTED, OperatorEventType.CANCELLED)
+    """The operator events :meth:`on_events` acts on."""
+
     def __init__(
         self,
         documents: Documents,
@@ -202,8 +205,7 @@ class LeagueJob:
 
     async def on_events(self, owner: str, events: Sequence[OperatorEvent]) -> None:
         """Wake the leagues whose matches ended (an operator-events listener)."""
-        ended = (OperatorEventType.ENDED, OperatorEventType.ABORTED, OperatorEventType.CANCELLED)
-        for league_id in {ev.labels.get("league", "") for ev in events if ev.type in ended}:
+        for league_id in {ev.labels.get("league", "") for ev in events if ev.type in self.listens}:
             if league_id:
                 await self.wake(league_id)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from truco_server.ports.errors import MatchExists, MatchNotFound, VersionConflict
@@ -24,6 +24,7 @@ from truco_server.ports.matches import (
     Commit,
     CommitResult,
     Event,
+    FeedAppend,
     LogTrimmed,
     MatchIndexEntry,
     NewMatch,
@@ -75,6 +76,9 @@ class MemoryMatchLog:
         self._matches: dict[str, StoredMatch] = {}
         self._owner_index: dict[str, list[str]] = {}  # owner -> sorted sort keys
         self.feed = MemoryFeed()
+        self.appends_feed = True
+        self.operator_sink: Callable[[str, Sequence[bytes]], object] | None = None
+        """Appends operator events to their owner's stream (the operator feed sets it)."""
 
     # -- the matches ------------------------------------------------------------------
 
@@ -99,6 +103,11 @@ class MemoryMatchLog:
         if i < len(keys) and keys[i] == m.index.sort_key:
             del keys[i]
 
+    def _append_feed(self, feed: FeedAppend | None) -> None:
+        if feed is not None and feed.events:
+            assert self.operator_sink is not None, "a feed needs the operator feed beside the matches"
+            self.operator_sink(feed.owner, feed.events)
+
     def _queue_first(self, match_id: str, wake: int | None, relay: RelayWake | None) -> None:
         if wake is not None:
             self._queues.lower(CLOCK, match_id, wake)
@@ -119,6 +128,7 @@ class MemoryMatchLog:
         index = replace(new.index, version=n, updated_at=new.index.created_at)
         m = StoredMatch(meta=new.meta, state=new.state, version=n, index=index, events=log)
         m.outbox.extend(new.outbox)
+        self._append_feed(new.feed)
         if index.status in self.settings.terminal_statuses:
             m.expires_at = self.clock() + self.settings.retention_seconds
         self._matches[match_id] = m
@@ -153,6 +163,7 @@ class MemoryMatchLog:
         if commit.record is not None:
             m.record.append(commit.record)
         m.outbox.extend(commit.outbox)
+        self._append_feed(commit.feed)
         if rid is not None:
             m.requests = {k: v for k, v in m.requests.items() if v[0] > now}
             m.requests[rid] = (now + self.settings.request_ttl_seconds, m.version, commit.reply)

@@ -37,6 +37,7 @@ class MemoryOperatorFeed:
         self.settings = settings
         self._matches = matches
         self._operators: dict[str, _Operator] = {}
+        matches.operator_sink = self._append
 
     def _operator(self, owner: str) -> _Operator:
         return self._operators.setdefault(owner, _Operator())
@@ -75,6 +76,9 @@ class MemoryOperatorFeed:
     # -- operator streams -----------------------------------------------------------------
 
     async def append(self, owner: str, events: Sequence[bytes]) -> list[str]:
+        return self._append(owner, events)
+
+    def _append(self, owner: str, events: Sequence[bytes]) -> list[str]:
         op = self._operator(owner)
         cursors = []
         for raw in events:

@@ -40,6 +40,7 @@ from truco_server.ports.matches import (
     Commit,
     CommitResult,
     Event,
+    FeedAppend,
     LogTrimmed,
     MatchIndexEntry,
     NewMatch,
@@ -54,7 +55,7 @@ from truco_server.stores.redis.guards import Guards
 from truco_server.stores.redis.keys import Keys
 from truco_server.stores.redis.listing import list_matches
 from truco_server.stores.redis.replies import EVENT_FIELD, as_bytes, as_str, version_of
-from truco_server.stores.redis.scripts import COMMIT, CREATE
+from truco_server.stores.redis.scripts import COMMIT, CREATE, FEEDING_COMMIT, FEEDING_CREATE, Script
 from truco_server.stores.subscription import EventSubscription
 
 __all__ = ["RedisMatchLog"]
@@ -108,6 +109,7 @@ class RedisMatchLog:
         self._heads: Lru[str, tuple[int, str]] = Lru(_HEADS_KEPT, idle=_HEADS_IDLE_SECONDS)
         self._head_prefix = secrets.token_hex(5)
         self._head_counter = itertools.count(1)
+        self.appends_feed = conn.kind != "cluster"
 
     @property
     def hub(self) -> RedisStreamHub | ClusterStreamHub | None:
@@ -160,7 +162,8 @@ class RedisMatchLog:
         listed: Command = ("ZADD", self._keys.owner_index_for(index.owner, match_id), "NX", 0, index.sort_key)
         before = [listed, *self._queue_first(match_id, new.wake, new.relay)]
         script_keys = [keys.match, keys.events, keys.record, keys.outbox]
-        call = ScriptCall(CREATE, script_keys, args, "create", before, durable=True)
+        script = self._feeding(new.feed, CREATE, FEEDING_CREATE, script_keys, args)
+        call = ScriptCall(script, script_keys, args, "create", before, durable=True)
         version = int(await self._guards.call(call, new.requires))
         if version < 0:
             raise MatchExists(match_id)
@@ -218,7 +221,9 @@ class RedisMatchLog:
             *commit.outbox,
         ]
         before = self._queue_first(match_id, commit.wake, commit.relay)
-        call = ScriptCall(COMMIT, keys.script_keys(), args, "commit", before, durable=True)
+        script_keys = keys.script_keys()
+        script = self._feeding(commit.feed, COMMIT, FEEDING_COMMIT, script_keys, args)
+        call = ScriptCall(script, script_keys, args, "commit", before, durable=True)
         hub = self._hub
         if hub is not None:
             hub.begin_commit(match_id)
@@ -227,6 +232,19 @@ class RedisMatchLog:
         finally:
             if hub is not None:
                 hub.end_commit(match_id)
+
+    def _feeding(
+        self, feed: FeedAppend | None, plain: Script, feeding: Script, keys: list[str], args: list[Any]
+    ) -> Script:
+        """The script that writes a create or commit: ``plain``, or ``feeding`` with the
+        owner's stream added to ``keys`` and the events to ``args`` when there is a feed."""
+        if feed is None or not feed.events:
+            return plain
+        if not self.appends_feed:
+            raise ValueError("a Redis Cluster cannot append operator events in a commit")
+        keys.append(self._keys.operator(feed.owner).events)
+        args += [self.settings.operator_events_max_len, len(feed.events), *feed.events]
+        return feeding
 
     def _committed(
         self, commit: Commit, res: Any, head: str, ended: bool, events: list[bytes]

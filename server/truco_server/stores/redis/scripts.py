@@ -7,9 +7,10 @@ script runs without interleaving on the server: that is what makes a commit atom
 update runs the same scripts under the same names; a script added since has a name of its
 own.
 
-The one exception to "one slot": :func:`guarded`, a script made only for one server or a
-Sentinel group's primary (where any key may be reached), runs a script only if the documents
-its write belongs to exist (:mod:`.guards`).
+The exceptions to "one slot" are made only for one server or a Sentinel group's primary
+(where any key may be reached): :func:`guarded` runs a script only if the documents its write
+belongs to exist (:mod:`.guards`); :data:`FEEDING_CREATE` and :data:`FEEDING_COMMIT` append a
+create's or commit's operator events to the owner's stream in the same step.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ __all__ = [
     "DELIVERY_LOG_PUT_IF",
     "DOC_PUT",
     "DOC_PUT_PARTS",
+    "FEEDING_COMMIT",
+    "FEEDING_CREATE",
     "OUTBOX_DONE",
     "OUTBOX_TAKE",
     "QUEUE_ADD",
@@ -131,6 +134,29 @@ end
 return {0, newv}
 """,
 )
+
+
+def _feeding(script: Script, feed_at: str, key: int) -> Script:
+    """``script`` that, when it succeeds (its last line, a ``return``), also appends operator
+    events to their owner's stream, ``KEYS[key]``: from ARGV index ``feed_at`` (a Lua
+    expression over the script's locals), the stream's approximate length bound, the number of
+    events, then the events. For one server or a Sentinel group's primary only: the stream is
+    in the operator's slot (``MatchLog.appends_feed``)."""
+    body, _, last = script.body.rstrip().rpartition("\n")
+    assert last.startswith("return "), script.name
+    feed = f"""
+local feed_at = {feed_at}
+for f = 1, tonumber(ARGV[feed_at + 1]) do
+  redis.call('XADD', KEYS[{key}], 'MAXLEN', '~', ARGV[feed_at], '*', 'e', ARGV[feed_at + 1 + f])
+end
+"""
+    return Script(f"{script.name}_feeding", f"{body}{feed}{last}\n")
+
+
+FEEDING_CREATE = _feeding(CREATE, "13 + n + m", 5)
+"""CREATE, then the operator events of the creation (KEYS[5]: the owner's stream)."""
+FEEDING_COMMIT = _feeding(COMMIT, "17 + n + m", 6)
+"""COMMIT, then the operator events of the commit (KEYS[6]: the owner's stream)."""
 
 OUTBOX_TAKE = Script(
     "outbox_take",
