@@ -56,11 +56,15 @@ def meta_of(raw: bytes) -> Meta:
 
 
 def state_bytes(state: te.MatchState, life: Life) -> bytes:
-    return zlib.compress(orjson.dumps({"s": state.to_dict(rules=False), "l": life.to_dict()}), 1)
+    """The stored state: its JSON without the rule set (the metadata holds it). Not deflated:
+    a match's state is stored once and replaced by every commit, so deflating it (about 860
+    bytes to 470) would save little space for a cost paid by every commit."""
+    return orjson.dumps({"s": state.to_dict(rules=False), "l": life.to_dict()})
 
 
 def state_of(raw: bytes, rules: te.RuleSet) -> tuple[te.MatchState, Life]:
-    d = orjson.loads(zlib.decompress(raw))
+    """The state and lifecycle of a stored state (JSON, or the zlib form written before)."""
+    d = orjson.loads(raw if raw[:1] == b"{" else zlib.decompress(raw))
     return te.MatchState.from_dict(d["s"], rules), Life.from_dict(d["l"])
 
 
