@@ -10,7 +10,10 @@ import time
 import pytest
 
 from tests.helpers.clock import FakeClock
+from tests.storage.support import new_match, step
 from truco_server.ports import Store
+from truco_server.ports.errors import RateExceeded, VersionConflict
+from truco_server.ports.quotas import RateCharge
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -74,3 +77,27 @@ async def test_a_holder_not_renewed_expires(store: Store, backend: str, clock: F
         await later(backend, clock, 0.1)
     assert await q.hold("s", "third", 2, 300) == 0
     assert await q.holders("s") == ["alive", "third"]
+
+
+async def test_a_commit_spends_its_charge_only_when_it_writes(store: Store) -> None:
+    """Where the store can (one Redis server, a Sentinel group), a commit spends its
+    ``RateCharge`` in its own step, on the same rate as ``take``: a stale or duplicate commit
+    spends nothing, and one over the rate writes nothing (``RateExceeded``). Elsewhere a
+    charge is refused before anything is written."""
+    v = await new_match(store)
+    charge = RateCharge("actions_per_second:c", 0.001, 2)  # two saved up, one more every 1000 s
+    if not store.matches.charges:
+        with pytest.raises(ValueError):
+            await store.matches.commit(step("m1", v, charge=charge))
+        assert (await store.matches.load("m1")).version == v  # type: ignore[union-attr]
+        return
+    with pytest.raises(VersionConflict):
+        await store.matches.commit(step("m1", v + 5, request_id="stale", charge=charge))
+    v = (await store.matches.commit(step("m1", v, charge=charge))).version
+    assert (await store.matches.commit(step("m1", v - 1, charge=charge))).duplicate
+    assert await store.quotas.take(charge.key, 0.001, 2) == 0.0  # the second of two: shared
+    with pytest.raises(RateExceeded) as refused:
+        await store.matches.commit(step("m1", v, charge=charge))
+    assert refused.value.wait > 100
+    assert (await store.matches.load("m1")).version == v  # type: ignore[union-attr]
+    assert await store.quotas.take(charge.key, 0.001, 2) > 100  # still spent, nothing more

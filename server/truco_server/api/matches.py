@@ -156,10 +156,9 @@ class MatchApi:
             request.request_id or None,
             request.expected_version if request.HasField("expected_version") else None,
         )
-        if self.quotas is not None:
-            await self.quotas.action(cred.token)
+        charge = None if self.quotas is None else self.quotas.action_charge(cred.token)
         with uniform(cred):
-            result = await self.matches.submit_action(cred, req)
+            result = await self.matches.submit_action(cred, req, charge)
         structlog.contextvars.bind_contextvars(seat=result.seat)
         return pb.SubmitActionResponse(
             version=result.version,

@@ -64,3 +64,13 @@ class StoreUnavailable(StorageError):
     have been written; a commit may or may not have been applied, so the caller retries it
     with the same ``request_id``. Every adapter raises this, and only this, for a fault of its
     backend: nothing above the stores knows a backend's exceptions."""
+
+
+class RateExceeded(StorageError):
+    """A commit's :class:`~truco_server.ports.quotas.RateCharge` found its rate spent: nothing
+    was written; ``wait`` seconds until it would be granted."""
+
+    def __init__(self, key: str, wait: float) -> None:
+        super().__init__(f"rate {key!r} spent for {wait:.3f} s")
+        self.key = key
+        self.wait = wait

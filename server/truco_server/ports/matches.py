@@ -30,6 +30,7 @@ from typing import Final, Protocol
 
 from truco_server.ports.documents import DocRef
 from truco_server.ports.queues import RelayWake
+from truco_server.ports.quotas import RateCharge
 from truco_server.ports.settings import StoreSettings
 
 Event = tuple[int, bytes]
@@ -153,6 +154,9 @@ class Commit:
     relay: RelayWake | None = None
     feed: FeedAppend | None = None
     """Operator events appended to their owner's stream by the commit (:class:`FeedAppend`)."""
+    charge: RateCharge | None = None
+    """A rate the commit spends when it writes, else refuses with
+    :class:`~truco_server.ports.errors.RateExceeded` (only where :attr:`MatchLog.charges`)."""
     note: object = None
     """Handed, never stored, to this worker's subscriptions of the match with the committed
     events (:attr:`Batch.note`): the committer's decoded form of them, so that following its
@@ -204,6 +208,9 @@ class MatchLog(Protocol):
     own atomic step (one process, one Redis server or a Sentinel group's primary: not a Redis
     Cluster, where the owner's stream is in another slot). Where it cannot, ``feed`` must be
     ``None`` and every operator event goes through the outbox."""
+    charges: bool
+    """Whether a commit can spend its ``charge`` in its own atomic step (one Redis server or a
+    Sentinel group's primary); where it cannot, ``charge`` must be ``None``."""
 
     async def create(self, new: NewMatch) -> int:
         """Create a match; its version (``len(new.events)``). Raises
@@ -223,7 +230,8 @@ class MatchLog(Protocol):
            :class:`~truco_server.ports.errors.VersionConflict`; nothing written;
         3. else write the state, append the events and the record entry, record the request
            id, set status, ``updated_at`` and summary when given, append the outbox and the
-           ``feed`` (to the owner's operator stream); first
+           ``feed`` (to the owner's operator stream), spend the ``charge`` (refused with
+           ``RateExceeded``, nothing written, when its rate is spent; checked after 1 and 2); first
            register the wakeup and the relay safety net (the same round trip as the commit,
            except on a cluster, where the queues are other slots).
 

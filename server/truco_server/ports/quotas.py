@@ -10,7 +10,21 @@ digest of the credential, never a secret); an adapter keeps each key in a slot o
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class RateCharge:
+    """One spending of a rate, as :meth:`QuotaCounters.take` would make it, that a commit makes
+    in its own atomic step instead (:attr:`truco_server.ports.matches.MatchLog.charges`): the
+    commit is refused, nothing written, when the rate has not ``cost`` left, and the rate is
+    spent only when the commit writes."""
+
+    key: str
+    per_second: float
+    burst: float
+    cost: float = 1.0
 
 
 class QuotaCounters(Protocol):

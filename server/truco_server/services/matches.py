@@ -46,9 +46,11 @@ from truco_server.core.caller import Caller, MatchCredential, Operator
 from truco_server.core.logging import bind_operator
 from truco_server.core.lru import Lru
 from truco_server.ports.errors import MatchNotFound as StoreMatchNotFound
-from truco_server.ports.errors import VersionConflict
+from truco_server.ports.errors import RateExceeded, VersionConflict
 from truco_server.ports.matches import Commit, CommitResult, Event, LogTrimmed, MatchLog
+from truco_server.ports.quotas import RateCharge
 from truco_server.services import stored
+from truco_server.services.quotas import ActionCharge
 from truco_server.services.relay import Relay
 
 log = structlog.get_logger("truco.service")
@@ -288,6 +290,7 @@ class MatchService:
         request_id: str | None = None,
         reply: bytes = b"",
         relist: bool = False,
+        charge: RateCharge | None = None,
     ) -> tuple[Match, Moment, CommitResult]:
         """Commit one step of ``match`` (``status``: the one it ends in, if it ends it): the
         match after it, what it made visible, and the store's answer (for a duplicate the match
@@ -315,6 +318,7 @@ class MatchService:
             outbox=out.outbox,
             relay=out.net,
             feed=out.feed,
+            charge=charge,
             note=moment,
         )
         try:
@@ -384,9 +388,26 @@ class MatchService:
 
     # ----------------------------------------------------------------- the action
     async def submit_action(
-        self, cred: MatchCredential, req: T.SubmitActionRequest
+        self, cred: MatchCredential, req: T.SubmitActionRequest, charge: ActionCharge | None = None
     ) -> T.SubmitActionResponse:
-        """One seat's action: load, authenticate, check, step, commit, publish."""
+        """One seat's action: load, authenticate, check, step, commit, publish. ``charge``: what
+        the action spends of its seat's rate of actions, once, whatever its outcome (spent
+        first, or by its commit where the store can; a refused rate is QuotaExceeded)."""
+        gate = None
+        if charge is not None:
+            if self.log.charges:
+                gate = charge
+            else:
+                await charge.pay()
+        try:
+            return await self._submit(cred, req, gate)
+        finally:
+            if gate is not None and not gate.paid:  # it never reached a commit that wrote
+                await gate.pay()
+
+    async def _submit(
+        self, cred: MatchCredential, req: T.SubmitActionRequest, charge: ActionCharge | None
+    ) -> T.SubmitActionResponse:
         action, fresh = req.action, False
         for _ in range(ATTEMPTS):
             match = await self.load(req.match_id, fresh=fresh)
@@ -411,14 +432,20 @@ class MatchService:
                     records.RecordStep(version=0, time=0.0, seat=seat, action=action),
                     request_id=req.request_id or None,
                     reply=stored.action_reply(seat, stored.action_fingerprint(action), len(step.entries)),
+                    charge=None if charge is None else charge.rate,
                 )
             except VersionConflict:  # another writer got there first: decide again
                 metrics.COMMIT_CONFLICTS.inc()
                 fresh = True
                 continue
+            except RateExceeded as exc:
+                assert charge is not None
+                raise charge.refused(exc.wait) from None
             if res.duplicate:
                 fresh_match = await self.load(req.match_id, fresh=True)
                 return await self._first_result(fresh_match, seat, req, res)
+            if charge is not None:
+                charge.paid = True  # by the commit
             _ACCEPTED.inc()
             return T.SubmitActionResponse(
                 req.match_id, seat, done.version, moment.events_for(seat), done.view(seat, self.now()),

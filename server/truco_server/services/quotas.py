@@ -35,6 +35,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import structlog
 from prometheus_client import Counter
@@ -42,7 +43,7 @@ from prometheus_client import Counter
 from truco_server.core import errors as E
 from truco_server.core.config import Settings
 from truco_server.ports.errors import StoreUnavailable
-from truco_server.ports.quotas import QuotaCounters
+from truco_server.ports.quotas import QuotaCounters, RateCharge
 
 log = structlog.get_logger("truco.quotas")
 
@@ -97,6 +98,7 @@ class Quotas:
     async def _take(
         self, quota: str, key: str, per_second: float, burst: float, limit: str, cost: float = 1
     ) -> None:
+        """Spend ``cost`` of the rate ``quota`` of ``key``, else refuse (QuotaExceeded)."""
         wait = await self.counters.take(f"{quota}:{key}", per_second, burst, cost)
         if wait > 0:
             QUOTA_EXCEEDED.labels(quota).inc()
@@ -104,9 +106,23 @@ class Quotas:
 
     async def action(self, credential: str) -> None:
         """One action by a seat credential."""
+        charge = self.action_charge(credential)
+        if charge is not None:
+            await charge.pay()
+
+    def action_charge(self, credential: str) -> ActionCharge | None:
+        """What one action by a seat credential spends (``None``: no such quota), for the
+        action's commit to spend or :meth:`ActionCharge.pay` to."""
         rate = self.actions_per_second
-        if rate > 0:
-            await self._take(ACTIONS, digest(credential), rate, max(1.0, rate), f"{rate:g} per second")
+        if rate <= 0:
+            return None
+        return ActionCharge(self, RateCharge(f"{ACTIONS}:{digest(credential)}", rate, max(1.0, rate)))
+
+    def exceeded(self, quota: str, wait: float) -> E.QuotaExceeded:
+        """The refusal of a spent rate ``quota``, counted."""
+        QUOTA_EXCEEDED.labels(quota).inc()
+        limit = {ACTIONS: f"{self.actions_per_second:g} per second"}.get(quota, quota)
+        return E.QuotaExceeded(quota, limit, wait)
 
     async def create(self, operator: str) -> None:
         """One CreateMatch by an operator (a retry of a created match counts too)."""
@@ -200,3 +216,31 @@ class Quotas:
     def open_streams(self) -> int:
         """Stream slots this worker holds (for tests and diagnostics)."""
         return sum(len(v) for v in self._streams.values())
+
+
+@dataclass(slots=True)
+class ActionCharge:
+    """One action's spending of its seat's rate of actions, made once: by the action's commit
+    where the store can (:attr:`rate` as the commit's ``charge``: an action that is applied
+    costs no call of its own), else, and for an action that never commits (refused, or a
+    retry answered from its record), by :meth:`pay`."""
+
+    quotas: Quotas
+    rate: RateCharge
+    paid: bool = False
+
+    async def pay(self) -> None:
+        """Spend the rate now, unless it was spent already; QuotaExceeded when it is spent."""
+        if self.paid:
+            return
+        self.paid = True
+        wait = await self.quotas.counters.take(
+            self.rate.key, self.rate.per_second, self.rate.burst, self.rate.cost
+        )
+        if wait > 0:
+            raise self.quotas.exceeded(ACTIONS, wait)
+
+    def refused(self, wait: float) -> E.QuotaExceeded:
+        """The commit found the rate spent (and wrote nothing)."""
+        self.paid = True
+        return self.quotas.exceeded(ACTIONS, wait)

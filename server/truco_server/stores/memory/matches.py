@@ -77,6 +77,7 @@ class MemoryMatchLog:
         self._owner_index: dict[str, list[str]] = {}  # owner -> sorted sort keys
         self.feed = MemoryFeed()
         self.appends_feed = True
+        self.charges = False  # the quota counters are another object: the service spends apart
         self.operator_sink: Callable[[str, Sequence[bytes]], object] | None = None
         """Appends operator events to their owner's stream (the operator feed sets it)."""
 
@@ -144,6 +145,8 @@ class MemoryMatchLog:
         return Snapshot(m.version, m.state, m.meta, m.index.status, m.index.updated_at)
 
     async def commit(self, commit: Commit) -> CommitResult:
+        if commit.charge is not None:
+            raise ValueError("the in-memory store does not spend a rate in a commit")
         match_id = commit.match_id
         m = self._require(match_id)
         now = self.clock()

@@ -35,7 +35,7 @@ from typing import Any, TypeVar, cast
 
 from truco_server.core import metrics
 from truco_server.core.lru import Lru
-from truco_server.ports.errors import MatchExists, MatchNotFound, VersionConflict
+from truco_server.ports.errors import MatchExists, MatchNotFound, RateExceeded, VersionConflict
 from truco_server.ports.matches import (
     Commit,
     CommitResult,
@@ -55,7 +55,15 @@ from truco_server.stores.redis.guards import Guards
 from truco_server.stores.redis.keys import Keys
 from truco_server.stores.redis.listing import list_matches
 from truco_server.stores.redis.replies import EVENT_FIELD, as_bytes, as_str, version_of
-from truco_server.stores.redis.scripts import COMMIT, CREATE, FEEDING_COMMIT, FEEDING_CREATE, Script
+from truco_server.stores.redis.scripts import (
+    CHARGING_COMMIT,
+    CHARGING_FEEDING_COMMIT,
+    COMMIT,
+    CREATE,
+    FEEDING_COMMIT,
+    FEEDING_CREATE,
+    Script,
+)
 from truco_server.stores.subscription import EventSubscription
 
 __all__ = ["RedisMatchLog"]
@@ -109,7 +117,7 @@ class RedisMatchLog:
         self._heads: Lru[str, tuple[int, str]] = Lru(_HEADS_KEPT, idle=_HEADS_IDLE_SECONDS)
         self._head_prefix = secrets.token_hex(5)
         self._head_counter = itertools.count(1)
-        self.appends_feed = conn.kind != "cluster"
+        self.appends_feed = self.charges = conn.kind != "cluster"
 
     @property
     def hub(self) -> RedisStreamHub | ClusterStreamHub | None:
@@ -223,6 +231,13 @@ class RedisMatchLog:
         before = self._queue_first(match_id, commit.wake, commit.relay)
         script_keys = keys.script_keys()
         script = self._feeding(commit.feed, COMMIT, FEEDING_COMMIT, script_keys, args)
+        charge = commit.charge
+        if charge is not None:
+            if not self.charges:
+                raise ValueError("a Redis Cluster cannot spend a rate in a commit")
+            script = CHARGING_FEEDING_COMMIT if script is FEEDING_COMMIT else CHARGING_COMMIT
+            script_keys.append(self._keys.quota(charge.key))
+            args += [repr(charge.per_second), repr(charge.burst), repr(charge.cost)]
         call = ScriptCall(script, script_keys, args, "commit", before, durable=True)
         hub = self._hub
         if hub is not None:
@@ -264,6 +279,9 @@ class RedisMatchLog:
         if code == 1:
             version, _, first_reply = as_bytes(res[1]).partition(b":")
             return CommitResult(version=int(version), reply=first_reply, duplicate=True)
+        if code == 4:  # nothing written: the commit token still holds
+            assert commit.charge is not None
+            raise RateExceeded(commit.charge.key, float(as_str(res[1])))
         self._heads.pop(match_id)
         if code == 2:
             if self._hub is not None:

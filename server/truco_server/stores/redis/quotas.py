@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from truco_server.stores.redis.batch import ScriptBatcher, ScriptCall
 from truco_server.stores.redis.keys import Keys
 from truco_server.stores.redis.replies import as_str
-from truco_server.stores.redis.scripts import Script
+from truco_server.stores.redis.scripts import Script, spend_rate
 
 __all__ = ["QUOTA_HOLD", "QUOTA_HOLDERS", "QUOTA_RELEASE", "QUOTA_RENEW", "QUOTA_TAKE", "RedisQuotaCounters"]
 
@@ -27,19 +27,9 @@ local now_ms = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
 
 QUOTA_TAKE = Script(
     "quota_take",
-    """
--- KEYS: the rate; ARGV: per_second, burst, cost. Reply: '0' granted, else seconds to wait.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tat < now then tat = now end
-tat = tat + cost / rate
-local wait = tat - now - burst / rate
-if wait > 0.000001 then return string.format('%.6f', wait) end
-redis.call('SET', KEYS[1], string.format('%.6f', tat), 'PX', math.max(1, math.ceil((tat - now) * 1000)))
-return '0'
-""",
+    "-- KEYS: the rate; ARGV: per_second, burst, cost. Reply: '0' granted, else seconds to wait."
+    + spend_rate("KEYS[1]", "ARGV[1]", "ARGV[2]", "ARGV[3]", "return string.format('%.6f', rate_wait)")
+    + "return '0'\n",
 )
 
 _EXPIRE_WITH_LAST = """

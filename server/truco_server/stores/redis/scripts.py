@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "ASSIGNMENT_PUT",
+    "CHARGING_COMMIT",
+    "CHARGING_FEEDING_COMMIT",
     "COMMIT",
     "CREATE",
     "DELIVERY_LOG_PUT_IF",
@@ -41,6 +43,7 @@ __all__ = [
     "WEBHOOK_PUT",
     "Script",
     "guarded",
+    "spend_rate",
 ]
 
 
@@ -92,7 +95,8 @@ COMMIT = Script(
 --       doorbell channel ('' = none), record step ('' = none), n_events, events...,
 --       n_outbox, outbox items...
 -- Returns {0, new_version} | {1, recorded "<version>:<reply>"} | {2, current_version}
---       | {3} when the match does not exist.
+--       | {3} when the match does not exist (| {4, seconds} when its charging form's rate
+--       is spent).
 if redis.call('EXISTS', KEYS[1]) == 0 then return {3} end
 if ARGV[3] ~= '' then
   local prev = redis.call('HGET', KEYS[3], ARGV[3])
@@ -157,6 +161,50 @@ FEEDING_CREATE = _feeding(CREATE, "13 + n + m", 5)
 """CREATE, then the operator events of the creation (KEYS[5]: the owner's stream)."""
 FEEDING_COMMIT = _feeding(COMMIT, "17 + n + m", 6)
 """COMMIT, then the operator events of the commit (KEYS[6]: the owner's stream)."""
+
+
+def spend_rate(key: str, per_second: str, burst: str, cost: str, refused: str) -> str:
+    """Lua that spends ``cost`` of the rate at ``key`` (the generic cell rate algorithm on the
+    server's ``TIME``: the key holds the theoretical arrival time and expires when the
+    allowance is full again), or, when it has not that much left, runs ``refused`` (a
+    ``return``) with ``rate_wait``, the seconds until it would have. The arguments are Lua
+    expressions."""
+    return f"""
+local rate_t = redis.call('TIME')
+local rate_now = tonumber(rate_t[1]) + tonumber(rate_t[2]) / 1000000
+local rate_per, rate_burst, rate_cost = tonumber({per_second}), tonumber({burst}), tonumber({cost})
+local rate_tat = tonumber(redis.call('GET', {key}) or '0')
+if rate_tat < rate_now then rate_tat = rate_now end
+rate_tat = rate_tat + rate_cost / rate_per
+local rate_wait = rate_tat - rate_now - rate_burst / rate_per
+if rate_wait > 0.000001 then {refused} end
+local rate_px = math.max(1, math.ceil((rate_tat - rate_now) * 1000))
+redis.call('SET', {key}, string.format('%.6f', rate_tat), 'PX', rate_px)
+"""
+
+
+_WRITES_BEGIN = "local n = tonumber(ARGV[15])\n"
+"""The first line of COMMIT after its checks (missing, duplicate, version, head)."""
+
+
+def _charging(script: Script) -> Script:
+    """COMMIT (or its feeding form) that, after its checks and before it writes, spends a rate:
+    ``KEYS[#KEYS]``, its per-second, burst and cost the last three ARGV; when the rate is
+    spent it writes nothing and answers ``{4, seconds to wait}``. One server or a Sentinel
+    group's primary only: the rate is in a slot of its own (``MatchLog.charges``)."""
+    head, found, tail = script.body.partition(_WRITES_BEGIN)
+    assert found, script.name
+    gate = spend_rate(
+        "KEYS[#KEYS]", "ARGV[#ARGV - 2]", "ARGV[#ARGV - 1]", "ARGV[#ARGV]",
+        "return {4, string.format('%.6f', rate_wait)}",
+    )  # fmt: skip
+    return Script(f"{script.name}_charging", f"{head}{gate}{found}{tail}")
+
+
+CHARGING_COMMIT = _charging(COMMIT)
+"""COMMIT spending the acting seat's rate of actions (``{4, wait}`` when it is spent)."""
+CHARGING_FEEDING_COMMIT = _charging(FEEDING_COMMIT)
+"""FEEDING_COMMIT spending the acting seat's rate of actions."""
 
 OUTBOX_TAKE = Script(
     "outbox_take",
