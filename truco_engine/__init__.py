@@ -82,7 +82,7 @@ from truco_engine.events import (
     payload_from_dict,
     payload_to_dict,
 )
-from truco_engine.observe import Observation, PendingCall, PlayView, TrickView, observe
+from truco_engine.observe import Observation, PendingCall, PlayView, TrickView, observe, pending_call
 from truco_engine.outcome import conclude
 from truco_engine.record import (
     Match,
@@ -171,6 +171,7 @@ __all__ = [
     "parse_action",
     "payload_from_dict",
     "payload_to_dict",
+    "pending_call",
     "preset_names",
     "replay",
     "seat_teams",

@@ -71,38 +71,7 @@ def observe(state: MatchState, seat: int | None) -> Observation:
             if x != seat and teams[x] == team:
                 revealed[x] = tuple(cards[x])
     tricks = tuple([_trick_view(t, seat) for t in h.tricks])
-    pending: PendingCall | None = None
-    if state.phase is Phase.PLAY:
-        b = h.bet
-        c = h.truco
-        if h.eleven_decider is not None:
-            pending = PendingCall(
-                family=CallFamily.HAND_OF_ELEVEN,
-                name="hand_of_eleven",
-                caller=None,
-                responder=h.eleven_decider,
-                value_if_accepted=r.hand_of_eleven_value,
-                value_if_declined=r.hand_of_eleven_refusal,
-            )
-        elif b is not None:
-            accepted, declined = S.bet_values(state, b)
-            pending = PendingCall(
-                family=b.family,
-                name=b.chain[-1],
-                caller=b.caller,
-                responder=b.responder,
-                value_if_accepted=accepted,
-                value_if_declined=declined,
-            )
-        elif c is not None:
-            pending = PendingCall(
-                family=CallFamily.TRUCO,
-                name=c.chain[-1],
-                caller=c.caller,
-                responder=c.responder,
-                value_if_accepted=S.ladder_value(state, c.level),
-                value_if_declined=h.value,
-            )
+    pending = pending_call(state)
     awaited = to_act(state)
     legal = legal_tuple(state, seat) if seat is not None else ()
     shape = V.shape_of(r)
@@ -141,6 +110,46 @@ def observe(state: MatchState, seat: int | None) -> Observation:
 
 _new_observation = positional_new(Observation)
 _SPECIAL: dict[str, Special | None] = {"": None, **{m.value: m for m in Special}}
+
+
+def pending_call(state: MatchState) -> PendingCall | None:
+    """The call awaiting an answer (a hand of eleven's decision, a bet, a truco), or ``None``:
+    what :func:`observe` shows as ``pending``, for every viewer alike."""
+    if state.phase is not Phase.PLAY or state.hand is None:
+        return None
+    h = state.hand
+    r = state.rules
+    b = h.bet
+    c = h.truco
+    if h.eleven_decider is not None:
+        return PendingCall(
+            family=CallFamily.HAND_OF_ELEVEN,
+            name="hand_of_eleven",
+            caller=None,
+            responder=h.eleven_decider,
+            value_if_accepted=r.hand_of_eleven_value,
+            value_if_declined=r.hand_of_eleven_refusal,
+        )
+    if b is not None:
+        accepted, declined = S.bet_values(state, b)
+        return PendingCall(
+            family=b.family,
+            name=b.chain[-1],
+            caller=b.caller,
+            responder=b.responder,
+            value_if_accepted=accepted,
+            value_if_declined=declined,
+        )
+    if c is not None:
+        return PendingCall(
+            family=CallFamily.TRUCO,
+            name=c.chain[-1],
+            caller=c.caller,
+            responder=c.responder,
+            value_if_accepted=S.ladder_value(state, c.level),
+            value_if_declined=h.value,
+        )
+    return None
 
 
 def _trick_view(t: Trick, seat: int | None) -> TrickView:

@@ -256,7 +256,7 @@ def turn_of(c: Committed) -> Turn | None:
     seat = c.after.awaited
     if seat is None:
         return None
-    pending = te.observe(c.state, None).pending
+    pending = te.pending_call(c.state)
     answering = pending is not None and pending.responder == seat
     deadline = c.after.deadline()
     hand = c.state.hand
