@@ -61,7 +61,7 @@ class LoadResult:
     internal: int = 0
     checked_actions: int = 0
     loss_times: list[float] = field(default_factory=list)
-    """When each data loss began (``time.monotonic()``)."""
+    """When each data loss began (``time.monotonic()`` once the server was killed)."""
     checked_after_loss: int = 0
     idle_faults: int = 0
     """Faults injected while no match was in play (they check nothing; the slots keep
@@ -124,6 +124,10 @@ async def _chaos(
             await asyncio.to_thread(rp.stop)  # SIGTERM: Redis flushes its append-only file
             await asyncio.to_thread(rp.restart)
         elif kind == "loss":
+            # the time the server is dead, not the time this decided to kill it: the kill runs
+            # in a thread that may start late on a busy machine, and what was sent meanwhile
+            # was committed to the data the loss takes
+            await asyncio.to_thread(rp.kill)
             result.loss_times.append(time.monotonic())
             await asyncio.to_thread(rp.lose_data)
         else:
