@@ -99,10 +99,19 @@ class Quotas:
         self, quota: str, key: str, per_second: float, burst: float, limit: str, cost: float = 1
     ) -> None:
         """Spend ``cost`` of the rate ``quota`` of ``key``, else refuse (QuotaExceeded)."""
-        wait = await self.counters.take(f"{quota}:{key}", per_second, burst, cost)
+        await self.spend(RateCharge(f"{quota}:{key}", per_second, burst, cost), quota, limit)
+
+    async def spend(self, rate: RateCharge, quota: str, limit: str) -> None:
+        """Spend ``rate`` in the store now, else refuse it as the quota ``quota`` (``limit``:
+        the quota in words)."""
+        wait = await self.counters.take(rate.key, rate.per_second, rate.burst, rate.cost)
         if wait > 0:
-            QUOTA_EXCEEDED.labels(quota).inc()
-            raise E.QuotaExceeded(quota, limit, wait)
+            raise self.exceeded(quota, limit, wait)
+
+    def exceeded(self, quota: str, limit: str, wait: float) -> E.QuotaExceeded:
+        """The refusal of the spent rate ``quota``, counted."""
+        QUOTA_EXCEEDED.labels(quota).inc()
+        return E.QuotaExceeded(quota, limit, wait)
 
     async def action(self, credential: str) -> None:
         """One action by a seat credential."""
@@ -118,11 +127,10 @@ class Quotas:
             return None
         return ActionCharge(self, RateCharge(f"{ACTIONS}:{digest(credential)}", rate, max(1.0, rate)))
 
-    def exceeded(self, quota: str, wait: float) -> E.QuotaExceeded:
-        """The refusal of a spent rate ``quota``, counted."""
-        QUOTA_EXCEEDED.labels(quota).inc()
-        limit = {ACTIONS: f"{self.actions_per_second:g} per second"}.get(quota, quota)
-        return E.QuotaExceeded(quota, limit, wait)
+    @property
+    def action_limit(self) -> str:
+        """The quota of actions in words."""
+        return f"{self.actions_per_second:g} per second"
 
     async def create(self, operator: str) -> None:
         """One CreateMatch by an operator (a retry of a created match counts too)."""
@@ -234,13 +242,9 @@ class ActionCharge:
         if self.paid:
             return
         self.paid = True
-        wait = await self.quotas.counters.take(
-            self.rate.key, self.rate.per_second, self.rate.burst, self.rate.cost
-        )
-        if wait > 0:
-            raise self.quotas.exceeded(ACTIONS, wait)
+        await self.quotas.spend(self.rate, ACTIONS, self.quotas.action_limit)
 
     def refused(self, wait: float) -> E.QuotaExceeded:
         """The commit found the rate spent (and wrote nothing)."""
         self.paid = True
-        return self.quotas.exceeded(ACTIONS, wait)
+        return self.quotas.exceeded(ACTIONS, self.quotas.action_limit, wait)
