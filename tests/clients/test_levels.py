@@ -1,8 +1,9 @@
 """The ladder of built-in bots (truco_bots.levels) and its table (truco_bots.ladder): every level
 plays legally in every preset family; the beginners' mistakes are the only difference from
 ``rules`` and they cost in the River Plate game too; level 6 weighs its worlds by what the
-other seats did; one decision is a function of the observation and the seed; the ladder's
-command plays its pairs and prints the table."""
+other seats did and level 5 makes the same search at half of its decisions; one decision is a
+function of the observation and the seed; the ladder's command plays its pairs and prints the
+table."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ import truco_engine as te
 from truco_bots import RulesBot
 from truco_bots.heuristics import hand_power, percentiles
 from truco_bots.ladder import add_arguments, cpu_figures, pairs, run
-from truco_bots.levels import LEVELS, Beginner, LevelBot, decide, level_bot
+from truco_bots.levels import LEVELS, Beginner, LevelBot, Sometimes, decide, level_bot
 from truco_bots.mcts_bot import MctsBot
 from truco_client.local import run_local
+from truco_kit.actions import Action
 from truco_kit.observation import Observation
 
 FAMILIES = ("paulista-2p", "mineiro", "argentine", "uruguayan")
@@ -125,6 +127,33 @@ def test_level_6_weighs_its_worlds_by_what_the_other_seat_did() -> None:
         weighted = sum(w * p for w, p in zip(weights, powers, strict=True)) / sum(weights)
         lifted += weighted > plain
     assert lifted >= len(called[:6]) - 1
+
+
+def test_level_5_searches_as_level_6_at_half_of_its_decisions() -> None:
+    observations = [o for o in _decisions(0, matches=40) if len(o.legal_actions) > 1]
+    assert len(observations) >= 150
+    searched = 0
+    for i, o in enumerate(observations):
+        bot = level_bot(5, seed=i).inner
+        assert isinstance(bot, Sometimes) and bot.share == 0.5
+        searcher = bot.searcher
+        assert isinstance(searcher, MctsBot) and searcher.weigh and searcher.iterations == 600
+        calls: list[Observation] = []
+
+        def record(observation: Observation, calls: list[Observation] = calls) -> Action:
+            calls.append(observation)
+            return observation.legal_actions[-1]
+
+        searcher.choose = record  # type: ignore[method-assign]
+        action = bot.choose(o)
+        if calls:
+            searched += 1
+            assert action == o.legal_actions[-1]
+        else:
+            assert action == RulesBot(i + 2).choose(o)
+    assert 0.4 < searched / len(observations) < 0.6, searched
+    level_6 = level_bot(6, seed=1).inner
+    assert isinstance(level_6, MctsBot) and level_6.weigh and level_6.iterations == 600
 
 
 def test_one_decision_is_a_function_of_the_observation_and_the_seed() -> None:
