@@ -21,7 +21,7 @@ observation and nothing else, so it cannot depend on a card the seat does not se
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from truco_bots.heuristics import percentiles
 from truco_bots.mcts_bot import MctsBot
@@ -49,14 +49,15 @@ class Search:
     """The probability of searching at a decision with a choice; ``rules`` decides the others."""
 
 
-SEARCH = {5: Search(600, "model", weigh=True, share=0.5), 6: Search(600, "model", weigh=True)}
+_STRONGEST = Search(600, "model", weigh=True)
+SEARCH = {5: replace(_STRONGEST, share=0.5), 6: _STRONGEST}
 """Per searching level: the :class:`~truco_bots.mcts_bot.MctsBot` of one decision (its rollouts,
-also bounded by the CPU budget). Both play their rollouts with the model of ``rules`` read from
-the engine state (several times cheaper than building observations) and weigh each world by
-how likely the other seats' actions are in it. Level 5 searches at half of its decisions: any
-search, even of 15 rollouts, plays level 6 about even (49.7 % to 54 % of 300 argentine matches),
-so the step between the two is how often the search decides, as between levels 1 to 4 it is
-how often a mistake is made."""
+also bounded by the CPU budget), played with the model of ``rules`` read from the engine state
+(several times cheaper than building observations), each world weighed by how likely the other
+seats' actions are in it. Level 5 is level 6 at half of its decisions: a search at every
+decision, however small, plays level 6 about even (docs/bots.md, "The ladder"), so the step
+between the two is how often the search decides, as between levels 1 to 4 it is how often a
+mistake is made."""
 
 DEFAULT_CPU_MS = 250
 """The CPU budget of one decision when none is given (ms)."""
