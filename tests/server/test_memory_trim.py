@@ -89,3 +89,7 @@ def test_jemalloc_is_recognised_read_and_purged() -> None:
     figures = got["figures"]
     assert got["name"] == "jemalloc" and got["released"] is True
     assert figures["held"] >= figures["in_use"] > 0 and figures["python_blocks"] == 0
+    # the pages of its runs cover what is in use, its bookkeeping is counted, and no free
+    # page is left muzzy (the image's muzzy_decay_ms:0)
+    assert figures["active"] >= figures["in_use"] and figures["metadata"] > 0
+    assert "dirty" in figures and figures["muzzy"] == 0

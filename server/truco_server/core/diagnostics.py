@@ -74,16 +74,32 @@ def _jemalloc_mallctl() -> Callable[..., int] | None:
     return cast("Callable[..., int]", mallctl)
 
 
+_JEMALLOC_STATS = {
+    "resident": b"stats.resident",
+    "allocated": b"stats.allocated",
+    "active": b"stats.active",
+    "metadata": b"stats.metadata",
+    "dirty": b"stats.arenas.4096.pdirty",  # 4096: every arena (MALLCTL_ARENAS_ALL); in pages
+    "muzzy": b"stats.arenas.4096.pmuzzy",
+    "page": b"arenas.page",
+}
+
+
 def _jemalloc_stats(mallctl: Callable[..., int]) -> dict[str, int]:
-    """jemalloc's ``stats.resident`` and ``stats.allocated`` after refreshing them."""
+    """jemalloc's figures after refreshing them (``epoch``), in bytes: ``resident`` (pages it
+    holds in memory), ``allocated`` (what the program uses), ``active`` (the pages of the
+    allocated runs: above ``allocated`` by what half-used slabs waste), ``metadata`` (its own
+    bookkeeping), ``dirty`` and ``muzzy`` (free pages not yet given back)."""
     epoch = ctypes.c_uint64(1)
     size = ctypes.c_size_t(ctypes.sizeof(epoch))
     mallctl(b"epoch", ctypes.byref(epoch), ctypes.byref(size), ctypes.byref(epoch), size)
     out = {}
-    for name in ("resident", "allocated"):
+    for name, key in _JEMALLOC_STATS.items():
         value, size = ctypes.c_size_t(0), ctypes.c_size_t(ctypes.sizeof(ctypes.c_size_t))
-        mallctl(f"stats.{name}".encode(), ctypes.byref(value), ctypes.byref(size), None, 0)
+        mallctl(key, ctypes.byref(value), ctypes.byref(size), None, 0)
         out[name] = value.value
+    page = out.pop("page") or 4096
+    out.update(dirty=out["dirty"] * page, muzzy=out["muzzy"] * page)
     return out
 
 
@@ -104,13 +120,15 @@ def allocator() -> dict[str, int]:
     mapped apart, given back when freed); and ``python_blocks``, the blocks Python's
     allocator has handed out (``sys.getallocatedblocks``; 0 with ``PYTHONMALLOC=malloc``).
     From glibc's ``mallinfo2`` (every arena), or jemalloc's ``stats.resident`` (held) and
-    ``stats.allocated`` (in use); only ``python_blocks`` elsewhere."""
+    ``stats.allocated`` (in use), with its ``active``, ``metadata``, ``dirty`` and ``muzzy``
+    (:func:`_jemalloc_stats`); only ``python_blocks`` elsewhere."""
     out = {"python_blocks": sys.getallocatedblocks()}
     mallctl = _jemalloc_mallctl()
     if mallctl is not None:
         got = _jemalloc_stats(mallctl)
         held, in_use = got["resident"], got["allocated"]
         out.update(held=held, in_use=in_use, free=max(0, held - in_use), mapped=0)
+        out.update((k, got[k]) for k in ("active", "metadata", "dirty", "muzzy"))
         return out
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
