@@ -7,12 +7,16 @@ made it this seat's turn, only the turn clock would bring; and a worker holds at
 from __future__ import annotations
 
 import asyncio
+import gc
+import random
 from typing import Any
 
 import pytest
 
 import truco_engine as te
 from tests.service.test_service import act, cred, view_of
+from truco_match.events import EventView
+from truco_match.match import Moment
 from truco_server.app.wiring import Services
 from truco_server.core import errors as E
 from truco_server.core import metrics
@@ -116,3 +120,39 @@ async def test_a_worker_holds_at_most_its_bound_of_streams(service: Services, op
     for stream in (*opened, again):
         await stream.aclose()
     assert streams.open == 0
+
+
+def _alive(kind: type) -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if type(o) is kind)
+
+
+async def test_a_stream_whose_first_message_is_not_taken_holds_no_decoded_log(
+    service: Services, operator: Operator
+) -> None:
+    """A stream from version 0 decodes the match's log for its first message. Once that
+    message is handed on, the stream keeps none of it: the events and views it was made of
+    are not held by the suspended stream (a reader that never reads would otherwise pin a
+    copy of the log per stream; docs/reliability.md, "Never-read streams")."""
+    created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    mid, tokens = created.match.match_id, created.seat_tokens
+    rng = random.Random(5)
+    for n in range(12):
+        view = await view_of(service, mid, tokens[0])
+        seat = view.observation.awaited[0]
+        view = await view_of(service, mid, tokens[seat])
+        await act(service, mid, tokens[seat], rng.choice(view.observation.legal_actions), request_id=f"r{n}")
+    spectator = cred(created.spectator_token)
+    held = []
+    counts = []
+    for _ in range(3):
+        for _ in range(5):
+            stream = service.streams.stream(spectator, T.StreamRequest(mid, 0))
+            first = await stream.__anext__()
+            assert [e.version for e in first.events] == list(range(1, first.version + 1))
+            del first  # taken by the reader (here: dropped), the stream suspended after it
+            held.append(stream)
+        counts.append((_alive(EventView), _alive(Moment)))
+    assert counts[0] == counts[1] == counts[2], counts  # 5, 10, 15 streams: nothing more held
+    for stream in held:
+        await stream.aclose()

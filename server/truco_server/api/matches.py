@@ -172,6 +172,7 @@ class MatchApi:
         async for update in self.stream_updates(creds, request):
             msg = pb.StreamObservationsResponse()
             self.fill_update(msg, update)
+            del update  # a reader that does not take the message holds only it
             yield msg
 
     async def stream_updates(
@@ -191,10 +192,14 @@ class MatchApi:
             if self.tracker is not None:  # the worker's drain waits for it; refused once stopping
                 await held.enter_async_context(self.tracker.track())
             started = False
+            updates = self.streams.stream(caller, req)
             try:
-                async for update in self.streams.stream(caller, req):
+                while True:
+                    try:  # handed on unnamed (MatchStreams.stream)
+                        yield await anext(updates)
+                    except StopAsyncIteration:
+                        return
                     started = True
-                    yield update
             except E.MatchNotFound:
                 if started:  # the match vanished under an open stream (a store lost it)
                     raise

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator
 
 import structlog
@@ -58,8 +59,11 @@ class MatchStreams:
         self.open += 1  # from here: the checks below await the store
         try:
             async with contextlib.aclosing(self._stream(caller, req)) as updates:
-                async for update in updates:
-                    yield update
+                while True:
+                    try:  # each update handed on unnamed: a reader that does not take it holds it
+                        yield await anext(updates)  # in one place, the transport, not in every frame
+                    except StopAsyncIteration:
+                        return
         finally:
             self.open -= 1
 
@@ -80,13 +84,15 @@ class MatchStreams:
         metrics.STREAM_SUBSCRIBERS.inc()
         try:
             await svc.touch(match, viewer)
-            first = await self._first(match, viewer, start)
-            yield first
+            first = [await self._first(match, viewer, start)]
+            last = max(first[0].version, start or 0)
+            # what the first message was made of goes with it: a stream whose reader does
+            # not take it holds only the message, not the decoded log kept on this match
+            match = dataclasses.replace(match, memo={})
+            yield first.pop()
             if not match.active:
                 return
-            async for update in self._follow(
-                match, caller, viewer, generation, max(first.version, start or 0)
-            ):
+            async for update in self._follow(match, caller, viewer, generation, last):
                 yield update
                 if update.match_state is not MatchStatus.ACTIVE:
                     return

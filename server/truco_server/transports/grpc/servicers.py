@@ -156,8 +156,14 @@ def _unary(m: _Method) -> Callable[[Any, Context], Awaitable[Any]]:
     return handle
 
 
-def _streaming(m: _Method, stream_request: bool) -> Callable[[Any, Context], AsyncIterator[Any]]:
-    async def handle(request: Any, context: Context) -> AsyncIterator[Any]:
+def _streaming(
+    m: _Method, stream_request: bool, write: Callable[[Any], bytes]
+) -> Callable[[Any, Context], AsyncIterator[bytes]]:
+    """A streaming RPC's handler. It yields each message serialized (the handler is
+    registered without a serializer): a reader that does not take a message then holds its
+    bytes in the worker, not the message object beside them."""
+
+    async def handle(request: Any, context: Context) -> AsyncIterator[bytes]:
         start = m.begin(None if stream_request else request)
         code = grpc.StatusCode.OK
         try:
@@ -166,8 +172,10 @@ def _streaming(m: _Method, stream_request: bool) -> Callable[[Any, Context], Asy
             else:
                 limits.require(request)
             async for message in m.call(Credentials.from_pairs(context.invocation_metadata()), request):
+                data = write(message)
+                del message
                 m.sent.inc()
-                yield message
+                yield data
         except (asyncio.CancelledError, GeneratorExit):
             code = grpc.StatusCode.CANCELLED
             raise
@@ -212,11 +220,11 @@ def method_handlers(api: object, service: ServiceDescriptor) -> dict[str, grpc.R
             )
         elif method.client_streaming:
             handlers[method.name] = grpc.stream_stream_rpc_method_handler(
-                _streaming(m, True), request_deserializer=read, response_serializer=write
+                _streaming(m, True, write), request_deserializer=read
             )
         else:
             handlers[method.name] = grpc.unary_stream_rpc_method_handler(
-                _streaming(m, False), request_deserializer=read, response_serializer=write
+                _streaming(m, False, write), request_deserializer=read
             )
     return handlers
 
