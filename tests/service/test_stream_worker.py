@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import random
 from typing import Any
 
 import pytest
 
 import truco_engine as te
+from tests.service.conftest import SETTINGS
 from tests.service.test_service import act, cred, view_of
+from truco_contract.pb import match_service_pb2 as pb
 from truco_match.events import EventView
-from truco_match.match import Moment
+from truco_match.match import Match, Moment
+from truco_server.api.auth import Authenticator
+from truco_server.api.matches import MatchApi
 from truco_server.app.wiring import Services
 from truco_server.core import errors as E
 from truco_server.core import metrics
 from truco_server.core import requests as T
-from truco_server.core.caller import Operator
+from truco_server.core.caller import Credentials, Operator
 from truco_server.ports.matches import Batch
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
@@ -122,6 +127,18 @@ async def test_a_worker_holds_at_most_its_bound_of_streams(service: Services, op
     assert streams.open == 0
 
 
+async def _played(service: Services, operator: Operator, actions: int) -> T.CreateMatchResponse:
+    created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    mid, tokens = created.match.match_id, created.seat_tokens
+    rng = random.Random(5)
+    for n in range(actions):
+        view = await view_of(service, mid, tokens[0])
+        seat = view.observation.awaited[0]
+        view = await view_of(service, mid, tokens[seat])
+        await act(service, mid, tokens[seat], rng.choice(view.observation.legal_actions), request_id=f"r{n}")
+    return created
+
+
 def _alive(kind: type) -> int:
     gc.collect()
     return sum(1 for o in gc.get_objects() if type(o) is kind)
@@ -134,15 +151,8 @@ async def test_a_stream_whose_first_message_is_not_taken_holds_no_decoded_log(
     message is handed on, the stream keeps none of it: the events and views it was made of
     are not held by the suspended stream (a reader that never reads would otherwise pin a
     copy of the log per stream; docs/reliability.md, "Never-read streams")."""
-    created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
-    mid, tokens = created.match.match_id, created.seat_tokens
-    rng = random.Random(5)
-    for n in range(12):
-        view = await view_of(service, mid, tokens[0])
-        seat = view.observation.awaited[0]
-        view = await view_of(service, mid, tokens[seat])
-        await act(service, mid, tokens[seat], rng.choice(view.observation.legal_actions), request_id=f"r{n}")
-    spectator = cred(created.spectator_token)
+    created = await _played(service, operator, 12)
+    mid, spectator = created.match.match_id, cred(created.spectator_token)
     held = []
     counts = []
     for _ in range(3):
@@ -156,3 +166,40 @@ async def test_a_stream_whose_first_message_is_not_taken_holds_no_decoded_log(
     assert counts[0] == counts[1] == counts[2], counts  # 5, 10, 15 streams: nothing more held
     for stream in held:
         await stream.aclose()
+
+
+def _suspended_locals(agen: Any) -> list[tuple[str, Any]]:
+    """The locals of ``agen``'s frame and of every async generator it holds, recursively."""
+    out: list[tuple[str, Any]] = []
+    frame = agen.ag_frame
+    if frame is None:
+        return out
+    for name, value in frame.f_locals.items():
+        out.append((f"{frame.f_code.co_name}.{name}", value))
+        if inspect.isasyncgen(value):
+            out += _suspended_locals(value)
+    return out
+
+
+async def test_a_grpc_stream_suspended_after_its_first_message_names_no_update_or_message(
+    service: Services, operator: Operator
+) -> None:
+    """StreamObservations, the chain of generators from the service to the gRPC handler:
+    while the first message waits to be sent, no frame of the chain holds the update, its
+    encoded message or the decoded log (the transport holds the bytes it sends)."""
+    created = await _played(service, operator, 8)
+    api = MatchApi(service.matches, service.steps, service.reads, service.streams, Authenticator(SETTINGS))
+    creds = Credentials(bearer=created.spectator_token)
+    request = pb.StreamObservationsRequest(match_id=created.match.match_id, from_version=0)
+    stream = api.StreamObservations(creds, request)
+    first = await anext(stream)
+    assert len(first.update.events) == first.update.version > 8  # the log from its start
+    del first
+    held = _suspended_locals(stream)
+    frames = {name.split(".")[0] for name, _ in held}
+    assert frames >= {"StreamObservations", "stream_updates", "stream", "_stream"}
+    kinds = (T.StreamUpdate, pb.StreamObservationsResponse, EventView, Moment)
+    assert [name for name, value in held if isinstance(value, kinds)] == []
+    matches = [value for _, value in held if isinstance(value, Match)]
+    assert matches and all(m.memo == {} for m in matches)  # the first message's memo went with it
+    await stream.aclose()

@@ -169,11 +169,19 @@ class MatchApi:
     async def StreamObservations(
         self, creds: Credentials, request: pb.StreamObservationsRequest
     ) -> AsyncIterator[pb.StreamObservationsResponse]:
-        async for update in self.stream_updates(creds, request):
-            msg = pb.StreamObservationsResponse()
-            self.fill_update(msg, update)
-            del update  # a reader that does not take the message holds only it
-            yield msg
+        updates = self.stream_updates(creds, request)
+        while True:
+            try:  # neither the update nor its message is named here: a stream whose reader
+                # does not take a message holds only what the transport made of it
+                yield self.update_message(await anext(updates))
+            except StopAsyncIteration:
+                return
+
+    @classmethod
+    def update_message(cls, update: T.StreamUpdate) -> pb.StreamObservationsResponse:
+        msg = pb.StreamObservationsResponse()
+        cls.fill_update(msg, update)
+        return msg
 
     async def stream_updates(
         self, creds: Credentials, request: pb.StreamObservationsRequest
