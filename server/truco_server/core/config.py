@@ -196,8 +196,8 @@ class Settings:
     """Most streams one worker holds open at once, over every credential and surface
     (observation streams, the player connection's subscriptions over gRPC and WebSocket): one
     more is refused RESOURCE_EXHAUSTED (quota `worker_streams`, retry in 1 s). It bounds what
-    readers that never read can make a worker hold (about 150 KB a stream; docs/operations.md,
-    "Memory"); 0: no bound."""
+    readers that never read can make a worker hold (about 65 KB of RSS a stream;
+    docs/operations.md, "Memory"); 0: no bound."""
     quota_actions_per_second: float = 50.0
     """Actions per second one seat credential may submit, over every worker (a burst of as
     many is allowed); 0: no limit."""
