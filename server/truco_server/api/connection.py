@@ -263,6 +263,7 @@ class PlayerConnection:
             update = out.update
             update.subscription_id = sid
             self.api.fill_update(update.message, upd)
+            del upd, update  # a slow reader's queue holds the messages, not what they came from
             yield out
 
     async def _ticket(

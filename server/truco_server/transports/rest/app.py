@@ -408,6 +408,7 @@ class RestFace:
                 try:
                     if first is not None:
                         await writer.message(first)
+                        first = None  # not kept for the stream's life
                     async for item in messages:
                         await writer.message(item)
                 except E.ServiceError as exc:
