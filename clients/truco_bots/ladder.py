@@ -8,8 +8,8 @@ Level 1's level below is ``random``; level 4 is the ``rules`` bot itself (no row
 ``rules``, and level 5's row against level 4 is its row against ``rules``). Matches come in
 duplicate pairs (same deals, seats swapped), as in :mod:`truco_bots.eval`.
 ``--search-matches`` plays fewer matches in the pairs of the searching levels (5 and 6), which
-cost far more CPU. Progress goes to stderr; the Markdown table to stdout (and JSON lines to
-``--out``).
+cost far more CPU. Progress goes to stderr; the Markdown table to stdout, its header first and
+each row as its pair finishes (and JSON lines to ``--out``).
 """
 
 from __future__ import annotations
@@ -199,12 +199,14 @@ def run(args: argparse.Namespace) -> int:
         if level not in LEVELS:
             raise ValueError(f"level {level}: the levels are 1 to 6")
     rows = []
+    print(HEADER, flush=True)  # then each row as its pair finishes: a long run shows them as it goes
     for level, against in pairs(levels, args.against or ("below", "rules")):
         searching = level in SEARCH or _opponent(against)[1] in SEARCH
         n = args.search_matches if searching and args.search_matches is not None else args.matches
         for preset in args.preset:
             row = play(level, against, preset, n, jobs=args.jobs, seed=args.seed, cpu_ms=args.cpu_ms)
             rows.append(row)
+            print(row.line(), flush=True)
             if args.out:
                 med, p99 = cpu_figures(row.cpu)
                 lo, hi = wilson(row.wins, row.matches)
@@ -224,9 +226,6 @@ def run(args: argparse.Namespace) -> int:
                 }
                 with open(args.out, "a", encoding="utf-8") as f:
                     f.write(json.dumps(record) + "\n")
-    print(HEADER)
-    for row in rows:
-        print(row.line())
     return 0
 
 

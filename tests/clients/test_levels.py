@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import random
+from typing import Any
 
 import pytest
 
 import truco_engine as te
-from truco_bots import RulesBot
+from truco_bots import RulesBot, ladder
 from truco_bots.heuristics import hand_power, percentiles
 from truco_bots.ladder import add_arguments, cpu_figures, pairs, run
 from truco_bots.levels import LEVELS, Beginner, LevelBot, Sometimes, decide, level_bot
@@ -193,3 +194,24 @@ def test_the_ladder_command_prints_its_table(capsys: pytest.CaptureFixture[str])
     assert [(r[0], r[2], r[3]) for r in rows] == [("| 2", "level1", "4"), ("| 2", "rules", "4")]
     with pytest.raises(ValueError, match="the levels are 1 to 6"):
         run(p.parse_args(["--preset", "argentine", "--level", "9"]))
+
+
+def test_the_ladder_prints_each_row_as_its_pair_finishes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of hours shows its table as it goes: when a pair starts, the rows of the pairs
+    before it are printed already."""
+    printed_before: list[str] = []
+    real = ladder.play
+
+    def watched(*args: Any, **kwargs: Any) -> ladder.Row:
+        printed_before.append(capsys.readouterr().out)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ladder, "play", watched)
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    assert run(p.parse_args(["--preset", "argentine", "--level", "2", "--matches", "2"])) == 0
+    assert printed_before[0].startswith("| level | preset | against |")  # the header at once
+    assert printed_before[1].startswith("| 2 | argentine | level1 | 2 |")  # the first row, then
+    assert capsys.readouterr().out.startswith("| 2 | argentine | rules | 2 |")
