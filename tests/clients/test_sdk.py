@@ -32,12 +32,16 @@ def drive_to_end(
     seed: int = 1,
     pause: threading.Event | None = None,
     max_actions: int = 2000,
+    hold_after: int | None = None,
 ) -> int:
-    """Play random legal actions for every seat until the match ends; returns actions played."""
+    """Play random legal actions for every seat until the match ends; returns actions played.
+    ``pause``: play only while it is set; ``hold_after``: clear it after that many actions."""
     rng = random.Random(seed)
     n = 0
     while n < max_actions:
         if pause is not None:
+            if n == hold_after:
+                pause.clear()
             pause.wait()
         try:
             view = client.get_match(match_id, token=tokens[0])
@@ -224,7 +228,7 @@ def test_stream_survives_worker_restart(clean_redis_url: str) -> None:
     )
     srv2: EmbeddedServer | None = None
     try:
-        m = client.create_match("argentine")
+        m = client.create_match("argentine", seed=b"stream-survives-restart")  # the same match every run
         got: list[Update] = []
         errors: list[BaseException] = []
         t = threading.Thread(
@@ -234,17 +238,22 @@ def test_stream_survives_worker_restart(clean_redis_url: str) -> None:
         go = threading.Event()
         go.set()
         driver_done: list[int] = []
-        d = threading.Thread(
-            target=lambda: driver_done.append(drive_to_end(client, m.match_id, m.seat_tokens, pause=go)),
+        d = threading.Thread(  # it stops playing by itself after 10 actions, mid-match
+            target=lambda: driver_done.append(
+                drive_to_end(client, m.match_id, m.seat_tokens, pause=go, hold_after=10)
+            ),
             daemon=True,
         )
         d.start()
-        deadline = time.time() + 30
-        while sum(len(u.events) for u in got) < 15 and time.time() < deadline:
+        deadline = time.time() + 60
+        while time.time() < deadline:  # held, and everything played so far seen by the stream
+            now = client.get_match(m.match_id, token=m.seat_tokens[0]).match.version
+            if not go.is_set() and got and got[-1].version == now:
+                break
             time.sleep(0.01)
-        go.clear()  # stop playing, cut the stream, play on a new worker
-        time.sleep(0.1)
-        seen_before = sum(len(u.events) for u in got)
+        else:
+            raise AssertionError("the driver did not hold, or the stream did not catch up")
+        seen_before = sum(len(u.events) for u in got)  # then cut the stream, play on a new worker
         srv.stop(grace=0.2)
         srv2 = EmbeddedServer(
             redis_url=clean_redis_url, grpc_port=port, heartbeat_interval_seconds=1.0
