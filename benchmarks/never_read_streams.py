@@ -3,6 +3,7 @@
     python benchmarks/never_read_streams.py                     # 10,000 streams: none, release, image
     python benchmarks/never_read_streams.py --streams 3000 --matches 100
     python benchmarks/never_read_streams.py --variants release,arenas2,mmap16k
+    python benchmarks/never_read_streams.py --variants image --allocator-stats
 
 Starts a ``redis-server`` and one ``truco serve`` worker on free loopback ports (quotas off:
 one client is the whole load). Random bots (``truco_tools.cluster_load.ClusterBots``) play
@@ -15,8 +16,10 @@ the worker's ``truco_stream_subscribers`` gauge is back to 0 the bots play ``--m
 more (the state *before* was measured in), the worker logs its release of memory (unless it
 is off), and RSS is *after*. It prints the three, after
 against before, and at each point the worker's own figures (``memory figures`` on SIGUSR1:
-glibc's heaps and Python's allocated blocks), for each ``--variants`` in turn. Every process
-it starts it stops, by pid.
+glibc's heaps and Python's allocated blocks), for each ``--variants`` in turn. With
+``--allocator-stats`` a jemalloc worker prints its statistics as it exits (after *after*), and
+the run shows their totals and, per size class, the blocks in use and the slabs that hold them.
+Every process it starts it stops, by pid.
 """
 
 from __future__ import annotations
@@ -200,10 +203,31 @@ allocator and Python's small-object allocator off, as the container image runs t
 freed pages given back at once and two arenas."""
 
 
+def _jemalloc_exit_stats(log_text: str) -> list[str]:
+    """From jemalloc's statistics in a worker's log (``stats_print`` at exit, merged arenas):
+    its totals line and, per small size class, ``size: blocks in use / slabs (KiB of slabs)``."""
+    lines = log_text.splitlines()
+    totals = [x for x in lines if x.startswith("Allocated:")]
+    classes, in_bins = [], False
+    for x in lines:
+        head = x.split()
+        if head[:1] == ["bins:"]:
+            in_bins = True
+        elif head[:1] == ["large:"]:
+            in_bins = False
+        elif in_bins and len(head) > 14 and head[0].isdigit():
+            # size ind allocated nmalloc (#/s) ndalloc (#/s) nrequests (#/s) nshards curregs curslabs ... pgs
+            regs, slabs, pages = int(head[10]), int(head[11]), int(head[14])
+            classes.append(f"{head[0]}: {regs}/{slabs} ({slabs * pages * 4} KiB)")
+    return totals[-1:] + ([" ".join(classes)] if classes else [])
+
+
 async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, Any]:
     redis = start_redis()
     metrics_port = free_port()
     env = {**WORKER_SETTINGS, **settings}
+    if args.allocator_stats and "MALLOC_CONF" in env:
+        env["MALLOC_CONF"] += ",stats_print:true,stats_print_opts:dax"
     if args.trace:
         env.update({"PYTHONTRACEMALLOC": "1", "TRUCO_HEAP_SNAPSHOT_DIR": str(Path(args.trace).resolve())})
     try:
@@ -245,6 +269,7 @@ async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, A
                     after, split_after = worker.rss(), await _figures(worker)
             finally:
                 worker.stop()
+                exit_stats = _jemalloc_exit_stats(worker.log_path.read_text(errors="replace"))
     finally:
         redis.stop()
     if args.trace:
@@ -260,6 +285,7 @@ async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, A
         "drained_s": drained,
         "released": released,
         "cpu_per_match": warm_cpu / args.matches,
+        "exit_stats": exit_stats,
     }
 
 
@@ -276,6 +302,8 @@ def _report(name: str, r: dict[str, Any]) -> None:
     for kind in r["split"][0]:
         b, p, a = (x[kind] for x in r["split"])
         print(f"[{name}]   {kind:<20} {b:10.1f} {p:10.1f} {a:10.1f} ({a - b:+.1f})")
+    for line in r["exit_stats"]:
+        print(f"[{name}] jemalloc at exit: {line}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -290,6 +318,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", type=int, default=0, help="open the streams on this many unplayed matches")
     parser.add_argument(
         "--trace", metavar="DIR", help="trace allocations; heap snapshots before and after in DIR"
+    )
+    parser.add_argument(
+        "--allocator-stats",
+        action="store_true",
+        help="jemalloc workers print their statistics at exit: totals, blocks and slabs per size class",
     )
     parser.add_argument(
         "--variants",
