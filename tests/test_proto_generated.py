@@ -6,20 +6,17 @@ generated files by hand. buf lint runs in ``scripts/check_proto.sh`` (it needs n
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.helpers.scripts import load_script
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _load_gen_proto():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("gen_proto", REPO / "scripts" / "gen_proto.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "scripts" / "gen_proto.py")
 
 
 def test_generated_code_is_current() -> None:

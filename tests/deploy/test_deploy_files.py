@@ -10,7 +10,6 @@ silently ignored by the worker).
 from __future__ import annotations
 
 import fnmatch
-import importlib.util
 import json
 import os
 import queue
@@ -33,6 +32,7 @@ import grpc
 import pytest
 import yaml
 
+from tests.helpers.scripts import load_script
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
 from truco_server.core.config import OPTIONS, Settings
 
@@ -210,12 +210,7 @@ def seconds(text: str) -> float:
 
 
 def load_local_cluster() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("truco_local_cluster", DEPLOY / "local_cluster.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script(DEPLOY / "local_cluster.py", "truco_local_cluster")
 
 
 # ------------------------------------------------------------------------------ env names
@@ -418,12 +413,7 @@ def test_the_image_runs_the_worker_on_jemalloc_as_the_memory_benchmark_measures_
     assert env["LD_PRELOAD"] == "libjemalloc.so.2" and env["PYTHONMALLOC"] == "malloc"
     runs = [args for keyword, args in dockerfile_instructions() if keyword == "RUN"]
     assert any("libjemalloc2" in args for args in runs)
-    spec = importlib.util.spec_from_file_location(
-        "never_read_streams", ROOT / "benchmarks" / "never_read_streams.py"
-    )
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script(ROOT / "benchmarks" / "never_read_streams.py")
     assert bench.VARIANTS["image"] == {k: env[k] for k in ("LD_PRELOAD", "PYTHONMALLOC", "MALLOC_CONF")}
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import importlib.util
 import io
 import json
 import random
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 
 import truco_engine as te
+from tests.helpers.scripts import load_script
 from tests.records.local import play_record
 from tests.records.tamper import TAMPERINGS, Expected
 from truco_contract import record_file
@@ -36,11 +36,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def docs_verifier() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("verify_deals", DOCS_VERIFIER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(DOCS_VERIFIER, "verify_deals")
 
 
 DV = docs_verifier()

@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import ctypes.util
 import os
+import re
 import subprocess
 import sys
 from typing import Any
 
 import pytest
 
-from tests.deploy.test_deploy_files import dockerfile_env
+from tests.deploy.test_deploy_files import ROOT, dockerfile_env
+from tests.helpers.scripts import load_script
 from truco_server.app import memory
 from truco_server.app.memory import MemoryTrim
 
@@ -93,3 +95,32 @@ def test_jemalloc_is_recognised_read_and_purged() -> None:
     # page is left muzzy (the image's muzzy_decay_ms:0)
     assert figures["active"] >= figures["in_use"] and figures["metadata"] > 0
     assert "dirty" in figures and figures["muzzy"] == 0
+
+
+def test_the_memory_benchmark_reads_jemallocs_exit_statistics() -> None:
+    """``never_read_streams.py --allocator-stats``: a Python under the image's allocator with
+    ``stats_print`` writes jemalloc's statistics as it exits; the benchmark reads their totals
+    and, per size class, the blocks in use and the slabs holding them."""
+    assert ctypes.util.find_library("jemalloc"), (
+        "libjemalloc2 is not installed (make system-deps installs it)"
+    )
+    bench = load_script(ROOT / "benchmarks" / "never_read_streams.py")
+    image = dockerfile_env()
+    env = {k: image[k] for k in ("LD_PRELOAD", "PYTHONMALLOC")}
+    env["MALLOC_CONF"] = image["MALLOC_CONF"] + ",stats_print:true,stats_print_opts:dax"
+    # 5,000 blocks of 150 bytes never freed, as grpcio's interrupted sends leave theirs
+    kept = (
+        "import ctypes; m = ctypes.CDLL(None).malloc; m.restype = ctypes.c_void_p; "
+        "[m(150) for _ in range(5000)]"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", kept], env={**os.environ, **env}, capture_output=True, text=True, check=True
+    )
+    totals, classes = bench._jemalloc_exit_stats(out.stderr)
+    assert totals.startswith("Allocated: ") and "metadata: " in totals
+    rows = {
+        size: (int(n), int(slabs))
+        for size, n, slabs, _ in re.findall(r"(\d+): (\d+)/(\d+) \((\d+) KiB\)", classes)
+    }
+    blocks, slabs = rows["160"]  # the size class of 150 bytes
+    assert blocks >= 5000 and slabs >= 5000 // 128  # at most 128 blocks in a slab of 20 KiB
