@@ -18,7 +18,8 @@ from truco_match.operator_events import OperatorEventType
 from truco_server.app.wiring import Services
 from truco_server.core import requests as T
 from truco_server.core.caller import Operator
-from truco_server.ports.queues import RELAY
+from truco_server.ports.queues import RELAY, RelayWake
+from truco_server.services.relay import Relay
 from truco_server.services.scheduler import relay_reader
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
@@ -209,3 +210,44 @@ async def test_events_a_listener_asks_for_are_relayed_to_it_and_not_appended_twi
     assert "match.ended" in told  # the league and rating listeners' type
     assert len(types) == len(set(await _stream_ids(service, operator.name)))
     assert await service.store.queues.due(RELAY, FAR) == []
+
+
+class _Queues:
+    """The relay queue's release, recorded."""
+
+    def __init__(self) -> None:
+        self.released: list[str] = []
+
+    async def release(self, queue: str, items: Sequence[tuple[str, bytes]]) -> list[bool]:
+        self.released += [m for m, _ in items]
+        return [True] * len(items)
+
+
+async def test_closing_lets_a_relay_under_way_finish_and_cancels_one_that_hangs() -> None:
+    """At shutdown (before the store closes) the relay a commit just started finishes and
+    releases its safety net; one that hangs (the store unreachable) is cancelled after the
+    timeout instead of being dropped half-run with the event loop -- the relay queue moves
+    its events later."""
+    moved: list[list[str]] = []
+
+    async def quick(ids: list[str]) -> list[str]:
+        moved.append(ids)
+        return []
+
+    queues = _Queues()
+    relay = Relay(quick, queues)  # type: ignore[arg-type]
+    relay.soon("m1", RelayWake(0, b"t1"))
+    await relay.close()
+    assert moved == [["m1"]] and queues.released == ["m1"] and not relay._tasks
+
+    hung = asyncio.Event()
+
+    async def hangs(ids: list[str]) -> list[str]:
+        hung.set()
+        await asyncio.Event().wait()
+        return []
+
+    relay = Relay(hangs, queues)  # type: ignore[arg-type]
+    relay.soon("m2", RelayWake(0, b"t2"))
+    await relay.close(timeout=0.2)
+    assert hung.is_set() and not relay._tasks and queues.released == ["m1"]

@@ -224,6 +224,7 @@ def service_factory(ctx: WorkerContext) -> Served:
     s = ctx.settings
     svc = build_services(s, ctx.streams.shutdown_event)
     ctx.add_cleanup(svc.store.close)
+    ctx.add_cleanup(svc.relay.close)  # before the store closes (cleanups run in reverse)
     ctx.add_readiness(svc.store.ping)
     persistence = PersistenceReport(svc.store, ctx.health_details, acknowledged=s.ephemeral_store_ok)
     ctx.add_startup(persistence.start)

@@ -18,6 +18,7 @@ then costs no relay at all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -163,6 +164,18 @@ class Relay:
         """Wait until every relay started so far (and its retries) is over, failed or not."""
         while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def close(self, timeout: float = 5.0) -> None:
+        """At the worker's shutdown, before the store closes: the relays under way finish
+        (tens of milliseconds), within ``timeout``; what is left is cancelled -- the relay
+        queue's safety net moves those events later, from any worker."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self.done()
+        left = list(self._tasks)
+        for task in left:
+            task.cancel()
+        await asyncio.gather(*left, return_exceptions=True)
 
     def _spawn(self, work: Coroutine[Any, Any, bool]) -> asyncio.Task[bool]:
         task = asyncio.ensure_future(work)
