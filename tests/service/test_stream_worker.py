@@ -16,7 +16,7 @@ import pytest
 
 import truco_engine as te
 from tests.service.conftest import SETTINGS
-from tests.service.test_service import act, cred, view_of
+from tests.service.test_service import act, cred, play_out, view_of
 from truco_contract.pb import match_service_pb2 as pb
 from truco_match.events import EventView
 from truco_match.match import Match, Moment
@@ -129,13 +129,7 @@ async def test_a_worker_holds_at_most_its_bound_of_streams(service: Services, op
 
 async def _played(service: Services, operator: Operator, actions: int) -> T.CreateMatchResponse:
     created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
-    mid, tokens = created.match.match_id, created.seat_tokens
-    rng = random.Random(5)
-    for n in range(actions):
-        view = await view_of(service, mid, tokens[0])
-        seat = view.observation.awaited[0]
-        view = await view_of(service, mid, tokens[seat])
-        await act(service, mid, tokens[seat], rng.choice(view.observation.legal_actions), request_id=f"r{n}")
+    await play_out(service, created.match.match_id, created.seat_tokens, random.Random(5), limit=actions)
     return created
 
 
