@@ -267,9 +267,12 @@ def result_of(state: te.MatchState, status: MatchStatus) -> MatchResult | None:
 @dataclass(slots=True, eq=False)
 class Moment:
     """What one commit (or a run of them) made visible: ``entries`` (versions
-    ``first_version`` on, committed at ``times``, epoch seconds) and the match after them."""
+    ``first_version`` on, committed at ``times``, epoch seconds) and the match after them
+    (``None`` for versions read back from the log and kept in the memo of the match they lead
+    to: a reference back from there would be a cycle, which only the garbage collector frees,
+    and with it the match and everything it holds)."""
 
-    match: Match
+    match: Match | None
     entries: Sequence[LogEntry]
     first_version: int
     times: Sequence[float]

@@ -4,6 +4,7 @@ credentials, streams and resume (typed requests and callers, no transport)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import time
 
@@ -167,6 +168,36 @@ async def test_stream_resume_receives_exactly_the_missing_events(
     assert isinstance(all_events, list)
     assert [e.kind for e in first.events] == [entry_of(b)[0].kind for _, b in all_events[2:]]
     assert all(e.time is not None and e.time >= created.match.created_at for e in first.events)
+
+
+def _reaches(start: object, target: object) -> bool:
+    """Whether ``target`` is reachable from ``start`` by references (what the garbage
+    collector follows)."""
+    seen, todo = {id(start)}, [start]
+    while todo:
+        for ref in gc.get_referents(todo.pop()):
+            if ref is target:
+                return True
+            if id(ref) not in seen and not isinstance(ref, type):
+                seen.add(id(ref))
+                todo.append(ref)
+    return False
+
+
+async def test_events_read_back_from_the_log_leave_no_cycle_through_the_match(
+    service: Services, operator: Operator
+) -> None:
+    """Events decoded from the log are kept in the memo of the match they were read for; what
+    is kept there must not lead back to the match, or every such match (its state, views and
+    encodings) waits for the garbage collector instead of going when it is replaced."""
+    created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
+    mid, tokens = created.match.match_id, created.seat_tokens
+    await play_out(service, mid, tokens, random.Random(5), limit=4)
+    match = await service.matches.load(mid, fresh=True)
+    seen = await service.matches.events(match, 1, match.version, 0)
+    assert [e.version for e in seen] == list(range(2, match.version + 1))
+    assert ("log", 1, match.version) in match.memo  # decoded once, kept for the next reader
+    assert not _reaches(match.memo, match)
 
 
 async def test_stream_delivers_new_commits_and_heartbeats(service: Services, operator: Operator) -> None:

@@ -211,11 +211,11 @@ class MatchService:
         if isinstance(got, list | tuple) and len(got) == upto - after:
             decoded = [stored.entry_of(raw) for _, raw in got]
             return Moment(
-                match, [e for e, _ in decoded], after + 1, [created + ms / 1000 for _, ms in decoded]
+                None, [e for e, _ in decoded], after + 1, [created + ms / 1000 for _, ms in decoded]
             )
         past = await self.history(match)
         kept = [past.entry(v) for v in range(after + 1, upto + 1)]
-        return Moment(match, [e for e, _ in kept], after + 1, [at for _, at in kept])
+        return Moment(None, [e for e, _ in kept], after + 1, [at for _, at in kept])
 
     # ------------------------------------------------------------------ who calls
     def viewer(self, match: Match, caller: Caller) -> int:

@@ -207,7 +207,12 @@ class MatchStreams:
         svc = self.matches
         first, end = batch.events[0][0], batch.events[-1][0]
         note = batch.note
-        if isinstance(note, Moment) and note.first_version == first and note.last_version == end:
+        if (
+            isinstance(note, Moment)
+            and note.match is not None
+            and note.first_version == first
+            and note.last_version == end
+        ):
             cur, moment = svc.same(match, note.match), note
             events = moment.events_for(viewer)
         else:
