@@ -72,7 +72,8 @@ def _run(config: str, args: argparse.Namespace, folder: Path, n: int) -> str:
         f"ms per action; collections: {len(full)} full"
         + (f" (longest {1000 * max(full):.0f} ms)" if full else "")
         + f", {pauses(1, 'middle')}, {pauses(0, 'young')}; {worker['frozen']} objects frozen, "
-        f"{worker['objects']} tracked at exit"
+        f"{worker['objects']} tracked at exit; found unreachable over the worker's life (cyclic "
+        f"garbage), young / middle / full: {' / '.join(str(g['collected']) for g in worker['stats'])}"
     )
 
 

@@ -4,7 +4,8 @@
 With this folder on ``PYTHONPATH``, Python imports this module at start-up: it times every
 collection (``gc.callbacks``) and, at exit, writes ``<GC_PROBE_OUT>.<pid>`` as JSON: the
 process's command line, each collection's generation, start (seconds since the process
-started) and pause (seconds), and the objects tracked and frozen at exit.
+started) and pause (seconds), the objects tracked and frozen at exit, and per generation the
+collections and the objects they found unreachable (``gc.get_stats()``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ if os.environ.get("GC_PROBE_OUT"):
             "collections": _pauses,
             "objects": len(gc.get_objects()),
             "frozen": gc.get_freeze_count(),
+            "stats": gc.get_stats(),
             "ran": time.perf_counter() - _began,
         }
         with open(f"{os.environ['GC_PROBE_OUT']}.{os.getpid()}", "w", encoding="utf-8") as f:
