@@ -108,7 +108,7 @@ def _releases(worker: WorkerProcess) -> int:
 
 async def _released_since(worker: WorkerProcess, seen: int, timeout: float = 30.0) -> bool:
     """Wait for the worker's next release of memory after the streams closed (it looks every
-    few seconds; none comes when fewer than its threshold closed after the last one)."""
+    few seconds; none comes when fewer than its threshold were cut after the last one)."""
     deadline = time.monotonic() + timeout
     while _releases(worker) <= seen:
         if time.monotonic() > deadline:
@@ -256,12 +256,12 @@ async def run(args: argparse.Namespace, settings: dict[str, str]) -> dict[str, A
                     opened = len(calls) - 1
                     peak, split_peak = worker.rss(), await _figures(worker)
                     held = await asyncio.to_thread(_subscribers, metrics_port)
+                    releases = _releases(worker)  # the cancels below make it release, maybe at once
                     for call in calls[:-1]:
                         call.cancel()
                     for ch in calls[-1]:
                         await ch.close()
                     drained = await _wait_subscribers_gone(metrics_port)
-                    releases = _releases(worker)
                     await bots.run(args.matches, args.concurrency)
                     released = env.get("TRUCO_MEMORY_TRIM_AFTER_STREAMS") == "0" or await _released_since(
                         worker, releases

@@ -422,6 +422,31 @@ async def test_stream_registry_counts_streams_and_refuses_new_ones_once_stopping
             pass
 
 
+@pytest.mark.asyncio
+async def test_stream_registry_counts_the_streams_cut_apart_from_those_that_ran_to_their_end() -> None:
+    """The memory release (truco_server.app.memory) counts only streams cancelled or failed:
+    one that ran to its end leaves nothing in reference cycles."""
+    registry = StreamRegistry()
+
+    async def stream(end: str) -> None:
+        async with registry.track():
+            if end == "fails":
+                raise RuntimeError("a store fault")
+            if end == "cancelled":
+                await asyncio.Event().wait()
+
+    await stream("runs to its end")
+    with pytest.raises(RuntimeError):
+        await stream("fails")
+    task = asyncio.create_task(stream("cancelled"))
+    while registry.active == 0:
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (registry.closed, registry.cut) == (3, 2)
+
+
 # --- config ---------------------------------------------------------------------------
 
 

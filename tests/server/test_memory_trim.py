@@ -1,4 +1,4 @@
-"""The worker hands freed memory back after many streams closed (truco_server.app.memory);
+"""The worker hands freed memory back after many streams were cut (truco_server.app.memory);
 what it gives back is measured by ``benchmarks/never_read_streams.py``."""
 
 from __future__ import annotations
@@ -20,26 +20,26 @@ from truco_server.app.memory import MemoryTrim
 
 
 class Streams:
-    closed = 0
+    cut = 0
 
 
 @pytest.mark.asyncio
 @pytest.mark.timeout(30)
-async def test_released_once_enough_streams_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_released_once_enough_streams_were_cut(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
     streams = Streams()
-    monkeypatch.setattr(memory, "release", lambda: calls.append(streams.closed) or True)
+    monkeypatch.setattr(memory, "release", lambda: calls.append(streams.cut) or True)
     trim = MemoryTrim(streams, 100, every=0.01)
     await trim.start()
     try:
-        streams.closed = 99
-        streams.closed = 250
+        streams.cut = 99
+        streams.cut = 250
         while not calls:
             await asyncio.sleep(0.01)  # poll: the trimmer looks every 10 ms
-        streams.closed = 300  # 50 more: not enough for another, whatever ticks pass
+        streams.cut = 300  # 50 more: not enough for another, whatever ticks pass
         for _ in range(3):
             await asyncio.sleep(0.01)
-        streams.closed = 400
+        streams.cut = 400
         while len(calls) < 2:
             await asyncio.sleep(0.01)
         assert calls == [250, 400] and trim.trims == 2

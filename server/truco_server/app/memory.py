@@ -1,4 +1,4 @@
-"""Handing freed memory back to the system after many streams are gone (docs/operations.md,
+"""Handing freed memory back to the system after many streams were cut (docs/operations.md,
 "Memory").
 
 A stream a client opens and does not read makes its worker hold what it cannot send (the
@@ -8,7 +8,11 @@ the allocator keeps what was freed (docs/reliability.md, "Never-read streams", m
 ``python benchmarks/never_read_streams.py``). :class:`MemoryTrim` collects, then asks the
 allocator to give its free pages back (:func:`~truco_server.core.diagnostics.release_free_memory`:
 jemalloc purges its arenas, glibc trims its heaps) once ``TRUCO_MEMORY_TRIM_AFTER_STREAMS``
-streams have closed since the last time, looking every :data:`EVERY_SECONDS`.
+streams have been *cut* (cancelled or failed, not run to their match's end) since the last
+time, looking every :data:`EVERY_SECONDS`. Streams that end with their match leave nothing
+for it to do, and are not counted: a worker playing many matches would otherwise stop for a
+full collection every thousand streams (100-400 ms on a 2-core test machine with 200 matches
+live; docs/benchmarks.md, "Where the paced tail comes from").
 """
 
 from __future__ import annotations
@@ -25,13 +29,13 @@ from truco_server.core.diagnostics import allocator_fields, allocator_name, rele
 log = structlog.get_logger("truco.memory")
 
 EVERY_SECONDS = 5.0
-"""How often the worker looks at the streams closed since its last trim."""
+"""How often the worker looks at the streams cut since its last trim."""
 
 
-class ClosedStreams(Protocol):
+class CutStreams(Protocol):
     @property
-    def closed(self) -> int:
-        """Streams that ended since the worker started."""
+    def cut(self) -> int:
+        """Streams cancelled or failed since the worker started."""
         ...
 
 
@@ -43,9 +47,9 @@ def release() -> bool:
 
 
 class MemoryTrim:
-    """Calls :func:`release` after every ``after`` closed streams (see the module docstring)."""
+    """Calls :func:`release` after every ``after`` cut streams (see the module docstring)."""
 
-    def __init__(self, streams: ClosedStreams, after: int, *, every: float = EVERY_SECONDS) -> None:
+    def __init__(self, streams: CutStreams, after: int, *, every: float = EVERY_SECONDS) -> None:
         self.streams = streams
         self.after = after
         self.every = every
@@ -54,7 +58,7 @@ class MemoryTrim:
 
     async def start(self) -> None:
         if self.after > 0 and self._task is None:
-            self._task = asyncio.create_task(self._run(self.streams.closed), name="truco-memory-trim")
+            self._task = asyncio.create_task(self._run(self.streams.cut), name="truco-memory-trim")
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -66,16 +70,16 @@ class MemoryTrim:
     async def _run(self, last: int) -> None:
         while True:
             await asyncio.sleep(self.every)
-            closed = self.streams.closed
-            if closed - last < self.after:
+            cut = self.streams.cut
+            if cut - last < self.after:
                 continue
-            last = closed
+            last = cut
             before = allocator_fields("before_")
             released = release()
             self.trims += 1
             log.info(
                 "memory released",
-                streams_closed=closed,
+                streams_cut=cut,
                 released=released,
                 allocator=allocator_name(),
                 **before,

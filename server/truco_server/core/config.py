@@ -211,9 +211,10 @@ class Settings:
     """Bytes of new matches (settings, labels, first state) one operator may store per day,
     at most that much at once; 0: no limit."""
     memory_trim_after_streams: int = 1000
-    """After this many streams have closed, the worker collects garbage and hands the memory
-    its allocator keeps free back to the system (jemalloc's purge, glibc's ``malloc_trim``),
-    at most every 5 s; 0: never (docs/operations.md, "Memory")."""
+    """After this many streams were cut (cancelled by a client that left or never read, or
+    failed; not those that ended with their match), the worker collects garbage and hands the
+    memory its allocator keeps free back to the system (jemalloc's purge, glibc's
+    ``malloc_trim``), at most every 5 s; 0: never (docs/operations.md, "Memory")."""
     bot_think_ms: int = 1500
     """How long the server's bots think over a decision, on average (each between 0.6 and 1.4
     times this, a forced move half that), 200 to 60000 ms; a match's `settings.bot_think_time`

@@ -73,6 +73,10 @@ class StreamRegistry:
         self._active = 0
         self.closed = 0
         """Streams that ended since the worker started."""
+        self.cut = 0
+        """Those of them that did not run to their end: cancelled (a client that left, or
+        never read) or failed. Their frames and exceptions are left in reference cycles,
+        which only a full collection frees (:mod:`truco_server.app.memory` counts these)."""
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -105,6 +109,9 @@ class StreamRegistry:
         self._idle.clear()
         try:
             yield
+        except BaseException:
+            self.cut += 1
+            raise
         finally:
             self._active -= 1
             self.closed += 1
