@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from truco_server.core.config import Settings
 
@@ -47,15 +48,31 @@ def _run(config: str, args: argparse.Namespace, folder: Path, n: int) -> str:
     figures = dict(
         re.findall(r"^(SubmitAction p99|delivery p99|worker CPU per action) \(ms\): ([\d.]+)", bench, re.M)
     )
-    worker = None
-    for path in folder.glob(f"probe-{n}.*"):
-        record = json.loads(path.read_text(encoding="utf-8"))
-        if "serve" in record["argv"]:
-            worker = record
+    worker = worker_record(folder, f"probe-{n}")
     if worker is None:
         return f"no probe file from the worker; bench said:\n{bench}"
-    # after the worker's first 3 s: its start-up (imports, and tune_gc's own collection) is
-    # over by then, and the bench's 3 s warm-up starts only once it serves
+    return (
+        f"SubmitAction p99 {figures.get('SubmitAction p99', '?')} ms, delivery p99 "
+        f"{figures.get('delivery p99', '?')} ms, worker CPU {figures.get('worker CPU per action', '?')} "
+        f"ms per action; collections: {collections_line(worker)}"
+    )
+
+
+def worker_record(folder: Path, prefix: str) -> dict[str, Any] | None:
+    """The probe's record of the worker (``truco serve``) among the files ``prefix.<pid>``
+    in ``folder``, or None."""
+    for path in folder.glob(f"{prefix}.*"):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if "serve" in record["argv"]:
+            return record  # type: ignore[no-any-return]
+    return None
+
+
+def collections_line(worker: dict[str, Any]) -> str:
+    """A worker's collections after its start-up (its first 3 s: imports, and tune_gc's own
+    collection): the full ones, how many and the longest, the middle and young ones, how many,
+    median and longest pause; then the objects frozen and tracked at exit, and what each
+    generation's collections found unreachable (cyclic garbage) over its whole life."""
     later = [(g, at, p) for g, at, p in worker["collections"] if at > STARTUP]
     full = [p for g, _, p in later if g == 2]
 
@@ -67,9 +84,7 @@ def _run(config: str, args: argparse.Namespace, folder: Path, n: int) -> str:
                 f"longest {1000 * found[-1]:.1f} ms)")  # fmt: skip
 
     return (
-        f"SubmitAction p99 {figures.get('SubmitAction p99', '?')} ms, delivery p99 "
-        f"{figures.get('delivery p99', '?')} ms, worker CPU {figures.get('worker CPU per action', '?')} "
-        f"ms per action; collections: {len(full)} full"
+        f"{len(full)} full"
         + (f" (longest {1000 * max(full):.0f} ms)" if full else "")
         + f", {pauses(1, 'middle')}, {pauses(0, 'young')}; {worker['frozen']} objects frozen, "
         f"{worker['objects']} tracked at exit; found unreachable over the worker's life (cyclic "

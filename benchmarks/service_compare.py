@@ -69,7 +69,12 @@ class Window(NamedTuple):
 
 
 def _pythonpath(root: Path) -> str:
-    return os.pathsep.join(str(root / p) for p in SOURCES if (root / p).is_dir())
+    """The worker's source folders; with ``GC_PROBE_OUT`` set, the collector's probe too
+    (``benchmarks/gc_probe``: it writes the worker's collections when it exits)."""
+    paths = [str(root / p) for p in SOURCES if (root / p).is_dir()]
+    if os.environ.get("GC_PROBE_OUT"):
+        paths.append(str(root / "benchmarks" / "gc_probe"))
+    return os.pathsep.join(paths)
 
 
 @contextmanager

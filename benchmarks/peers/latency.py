@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import multiprocessing
 import os
 import statistics
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -192,6 +194,42 @@ def window(name: str, root: Path, args: argparse.Namespace) -> tuple[float, int,
 
 def latency(args: argparse.Namespace, root: Path) -> int:
     """The three phases (module docstring) against one worker of the build at ``root``."""
+    with contextlib.ExitStack() as stack:
+        probe = None
+        if args.gc_probe:  # service_compare._worker puts the probe on the worker's path
+            probe = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="truco-gc-")))
+            stack.enter_context(_environ("GC_PROBE_OUT", str(probe / "probe")))
+        _latency(args, root)
+        if probe is not None:
+            import gc_pauses
+
+            worker = gc_pauses.worker_record(probe, "probe")
+            if worker is None:
+                print("worker's collections: no record from the worker's probe")
+            else:
+                full = [f"{at:.0f} s ({1000 * p:.0f} ms)" for g, at, p in worker["collections"] if g == 2]
+                print(
+                    f"worker's collections (the probe's, over its whole run): "
+                    f"{gc_pauses.collections_line(worker)}; full ones at {', '.join(full) or '-'} "
+                    "after it started"
+                )
+    return 0
+
+
+@contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+def _latency(args: argparse.Namespace, root: Path) -> None:
     load0 = os.getloadavg()
     print(f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} on {os.cpu_count()} cores")
     with _served(args.store, root) as (pid, base):
@@ -215,6 +253,6 @@ def latency(args: argparse.Namespace, root: Path) -> int:
         f" p50 {_quantile(obs, 0.5):.1f} ms, p99 {_quantile(obs, 0.99):.1f} ms,"
         f" max {max(obs, default=math.nan):.1f} ms"
         f" ({args.processes} generator processes, {args.matches} matches,"
-        f" {args.warmup:g}+{args.seconds:g} s a phase)"
+        f" {args.warmup:g}+{args.seconds:g} s a phase)",
+        flush=True,
     )
-    return 0

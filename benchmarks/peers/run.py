@@ -166,6 +166,11 @@ def main(argv: list[str] | None = None) -> int:
         help="processes of our WebSocket load generator (default 2; 0: in this process)",
     )
     parser.add_argument("--store", choices=("redis", "memory"), default="redis", help="--latency: the store")
+    parser.add_argument(
+        "--gc-probe",
+        action="store_true",
+        help="--latency: time the worker's garbage collections (benchmarks/gc_probe) and print them",
+    )
     args = parser.parse_args(argv)
     if args.latency:
         return latency.latency(args, ROOT)

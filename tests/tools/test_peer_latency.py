@@ -1,6 +1,7 @@
 """``benchmarks/peers/run.py --latency`` runs for a few seconds (no node needed): the load
 generator in processes of its own finds the saturating rate, paces half of it and prints the
-latency from a move's submission to every seat's observation, from real moves."""
+latency from a move's submission to every seat's observation, from real moves; with
+``--gc-probe``, the worker's garbage collections too."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def test_latency_at_half_the_saturating_load_over_websocket() -> None:
-    args = ["--latency", "--store", "memory", "--processes", "2", "--matches", "4"]
+    args = ["--latency", "--store", "memory", "--processes", "2", "--matches", "4", "--gc-probe"]
     done = subprocess.run(
         [
             sys.executable,
@@ -48,3 +49,6 @@ def test_latency_at_half_the_saturating_load_over_websocket() -> None:
     p50, p99, top = (float(found.group(i)) for i in (4, 5, 6))
     assert 0 < p50 <= p99 <= top, out
     assert re.search(r"^load average before: ", out, re.M) and re.search(r"^load average after: ", out, re.M)
+    # the worker ran with the collector's probe and wrote its collections when it stopped
+    probed = re.search(r"^worker's collections \(the probe's.*: (\d+) full.*?(\d+) young", out, re.M)
+    assert probed is not None and int(probed[2]) > 0, out
