@@ -123,8 +123,13 @@ class PlayerConnection:
                 while True:
                     msg = await self._out.get()
                     if isinstance(msg, _End):
-                        if msg.error is not None:
-                            raise msg.error
+                        error = msg.error
+                        del msg
+                        if error is not None:
+                            try:
+                                raise error
+                            finally:  # its traceback holds this frame: no local may hold it
+                                del error
                         return
                     yield msg
             finally:
@@ -280,27 +285,34 @@ class PlayerConnection:
     async def _pump(self, sid: int, messages: AsyncGenerator[pb.ConnectResponse]) -> None:
         """Send a subscription's messages, then its end (with the status its stream ended
         with; OK when it is over or unsubscribed)."""
-        me = asyncio.current_task()
         status = _OK
         try:
             async with contextlib.aclosing(messages):  # its stream closed now, also when cancelled
                 async for out in messages:
                     await self._out.put(out)
         except asyncio.CancelledError:
-            if me not in self._leaving:
+            # no local of this frame refers to its task: a cancellation raised on keeps the
+            # frame in its traceback, which the task holds, and that would be a cycle (the
+            # subscription's whole chain of frames left for the garbage collector)
+            if asyncio.current_task() not in self._leaving:
                 raise
-            self._leaving.discard(me)  # unsubscribed: say so below (the connection goes on)
+            self._leaving.discard(asyncio.current_task())  # unsubscribed: say so below
         except E.ShuttingDown as exc:
             await self._out.put(_End(exc))  # the whole connection ends: reconnect elsewhere
             return
         except Exception as exc:
             status = _status(exc)
         finally:
-            found = self._subs.get(sid)
-            if found is not None and found[2] is me:
-                del self._subs[sid]
-                self._delivered.pop(sid, None)
+            self._forget(sid)
         await self._send(self._ended(sid, status))
+
+    def _forget(self, sid: int) -> None:
+        """Drop subscription ``sid`` when it is the current task's (the id may have been
+        opened again by a new subscription since it was unsubscribed)."""
+        found = self._subs.get(sid)
+        if found is not None and found[2] is asyncio.current_task():
+            del self._subs[sid]
+            self._delivered.pop(sid, None)
 
     @staticmethod
     def _ended(sid: int, status: status_pb2.Status) -> pb.ConnectResponse:
@@ -316,7 +328,8 @@ class PlayerConnection:
                     f"no open subscription {sid} on this connection",
                     field_violations=[E.FieldViolation("action.subscription_id", "not subscribed")],
                 )
-            creds, match_id, _ = found
+            creds, match_id = found[0], found[1]  # not its task: this frame may end in a traceback
+            del found
             if match_id is None:
                 raise E.InvalidArgument(
                     f"subscription {sid} follows a ticket: subscribe its seat to act",
