@@ -6,7 +6,6 @@ ends (close codes), the heartbeats, the quotas, a slow reader's bounded queue an
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -400,33 +399,3 @@ async def test_close_reason_is_cut_to_123_bytes_of_utf8() -> None:
     assert len(reason) <= 123 and reason.decode() == "ñ" * len(reason.decode())
     assert close_code(status) == 4003
     assert json_format.MessageToDict(status)["code"] == 3
-
-
-async def test_a_connection_closed_mid_stream_leaves_its_subscriptions_to_reference_counting(
-    worker: Worker, http: aiohttp.ClientSession
-) -> None:
-    """A client that goes away cancels its subscriptions (and actions) on the server: their
-    chains of frames must not be left in reference cycles, which only a full garbage
-    collection frees (a busy worker's clients come and go all the time)."""
-    mid, tokens = await _create(worker)
-    raw = await RawWs.open(http, worker, PROTO)
-    await raw.subscribe(1, tokens[0], mid)
-    await raw.subscribe(2, tokens[1], mid)
-    await _first_updates(raw, (1, 2))
-    gc.collect()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        await raw.ws.close()
-        while worker.streams.active:  # the connection's and its subscriptions' ends
-            await asyncio.sleep(0.01)
-        gc.collect()
-        ours = sorted(
-            code.co_qualname
-            for obj in gc.garbage
-            if (code := getattr(obj, "cr_code", None) or getattr(obj, "ag_code", None)) is not None
-            and "truco_server" in code.co_filename
-        )
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-    assert ours == []
