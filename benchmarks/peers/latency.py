@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NamedTuple
+from unittest import mock
 
 READY_SECONDS = 120.0
 """How long the generators may take to make their first moves."""
@@ -198,7 +199,7 @@ def latency(args: argparse.Namespace, root: Path) -> int:
         probe = None
         if args.gc_probe:  # service_compare._worker puts the probe on the worker's path
             probe = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="truco-gc-")))
-            stack.enter_context(_environ("GC_PROBE_OUT", str(probe / "probe")))
+            stack.enter_context(mock.patch.dict(os.environ, {"GC_PROBE_OUT": str(probe / "probe")}))
         _latency(args, root)
         if probe is not None:
             import gc_pauses
@@ -214,19 +215,6 @@ def latency(args: argparse.Namespace, root: Path) -> int:
                     "after it started"
                 )
     return 0
-
-
-@contextmanager
-def _environ(name: str, value: str) -> Iterator[None]:
-    old = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = old
 
 
 def _latency(args: argparse.Namespace, root: Path) -> None:

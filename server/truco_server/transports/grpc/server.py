@@ -75,8 +75,8 @@ class StreamRegistry:
         """Streams that ended since the worker started."""
         self.cut = 0
         """Those of them that did not run to their end: cancelled (a client that left, or
-        never read) or failed. Their frames and exceptions are left in reference cycles,
-        which only a full collection frees (:mod:`truco_server.app.memory` counts these)."""
+        never read) or failed. What they held is what the memory release gives back
+        (:mod:`truco_server.app.memory` counts these)."""
         self._idle = asyncio.Event()
         self._idle.set()
 
