@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 import structlog
@@ -254,42 +254,45 @@ class PlayerConnection:
         await self._out.put(msg)
         self._maybe_done()
 
-    async def _updates(
-        self, sid: int, creds: Credentials, request: pb.StreamObservationsRequest
-    ) -> AsyncGenerator[pb.ConnectResponse]:
-        """A seat's subscription: what StreamObservations sends, as ``update`` messages."""
+    async def _updates(self, sid: int, creds: Credentials, request: pb.StreamObservationsRequest) -> None:
+        """A seat's subscription: what StreamObservations sends, as ``update`` messages, put
+        straight on the connection's queue (each update passes every frame between the
+        subscription and the socket: no generator of its own here)."""
         delivered = self._delivered
-        async for upd in self.api.stream_updates(creds, request):
-            if upd.view is not None:
-                if not upd.snapshot and upd.version <= delivered.get(sid, -1):
-                    continue  # an action's result already stood for this update
-                delivered[sid] = upd.version
-            out = pb.ConnectResponse()  # encoded in place (nested constructors copy twice)
-            update = out.update
-            update.subscription_id = sid
-            self.api.fill_update(update.message, upd)
-            del upd, update  # a slow reader's queue holds the messages, not what they came from
-            yield out
+        out_queue = self._out
+        async with contextlib.aclosing(self.api.stream_updates(creds, request)) as updates:
+            async for upd in updates:
+                if upd.view is not None:
+                    if not upd.snapshot and upd.version <= delivered.get(sid, -1):
+                        continue  # an action's result already stood for this update
+                    delivered[sid] = upd.version
+                out = pb.ConnectResponse()  # encoded in place (nested constructors copy twice)
+                update = out.update
+                update.subscription_id = sid
+                self.api.fill_update(update.message, upd)
+                del upd, update  # a slow reader's queue holds the messages, not what they came from
+                await out_queue.put(out)
+                del out
 
     async def _ticket(
         self, sid: int, creds: Credentials, request: matchmaking_service_pb2.StreamTicketRequest
-    ) -> AsyncGenerator[pb.ConnectResponse]:
+    ) -> None:
         """A ticket's subscription: what StreamTicket sends, as ``ticket`` messages."""
         assert self.tickets is not None
-        async for msg in self.tickets.StreamTicket(creds, request):
-            out = pb.ConnectResponse()
-            out.ticket.subscription_id = sid
-            out.ticket.message.CopyFrom(msg)
-            yield out
+        async with contextlib.aclosing(self.tickets.StreamTicket(creds, request)) as messages:
+            async for msg in messages:
+                out = pb.ConnectResponse()
+                out.ticket.subscription_id = sid
+                out.ticket.message.CopyFrom(msg)
+                await self._out.put(out)
 
-    async def _pump(self, sid: int, messages: AsyncGenerator[pb.ConnectResponse]) -> None:
-        """Send a subscription's messages, then its end (with the status its stream ended
-        with; OK when it is over or unsubscribed)."""
+    async def _pump(self, sid: int, messages: Coroutine[Any, Any, None]) -> None:
+        """Run a subscription (which puts its messages on the connection's queue and closes
+        its stream when it ends, also when cancelled), then send its end (with the status its
+        stream ended with; OK when it is over or unsubscribed)."""
         status = _OK
         try:
-            async with contextlib.aclosing(messages):  # its stream closed now, also when cancelled
-                async for out in messages:
-                    await self._out.put(out)
+            await messages
         except asyncio.CancelledError:
             # no local of this frame refers to its task: a cancellation raised on keeps the
             # frame in its traceback, which the task holds, and that would be a cycle (the

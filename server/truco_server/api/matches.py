@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Protocol
 
@@ -185,7 +185,7 @@ class MatchApi:
 
     async def stream_updates(
         self, creds: Credentials, request: pb.StreamObservationsRequest
-    ) -> AsyncIterator[T.StreamUpdate]:
+    ) -> AsyncGenerator[T.StreamUpdate, None]:
         """StreamObservations before encoding (the player connection encodes each update into
         its own message, :meth:`fill_update`)."""
         caller = self.auth.viewer(creds, request.match_id)

@@ -6,7 +6,7 @@ the operator's key or the ticket's own credential (``tk1...``, from CreateTicket
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from google.protobuf import timestamp_pb2
 
@@ -81,7 +81,7 @@ class MatchmakingApi:
 
     async def StreamTicket(
         self, creds: Credentials, request: pb.StreamTicketRequest
-    ) -> AsyncIterator[pb.StreamTicketResponse]:
+    ) -> AsyncGenerator[pb.StreamTicketResponse, None]:
         caller = self.auth.ticket_holder(creds)
         updates = self.matchmaking.follow(caller, request.pool_id, request.ticket_id)
         if self.streams is None:

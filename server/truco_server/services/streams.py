@@ -17,9 +17,8 @@ is refused :class:`~truco_server.core.errors.QuotaExceeded` (``worker_streams``)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 
 import structlog
 
@@ -52,52 +51,78 @@ class MatchStreams:
         self._watcher: asyncio.Task[None] | None = None
 
     async def stream(self, caller: Caller, req: T.StreamRequest) -> AsyncIterator[T.StreamUpdate]:
-        """The feed of ``caller``'s view of a match (see the module docstring)."""
+        """The feed of ``caller``'s view of a match (see the module docstring).
+
+        One generator from the first message to the last: every update passes through each
+        frame of the chain between the subscription and the socket, so the chain is kept
+        short. An update is handed on from a one-item list, never from a local: a reader that
+        does not take it holds it in one place, the transport, not in this frame."""
         if self.max_open and self.open >= self.max_open:
             QUOTA_EXCEEDED.labels(WORKER_STREAMS).inc()
             raise E.QuotaExceeded(WORKER_STREAMS, f"{self.max_open} open on this worker", 1.0)
         self.open += 1  # from here: the checks below await the store
         try:
-            async with contextlib.aclosing(self._stream(caller, req)) as updates:
-                while True:
-                    try:  # each update handed on unnamed: a reader that does not take it holds it
-                        yield await anext(updates)  # in one place, the transport, not in every frame
-                    except StopAsyncIteration:
-                        return
+            svc = self.matches
+            match = await svc.load(req.match_id, fresh=True)
+            viewer = svc.viewer(match, caller)
+            generation = match.life.credential(viewer)[0]
+            start = req.from_version
+            if start is not None and not 0 <= start <= match.version:
+                raise E.InvalidArgument(
+                    f"from_version must be 0..{match.version}",
+                    field_violations=[E.FieldViolation("from_version", "beyond the current version")],
+                    current_version=match.version,
+                )
+            if self.stopping.is_set():
+                raise E.ShuttingDown()
+            metrics.STREAM_SUBSCRIBERS.inc()
+            try:
+                await svc.touch(match, viewer)
+                out = [await self._first(match, viewer, start)]
+                last = max(out[0].version, start or 0)
+                # what the first message was made of goes with it: a stream whose reader does
+                # not take it holds only the message, not the decoded log kept on this match
+                match = dataclasses.replace(match, memo={})
+                yield out.pop()
+                if not match.active:
+                    return
+                sub = self._subscribe(match)
+                try:
+                    heartbeat = svc.settings.heartbeat_seconds
+                    while True:
+                        if self.stopping.is_set():
+                            raise E.ShuttingDown()
+                        try:
+                            item = await sub.next(heartbeat)
+                        except SubscriptionClosed:
+                            raise E.ShuttingDown() from None
+                        if item is None:
+                            beat = await self._heartbeat(sub, match, caller, viewer, generation, last)
+                            out.append(beat)
+                            del beat
+                        elif isinstance(item, LogTrimmed) or match.spectator_delay(viewer):
+                            update = await self._resync(sub, match, caller, viewer, generation, last)
+                            if update is not None:
+                                out.append(update)
+                            del update
+                        else:
+                            out.append(await self._update(sub, item, match, caller, viewer, generation))
+                        del item
+                        if not out:
+                            continue
+                        if out[0].view is not None:  # a heartbeat leaves the version delivered
+                            last = out[0].version
+                        ended = out[0].match_state is not MatchStatus.ACTIVE
+                        yield out.pop()
+                        if ended:
+                            return
+                finally:
+                    self._open.discard(sub)
+                    sub.close()
+            finally:
+                metrics.STREAM_SUBSCRIBERS.dec()
         finally:
             self.open -= 1
-
-    async def _stream(self, caller: Caller, req: T.StreamRequest) -> AsyncGenerator[T.StreamUpdate, None]:
-        svc = self.matches
-        match = await svc.load(req.match_id, fresh=True)
-        viewer = svc.viewer(match, caller)
-        generation = match.life.credential(viewer)[0]
-        start = req.from_version
-        if start is not None and not 0 <= start <= match.version:
-            raise E.InvalidArgument(
-                f"from_version must be 0..{match.version}",
-                field_violations=[E.FieldViolation("from_version", "beyond the current version")],
-                current_version=match.version,
-            )
-        if self.stopping.is_set():
-            raise E.ShuttingDown()
-        metrics.STREAM_SUBSCRIBERS.inc()
-        try:
-            await svc.touch(match, viewer)
-            first = [await self._first(match, viewer, start)]
-            last = max(first[0].version, start or 0)
-            # what the first message was made of goes with it: a stream whose reader does
-            # not take it holds only the message, not the decoded log kept on this match
-            match = dataclasses.replace(match, memo={})
-            yield first.pop()
-            if not match.active:
-                return
-            async for update in self._follow(match, caller, viewer, generation, last):
-                yield update
-                if update.match_state is not MatchStatus.ACTIVE:
-                    return
-        finally:
-            metrics.STREAM_SUBSCRIBERS.dec()
 
     async def _first(self, match: Match, viewer: int, start: int | None) -> T.StreamUpdate:
         target, seen, current = await self.target(match, viewer)
@@ -141,37 +166,6 @@ class MatchStreams:
         if self._watcher is not None:
             self._watcher.cancel()
             self._watcher = None
-
-    async def _follow(
-        self, match: Match, caller: Caller, viewer: int, generation: int, last: int
-    ) -> AsyncIterator[T.StreamUpdate]:
-        svc = self.matches
-        sub = self._subscribe(match)
-        try:
-            while True:
-                if self.stopping.is_set():
-                    raise E.ShuttingDown()
-                try:
-                    item = await sub.next(svc.settings.heartbeat_seconds)
-                except SubscriptionClosed:
-                    raise E.ShuttingDown() from None
-                if item is None:
-                    beat = await self._heartbeat(sub, match, caller, viewer, generation, last)
-                    if beat.view is not None:  # not a heartbeat: the update that caught up
-                        last = beat.version
-                    yield beat
-                elif isinstance(item, LogTrimmed) or match.spectator_delay(viewer):
-                    update = await self._resync(sub, match, caller, viewer, generation, last)
-                    if update is not None:
-                        last = update.version
-                        yield update
-                else:
-                    update = await self._update(sub, item, match, caller, viewer, generation)
-                    last = update.version
-                    yield update
-        finally:
-            self._open.discard(sub)
-            sub.close()
 
     async def _heartbeat(
         self, sub: Subscription, match: Match, caller: Caller, viewer: int, generation: int, last: int
