@@ -54,3 +54,32 @@ def test_the_command_prints_shares_and_rejects_what_is_not_a_raw_profile(
     bad.write_text("this is a flame graph svg\n")
     assert profile_shares.main([str(bad)]) == 2
     assert "line 1" in capsys.readouterr().err
+
+
+def test_two_profiles_side_by_side_per_unit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Samples become microseconds per unit (samples / rate / units): a load whose moves cost
+    more in the event loop shows that layer's difference first."""
+    busy = tmp_path / "busy.raw"
+    busy.write_text(RAW)  # 100 samples
+    calm = tmp_path / "calm.raw"
+    calm.write_text(RAW + "m (b.py:1);Handle._run (lib/asyncio/events.py:80) 100\n")  # 200 samples
+    # 200 samples at 100 Hz over 1,000 moves: 2,000 us per move; 100 over 500 moves: 2,000
+    assert (
+        profile_shares.main(
+            [str(calm), "--per", "1000", "--against", str(busy), "--against-per", "500", "--top", "1"]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("2000.0, " + f"{busy} 2000.0")
+    first = out[2].split()
+    assert first[:3] == ["1050.0", "100.0", "+950.0"] and first[3] == "asyncio"  # 105 of 1,000 vs 5 of 500
+    assert out[-1].split()[:3] == ["1050.0", "100.0", "+950.0"] and "Handle._run" in out[-1]
+
+
+def test_a_comparison_needs_both_unit_counts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    good = tmp_path / "p.raw"
+    good.write_text(RAW)
+    with pytest.raises(SystemExit):
+        profile_shares.main([str(good), "--against", str(good)])
+    assert "--per and --against-per" in capsys.readouterr().err

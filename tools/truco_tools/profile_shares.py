@@ -8,6 +8,13 @@ innermost last, separated by ``;``, then the sample count), as in docs/benchmark
         .venv/bin/python benchmarks/service_path.py --rounds 1
     python -m truco_tools.profile_shares harness.raw
     python -m truco_tools.profile_shares worker.raw --top 15      # and the 15 busiest functions
+    python -m truco_tools.profile_shares half.raw --rate 200 --per 16214 \
+        --against saturated.raw --against-per 27060 --top 15     # us per move, side by side
+
+With ``--per N`` (what the window did: moves, actions) and ``--rate`` (py-spy's ``-r``) each
+layer is also printed as microseconds of samples per unit; with ``--against`` another
+profile's, each layer and function with both figures and their difference, the largest
+difference first: where one load's cost per move goes beyond another's.
 
 A frame's layer is decided by its file's path (the first rule that matches, in the order of
 ``LAYERS``); native frames (``--native``) that are not Python count as ``native``. The shares
@@ -89,6 +96,23 @@ def shares(
     return layers, functions, total
 
 
+def _load(path: Path, skip_idle: bool) -> tuple[Counter[str], Counter[str], int]:
+    with path.open(encoding="utf-8") as f:
+        layers, functions, total = shares(parse(f), skip_idle=skip_idle)
+    if not total:
+        raise ValueError("no samples")
+    return layers, functions, total
+
+
+def _side_by_side(
+    this: Counter[str], other: Counter[str], scale: float, other_scale: float, top: int
+) -> list[str]:
+    """Lines ``this other difference name`` (us per unit), the largest difference first."""
+    rows = [(this[k] * scale, other[k] * other_scale, k) for k in set(this) | set(other)]
+    rows.sort(key=lambda r: (r[1] - r[0], r[2]))
+    return [f"  {a:8.1f} {b:8.1f} {a - b:+8.1f}  {name}" for a, b, name in rows[:top]]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m truco_tools.profile_shares",
@@ -98,20 +122,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("profile", type=Path, help="py-spy raw output (record -f raw)")
     parser.add_argument("--top", type=int, default=0, help="also print the N busiest functions")
     parser.add_argument("--skip-idle", action="store_true", help="leave waiting frames out")
+    parser.add_argument(
+        "--rate", type=float, default=100.0, help="samples per second of the recording (py-spy -r)"
+    )
+    parser.add_argument(
+        "--per", type=float, default=0.0, help="units (moves, actions) in the profile's window"
+    )
+    parser.add_argument("--against", type=Path, help="another raw profile, printed beside this one")
+    parser.add_argument("--against-per", type=float, default=0.0, help="units in the other profile's window")
     args = parser.parse_args(argv)
+    if args.against is not None and not (args.per > 0 and args.against_per > 0):
+        parser.error("--against needs --per and --against-per (a cost per unit compares; shares do not)")
+    if args.per < 0 or args.rate <= 0:
+        parser.error("--per must be positive and --rate above zero")
     try:
-        with args.profile.open(encoding="utf-8") as f:
-            stacks = parse(f)
+        layers, functions, total = _load(args.profile, args.skip_idle)
     except (OSError, ValueError) as e:
         print(f"error: {args.profile}: {e}", file=sys.stderr)
         return 2
-    layers, functions, total = shares(stacks, skip_idle=args.skip_idle)
-    if not total:
-        print(f"error: {args.profile}: no samples", file=sys.stderr)
-        return 2
-    print(f"samples: {total}")
+    scale = 1e6 / args.rate / args.per if args.per else 0.0
+    if args.against is not None:
+        try:
+            o_layers, o_functions, o_total = _load(args.against, args.skip_idle)
+        except (OSError, ValueError) as e:
+            print(f"error: {args.against}: {e}", file=sys.stderr)
+            return 2
+        o_scale = 1e6 / args.rate / args.against_per
+        print(f"us per unit: {args.profile} {total * scale:.1f}, {args.against} {o_total * o_scale:.1f}")
+        print("by layer (this, other, difference):")
+        print("\n".join(_side_by_side(layers, o_layers, scale, o_scale, len(layers) + len(o_layers))))
+        if args.top:
+            print(f"by function, the {args.top} largest differences:")
+            print("\n".join(_side_by_side(functions, o_functions, scale, o_scale, args.top)))
+        return 0
+    print(f"samples: {total}" + (f" ({total * scale:.1f} us per unit)" if scale else ""))
     for layer, n in layers.most_common():
-        print(f"{layer}: {100 * n / total:.1f} %")
+        print(f"{layer}: {100 * n / total:.1f} %" + (f"  {n * scale:.1f} us" if scale else ""))
     if args.top:
         print(f"busiest functions (self time), top {args.top}:")
         for function, n in functions.most_common(args.top):
