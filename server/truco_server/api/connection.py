@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine
+import functools
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import structlog
@@ -219,7 +220,7 @@ class PlayerConnection:
         request = pb.StreamObservationsRequest(match_id=sub.match_id)
         if sub.HasField("from_version"):
             request.from_version = sub.from_version
-        task = self._spawn(self._pump(sid, self._updates(sid, creds, request)))
+        task = self._spawn(self._pump(sid, functools.partial(self._updates, sid, creds, request)))
         self._subs[sid] = (creds, sub.match_id, task)
 
     def _subscribe_ticket(self, sub: pb.ConnectSubscribeTicket) -> None:
@@ -234,15 +235,19 @@ class PlayerConnection:
             return
         creds = Credentials.from_pairs((("authorization", f"Bearer {sub.token}"),), TICKET_CARRIER)
         request = matchmaking_service_pb2.StreamTicketRequest(pool_id=sub.pool_id, ticket_id=sub.ticket_id)
-        task = self._spawn(self._pump(sid, self._ticket(sid, creds, request)))
+        task = self._spawn(self._pump(sid, functools.partial(self._ticket, sid, creds, request)))
         self._subs[sid] = (creds, None, task)
 
     def _unsubscribe(self, sid: int) -> None:
         found = self._subs.pop(sid, None)
         if found is not None:
-            self._leaving.add(found[2])
-            found[2].add_done_callback(self._leaving.discard)
-            found[2].cancel()  # _pump sends the end
+            task = found[2]
+            self._leaving.add(task)
+            task.add_done_callback(self._leaving.discard)
+            # _pump sends the end. Cancelled on the loop's next turn, after the task's first
+            # step (queued when it was made): a task cancelled before it starts never runs a
+            # line, so neither the end nor the connection's own end would be sent.
+            asyncio.get_running_loop().call_soon(task.cancel)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(work)
@@ -286,13 +291,14 @@ class PlayerConnection:
                 out.ticket.message.CopyFrom(msg)
                 await self._out.put(out)
 
-    async def _pump(self, sid: int, messages: Coroutine[Any, Any, None]) -> None:
-        """Run a subscription (which puts its messages on the connection's queue and closes
-        its stream when it ends, also when cancelled), then send its end (with the status its
-        stream ended with; OK when it is over or unsubscribed)."""
+    async def _pump(self, sid: int, follow: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run a subscription (``follow()`` puts its messages on the connection's queue and
+        closes its stream when it ends, also when cancelled; made here, so that a task
+        cancelled before it starts leaves no coroutine unawaited), then send its end (with
+        the status its stream ended with; OK when it is over or unsubscribed)."""
         status = _OK
         try:
-            await messages
+            await follow()
         except asyncio.CancelledError:
             # no local of this frame refers to its task: a cancellation raised on keeps the
             # frame in its traceback, which the task holds, and that would be a cycle (the
