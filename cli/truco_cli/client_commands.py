@@ -67,18 +67,23 @@ class _Progress(Bot):
         print(f"playing seat {seat} of match {self.match_id} with {self.inner!r}", flush=True)
         self.inner.on_match_start(seat)
 
+    def _hand_over(self, observation: Observation) -> None:
+        print(
+            f"hand {self.hand} over; scores {list(observation.scores)}; {self.decisions} decisions so far",
+            flush=True,
+        )
+
     def on_observation(self, observation: Observation) -> None:
         if observation.hand_number != self.hand:
             if self.hand:
-                print(
-                    f"hand {self.hand} over; scores {list(observation.scores)}; "
-                    f"{self.decisions} decisions so far",
-                    flush=True,
-                )
+                self._hand_over(observation)
             self.hand = observation.hand_number
         self.inner.on_observation(observation)
 
     def on_match_end(self, observation: Observation) -> None:
+        if self.hand:  # the last hand has its line too (a hand worth the game is the first)
+            self._hand_over(observation)
+            self.hand = 0
         self.inner.on_match_end(observation)
 
     def __repr__(self) -> str:

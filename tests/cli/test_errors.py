@@ -253,8 +253,12 @@ def test_bot_shows_progress_and_demo_uses_a_running_server(server: EmbeddedServe
         lines = out.splitlines()
         assert lines[0].startswith(f"match {m['match_id']}: paulista, 2 players")
         assert lines[1].startswith("playing seat ")
-        assert any(line.startswith("hand 1 over; scores") for line in lines)
+        hands = [line for line in lines if line.startswith("hand ")]
+        # one line per hand, the last one's too (a match may end in its first hand)
+        assert [h.split()[1] for h in hands] == [str(n) for n in range(1, len(hands) + 1)]
         assert lines[-1].startswith(f"match {m['match_id']} over; scores")
+        final_scores = lines[-1].split("scores ")[1].split(";")[0]
+        assert hands[-1].split("scores ")[1].split(";")[0] == final_scores
 
     demo = truco(
         "demo",
