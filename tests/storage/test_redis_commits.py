@@ -497,3 +497,17 @@ def test_the_redis_py_api_the_adapter_relies_on_is_there() -> None:
     pool = SentinelConnectionPool("m", sentinel_manager=object())
     assert (pool.service_name, pool.connection_kwargs.get("socket_timeout", None)) == ("m", None)
     assert hiredis.pack_command(("PING",)) == b"*1\r\n$4\r\nPING\r\n"
+
+
+async def test_calls_resent_in_a_task_fail_when_the_store_closes_before_it_starts(
+    redis_store: RedisStore,
+) -> None:
+    """A cancelled sender hands its batch's other calls to a task; when the store closes
+    before that task has run, each call still gets its outcome (StoreUnavailable) instead
+    of leaving its caller waiting."""
+    batcher = redis_store._batcher
+    call = pipelines.ScriptCall(COMMIT, ["k"], [], "commit")
+    call.future = asyncio.get_running_loop().create_future()
+    batcher._in_task([call])
+    await batcher.close()
+    assert isinstance(call.future.exception(), StoreUnavailable)

@@ -52,7 +52,8 @@ class ScriptBatcher:
     def __init__(self, conn: RedisConnection) -> None:
         self._conn = conn
         self._pending: list[ScriptCall] = []
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[asyncio.Task[None], list[ScriptCall]] = {}
+        """Tasks sending again the calls of a cancelled sender, with those calls."""
         self._closed = False
         self._wait = conn.settings.wait_replicas > 0
         self._send = send_cluster(conn) if conn.kind == "cluster" else send_one_server(conn)
@@ -118,8 +119,11 @@ class ScriptBatcher:
                 raise
 
         task = asyncio.get_running_loop().create_task(send())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks[task] = calls
+        task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self._tasks.pop(task, None)
 
     async def _run(self, calls: list[ScriptCall]) -> None:
         """Send ``calls`` until each has its outcome (module docstring)."""
@@ -171,11 +175,14 @@ class ScriptBatcher:
 
     async def close(self) -> None:
         self._closed = True
-        for task in list(self._tasks):
+        left = list(self._tasks.items())
+        for task, _ in left:
             task.cancel()
-        for task in list(self._tasks):
+        for task, calls in left:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            # a task cancelled before its first step ran no line: its calls fail here
+            _fail(calls, StoreUnavailable("the store was closed"))
 
 
 def _fail(calls: Sequence[ScriptCall], exc: BaseException) -> None:
