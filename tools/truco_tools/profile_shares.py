@@ -134,19 +134,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.against is not None and not (args.per > 0 and args.against_per > 0):
         parser.error("--against needs --per and --against-per (a cost per unit compares; shares do not)")
     if args.per < 0 or args.rate <= 0:
-        parser.error("--per must be positive and --rate above zero")
-    try:
-        layers, functions, total = _load(args.profile, args.skip_idle)
-    except (OSError, ValueError) as e:
-        print(f"error: {args.profile}: {e}", file=sys.stderr)
-        return 2
+        parser.error("--per must not be negative and --rate must be above zero")
+    loaded = []
+    for path in (args.profile, args.against):
+        if path is None:
+            continue
+        try:
+            loaded.append(_load(path, args.skip_idle))
+        except (OSError, ValueError) as e:
+            print(f"error: {path}: {e}", file=sys.stderr)
+            return 2
+    layers, functions, total = loaded[0]
     scale = 1e6 / args.rate / args.per if args.per else 0.0
     if args.against is not None:
-        try:
-            o_layers, o_functions, o_total = _load(args.against, args.skip_idle)
-        except (OSError, ValueError) as e:
-            print(f"error: {args.against}: {e}", file=sys.stderr)
-            return 2
+        o_layers, o_functions, o_total = loaded[1]
         o_scale = 1e6 / args.rate / args.against_per
         print(f"us per unit: {args.profile} {total * scale:.1f}, {args.against} {o_total * o_scale:.1f}")
         print("by layer (this, other, difference):")
