@@ -12,8 +12,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from tests.service.test_service import play_out
+from tests.service.test_service import act, play_out
 from truco_contract.pb import operator_service_pb2
+from truco_engine import Action
+from truco_match.create import SeatSpec
 from truco_match.operator_events import OperatorEventType
 from truco_server.app.wiring import Services
 from truco_server.core import requests as T
@@ -165,8 +167,9 @@ async def test_commits_append_every_event_to_the_stream_and_leave_nothing_to_rel
     service: Services, operator: Operator
 ) -> None:
     """On a store that can (memory, one Redis server), a whole match's events reach the
-    owner's stream with its commits, in order and once each, and with no listener or webhook
-    asking for them the relay has nothing to do: no call, no safety net, an empty outbox."""
+    owner's stream with its commits, in order and once each, and with no webhook, and no
+    listener concerned with the match (the league job's are a league's matches, the ratings'
+    rated ones), the relay has nothing to do: no call, no safety net, an empty outbox."""
     assert service.store.matches.appends_feed and service.relay.wanted is not None
     calls: list[list[str]] = []
 
@@ -175,7 +178,6 @@ async def test_commits_append_every_event_to_the_stream_and_leave_nothing_to_rel
         return []
 
     service.relay.move = relay
-    service.operators.listened.clear()  # nobody asks: the league and rating listeners' types
     created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
     mid = created.match.match_id
     assert await _stream_types(service, operator.name) == ["match.created", "match.started", "match.turn"]
@@ -207,8 +209,42 @@ async def test_events_a_listener_asks_for_are_relayed_to_it_and_not_appended_twi
     types = await _stream_types(service, operator.name)
     assert told.count("match.hand_ended") == types.count("match.hand_ended") > 0
     assert "match.turn" not in told  # not asked for by anyone: never relayed
-    assert "match.ended" in told  # the league and rating listeners' type
+    assert "match.ended" not in told  # the league and rating listeners': not their match
     assert len(types) == len(set(await _stream_ids(service, operator.name)))
+    assert await service.store.queues.due(RELAY, FAR) == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "relayed"),
+    [
+        ({}, False),
+        ({"rated": True}, True),  # the ratings' listener
+        ({"labels": {"league": "L1"}}, True),  # the league job's
+        ({"labels": {"league": ""}}, False),
+    ],
+)
+async def test_a_match_s_end_goes_to_the_relay_only_for_a_listener_concerned_with_it(
+    service: Services, operator: Operator, spec: dict[str, object], relayed: bool
+) -> None:
+    """The end of a rated match, or of a league's, goes through the outbox to the listeners
+    that act on it; the end of any other match only to the owner's stream (no webhook here)."""
+    calls: list[str] = []
+
+    async def relay(match_ids: Sequence[str]) -> list[str]:
+        calls.extend(match_ids)
+        return []
+
+    service.relay.move = relay
+    seats = (SeatSpec(player_id="ana"), SeatSpec(player_id="bia"))
+    made = await service.steps.create_match(
+        operator,
+        T.CreateMatchRequest(preset="paulista-2p", seats=seats, **spec),  # type: ignore[arg-type]
+    )
+    mid = made.match.match_id
+    await act(service, mid, made.seat_tokens[0], Action("resign"))
+    await _relayed(service)
+    assert (await _stream_types(service, operator.name))[-1] == "match.ended"
+    assert calls == ([mid] if relayed else [])
     assert await service.store.queues.due(RELAY, FAR) == []
 
 

@@ -154,7 +154,7 @@ def build_services(
         stopping=stopping,
         publish=operators.publish,
     )
-    operators.listen(leagues.job.listens, leagues.job.on_events)
+    operators.listen(leagues.job.listens, leagues.job.on_events, leagues.job.concerns)
     ratings, matchmaking = _matchmaking(s, store, matches, steps, operators, stopping, clock)
     return Services(
         store,
@@ -189,7 +189,7 @@ def _matchmaking(
         return await matches.load(match_id, fresh=True)
 
     rated = RatedMatches(ratings, load)
-    operators.listen(rated.listens, rated.on_events)
+    operators.listen(rated.listens, rated.on_events, rated.concerns)
     matchmaking = Matchmaking(
         Pools(store.documents, matches.settings.idle_timeout_ms),
         store.tickets,

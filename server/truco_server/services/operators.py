@@ -11,8 +11,10 @@ after the stream and the webhook queue have the events, so an event is relayed a
 once: a relay cut short is done again, and its events appear again in the stream with the
 same ``id`` (webhook deliveries are queued once per webhook and event id). On a store that
 appends a commit's events to the stream in the commit itself, the stream gets each event
-exactly once that way, and the outbox holds only the events of the types the listeners or
-the owner's webhooks ask for (:meth:`Operators.wanted`; :mod:`truco_server.services.relay`).
+exactly once that way, and the outbox holds only the events the owner's webhooks ask for (by
+type) and those a listener asks for (by type, of the matches it concerns: the league job's
+matches of a league, the ratings' rated ones): :meth:`Operators.wanted`,
+:mod:`truco_server.services.relay`.
 
 **Stream** (``StreamOperatorEvents``): the operator's Redis stream, read from a cursor, with
 heartbeats. Resumable from any cursor still kept (``operator_events_max_len``).
@@ -36,6 +38,7 @@ import structlog
 
 from truco_contract import codec
 from truco_contract.pb import operator_service_pb2
+from truco_match.match import Match
 from truco_match.operator_events import OperatorEvent, OperatorEventType
 from truco_server.core import errors as E
 from truco_server.core import metrics
@@ -66,6 +69,22 @@ def check_event_types(event_types: Sequence[str]) -> frozenset[str]:
 
 Listener = Callable[[str, Sequence[OperatorEvent]], Awaitable[None]]
 """Told an owner's events once they are in its stream (:attr:`Operators.listeners`)."""
+
+Concerns = Callable[[Match], bool]
+"""Whether a listener acts on the events of a match (as its commit made it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Interest:
+    """The events a listener acts on: of the types ``kinds``, of the matches it ``concerns``
+    (``None``: every match)."""
+
+    kinds: frozenset[str]
+    concerns: Concerns | None = None
+
+    def wants(self, match: Match) -> bool:
+        return self.concerns is None or self.concerns(match)
+
 
 _STREAMED = b"\x01"
 """First byte of an outbox item whose event its commit already appended to the stream."""
@@ -132,21 +151,28 @@ class Operators:
     listeners: list[Listener] = field(default_factory=list)
     """Called with each batch of an owner's events once they are in its stream (the league
     service wakes the leagues whose matches ended); at least once, like the stream. Only the
-    events of the types in :attr:`listened` are sure to be among them (:meth:`listen`)."""
-    listened: set[str] = field(default_factory=set)
-    """The event types the listeners ask for."""
+    events of :attr:`interests` are sure to be among them (:meth:`listen`)."""
+    interests: list[Interest] = field(default_factory=list)
+    """What the listeners ask for."""
 
-    def listen(self, kinds: Sequence[OperatorEventType], listener: Listener) -> None:
-        """Call ``listener`` with the events of the types ``kinds`` (and maybe others)."""
+    def listen(
+        self, kinds: Sequence[OperatorEventType], listener: Listener, concerns: Concerns | None = None
+    ) -> None:
+        """Call ``listener`` with the events of the types ``kinds`` of the matches it
+        ``concerns`` (``None``: every match), and maybe others."""
         self.listeners.append(listener)
-        self.listened.update(k.value for k in kinds)
+        self.interests.append(Interest(frozenset(k.value for k in kinds), concerns))
 
-    async def wanted(self, owner: str) -> frozenset[str] | None:
-        """The event types of ``owner`` that need the relay when their commit appends them to
-        the stream itself: those the listeners or one of its webhooks ask for (``None``: every
-        type, a webhook asks for all)."""
-        hooks = await self._webhooks_of(owner)
-        kinds = set(self.listened)
+    async def wanted(self, match: Match) -> frozenset[str] | None:
+        """The event types of ``match`` (as a commit made it) that need the relay when the
+        commit appends them to its owner's stream itself: those a listener concerned with the
+        match or one of the owner's webhooks asks for (``None``: every type, a webhook asks
+        for all). An unrated match outside any league, with no webhook, needs none."""
+        hooks = await self._webhooks_of(match.meta.owner)
+        kinds: set[str] = set()
+        for interest in self.interests:
+            if interest.wants(match):
+                kinds |= interest.kinds
         for h in hooks:
             if not h.event_types:
                 return None

@@ -130,6 +130,11 @@ class RatedMatches:
         self.books = books
         self.load = load
 
+    @staticmethod
+    def concerns(match: Match) -> bool:
+        """Only a rated match's events are for it."""
+        return match.meta.rated
+
     async def on_events(self, owner: str, events: Sequence[OperatorEvent]) -> None:
         for ev in events:
             if ev.type not in self.listens:

@@ -9,10 +9,11 @@ the relay queue's reader find the match due and relay it (:mod:`.scheduler`).
 On a store that appends a commit's operator events to the owner's stream in the commit itself
 (:attr:`~truco_server.ports.matches.MatchLog.appends_feed`: one process, one Redis server or a
 Sentinel group's primary) every event goes to the stream that way, exactly once and in commit
-order, and the outbox keeps only the events something else waits for: those of a type an
-events listener of this worker or one of the owner's webhooks asks for
-(:meth:`~truco_server.services.operators.Operators.wanted`). A ``match.turn`` nobody asks for
-then costs no relay at all.
+order, and the outbox keeps only the events something else waits for: those of a type one of
+the owner's webhooks asks for, or an events listener of this worker asks for of that match
+(the league job: a league's matches; the ratings: rated ones;
+:meth:`~truco_server.services.operators.Operators.wanted`). A ``match.turn`` nobody asks for,
+or the end of an unrated match outside any league, then costs no relay at all.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ RelayFn = Callable[[Sequence[str]], Awaitable[list[str]]]
 relay holds (:meth:`truco_server.services.operators.Operators.relay`)."""
 
 
-WantedFn = Callable[[str], Awaitable[frozenset[str] | None]]
-"""The event types of an owner that need the relay beyond its stream (``None``: every type;
-:meth:`truco_server.services.operators.Operators.wanted`)."""
+WantedFn = Callable[[Match], Awaitable[frozenset[str] | None]]
+"""The event types of a match that need the relay beyond its owner's stream (``None``: every
+type; :meth:`truco_server.services.operators.Operators.wanted`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +129,7 @@ class Relay:
         if self.wanted is None:
             outbox = [outbox_item(owner, body) for body in bodies]
             return Outgoing(outbox, None, self._net(outbox))
-        wanted = await self.wanted(owner)
+        wanted = await self.wanted(match)
         outbox = [
             outbox_item(owner, body, streamed=True)
             for ev, body in zip(events, bodies, strict=True)

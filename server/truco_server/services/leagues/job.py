@@ -69,6 +69,7 @@ from truco_contract.pb import match_service_pb2
 from truco_match.create import SeatSpec
 from truco_match.events import MatchStatus, SeatKind
 from truco_match.fairness import deck_for_hand
+from truco_match.match import Match
 from truco_match.operator_events import OperatorEvent, OperatorEventType
 from truco_server.core import metrics
 from truco_server.core import requests as T
@@ -202,6 +203,11 @@ class LeagueJob:
         except ParentMissing:
             metrics.ORPHANED_WORK.labels("league").inc()
             log.warning("league not woken: the league no longer exists", league_id=league_id)
+
+    @staticmethod
+    def concerns(match: Match) -> bool:
+        """Only a league's matches' events are for it."""
+        return bool(match.meta.labels.get("league"))
 
     async def on_events(self, owner: str, events: Sequence[OperatorEvent]) -> None:
         """Wake the leagues whose matches ended (an operator-events listener)."""
