@@ -15,6 +15,9 @@ one WebSocket per 25 of them). Three phases on the same worker, each with fresh 
    submission to the last seat's observation of it (the actor's result or update, every
    other seat's update) over the window: p50, p99, max.
 
+With ``--thinks`` the phases are instead one per given mean think time (ms; 0: the closed
+loop), against the same worker.
+
 Each phase's window opens after every generator's first move and ``--warmup`` seconds, at the
 same moment in every generator, and lasts ``--seconds``.
 """
@@ -217,9 +220,23 @@ def latency(args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
+def _by_rate(args: argparse.Namespace, root: Path) -> None:
+    """``--thinks``: one phase at each mean think time against one worker: how its CPU per
+    move and the latency move with the move rate (an idle worker's fixed cost, and a move's
+    cost when the worker is cold between moves, show at the long think times)."""
+    with _served(args.store, root) as (pid, base):
+        for think in args.thinks:
+            print(_line("by rate", _phase(base, pid, think, args), think), flush=True)
+    load1 = os.getloadavg()
+    print(f"load average after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
+
+
 def _latency(args: argparse.Namespace, root: Path) -> None:
     load0 = os.getloadavg()
     print(f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} on {os.cpu_count()} cores")
+    if args.thinks:
+        _by_rate(args, root)
+        return
     with _served(args.store, root) as (pid, base):
         sat = _phase(base, pid, 0.0, args)
         print(_line("saturation", sat, 0.0), flush=True)

@@ -26,6 +26,7 @@ starved on a busy machine) is shown and left out of the medians.
     python benchmarks/peers/run.py                      # 2 rounds, every contestant
     python benchmarks/peers/run.py --rounds 3 --ours ws-redis,connect-redis,unary-redis
     python benchmarks/peers/run.py --latency --processes 2     # p99 at half load (latency.py)
+    python benchmarks/peers/run.py --latency --thinks 0,320,640,1280,100000   # by move rate
 
 ``--latency`` measures instead our WebSocket connection's saturating move rate and its latency
 at half of it, from a move's submission to every seat's observation, with the load generator
@@ -166,6 +167,14 @@ def main(argv: list[str] | None = None) -> int:
         help="processes of our WebSocket load generator (default 2; 0: in this process)",
     )
     parser.add_argument("--store", choices=("redis", "memory"), default="redis", help="--latency: the store")
+    parser.add_argument(
+        "--thinks",
+        type=lambda s: tuple(float(t) for t in s.split(",")),
+        default=(),
+        metavar="MS,MS,...",
+        help="--latency: instead of the three phases, one phase at each of these mean think times (ms):"
+        " the worker's CPU per move and the latency as the move rate falls",
+    )
     parser.add_argument(
         "--gc-probe",
         action="store_true",

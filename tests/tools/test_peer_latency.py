@@ -52,3 +52,32 @@ def test_latency_at_half_the_saturating_load_over_websocket() -> None:
     # the worker ran with the collector's probe and wrote its collections when it stopped
     probed = re.search(r"^worker's collections \(the probe's.*: (\d+) full.*?(\d+) young", out, re.M)
     assert probed is not None and int(probed[2]) > 0, out
+
+
+def test_latency_by_move_rate_one_phase_per_think_time() -> None:
+    """``--thinks``: one phase per mean think time against one worker; a longer think makes
+    fewer moves a second (here one match: each move alone)."""
+    args = ["--latency", "--store", "memory", "--processes", "1", "--matches", "1", "--thinks", "0,40"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "peers" / "run.py"),
+            *args,
+            "--warmup",
+            "0.5",
+            "--seconds",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    out = done.stdout
+    assert done.returncode == 0, f"{out[-3000:]}\n{done.stderr[-3000:]}"
+    phases = re.findall(
+        r"^by rate +think +([\d.]+) ms +(\d+) moves +(\d+) moves/s .* p50 ([\d.]+) p99 ([\d.]+)", out, re.M
+    )
+    assert [float(p[0]) for p in phases] == [0.0, 40.0], out
+    closed, paced = (int(p[2]) for p in phases)
+    assert 0 < paced < closed, out  # one match waiting ~40 ms a move against none
+    assert "saturation" not in out and re.search(r"^load average after: ", out, re.M), out
