@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["EVENT_FIELD", "as_bytes", "as_str", "parse_xread", "version_of"]
+__all__ = ["EVENT_FIELD", "as_bytes", "as_str", "parse_raw_xread", "parse_xread", "version_of"]
 
 EVENT_FIELD = b"e"
 """The stream entry field holding an event's bytes (match streams, operator streams)."""
@@ -42,3 +42,16 @@ def parse_xread(resp: Any) -> list[tuple[bytes, StreamEntries]]:
             out.append((key, entries))
         return out
     return [(key, entries) for key, entries in resp]
+
+
+def parse_raw_xread(resp: Any) -> list[tuple[bytes, StreamEntries]]:
+    """An ``XREAD`` reply as the connection reads it, before redis-py's conversions (entries
+    as ``[id, [field, value, ...]]``; a RESP2 list or a RESP3 map of streams), in the shape
+    of :func:`parse_xread`."""
+    if not resp:
+        return []
+    streams = resp.items() if isinstance(resp, dict) else resp
+    return [
+        (key, [(eid, dict(zip(flat[::2], flat[1::2], strict=True))) for eid, flat in entries])
+        for key, entries in streams
+    ]
