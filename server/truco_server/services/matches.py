@@ -24,7 +24,10 @@ objects of that version, not in caches of their own.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -133,22 +136,47 @@ class MatchService:
         self.cache = LiveMatches(self.settings, clock)
         self.on_end: list[Callable[[str, str], Awaitable[None]]] = []
         """Told ``(owner, match_id)`` after a commit of this worker ends a match."""
+        self._reading: dict[str, asyncio.Future[Match]] = {}
+        """Reads of the store under way for :meth:`load`'s ``fresh_within``, by match."""
         self._touched: Lru[tuple[str, int], float] = Lru(
             self.settings.live_matches, idle=max(self.settings.heartbeat_seconds, 1.0), clock=clock
         )
 
     # -------------------------------------------------------------------- loading
-    async def load(self, match_id: str, *, fresh: bool = False) -> Match:
-        """The match: this worker's copy unless ``fresh``, else the store's."""
-        if not fresh:
-            hit = self.cache.get(match_id)
-            if hit is not None:
+    async def load(self, match_id: str, *, fresh: bool = False, fresh_within: float | None = None) -> Match:
+        """The match: this worker's copy unless ``fresh``, else the store's; with
+        ``fresh_within`` (seconds), this worker's copy when the store showed it current (a
+        load or a commit of this worker) that recently, else the store's."""
+        hit = self.cache.get(match_id)
+        if hit is not None:
+            if not fresh and fresh_within is None:
                 return hit
+            if fresh_within is not None and self.now() - hit.memo.get("fresh at", -math.inf) <= fresh_within:
+                return hit
+        if fresh_within is None:
+            return await self._load(match_id)
+        # one read of the store for the callers of these moments (a match's seats' heartbeats
+        # fall due together): a read under way started within the window
+        reading = self._reading.get(match_id)
+        if reading is None:
+            reading = self._reading[match_id] = asyncio.ensure_future(self._load(match_id))
+            reading.add_done_callback(functools.partial(self._read_done, match_id))
+        return await asyncio.shield(reading)
+
+    def _read_done(self, match_id: str, reading: asyncio.Future[Match]) -> None:
+        if self._reading.get(match_id) is reading:
+            del self._reading[match_id]
+        if not reading.cancelled():
+            reading.exception()  # its callers have seen it (or were cancelled meanwhile)
+
+    async def _load(self, match_id: str) -> Match:
+        """The store's copy of the match, kept as this worker's."""
         snap = await self.log.load(match_id)
         if snap is None:
             self.cache.drop(match_id)
             raise E.MatchNotFound(f"no match {match_id!r}")
         match = stored.match_of(snap, self.cache.get(match_id))
+        match.memo["fresh at"] = self.now()
         self.cache.keep(match)
         return match
 
@@ -328,6 +356,8 @@ class MatchService:
         if res.duplicate:
             return match, moment, res
         self.relay.committed(meta.match_id, out)
+        stored.committed(done, commit.state, match)
+        done.memo["fresh at"] = self.now()
         self.cache.keep(done)
         if status is not None:
             for told in self.on_end:

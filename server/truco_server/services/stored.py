@@ -69,9 +69,13 @@ def state_of(raw: bytes, rules: te.RuleSet) -> tuple[te.MatchState, Life]:
 
 
 def match_of(snap: Snapshot, known: Match | None = None) -> Match:
-    """The match a snapshot holds; ``known``: a match of the same incarnation already decoded
-    (its metadata, setup and seats are reused)."""
+    """The match a snapshot holds; ``known``: a match already decoded, reused whole when it is
+    the one the snapshot stores (the same bytes at the same version: what this worker loaded
+    or committed last, with what is derived from it), else its metadata, setup and seats when
+    those are the same."""
     if known is not None and known.memo.get("meta bytes") == snap.meta:
+        if known.memo.get("stored") == _stored_key(snap.version, snap.state, snap.status, snap.updated_at):
+            return known
         meta, setup, seats = known.meta, known.setup, known.seats
     else:
         meta = meta_of(snap.meta)
@@ -79,7 +83,21 @@ def match_of(snap: Snapshot, known: Match | None = None) -> Match:
     state, life = state_of(snap.state, setup.rules)
     match = Match(meta, setup, state, life, snap.version, MatchStatus(snap.status), snap.updated_at, seats)
     match.memo["meta bytes"] = snap.meta
+    match.memo["stored"] = _stored_key(snap.version, snap.state, snap.status, snap.updated_at)
     return match
+
+
+def committed(match: Match, state: bytes, before: Match) -> None:
+    """Mark ``match`` as stored with ``state`` by a commit from ``before`` (its metadata's
+    bytes are ``before``'s), so that a load of that version reuses it (:func:`match_of`)."""
+    meta = before.memo.get("meta bytes")
+    if meta is not None:
+        match.memo["meta bytes"] = meta
+        match.memo["stored"] = _stored_key(match.version, state, match.status.value, match.updated_at)
+
+
+def _stored_key(version: int, state: bytes, status: str, updated_at: float) -> tuple[int, bytes, str, float]:
+    return version, state, status, updated_at
 
 
 # --------------------------------------------------------------------------------- log

@@ -174,9 +174,12 @@ class MatchStreams:
         versions this stream has not delivered (its feed is later than that -- a Redis
         restart, a wake-up of the hub's read that raced, a busy worker -- or missed them;
         counted in ``truco_stream_catch_ups_total``), the update that catches up: a lost
-        notification costs one heartbeat interval, not the turn clock."""
+        notification costs one or two heartbeat intervals, not the turn clock. The store is
+        read once for the heartbeats of a match's streams that fall within half an interval
+        (its seats' streams heartbeat together): a copy the store showed current that recently
+        stands for the read."""
         svc = self.matches
-        cur = svc.same(match, await svc.load(match.match_id, fresh=True))
+        cur = svc.same(match, await svc.load(match.match_id, fresh_within=svc.settings.heartbeat_seconds / 2))
         if cur.version > last and not match.spectator_delay(viewer):
             update = await self._resync(sub, match, caller, viewer, generation, last)
             if update is not None:
