@@ -101,3 +101,45 @@ async def test_the_note_survives_the_hub_reading_the_commit_first(topology_url: 
         sub.close()
     finally:
         await store.close()
+
+
+async def test_the_poll_of_local_matches_is_packed_again_only_when_a_cursor_moves(
+    clean_redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An idle worker polls its local matches every ``poll_ms`` with the same command: it is
+    packed once and sent again until a match is followed or left or a cursor moves; a commit
+    of another worker is still found by the next poll."""
+    from truco_server.stores.redis import feed
+
+    packed: list[bool] = []  # whether each packed XREAD blocks
+    pack = feed.pack_command
+
+    def counted(command: tuple[object, ...]) -> bytes:
+        packed.append("BLOCK" in command)
+        return pack(command)
+
+    monkeypatch.setattr(feed, "pack_command", counted)
+    a = open_redis(clean_redis_url)  # a blocking read planned before the match turned local ends within 1 s
+    b = open_redis(clean_redis_url)
+    try:
+        await new_match(a, "m1")
+        sub = a.matches.subscribe("m1", 2)
+        task = asyncio.ensure_future(collect(sub, 2 + 4 + 1, timeout=20))
+        hub = a.matches.hub
+        assert isinstance(hub, RedisStreamHub)
+        await play(a, "m1", 2, 4)  # local commits: the match turns local, polled every 50 ms
+        async with asyncio.timeout(10):
+            while not hub.is_local("m1"):
+                await asyncio.sleep(0.01)
+        reads, packs = hub.reads, len(packed)
+        async with asyncio.timeout(10):
+            while hub.reads < reads + 5:  # five polls with nothing new
+                await asyncio.sleep(0.01)
+        polls = [blocks for blocks in packed[packs:] if not blocks]
+        assert len(polls) <= 1  # packed once (at most: the first poll after the move)
+        await play(b, "m1", 6, 1)  # another worker's commit: the same poll finds it
+        assert await task == [3, 4, 5, 6, 7]
+        sub.close()
+    finally:
+        await a.close()
+        await b.close()

@@ -79,6 +79,8 @@ class RedisStreamHub(HubCore):
         self._blocking_on: frozenset[str] | None = None
         self._generation = 0
         self._wakers: set[asyncio.Task[None]] = set()
+        self._poll_packed: tuple[int, bytes] | None = None
+        """The last poll's command, packed, and the hub's changes it was made at."""
         self._backoff = 0.05
         self.reads = 0
         """``XREAD`` calls issued (for tests and benchmarks)."""
@@ -218,7 +220,6 @@ class RedisStreamHub(HubCore):
         return mids, max(1, min(self._block_ms, int(wait * 1000) + 1))
 
     async def _xread(self, mids: list[str], block: int | None) -> Any:
-        keys, cursors = self._keys, self._cursors
         try:
             async with asyncio.timeout(self._timeout + (block or 0) / 1000):
                 if self._reader_id is None:
@@ -228,31 +229,42 @@ class RedisStreamHub(HubCore):
                         return None  # the set of streams changed meanwhile
                 self._on_round_trip(1)
                 self.reads += 1
-                command: list[Any] = ["XREAD", "COUNT", self._count]
-                if block is not None:
-                    command += ["BLOCK", block]
-                    self._blocking = True
-                    self._blocking_on = frozenset(mids)
-                command.append("STREAMS")
-                command += [keys[mid] for mid in mids]
-                command += [f"{cursors[mid]}-0" for mid in mids]
-                return await self._send(command)
+                if block is None:  # the poll of every followed stream: the same until one moves
+                    if self._poll_packed is None or self._poll_packed[0] != self._changes:
+                        self._poll_packed = (self._changes, self._packed(mids, None))
+                    return await self._send(self._poll_packed[1])
+                self._blocking = True
+                self._blocking_on = frozenset(mids)
+                return await self._send(self._packed(mids, block))
         finally:
             self._blocking = False
             self._blocking_on = None
 
-    async def _send(self, command: list[Any]) -> Any:
-        """``command``'s raw reply on the reader's connection (the one ``CLIENT ID`` named),
-        packed by hiredis: redis-py's own packing encodes every argument in Python, 1.2 ms for
-        a poll of a thousand streams against 0.2. A connection left mid-reply (a fault, a
-        timeout) is closed; the next command reconnects it (under a new client id: a fault
-        makes the reader ask again)."""
+    def _packed(self, mids: list[str], block: int | None) -> bytes:
+        """The ``XREAD`` of ``mids`` from their cursors, packed by hiredis: redis-py's own
+        packing encodes every argument in Python, 1.2 ms for a poll of a thousand streams
+        against 0.2."""
+        keys, cursors = self._keys, self._cursors
+        command: list[Any] = ["XREAD", "COUNT", self._count]
+        if block is not None:
+            command += ["BLOCK", block]
+        command.append("STREAMS")
+        command += [keys[mid] for mid in mids]
+        command += [f"{cursors[mid]}-0" for mid in mids]
+        packed: bytes = pack_command(tuple(command))
+        return packed
+
+    async def _send(self, packed: bytes) -> Any:
+        """The raw reply of a ``packed`` command on the reader's connection (the one ``CLIENT
+        ID`` named). A connection left mid-reply (a fault, a timeout) is closed; the next
+        command reconnects it (under a new client id: a fault makes the reader ask again)."""
         reader = self._reader
-        await reader.initialize()
+        if reader.connection is None:
+            await reader.initialize()
         conn = reader.connection
         assert conn is not None  # a single-connection client has it once initialized
         try:
-            await conn.send_packed_command(pack_command(tuple(command)), check_health=False)
+            await conn.send_packed_command(packed, check_health=False)
             return await conn.read_response()
         except BaseException:
             await conn.disconnect()
