@@ -72,9 +72,6 @@ class HubCore:
         self._on_round_trip = on_round_trip or (lambda n: None)
         self._subs: dict[str, set[EventSubscription]] = {}
         self._cursors: dict[str, int] = {}
-        self._changes = 0
-        """Counts the changes of :attr:`_cursors` (a match followed or left, a cursor moved):
-        what was built from it stays good while this does not move."""
         self._payloads: dict[str, bytes] = {}
         """The bytes of the event at each cursor, when known (for the check)."""
         self._keys: dict[str, bytes] = {}
@@ -108,7 +105,6 @@ class HubCore:
         self._subs.setdefault(mid, set()).add(sub)
         if mid not in self._cursors:
             self._cursors[mid] = sub.last_version
-            self._changes += 1
             key = self._stream_key(mid).encode()
             self._keys[mid] = key
             self._key_to_match[key] = mid
@@ -123,7 +119,6 @@ class HubCore:
             mid = sub.match_id
             del self._subs[mid]
             del self._cursors[mid]
-            self._changes += 1
             self._payloads.pop(mid, None)
             self._unverified.discard(mid)
             self._inflight.pop(mid, None)
@@ -162,6 +157,10 @@ class HubCore:
 
     def _unfollowed(self, mid: str) -> None:
         """The last subscription for ``mid`` went away (hook)."""
+
+    def _moved(self, mid: str) -> None:
+        """``mid``'s cursor moved (hook; not called when it is first set: see
+        :meth:`_followed`)."""
 
     def begin_commit(self, match_id: str) -> None:
         """This worker is about to commit on ``match_id`` (pair with :meth:`end_commit`,
@@ -202,7 +201,7 @@ class HubCore:
     def _deliver(self, mid: str, batch: list[Event], note: object = None) -> None:
         """Offer ``batch`` (contiguous, right after the cursor) and move the cursor."""
         self._cursors[mid] = batch[-1][0]
-        self._changes += 1
+        self._moved(mid)
         self._payloads[mid] = batch[-1][1]
         for sub in list(self._subs.get(mid, ())):
             sub.offer(batch, note)
@@ -298,7 +297,6 @@ class HubCore:
         """The stream ends before the cursor (rolled back by a failover, or deleted), or the
         entry at the cursor was rewritten: start again from the stream's end and have every
         subscriber resynchronize."""
-        self._changes += 1
         if last:
             eid, fields = last[0]
             self._cursors[mid] = version_of(eid)
@@ -306,6 +304,7 @@ class HubCore:
         else:
             self._cursors[mid] = 0
             self._payloads.pop(mid, None)
+        self._moved(mid)
         self._held.pop(mid, None)
         self.gaps += 1
         metrics.STREAM_GAPS.inc()
