@@ -17,24 +17,27 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(300)
 
 
-def test_latency_at_half_the_saturating_load_over_websocket() -> None:
-    args = ["--latency", "--store", "memory", "--processes", "2", "--matches", "4", "--gc-probe"]
+def _run(*args: str) -> str:
+    """``run.py --latency`` on the in-memory store with ``args``: its output (it succeeded)."""
+    command = [
+        sys.executable,
+        str(REPO / "benchmarks" / "peers" / "run.py"),
+        "--latency",
+        "--store",
+        "memory",
+    ]
     done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "benchmarks" / "peers" / "run.py"),
-            *args,
-            "--warmup",
-            "0.5",
-            "--seconds",
-            "1.5",
-        ],
+        [*command, "--warmup", "0.5", *args],
         capture_output=True,
         text=True,
         timeout=240,
     )
-    out = done.stdout
-    assert done.returncode == 0, f"{out[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_latency_at_half_the_saturating_load_over_websocket() -> None:
+    out = _run("--processes", "2", "--matches", "4", "--gc-probe", "--seconds", "1.5")
     phases = re.findall(r"^(saturation|calibration|half load) +think +([\d.]+) ms +(\d+) moves", out, re.M)
     assert [p[0] for p in phases] == ["saturation", "calibration", "half load"], out
     assert float(phases[0][1]) == 0.0, out  # the saturating phase does not wait
@@ -57,23 +60,7 @@ def test_latency_at_half_the_saturating_load_over_websocket() -> None:
 def test_latency_by_move_rate_one_phase_per_think_time() -> None:
     """``--thinks``: one phase per mean think time against one worker; a longer think makes
     fewer moves a second (here one match: each move alone)."""
-    args = ["--latency", "--store", "memory", "--processes", "1", "--matches", "1", "--thinks", "0,40"]
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "benchmarks" / "peers" / "run.py"),
-            *args,
-            "--warmup",
-            "0.5",
-            "--seconds",
-            "2",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    out = done.stdout
-    assert done.returncode == 0, f"{out[-3000:]}\n{done.stderr[-3000:]}"
+    out = _run("--processes", "1", "--matches", "1", "--thinks", "0,40", "--seconds", "2")
     phases = re.findall(
         r"^by rate +think +([\d.]+) ms +(\d+) moves +(\d+) moves/s .* p50 ([\d.]+) p99 ([\d.]+)", out, re.M
     )

@@ -253,12 +253,13 @@ class RedisStreamHub(HubCore):
         self._backoff = min(self._backoff * 2, 2.0)
 
     async def _plan(self) -> tuple[list[str], int | None] | None:
-        """The matches of the next read and its block (ms; None: not blocking), or None when
-        there is nothing to read now (after waiting for a change or the next poll)."""
+        """The matches of the next blocking read and its block (ms), or ``([], None)``: the
+        poll of every followed stream (its command holds them all), or None when there is
+        nothing to read now (after waiting for a change or the next poll)."""
         now = asyncio.get_running_loop().time()
         if self._local and now >= self._next_poll:
-            self._next_poll = now + self._poll_every  # everything, without blocking
-            return list(self._cursors), None
+            self._next_poll = now + self._poll_every
+            return [], None
         mids = [mid for mid in self._cursors if mid not in self._local]
         wait = self._next_poll - now if self._local else self._block_ms / 1000
         if not mids:
