@@ -155,3 +155,26 @@ def test_the_memory_line_gives_the_load_of_each_fifth() -> None:
     g = memory_growth(samples, warmup=0.0)
     assert g["actions_per_s_fifths"] == [10, 10, 24, 40, 40]  # third: (500 - 240) / 11
     assert g["worker_ratio"] == 1.0 and g["redis_ratio"] == 1.0
+
+
+def test_a_data_loss_that_begins_while_the_checker_reads_sets_the_match_aside(clean_redis_url: str) -> None:
+    """The checker chose the actions to check (no loss yet), then Redis was killed and came
+    back empty, then its read found nothing: the loss took those records, not the service (a
+    chaos run once reported a whole finished match's actions lost this way)."""
+    stats = LoadStats()
+    sent = time.monotonic()
+    stats.acks.append(("m-taken", "m-taken-s0-v4", 5))
+    stats.ack_sent.append(sent)
+    result = LoadResult("chaos", 1.0, stats)
+    with redis.Redis.from_url(clean_redis_url) as r:
+        read = r.hmget
+
+        def lost_meanwhile(*args: object, **kwargs: object) -> object:
+            result.loss_times.append(time.monotonic())  # killed, then started empty
+            return read(*args, **kwargs)  # type: ignore[arg-type]
+
+        r.hmget = lost_meanwhile  # type: ignore[method-assign]
+        checker = Checker(result, r)
+        checker.match_done("m-taken", sent + 0.5)
+    assert not result.lost and not result.unfinished
+    assert checker.set_aside == 1 and checker.checked_actions == 0 and checker.checked_after_loss == 1

@@ -239,18 +239,24 @@ class Checker:
         def before_a_loss(t: float) -> bool:
             return any(lost >= t for lost in losses)
 
-        mine = [(rid, version) for index, rid, version in every
-                if index >= current and not before_a_loss(times[index])]  # fmt: skip
+        asked = [(index, rid, version) for index, rid, version in every
+                 if index >= current and not before_a_loss(times[index])]  # fmt: skip
         deadline = time.monotonic() + 60
         while True:
             try:
-                stored = self.r.hmget(f"truco:{{{mid}}}:req", [rid for rid, _ in mine]) if mine else []
+                got = self.r.hmget(f"truco:{{{mid}}}:req", [rid for _, rid, _ in asked]) if asked else []
                 status = self.r.hget(f"truco:{{{mid}}}:match", "status")  # both before any verdict
                 break
             except (redis.ConnectionError, redis.TimeoutError):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
+        # a data loss that began before the read may have taken what it read: an action sent
+        # before it is set aside too, decided with the losses known after the read (one that
+        # began between the choice above and the read once took a finished match's records)
+        checked = [(a, raw) for a, raw in zip(asked, got, strict=True) if not before_a_loss(times[a[0]])]
+        mine = [(rid, version) for (_, rid, version), _ in checked]
+        stored = [raw for _, raw in checked]
         by_version: dict[int, str] = {}
         for (rid, version), raw in zip(mine, stored, strict=True):
             if raw is None or int(str(raw, "ascii").split(":", 1)[0]) != version:  # type: ignore[arg-type]
