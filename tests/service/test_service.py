@@ -19,7 +19,7 @@ from truco_server.core import errors as E
 from truco_server.core import requests as T
 from truco_server.core.caller import MatchCredential, Operator, parse_token
 from truco_server.ports.queues import CLOCK
-from truco_server.services.matches import ServiceSettings
+from truco_server.services.live import ServiceSettings
 from truco_server.services.scheduler import MISSING_MATCH_RETRY_MS, MISSING_MATCH_TRIES, clock_reader
 from truco_server.services.stored import entry_of
 

@@ -34,7 +34,8 @@ from truco_server.core.config import Settings
 from truco_server.ports import Store, StoreSettings
 from truco_server.services.bots import BotSeats
 from truco_server.services.leagues import LeagueService
-from truco_server.services.matches import MatchService, ServiceSettings
+from truco_server.services.live import ServiceSettings
+from truco_server.services.matches import MatchService
 from truco_server.services.matchmaking import Matchmaking, Pools
 from truco_server.services.operators import Operators
 from truco_server.services.quotas import Quotas
