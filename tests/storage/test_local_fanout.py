@@ -1,10 +1,13 @@
 """The Redis stream hub of one server: a worker's own commits reach its subscriptions
 without being read back from Redis (with their notes), commits from another worker still
-arrive, and a new subscription interrupts the hub's blocked read."""
+arrive, a match starts local (polled) and turns remote (the blocking read) when another
+worker commits on it."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -59,23 +62,81 @@ async def test_local_commit_with_cursor_behind_is_read_from_redis(clean_redis_ur
         await b.close()
 
 
-async def test_redis_hub_picks_up_new_subscription_at_once(clean_redis_url: str) -> None:
-    """A new subscription interrupts the hub's blocked XREAD (CLIENT UNBLOCK)."""
+async def _until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+def _count_unblocks(hub: RedisStreamHub) -> list[int]:
+    """The client ids the hub's ``CLIENT UNBLOCK`` calls name, from now on."""
+    calls: list[int] = []
+    unblock = hub._waker.client_unblock
+
+    async def counted(client_id: int, *args: Any, **kwargs: Any) -> Any:
+        calls.append(client_id)
+        return await unblock(client_id, *args, **kwargs)
+
+    hub._waker.client_unblock = counted  # type: ignore[method-assign]
+    return calls
+
+
+async def test_new_subscriptions_start_local_and_cost_no_unblock(clean_redis_url: str) -> None:
+    """A match starts local: following it only adds it to the poll, so new subscriptions
+    interrupt no read (before, each one cost a CLIENT UNBLOCK and a blocking read of every
+    stream), and another worker's first commit on it is found by the poll, which makes it
+    remote: the next arrive through the blocking read."""
+    writer = open_redis(clean_redis_url)
+    reader = open_redis(clean_redis_url, hub_block_ms=30_000)
+    try:
+        mids = [f"m{i}" for i in range(20)]
+        for mid in mids:
+            await new_match(writer, mid)
+        subs = [reader.matches.subscribe(mids[0], 2)]
+        assert await subs[0].next(0.2) is None  # caught up, followed
+        hub = reader.matches.hub
+        assert isinstance(hub, RedisStreamHub)
+        unblocks = _count_unblocks(hub)
+        subs += [reader.matches.subscribe(mid, 2) for mid in mids[1:]]
+        assert await asyncio.gather(*(sub.next(0.2) for sub in subs)) == [None] * len(subs)
+        assert all(hub.is_local(mid) for mid in mids) and unblocks == []
+        await play(writer, "m3", 2, 1)  # another worker: found by the poll
+        assert await collect(subs[3], 3, timeout=3) == [3]
+        await _until(lambda: not hub.is_local("m3"))
+        reads = hub.reads
+        await play(writer, "m3", 3, 2)  # remote now: the blocking read brings them
+        assert await collect(subs[3], 5, timeout=3) == [4, 5]
+        assert hub.reads > reads
+        for sub in subs:
+            sub.close()
+    finally:
+        await reader.close()
+        await writer.close()
+
+
+async def test_a_new_subscription_is_polled_in_time_while_the_hub_blocks_long(clean_redis_url: str) -> None:
+    """With only remote streams followed the hub blocks ``block_ms`` (30 s here) on them: a
+    new subscription interrupts that read once, so its stream is polled within ``poll_ms``."""
     writer = open_redis(clean_redis_url)
     reader = open_redis(clean_redis_url, hub_block_ms=30_000)
     try:
         await new_match(writer, "m1")
         await new_match(writer, "m2")
         sub1 = reader.matches.subscribe("m1", 2)
-        t1 = asyncio.create_task(collect(sub1, 3, timeout=20))
-        await asyncio.sleep(0.2)  # the hub is now blocked on m1 only
-        sub2 = reader.matches.subscribe("m2", 2)
-        t2 = asyncio.create_task(collect(sub2, 3, timeout=20))
-        await asyncio.sleep(0.1)
-        await play(writer, "m2", 2, 1)
-        assert await asyncio.wait_for(t2, 3) == [3]
+        assert await sub1.next(0.2) is None
+        hub = reader.matches.hub
+        assert isinstance(hub, RedisStreamHub)
         await play(writer, "m1", 2, 1)
-        assert await asyncio.wait_for(t1, 3) == [3]
+        assert await collect(sub1, 3, timeout=3) == [3]
+        await _until(lambda: not hub.is_local("m1"))  # the hub now blocks 30 s on m1 alone
+        unblocks = _count_unblocks(hub)
+        sub2 = reader.matches.subscribe("m2", 2)
+        assert await sub2.next(0.2) is None
+        await play(writer, "m2", 2, 1)
+        assert await collect(sub2, 3, timeout=3) == [3]
+        assert unblocks  # the long read was interrupted
+        await play(writer, "m1", 3, 1)
+        assert await collect(sub1, 4, timeout=3) == [4]
         sub1.close()
         sub2.close()
     finally:

@@ -2,17 +2,21 @@
 reader task serving every subscription of a worker (the ordering argument and the failover
 check are in :mod:`.hub`).
 
-* One background task runs ``XREAD BLOCK`` over the streams of the subscribed matches on one
-  dedicated connection. A subscription for a new match interrupts the blocked read with
-  ``CLIENT UNBLOCK`` so the new stream is read at once (``block_ms`` bounds the delay if that
-  wake-up races with the read).
 * Local fan-out: after each of its own commits the adapter hands the hub the events it just
   wrote (:meth:`RedisStreamHub.committed`), delivered at once with the commit's note.
-* To keep a busy worker from re-reading streams only it writes, a match whose last
-  ``local_after`` commits were all local and contiguous becomes *local*: it leaves the
-  blocking read and is only polled (a non-blocking ``XREAD``) every ``poll_ms``; an ``XREAD``
+* Every followed stream is polled (a non-blocking ``XREAD``) every ``poll_ms``. A match starts
+  *local*: only polled, as a stream only this worker writes needs nothing more. An ``XREAD``
   that finds events this worker did not commit, a local commit that finds the cursor behind,
-  or a lost version check makes it *remote* again.
+  or a lost version check makes it *remote*: one background task also runs ``XREAD BLOCK``
+  over the remote streams on one dedicated connection, so another worker's commits arrive
+  at once; a match turning remote interrupts that blocked read with ``CLIENT UNBLOCK``
+  (``block_ms`` bounds the delay if that wake-up races with the read). A match whose last
+  ``local_after`` commits were all this worker's, contiguous, is local again. A new
+  subscription's first events from another worker therefore wait for a poll (at most
+  ``poll_ms``); every later one arrives at once.
+* Both reads are kept in the Redis protocol, a piece per stream (:class:`_XRead`): a commit
+  moves one stream's cursor, and a read joins the pieces instead of encoding every stream
+  again.
 * After a read fails (Redis restarted or failed over), every followed stream is checked
   before anything more is delivered (:meth:`.hub.HubCore._check`).
 """
@@ -27,7 +31,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import redis.asyncio as aioredis
-from hiredis import pack_command
 from redis.exceptions import RedisError
 
 from truco_server.stores.redis.hub import HubCore
@@ -45,19 +48,28 @@ def _bulk(value: bytes) -> bytes:
     return b"$%d\r\n%s\r\n" % (len(value), value)
 
 
-class _PollCommand:
-    """The poll's ``XREAD`` of every followed stream from its cursor, in the Redis protocol,
-    kept up to date a stream at a time (a cursor moves with every commit; the poll goes out
-    every ``poll_ms``): a poll joins the pieces instead of encoding a thousand arguments."""
+class _XRead:
+    """An ``XREAD`` of a set of streams from their cursors, in the Redis protocol, kept up to
+    date a stream at a time (a cursor moves with every commit, and the hub reads the set
+    again after every change): a read joins the pieces instead of encoding a thousand
+    arguments."""
 
     def __init__(self, count: int) -> None:
-        self._head = b"".join(_bulk(a) for a in (b"XREAD", b"COUNT", b"%d" % count, b"STREAMS"))
+        self._count = b"%d" % count
         self._at: dict[str, int] = {}
         self._keys: list[bytes] = []
         self._ids: list[bytes] = []
         self._mids: list[str] = []
 
+    def __contains__(self, mid: object) -> bool:
+        return mid in self._at
+
+    def __len__(self) -> int:
+        return len(self._mids)
+
     def add(self, mid: str, key: bytes, cursor: int) -> None:
+        if mid in self._at:
+            return
         self._at[mid] = len(self._mids)
         self._mids.append(mid)
         self._keys.append(_bulk(key))
@@ -79,9 +91,19 @@ class _PollCommand:
         if i is not None:
             self._ids[i] = _bulk(b"%d-0" % cursor)
 
-    def packed(self) -> bytes:
+    def packed(self, block: int | None = None) -> bytes:
+        """``XREAD COUNT <count> [BLOCK <block>] STREAMS <keys> <ids>``."""
+        head = [b"XREAD", b"COUNT", self._count]
+        if block is not None:
+            head += [b"BLOCK", b"%d" % block]
+        head.append(b"STREAMS")
         return b"".join(
-            (b"*%d\r\n" % (4 + 2 * len(self._mids)), self._head, b"".join(self._keys), b"".join(self._ids))
+            (
+                b"*%d\r\n" % (len(head) + 2 * len(self._mids)),
+                b"".join(map(_bulk, head)),
+                b"".join(self._keys),
+                b"".join(self._ids),
+            )
         )
 
 
@@ -112,7 +134,6 @@ class RedisStreamHub(HubCore):
         self._waker = waker
         self._block_ms = block_ms
         self._streak: dict[str, int] = {}
-        self._local: set[str] = set()
         self._coalesce = coalesce_ms / 1000
         self._poll_every = poll_ms / 1000
         self._local_after = max(1, local_after)
@@ -121,10 +142,16 @@ class RedisStreamHub(HubCore):
         self._task: asyncio.Task[None] | None = None
         self._reader_id: int | None = None
         self._blocking = False
-        self._blocking_on: frozenset[str] | None = None
+        self._block_until = 0.0
+        """When the blocking read in flight returns at the latest (loop time)."""
         self._generation = 0
         self._wakers: set[asyncio.Task[None]] = set()
-        self._poll = _PollCommand(count)
+        self._poll = _XRead(count)
+        """Every followed stream."""
+        self._remote = _XRead(count)
+        """The remote streams: those of the blocking read."""
+        self._unread: set[str] = set()
+        """Remote streams added since the blocking read in flight went out (not in it)."""
         self._backoff = 0.05
         self.reads = 0
         """``XREAD`` calls issued (for tests and benchmarks)."""
@@ -135,21 +162,24 @@ class RedisStreamHub(HubCore):
         return self._reader_id
 
     def is_local(self, match_id: str) -> bool:
-        """Whether ``match_id`` is in the local class (read only every ``poll_ms``)."""
-        return match_id in self._local
+        """Whether ``match_id`` is followed and local (read only every ``poll_ms``)."""
+        return match_id in self._cursors and match_id not in self._remote
 
     def _followed(self, mid: str) -> None:
-        self._streak[mid] = 0
+        self._streak[mid] = self._local_after  # local until another worker's commit shows up
         self._poll.add(mid, self._keys[mid], self._cursors[mid])
-        self._make_remote(mid)
+        self._poll_in_time()
 
     def _unfollowed(self, mid: str) -> None:
         self._streak.pop(mid, None)
-        self._local.discard(mid)
         self._poll.remove(mid)
+        self._remote.remove(mid)
+        self._unread.discard(mid)
 
     def _moved(self, mid: str) -> None:
-        self._poll.move(mid, self._cursors[mid])
+        cursor = self._cursors[mid]
+        self._poll.move(mid, cursor)
+        self._remote.move(mid, cursor)
 
     def committed(self, match_id: str, base_version: int, events: list[bytes], note: object = None) -> None:
         """This worker committed ``events`` as versions ``base_version + 1 ..``: deliver them
@@ -165,8 +195,10 @@ class RedisStreamHub(HubCore):
             return
         # else an XREAD raced ahead of this reply and already delivered these events
         streak = self._streak[match_id] = self._streak.get(match_id, 0) + 1
-        if streak >= self._local_after:
-            self._local.add(match_id)  # left out of the blocking reads from the next one
+        if streak >= self._local_after and match_id in self._remote:
+            self._remote.remove(match_id)  # left out of the blocking reads from the next one
+            self._unread.discard(match_id)
+            self._poll_in_time()
 
     def conflicted(self, match_id: str) -> None:
         if match_id in self._cursors:
@@ -178,12 +210,27 @@ class RedisStreamHub(HubCore):
     def _make_remote(self, mid: str) -> None:
         """Put ``mid`` in every blocking read from now on (interrupting the current one)."""
         self._streak[mid] = 0
-        self._local.discard(mid)
-        blocking_on = self._blocking_on
-        if blocking_on is not None and mid in blocking_on:
-            return
-        self._generation += 1
+        if mid in self._remote:
+            if self._blocking and mid not in self._unread:
+                return  # in the read in flight
+        else:
+            self._remote.add(mid, self._keys[mid], self._cursors[mid])
+            if self._blocking:
+                self._unread.add(mid)
         self._changed.set()
+        self._start_or_wake()
+
+    def _poll_in_time(self) -> None:
+        """A stream is local now: the next poll must come within ``poll_ms``, even when the
+        blocking read in flight was planned for longer (no stream was local then)."""
+        self._changed.set()
+        late = self._blocking and self._block_until > asyncio.get_running_loop().time() + self._poll_every
+        if late or self._task is None:
+            self._start_or_wake()
+
+    def _start_or_wake(self) -> None:
+        """Start the reader task, or interrupt its blocked read (the plan changed)."""
+        self._generation += 1
         if self._task is None:
             self._task = asyncio.create_task(
                 self._supervised(self._run, "reader"), name="truco-stream-hub", context=contextvars.Context()
@@ -220,12 +267,11 @@ class RedisStreamHub(HubCore):
             if self._unverified and not await self._verify():
                 continue
             self._changed.clear()
-            plan = await self._plan()
-            if plan is None:
+            block = await self._plan()
+            if block is None:
                 continue
-            mids, block = plan
             try:
-                resp = await self._xread(mids, block)
+                resp = await self._xread(block)
             except _FAULTS as exc:
                 self._reader_id = None
                 self._unverified.update(self._cursors)
@@ -233,7 +279,7 @@ class RedisStreamHub(HubCore):
                 await self._pause()
                 continue
             self._backoff = 0.05
-            if resp and block is not None and self._coalesce > 0:
+            if resp and block and self._coalesce > 0:
                 await asyncio.sleep(self._coalesce)  # see the class docstring
             self._take(resp)
 
@@ -252,26 +298,27 @@ class RedisStreamHub(HubCore):
         await asyncio.sleep(self._backoff)
         self._backoff = min(self._backoff * 2, 2.0)
 
-    async def _plan(self) -> tuple[list[str], int | None] | None:
-        """The matches of the next blocking read and its block (ms), or ``([], None)``: the
-        poll of every followed stream (its command holds them all), or None when there is
-        nothing to read now (after waiting for a change or the next poll)."""
+    async def _plan(self) -> int | None:
+        """The next read: the block (ms) of the blocking read of the remote streams, ``0``
+        for the poll of every followed stream, or None when there is nothing to read now
+        (after waiting for a change or the next poll)."""
         now = asyncio.get_running_loop().time()
-        if self._local and now >= self._next_poll:
+        any_local = len(self._poll) > len(self._remote)
+        if any_local and now >= self._next_poll:
             self._next_poll = now + self._poll_every
-            return [], None
-        mids = [mid for mid in self._cursors if mid not in self._local]
-        wait = self._next_poll - now if self._local else self._block_ms / 1000
-        if not mids:
+            return 0
+        wait = self._next_poll - now if any_local else self._block_ms / 1000
+        if not self._remote:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait):
                     await self._changed.wait()
             return None
-        return mids, max(1, min(self._block_ms, int(wait * 1000) + 1))
+        return max(1, min(self._block_ms, int(wait * 1000) + 1))
 
-    async def _xread(self, mids: list[str], block: int | None) -> Any:
+    async def _xread(self, block: int) -> Any:
+        """A read planned by :meth:`_plan` (``block`` 0: the poll)."""
         try:
-            async with asyncio.timeout(self._timeout + (block or 0) / 1000):
+            async with asyncio.timeout(self._timeout + block / 1000):
                 if self._reader_id is None:
                     self._on_round_trip(1)
                     self._reader_id = int(await self._reader.client_id())
@@ -279,25 +326,14 @@ class RedisStreamHub(HubCore):
                         return None  # the set of streams changed meanwhile
                 self._on_round_trip(1)
                 self.reads += 1
-                if block is None:  # the poll of every followed stream
+                if not block:  # the poll of every followed stream
                     return await self._send(self._poll.packed())
                 self._blocking = True
-                self._blocking_on = frozenset(mids)
-                return await self._send(self._packed(mids, block))
+                self._unread.clear()
+                self._block_until = asyncio.get_running_loop().time() + block / 1000
+                return await self._send(self._remote.packed(block))
         finally:
             self._blocking = False
-            self._blocking_on = None
-
-    def _packed(self, mids: list[str], block: int) -> bytes:
-        """The blocking ``XREAD`` of ``mids`` from their cursors, packed by hiredis:
-        redis-py's own packing encodes every argument in Python, 1.2 ms for a thousand
-        streams against 0.2."""
-        keys, cursors = self._keys, self._cursors
-        command: list[Any] = ["XREAD", "COUNT", self._count, "BLOCK", block, "STREAMS"]
-        command += [keys[mid] for mid in mids]
-        command += [f"{cursors[mid]}-0" for mid in mids]
-        packed: bytes = pack_command(tuple(command))
-        return packed
 
     async def _send(self, packed: bytes) -> Any:
         """The raw reply of a ``packed`` command on the reader's connection (the one ``CLIENT
@@ -327,11 +363,10 @@ class RedisStreamHub(HubCore):
             batch = [(v, fields[EVENT_FIELD]) for eid, fields in entries if (v := version_of(eid)) > cursor]
             if not batch:
                 continue  # already delivered by local fan-out
-            if mid not in self._inflight and (mid in self._local or self._streak.get(mid)):
+            if mid not in self._inflight and (mid not in self._remote or self._streak.get(mid)):
                 # events this worker did not commit (with a local commit in flight they are
                 # most likely that commit's, read before its reply arrived)
-                self._streak[mid] = 0
-                self._local.discard(mid)
+                self._make_remote(mid)
             self._deliver_read(mid, batch)
 
     async def close(self) -> None:
