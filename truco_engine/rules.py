@@ -275,27 +275,70 @@ class RuleSet:
         return self.truco_game_call
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able mapping of every field (names as plain strings)."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, tuple):
-                v = list(v)
-            elif isinstance(v, StrEnum):
-                v = v.value
-            out[f.name] = v
-        return out
+        """Plain JSON-able mapping of every field (names as plain strings); a new one at each
+        call (the caller may change it)."""
+        plain = _PLAIN.get(self)
+        if plain is None:
+            plain = {}
+            for f in fields(self):
+                v = getattr(self, f.name)
+                if isinstance(v, tuple):
+                    v = list(v)
+                elif isinstance(v, StrEnum):
+                    v = v.value
+                plain[f.name] = v
+            _remember(_PLAIN, self, plain)
+        return {k: list(v) if type(v) is list else v for k, v in plain.items()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RuleSet:
         """Inverse of :meth:`to_dict`; unknown fields are refused."""
         if not isinstance(data, Mapping):
             raise InvalidRulesError("rules", f"must be an object of rule fields, got {type(data).__name__}")
-        return _build(cls(), data)
+        key = _key(data) if cls is RuleSet else None
+        if key is None:
+            return _build(cls(), data)
+        rules = _BUILT.get(key)
+        if rules is None:
+            rules = _build(cls(), data)
+            _remember(_BUILT, key, rules)
+        return rules
 
     def replace(self, **overrides: Any) -> RuleSet:
         """A copy with some fields changed (validated)."""
         return _build(self, overrides)
+
+
+# A rule set is immutable and a server builds the same few again and again (every match
+# created or loaded, every listing row): both directions of the plain form are kept, for at
+# most _REMEMBERED of them.
+_REMEMBERED: Final = 512
+_PLAIN: dict[RuleSet, dict[str, Any]] = {}
+_BUILT: dict[tuple[Any, ...], RuleSet] = {}
+
+
+def _typed(v: Any) -> tuple[Any, ...]:
+    """A value with its type, and a sequence's items with theirs (``True`` and ``1``, a list
+    and a tuple of the same items, are different input: one may be refused)."""
+    if type(v) is list or type(v) is tuple:
+        return (type(v), *((type(x), x) for x in v))
+    return (type(v), v)
+
+
+def _key(data: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """A hashable form of a plain rule set, or None (a value no key can hold)."""
+    key = tuple((k, _typed(v)) for k, v in data.items())
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(memo) >= _REMEMBERED:
+        memo.clear()
+    memo[key] = value
 
 
 _FIELD_NAMES: Final = {f.name for f in fields(RuleSet)}
@@ -445,7 +488,17 @@ def get_rules(name: str = "paulista", /, **overrides: Any) -> RuleSet:
     if isinstance(target, int) and "hand_of_eleven_at" not in extra and base.hand_of_eleven_at is not None:
         at = base.hand_of_eleven_at + target - base.target_points
         extra["hand_of_eleven_at"] = at if at >= 1 else None
-    return _build(base, extra) if extra else base
+    if not extra:
+        return base
+    overridden = _key(extra)
+    if overridden is None:
+        return _build(base, extra)
+    built = ("preset", key, overridden)
+    rules = _BUILT.get(built)
+    if rules is None:
+        rules = _build(base, extra)
+        _remember(_BUILT, built, rules)
+    return rules
 
 
 @lru_cache(maxsize=256)

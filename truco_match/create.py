@@ -166,8 +166,9 @@ def check(
         raise SpecError(
             f"first_dealer must be a seat 0..{rules.players - 1}", [("first_dealer", "out of range")]
         )
-    probe = te.new_match(rules)
+    probe = te.new_match(rules) if spec.deck_orders else None
     for i, d in enumerate(spec.deck_orders):
+        assert probe is not None
         try:
             te.deal(probe, d)
         except te.TrucoError as exc:

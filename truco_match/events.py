@@ -404,16 +404,23 @@ def payload_to_dict(payload: Payload) -> dict[str, Any]:
 def seat_to_dict(seat: SeatInfo) -> dict[str, Any]:
     """A seat as plain values (stored in match metadata and listings; no ``player_id`` when
     it has none, ``bot_level`` only for a seat the server plays)."""
-    d: dict[str, Any] = _plain(seat)
-    if not seat.bot_level:
-        del d["bot_level"]
+    d: dict[str, Any] = {
+        "seat": seat.seat,
+        "team": seat.team,
+        "display_name": seat.display_name,
+        "kind": str(seat.kind),
+    }
+    if seat.player_id:
+        d["player_id"] = seat.player_id
+    if seat.bot_level:
+        d["bot_level"] = seat.bot_level
     return d
 
 
 def seat_from_dict(d: Mapping[str, Any]) -> SeatInfo:
     """Inverse of :func:`seat_to_dict`."""
-    seat: SeatInfo = _from_plain(SeatInfo, d)
-    return seat
+    kind = d.get("kind")
+    return SeatInfo(**d) if kind is None else SeatInfo(**{**d, "kind": SeatKind(kind)})
 
 
 def entry_to_dict(entry: LogEntry) -> dict[str, Any]:

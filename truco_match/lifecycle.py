@@ -90,11 +90,19 @@ class Lifecycle:
     the server's default unless the creator chose)."""
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        tc = d.get("time_control")
-        if tc is not None and not tc["remind_before"]:
-            del tc["remind_before"]  # the stored form of a clock without one is as it always was
-        return {k: v for k, v in d.items() if v}
+        """The settings that are set (a clock without a reminder stores as it always did)."""
+        out: dict[str, Any] = {}
+        for name in _LIFECYCLE_FIELDS:
+            value = getattr(self, name)
+            if not value:
+                continue
+            if name == "time_control":
+                clock = value
+                value = {n: getattr(clock, n) for n in _CLOCK_FIELDS}
+                if not clock.remind_before:
+                    del value["remind_before"]
+            out[name] = value
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Lifecycle:
@@ -169,7 +177,7 @@ class Life:
         return self.takeovers[seat] if self.takeovers else 0
 
     def to_dict(self) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d = {name: getattr(self, name) for name in _LIFE_FIELDS}
         d["client_seeds"] = [list(c) for c in self.client_seeds]
         if not self.takeovers:
             del d["takeovers"]
@@ -228,3 +236,8 @@ class Life:
         self.timed = tc is not None
         if tc is not None:
             self.allowance = tc.first_decision if first_of_hand and tc.first_decision else tc.per_decision
+
+
+_CLOCK_FIELDS = tuple(f.name for f in dataclasses.fields(TimeControl))
+_LIFECYCLE_FIELDS = tuple(f.name for f in dataclasses.fields(Lifecycle))
+_LIFE_FIELDS = tuple(f.name for f in dataclasses.fields(Life))

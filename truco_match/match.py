@@ -87,7 +87,8 @@ class Meta:
         the random credential key)."""
         return _incarnation(self.cred_key)
 
-    def setup(self) -> Setup:
+    def setup(self, seats: tuple[SeatInfo, ...] | None = None) -> Setup:
+        """What the match plays by (``seats``: :meth:`seat_infos`, when the caller has them)."""
         return Setup(
             rules=te.RuleSet.from_dict(self.rules),
             seed=bytes.fromhex(self.seed),
@@ -95,7 +96,7 @@ class Meta:
             source=DealSource(self.source),
             lifecycle=Lifecycle.from_dict(self.lifecycle),
             first_dealer=self.first_dealer,
-            bots=bots_of(self.seat_infos()),
+            bots=bots_of(self.seat_infos() if seats is None else seats),
         )
 
     def seat_infos(self) -> tuple[SeatInfo, ...]:

@@ -88,3 +88,28 @@ def test_the_match_is_forfeited_at_the_kth_expiry_of_one_seat() -> None:
         seen.count(loser) == 2 and seen[-1] == loser and all(seen.count(x) < 2 for x in set(seen) - {loser})
     )
     assert step.state.winner == te.seat_teams(step.state)[1 - loser]
+
+
+def test_the_stored_form_of_the_settings_holds_only_what_is_set() -> None:
+    """``Lifecycle.to_dict`` (stored with every match and listing row): unset settings are
+    left out, and a clock without a reminder keeps the form it had before reminders existed;
+    ``from_dict`` reads it back."""
+    assert Lifecycle().to_dict() == {}
+    plain = Lifecycle(idle_timeout=86_400_000, show_hands=True).to_dict()
+    assert plain == {"idle_timeout": 86_400_000, "show_hands": True}
+    clock = TimeControl(per_decision=30_000, bank=60_000)
+    timed = Lifecycle(time_control=clock, disconnect_grace=10_000)
+    assert timed.to_dict() == {
+        "time_control": {
+            "per_decision": 30_000,
+            "bank": 60_000,
+            "increment": 0,
+            "first_decision": 0,
+            "forfeit_after": 0,
+        },
+        "disconnect_grace": 10_000,
+    }
+    reminded = Lifecycle(time_control=TimeControl(per_decision=30_000, remind_before=10_000))
+    assert reminded.to_dict()["time_control"]["remind_before"] == 10_000
+    for lc in (Lifecycle(), Lifecycle(idle_timeout=86_400_000, show_hands=True), timed, reminded):
+        assert Lifecycle.from_dict(lc.to_dict()) == lc

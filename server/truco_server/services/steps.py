@@ -122,10 +122,11 @@ class MatchSteps:
 
     async def _create(self, meta: Meta, client_seed: bytes, requires: Sequence[DocRef]) -> Match:
         svc = self.matches
-        setup = meta.setup()
-        step = table.start(setup, meta.seat_infos(), client_seed, 0)
+        seats = meta.seat_infos()
+        setup = meta.setup(seats)
+        step = table.start(setup, seats, client_seed, 0)
         match = Match(
-            meta, setup, step.state, step.life, len(step.entries), MatchStatus.ACTIVE, meta.created_at
+            meta, setup, step.state, step.life, len(step.entries), MatchStatus.ACTIVE, meta.created_at, seats
         )
         out = await svc.relay.outgoing(match, step.entries, 1, None)
         due = table.due(setup, step.state, step.life)

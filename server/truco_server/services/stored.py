@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import zlib
 from collections.abc import Mapping
@@ -79,7 +80,8 @@ def match_of(snap: Snapshot, known: Match | None = None) -> Match:
         meta, setup, seats = known.meta, known.setup, known.seats
     else:
         meta = meta_of(snap.meta)
-        setup, seats = meta.setup(), meta.seat_infos()
+        seats = meta.seat_infos()
+        setup = meta.setup(seats)
     state, life = state_of(snap.state, setup.rules)
     match = Match(meta, setup, state, life, snap.version, MatchStatus(snap.status), snap.updated_at, seats)
     match.memo["meta bytes"] = snap.meta
@@ -142,12 +144,20 @@ def action_reply_of(reply: bytes) -> tuple[int, str, int]:
 # --------------------------------------------------------------------------- listing
 def rules_summary(rules: te.RuleSet) -> tuple[str, dict[str, Any]]:
     """A rule set as its preset and the fields that differ from it."""
+    preset, diff = _summary(rules)
+    return preset, {k: list(v) if type(v) is list else v for k, v in diff}
+
+
+@functools.lru_cache(maxsize=256)
+def _summary(rules: te.RuleSet) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """:func:`rules_summary`, remembered (a rule set is immutable, and a worker lists the same
+    few again and again); the caller copies the lists."""
     base = te.PRESETS.get(rules.name)
     full = rules.to_dict()
     if base is None:
-        return "", full
+        return "", tuple(full.items())
     ref = base.to_dict()
-    return rules.name, {k: v for k, v in full.items() if ref[k] != v}
+    return rules.name, tuple((k, v) for k, v in full.items() if ref[k] != v)
 
 
 def rules_from_summary(preset: str, diff: Mapping[str, Any]) -> te.RuleSet:
