@@ -277,32 +277,16 @@ class RuleSet:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able mapping of every field (names as plain strings); a new one at each
         call (the caller may change it)."""
-        plain = _PLAIN.get(self)
-        if plain is None:
-            plain = {}
-            for f in fields(self):
-                v = getattr(self, f.name)
-                if isinstance(v, tuple):
-                    v = list(v)
-                elif isinstance(v, StrEnum):
-                    v = v.value
-                plain[f.name] = v
-            _remember(_PLAIN, self, plain)
-        return {k: list(v) if type(v) is list else v for k, v in plain.items()}
+        return {k: list(v) if type(v) is list else v for k, v in _plain_form(self).items()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RuleSet:
         """Inverse of :meth:`to_dict`; unknown fields are refused."""
         if not isinstance(data, Mapping):
             raise InvalidRulesError("rules", f"must be an object of rule fields, got {type(data).__name__}")
-        key = _key(data) if cls is RuleSet else None
-        if key is None:
+        if cls is not RuleSet:
             return _build(cls(), data)
-        rules = _BUILT.get(key)
-        if rules is None:
-            rules = _build(cls(), data)
-            _remember(_BUILT, key, rules)
-        return rules
+        return _build_once(_key(data), _DEFAULTS, data)
 
     def replace(self, **overrides: Any) -> RuleSet:
         """A copy with some fields changed (validated)."""
@@ -313,8 +297,22 @@ class RuleSet:
 # created or loaded, every listing row): both directions of the plain form are kept, for at
 # most _REMEMBERED of them.
 _REMEMBERED: Final = 512
-_PLAIN: dict[RuleSet, dict[str, Any]] = {}
 _BUILT: dict[tuple[Any, ...], RuleSet] = {}
+_DEFAULTS: Final = RuleSet()
+
+
+@lru_cache(maxsize=_REMEMBERED)
+def _plain_form(rules: RuleSet) -> dict[str, Any]:
+    """:meth:`RuleSet.to_dict`, kept (its caller copies it)."""
+    plain: dict[str, Any] = {}
+    for f in fields(rules):
+        v = getattr(rules, f.name)
+        if isinstance(v, tuple):
+            v = list(v)
+        elif isinstance(v, StrEnum):
+            v = v.value
+        plain[f.name] = v
+    return plain
 
 
 def _typed(v: Any) -> tuple[Any, ...]:
@@ -335,10 +333,17 @@ def _key(data: Mapping[str, Any]) -> tuple[Any, ...] | None:
     return key
 
 
-def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
-    if len(memo) >= _REMEMBERED:
-        memo.clear()
-    memo[key] = value
+def _build_once(key: tuple[Any, ...] | None, base: RuleSet, overrides: Mapping[str, Any]) -> RuleSet:
+    """``_build(base, overrides)``, kept under ``key`` (None: not kept). Exceptions are not
+    kept: an input refused is refused again."""
+    if key is None:
+        return _build(base, overrides)
+    rules = _BUILT.get(key)
+    if rules is None:
+        if len(_BUILT) >= _REMEMBERED:
+            _BUILT.clear()
+        rules = _BUILT[key] = _build(base, overrides)
+    return rules
 
 
 _FIELD_NAMES: Final = {f.name for f in fields(RuleSet)}
@@ -491,14 +496,7 @@ def get_rules(name: str = "paulista", /, **overrides: Any) -> RuleSet:
     if not extra:
         return base
     overridden = _key(extra)
-    if overridden is None:
-        return _build(base, extra)
-    built = ("preset", key, overridden)
-    rules = _BUILT.get(built)
-    if rules is None:
-        rules = _build(base, extra)
-        _remember(_BUILT, built, rules)
-    return rules
+    return _build_once(None if overridden is None else ("preset", key, overridden), base, extra)
 
 
 @lru_cache(maxsize=256)

@@ -166,13 +166,13 @@ def check(
         raise SpecError(
             f"first_dealer must be a seat 0..{rules.players - 1}", [("first_dealer", "out of range")]
         )
-    probe = te.new_match(rules) if spec.deck_orders else None
-    for i, d in enumerate(spec.deck_orders):
-        assert probe is not None
-        try:
-            te.deal(probe, d)
-        except te.TrucoError as exc:
-            raise SpecError(f"deck_orders[{i}]: {exc}", [(f"deck_orders[{i}]", str(exc))]) from exc
+    if spec.deck_orders:
+        probe = te.new_match(rules)
+        for i, d in enumerate(spec.deck_orders):
+            try:
+                te.deal(probe, d)
+            except te.TrucoError as exc:
+                raise SpecError(f"deck_orders[{i}]: {exc}", [(f"deck_orders[{i}]", str(exc))]) from exc
     if spec.seed is not None and not 16 <= len(spec.seed) <= 64:
         raise SpecError("seed must be 16 to 64 bytes", [("seed", "16 to 64 bytes")])
     if len(spec.client_seed) > MAX_CLIENT_SEED:

@@ -134,6 +134,7 @@ class RedisStreamHub(HubCore):
         self._waker = waker
         self._block_ms = block_ms
         self._streak: dict[str, int] = {}
+        """Per remote stream: this worker's commits on it in a row (``local_after``: local)."""
         self._coalesce = coalesce_ms / 1000
         self._poll_every = poll_ms / 1000
         self._local_after = max(1, local_after)
@@ -166,15 +167,18 @@ class RedisStreamHub(HubCore):
         return match_id in self._cursors and match_id not in self._remote
 
     def _followed(self, mid: str) -> None:
-        self._streak[mid] = self._local_after  # local until another worker's commit shows up
-        self._poll.add(mid, self._keys[mid], self._cursors[mid])
+        self._poll.add(mid, self._keys[mid], self._cursors[mid])  # local: only polled
         self._poll_in_time()
 
     def _unfollowed(self, mid: str) -> None:
-        self._streak.pop(mid, None)
         self._poll.remove(mid)
+        self._leave_blocking(mid)
+
+    def _leave_blocking(self, mid: str) -> None:
+        """``mid`` is out of the blocking reads from the next one (local, or not followed)."""
         self._remote.remove(mid)
         self._unread.discard(mid)
+        self._streak.pop(mid, None)
 
     def _moved(self, mid: str) -> None:
         cursor = self._cursors[mid]
@@ -194,10 +198,11 @@ class RedisStreamHub(HubCore):
             self._read_soon(match_id)  # commits from elsewhere are waiting: read them now
             return
         # else an XREAD raced ahead of this reply and already delivered these events
+        if match_id not in self._remote:
+            return
         streak = self._streak[match_id] = self._streak.get(match_id, 0) + 1
-        if streak >= self._local_after and match_id in self._remote:
-            self._remote.remove(match_id)  # left out of the blocking reads from the next one
-            self._unread.discard(match_id)
+        if streak >= self._local_after:
+            self._leave_blocking(match_id)
             self._poll_in_time()
 
     def conflicted(self, match_id: str) -> None:
