@@ -81,10 +81,17 @@ class RecordStep:
 
 # ------------------------------------------------------------------ compact storage
 _CAUSES = list(StepCause)
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 def pack_step(step: RecordStep, created_at: float) -> bytes:
     """The stored form of a step (a short JSON array; time in ms since the creation)."""
+    return pack_stamped(step, step.version, step.time, step.clock_ms, created_at)
+
+
+def pack_stamped(step: RecordStep, version: int, time: float, clock_ms: int, created_at: float) -> bytes:
+    """:func:`pack_step` of ``step`` with the version, time and clock its commit gives it
+    (what the commit knows only once it has decided the step)."""
     body: list[Any]
     if step.action is not None and step.action.kind == table.RESIGN:
         body = ["r"]
@@ -112,9 +119,9 @@ def pack_step(step: RecordStep, created_at: float) -> bytes:
         body = ["b", step.take_over.seat, step.take_over.bot_level]
     else:
         raise ValueError("a record step needs a step")
-    ms = round((step.time - created_at) * 1000)
-    head = [step.version, ms, step.seat, _CAUSES.index(step.cause), step.clock_ms]
-    return json.dumps(head + body, separators=(",", ":"), ensure_ascii=False).encode()
+    ms = round((time - created_at) * 1000)
+    head = [version, ms, step.seat, _CAUSES.index(step.cause), clock_ms]
+    return _COMPACT.encode(head + body).encode()
 
 
 def unpack_step(raw: bytes, created_at: float) -> RecordStep:

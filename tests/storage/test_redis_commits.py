@@ -21,7 +21,7 @@ from truco_server.ports.errors import StoreUnavailable, VersionConflict
 from truco_server.ports.matches import Commit, CommitResult
 from truco_server.ports.queues import CLOCK, RelayWake
 from truco_server.ports.settings import StoreSettings
-from truco_server.stores.redis import RedisStore, open_redis, pipelines
+from truco_server.stores.redis import RedisStore, batch, open_redis, pipelines
 from truco_server.stores.redis.scripts import COMMIT
 from truco_tools.redis_proc import start_redis
 
@@ -166,6 +166,46 @@ async def test_commits_of_one_loop_turn_go_in_one_round_trip(redis_store: RedisS
     for m in ids:  # each applied once, as its own
         snap = await store.matches.load(m)
         assert snap is not None and snap.version == (4 if m == "m0" else 3)
+
+
+async def test_a_lone_call_is_sent_in_its_own_turn(
+    redis_store: RedisStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With nothing else ready to run, no other call could join the batch: the caller sends
+    at once instead of yielding a turn of the loop first (and with other callbacks queued, it
+    yields: the batch test above)."""
+    store = redis_store
+    await new_match(store)
+    await play(store, "m1", 2, 1)
+    loop = asyncio.get_running_loop()
+    seen: list[bool] = []
+    real = batch._others_ready
+
+    def probe(lp: asyncio.AbstractEventLoop) -> bool:
+        seen.append(real(lp))
+        return seen[-1]
+
+    monkeypatch.setattr(batch, "_others_ready", probe)
+    done = loop.create_future()
+
+    def lone() -> None:  # a callback of its own: the test's task is not queued behind it
+        task = asyncio.ensure_future(store.matches.commit(step("m1", 3)))
+        task.add_done_callback(lambda t: done.set_result(t.result()))
+
+    loop.call_soon(lone)
+    result = await done
+    assert result.version == 4
+    assert seen == [False]
+
+    both = loop.create_future()
+
+    def with_another() -> None:  # a callback queued behind the caller's first step
+        asyncio.ensure_future(store.matches.commit(step("m1", 4))).add_done_callback(both.set_result)
+        loop.call_soon(lambda: None)
+
+    loop.call_soon(with_another)
+    assert (await both).result().version == 5
+    assert seen == [False, True]
 
 
 async def test_a_conflict_in_a_batch_fails_alone(redis_store: RedisStore) -> None:

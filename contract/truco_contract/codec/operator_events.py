@@ -10,7 +10,7 @@ from google.protobuf.json_format import MessageToDict
 
 from truco_contract.codec.errors import DecodeError
 from truco_contract.codec.matches import result_from_proto, result_to_proto
-from truco_contract.codec.scalars import seconds_of, timestamp
+from truco_contract.codec.scalars import seconds_of, set_time
 from truco_contract.codec.views import event_from_proto, event_to_proto
 from truco_contract.pb import operator_service_pb2
 from truco_match.operator_events import (
@@ -26,17 +26,20 @@ pb = operator_service_pb2
 
 
 def turn_to_proto(t: Turn) -> operator_service_pb2.TurnAwaited:
-    m = pb.TurnAwaited(
-        seat=t.seat,
-        player_id=t.player_id,
-        decision=t.decision,
-        awaiting=t.awaiting.value,
-        call=t.call,
-        hand_number=t.hand_number,
-    )
-    if t.deadline is not None:
-        m.deadline.CopyFrom(timestamp(t.deadline))
+    m = pb.TurnAwaited()
+    _fill_turn(m, t)
     return m
+
+
+def _fill_turn(m: operator_service_pb2.TurnAwaited, t: Turn) -> None:
+    m.seat = t.seat
+    m.player_id = t.player_id
+    m.decision = t.decision
+    m.awaiting = t.awaiting.value
+    m.call = t.call
+    m.hand_number = t.hand_number
+    if t.deadline is not None:
+        set_time(m.deadline, t.deadline)
 
 
 def turn_from_proto(m: operator_service_pb2.TurnAwaited, where: str = "turn") -> Turn:
@@ -73,20 +76,16 @@ def ticket_match_from_proto(m: operator_service_pb2.TicketMatch) -> TicketMatch:
 
 def operator_event_to_proto(ev: OperatorEvent) -> operator_service_pb2.OperatorEvent:
     """A lifecycle event as ``truco.v1.OperatorEvent`` (its bytes are also its stored form)."""
-    m = pb.OperatorEvent(
-        id=ev.id,
-        cursor=ev.cursor,
-        match_id=ev.match_id,
-        type=ev.type.value,
-        time=timestamp(ev.time),
-        labels=dict(ev.labels),
-    )
+    m = pb.OperatorEvent(id=ev.id, cursor=ev.cursor, match_id=ev.match_id, type=ev.type.value)
+    set_time(m.time, ev.time)  # each field filled in place: a nested message passed is copied
+    if ev.labels:
+        m.labels.update(ev.labels)
     if ev.event is not None:
         m.event.CopyFrom(event_to_proto(ev.event))
     if ev.result is not None:
         m.result.CopyFrom(result_to_proto(ev.result))
     if ev.turn is not None:
-        m.turn.CopyFrom(turn_to_proto(ev.turn))
+        _fill_turn(m.turn, ev.turn)
     if ev.ticket is not None:
         m.ticket.CopyFrom(ticket_match_to_proto(ev.ticket))
     return m

@@ -17,11 +17,19 @@ from truco_contract.codec.errors import DecodeError
 
 # --------------------------------------------------------------------------- time
 def timestamp(seconds: float) -> timestamp_pb2.Timestamp:
+    ts = timestamp_pb2.Timestamp()
+    set_time(ts, seconds)
+    return ts
+
+
+def set_time(ts: timestamp_pb2.Timestamp, seconds: float) -> None:
+    """Write ``seconds`` since the epoch into ``ts`` (a message's own field: no copy)."""
     whole = math.floor(seconds)
     nanos = round((seconds - whole) * 1e9)
     if nanos >= 1_000_000_000:
         whole, nanos = whole + 1, nanos - 1_000_000_000
-    return timestamp_pb2.Timestamp(seconds=whole, nanos=nanos)
+    ts.seconds = whole
+    ts.nanos = nanos
 
 
 def seconds_of(ts: timestamp_pb2.Timestamp) -> float:

@@ -10,7 +10,7 @@ from google.protobuf.message import Message
 import truco_engine as te
 from truco_contract.codec.actions import action_from_proto, action_to_proto
 from truco_contract.codec.plans import Plan, message_class, plan_for
-from truco_contract.codec.scalars import enum_map, seconds_of, timestamp
+from truco_contract.codec.scalars import enum_map, seconds_of, set_time, timestamp
 from truco_contract.pb import event_pb2, game_pb2, match_pb2, observation_pb2
 from truco_match.events import SERVICE_PAYLOADS, EventView, MatchStatus, Payload, UnknownPayload
 from truco_match.views import ClockView, SeatView
@@ -41,7 +41,7 @@ def event_to_proto(event: EventView) -> event_pb2.Event:
     msg = event_pb2.Event(version=event.version, kind=kind)
     getattr(msg, kind).CopyFrom(payload_to_proto(event.payload))
     if event.time is not None:
-        msg.time.CopyFrom(timestamp(event.time))
+        set_time(msg.time, event.time)
     return msg
 
 
@@ -220,7 +220,7 @@ def clock_to_proto(c: ClockView) -> observation_pb2.Clock:
         expiries=c.expiries,
     )
     if c.deadline is not None:
-        m.deadline.CopyFrom(timestamp(c.deadline))
+        set_time(m.deadline, c.deadline)
     return m
 
 

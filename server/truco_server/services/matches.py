@@ -25,7 +25,6 @@ objects of that version, not in caches of their own.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import math
 import time
@@ -324,8 +323,7 @@ class MatchService:
     ) -> bytes | None:
         if record is None:
             return None
-        stamped = dataclasses.replace(record, version=version, time=now, clock_ms=clock_ms)
-        return records.pack_step(stamped, created_at)
+        return records.pack_stamped(record, version, now, clock_ms, created_at)
 
     @staticmethod
     def _wake(match: Match, step: table.Step, status: MatchStatus | None) -> int | None:

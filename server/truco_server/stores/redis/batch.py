@@ -4,7 +4,10 @@ script) that tasks issue in the same turn of the event loop go to Redis together
 A caller hands :meth:`ScriptBatcher.call` one :class:`ScriptCall` (a script, its keys and
 arguments, the commands that must precede it, whether it waits for replicas) and awaits its
 own result. The first caller of a turn yields once -- the other tasks of the turn add their
-calls meanwhile -- then sends every call queued and answers each (no task, no timer):
+calls meanwhile -- then sends every call queued and answers each (no task, no timer). When
+nothing else is ready to run in the turn (a lone move on a quiet worker), nothing could join
+the batch before the loop next waits for input, so it sends at once, without the yield and
+the turn of the loop it costs:
 
 * one server or a Sentinel group's primary: one pipeline (one write, one read) with each
   call's preceding commands and its ``EVALSHA``, in the callers' order, and one ``WAIT`` at
@@ -74,7 +77,8 @@ class ScriptBatcher:
         if len(pending) > 1:
             return await future  # the first caller of this turn sends it
         try:
-            await asyncio.sleep(0)
+            if _others_ready(loop):
+                await asyncio.sleep(0)
         except asyncio.CancelledError:
             self._pending.remove(call)
             if self._pending:
@@ -183,6 +187,14 @@ class ScriptBatcher:
                 await task
             # a task cancelled before its first step ran no line: its calls fail here
             _fail(calls, StoreUnavailable("the store was closed"))
+
+
+def _others_ready(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether other callbacks are queued to run before the loop next waits for input (one
+    of them may add a call to the batch). An event loop that does not show its queue (not
+    the standard one) is taken to have some."""
+    ready = getattr(loop, "_ready", None)
+    return ready is None or len(ready) > 0
 
 
 def _fail(calls: Sequence[ScriptCall], exc: BaseException) -> None:
