@@ -92,6 +92,22 @@ def collections_line(worker: dict[str, Any]) -> str:
     )
 
 
+def callbacks_line(worker: dict[str, Any], opened: float, closed: float) -> str:
+    """The worker's event-loop callbacks of 1 ms or more that began in the window from
+    ``opened`` to ``closed`` (seconds since the epoch): how many took 1, 2, 5 and 10 ms or
+    more, and the three longest with what ran."""
+    began = worker.get("began")
+    if began is None:
+        return "no record of the event loop's callbacks (a probe from before they were timed)"
+    inside = sorted(
+        ((took, what) for at, took, what in worker["callbacks"] if opened <= began + at <= closed),
+        reverse=True,
+    )
+    counts = ", ".join(f"{sum(1 for t, _ in inside if t * 1000 >= b)} of {b} ms" for b in (1, 2, 5, 10))
+    longest = "; ".join(f"{1000 * t:.1f} ms {what}" for t, what in inside[:3]) or "-"
+    return f"callbacks of the worker's event loop over the window: {counts} or more; longest: {longest}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

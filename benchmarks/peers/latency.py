@@ -13,7 +13,10 @@ one WebSocket per 25 of them). Three phases on the same worker, each with fresh 
    mean chosen for half the saturating rate; the measured rate corrects the think time;
 3. **half load**: the same with the corrected think time; the latency of every move from its
    submission to the last seat's observation of it (the actor's result or update, every
-   other seat's update) over the window: p50, p99, max.
+   other seat's update) over the window: p50, p99, max; and how the slowest 1 % came
+   (:func:`tail_episodes`: alone, or in runs of slow moves -- a queue building up and
+   draining). With ``--gc-probe`` the worker's collections and its event loop's callbacks of
+   1 ms or more in that window are printed too (``benchmarks/gc_probe``).
 
 With ``--thinks`` the phases are instead one per given mean think time (ms; 0: the closed
 loop), against the same worker.
@@ -53,10 +56,61 @@ class Phase(NamedTuple):
     load_cpu: float
     """CPU seconds of the load generators together over the window."""
     observed_ms: list[float]
+    observed_at: list[float]
+    """When each move of ``observed_ms`` was submitted (``time.perf_counter()``)."""
+    window: tuple[float, float]
+    """The window's opening and closing (seconds since the epoch)."""
 
     @property
     def rate(self) -> float:
         return self.moves / max(self.seconds, 1e-9)
+
+
+class Episode(NamedTuple):
+    """A run of slow moves (:func:`tail_episodes`)."""
+
+    start: float
+    """The first one's submission (``time.perf_counter()``)."""
+    seconds: float
+    """From the first one's submission to the last one's."""
+    moves: int
+    worst_ms: float
+
+
+def tail_episodes(
+    at: list[float], observed_ms: list[float], threshold_ms: float, gap_ms: float = 50.0
+) -> list[Episode]:
+    """The moves whose latency is at least ``threshold_ms``, grouped in submission order into
+    episodes: a slow move submitted less than ``gap_ms`` after the previous slow one belongs
+    to its episode. Slow moves that each came alone (a tail of scattered accidents) make as
+    many episodes as moves; a queue that builds up and drains makes few, each holding many."""
+    slow = sorted((t, ms) for t, ms in zip(at, observed_ms, strict=True) if ms >= threshold_ms)
+    episodes: list[Episode] = []
+    for t, ms in slow:
+        last = episodes[-1] if episodes else None
+        if last is not None and (t - (last.start + last.seconds)) * 1000 < gap_ms:
+            episodes[-1] = Episode(last.start, t - last.start, last.moves + 1, max(last.worst_ms, ms))
+        else:
+            episodes.append(Episode(t, 0.0, 1, ms))
+    return episodes
+
+
+def tail_line(p: Phase) -> str:
+    """How a phase's slowest 1 % of moves came: alone, or in episodes (:func:`tail_episodes`)."""
+    if len(p.observed_ms) < 100:
+        return "too few moves to describe the slowest 1 %"
+    threshold = _quantile(p.observed_ms, 0.99)
+    episodes = tail_episodes(p.observed_at, p.observed_ms, threshold)
+    slow = sum(e.moves for e in episodes)
+    lengths = sorted(1000 * e.seconds for e in episodes)
+    busiest = max(episodes, key=lambda e: e.moves)
+    cover = 100 * sum(lengths) / 1000 / max(p.seconds, 1e-9)
+    return (
+        f"the slowest 1 % ({slow} moves of {threshold:.1f} ms or more) came in {len(episodes)} episodes"
+        f" (slow moves less than 50 ms apart), median {lengths[len(lengths) // 2]:.0f} ms long, longest"
+        f" {lengths[-1]:.0f} ms; the largest held {busiest.moves} slow moves"
+        f" (worst {busiest.worst_ms:.1f} ms); episodes cover {cover:.1f} % of the window"
+    )
 
 
 def _generate(pipe: Connection, base: str, matches: int, offset: int, args: dict[str, Any]) -> None:
@@ -93,7 +147,7 @@ async def _generator(pipe: Connection, base: str, matches: int, offset: int, arg
                 slot.cancel()
             await asyncio.gather(*slots, return_exceptions=True)
             await bots.close()
-    pipe.send((fig.actions, fig.observed_ms, fig.errors))
+    pipe.send((fig.actions, fig.observed_ms, fig.observed_at, fig.errors))
 
 
 def _phase(base: str, worker_pid: int, think_ms: float, args: argparse.Namespace) -> Phase:
@@ -130,20 +184,21 @@ def _phase(base: str, worker_pid: int, think_ms: float, args: argparse.Namespace
         time.sleep(max(0.0, t_close - time.time()))
         seconds = time.perf_counter() - t0
         cpu, load = cpu_seconds(worker_pid) - cpu0, sum(cpu_seconds(p) for p in pids) - load0
-        moves, observed = 0, []
+        moves, observed, observed_at = 0, [], []
         for pipe in pipes:
             if not pipe.poll(60):
                 raise RuntimeError("a load generator did not report")
-            n, lat, _errors = pipe.recv()
+            n, lat, sent, _errors = pipe.recv()
             moves += n
             observed += lat
+            observed_at += sent
     finally:
         for proc in procs:
             proc.join(timeout=30)
             if proc.is_alive():
                 proc.kill()  # our own child, by its handle
                 proc.join()
-    return Phase(moves, seconds, cpu, load, observed)
+    return Phase(moves, seconds, cpu, load, observed, observed_at, (t_open, t_close))
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -203,7 +258,7 @@ def latency(args: argparse.Namespace, root: Path) -> int:
         if args.gc_probe:  # service_compare._worker puts the probe on the worker's path
             probe = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="truco-gc-")))
             stack.enter_context(mock.patch.dict(os.environ, {"GC_PROBE_OUT": str(probe / "probe")}))
-        _latency(args, root)
+        half = _latency(args, root)
         if probe is not None:
             import gc_pauses
 
@@ -217,6 +272,8 @@ def latency(args: argparse.Namespace, root: Path) -> int:
                     f"{gc_pauses.collections_line(worker)}; full ones at {', '.join(full) or '-'} "
                     "after it started"
                 )
+                if half is not None:
+                    print(f"half load: {gc_pauses.callbacks_line(worker, *half.window)}")
     return 0
 
 
@@ -231,12 +288,13 @@ def _by_rate(args: argparse.Namespace, root: Path) -> None:
     print(f"load average after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
 
 
-def _latency(args: argparse.Namespace, root: Path) -> None:
+def _latency(args: argparse.Namespace, root: Path) -> Phase | None:
+    """Run the phases and print them; the half-load phase (``None`` with ``--thinks``)."""
     load0 = os.getloadavg()
     print(f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} on {os.cpu_count()} cores")
     if args.thinks:
         _by_rate(args, root)
-        return
+        return None
     with _served(args.store, root) as (pid, base):
         sat = _phase(base, pid, 0.0, args)
         print(_line("saturation", sat, 0.0), flush=True)
@@ -261,3 +319,5 @@ def _latency(args: argparse.Namespace, root: Path) -> None:
         f" {args.warmup:g}+{args.seconds:g} s a phase)",
         flush=True,
     )
+    print(f"half load: {tail_line(half)}", flush=True)
+    return half

@@ -178,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--gc-probe",
         action="store_true",
-        help="--latency: time the worker's garbage collections (benchmarks/gc_probe) and print them",
+        help="--latency: time the worker's garbage collections and its event loop's long callbacks"
+        " (benchmarks/gc_probe) and print them",
     )
     args = parser.parse_args(argv)
     if args.latency:

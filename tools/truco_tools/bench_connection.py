@@ -39,6 +39,7 @@ class Figures(Protocol):
     measuring: bool
     seen: int
     observed_ms: list[float]
+    observed_at: list[float]
 
 
 class _Match:
@@ -240,6 +241,7 @@ class ConnectionBots:
                 del m.waiting[acted]
                 if self.fig.measuring:
                     self.fig.observed_ms.append((now - t0) * 1000)
+                    self.fig.observed_at.append(t0)
 
     def _act(self, m: _Match, seat: int, version: int, action: Any) -> None:
         if self.stop.is_set() or m.done.is_set():

@@ -33,6 +33,9 @@ class Figures:
     delivery_ms: list[float] = field(default_factory=list)
     observed_ms: list[float] = field(default_factory=list)
     """Player connection: an action's send to the last seat's observation of it."""
+    observed_at: list[float] = field(default_factory=list)
+    """When each of ``observed_ms`` was sent (``time.perf_counter()``: a monotonic clock the
+    processes of one machine share)."""
     measuring: bool = False
     seen: int = 0
     """Accepted actions since the load started, measured or not (the window waits for one)."""
@@ -50,6 +53,7 @@ class Figures:
         self.submit_ms.clear()
         self.delivery_ms.clear()
         self.observed_ms.clear()
+        self.observed_at.clear()
 
     def summary(self, elapsed: float) -> dict[str, float]:
         """Rate and latency percentiles of a measured window of ``elapsed`` seconds."""

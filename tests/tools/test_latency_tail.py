@@ -1,0 +1,89 @@
+"""How ``run.py --latency`` describes its tail: the slowest moves grouped into episodes
+(``benchmarks/peers/latency.py``), and the worker's probe (``benchmarks/gc_probe``) timing
+its event loop's callbacks, counted over a window (``benchmarks/gc_pauses.py``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+latency = _load("peers_latency", REPO / "benchmarks" / "peers" / "latency.py")
+gc_pauses = _load("gc_pauses", REPO / "benchmarks" / "gc_pauses.py")
+
+
+def test_scattered_slow_moves_make_one_episode_each() -> None:
+    at = [i * 0.1 for i in range(100)]  # a move every 100 ms
+    ms = [20.0 if i % 10 == 0 else 2.0 for i in range(100)]
+    episodes = latency.tail_episodes(at, ms, threshold_ms=10.0)
+    assert [e.moves for e in episodes] == [1] * 10
+    assert all(e.seconds == 0.0 and e.worst_ms == 20.0 for e in episodes)
+
+
+def test_a_queue_building_up_makes_one_episode_of_many_moves() -> None:
+    at = [i * 0.002 for i in range(500)]  # a move every 2 ms, slow ones from 0.4 s to 0.46 s
+    ms = [15.0 + i % 3 if 200 <= i < 230 else 3.0 for i in range(500)]
+    episodes = latency.tail_episodes(at, ms, threshold_ms=10.0, gap_ms=50.0)
+    assert len(episodes) == 1
+    (only,) = episodes
+    assert only.moves == 30 and only.worst_ms == 17.0
+    assert abs(only.start - 0.4) < 1e-9 and abs(only.seconds - 0.058) < 1e-9
+    # slow moves further apart than the gap are two episodes
+    assert len(latency.tail_episodes([0.0, 0.2], [20.0, 20.0], threshold_ms=10.0, gap_ms=50.0)) == 2
+
+
+def test_the_tail_line_says_how_the_slowest_one_percent_came() -> None:
+    at = [i * 0.001 for i in range(1000)]
+    ms = [30.0 if 500 <= i < 510 else 2.0 + (i % 7) / 10 for i in range(1000)]
+    phase = latency.Phase(1000, 1.0, 0.8, 0.1, ms, at, (0.0, 1.0))
+    line = latency.tail_line(phase)
+    assert "(10 moves of " in line and "came in 1 episodes" in line, line  # the 30 ms ones
+    assert "the largest held 10 slow moves (worst 30.0 ms)" in line
+
+
+PROGRAM = """
+import asyncio, time
+
+async def blocks():
+    time.sleep(0.03)  # holds the loop for one callback of about 30 ms
+
+async def main():
+    await asyncio.sleep(0)
+    await asyncio.ensure_future(blocks())
+
+asyncio.run(main())
+"""
+
+
+def test_the_probe_times_the_loops_long_callbacks_and_the_window_counts_them(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "benchmarks" / "gc_probe"), GC_PROBE_OUT=str(tmp_path / "p"))
+    before = time.time()
+    subprocess.run([sys.executable, "-c", PROGRAM, "serve"], env=env, check=True, timeout=60)
+    after = time.time()
+    (path,) = tmp_path.glob("p.*")
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert before - 1 <= record["began"] <= after
+    long = [(took, what) for _, took, what in record["callbacks"] if took >= 0.025]
+    assert long and long[0][1] == "blocks", record["callbacks"]
+    worker = gc_pauses.worker_record(tmp_path, "p")
+    assert worker is not None  # the command line holds "serve", as a worker's does
+    inside = gc_pauses.callbacks_line(worker, before - 1, after + 1)
+    assert "1 of 10 ms or more" in inside and "ms blocks" in inside, inside
+    outside = gc_pauses.callbacks_line(worker, after + 10, after + 20)
+    assert "0 of 1 ms" in outside and "longest: -" in outside, outside
