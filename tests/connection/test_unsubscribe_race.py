@@ -29,7 +29,7 @@ class _WaitingApi:
         self.streams = SimpleNamespace(stopping=asyncio.Event())
         self.opened = 0
 
-    async def stream_updates(self, creds: Any, request: Any) -> AsyncIterator[Any]:
+    async def stream_updates(self, creds: Any, request: Any, delivered: Any = None) -> AsyncIterator[Any]:
         self.opened += 1
         await asyncio.Event().wait()
         yield None  # never reached

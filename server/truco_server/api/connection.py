@@ -265,7 +265,11 @@ class PlayerConnection:
         subscription and the socket: no generator of its own here)."""
         delivered = self._delivered
         out_queue = self._out
-        async with contextlib.aclosing(self.api.stream_updates(creds, request)) as updates:
+
+        def held() -> int:  # what the action results delivered: those updates are not built
+            return delivered.get(sid, -1)
+
+        async with contextlib.aclosing(self.api.stream_updates(creds, request, held)) as updates:
             async for upd in updates:
                 if upd.view is not None:
                     if not upd.snapshot and upd.version <= delivered.get(sid, -1):

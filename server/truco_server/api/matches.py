@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Protocol
 
@@ -184,10 +184,14 @@ class MatchApi:
         return msg
 
     async def stream_updates(
-        self, creds: Credentials, request: pb.StreamObservationsRequest
+        self,
+        creds: Credentials,
+        request: pb.StreamObservationsRequest,
+        delivered: Callable[[], int] | None = None,
     ) -> AsyncGenerator[T.StreamUpdate, None]:
         """StreamObservations before encoding (the player connection encodes each update into
-        its own message, :meth:`fill_update`)."""
+        its own message, :meth:`fill_update`, and says with ``delivered`` what its action
+        results delivered: :meth:`MatchStreams.stream`)."""
         caller = self.auth.viewer(creds, request.match_id)
         req = T.StreamRequest(
             required_id(request.match_id),
@@ -200,7 +204,7 @@ class MatchApi:
             if self.tracker is not None:  # the worker's drain waits for it; refused once stopping
                 await held.enter_async_context(self.tracker.track())
             started = False
-            updates = self.streams.stream(caller, req)
+            updates = self.streams.stream(caller, req, delivered)
             try:
                 while True:
                     try:  # handed on unnamed (MatchStreams.stream)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import structlog
 
@@ -50,13 +50,19 @@ class MatchStreams:
         self._open: set[Subscription] = set()
         self._watcher: asyncio.Task[None] | None = None
 
-    async def stream(self, caller: Caller, req: T.StreamRequest) -> AsyncIterator[T.StreamUpdate]:
+    async def stream(
+        self, caller: Caller, req: T.StreamRequest, delivered: Callable[[], int] | None = None
+    ) -> AsyncIterator[T.StreamUpdate]:
         """The feed of ``caller``'s view of a match (see the module docstring).
 
         One generator from the first message to the last: every update passes through each
         frame of the chain between the subscription and the socket, so the chain is kept
         short. An update is handed on from a one-item list, never from a local: a reader that
-        does not take it holds it in one place, the transport, not in this frame."""
+        does not take it holds it in one place, the transport, not in this frame.
+
+        ``delivered``: the last version the reader holds by other means (the player
+        connection's action results, each standing for its seat's update): a commit whose
+        events end there or before is not made into an update."""
         if self.max_open and self.open >= self.max_open:
             QUOTA_EXCEEDED.labels(WORKER_STREAMS).inc()
             raise E.QuotaExceeded(WORKER_STREAMS, f"{self.max_open} open on this worker", 1.0)
@@ -105,6 +111,8 @@ class MatchStreams:
                             if update is not None:
                                 out.append(update)
                             del update
+                        elif delivered is not None and _held(item, delivered()):
+                            last = item.events[-1][0]  # the reader has it: nothing to build
                         else:
                             out.append(await self._update(sub, item, match, caller, viewer, generation))
                         del item
@@ -251,3 +259,16 @@ class MatchStreams:
             return None
         events = await svc.events(cur, last, target, viewer)
         return T.StreamUpdate(target, events, seen, cur.rules, viewer=viewer, match=current)
+
+
+def _held(batch: Batch, through: int) -> bool:
+    """Whether a reader that holds every version up to ``through`` has all of ``batch``, a
+    commit of this worker that leaves the match going (the update that ends a match is always
+    made: it ends the stream)."""
+    note = batch.note
+    return (
+        batch.events[-1][0] <= through
+        and isinstance(note, Moment)
+        and note.match is not None
+        and note.match.active
+    )
