@@ -272,7 +272,7 @@ class PlayerConnection:
         async with contextlib.aclosing(self.api.stream_updates(creds, request, held)) as updates:
             async for upd in updates:
                 if upd.view is not None:
-                    if not upd.snapshot and upd.version <= delivered.get(sid, -1):
+                    if not upd.snapshot and upd.version <= held():
                         continue  # an action's result already stood for this update
                     delivered[sid] = upd.version
                 out = pb.ConnectResponse()  # encoded in place (nested constructors copy twice)
