@@ -10,6 +10,11 @@ another:
   syscalls and the event loop's turn: the floor under any client);
 - ``redis-py GET`` and ``redis-py EVALSHA`` (a one-line script): the client library
   (``redis.asyncio``, with hiredis) on top of it;
+- ``redis-py pool, one exchange``: the ``EVALSHA`` packed, written and read on a connection
+  taken from redis-py's pool and given back (``get_connection``, ``send_packed_command``,
+  ``read_response``, ``release``: how the store sent a batch before its lane);
+- ``store lane EVALSHA``: the same on the store's lane (``truco_server.stores.redis.lane``:
+  how the store sends a batch of script calls now);
 - ``redis-py EVALSHA, 10 a pipeline``: the same calls, ten in one write, per call.
 
     python benchmarks/round_trip_floor.py                  # 5,000 calls each, 3 rounds
@@ -57,6 +62,10 @@ async def _per_call(call: Callable[[], Awaitable[object]], calls: int, batch: in
 
 async def _measure(port: int, calls: int, rounds: int) -> dict[str, list[float]]:
     import redis.asyncio as aioredis
+    from hiredis import pack_command
+
+    from truco_server.ports.settings import StoreSettings
+    from truco_server.stores.redis.connection import RedisConnection
 
     loop = asyncio.get_running_loop()
     transport, raw = await loop.create_connection(_Reply, "127.0.0.1", port)
@@ -69,6 +78,21 @@ async def _measure(port: int, calls: int, rounds: int) -> dict[str, list[float]]
         transport.write(GET)
         return await raw.waiting
 
+    conn = RedisConnection.from_url(f"redis://127.0.0.1:{port}", StoreSettings())
+    pool = conn.client.connection_pool
+    payload = pack_command(("EVALSHA", sha, 1, "k"))
+
+    async def through_pool() -> object:
+        connection = await pool.get_connection()
+        try:
+            await connection.send_packed_command(payload, check_health=False)
+            return await connection.read_response()
+        finally:
+            await pool.release(connection)
+
+    async def on_lane() -> object:
+        return await (await conn.lane()).exchange(payload, 1)
+
     async def pipelined() -> list[object]:
         async with client.pipeline(transaction=False) as pipe:
             for _ in range(10):
@@ -79,6 +103,8 @@ async def _measure(port: int, calls: int, rounds: int) -> dict[str, list[float]]
         "asyncio": (bare, 1),
         "redis-py GET": (lambda: client.get("k"), 1),
         "redis-py EVALSHA": (lambda: client.evalsha(sha, 1, "k"), 1),
+        "redis-py pool, one exchange": (through_pool, 1),
+        "store lane EVALSHA": (on_lane, 1),
         "redis-py EVALSHA, 10 a pipeline": (pipelined, 10),
     }
     got: dict[str, list[float]] = {name: [] for name in cases}
@@ -89,6 +115,7 @@ async def _measure(port: int, calls: int, rounds: int) -> dict[str, list[float]]
     finally:
         transport.close()
         await client.aclose()
+        await conn.close()
     return got
 
 

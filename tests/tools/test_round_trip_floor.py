@@ -24,6 +24,13 @@ def test_the_round_trip_floor_prints_each_case() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     got = dict(re.findall(r"^(.+?) +([\d.]+) us CPU per call", done.stdout, re.M))
-    assert set(got) == {"asyncio", "redis-py GET", "redis-py EVALSHA", "redis-py EVALSHA, 10 a pipeline"}
+    assert set(got) == {
+        "asyncio",
+        "redis-py GET",
+        "redis-py EVALSHA",
+        "redis-py pool, one exchange",
+        "store lane EVALSHA",
+        "redis-py EVALSHA, 10 a pipeline",
+    }
     assert all(float(v) > 0 for v in got.values())
     assert float(got["redis-py EVALSHA, 10 a pipeline"]) < float(got["redis-py EVALSHA"])

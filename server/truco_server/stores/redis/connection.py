@@ -51,6 +51,7 @@ from truco_server.core import metrics
 from truco_server.core.redis_url import RedisTarget, parse_redis_url
 from truco_server.ports.errors import StoreUnavailable
 from truco_server.ports.settings import StoreSettings
+from truco_server.stores.redis.lane import Lane
 
 __all__ = ["DEFAULT_SOCKET_TIMEOUT", "Kind", "RedisConnection", "RedisStats", "is_fault", "retryable"]
 
@@ -179,6 +180,8 @@ class RedisConnection:
         self._sentinel = sentinel
         self._refresh_lock = asyncio.Lock()
         self._refreshed_at = 0.0
+        self._lane: Lane | None = None
+        self._lane_lock = asyncio.Lock()
         self.closed = False
 
     @classmethod
@@ -296,12 +299,34 @@ class RedisConnection:
     async def recover(self, exc: BaseException) -> None:
         """Before the next attempt after a fault: on a cluster, read the slot map again (one
         refresh for everyone failing at once); on one server or a Sentinel group, after a
-        connection fault, close the idle connections (they may lead to a server that is gone
-        or no longer the primary: new ones ask the sentinels)."""
+        connection fault, close the batches' lane and the idle connections (they may lead to
+        a server that is gone or no longer the primary: new ones ask the sentinels)."""
         if self.kind == "cluster":
             await self.refresh_slots()
         elif isinstance(exc, RedisConnectionError | OSError | TimeoutError):
+            await self._drop_lane(f"after a fault: {type(exc).__name__}")
             await self.client.connection_pool.disconnect(inuse_connections=False)
+
+    async def lane(self) -> Lane:
+        """The connection the script batches of one server or a Sentinel group's primary go
+        through (:mod:`.lane`), opened on first use and again after it ended."""
+        lane = self._lane
+        if lane is not None and lane.serving:
+            return lane
+        async with self._lane_lock:
+            lane = self._lane
+            if lane is not None and lane.serving:
+                return lane
+            await self._drop_lane("ended")
+            if self.closed:
+                raise StoreUnavailable("the store is closed")
+            self._lane = lane = await Lane.open(self.client.connection_pool)
+            return lane
+
+    async def _drop_lane(self, why: str) -> None:
+        lane, self._lane = self._lane, None
+        if lane is not None:
+            await lane.close(why)
 
     async def refresh_slots(self) -> None:
         """Read the cluster's slot map again (coalesced: callers that wait for a refresh in
@@ -365,6 +390,7 @@ class RedisConnection:
 
     async def close(self) -> None:
         self.closed = True
+        await self._drop_lane("the store closed")
         await self.client.aclose()
         if self._sentinel is not None:
             await self._sentinel.aclose()

@@ -2,9 +2,9 @@
 reply or an exception), never an exception for the whole batch from a fault of one node.
 
 * one server or a Sentinel group's primary (:func:`send_one_server`): one write of the
-  scripts to load, each call's preceding commands and its ``EVALSHA``, and ``WAIT``, on a
-  connection of redis-py's pool (its public connection API: ``get_connection``,
-  ``send_packed_command``, ``read_response``, ``release``); one read of the replies;
+  scripts to load, each call's preceding commands and its ``EVALSHA``, and ``WAIT``, on the
+  store's lane (:mod:`.lane`: a connection of redis-py's pool that batches share, read as
+  the replies arrive); one read of the replies;
 * a Redis Cluster (:func:`send_cluster`): the preceding commands (other slots) first, then
   the scripts, each grouped by the node redis-py's slot map gives their keys, a node's
   group in one write and one read on a connection of that node (``ClusterNode``'s
@@ -111,34 +111,14 @@ def send_one_server(conn: RedisConnection) -> Sender:
 
 
 async def _exchange(conn: RedisConnection, commands: list[Command]) -> list[Any]:
-    """Send ``commands`` in one write on a connection of redis-py's pool and read their
-    replies (an error reply as its exception). A connection left with replies unread (a
-    fault, a cancellation) is closed, never reused. The commands are packed by hiredis's
-    ``pack_command`` (the same bytes as redis-py's packer for the bytes, str and int the
-    adapter sends, a fifth of its CPU:
+    """Send ``commands`` in one write on the store's lane (:mod:`.lane`: one connection of
+    redis-py's pool, read by the lane itself) and read their replies (an error reply as its
+    exception). The commands are packed by hiredis's ``pack_command`` (the same bytes as
+    redis-py's packer for the bytes, str and int the adapter sends, a fifth of its CPU:
     ``test_hiredis_packs_the_adapters_commands_as_redis_py_does``)."""
-    pool = conn.client.connection_pool
     payload = b"".join([pack_command(command) for command in commands])
-    async with conn.slots:
-        return await _exchange_on_pool(pool, payload, len(commands))
-
-
-async def _exchange_on_pool(pool: Any, payload: bytes, count: int) -> list[Any]:
-    connection = await pool.get_connection()
-    try:
-        await connection.send_packed_command(payload, check_health=False)
-        replies: list[Any] = []
-        for _ in range(count):
-            try:
-                replies.append(await connection.read_response())
-            except ResponseError as exc:
-                replies.append(exc)
-    except BaseException:
-        await connection.disconnect()
-        raise
-    finally:
-        await pool.release(connection)
-    return replies
+    lane = await conn.lane()
+    return await lane.exchange(payload, len(commands))
 
 
 def send_cluster(conn: RedisConnection) -> Sender:
