@@ -43,12 +43,14 @@ $(UV):
 	else $(PYTHON) -m pip --python $(BIN)/python $(BOOT_PIP) 2>/dev/null \
 		|| { $(BIN)/python -m ensurepip >/dev/null && $(BIN)/python -m pip $(BOOT_PIP); }; fi
 
-## system-deps: make sure redis-server (integration tests start their own), chromium (the
-## reference page's browser test), node/npm (its driver, the TypeScript example) and jemalloc
-## (the container image's allocator, tested) are installed; installs them with apt as root
+## system-deps: make sure redis-server (integration tests start their own), openssl (a test
+## certificate for Redis over TLS), chromium (the reference page's browser test), node/npm (its
+## driver, the TypeScript example) and jemalloc (the container image's allocator, tested) are
+## installed; installs them with apt as root
 system-deps:
 	@missing=""; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
 	[ -n "$$(ldconfig -p 2>/dev/null | grep libjemalloc.so.2)" ] || missing="$$missing libjemalloc2"; \

@@ -6,7 +6,8 @@ bytes that are no reply)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import subprocess
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import hiredis
@@ -15,9 +16,12 @@ import pytest_asyncio
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 
+from tests.storage.support import new_match, step
 from truco_server.ports.settings import StoreSettings
+from truco_server.stores.redis import open_redis
 from truco_server.stores.redis.connection import RedisConnection
 from truco_server.stores.redis.lane import Lane
+from truco_tools.redis_proc import free_port, start_redis
 
 
 def packed(*commands: tuple[Any, ...]) -> tuple[bytes, int]:
@@ -181,3 +185,51 @@ async def test_a_reply_nobody_asked_for_or_no_reply_at_all_ends_the_lane(data: b
             await waiting
     assert not lane.serving and transport.closed
     assert why in str(lane.lost)
+
+
+# ------------------------------------------------------- over TLS and over a Unix socket
+@pytest.fixture(scope="module")
+def tls_and_unix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """A ``redis-server`` that also listens with TLS (a certificate made for 127.0.0.1) and on
+    a Unix socket: the URLs of both (``rediss://``, ``unix://``)."""
+    work = tmp_path_factory.mktemp("tls")
+    cert, key = work / "cert.pem", work / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    tls_port, sock = free_port(), work / "redis.sock"
+    server = start_redis(
+        extra_args=(
+            "--tls-port", str(tls_port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
+            "--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no",
+            "--unixsocket", str(sock), "--unixsocketperm", "700",
+        )
+    )  # fmt: skip
+    try:
+        yield f"rediss://127.0.0.1:{tls_port}/0?ssl_ca_certs={cert}", f"unix://{sock}?db=0"
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("which", ["tls", "unix"])
+async def test_the_store_commits_through_its_lane_over_tls_and_a_unix_socket(
+    tls_and_unix: tuple[str, str], which: str
+) -> None:
+    url = tls_and_unix[0] if which == "tls" else tls_and_unix[1]
+    store = open_redis(url)
+    try:
+        version = await new_match(store, f"m-{which}")
+        for i in range(20):
+            res = await store.matches.commit(step(f"m-{which}", version + i))
+            assert res.version == version + i + 1
+        opened = store.connection._lane  # by the commits
+        assert opened is not None and opened.serving
+        lane = await store.connection.lane()
+        assert lane is opened
+        got = await asyncio.gather(*(lane.exchange(*packed(("INCR", f"n-{which}"))) for _ in range(50)))
+        assert sorted(r[0] for r in got) == list(range(1, 51))
+    finally:
+        await store.close()

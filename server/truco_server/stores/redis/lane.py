@@ -153,8 +153,10 @@ class Lane(asyncio.Protocol):
         if self._returned:
             return
         self._returned = True
-        try:
-            await self._connection.disconnect()
+        try:  # the transport is closed already: nothing to wait for
+            await self._connection.disconnect(nowait=True)
+        except Exception:  # a connection being discarded: its fault changes nothing
+            pass
         finally:
             await self._pool.release(self._connection)
 
