@@ -13,6 +13,7 @@ from typing import Any
 import hiredis
 import pytest
 import pytest_asyncio
+from prometheus_client import REGISTRY
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 
@@ -26,6 +27,11 @@ from truco_tools.redis_proc import free_port, start_redis
 
 def packed(*commands: tuple[Any, ...]) -> tuple[bytes, int]:
     return b"".join(hiredis.pack_command(c) for c in commands), len(commands)
+
+
+def ends(reason: str) -> float:
+    """``truco_redis_lane_ends_total{reason}`` so far."""
+    return REGISTRY.get_sample_value("truco_redis_lane_ends_total", {"reason": reason}) or 0.0
 
 
 @pytest_asyncio.fixture
@@ -80,13 +86,14 @@ async def test_a_lost_connection_fails_the_batches_waiting_and_the_next_lane_ser
     conn: RedisConnection,
 ) -> None:
     lane = await conn.lane()
+    lost = ends("lost")
     (me,) = await lane.exchange(*packed(("CLIENT", "ID")))
     waiting = asyncio.ensure_future(lane.exchange(*packed(("BLPOP", "nothing", "5"), ("PING",))))
     await asyncio.sleep(0.05)
     await conn.client.execute_command("CLIENT", "KILL", "ID", me)
     with pytest.raises(RedisConnectionError):
         await waiting
-    assert not lane.serving
+    assert not lane.serving and ends("lost") == lost + 1
     with pytest.raises(RedisConnectionError):
         await lane.exchange(*packed(("PING",)))
     again = await conn.lane()
@@ -97,17 +104,19 @@ async def test_a_lost_connection_fails_the_batches_waiting_and_the_next_lane_ser
 
 async def test_a_reply_that_the_server_is_no_longer_the_primary_ends_the_lane(conn: RedisConnection) -> None:
     lane = await conn.lane()
+    before = ends("demoted")
     demoted = 'return redis.error_reply("READONLY You can\'t write against a read only replica.")'
     with pytest.raises(RedisConnectionError, match="no longer the primary"):
         await lane.exchange(*packed(("EVAL", demoted, 0)))
-    assert not lane.serving
+    assert not lane.serving and ends("demoted") == before + 1
     assert await (await conn.lane()).exchange(*packed(("PING",))) == [b"PONG"]
 
 
 async def test_recover_after_a_fault_and_close_end_the_lane(conn: RedisConnection) -> None:
     lane = await conn.lane()
+    dropped = ends("dropped")
     await conn.recover(RedisConnectionError("a fault"))
-    assert not lane.serving
+    assert not lane.serving and ends("dropped") == dropped + 1
     fresh = await conn.lane()
     assert fresh is not lane and fresh.serving
     await conn.recover(NoScriptError("not a connection fault"))
@@ -175,6 +184,8 @@ async def test_replies_in_pieces_out_of_band_messages_and_the_end_of_the_connect
 )
 async def test_a_reply_nobody_asked_for_or_no_reply_at_all_ends_the_lane(data: bytes, why: str) -> None:
     lane, transport, _ = fake_lane()
+    reason = "unasked" if why == "no batch asked for" else "unreadable"
+    before = ends(reason)
     waiting = asyncio.ensure_future(lane.exchange(*packed(("PING",))))
     await asyncio.sleep(0)
     lane.data_received(data)
@@ -184,7 +195,7 @@ async def test_a_reply_nobody_asked_for_or_no_reply_at_all_ends_the_lane(data: b
         with pytest.raises(RedisConnectionError, match=why):
             await waiting
     assert not lane.serving and transport.closed
-    assert why in str(lane.lost)
+    assert why in str(lane.lost) and ends(reason) == before + 1
 
 
 # ------------------------------------------------------- over TLS and over a Unix socket

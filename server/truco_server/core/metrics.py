@@ -178,6 +178,14 @@ REDIS_UNAVAILABLE = Counter(
     "Redis store operations that gave up after TRUCO_REDIS_RETRY_SECONDS of retries.",
     ("operation",),
 )
+REDIS_LANE_ENDS = Counter(
+    "truco_redis_lane_ends_total",
+    "Ends of the connection the Redis store's script batches share (its lane; the next batch "
+    "opens another): lost, demoted (the server is no longer the primary), unreadable or "
+    "unasked (a reply that is none, or that no batch asked for), dropped (by the store, after "
+    "a connection fault or a timeout, or at its close).",
+    ("reason",),
+)
 REDIS_WAIT_SHORT = Counter(
     "truco_redis_wait_short_total",
     "Commits whose WAIT timed out before TRUCO_REDIS_WAIT_REPLICAS replicas acknowledged them.",

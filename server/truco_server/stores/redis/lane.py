@@ -38,6 +38,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import InvalidResponse, ReadOnlyError, ResponseError
 from redis.sentinel import DEMOTED_MASTER_UNBLOCKED_ERROR
 
+from truco_server.core import metrics
+
 __all__ = ["Lane"]
 
 
@@ -106,17 +108,17 @@ class Lane(asyncio.Protocol):
             try:
                 reply = reader.gets()
             except InvalidResponse as exc:
-                self._end(RedisConnectionError(f"unreadable reply from Redis: {exc}"))
+                self._end(RedisConnectionError(f"unreadable reply from Redis: {exc}"), "unreadable")
                 return
             if reply is False:
                 return
             if isinstance(reply, hiredis.PushNotification):
                 continue  # RESP3's out-of-band messages answer no batch
             if not waiting:
-                self._end(RedisConnectionError("a reply from Redis that no batch asked for"))
+                self._end(RedisConnectionError("a reply from Redis that no batch asked for"), "unasked")
                 return
             if _demoted(reply):
-                self._end(RedisConnectionError("the server is no longer the primary"))
+                self._end(RedisConnectionError("the server is no longer the primary"), "demoted")
                 return
             batch = waiting[0]
             batch.replies.append(reply)
@@ -130,17 +132,20 @@ class Lane(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._end(
-            RedisConnectionError(f"connection to Redis lost: {exc}" if exc else "connection to Redis closed")
+            RedisConnectionError(f"connection to Redis lost: {exc}" if exc else "connection to Redis closed"),
+            "lost",
         )
         self._stream.connection_lost(exc)
 
     # -- the end ------------------------------------------------------------------------
 
-    def _end(self, exc: BaseException) -> None:
-        """Fail every batch waiting with ``exc`` and close the connection (once)."""
+    def _end(self, exc: BaseException, reason: str) -> None:
+        """Fail every batch waiting with ``exc`` and close the connection (once; counted by
+        ``reason`` in ``truco_redis_lane_ends_total``)."""
         if self.lost is not None:
             return
         self.lost = exc
+        metrics.REDIS_LANE_ENDS.labels(reason).inc()
         waiting, self._waiting = self._waiting, deque()
         for batch in waiting:
             if not batch.future.done():
@@ -149,7 +154,7 @@ class Lane(asyncio.Protocol):
 
     async def close(self, why: str = "closed by the store") -> None:
         """End the lane (if it serves) and give its connection back to the pool, closed."""
-        self._end(RedisConnectionError(why))
+        self._end(RedisConnectionError(why), "dropped")
         if self._returned:
             return
         self._returned = True
