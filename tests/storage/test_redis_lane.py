@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import hiredis
@@ -19,7 +19,7 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from tests.storage.support import new_match, step
 from truco_server.ports.settings import StoreSettings
-from truco_server.stores.redis import open_redis
+from truco_server.stores.redis import RedisStore, open_redis
 from truco_server.stores.redis.connection import RedisConnection
 from truco_server.stores.redis.lane import Lane
 from truco_tools.redis_proc import free_port, start_redis
@@ -158,7 +158,11 @@ class _Stream(asyncio.Protocol):
 def fake_lane() -> tuple[Lane, _Transport, _Stream]:
     transport = _Transport()
     stream = transport.protocol
-    lane = Lane(pool=None, connection=None, transport=transport)
+
+    async def release(connection: Any) -> None:
+        raise AssertionError("a fake lane's connection is never given back")
+
+    lane = Lane(connection=None, transport=transport, release=release)
     transport.set_protocol(lane)
     return lane, transport, stream
 
@@ -236,7 +240,7 @@ async def test_the_store_commits_through_its_lane_over_tls_and_a_unix_socket(
         for i in range(20):
             res = await store.matches.commit(step(f"m-{which}", version + i))
             assert res.version == version + i + 1
-        opened = store.connection._lane  # by the commits
+        opened = store.connection._lanes.get("")  # by the commits
         assert opened is not None and opened.serving
         lane = await store.connection.lane()
         assert lane is opened
@@ -244,3 +248,24 @@ async def test_the_store_commits_through_its_lane_over_tls_and_a_unix_socket(
         assert sorted(r[0] for r in got) == list(range(1, 51))
     finally:
         await store.close()
+
+
+# ------------------------------------------------------------------------ on a cluster
+async def test_a_cluster_store_batches_through_one_lane_per_primary(
+    redis_cluster: Any, redis_stores: Callable[..., RedisStore]
+) -> None:
+    store = redis_stores(redis_cluster.url)
+    versions = {f"lane-{i}": 0 for i in range(30)}
+    for mid in versions:
+        versions[mid] = await new_match(store, mid)
+    for mid, v in versions.items():
+        assert (await store.matches.commit(step(mid, v))).version == v + 1
+    conn = store.connection
+    primaries = {node.name for node in conn.client.get_primaries()}
+    assert set(conn._lanes) == primaries  # the matches' slots reach every primary
+    lanes = list(conn._lanes.values())
+    await conn.recover(RedisConnectionError("a fault"))
+    assert conn._lanes == {} and not any(lane.serving for lane in lanes)
+    for mid, v in versions.items():
+        assert (await store.matches.commit(step(mid, v + 1))).version == v + 2
+    assert set(conn._lanes) == primaries

@@ -180,10 +180,10 @@ REDIS_UNAVAILABLE = Counter(
 )
 REDIS_LANE_ENDS = Counter(
     "truco_redis_lane_ends_total",
-    "Ends of the connection the Redis store's script batches share (its lane; the next batch "
-    "opens another): lost, demoted (the server is no longer the primary), unreadable or "
-    "unasked (a reply that is none, or that no batch asked for), dropped (by the store, after "
-    "a connection fault or a timeout, or at its close).",
+    "Ends of a connection the Redis store's script batches share (a lane: one per server or "
+    "cluster node; the next batch opens another): lost, demoted (the server is no longer the "
+    "primary), unreadable or unasked (a reply that is none, or that no batch asked for), "
+    "dropped (by the store, after a connection fault or a timeout, or at its close).",
     ("reason",),
 )
 REDIS_WAIT_SHORT = Counter(

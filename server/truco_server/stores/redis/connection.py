@@ -180,8 +180,11 @@ class RedisConnection:
         self._sentinel = sentinel
         self._refresh_lock = asyncio.Lock()
         self._refreshed_at = 0.0
-        self._lane: Lane | None = None
-        self._lane_lock = asyncio.Lock()
+        self._lanes: dict[str, Lane] = {}
+        """The batches' lanes: ``""`` for one server or a Sentinel group's primary, a node's
+        name on a cluster."""
+        self._lane_locks: dict[str, asyncio.Lock] = {}
+        """One per lane: a node slow to connect does not hold up the others' lanes."""
         self.closed = False
 
     @classmethod
@@ -297,35 +300,46 @@ class RedisConnection:
         return StoreUnavailable(f"Redis {what} ({operation}): {type(exc).__name__}: {exc}")
 
     async def recover(self, exc: BaseException) -> None:
-        """Before the next attempt after a fault: on a cluster, read the slot map again (one
-        refresh for everyone failing at once); on one server or a Sentinel group, after a
-        connection fault, close the batches' lane and the idle connections (they may lead to
-        a server that is gone or no longer the primary: new ones ask the sentinels)."""
+        """Before the next attempt after a fault: after a connection fault or a timeout,
+        close the batches' lanes (they may lead to a server that is gone or no longer the
+        primary); then on a cluster read the slot map again (one refresh for everyone
+        failing at once), on one server or a Sentinel group close the pool's idle
+        connections after such a fault (new ones ask the sentinels)."""
+        lost = isinstance(exc, RedisConnectionError | OSError | TimeoutError)
+        if lost:
+            await self._drop_lanes(f"after a fault: {type(exc).__name__}")
         if self.kind == "cluster":
             await self.refresh_slots()
-        elif isinstance(exc, RedisConnectionError | OSError | TimeoutError):
-            await self._drop_lane(f"after a fault: {type(exc).__name__}")
+        elif lost:
             await self.client.connection_pool.disconnect(inuse_connections=False)
 
-    async def lane(self) -> Lane:
-        """The connection the script batches of one server or a Sentinel group's primary go
-        through (:mod:`.lane`), opened on first use and again after it ended."""
-        lane = self._lane
+    async def lane(self, node: Any = None) -> Lane:
+        """The connection the script batches go through (:mod:`.lane`): of one server or a
+        Sentinel group's primary, or of the cluster ``node`` (redis-py's ``ClusterNode``);
+        opened on first use and again after it ended."""
+        key = "" if node is None else node.name
+        lane = self._lanes.get(key)
         if lane is not None and lane.serving:
             return lane
-        async with self._lane_lock:
-            lane = self._lane
-            if lane is not None and lane.serving:
-                return lane
-            await self._drop_lane("ended")
+        lock = self._lane_locks.get(key)
+        if lock is None:
+            lock = self._lane_locks[key] = asyncio.Lock()
+        async with lock:
+            lane = self._lanes.pop(key, None)
+            if lane is not None:
+                if lane.serving:
+                    self._lanes[key] = lane
+                    return lane
+                await lane.close("ended")
             if self.closed:
                 raise StoreUnavailable("the store is closed")
-            self._lane = lane = await Lane.open(self.client.connection_pool)
+            lane = await (Lane.open(self.client.connection_pool) if node is None else Lane.open_on_node(node))
+            self._lanes[key] = lane
             return lane
 
-    async def _drop_lane(self, why: str) -> None:
-        lane, self._lane = self._lane, None
-        if lane is not None:
+    async def _drop_lanes(self, why: str) -> None:
+        lanes, self._lanes = list(self._lanes.values()), {}
+        for lane in lanes:
             await lane.close(why)
 
     async def refresh_slots(self) -> None:
@@ -390,7 +404,7 @@ class RedisConnection:
 
     async def close(self) -> None:
         self.closed = True
-        await self._drop_lane("the store closed")
+        await self._drop_lanes("the store closed")
         await self.client.aclose()
         if self._sentinel is not None:
             await self._sentinel.aclose()

@@ -1,16 +1,17 @@
-"""The batcher's own connection to one server (or a Sentinel group's primary): batches
-written one after another, their replies read as they arrive.
+"""The batcher's own connection to one server, a Sentinel group's primary or a cluster
+node: batches written one after another, their replies read as they arrive.
 
 A batch of script calls (:mod:`.batch`) is one write and one read. Through redis-py's pool
-a lone batch cost the worker about 130 us of CPU, against about 50 for the same write and
-read on a bare ``asyncio.Protocol`` (``python benchmarks/round_trip_floor.py``): the pool's
-lock and metric records, its check for buffered bytes, and the stream reader's wake-up per
-reply. A worker at moderate load sends most batches alone, one per action, so that difference
-is a tenth of an action's cost there (docs/benchmarks.md).
+a lone batch cost the worker about 1.6 times a bare ``asyncio.Protocol``'s round trip in CPU,
+the lane about 1.1 times (``python benchmarks/round_trip_floor.py``): the pool's lock and
+metric records, its check for buffered bytes, and the stream reader's wake-up per reply. A
+worker at moderate load sends most batches alone, one per action, so that difference is a
+few percent of an action's cost there (docs/benchmarks.md).
 
-A :class:`Lane` takes one connection from redis-py's pool -- opened, authenticated, on the
-Sentinel group's current primary, over TLS where the URL says so: all of that stays
-redis-py's -- and becomes the protocol of its transport: what arrives is fed to a hiredis
+A :class:`Lane` takes one connection from redis-py -- from the pool of one server or a
+Sentinel group (:meth:`Lane.open`), or of a cluster node (:meth:`Lane.open_on_node`):
+opened, authenticated, on the Sentinel group's current primary, over TLS where the URL says
+so, all of that redis-py's -- and becomes the protocol of its transport: what arrives is fed to a hiredis
 reader (the parser redis-py uses, with redis-py's error classes: a ``NOSCRIPT`` reply is a
 ``NoScriptError``...), and each batch gets its replies in the order the batches were
 written (Redis answers in order). Batches in flight share the connection. A batch whose
@@ -22,14 +23,15 @@ the batcher retries (re-sending a batch is safe, :mod:`.batch`) -- when its conn
 lost or closed, when a reply says the server is no longer the primary (``READONLY``, or a
 demoted primary's ``UNBLOCKED``: the next lane's connection asks the sentinels again, as
 redis-py's Sentinel connection does), when a reply cannot be parsed or comes unasked, and
-when :meth:`~.connection.RedisConnection.recover` drops it after a fault. Its connection
-goes back to redis-py's pool, closed; the next batch opens a new lane.
+when :meth:`~.connection.RedisConnection.recover` drops it after a connection fault or a
+timeout. Its connection goes back to redis-py, closed; the next batch opens a new lane.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import hiredis
@@ -52,14 +54,19 @@ class _Batch:
         self.replies: list[Any] = []
 
 
-class Lane(asyncio.Protocol):
-    """One connection of redis-py's pool, read by the lane itself (module docstring). Made
-    by :meth:`open`; :meth:`exchange` sends a batch; :meth:`close` ends it."""
+Release = Callable[[Any], Awaitable[None]]
+"""Gives a connection back to where it came from (closed, it reconnects on its next use)."""
 
-    def __init__(self, pool: Any, connection: Any, transport: asyncio.Transport) -> None:
-        self._pool = pool
+
+class Lane(asyncio.Protocol):
+    """One connection of redis-py's, read by the lane itself (module docstring). Made by
+    :meth:`open` (a pool's) or :meth:`open_on_node` (a cluster node's); :meth:`exchange`
+    sends a batch; :meth:`close` ends it."""
+
+    def __init__(self, connection: Any, transport: asyncio.Transport, release: Release) -> None:
         self._connection = connection
         self._transport = transport
+        self._release = release
         self._stream = transport.get_protocol()
         """redis-py's protocol, told when the connection is lost (its ``disconnect`` waits
         for that)."""
@@ -71,16 +78,37 @@ class Lane(asyncio.Protocol):
 
     @classmethod
     async def open(cls, pool: Any) -> Lane:
-        """A lane on a connection of ``pool`` (redis-py's ``get_connection``: connected and
-        ready to send)."""
+        """A lane on a connection of redis-py's ``pool`` (its ``get_connection``: connected
+        and ready to send)."""
         connection = await pool.get_connection()
+        return await cls._take(connection, pool.release)
+
+    @classmethod
+    async def open_on_node(cls, node: Any) -> Lane:
+        """A lane on a connection of a cluster node (redis-py's ``ClusterNode``: its
+        ``acquire_connection``, connected here, and ``release``)."""
+        connection = node.acquire_connection()
+
+        async def release(c: Any) -> None:
+            node.release(c)
+
+        try:
+            await node.disconnect_if_needed(connection)  # one marked after a failover
+            await connection.connect()
+        except BaseException:
+            await release(connection)
+            raise
+        return await cls._take(connection, release)
+
+    @classmethod
+    async def _take(cls, connection: Any, release: Release) -> Lane:
         try:
             transport = connection._writer.transport  # redis-py's stream writer's
-            lane = cls(pool, connection, transport)
+            lane = cls(connection, transport, release)
             transport.set_protocol(lane)
         except BaseException:
             await connection.disconnect()
-            await pool.release(connection)
+            await release(connection)
             raise
         return lane
 
@@ -163,7 +191,7 @@ class Lane(asyncio.Protocol):
         except Exception:  # a connection being discarded: its fault changes nothing
             pass
         finally:
-            await self._pool.release(self._connection)
+            await self._release(self._connection)
 
 
 def _demoted(reply: Any) -> bool:

@@ -7,13 +7,11 @@ reply or an exception), never an exception for the whole batch from a fault of o
   the replies arrive); one read of the replies;
 * a Redis Cluster (:func:`send_cluster`): the preceding commands (other slots) first, then
   the scripts, each grouped by the node redis-py's slot map gives their keys, a node's
-  group in one write and one read on a connection of that node (``ClusterNode``'s
-  ``acquire_connection`` and ``release``), the nodes at once. A fault of one node fails only
+  group in one write and one read on that node's lane (a connection of the node's, from
+  ``ClusterNode.acquire_connection``), the nodes at once. A fault of one node fails only
   its group's calls. A command a node redirects (``MOVED``, ``ASK``, ``TRYAGAIN``) is sent
   again through redis-py's cluster client, which follows the redirection and updates its
-  slot map. Measured on the local cluster (per call): 39 us for one call against 70 for
-  ``RedisCluster.execute_command`` and 121 for a cluster pipeline; 25 against 63 at 8 calls
-  and 7 against 29 at 64 for a cluster pipeline per node.
+  slot map. What it costs is in docs/storage.md ("The batch of an event-loop turn").
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hiredis import pack_command
-from redis.exceptions import AskError, ResponseError, TryAgainError
+from redis.exceptions import AskError, TryAgainError
 
 from truco_server.core import metrics
 from truco_server.stores.redis.connection import RedisConnection, is_fault
@@ -192,15 +190,16 @@ async def _node(conn: RedisConnection, node: Any, calls: list[ScriptCall], wait:
 async def _on_node(
     conn: RedisConnection, node: Any, commands: list[Command], follow: range | None = None
 ) -> list[Any]:
-    """``commands`` in one write on a connection of ``node`` (redis-py's
-    ``ClusterNode.acquire_connection`` and ``release``), their replies in one read; a fault
-    of the node is every command's reply. A command the node redirects (``MOVED``, ``ASK``,
+    """``commands`` in one write on the lane of ``node`` (:meth:`RedisConnection.lane`),
+    their replies in one read; a fault of the node is every command's reply. A command the
+    node redirects (``MOVED``, ``ASK``,
     ``TRYAGAIN``; all of ``follow`` when given, else all) is sent again through redis-py's
     cluster client, which follows the redirection and learns the slot's new owner."""
     conn.stats.add(1, len(commands))
+    payload = b"".join([pack_command(command) for command in commands])
     try:
-        async with conn.slots:
-            replies = await _exchange_on(node, commands)
+        lane = await conn.lane(node)
+        replies = await lane.exchange(payload, len(commands))
     except Exception as exc:
         if not is_fault(exc, conn.kind):
             raise
@@ -214,25 +213,4 @@ async def _on_node(
                 if not is_fault(exc, conn.kind):
                     raise
                 replies[i] = exc
-    return replies
-
-
-async def _exchange_on(node: Any, commands: list[Command]) -> list[Any]:
-    """One write and one read on a connection of a cluster node (see :func:`_exchange`)."""
-    payload = b"".join([pack_command(command) for command in commands])
-    connection = node.acquire_connection()
-    try:
-        await node.disconnect_if_needed(connection)  # one marked after a failover
-        await connection.send_packed_command(payload, check_health=False)
-        replies: list[Any] = []
-        for _ in commands:
-            try:
-                replies.append(await connection.read_response())
-            except ResponseError as exc:
-                replies.append(exc)
-    except BaseException:
-        await connection.disconnect()
-        raise
-    finally:
-        node.release(connection)
     return replies
