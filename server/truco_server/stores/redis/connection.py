@@ -9,6 +9,8 @@
   a FIFO semaphore: more wait their turn), so the pools never run out; a plain pool behind a
   semaphore costs a commit 12 us less than redis-py's ``BlockingConnectionPool``, which
   waits on a condition and a timeout for every connection it hands out.
+* The script batches go through lanes (:meth:`RedisConnection.lane`, :mod:`.lane`): one
+  connection per server or cluster node, held, that batches in flight share.
 * :meth:`RedisConnection.run` runs an operation, bounds each attempt by the URL's
   ``socket_timeout`` (an ``asyncio.timeout`` around the attempt: a paused server fails the
   attempt instead of hanging it), and retries a fault a retry may get past (:func:`retryable`,
@@ -175,7 +177,8 @@ class RedisConnection:
         self.description = description
         self.stats = RedisStats()
         self.slots = asyncio.Semaphore(max_connections)
-        """Held by every operation and batch while it uses the backend."""
+        """Held by every operation of :meth:`run` while it uses the backend (the script
+        batches go through the lanes, which take no connection of the pool per batch)."""
         self._node_kwargs = node_kwargs or {}
         self._sentinel = sentinel
         self._refresh_lock = asyncio.Lock()

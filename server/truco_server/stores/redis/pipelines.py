@@ -192,9 +192,9 @@ async def _on_node(
 ) -> list[Any]:
     """``commands`` in one write on the lane of ``node`` (:meth:`RedisConnection.lane`),
     their replies in one read; a fault of the node is every command's reply. A command the
-    node redirects (``MOVED``, ``ASK``,
-    ``TRYAGAIN``; all of ``follow`` when given, else all) is sent again through redis-py's
-    cluster client, which follows the redirection and learns the slot's new owner."""
+    node redirects (``MOVED``, ``ASK``, ``TRYAGAIN``; all of ``follow`` when given, else all)
+    is sent again through redis-py's cluster client, which follows the redirection and
+    learns the slot's new owner."""
     conn.stats.add(1, len(commands))
     payload = b"".join([pack_command(command) for command in commands])
     try:
