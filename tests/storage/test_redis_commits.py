@@ -381,9 +381,9 @@ async def test_hiredis_packs_the_adapters_commands_as_redis_py_does(
     sent: list[tuple[Any, ...]] = []
     exchange = pipelines._exchange
 
-    async def recording(conn: Any, commands: list[tuple[Any, ...]]) -> list[Any]:
+    async def recording(conn: Any, commands: list[tuple[Any, ...]], **how: Any) -> list[Any]:
         sent.extend(commands)
-        return await exchange(conn, commands)
+        return await exchange(conn, commands, **how)
 
     monkeypatch.setattr(pipelines, "_exchange", recording)
     blob = bytes(range(256)) + "ümlaut €".encode()

@@ -18,6 +18,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 
 from tests.storage.support import new_match, step
+from truco_server.ports.queues import CLOCK
 from truco_server.ports.settings import StoreSettings
 from truco_server.stores.redis import RedisStore, open_redis
 from truco_server.stores.redis.connection import RedisConnection
@@ -269,3 +270,22 @@ async def test_a_cluster_store_batches_through_one_lane_per_primary(
     for mid, v in versions.items():
         assert (await store.matches.commit(step(mid, v + 1))).version == v + 2
     assert set(conn._lanes) == primaries
+
+
+# --------------------------------------------------------------- batches that wait for replicas
+async def test_a_batch_that_waits_for_replicas_holds_up_no_batch_on_the_lane(
+    clean_redis_url: str, redis_stores: Callable[..., RedisStore]
+) -> None:
+    """WAIT holds its connection until the replicas answer (here none: until its timeout). A
+    batch that ends in WAIT takes a connection of the pool for itself, so the lane's batches
+    go on meanwhile (on the lane they would be answered after the WAIT)."""
+    version = await new_match(redis_stores(clean_redis_url), "m-wait")
+    store = redis_stores(clean_redis_url, wait_replicas=1, wait_timeout_ms=2000)
+    committing = asyncio.ensure_future(store.matches.commit(step("m-wait", version)))
+    while store.stats.round_trips < 1:  # the commit's batch is written; WAIT holds it
+        await asyncio.sleep(0.01)
+    await store.queues.add(CLOCK, "meanwhile", 5)  # not durable: on the lane
+    await asyncio.sleep(0.2)
+    assert not committing.done()  # its WAIT still waits
+    assert (await committing).version == version + 1
+    assert store.stats.wait_short >= 1  # no replica answered

@@ -177,8 +177,9 @@ class RedisConnection:
         self.description = description
         self.stats = RedisStats()
         self.slots = asyncio.Semaphore(max_connections)
-        """Held by every operation of :meth:`run` while it uses the backend (the script
-        batches go through the lanes, which take no connection of the pool per batch)."""
+        """Held by every operation of :meth:`run`, and by a script batch that ends in
+        ``WAIT``, while it uses a connection of the pool (the other batches go through the
+        lanes, which take none per batch)."""
         self._node_kwargs = node_kwargs or {}
         self._sentinel = sentinel
         self._refresh_lock = asyncio.Lock()

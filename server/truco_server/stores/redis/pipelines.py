@@ -4,14 +4,16 @@ reply or an exception), never an exception for the whole batch from a fault of o
 * one server or a Sentinel group's primary (:func:`send_one_server`): one write of the
   scripts to load, each call's preceding commands and its ``EVALSHA``, and ``WAIT``, on the
   store's lane (:mod:`.lane`: a connection of redis-py's pool that batches share, read as
-  the replies arrive); one read of the replies;
+  the replies arrive) -- a batch that ends in ``WAIT`` on a connection of the pool held for
+  it alone (:func:`_alone`); one read of the replies;
 * a Redis Cluster (:func:`send_cluster`): the preceding commands (other slots) first, then
   the scripts, each grouped by the node redis-py's slot map gives their keys, a node's
   group in one write and one read on that node's lane (a connection of the node's, from
-  ``ClusterNode.acquire_connection``), the nodes at once. A fault of one node fails only
-  its group's calls. A command a node redirects (``MOVED``, ``ASK``, ``TRYAGAIN``) is sent
-  again through redis-py's cluster client, which follows the redirection and updates its
-  slot map. What it costs is in docs/storage.md ("The batch of an event-loop turn").
+  ``ClusterNode.acquire_connection``; with ``WAIT``, one held for it alone), the nodes at
+  once. A fault of one node fails only its group's calls. A command a node redirects
+  (``MOVED``, ``ASK``, ``TRYAGAIN``) is sent again through redis-py's cluster client, which
+  follows the redirection and updates its slot map. What it costs is in docs/storage.md
+  ("The batch of an event-loop turn").
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hiredis import pack_command
-from redis.exceptions import AskError, TryAgainError
+from redis.exceptions import AskError, ResponseError, TryAgainError
 
 from truco_server.core import metrics
 from truco_server.stores.redis.connection import RedisConnection, is_fault
@@ -100,7 +102,7 @@ def send_one_server(conn: RedisConnection) -> Sender:
             assert wait is not None
             commands.append(wait)
         conn.stats.add(1, len(commands))
-        replies = await _exchange(conn, commands)
+        replies = await _exchange(conn, commands, waits=bool(durable))
         if durable:
             _count_short(conn, replies[-1], durable)
         return [_outcome(replies[a:b]) for a, b in spans]
@@ -108,15 +110,45 @@ def send_one_server(conn: RedisConnection) -> Sender:
     return send
 
 
-async def _exchange(conn: RedisConnection, commands: list[Command]) -> list[Any]:
-    """Send ``commands`` in one write on the store's lane (:mod:`.lane`: one connection of
-    redis-py's pool, read by the lane itself) and read their replies (an error reply as its
-    exception). The commands are packed by hiredis's ``pack_command`` (the same bytes as
-    redis-py's packer for the bytes, str and int the adapter sends, a fifth of its CPU:
+async def _exchange(conn: RedisConnection, commands: list[Command], *, waits: bool = False) -> list[Any]:
+    """Send ``commands`` in one write and read their replies (an error reply as its
+    exception): on the store's lane (:mod:`.lane`: one connection of redis-py's pool, read by
+    the lane itself), or when they end in ``WAIT`` (``waits``) on a connection of the pool
+    held for this batch alone (:func:`_alone`). The commands are packed by hiredis's
+    ``pack_command`` (the same bytes as redis-py's packer for the bytes, str and int the
+    adapter sends, a fifth of its CPU:
     ``test_hiredis_packs_the_adapters_commands_as_redis_py_does``)."""
     payload = b"".join([pack_command(command) for command in commands])
+    if waits:
+        pool = conn.client.connection_pool
+        async with conn.slots:
+            connection = await pool.get_connection()
+            try:
+                return await _alone(connection, payload, len(commands))
+            finally:
+                await pool.release(connection)
     lane = await conn.lane()
     return await lane.exchange(payload, len(commands))
+
+
+async def _alone(connection: Any, payload: bytes, count: int) -> list[Any]:
+    """``payload`` (``count`` commands) written on a connection of redis-py's that this batch
+    holds alone, and its replies: for a batch that ends in ``WAIT``, which holds its
+    connection until the replicas answer (up to the timeout when they do not) and would hold
+    up every batch behind it on a lane. A connection left with replies unread (a fault, a
+    cancellation) is closed, never reused."""
+    try:
+        await connection.send_packed_command(payload, check_health=False)
+        replies: list[Any] = []
+        for _ in range(count):
+            try:
+                replies.append(await connection.read_response())
+            except ResponseError as exc:
+                replies.append(exc)
+    except BaseException:
+        await connection.disconnect()
+        raise
+    return replies
 
 
 def send_cluster(conn: RedisConnection) -> Sender:
@@ -178,7 +210,9 @@ async def _node(conn: RedisConnection, node: Any, calls: list[ScriptCall], wait:
     if durable:
         assert wait is not None
         commands.append(wait)
-    replies = await _on_node(conn, node, commands, follow=range(len(load), len(load) + len(calls)))
+    replies = await _on_node(
+        conn, node, commands, follow=range(len(load), len(load) + len(calls)), waits=bool(durable)
+    )
     if durable:
         # a script redis-py sent to another node (MOVED, ASK) is not covered by this node's
         # WAIT: counted as short
@@ -188,18 +222,34 @@ async def _node(conn: RedisConnection, node: Any, calls: list[ScriptCall], wait:
 
 
 async def _on_node(
-    conn: RedisConnection, node: Any, commands: list[Command], follow: range | None = None
+    conn: RedisConnection,
+    node: Any,
+    commands: list[Command],
+    follow: range | None = None,
+    *,
+    waits: bool = False,
 ) -> list[Any]:
-    """``commands`` in one write on the lane of ``node`` (:meth:`RedisConnection.lane`),
-    their replies in one read; a fault of the node is every command's reply. A command the
+    """``commands`` in one write on the lane of ``node`` (:meth:`RedisConnection.lane`; when
+    they end in ``WAIT``, on a connection of the node's held for them alone, as
+    :func:`_exchange` does), their replies in one read; a fault of the node is every
+    command's reply. A command the
     node redirects (``MOVED``, ``ASK``, ``TRYAGAIN``; all of ``follow`` when given, else all)
     is sent again through redis-py's cluster client, which follows the redirection and
     learns the slot's new owner."""
     conn.stats.add(1, len(commands))
     payload = b"".join([pack_command(command) for command in commands])
     try:
-        lane = await conn.lane(node)
-        replies = await lane.exchange(payload, len(commands))
+        if waits:
+            async with conn.slots:
+                connection = node.acquire_connection()
+                try:
+                    await node.disconnect_if_needed(connection)  # one marked after a failover
+                    replies = await _alone(connection, payload, len(commands))
+                finally:
+                    node.release(connection)
+        else:
+            lane = await conn.lane(node)
+            replies = await lane.exchange(payload, len(commands))
     except Exception as exc:
         if not is_fault(exc, conn.kind):
             raise
