@@ -110,15 +110,19 @@ def send_one_server(conn: RedisConnection) -> Sender:
     return send
 
 
+def _packed(commands: list[Command]) -> bytes:
+    """``commands`` in the Redis protocol, packed by hiredis's ``pack_command`` (the same
+    bytes as redis-py's packer for the bytes, str and int the adapter sends, a fifth of its
+    CPU: ``test_hiredis_packs_the_adapters_commands_as_redis_py_does``)."""
+    return b"".join([pack_command(command) for command in commands])
+
+
 async def _exchange(conn: RedisConnection, commands: list[Command], *, waits: bool = False) -> list[Any]:
     """Send ``commands`` in one write and read their replies (an error reply as its
     exception): on the store's lane (:mod:`.lane`: one connection of redis-py's pool, read by
     the lane itself), or when they end in ``WAIT`` (``waits``) on a connection of the pool
-    held for this batch alone (:func:`_alone`). The commands are packed by hiredis's
-    ``pack_command`` (the same bytes as redis-py's packer for the bytes, str and int the
-    adapter sends, a fifth of its CPU:
-    ``test_hiredis_packs_the_adapters_commands_as_redis_py_does``)."""
-    payload = b"".join([pack_command(command) for command in commands])
+    held for this batch alone (:func:`_alone`); packed by :func:`_packed`."""
+    payload = _packed(commands)
     if waits:
         pool = conn.client.connection_pool
         async with conn.slots:
@@ -232,12 +236,11 @@ async def _on_node(
     """``commands`` in one write on the lane of ``node`` (:meth:`RedisConnection.lane`; when
     they end in ``WAIT``, on a connection of the node's held for them alone, as
     :func:`_exchange` does), their replies in one read; a fault of the node is every
-    command's reply. A command the
-    node redirects (``MOVED``, ``ASK``, ``TRYAGAIN``; all of ``follow`` when given, else all)
-    is sent again through redis-py's cluster client, which follows the redirection and
-    learns the slot's new owner."""
+    command's reply. A command the node redirects (``MOVED``, ``ASK``, ``TRYAGAIN``; all of
+    ``follow`` when given, else all) is sent again through redis-py's cluster client, which
+    follows the redirection and learns the slot's new owner."""
     conn.stats.add(1, len(commands))
-    payload = b"".join([pack_command(command) for command in commands])
+    payload = _packed(commands)
     try:
         if waits:
             async with conn.slots:
