@@ -10,7 +10,8 @@ one WebSocket per 25 of them). Three phases on the same worker, each with fresh 
    the moves per second the worker sustains, and its CPU (a worker near 100 % of a core is
    the bottleneck; a worker well below it was starved of a core by the rest of the machine);
 2. **calibration**: each seat waits a random (exponential) think time before acting, its
-   mean chosen for half the saturating rate; the measured rate corrects the think time;
+   mean the time between two moves of a match at half the saturating rate; the measured
+   rate gives the time a move took besides the think, which the next think time leaves out;
 3. **half load**: the same with the corrected think time; the latency of every move from its
    submission to the last seat's observation of it (the actor's result or update, every
    other seat's update) over the window: p50, p99, max; and how the slowest 1 % came
@@ -299,7 +300,10 @@ def _latency(args: argparse.Namespace, root: Path) -> Phase | None:
         sat = _phase(base, pid, 0.0, args)
         print(_line("saturation", sat, 0.0), flush=True)
         cycle = args.matches / max(sat.rate, 1e-9)  # seconds between two moves of a match, saturated
-        think = 1000 * cycle  # a first guess: the latency at half load is well under a cycle
+        # a first guess: half the saturating rate if a move took no time; it lands a little
+        # below half, where the latency is close to the one at half (a guess aimed above half
+        # measures a queue's latency there, and the corrected think time overshoots half)
+        think = 2000 * cycle
         cal = _phase(base, pid, think, args)
         print(_line("calibration", cal, think), flush=True)
         # M / rate = think + latency: keep the measured latency, aim at half the saturating rate
