@@ -348,14 +348,18 @@ def _enum_fields(cls: type) -> dict[str, type[StrEnum]]:
 
 
 _ENUM_FIELDS: dict[type, dict[str, type[StrEnum]]] = {cls: _enum_fields(cls) for cls in PAYLOADS.values()}
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in PAYLOADS.values()
+}
+"""Each payload class's field names, in order (``dataclasses.fields`` builds them per call)."""
 
 
 def payload_to_dict(p: Payload) -> dict[str, Any]:
     """JSON-able mapping of a payload: ``kind`` plus every field (tuples as lists)."""
     d: dict[str, Any] = {"kind": p.kind.value}
-    for f in dataclasses.fields(p):
-        v = getattr(p, f.name)
-        d[f.name] = list(v) if isinstance(v, tuple) else v.value if isinstance(v, StrEnum) else v
+    for name in _FIELD_NAMES[type(p)]:
+        v = getattr(p, name)
+        d[name] = list(v) if isinstance(v, tuple) else v.value if isinstance(v, StrEnum) else v
     return d
 
 

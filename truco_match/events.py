@@ -393,12 +393,19 @@ def _plain(value: Any) -> Any:
 def payload_to_dict(payload: Payload) -> dict[str, Any]:
     """JSON-able mapping of any payload: ``kind`` plus every field (tuples as lists, enums as
     strings, bytes as hex)."""
-    if not isinstance(payload, tuple(SERVICE_PAYLOADS.values())):
+    names = _SERVICE_FIELDS.get(type(payload))
+    if names is None:
         return te.payload_to_dict(payload)  # type: ignore[arg-type]
     d: dict[str, Any] = {"kind": payload.kind}
-    for f in dataclasses.fields(payload):
-        d[f.name] = _plain(getattr(payload, f.name))
+    for name in names:
+        d[name] = _plain(getattr(payload, name))
     return d
+
+
+_SERVICE_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in SERVICE_PAYLOADS.values()
+}
+"""Each service payload class's field names, in order."""
 
 
 def seat_to_dict(seat: SeatInfo) -> dict[str, Any]:

@@ -162,3 +162,45 @@ async def test_the_note_survives_the_hub_reading_the_commit_first(topology_url: 
         sub.close()
     finally:
         await store.close()
+
+
+async def test_a_second_subscription_at_the_cursor_reads_no_catch_up(clean_redis_url: str) -> None:
+    """A match's second subscription on a worker that starts where the hub's cursor is (the
+    other seat, at the same version) makes no catch-up read: the hub offers it everything
+    after, local commits and another worker's alike; one that starts behind the cursor still
+    reads what it missed."""
+    a = open_redis(clean_redis_url, hub_block_ms=30_000)
+    b = open_redis(clean_redis_url)
+    reads: list[tuple[str, int]] = []
+    read_events = a.matches.read_events
+
+    async def counted(match_id: str, after_version: int, limit: int) -> Any:
+        reads.append((match_id, after_version))
+        return await read_events(match_id, after_version, limit)
+
+    a.matches.read_events = counted  # type: ignore[method-assign]
+    try:
+        await new_match(a, "m1")
+        first = a.matches.subscribe("m1", 2)
+        hub = a.matches.hub
+        assert isinstance(hub, RedisStreamHub)
+        first_task = asyncio.ensure_future(collect(first, 2 + 3 + 2 + 3))
+        await _until(lambda: hub.cursor("m1") == 2 and len(reads) == 1)
+        second = a.matches.subscribe("m1", 2)
+        second_task = asyncio.ensure_future(collect(second, 2 + 3 + 2 + 3))
+        await asyncio.sleep(0)  # attached: its first next() runs
+        await play(a, "m1", 2, 3)  # local commits
+        await play(b, "m1", 5, 2)  # another worker's: the hub reads them for both
+        late = a.matches.subscribe("m1", 4)  # behind the cursor: reads 5.. itself
+        late_task = asyncio.ensure_future(collect(late, 2 + 3 + 2 + 3))
+        await _until(lambda: ("m1", 4) in reads)
+        await play(a, "m1", 7, 3)
+        assert await first_task == list(range(3, 11))
+        assert await second_task == list(range(3, 11))  # everything, once, in order
+        assert await late_task == list(range(5, 11))
+        assert reads.count(("m1", 2)) == 1  # the first subscription's only
+        for sub in (first, second, late):
+            sub.close()
+    finally:
+        await a.close()
+        await b.close()

@@ -63,9 +63,25 @@ _SPECIAL = enum_map(te.Special, game_pb2.Special.DESCRIPTOR)
 _STATUS = enum_map(MatchStatus, match_pb2.MatchState.DESCRIPTOR)
 
 
-@lru_cache(maxsize=1024)
+_SUMMARIES: dict[int, tuple[te.RuleSet, observation_pb2.RulesSummary]] = {}
+""":func:`rules_summary` by the rule set's identity (a match keeps one rule set object, and
+hashing one -- all its fields -- for the cache by value costs more than the copy)."""
+
+
 def rules_summary(rules: te.RuleSet) -> observation_pb2.RulesSummary:
     """The display summary of a rule set (cached per rule set; do not modify it)."""
+    hit = _SUMMARIES.get(id(rules))
+    if hit is not None and hit[0] is rules:  # the entry holds its rule set: ids are not reused
+        return hit[1]
+    made = _rules_summary(rules)
+    if len(_SUMMARIES) >= 1024:
+        _SUMMARIES.clear()
+    _SUMMARIES[id(rules)] = (rules, made)
+    return made
+
+
+@lru_cache(maxsize=1024)
+def _rules_summary(rules: te.RuleSet) -> observation_pb2.RulesSummary:
     return observation_pb2.RulesSummary(
         preset=rules.name,
         players=rules.players,
@@ -98,16 +114,6 @@ def observation_to_proto(view: SeatView, rules: te.RuleSet) -> observation_pb2.O
         hand=o.hand,
         hidden_hand=o.hidden_hand,
         hand_sizes=o.hand_sizes,
-        tricks=[
-            game_pb2.Trick(
-                leader=t.leader,
-                plays=[game_pb2.Play(seat=p.seat, card=p.card or "", face_down=p.face_down) for p in t.plays],
-                winner_seat=t.winner_seat,
-                winner_team=t.winner_team,
-                tied=t.tied,
-            )
-            for t in o.tricks
-        ],
         seat_teams=o.seat_teams,
         scores=o.scores,
         games_won=o.games_won,
@@ -121,6 +127,13 @@ def observation_to_proto(view: SeatView, rules: te.RuleSet) -> observation_pb2.O
         hand_wins_game=o.hand_wins_game,
         rules=rules_summary(rules),
     )
+    add_trick = msg.tricks.add  # in place: a nested message given to a constructor is copied
+    for t in o.tricks:
+        add_play = add_trick(
+            leader=t.leader, winner_seat=t.winner_seat, winner_team=t.winner_team, tied=t.tied
+        ).plays.add
+        for p in t.plays:
+            add_play(seat=p.seat, card=p.card or "", face_down=p.face_down)
     for seat, cards in o.revealed.items():
         msg.revealed[seat].cards.extend(cards)
     if view.clock is not None:

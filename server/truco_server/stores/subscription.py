@@ -6,8 +6,10 @@ is that, for one subscriber:
 * it owns a *bounded* queue (a client that does not read must not make the server's memory
   grow): a feed offers batches without ever blocking, and a batch that does not fit marks
   the subscription as overflowed instead;
-* it catches up from the log itself (``read_events``) when it starts, after an overflow and
-  after a gap in what was offered (a missed wake-up), from the last version it delivered;
+* it catches up from the log itself (``read_events``) when it starts (unless its feed
+  already follows the match from exactly its starting version: then the feed offers it
+  everything after, as to the match's other subscriptions), after an overflow and after a
+  gap in what was offered (a missed wake-up), from the last version it delivered;
 * it delivers contiguous batches only, dropping what it already delivered; only when the log
   no longer holds the version it needs does it answer :class:`LogTrimmed`, and the caller
   sends a snapshot and calls :meth:`EventSubscription.resume_from`;
@@ -53,7 +55,10 @@ class EventReader(Protocol):
 class Feed(Protocol):
     """Offers new events to attached subscriptions (:meth:`EventSubscription.offer`)."""
 
-    def attach(self, sub: EventSubscription) -> None: ...
+    def attach(self, sub: EventSubscription) -> bool:
+        """Follow ``sub``; ``True`` when every event after its starting version is yet to be
+        offered to it (its first catch-up read would find nothing the feed does not bring)."""
+        ...
 
     def detach(self, sub: EventSubscription) -> None: ...
 
@@ -171,7 +176,8 @@ class EventSubscription:
         if self._waiter is not None:
             raise RuntimeError("next() is already waiting on this subscription")
         if not self._attached:
-            self._feed.attach(self)
+            if self._feed.attach(self):
+                self._need_catchup = False  # the feed brings everything after its start
             self._attached = True
         loop: asyncio.AbstractEventLoop | None = None
         deadline = 0.0
@@ -271,8 +277,9 @@ class MemoryFeed:
     def __init__(self) -> None:
         self._subs: dict[str, set[EventSubscription]] = {}
 
-    def attach(self, sub: EventSubscription) -> None:
+    def attach(self, sub: EventSubscription) -> bool:
         self._subs.setdefault(sub.match_id, set()).add(sub)
+        return False  # a read of the log in memory costs less than telling
 
     def detach(self, sub: EventSubscription) -> None:
         subs = self._subs.get(sub.match_id)

@@ -98,17 +98,26 @@ class HubCore:
         """The version up to which ``match_id``'s events were delivered (None: not followed)."""
         return self._cursors.get(match_id)
 
-    def attach(self, sub: EventSubscription) -> None:
+    def attach(self, sub: EventSubscription) -> bool:
+        """Follow ``sub``. ``True`` when the match was followed already, its cursor exactly
+        at ``sub``'s starting version and its stream not waiting for the check after a
+        reconnect: every later event is then offered to ``sub`` as to the match's other
+        subscriptions (the invariant of the module docstring), and its catch-up read is
+        skipped (a match's second seat on a worker). Events of another worker reach it when
+        they reach them: at once for a remote match, at the next poll for a local one."""
         if self._closed:
             raise RuntimeError("hub is closed")
         mid = sub.match_id
         self._subs.setdefault(mid, set()).add(sub)
-        if mid not in self._cursors:
-            self._cursors[mid] = sub.last_version
-            key = self._stream_key(mid).encode()
-            self._keys[mid] = key
-            self._key_to_match[key] = mid
-            self._followed(mid)
+        cursor = self._cursors.get(mid)
+        if cursor is not None:
+            return cursor == sub.last_version and mid not in self._unverified
+        self._cursors[mid] = sub.last_version
+        key = self._stream_key(mid).encode()
+        self._keys[mid] = key
+        self._key_to_match[key] = mid
+        self._followed(mid)
+        return False
 
     def detach(self, sub: EventSubscription) -> None:
         subs = self._subs.get(sub.match_id)
