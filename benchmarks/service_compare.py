@@ -40,6 +40,7 @@ import aiohttp
 from truco_contract.pb import match_service_pb2_grpc
 from truco_tools.bench_connection import ConnectionBots, WebSocketBots, pattern_connect_load, stubs_of
 from truco_tools.bench_load import Bots, Figures, bench_channel
+from truco_tools.bench_policy import POLICIES
 from truco_tools.bench_processes import HOST, PATTERN_SERVICE, child, cpu_seconds, echo_cmd
 from truco_tools.bench_rest import RestBots
 from truco_tools.bench_service import measure_window
@@ -61,6 +62,8 @@ class Window(NamedTuple):
     cpu: float
     actions: int
     seconds: float
+    matches: int = 0
+    """Matches finished in the window (0: not counted)."""
 
     @property
     def ms(self) -> float:
@@ -106,17 +109,18 @@ async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.
     stop = asyncio.Event()
     n_channels = max(1, -(-args.matches // 25))
     transport = phase.split("-")[0]
+    policy = getattr(args, "policy", "random")
     if transport in ("rest", "ws"):
         connector = aiohttp.TCPConnector(limit=0)
         base = f"http://{HOST}:{http_port}"
         async with aiohttp.ClientSession(connector=connector) as session:
             if transport == "rest":
-                rest = RestBots(session, base, args.preset, 2, args.seed, 0, fig, stop)
+                rest = RestBots(session, base, args.preset, 2, args.seed, 0, fig, stop, policy)
                 elapsed, cpu = await measure_window(
                     rest.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
                 )
             else:
-                ws = WebSocketBots(session, base, n_channels, args.preset, 2, args.seed, 0, fig, stop)
+                ws = WebSocketBots(session, base, n_channels, args.preset, 2, args.seed, 0, fig, stop, policy)
                 await ws.start()
                 try:
                     elapsed, cpu = await measure_window(
@@ -124,14 +128,14 @@ async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.
                     )
                 finally:
                     await ws.close()
-        return Window(cpu, fig.actions, elapsed)
+        return Window(cpu, fig.actions, elapsed, fig.matches_finished)
     channels = [bench_channel(f"{HOST}:{port}", i) for i in range(n_channels)]
     try:
         if transport == "unary":
             stubs = [match_service_pb2_grpc.MatchServiceStub(ch) for ch in channels]
             bots = Bots(
                 stubs,
-                argparse.Namespace(preset=args.preset, players=2, seed=args.seed, think_ms=0),
+                argparse.Namespace(preset=args.preset, players=2, seed=args.seed, think_ms=0, policy=policy),
                 fig,
                 stop,
             )
@@ -139,7 +143,7 @@ async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.
                 bots.run_slot, args.matches, fig, stop, args.warmup, args.seconds, pid
             )
         else:
-            conn = ConnectionBots(stubs_of(channels), args.preset, 2, args.seed, 0, fig, stop)
+            conn = ConnectionBots(stubs_of(channels), args.preset, 2, args.seed, 0, fig, stop, policy)
             await conn.start()
             try:
                 elapsed, cpu = await measure_window(
@@ -150,7 +154,7 @@ async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.
     finally:
         for ch in channels:
             await ch.close()
-    return Window(cpu, fig.actions, elapsed)
+    return Window(cpu, fig.actions, elapsed, fig.matches_finished)
 
 
 async def measure(phase: str, root: Path, args: argparse.Namespace) -> Window:
@@ -233,6 +237,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--matches", type=int, default=200, help="concurrent matches (default 200)")
     parser.add_argument("--preset", default="paulista", help="two-player preset (default paulista)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default="random",
+        help="how the bots choose their actions (truco_tools.bench_policy; default random)",
+    )
     parser.add_argument(
         "--phases",
         type=lambda s: tuple(s.split(",")),

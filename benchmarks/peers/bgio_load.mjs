@@ -44,7 +44,7 @@ function playMatch(matchID, credentials, figures) {
           last = state.G.moves;
         }
         if (state.ctx.gameover) {
-          if (playerID === "0") figures.finished += 1;
+          if (playerID === "0" && figures.measuring) figures.finished += 1;
           return finish();
         }
         if (figures.stop) return finish();

@@ -18,7 +18,7 @@ function playRoom(room, seat, figures, onOver) {
       countMoves(figures, state.moves - last);
       last = state.moves;
     }
-    if (state.winner >= 0 || figures.stop) return onOver();
+    if (state.winner >= 0 || figures.stop) return onOver(state.winner >= 0);
     if (state.next !== seat || state.moves === moved) return;
     const hand = state.seats[seat] && state.seats[seat].hand;
     if (!hand || hand.length === 0) return;
@@ -35,10 +35,10 @@ await measure(opts, async (slot, figures) => {
     const second = await client.joinById(first.roomId);
     await new Promise((resolve) => {
       let done = false;
-      const over = () => {
+      const over = (won) => {
         if (done) return;
         done = true;
-        if (first.state.winner >= 0) figures.finished += 1;
+        if (won && figures.measuring) figures.finished += 1; // the state that ended it: either room's
         first.leave();
         second.leave();
         resolve();

@@ -61,6 +61,8 @@ class Phase(NamedTuple):
     """When each move of ``observed_ms`` was submitted (``time.perf_counter()``)."""
     window: tuple[float, float]
     """The window's opening and closing (seconds since the epoch)."""
+    matches: int = 0
+    """Matches finished in the window."""
 
     @property
     def rate(self) -> float:
@@ -129,7 +131,16 @@ async def _generator(pipe: Connection, base: str, matches: int, offset: int, arg
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
         n_sockets = max(1, -(-matches // 25))
         bots = WebSocketBots(
-            session, base, n_sockets, args["preset"], 2, args["seed"] + offset, args["think_ms"], fig, stop
+            session,
+            base,
+            n_sockets,
+            args["preset"],
+            2,
+            args["seed"] + offset,
+            args["think_ms"],
+            fig,
+            stop,
+            args["policy"],
         )
         await bots.start()
         slots = [asyncio.ensure_future(bots.run_slot(offset + i)) for i in range(matches)]
@@ -148,7 +159,7 @@ async def _generator(pipe: Connection, base: str, matches: int, offset: int, arg
                 slot.cancel()
             await asyncio.gather(*slots, return_exceptions=True)
             await bots.close()
-    pipe.send((fig.actions, fig.observed_ms, fig.observed_at, fig.errors))
+    pipe.send((fig.actions, fig.observed_ms, fig.observed_at, fig.errors, fig.matches_finished))
 
 
 def _phase(base: str, worker_pid: int, think_ms: float, args: argparse.Namespace) -> Phase:
@@ -159,7 +170,12 @@ def _phase(base: str, worker_pid: int, think_ms: float, args: argparse.Namespace
     shares = [
         args.matches // args.processes + (i < args.matches % args.processes) for i in range(args.processes)
     ]
-    opts = {"preset": args.preset, "seed": args.seed, "think_ms": think_ms}
+    opts = {
+        "preset": args.preset,
+        "seed": args.seed,
+        "think_ms": think_ms,
+        "policy": args.policy,
+    }
     pipes, procs = [], []
     offset = 0
     for share in shares:
@@ -185,12 +201,13 @@ def _phase(base: str, worker_pid: int, think_ms: float, args: argparse.Namespace
         time.sleep(max(0.0, t_close - time.time()))
         seconds = time.perf_counter() - t0
         cpu, load = cpu_seconds(worker_pid) - cpu0, sum(cpu_seconds(p) for p in pids) - load0
-        moves, observed, observed_at = 0, [], []
+        moves, matches, observed, observed_at = 0, 0, [], []
         for pipe in pipes:
             if not pipe.poll(60):
                 raise RuntimeError("a load generator did not report")
-            n, lat, sent, _errors = pipe.recv()
+            n, lat, sent, _errors, finished = pipe.recv()
             moves += n
+            matches += finished
             observed += lat
             observed_at += sent
     finally:
@@ -199,7 +216,7 @@ def _phase(base: str, worker_pid: int, think_ms: float, args: argparse.Namespace
             if proc.is_alive():
                 proc.kill()  # our own child, by its handle
                 proc.join()
-    return Phase(moves, seconds, cpu, load, observed, observed_at, (t_open, t_close))
+    return Phase(moves, seconds, cpu, load, observed, observed_at, (t_open, t_close), matches)
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -244,12 +261,13 @@ def _served(store: str, root: Path) -> Iterator[tuple[int, str]]:
             redis.stop()
 
 
-def window(name: str, root: Path, args: argparse.Namespace) -> tuple[float, int, float]:
+def window(name: str, root: Path, args: argparse.Namespace) -> tuple[float, int, float, int]:
     """``ws-<store>`` of the peer table with the generators in their own processes: the
-    closed loop's (worker CPU seconds, moves, seconds) against a fresh worker."""
+    closed loop's (worker CPU seconds, moves, seconds, matches finished) against a fresh
+    worker."""
     with _served(name.split("-")[1], root) as (pid, base):
         got = _phase(base, pid, 0.0, args)
-    return got.worker_cpu, got.moves, got.seconds
+    return got.worker_cpu, got.moves, got.seconds, got.matches
 
 
 def latency(args: argparse.Namespace, root: Path) -> int:
@@ -319,7 +337,7 @@ def _latency(args: argparse.Namespace, root: Path) -> Phase | None:
         f" ({half.rate / max(sat.rate, 1e-9):.2f} of it), submit -> every seat's observation:"
         f" p50 {_quantile(obs, 0.5):.1f} ms, p99 {_quantile(obs, 0.99):.1f} ms,"
         f" max {max(obs, default=math.nan):.1f} ms"
-        f" ({args.processes} generator processes, {args.matches} matches,"
+        f" ({args.processes} generator processes, {args.matches} matches, policy {args.policy},"
         f" {args.warmup:g}+{args.seconds:g} s a phase)",
         flush=True,
     )

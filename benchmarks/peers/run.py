@@ -13,13 +13,17 @@ system, from ``/proc``) and the moves made are counted over ``--seconds``.
   its event stream) on ``redis`` or ``memory``: ``truco serve`` with one worker (and a fresh
   ``redis-server``), driven by the bots of ``benchmarks/service_compare.py`` playing
   ``--preset``: from this process, except the WebSocket's, which run in ``--processes``
-  processes of their own (``latency.py``; ``--processes 0``: from this process too).
+  processes of their own (``latency.py``; ``--processes 0``: from this process too). They
+  choose their actions by ``--policy``: ``cards`` (the default) plays a card whenever one is
+  legal, the peer game's kind of move; ``random`` any legal action, calls and folds
+  included, whose matches end after a few moves (``truco_tools.bench_policy``).
 
 The contestants run one after the other, in the given order in odd rounds and reversed in
 even ones (A B ... B A ...), for ``--rounds`` rounds; the load average is printed before each
 run and at the end. The table shows the medians: server CPU ms per move, moves per second
-per core of server CPU, moves per second, and the ratio of each row's CPU per move to each
-peer's (below 1: cheaper than that peer); a run in which no move was made (the load generator
+per core of server CPU, moves per second, matches finished in the window (each replaced by a
+new one, whose creation the server pays in the window too), and the ratio of each row's CPU per
+move to each peer's (below 1: cheaper than that peer); a run in which no move was made (the load generator
 starved on a busy machine) is shown and left out of the medians.
 
     (cd benchmarks/peers && npm ci)                     # once: the pinned peer packages
@@ -56,6 +60,7 @@ import latency  # noqa: E402  (--latency: benchmarks/peers/latency.py)
 import service_compare  # noqa: E402  (the driver of our side: benchmarks/service_compare.py)
 from service_compare import ALL_PHASES, ROOT, Window  # noqa: E402
 
+from truco_tools.bench_policy import POLICIES  # noqa: E402
 from truco_tools.bench_processes import HOST, child  # noqa: E402
 from truco_tools.redis_proc import free_port  # noqa: E402
 
@@ -94,7 +99,9 @@ def measure_peer(name: str, args: argparse.Namespace) -> Window:
     got = json.loads(lines[-1])
     if got["errors"]:
         print(f"# {name}: {got['errors']} load generator errors\n{done.stderr[-1000:]}", file=sys.stderr)
-    return Window(float(got["server_cpu_s"]), int(got["moves"]), float(got["seconds"]))
+    return Window(
+        float(got["server_cpu_s"]), int(got["moves"]), float(got["seconds"]), int(got["matches_finished"])
+    )
 
 
 async def measure(name: str, args: argparse.Namespace) -> Window:
@@ -130,13 +137,14 @@ def table(got: dict[str, list[Window]]) -> list[str]:
     got = {name: ws for name, ws in got.items() if ws}
     ms = {name: statistics.median(w.ms for w in ws) for name, ws in got.items()}
     rate = {name: statistics.median(w.actions / max(w.seconds, 1e-9) for w in ws) for name, ws in got.items()}
+    finished = {name: statistics.median(w.matches for w in ws) for name, ws in got.items()}
     peers = [p for p in PEERS if p in got]
-    head = f"{'contestant':14s} {'CPU ms/move':>11s} {'moves/s/core':>12s} {'moves/s':>8s}"
+    head = f"{'contestant':14s} {'CPU ms/move':>11s} {'moves/s/core':>12s} {'moves/s':>8s} {'finished':>8s}"
     head += "".join(f" {'÷ ' + p:>15s}" for p in peers)
     lines = [head]
     for name in got:
         per_core = 1000 / ms[name] if ms[name] > 0 else float("inf")
-        line = f"{name:14s} {ms[name]:11.3f} {per_core:12.0f} {rate[name]:8.0f}"
+        line = f"{name:14s} {ms[name]:11.3f} {per_core:12.0f} {rate[name]:8.0f} {finished[name]:8.0f}"
         line += "".join(f" {ms[name] / ms[p]:15.2f}" for p in peers)
         lines.append(line)
     return lines
@@ -152,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--matches", type=int, default=200, help="concurrent matches (default 200)")
     parser.add_argument("--preset", default="paulista", help="our two-player preset (default paulista)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default="cards",
+        help="how our bots choose their actions (default cards: a card whenever one is legal)",
+    )
     names = lambda s: tuple(s.split(",")) if s else ()  # noqa: E731
     parser.add_argument("--ours", type=names, default=OURS, help="our contestants, comma-separated")
     parser.add_argument("--peers", type=names, default=tuple(PEERS), help="of boardgame.io,colyseus")
@@ -203,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     took = time.time() - started
     print(
         f"(medians of {args.rounds} rounds of {args.warmup:g}+{args.seconds:g} s, {args.matches} matches,"
-        f" ours playing {args.preset}; {took:.0f} s)"
+        f" ours playing {args.preset}, policy {args.policy}; {took:.0f} s)"
     )
     return 0
 

@@ -77,7 +77,10 @@ def test_the_peer_benchmark_runs_alternating_rounds(tmp_path: Path) -> None:
     head = next(i for i, line in enumerate(lines) if line.startswith("contestant "))
     rows = {line.split()[0]: line.split()[1:] for line in lines[head + 1 : head + 4]}
     for name in ("boardgame.io", "colyseus", "ws-memory"):
-        ms, per_core, _rate, to_bgio, to_colyseus = (float(x) for x in rows[name])
+        ms, per_core, _rate, _finished, to_bgio, to_colyseus = (float(x) for x in rows[name])
         assert per_core == pytest.approx(1000 / ms, rel=0.01, abs=1), rows[name]
         assert to_bgio == pytest.approx(ms / float(rows["boardgame.io"][0]), rel=0.02, abs=0.01), rows[name]
         assert to_colyseus == pytest.approx(ms / float(rows["colyseus"][0]), rel=0.02, abs=0.01), rows[name]
+    assert re.search(r"ours playing paulista, policy cards;", out), out
+    # the peer game's matches (30-58 moves) finish within two seconds of 4 matches
+    assert float(rows["boardgame.io"][3]) > 0 and float(rows["colyseus"][3]) > 0, rows

@@ -22,12 +22,15 @@ from typing import Any, Protocol
 
 import aiohttp
 import grpc
+from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
+from truco_tools.bench_policy import choose
 
 pb = match_service_pb2
 ABORTED = grpc.StatusCode.ABORTED.value[0]
 FAILED_PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION.value[0]
+RESOURCE_EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
 
 
 class Figures(Protocol):
@@ -72,19 +75,23 @@ class ConnectionBots:
         think_ms: float,
         figures: Figures,
         stop: asyncio.Event,
+        policy: str = "random",
     ) -> None:
         self.stubs = stubs
         self.preset = preset
         self.players = players
         self.seed = seed
         self.think = think_ms / 1000
+        self.policy = policy
+        """How the bots choose their actions (:mod:`.bench_policy`)."""
         self.fig = figures
         self.stop = stop
         self.live: set[str] = set()
         self._ids = iter(range(1, 1 << 62))
         self._boxes: list[asyncio.Queue[pb.ConnectRequest | None]] = []
         self._subs: dict[int, tuple[_Match, int]] = {}  # subscription -> (match, seat)
-        self._actions: dict[int, tuple[float, _Match, int, int]] = {}  # -> (sent, match, seat, version)
+        self._actions: dict[int, tuple[float, _Match, int, int, Any]] = {}
+        """action id -> (sent, match, seat, version, action)"""
         self._readers: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -163,6 +170,9 @@ class ConnectionBots:
         elif kind == "error":
             code = msg.error.status.code
             self.fig.errors += 1
+            if code == RESOURCE_EXHAUSTED:  # the seat's rate of actions (one match played fast)
+                self._again(msg.error.action_id, msg.error.status)
+                return
             if code not in (ABORTED, FAILED_PRECONDITION):
                 raise RuntimeError(f"action refused: {msg.error.status.message}")
             self._result(msg.error.action_id, ok=False)
@@ -171,7 +181,7 @@ class ConnectionBots:
         got = self._actions.pop(aid, None)
         if got is None:
             return
-        t0, m, _seat, version = got
+        t0, m, _seat, version, _action = got
         if not ok:  # refused: no seat will observe it
             m.waiting.pop(version, None)
             return
@@ -180,6 +190,21 @@ class ConnectionBots:
         if self.fig.measuring:
             self.fig.actions += 1
             self.fig.submit_ms.append((time.perf_counter() - t0) * 1000)
+
+    def _again(self, aid: int, status: Any) -> None:
+        """Send an action refused by its seat's quota again once the refusal's wait is over."""
+        got = self._actions.pop(aid, None)
+        if got is None:
+            return
+        _t0, m, seat, version, action = got
+        m.waiting.pop(version, None)
+        delay = 0.05
+        for detail in status.details:
+            if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                info = error_details_pb2.RetryInfo()
+                detail.Unpack(info)
+                delay = info.retry_delay.ToTimedelta().total_seconds()
+        asyncio.get_running_loop().call_later(delay, self._act, m, seat, version, action)
 
     def _standing(self, r: pb.ConnectActionResult) -> None:
         """A result that continues its subscription stands for the update (the server sends
@@ -218,13 +243,13 @@ class ConnectionBots:
         obs = upd.observation
         if obs.match_state != match_pb2.MATCH_STATE_ACTIVE:
             if not m.done.is_set():
-                self.fig.matches_finished += 1
+                self.fig.matches_finished += int(self.fig.measuring)  # in the window, as the actions
                 m.done.set()
             return
         if not obs.awaited or obs.awaited[0] != seat or not obs.legal_actions or self.stop.is_set():
             return
         rng = m.rng
-        action = rng.choice(obs.legal_actions)
+        action = choose(rng, obs.legal_actions, self.policy)
         if self.think > 0:
             delay = rng.expovariate(1.0 / self.think)
             asyncio.get_running_loop().call_later(delay, self._act, m, seat, obs.version, action)
@@ -250,7 +275,7 @@ class ConnectionBots:
         t0 = time.perf_counter()
         m.sent[version] = (t0, seat)
         m.waiting[version] = (t0, set(range(m.players)))
-        self._actions[aid] = (t0, m, seat, version)
+        self._actions[aid] = (t0, m, seat, version, action)
         req = pb.SubmitActionRequest(
             request_id=f"{seat}-{m.n}-{version}", expected_version=version, action=action
         )
@@ -278,8 +303,9 @@ class WebSocketBots(ConnectionBots):
         think_ms: float,
         figures: Figures,
         stop: asyncio.Event,
+        policy: str = "random",
     ) -> None:
-        super().__init__([], preset, players, seed, think_ms, figures, stop)
+        super().__init__([], preset, players, seed, think_ms, figures, stop, policy)
         self.http = session
         self.base = base
         self.n_connections = connections

@@ -16,6 +16,7 @@ import grpc
 
 from truco_client.aio import read_to_end
 from truco_contract.pb import match_pb2, match_service_pb2
+from truco_tools.bench_policy import choose
 from truco_tools.bench_processes import ECHO_METHOD, PATTERN_SERVICE, cpu_seconds
 from truco_tools.bench_rest import play_seats
 
@@ -83,7 +84,8 @@ def bench_channel(address: str, index: int) -> grpc.aio.Channel:
 
 
 class Bots:
-    """Random bots playing ``matches`` concurrent matches until ``stop`` is set."""
+    """Bots playing ``matches`` concurrent matches until ``stop`` is set, choosing their
+    actions by ``args.policy`` (:mod:`.bench_policy`; ``random`` when it has none)."""
 
     def __init__(
         self, stubs: list[Any], args: argparse.Namespace, figures: Figures, stop: asyncio.Event
@@ -121,7 +123,7 @@ class Bots:
         try:
             await play_seats([self._seat(stub, mid, tokens, s, rng, sent, over) for s in range(len(tokens))])
             if over.is_set():
-                self.fig.matches_finished += 1
+                self.fig.matches_finished += int(self.fig.measuring)  # in the window, as the actions
         finally:
             self.live.discard(mid)
 
@@ -137,6 +139,7 @@ class Bots:
     ) -> None:
         md = (("authorization", f"Bearer {tokens[seat]}"),)
         think = self.args.think_ms / 1000
+        policy = getattr(self.args, "policy", "random")
         call = stub.StreamObservations(match_service_pb2.StreamObservationsRequest(match_id=mid), metadata=md)
         n = 0
         try:
@@ -159,7 +162,7 @@ class Bots:
                     return
                 if not obs.awaited or obs.awaited[0] != seat or not obs.legal_actions:
                     continue
-                action = rng.choice(obs.legal_actions)
+                action = choose(rng, obs.legal_actions, policy)
                 if think > 0:
                     await asyncio.sleep(rng.expovariate(1.0 / think))
                 t0 = time.perf_counter()

@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 import aiohttp
 
+from truco_tools.bench_policy import choose, is_card_json
+
 
 async def play_seats(seats: list[Coroutine[Any, Any, None]]) -> None:
     """Run one match's seat loops together until they end; the first failure cancels the
@@ -58,6 +60,7 @@ class RestBots:
         think_ms: float,
         figures: LoadFigures,
         stop: asyncio.Event,
+        policy: str = "random",
     ) -> None:
         self.http = session
         self.base = base
@@ -65,6 +68,8 @@ class RestBots:
         self.players = players
         self.seed = seed
         self.think = think_ms / 1000
+        self.policy = policy
+        """How the bots choose their actions (:mod:`.bench_policy`)."""
         self.fig = figures
         self.stop = stop
         self.live: set[str] = set()
@@ -93,7 +98,7 @@ class RestBots:
         try:
             await play_seats([self._seat(mid, tokens, s, rng, sent, over) for s in range(len(tokens))])
             if over.is_set():
-                self.fig.matches_finished += 1
+                self.fig.matches_finished += int(self.fig.measuring)  # in the window, as the actions
         finally:
             self.live.discard(mid)
 
@@ -135,7 +140,7 @@ class RestBots:
                 legal = obs.get("legalActions") or []
                 if not acting or acting[0] != seat or not legal:
                     continue
-                action = rng.choice(legal)
+                action = choose(rng, legal, self.policy, is_card_json)
                 if self.think > 0:
                     await asyncio.sleep(rng.expovariate(1.0 / self.think))
                 version = int(obs["version"])
