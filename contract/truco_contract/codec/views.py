@@ -132,8 +132,8 @@ def observation_to_proto(view: SeatView, rules: te.RuleSet) -> observation_pb2.O
         add_play = add_trick(
             leader=t.leader, winner_seat=t.winner_seat, winner_team=t.winner_team, tied=t.tied
         ).plays.add
-        for p in t.plays:
-            add_play(seat=p.seat, card=p.card or "", face_down=p.face_down)
+        for play in t.plays:
+            add_play(seat=play.seat, card=play.card or "", face_down=play.face_down)
     for seat, cards in o.revealed.items():
         msg.revealed[seat].cards.extend(cards)
     if view.clock is not None:
