@@ -15,8 +15,9 @@ system, from ``/proc``) and the moves made are counted over ``--seconds``.
   ``--preset``: from this process, except the WebSocket's, which run in ``--processes``
   processes of their own (``latency.py``; ``--processes 0``: from this process too). They
   choose their actions by ``--policy``: ``cards`` (the default) plays a card whenever one is
-  legal, the peer game's kind of move; ``random`` any legal action, calls and folds
-  included, whose matches end after a few moves (``truco_tools.bench_policy``).
+  legal, the peer game's kind of move, in matches longer than the peer game's; ``random``
+  any legal action, calls and folds included, in matches shorter than the peer game's
+  (``truco_tools.bench_policy``).
 
 The contestants run one after the other, in the given order in odd rounds and reversed in
 even ones (A B ... B A ...), for ``--rounds`` rounds; the load average is printed before each

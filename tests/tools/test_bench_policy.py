@@ -50,8 +50,9 @@ def test_an_unknown_policy_is_refused() -> None:
 
 
 def test_playing_cards_makes_longer_matches_than_random_play() -> None:
-    """Random calls and folds end hands early: a paulista match played card-first lasts
-    longer (docs/benchmarks.md quotes both with the module's command)."""
+    """Random calls raise hands' values, so random play reaches the target in fewer hands: a
+    paulista match played card-first lasts longer (docs/benchmarks.md quotes both with the
+    module's command)."""
     cards = match_lengths("paulista", "cards", 20)
     anything = match_lengths("paulista", "random", 20)
     assert min(cards) > 12  # twelve points, a hand without a call worth one

@@ -1,13 +1,15 @@
 """How the service benchmarks' bots choose among their legal actions.
 
-- ``random``: any legal action, calls and folds included -- the whole game's mix: a called
-  truco is often declined or a hand folded after a move or two, so hands are short and deals
-  frequent.
+- ``random``: any legal action, calls, answers and folds included -- the whole game's mix.
+  A paulista match lasts about 35 moves (shorter than the peer benchmark's game, 30-58).
 - ``cards``: a card whenever one may be played (chosen at random among them), another
-  action only when none may -- the moves of the peer benchmark's game (one card per move,
-  ``benchmarks/peers/game.mjs``): hands of two or three tricks, a deal every five moves or so.
+  action only when none may -- the peer game's kind of move (one card per move,
+  ``benchmarks/peers/game.mjs``). A paulista match lasts about 94 moves (longer than the
+  peer game's).
 
-How long a match lasts under each (the rules engine alone, no server)::
+Under both a deal comes every 4.5-5 moves (the peer game's every 6); what differs is the
+kind of move and how often a match is created, joined and ended. How long matches and hands
+last under each (the rules engine alone, no server)::
 
     python -m truco_tools.bench_policy --preset paulista --matches 500
 """
@@ -20,7 +22,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-__all__ = ["POLICIES", "choose", "is_card_json", "is_card_proto", "match_lengths"]
+__all__ = ["POLICIES", "choose", "is_card_json", "is_card_proto", "match_lengths", "play"]
 
 POLICIES = ("random", "cards")
 
@@ -52,12 +54,17 @@ def choose(rng: random.Random, legal: Sequence[A], policy: str, is_card: Any = i
 def match_lengths(preset: str, policy: str, matches: int, seed: int = 0) -> list[int]:
     """The moves of ``matches`` two-player matches of ``preset`` whose seats choose by
     ``policy`` (played by the rules engine and the match table alone, each from its own seed)."""
+    return [moves for moves, _ in play(preset, policy, matches, seed)]
+
+
+def play(preset: str, policy: str, matches: int, seed: int = 0) -> list[tuple[int, int]]:
+    """:func:`match_lengths`, with the hands dealt in each match: (moves, hands) per match."""
     import truco_engine as te
     from truco_match import table
     from truco_match.lifecycle import Lifecycle
 
     rules = te.get_rules(preset, players=2)
-    out = []
+    out: list[tuple[int, int]] = []
     for k in range(matches):
         rng = random.Random(f"{seed}:{k}")
         setup = table.Setup(rules=rules, seed=rng.randbytes(32), lifecycle=Lifecycle())
@@ -69,7 +76,7 @@ def match_lengths(preset: str, policy: str, matches: int, seed: int = 0) -> list
             action = choose(rng, te.observe(state, seat).legal_actions, policy, _is_card_engine)
             step = table.act(setup, state, life, seat, action, 0)
             state, life, moves = step.state, step.life, moves + 1
-        out.append(moves)
+        out.append((moves, state.hands))
     return out
 
 
@@ -84,10 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     for policy in POLICIES:
-        got = match_lengths(args.preset, policy, args.matches, args.seed)
+        played = play(args.preset, policy, args.matches, args.seed)
+        got = [moves for moves, _ in played]
+        per_hand = sum(got) / max(sum(hands for _, hands in played), 1)
         print(
             f"{args.preset} {policy:6s} moves per match: mean {statistics.mean(got):.1f}, median"
-            f" {statistics.median(got):g}, min {min(got)}, max {max(got)} ({args.matches} matches)"
+            f" {statistics.median(got):g}, min {min(got)}, max {max(got)}; moves per hand"
+            f" {per_hand:.2f} ({args.matches} matches)"
         )
     return 0
 
