@@ -75,16 +75,24 @@ def server_retry_delay(err: object) -> float:
     trailers = getattr(err, "trailing_metadata", None)
     if trailers is None:
         return 0.0
-    from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+    from google.rpc import status_pb2  # type: ignore[import-untyped]
 
     for key, value in trailers() or ():
-        if key != "grpc-status-details-bin":
-            continue
-        for detail in status_pb2.Status.FromString(value).details:
-            if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-                info = error_details_pb2.RetryInfo()
-                detail.Unpack(info)
-                return float(info.retry_delay.ToMilliseconds()) / 1000
+        if key == "grpc-status-details-bin":
+            return status_retry_delay(status_pb2.Status.FromString(value))
+    return 0.0
+
+
+def status_retry_delay(status: Any) -> float:
+    """Seconds of the ``google.rpc.RetryInfo`` among a ``google.rpc.Status``'s details (0
+    without): a failed call's, or a player connection's ``ConnectActionError``'s."""
+    from google.rpc import error_details_pb2
+
+    for detail in status.details:
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            info = error_details_pb2.RetryInfo()
+            detail.Unpack(info)
+            return float(info.retry_delay.ToMilliseconds()) / 1000
     return 0.0
 
 

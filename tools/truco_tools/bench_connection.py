@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 import aiohttp
 import grpc
-from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 
+from truco_client._core import status_retry_delay
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
 from truco_tools.bench_policy import choose
 
@@ -198,12 +198,7 @@ class ConnectionBots:
             return
         _t0, m, seat, version, action = got
         m.waiting.pop(version, None)
-        delay = 0.05
-        for detail in status.details:
-            if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-                info = error_details_pb2.RetryInfo()
-                detail.Unpack(info)
-                delay = info.retry_delay.ToTimedelta().total_seconds()
+        delay = status_retry_delay(status) or 0.05
         asyncio.get_running_loop().call_later(delay, self._act, m, seat, version, action)
 
     def _standing(self, r: pb.ConnectActionResult) -> None:

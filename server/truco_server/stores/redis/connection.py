@@ -329,11 +329,11 @@ class RedisConnection:
         if lock is None:
             lock = self._lane_locks[key] = asyncio.Lock()
         async with lock:
-            lane = self._lanes.pop(key, None)
+            lane = self._lanes.get(key)
+            if lane is not None and lane.serving:  # opened while this caller waited
+                return lane
             if lane is not None:
-                if lane.serving:
-                    self._lanes[key] = lane
-                    return lane
+                del self._lanes[key]
                 await lane.close("ended")
             if self.closed:
                 raise StoreUnavailable("the store is closed")

@@ -19,7 +19,8 @@ reply or an exception), never an exception for the whole batch from a fault of o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,22 +118,40 @@ def _packed(commands: list[Command]) -> bytes:
     return b"".join([pack_command(command) for command in commands])
 
 
-async def _exchange(conn: RedisConnection, commands: list[Command], *, waits: bool = False) -> list[Any]:
+async def _exchange(
+    conn: RedisConnection, commands: list[Command], *, node: Any = None, waits: bool = False
+) -> list[Any]:
     """Send ``commands`` in one write and read their replies (an error reply as its
-    exception): on the store's lane (:mod:`.lane`: one connection of redis-py's pool, read by
-    the lane itself), or when they end in ``WAIT`` (``waits``) on a connection of the pool
-    held for this batch alone (:func:`_alone`); packed by :func:`_packed`."""
+    exception): on the lane of one server or of the cluster ``node`` (:mod:`.lane`: a
+    connection of redis-py's, read by the lane itself), or when they end in ``WAIT``
+    (``waits``) on a connection held for this batch alone (:func:`_alone`); packed by
+    :func:`_packed`."""
     payload = _packed(commands)
     if waits:
-        pool = conn.client.connection_pool
-        async with conn.slots:
-            connection = await pool.get_connection()
-            try:
-                return await _alone(connection, payload, len(commands))
-            finally:
-                await pool.release(connection)
-    lane = await conn.lane()
+        async with conn.slots, _held(conn, node) as connection:
+            return await _alone(connection, payload, len(commands))
+    lane = await conn.lane(node)
     return await lane.exchange(payload, len(commands))
+
+
+@contextlib.asynccontextmanager
+async def _held(conn: RedisConnection, node: Any) -> AsyncIterator[Any]:
+    """A connection of redis-py's for one batch alone: of the pool of one server, or of the
+    cluster ``node`` (``ClusterNode.acquire_connection`` and ``release``)."""
+    if node is None:
+        pool = conn.client.connection_pool
+        connection = await pool.get_connection()
+        try:
+            yield connection
+        finally:
+            await pool.release(connection)
+        return
+    connection = node.acquire_connection()
+    try:
+        await node.disconnect_if_needed(connection)  # one marked after a failover
+        yield connection
+    finally:
+        node.release(connection)
 
 
 async def _alone(connection: Any, payload: bytes, count: int) -> list[Any]:
@@ -233,26 +252,15 @@ async def _on_node(
     *,
     waits: bool = False,
 ) -> list[Any]:
-    """``commands`` in one write on the lane of ``node`` (:meth:`RedisConnection.lane`; when
-    they end in ``WAIT``, on a connection of the node's held for them alone, as
-    :func:`_exchange` does), their replies in one read; a fault of the node is every
-    command's reply. A command the node redirects (``MOVED``, ``ASK``, ``TRYAGAIN``; all of
-    ``follow`` when given, else all) is sent again through redis-py's cluster client, which
-    follows the redirection and learns the slot's new owner."""
+    """``commands`` in one write on the lane of ``node`` (:func:`_exchange`; when they end in
+    ``WAIT``, on a connection of the node's held for them alone), their replies in one read;
+    a fault of the node is every command's reply. A command the node redirects (``MOVED``,
+    ``ASK``, ``TRYAGAIN``; all of ``follow`` when given, else all) is sent again through
+    redis-py's cluster client, which follows the redirection and learns the slot's new
+    owner."""
     conn.stats.add(1, len(commands))
-    payload = _packed(commands)
     try:
-        if waits:
-            async with conn.slots:
-                connection = node.acquire_connection()
-                try:
-                    await node.disconnect_if_needed(connection)  # one marked after a failover
-                    replies = await _alone(connection, payload, len(commands))
-                finally:
-                    node.release(connection)
-        else:
-            lane = await conn.lane(node)
-            replies = await lane.exchange(payload, len(commands))
+        replies = await _exchange(conn, commands, node=node, waits=waits)
     except Exception as exc:
         if not is_fault(exc, conn.kind):
             raise
