@@ -29,6 +29,7 @@ MAC_CHARS = 40
 """Hex digits of a credential's MAC."""
 MAX_CHARS = 256
 """Longest text read as a credential."""
+_HEX_DIGITS = "0123456789abcdef"
 SHAPE = "tc1.<match id>.<seat number, or s for spectators>.<40 hex digits>"
 """What a match credential looks like, for messages."""
 
@@ -67,7 +68,7 @@ def parts(token: str) -> tuple[str, str]:
         raise MalformedCredential("no match id")
     if not (who == "s" or (who.isascii() and who.isdigit() and len(who) < 4)):
         raise MalformedCredential("the viewer part is neither a seat number nor 's'")
-    if len(mac) != MAC_CHARS or not all(c in "0123456789abcdef" for c in mac):
+    if len(mac) != MAC_CHARS or mac.strip(_HEX_DIGITS):  # what is left is not lower-case hex
         raise MalformedCredential(f"the signature is not {MAC_CHARS} lower-case hex digits")
     return match_id, who
 

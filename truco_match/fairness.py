@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import struct
 from collections.abc import Sequence
 
 SEED_BYTES = 32
@@ -52,18 +53,26 @@ def mix(seed: bytes, client_seeds: Sequence[bytes]) -> bytes:
     return h.digest()
 
 
+_WORDS = struct.Struct(">8I")
+
+
 class _Stream:
+    """The 32-bit words of ``sha256(seed || "deck" || hand || counter)`` for counter 0, 1, ...
+    (each digest read as eight big-endian words, in order)."""
+
     def __init__(self, seed: bytes, hand: int) -> None:
         self._prefix = seed + b"deck" + hand.to_bytes(8, "big")
         self._counter = 0
-        self._buf = b""
+        self._words: list[int] = []
+        """The current digest's words not yet taken, last first."""
 
     def u32(self) -> int:
-        if len(self._buf) < 4:
-            self._buf += hashlib.sha256(self._prefix + self._counter.to_bytes(8, "big")).digest()
+        if not self._words:
+            digest = hashlib.sha256(self._prefix + self._counter.to_bytes(8, "big")).digest()
             self._counter += 1
-        value, self._buf = int.from_bytes(self._buf[:4], "big"), self._buf[4:]
-        return value
+            self._words = list(_WORDS.unpack(digest))
+            self._words.reverse()
+        return self._words.pop()
 
     def below(self, n: int) -> int:
         limit = (1 << 32) - ((1 << 32) % n)

@@ -31,6 +31,7 @@ from tests.helpers.serve import serve_apart
 from tests.rest.helpers import call, sse_events
 from truco_contract.pb import match_pb2
 from truco_contract.pb import match_service_pb2 as MS
+from truco_match.credentials import MalformedCredential, issue, parts
 from truco_server.api import limits
 from truco_server.api.auth import Authenticator, KeyRing
 from truco_server.app.wiring import apis, build_services
@@ -502,3 +503,11 @@ def test_the_kind_of_a_credential_is_told_from_the_call_alone() -> None:
     assert reason(lambda: opened.viewer(Credentials(api_key=bot), "m1")) == "WRONG_CREDENTIAL_KIND"
     assert reason(lambda: opened.viewer(Credentials(api_key="nope"), "m1")) == "MALFORMED_CREDENTIAL"
     assert reason(lambda: opened.viewer(Credentials(), "m1")) == "MISSING_CREDENTIAL"
+
+
+def test_a_credential_whose_signature_is_not_lower_case_hex_is_malformed() -> None:
+    mac = issue("m1", "ab" * 32, 0).rsplit(".", 1)[1]
+    assert parts(f"tc1.m1.0.{mac}") == ("m1", "0")
+    for bad in (mac.upper(), mac[:20] + "g" + mac[21:], mac[:39] + " ", "-" + mac[1:], mac[:39]):
+        with pytest.raises(MalformedCredential, match="40 lower-case hex digits"):
+            parts(f"tc1.m1.0.{bad}")

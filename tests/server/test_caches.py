@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 import truco_engine as te
@@ -11,6 +13,7 @@ from truco_match.events import EventView, MatchStatus, seat_to_dict
 from truco_match.match import Match, Meta, Moment
 from truco_server.api.matches import events, observation
 from truco_server.core.lru import Lru
+from truco_server.services.operators import Operators, WebhookInfo
 
 
 def test_lru_evicts_the_least_recently_used() -> None:
@@ -79,3 +82,44 @@ def test_an_event_is_encoded_once_per_event_object_of_a_moment() -> None:
     lookalike = EventView(7, te.CardPlayed(seat=0, card="5C", face_down=False, trick_index=0))
     (other,) = events((lookalike,), moment)
     assert other.card_played.card == "5C"  # another object is never mistaken for the first
+
+
+async def test_the_commits_that_find_an_owners_webhooks_expired_wait_for_one_read() -> None:
+    """Every commit asks for its owner's webhooks; when the second of cache has run out, the
+    commits in flight share one read of the store, and a read that began before a webhook
+    was created or deleted fills no cache."""
+    gate = asyncio.Event()
+    reads: list[str] = []
+
+    class Feed:
+        async def webhook_list(self, owner: str) -> dict[str, bytes]:
+            reads.append(owner)
+            await gate.wait()
+            return {"w1": WebhookInfo(webhook_id="w1", url="https://example.test/h").to_bytes()}
+
+    ops = Operators(Feed(), None, None)  # type: ignore[arg-type]  # only the webhook reads
+    asking = [asyncio.ensure_future(ops._webhooks_of("acme")) for _ in range(50)]
+    await _settle()
+    assert reads == ["acme"]
+    gate.set()
+    assert all([h.webhook_id for h in got] == ["w1"] for got in await asyncio.gather(*asking))
+    await ops._webhooks_of("acme")
+    assert reads == ["acme"]  # from the cache
+    ops._forget_webhooks("acme")
+    gate.clear()
+    first = asyncio.ensure_future(ops._webhooks_of("acme"))
+    await _settle()
+    ops._forget_webhooks("acme")  # a webhook changed while the read was in flight
+    second = asyncio.ensure_future(ops._webhooks_of("acme"))
+    await _settle()
+    gate.set()
+    await asyncio.gather(first, second)
+    assert reads == ["acme"] * 3
+    await ops._webhooks_of("acme")
+    assert len(reads) == 3  # the later read filled the cache
+
+
+async def _settle() -> None:
+    """Let every task that is ready run until it waits on something (the gate)."""
+    for _ in range(10):
+        await asyncio.sleep(0)

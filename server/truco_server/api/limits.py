@@ -16,6 +16,7 @@ The whole message is bounded first by the transports: gRPC's
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,52 +74,113 @@ def _violation(path: str, what: str) -> E.InvalidArgument:
     return E.InvalidArgument(f"{path}: {what}", field_violations=[E.FieldViolation(path, what)])
 
 
-def _check_scalar(path: str, f: FieldDescriptor, value: Any, limit: Limit | None) -> None:
-    if f.type == FieldDescriptor.TYPE_STRING:
+def _scalar_problem(kind: int, value: Any, limit: Limit | None) -> str | None:
+    """What is wrong with a scalar of field type ``kind`` (``None``: nothing)."""
+    if kind == FieldDescriptor.TYPE_STRING:
         bound = (limit.chars if limit else None) or STRING_CHARS
         if len(value) > bound:
-            raise _violation(path, f"at most {bound} characters (got {len(value)})")
-    elif f.type == FieldDescriptor.TYPE_BYTES:
+            return f"at most {bound} characters (got {len(value)})"
+    elif kind == FieldDescriptor.TYPE_BYTES:
         bound = (limit.chars if limit else None) or BYTES_LEN
         if len(value) > bound:
-            raise _violation(path, f"at most {bound} bytes (got {len(value)})")
-    elif f.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT) and not math.isfinite(value):
-        raise _violation(path, "must be a finite number")
+            return f"at most {bound} bytes (got {len(value)})"
+    elif kind in _FLOATS and not math.isfinite(value):
+        return "must be a finite number"
+    return None
+
+
+_FLOATS = (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT)
+_UNBOUNDED = (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES, *_FLOATS)
+"""The scalar types with something to check."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    """What :func:`_walk` needs of a field, worked out once per field descriptor."""
+
+    name: str
+    kind: int
+    limit: Limit | None
+    message: bool
+    """A message field (or a repeated one, or a map's values: messages)."""
+    repeated: bool
+    entries: int
+    """The bound of a repeated field."""
+    checked: bool
+    """A scalar (or repeated scalar) with a bound or a finiteness to check."""
+    map_key: int = 0
+    """A map's key type (0: not a map)."""
+    key_limit: Limit | None = None
+    value_kind: int = 0
+    value_message: bool = False
+
+
+_FIELDS: dict[FieldDescriptor, _Field] = {}
+
+
+def _field(f: FieldDescriptor) -> _Field:
+    known = _FIELDS.get(f)
+    if known is not None:
+        return known
+    limit = FIELD_LIMITS.get(f.name)
+    entry = f.message_type
+    is_map = bool(f.is_repeated and entry is not None and entry.GetOptions().map_entry)
+    info = _Field(
+        name=f.name,
+        kind=f.type,
+        limit=limit,
+        message=entry is not None,
+        repeated=f.is_repeated,
+        entries=(limit.entries if limit else None) or REPEATED_LEN,
+        checked=f.type in _UNBOUNDED,
+    )
+    if is_map and entry is not None:
+        key_f, value_f = entry.fields_by_name["key"], entry.fields_by_name["value"]
+        info = dataclasses.replace(
+            info,
+            map_key=key_f.type,
+            key_limit=Limit(chars=limit.key_chars) if limit and limit.key_chars else None,
+            value_kind=value_f.type,
+            value_message=value_f.message_type is not None,
+        )
+    _FIELDS[f] = info
+    return info
 
 
 def _walk(message: Message, prefix: str, depth: int) -> None:
     if depth > MAX_DEPTH:
         raise _violation(prefix or "request", f"nested more than {MAX_DEPTH} levels deep")
     for f, value in message.ListFields():
-        path = f"{prefix}.{f.name}" if prefix else f.name
-        limit = FIELD_LIMITS.get(f.name)
-        entry = f.message_type
-        if f.is_repeated:
-            bound = (limit.entries if limit else None) or REPEATED_LEN
-            if len(value) > bound:
-                raise _violation(path, f"at most {bound} entries (got {len(value)})")
-            if entry is not None and entry.GetOptions().map_entry:
-                key_f = entry.fields_by_name["key"]
-                value_f = entry.fields_by_name["value"]
-                key_limit = Limit(chars=limit.key_chars) if limit and limit.key_chars else None
+        info = _FIELDS.get(f) or _field(f)
+        if info.repeated:
+            if len(value) > info.entries:
+                raise _violation(_path(prefix, info), f"at most {info.entries} entries (got {len(value)})")
+            if info.map_key:
+                path = _path(prefix, info)
                 for key in value:
-                    _check_scalar(f"{path}.key", key_f, key, key_limit)
+                    if problem := _scalar_problem(info.map_key, key, info.key_limit):
+                        raise _violation(f"{path}.key", problem)
                     item = value[key]
-                    label = f"{path}[{E.quote(key, 24)}]"
-                    if value_f.message_type is not None:
-                        _walk(item, label, depth + 1)
-                    else:
-                        _check_scalar(label, value_f, item, limit)
-            elif f.message_type is not None:
+                    if info.value_message:
+                        _walk(item, f"{path}[{E.quote(key, 24)}]", depth + 1)
+                    elif problem := _scalar_problem(info.value_kind, item, info.limit):
+                        raise _violation(f"{path}[{E.quote(key, 24)}]", problem)
+            elif info.message:
+                path = _path(prefix, info)
                 for i, item in enumerate(value):
                     _walk(item, f"{path}[{i}]", depth + 1)
-            else:
+            elif info.checked:
                 for i, item in enumerate(value):
-                    _check_scalar(f"{path}[{i}]", f, item, limit)
-        elif f.message_type is not None:
-            _walk(value, path, depth + 1)
-        else:
-            _check_scalar(path, f, value, limit)
+                    if problem := _scalar_problem(info.kind, item, info.limit):
+                        raise _violation(f"{_path(prefix, info)}[{i}]", problem)
+        elif info.message:
+            _walk(value, _path(prefix, info), depth + 1)
+        elif info.checked and (problem := _scalar_problem(info.kind, value, info.limit)):
+            raise _violation(_path(prefix, info), problem)
+
+
+def _path(prefix: str, info: _Field) -> str:
+    return f"{prefix}.{info.name}" if prefix else info.name
 
 
 def check(message: Message) -> None:

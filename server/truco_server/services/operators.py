@@ -148,6 +148,9 @@ class Operators:
     heartbeat_seconds: float = 5.0
     stopping: asyncio.Event | None = None
     _hooks: Lru[str, tuple[float, list[WebhookInfo]]] = field(default_factory=lambda: Lru(1024))
+    _reading: dict[str, asyncio.Task[list[WebhookInfo]]] = field(default_factory=dict)
+    """The read of an owner's webhooks in flight: the commits that find the cache expired
+    together wait for one read, not one each."""
     listeners: list[Listener] = field(default_factory=list)
     """Called with each batch of an owner's events once they are in its stream (the league
     service wakes the leagues whose matches ended); at least once, like the stream. Only the
@@ -247,10 +250,28 @@ class Operators:
         cached = self._hooks.get(owner)
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]
-        raw = await self.feed.webhook_list(owner)
-        hooks = sorted((WebhookInfo.from_bytes(v) for v in raw.values()), key=lambda h: h.created_at)
-        self._hooks.put(owner, (time.monotonic() + 1.0, hooks))
-        return hooks
+        reading = self._reading.get(owner)
+        if reading is None:
+            reading = self._reading[owner] = asyncio.ensure_future(self._read_webhooks(owner))
+        return await asyncio.shield(reading)
+
+    async def _read_webhooks(self, owner: str) -> list[WebhookInfo]:
+        me = asyncio.current_task()
+        try:
+            raw = await self.feed.webhook_list(owner)
+            hooks = sorted((WebhookInfo.from_bytes(v) for v in raw.values()), key=lambda h: h.created_at)
+            if self._reading.get(owner) is me:  # no change while it read
+                self._hooks.put(owner, (time.monotonic() + 1.0, hooks))
+            return hooks
+        finally:
+            if self._reading.get(owner) is me:
+                del self._reading[owner]
+
+    def _forget_webhooks(self, owner: str) -> None:
+        """The owner's webhooks changed: the next commit reads them again (a read in flight
+        began before the change and fills no cache)."""
+        self._hooks.pop(owner)
+        self._reading.pop(owner, None)
 
     # ------------------------------------------------------------------------ stream
     async def stream(
@@ -311,7 +332,7 @@ class Operators:
             raise E.ResourceExhausted(
                 f"an operator has at most {self.webhooks_per_operator} webhooks; delete one first"
             )
-        self._hooks.pop(operator.name)
+        self._forget_webhooks(operator.name)
         log.info("webhook created", webhook_id=hook.webhook_id)
         return hook
 
@@ -322,7 +343,7 @@ class Operators:
     async def delete_webhook(self, operator: Operator, webhook_id: str) -> None:
         if not await self.feed.webhook_delete(operator.name, webhook_id):
             raise E.WebhookNotFound(f"no webhook {webhook_id[:40]!r}")
-        self._hooks.pop(operator.name)
+        self._forget_webhooks(operator.name)
         log.info("webhook deleted", webhook_id=webhook_id)
 
     async def list_deliveries(

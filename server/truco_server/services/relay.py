@@ -66,6 +66,10 @@ class Outgoing:
 
 NOTHING = Outgoing([], None, None)
 
+_COUNTED: dict[str, Any] = {}
+"""``OPERATOR_EVENTS``'s child per event type (a ``labels()`` call per event costs more than
+the count)."""
+
 
 class Relay:
     """Relays what this worker's commits left in their matches' outboxes."""
@@ -148,7 +152,10 @@ class Relay:
         """The commit that wrote ``out`` is done: count the events it appended to the stream
         and relay its outbox soon."""
         for kind in out.kinds:
-            metrics.OPERATOR_EVENTS.labels(kind).inc()
+            counted = _COUNTED.get(kind)
+            if counted is None:
+                counted = _COUNTED[kind] = metrics.OPERATOR_EVENTS.labels(kind)
+            counted.inc()
         if out.net is not None:
             self.soon(match_id, out.net)
 
