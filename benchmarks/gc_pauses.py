@@ -108,6 +108,23 @@ def callbacks_line(worker: dict[str, Any], opened: float, closed: float) -> str:
     return f"callbacks of the worker's event loop over the window: {counts} or more; longest: {longest}"
 
 
+def collector_share_line(worker: dict[str, Any], opened: float, closed: float, cpu: float, moves: int) -> str:
+    """The worker's collections that began in the window from ``opened`` to ``closed`` (seconds
+    since the epoch): how many of each generation, their pauses together, and that as a share
+    of the worker's CPU over the window (``cpu`` seconds, ``moves`` moves) and per move."""
+    began = worker.get("began")
+    if began is None:
+        return "no record of when the worker's probe began"
+    inside = [(g, p) for g, at, p in worker["collections"] if opened <= began + at <= closed]
+    counts = " / ".join(str(sum(1 for g, _ in inside if g == gen)) for gen in (0, 1, 2))
+    total = sum(p for _, p in inside)
+    return (
+        f"collections over the window (young / middle / full): {counts}, {1000 * total:.0f} ms in all"
+        f" = {100 * total / max(cpu, 1e-9):.1f} % of the worker's CPU"
+        f" ({1e6 * total / max(moves, 1):.0f} us a move)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

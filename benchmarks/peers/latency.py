@@ -277,7 +277,8 @@ def latency(args: argparse.Namespace, root: Path) -> int:
         if args.gc_probe:  # service_compare._worker puts the probe on the worker's path
             probe = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="truco-gc-")))
             stack.enter_context(mock.patch.dict(os.environ, {"GC_PROBE_OUT": str(probe / "probe")}))
-        half = _latency(args, root)
+        phases = _latency(args, root)
+        half = dict(phases).get("half load")
         if probe is not None:
             import gc_pauses
 
@@ -291,6 +292,11 @@ def latency(args: argparse.Namespace, root: Path) -> int:
                     f"{gc_pauses.collections_line(worker)}; full ones at {', '.join(full) or '-'} "
                     "after it started"
                 )
+                for name, phase in phases:
+                    share = gc_pauses.collector_share_line(
+                        worker, *phase.window, phase.worker_cpu, phase.moves
+                    )
+                    print(f"{name}: {share}")
                 if half is not None:
                     print(f"half load: {gc_pauses.callbacks_line(worker, *half.window)}")
     return 0
@@ -307,13 +313,14 @@ def _by_rate(args: argparse.Namespace, root: Path) -> None:
     print(f"load average after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
 
 
-def _latency(args: argparse.Namespace, root: Path) -> Phase | None:
-    """Run the phases and print them; the half-load phase (``None`` with ``--thinks``)."""
+def _latency(args: argparse.Namespace, root: Path) -> list[tuple[str, Phase]]:
+    """Run the phases and print them; the saturating and the half-load ones (none with
+    ``--thinks``)."""
     load0 = os.getloadavg()
     print(f"load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} on {os.cpu_count()} cores")
     if args.thinks:
         _by_rate(args, root)
-        return None
+        return []
     with _served(args.store, root) as (pid, base):
         sat = _phase(base, pid, 0.0, args)
         print(_line("saturation", sat, 0.0), flush=True)
@@ -342,4 +349,4 @@ def _latency(args: argparse.Namespace, root: Path) -> Phase | None:
         flush=True,
     )
     print(f"half load: {tail_line(half)}", flush=True)
-    return half
+    return [("saturation", sat), ("half load", half)]

@@ -87,3 +87,14 @@ def test_the_probe_times_the_loops_long_callbacks_and_the_window_counts_them(tmp
     assert "1 of 10 ms or more" in inside and "ms blocks" in inside, inside
     outside = gc_pauses.callbacks_line(worker, after + 10, after + 20)
     assert "0 of 1 ms" in outside and "longest: -" in outside, outside
+
+
+def test_the_collectors_share_counts_the_collections_of_the_window_against_its_cpu() -> None:
+    worker = {
+        "began": 100.0,
+        "collections": [(0, 1.0, 0.002), (1, 2.0, 0.004), (0, 0.2, 0.5), (2, 50.0, 0.03)],
+    }
+    line = gc_pauses.collector_share_line(worker, 100.5, 110.0, 0.6, 100)
+    assert "(young / middle / full): 1 / 1 / 0, 6 ms in all = 1.0 % of the worker's CPU" in line, line
+    assert "(60 us a move)" in line, line
+    assert "no record" in gc_pauses.collector_share_line({"collections": []}, 0, 1, 1, 1)
