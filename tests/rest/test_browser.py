@@ -141,9 +141,11 @@ def _drive(served: Served, tmp_path: Path, mode: str, viewport: str, **extra: st
 
 
 def check_marks(summary: dict[str, Any], preset: str, players: int, word: str) -> int:
-    """Every card the seat pages showed in hand is marked exactly when the engine ranks it
-    above every plain card that hand (manilhas, top cards), with ``word`` and a legend; the
-    number of marked cards seen."""
+    """Every card the seat pages showed in the hand row (the seat's own and those revealed to
+    it) is marked exactly when the engine ranks it above every plain card that hand (manilhas,
+    top cards), with ``word``, and the legend is there exactly when a card is marked (a
+    revealed manilha beside an unmarked hand once left it out); the number of marked cards
+    seen."""
     rules = te.get_rules(preset, players=players)
     assert summary["marks"], "no hand was seen"
     marked = 0
