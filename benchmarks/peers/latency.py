@@ -16,8 +16,10 @@ one WebSocket per 25 of them). Three phases on the same worker, each with fresh 
    submission to the last seat's observation of it (the actor's result or update, every
    other seat's update) over the window: p50, p99, max; and how the slowest 1 % came
    (:func:`tail_episodes`: alone, or in runs of slow moves -- a queue building up and
-   draining). With ``--gc-probe`` the worker's collections and its event loop's callbacks of
-   1 ms or more in that window are printed too (``benchmarks/gc_probe``).
+   draining); on Redis, Redis's own events of :data:`REDIS_LATENCY_MS` or more in that window
+   (its latency monitor). With ``--gc-probe`` the worker's collections (and their share of its
+   CPU in each window) and its event loop's callbacks of 1 ms or more in that window are
+   printed too (``benchmarks/gc_probe``).
 
 With ``--thinks`` the phases are instead one per given mean think time (ms; 0: the closed
 loop), against the same worker.
@@ -243,29 +245,70 @@ def _line(name: str, p: Phase, think_ms: float) -> str:
     return line
 
 
+REDIS_LATENCY_MS = 5
+"""The latency monitor's threshold of the worker's ``redis-server`` (``latency-monitor-threshold``):
+Redis records each of its own events (a command, a fork, an expiry cycle) that took this long."""
+
+
 @contextmanager
-def _served(store: str, root: Path) -> Iterator[tuple[int, str]]:
+def _served(store: str, root: Path) -> Iterator[tuple[int, str, str | None]]:
     """A fresh worker of the build at ``root`` on ``store`` (a fresh ``redis-server`` for
-    ``redis``): its pid and HTTP base URL."""
+    ``redis``, its latency monitor on): its pid, HTTP base URL and Redis URL (``None``)."""
     import service_compare
 
     from truco_tools.bench_processes import HOST
     from truco_tools.redis_proc import start_redis
 
-    redis = start_redis(host=HOST) if store == "redis" else None
+    monitor = ("--latency-monitor-threshold", str(REDIS_LATENCY_MS))
+    redis = start_redis(host=HOST, extra_args=monitor) if store == "redis" else None
     try:
         with service_compare._worker(root, redis.url if redis else None) as (pid, _port, http_port):
-            yield pid, f"http://{HOST}:{http_port}"
+            yield pid, f"http://{HOST}:{http_port}", redis.url if redis else None
     finally:
         if redis is not None:
             redis.stop()
+
+
+def redis_history(url: str) -> dict[str, list[tuple[int, int]]]:
+    """Redis's latency monitor: each event it recorded, with its samples (seconds since the
+    epoch, milliseconds)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        latest = client.execute_command("LATENCY", "LATEST")
+        return {
+            (ev := row[0].decode() if isinstance(row[0], bytes) else str(row[0])): [
+                (int(at), int(ms)) for at, ms in client.execute_command("LATENCY", "HISTORY", ev)
+            ]
+            for row in latest
+        }
+    finally:
+        client.close()
+
+
+def redis_stalls_line(history: dict[str, list[tuple[int, int]]], opened: float, closed: float) -> str:
+    """The events of ``history`` (:func:`redis_history`) in the window from ``opened`` to
+    ``closed`` (seconds since the epoch; Redis stamps whole seconds)."""
+    inside = sorted(
+        (ms, at, event)
+        for event, samples in history.items()
+        for at, ms in samples
+        if math.floor(opened) <= at <= closed
+    )
+    if not inside:
+        return f"Redis's own events of {REDIS_LATENCY_MS} ms or more over the window: none"
+    told = "; ".join(f"{event} {ms} ms at {at - opened:+.0f} s" for ms, at, event in reversed(inside[-3:]))
+    return (
+        f"Redis's own events of {REDIS_LATENCY_MS} ms or more over the window: {len(inside)}; longest: {told}"
+    )
 
 
 def window(name: str, root: Path, args: argparse.Namespace) -> tuple[float, int, float, int]:
     """``ws-<store>`` of the peer table with the generators in their own processes: the
     closed loop's (worker CPU seconds, moves, seconds, matches finished) against a fresh
     worker."""
-    with _served(name.split("-")[1], root) as (pid, base):
+    with _served(name.split("-")[1], root) as (pid, base, _url):
         got = _phase(base, pid, 0.0, args)
     return got.worker_cpu, got.moves, got.seconds, got.matches
 
@@ -306,7 +349,7 @@ def _by_rate(args: argparse.Namespace, root: Path) -> None:
     """``--thinks``: one phase at each mean think time against one worker: how its CPU per
     move and the latency move with the move rate (an idle worker's fixed cost, and a move's
     cost when the worker is cold between moves, show at the long think times)."""
-    with _served(args.store, root) as (pid, base):
+    with _served(args.store, root) as (pid, base, _url):
         for think in args.thinks:
             print(_line("by rate", _phase(base, pid, think, args), think), flush=True)
     load1 = os.getloadavg()
@@ -321,7 +364,7 @@ def _latency(args: argparse.Namespace, root: Path) -> list[tuple[str, Phase]]:
     if args.thinks:
         _by_rate(args, root)
         return []
-    with _served(args.store, root) as (pid, base):
+    with _served(args.store, root) as (pid, base, url):
         sat = _phase(base, pid, 0.0, args)
         print(_line("saturation", sat, 0.0), flush=True)
         cycle = args.matches / max(sat.rate, 1e-9)  # seconds between two moves of a match, saturated
@@ -336,6 +379,7 @@ def _latency(args: argparse.Namespace, root: Path) -> list[tuple[str, Phase]]:
         think = 1000 * max(0.0, 2 * cycle - latency_s)
         half = _phase(base, pid, think, args)
         print(_line("half load", half, think), flush=True)
+        stalls = None if url is None else redis_stalls_line(redis_history(url), *half.window)
     load1 = os.getloadavg()
     print(f"load average after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
     obs = half.observed_ms
@@ -349,4 +393,6 @@ def _latency(args: argparse.Namespace, root: Path) -> list[tuple[str, Phase]]:
         flush=True,
     )
     print(f"half load: {tail_line(half)}", flush=True)
+    if stalls is not None:
+        print(f"half load: {stalls}", flush=True)
     return [("saturation", sat), ("half load", half)]

@@ -98,3 +98,35 @@ def test_the_collectors_share_counts_the_collections_of_the_window_against_its_c
     assert "(young / middle / full): 1 / 1 / 0, 6 ms in all = 1.0 % of the worker's CPU" in line, line
     assert "(60 us a move)" in line, line
     assert "no record" in gc_pauses.collector_share_line({"collections": []}, 0, 1, 1, 1)
+
+
+def test_redis_stalls_are_told_from_its_latency_monitor_over_the_window() -> None:
+    history = {"command": [(100, 7), (105, 30)], "fork": [(90, 12)]}
+    line = latency.redis_stalls_line(history, 99.0, 110.0)
+    assert line.endswith("over the window: 2; longest: command 30 ms at +6 s; command 7 ms at +1 s"), line
+    assert latency.redis_stalls_line(history, 200.0, 210.0).endswith("over the window: none")
+
+
+def test_the_workers_redis_records_its_own_slow_commands() -> None:
+    """The benchmark's ``redis-server`` runs with the latency monitor on: a script that holds
+    Redis for about 30 ms is one of its events, in the window around it."""
+    from truco_tools.redis_proc import start_redis
+
+    redis = start_redis(extra_args=("--latency-monitor-threshold", str(latency.REDIS_LATENCY_MS)))
+    try:
+        import redis as redis_py
+
+        client = redis_py.Redis.from_url(redis.url)
+        busy = (
+            "local t = redis.call('TIME') local s = t[1] * 1e6 + t[2] "
+            "repeat t = redis.call('TIME') until t[1] * 1e6 + t[2] - s > 30000"
+        )
+        before = time.time()
+        client.eval(busy, 0)
+        client.close()
+        history = latency.redis_history(redis.url)
+        assert any(ms >= 25 for _, ms in history.get("command", [])), history
+        line = latency.redis_stalls_line(history, before - 1, time.time() + 1)
+        assert "over the window: 1; longest: command" in line, line
+    finally:
+        redis.stop()
