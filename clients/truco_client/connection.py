@@ -50,7 +50,14 @@ from truco_client._core import (
     new_request_id,
     submit_request,
 )
-from truco_client.errors import RETRYABLE, TrucoApiError, Unavailable, from_rpc_error, from_status
+from truco_client.errors import (
+    RETRYABLE,
+    TrucoApiError,
+    Unavailable,
+    from_rpc_error,
+    from_status,
+    lost_in_transport,
+)
 from truco_contract import codec
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc, matchmaking_service_pb2
 from truco_kit.actions import Action
@@ -418,8 +425,10 @@ class PlayerConnection:
                 if self._closed:
                     return
                 if err.code not in RETRYABLE:
-                    self._fail(err)
-                    return
+                    if not lost_in_transport(err):  # the server's answer: every seat gets it
+                        self._fail(err)
+                        return
+                    unexpected = err  # a broken connection: connect again, as below
             except Exception as err:  # anything else ends this connection, not the client
                 # A fault the transport did not type (a socket error of the WebSocket library,
                 # a message this client could not read): connect again as after a lost

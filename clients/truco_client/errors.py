@@ -117,6 +117,14 @@ RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXC
 """Codes after which a call is retried (with the same request id)."""
 
 
+def lost_in_transport(err: TrucoApiError) -> bool:
+    """Whether ``err`` is the gRPC library's account of a broken connection rather than a
+    server's answer: INTERNAL with no ``ErrorInfo`` (every error a Truco server sends has one).
+    grpcio's asyncio client reports a write to a stream whose server is gone as ``INTERNAL:
+    Internal error from Core`` instead of UNAVAILABLE (grpc/grpc#36066)."""
+    return err.code is grpc.StatusCode.INTERNAL and not err.reason
+
+
 def from_rpc_error(err: grpc.RpcError) -> TrucoApiError:
     """The typed error of a failed call (sync or asyncio)."""
     call: Any = err

@@ -9,13 +9,14 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import grpc
 import pytest
 
 import truco_engine as te
 from truco_client import connection
 from truco_client._core import RetryPolicy
 from truco_client.connection import PlayerConnection
-from truco_client.errors import Unavailable
+from truco_client.errors import TrucoApiError, Unavailable
 from truco_contract.pb import match_service_pb2 as pb
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
@@ -82,4 +83,42 @@ async def test_a_fault_once_is_followed_by_a_new_connection() -> None:
     await conn.seat("m1", "token", rules=te.get_rules("paulista"))
     await asyncio.wait_for(served.wait(), 10)
     assert conn.reconnects == 1 and len(opened) == 2
+    await conn.close()
+
+
+class Serving:
+    """A link that stays open and sends nothing (it tells ``served`` it was opened)."""
+
+    def __init__(self, served: asyncio.Event) -> None:
+        self.served = served
+        self.closed = False
+
+    async def messages(self) -> AsyncIterator[pb.ConnectResponse]:
+        self.served.set()
+        await asyncio.Event().wait()
+        yield pb.ConnectResponse()
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+async def test_an_internal_error_no_server_sent_is_a_lost_connection() -> None:
+    """grpcio's asyncio client reports a write to a stream whose worker was killed as
+    ``INTERNAL: Internal error from Core`` (no ErrorInfo): the connection reconnects, as after
+    UNAVAILABLE. An INTERNAL the server sent (with its reason) still reaches every seat."""
+    served = asyncio.Event()
+    core = TrucoApiError(grpc.StatusCode.INTERNAL, "Internal error from Core")
+    conn, opened = connect_with([FaultyLink(core), Serving(served)], attempts=3)
+    await conn.seat("m1", "token", rules=te.get_rules("paulista"))
+    await asyncio.wait_for(served.wait(), 10)
+    assert conn.reconnects == 1 and len(opened) == 2
+    await conn.close()
+
+    answered = TrucoApiError(grpc.StatusCode.INTERNAL, "internal error", reason="INTERNAL")
+    conn, opened = connect_with([FaultyLink(answered)], attempts=3)
+    seat = await conn.seat("m1", "token", rules=te.get_rules("paulista"))
+    with pytest.raises(TrucoApiError, match="internal error"):
+        async for _update in seat:
+            pass
+    assert conn.reconnects == 0 and len(opened) == 1
     await conn.close()
