@@ -274,14 +274,12 @@ def redis_history(url: str) -> dict[str, list[tuple[int, int]]]:
     epoch, milliseconds)."""
     import redis
 
-    client = redis.Redis.from_url(url)
+    client = redis.Redis.from_url(url, decode_responses=True)
     try:
-        latest = client.execute_command("LATENCY", "LATEST")
+        events = [row[0] for row in client.execute_command("LATENCY", "LATEST")]
         return {
-            (ev := row[0].decode() if isinstance(row[0], bytes) else str(row[0])): [
-                (int(at), int(ms)) for at, ms in client.execute_command("LATENCY", "HISTORY", ev)
-            ]
-            for row in latest
+            ev: [(int(at), int(ms)) for at, ms in client.execute_command("LATENCY", "HISTORY", ev)]
+            for ev in events
         }
     finally:
         client.close()
@@ -296,12 +294,11 @@ def redis_stalls_line(history: dict[str, list[tuple[int, int]]], opened: float, 
         for at, ms in samples
         if math.floor(opened) <= at <= closed
     )
+    head = f"Redis's own events of {REDIS_LATENCY_MS} ms or more over the window:"
     if not inside:
-        return f"Redis's own events of {REDIS_LATENCY_MS} ms or more over the window: none"
+        return f"{head} none"
     told = "; ".join(f"{event} {ms} ms at {at - opened:+.0f} s" for ms, at, event in reversed(inside[-3:]))
-    return (
-        f"Redis's own events of {REDIS_LATENCY_MS} ms or more over the window: {len(inside)}; longest: {told}"
-    )
+    return f"{head} {len(inside)}; longest: {told}"
 
 
 def window(name: str, root: Path, args: argparse.Namespace) -> tuple[float, int, float, int]:

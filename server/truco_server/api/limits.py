@@ -16,7 +16,6 @@ The whole message is bounded first by the transports: gRPC's
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -90,7 +89,7 @@ def _scalar_problem(kind: int, value: Any, limit: Limit | None) -> str | None:
 
 
 _FLOATS = (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT)
-_UNBOUNDED = (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES, *_FLOATS)
+_CHECKED = (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES, *_FLOATS)
 """The scalar types with something to check."""
 
 
@@ -102,7 +101,7 @@ class _Field:
     kind: int
     limit: Limit | None
     message: bool
-    """A message field (or a repeated one, or a map's values: messages)."""
+    """A message field (or a repeated one)."""
     repeated: bool
     entries: int
     """The bound of a repeated field."""
@@ -119,31 +118,28 @@ _FIELDS: dict[FieldDescriptor, _Field] = {}
 
 
 def _field(f: FieldDescriptor) -> _Field:
-    known = _FIELDS.get(f)
-    if known is not None:
-        return known
+    """``f``'s :class:`_Field`, made on first use."""
     limit = FIELD_LIMITS.get(f.name)
     entry = f.message_type
-    is_map = bool(f.is_repeated and entry is not None and entry.GetOptions().map_entry)
-    info = _Field(
+    mapped: dict[str, Any] = {}
+    if f.is_repeated and entry is not None and entry.GetOptions().map_entry:
+        key_f, value_f = entry.fields_by_name["key"], entry.fields_by_name["value"]
+        mapped = {
+            "map_key": key_f.type,
+            "key_limit": Limit(chars=limit.key_chars) if limit and limit.key_chars else None,
+            "value_kind": value_f.type,
+            "value_message": value_f.message_type is not None,
+        }
+    info = _FIELDS[f] = _Field(
         name=f.name,
         kind=f.type,
         limit=limit,
         message=entry is not None,
         repeated=f.is_repeated,
         entries=(limit.entries if limit else None) or REPEATED_LEN,
-        checked=f.type in _UNBOUNDED,
+        checked=f.type in _CHECKED,
+        **mapped,
     )
-    if is_map and entry is not None:
-        key_f, value_f = entry.fields_by_name["key"], entry.fields_by_name["value"]
-        info = dataclasses.replace(
-            info,
-            map_key=key_f.type,
-            key_limit=Limit(chars=limit.key_chars) if limit and limit.key_chars else None,
-            value_kind=value_f.type,
-            value_message=value_f.message_type is not None,
-        )
-    _FIELDS[f] = info
     return info
 
 

@@ -145,13 +145,13 @@ async def _held(conn: RedisConnection, node: Any) -> AsyncIterator[Any]:
             yield connection
         finally:
             await pool.release(connection)
-        return
-    connection = node.acquire_connection()
-    try:
-        await node.disconnect_if_needed(connection)  # one marked after a failover
-        yield connection
-    finally:
-        node.release(connection)
+    else:
+        connection = node.acquire_connection()
+        try:
+            await node.disconnect_if_needed(connection)  # one marked after a failover
+            yield connection
+        finally:
+            node.release(connection)
 
 
 async def _alone(connection: Any, payload: bytes, count: int) -> list[Any]:
