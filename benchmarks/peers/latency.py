@@ -17,9 +17,11 @@ one WebSocket per 25 of them). Three phases on the same worker, each with fresh 
    other seat's update) over the window: p50, p99, max; and how the slowest 1 % came
    (:func:`tail_episodes`: alone, or in runs of slow moves -- a queue building up and
    draining); on Redis, Redis's own events of :data:`REDIS_LATENCY_MS` or more in that window
-   (its latency monitor). With ``--gc-probe`` the worker's collections (and their share of its
-   CPU in each window) and its event loop's callbacks of 1 ms or more in that window are
-   printed too (``benchmarks/gc_probe``).
+   (its latency monitor), and every stall of the generators' own event loops of
+   :data:`GENERATOR_STALL_MS` or more (a tick of theirs that came late: the generator busy, or
+   its process not run) with the tail's episodes it overlaps. With ``--gc-probe`` the
+   worker's collections (and their share of its CPU in each window) and its event loop's
+   callbacks of 1 ms or more in that window are printed too (``benchmarks/gc_probe``).
 
 With ``--thinks`` the phases are instead one per given mean think time (ms; 0: the closed
 loop), against the same worker.
@@ -39,7 +41,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -65,6 +67,9 @@ class Phase(NamedTuple):
     """The window's opening and closing (seconds since the epoch)."""
     matches: int = 0
     """Matches finished in the window."""
+    stalls: tuple[tuple[float, float], ...] = ()
+    """The generators' event loops' stalls in the window (:func:`_loop_stalls`): when each
+    began (``time.perf_counter()``) and how long it lasted (ms)."""
 
     @property
     def rate(self) -> float:
@@ -118,6 +123,46 @@ def tail_line(p: Phase) -> str:
     )
 
 
+GENERATOR_STALL_MS = 5.0
+"""A tick of a generator's event loop this much late is a stall (the moves it should have
+read or sent meanwhile waited, and their latency counts it)."""
+_TICK_SECONDS = 0.002
+
+
+async def _loop_stalls(found: list[tuple[float, float]], measuring: Callable[[], bool]) -> None:
+    """Tick every :data:`_TICK_SECONDS`; append each tick of the window that came
+    :data:`GENERATOR_STALL_MS` or more late to ``found``: (when it was due, how late, ms)."""
+    while True:
+        due = time.perf_counter() + _TICK_SECONDS
+        await asyncio.sleep(_TICK_SECONDS)
+        late = 1000 * (time.perf_counter() - due)
+        if late >= GENERATOR_STALL_MS and measuring():
+            found.append((due, late))
+
+
+def generator_stalls_line(phase: Phase) -> str:
+    """The generators' stalls in a phase and how many of its tail's episodes
+    (:func:`tail_episodes`, the slowest 1 %) overlap one: a slow move whose span holds a stall
+    of the generator that sent or read it was slow, at least in part, outside the worker."""
+    stalls = phase.stalls
+    if not stalls:
+        return f"the generators' event loops: no stall of {GENERATOR_STALL_MS:g} ms or more"
+    longest = max(ms for _at, ms in stalls)
+    head = (
+        f"the generators' event loops: {len(stalls)} stalls of {GENERATOR_STALL_MS:g} ms or more"
+        f" (longest {longest:.1f} ms, {sum(ms for _at, ms in stalls):.0f} ms together)"
+    )
+    if len(phase.observed_ms) < 100:
+        return head
+    episodes = tail_episodes(phase.observed_at, phase.observed_ms, _quantile(phase.observed_ms, 0.99))
+    overlapping = sum(
+        1
+        for e in episodes
+        if any(at < e.start + e.seconds + e.worst_ms / 1000 and at + ms / 1000 > e.start for at, ms in stalls)
+    )
+    return f"{head}; {overlapping} of the tail's {len(episodes)} episodes overlap one"
+
+
 def _generate(pipe: Connection, base: str, matches: int, offset: int, args: dict[str, Any]) -> None:
     """One load-generator process: its matches until the parent's window has closed."""
     asyncio.run(_generator(pipe, base, matches, offset, args))
@@ -146,6 +191,8 @@ async def _generator(pipe: Connection, base: str, matches: int, offset: int, arg
         )
         await bots.start()
         slots = [asyncio.ensure_future(bots.run_slot(offset + i)) for i in range(matches)]
+        stalls: list[tuple[float, float]] = []
+        slots.append(asyncio.ensure_future(_loop_stalls(stalls, lambda: fig.measuring)))
         try:
             await fig.first_move(READY_SECONDS)
             pipe.send(fig.seen)
@@ -161,7 +208,7 @@ async def _generator(pipe: Connection, base: str, matches: int, offset: int, arg
                 slot.cancel()
             await asyncio.gather(*slots, return_exceptions=True)
             await bots.close()
-    pipe.send((fig.actions, fig.observed_ms, fig.observed_at, fig.errors, fig.matches_finished))
+    pipe.send((fig.actions, fig.observed_ms, fig.observed_at, fig.errors, fig.matches_finished, stalls))
 
 
 def _phase(base: str, worker_pid: int, think_ms: float, args: argparse.Namespace) -> Phase:
@@ -203,22 +250,23 @@ def _phase(base: str, worker_pid: int, think_ms: float, args: argparse.Namespace
         time.sleep(max(0.0, t_close - time.time()))
         seconds = time.perf_counter() - t0
         cpu, load = cpu_seconds(worker_pid) - cpu0, sum(cpu_seconds(p) for p in pids) - load0
-        moves, matches, observed, observed_at = 0, 0, [], []
+        moves, matches, observed, observed_at, stalls = 0, 0, [], [], []
         for pipe in pipes:
             if not pipe.poll(60):
                 raise RuntimeError("a load generator did not report")
-            n, lat, sent, _errors, finished = pipe.recv()
+            n, lat, sent, _errors, finished, late = pipe.recv()
             moves += n
             matches += finished
             observed += lat
             observed_at += sent
+            stalls += late
     finally:
         for proc in procs:
             proc.join(timeout=30)
             if proc.is_alive():
                 proc.kill()  # our own child, by its handle
                 proc.join()
-    return Phase(moves, seconds, cpu, load, observed, observed_at, (t_open, t_close), matches)
+    return Phase(moves, seconds, cpu, load, observed, observed_at, (t_open, t_close), matches, tuple(stalls))
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -390,6 +438,7 @@ def _latency(args: argparse.Namespace, root: Path) -> list[tuple[str, Phase]]:
         flush=True,
     )
     print(f"half load: {tail_line(half)}", flush=True)
+    print(f"half load: {generator_stalls_line(half)}", flush=True)
     if stalls is not None:
         print(f"half load: {stalls}", flush=True)
     return [("saturation", sat), ("half load", half)]

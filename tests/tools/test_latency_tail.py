@@ -4,6 +4,7 @@ its event loop's callbacks, counted over a window (``benchmarks/gc_pauses.py``).
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -130,3 +131,36 @@ def test_the_workers_redis_records_its_own_slow_commands() -> None:
         assert "over the window: 1; longest: command" in line, line
     finally:
         redis.stop()
+
+
+def test_the_generators_stalls_are_told_with_the_tail_episodes_they_overlap() -> None:
+    at = [i * 0.001 for i in range(1000)]  # a move a millisecond; two slow runs of 10
+    ms = [30.0 if 200 <= i < 210 or 700 <= i < 710 else 2.0 for i in range(1000)]
+    quiet = latency.Phase(1000, 1.0, 0.8, 0.1, ms, at, (0.0, 1.0))
+    assert latency.generator_stalls_line(quiet) == "the generators' event loops: no stall of 5 ms or more"
+    # one stall inside the first run's span (0.200 s to 0.239 s), one long after the second's
+    stalled = quiet._replace(stalls=((0.215, 12.0), (0.9, 6.5)))
+    line = latency.generator_stalls_line(stalled)
+    assert "2 stalls of 5 ms or more (longest 12.0 ms, 18 ms together)" in line, line
+    assert line.endswith("1 of the tail's 2 episodes overlap one"), line
+
+
+def test_a_generators_loop_ticks_record_only_the_late_ones_of_the_window() -> None:
+    async def run() -> list[tuple[float, float]]:
+        found: list[tuple[float, float]] = []
+        measuring = [False]
+        ticker = asyncio.ensure_future(latency._loop_stalls(found, lambda: measuring[0]))
+        await asyncio.sleep(0.01)
+        time.sleep(0.03)  # a stall before the window opens: not recorded
+        await asyncio.sleep(0.01)
+        measuring[0] = True
+        await asyncio.sleep(0.01)
+        time.sleep(0.04)  # the loop held 40 ms in the window
+        await asyncio.sleep(0.01)
+        ticker.cancel()
+        await asyncio.gather(ticker, return_exceptions=True)
+        return found
+
+    found = asyncio.run(run())
+    assert len(found) == 1, found
+    assert found[0][1] >= 35.0, found
