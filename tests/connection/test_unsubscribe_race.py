@@ -56,3 +56,55 @@ async def test_a_subscription_unsubscribed_before_it_started_sends_its_end() -> 
     assert out[0].ended.subscription_id == 1 and out[0].ended.status.code == 0
     assert api.opened == 1  # its stream was opened, then closed by the unsubscribe
     assert not [w for w in seen if "never awaited" in str(w.message)]
+
+
+class _ActingApi(_WaitingApi):
+    """A subscription that waits, and actions that are applied at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.applied: list[tuple[Any, str]] = []
+
+    async def SubmitAction(self, creds: Any, request: pb.SubmitActionRequest) -> pb.SubmitActionResponse:
+        self.applied.append((creds, request.match_id))
+        return pb.SubmitActionResponse(version=5)
+
+
+def _subscribe(sid: int) -> pb.ConnectRequest:
+    return pb.ConnectRequest(subscribe=pb.ConnectSubscribe(subscription_id=sid, match_id="m", token="t"))
+
+
+def _action(sid: int, aid: int) -> pb.ConnectRequest:
+    return pb.ConnectRequest(action=pb.ConnectAction(subscription_id=sid, action_id=aid))
+
+
+def _unsubscribe(sid: int) -> pb.ConnectRequest:
+    return pb.ConnectRequest(unsubscribe=pb.ConnectUnsubscribe(subscription_id=sid))
+
+
+async def test_an_action_read_before_its_subscriptions_unsubscribe_is_applied() -> None:
+    """The client acted, then unsubscribed (a last move, then leaving), both in one read: the
+    action belongs to the subscription as it was when the action was read."""
+    api = _ActingApi()
+    requests = _burst(_subscribe(1), _action(1, 7), _unsubscribe(1))
+    async with asyncio.timeout(10):
+        out = [msg async for msg in PlayerConnection(api).run(requests)]  # type: ignore[arg-type]
+    kinds = {m.WhichOneof("message"): m for m in out}
+    assert set(kinds) == {"result", "ended"}, out
+    assert kinds["result"].result.action_id == 7 and kinds["result"].result.response.version == 5
+    assert len(api.applied) == 1 and api.applied[0][1] == "m"  # the subscription's match, its credential
+
+
+async def test_the_connection_ends_after_an_action_on_a_closed_subscription_and_the_half_close() -> None:
+    """Subscribe, unsubscribe, act on the id just closed, half-close: the action's refusal and
+    the subscription's end are sent and the connection ends (however the refused action's task
+    and the ending subscription's task finish against each other)."""
+    for _ in range(20):
+        api = _ActingApi()
+        requests = _burst(_subscribe(1), _unsubscribe(1), _action(1, 1), _unsubscribe(1))
+        async with asyncio.timeout(10):
+            out = [msg async for msg in PlayerConnection(api).run(requests)]  # type: ignore[arg-type]
+        assert sorted(m.WhichOneof("message") for m in out) == ["ended", "error"], out
+        (error,) = [m.error for m in out if m.HasField("error")]
+        assert error.status.code == 3 and "no open subscription 1" in error.status.message
+        assert not api.applied

@@ -11,6 +11,8 @@ fixed number of inputs). Targets (:data:`TARGETS`):
   Oracle: ``replay_any`` raises only :class:`truco_engine.TrucoError` (the record error types),
   ``verify_json`` never raises (a fault is a report), and a record that verifies also replays,
   to the state the verifier ended with.
+* ``connect`` -- one player connection's conversation as the WebSocket face reads it
+  (:mod:`tests.fuzz.connect`, its oracle there).
 * ``rest`` -- one REST call, in process and without sockets: the route, path variables, query,
   body (JSON or raw text), ``Authorization``/``X-Api-Key`` and ``Last-Event-ID``, decoded as the
   REST face does (:func:`truco_server.transports.rest.routes.decode_request`, the limits of
@@ -148,19 +150,21 @@ class RestEnv:
     fresh: str = ""
     """The fingerprint of the live match as created (each input meets the match in that state)."""
     calls: int = 0
+    accepted: int = 0
+    """Actions the ``connect`` target's conversations got a result for."""
     timeouts: int = 0
     refused: dict[str, int] = field(default_factory=dict)
     last_refusal: str = ""
 
-    def match_fingerprint(self) -> str:
-        """A digest of everything the store holds of the live match."""
+    def match_fingerprint(self, *, presence: bool = True) -> str:
+        """A digest of everything the store holds of the live match (its seats' presence
+        left out with ``presence=False``)."""
         m = self.mem.matches._matches.get(self.match_id)
         if m is None:
             return "gone"
         h = hashlib.sha256(m.meta + m.state + str(m.version).encode())
-        h.update(
-            repr((len(m.events), sorted(m.requests), len(m.record), sorted(m.presence.items()))).encode()
-        )
+        seen = sorted(m.presence.items()) if presence else None
+        h.update(repr((len(m.events), sorted(m.requests), len(m.record), seen)).encode())
         h.update(repr((len(m.outbox), m.expires_at, m.relay is not None)).encode())
         return h.hexdigest()
 
@@ -537,9 +541,19 @@ async def _serve(env: RestEnv, route: Any, method: Callable[..., Any], creds: An
 
 
 # ================================================================================ running
-TARGETS: dict[str, Callable[[bytes], None]] = {"records": records_target, "rest": rest_target}
-SEEDS: dict[str, Callable[[], Iterator[tuple[str, str]]]] = {"records": record_seeds, "rest": rest_seeds}
-MAX_LEN = {"records": 16384, "rest": 4096}
+from tests.fuzz.connect import connect_seeds, connect_target  # noqa: E402  (it uses the rest target's)
+
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "records": records_target,
+    "rest": rest_target,
+    "connect": connect_target,
+}
+SEEDS: dict[str, Callable[[], Iterator[tuple[str, str]]]] = {
+    "records": record_seeds,
+    "rest": rest_seeds,
+    "connect": connect_seeds,
+}
+MAX_LEN = {"records": 16384, "rest": 4096, "connect": 4096}
 
 
 def write_corpus() -> None:

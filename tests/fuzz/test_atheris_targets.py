@@ -15,9 +15,9 @@ import pytest
 from tests.fuzz import targets
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = {"records": 1500, "rest": 4000}
-"""Inputs per target (about 5 s each on an idle core: 300-450 records, 1,000-2,000 REST calls a
-second, plus the instrumentation at start)."""
+RUNS = {"records": 1500, "rest": 4000, "connect": 1500}
+"""Inputs per target (about 5 s each on an idle core: 300-450 records, 1,000-2,000 REST calls,
+250-300 player connection conversations a second, plus the instrumentation at start)."""
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -106,3 +106,23 @@ def test_the_seeds_are_real_calls_and_records() -> None:
         targets.rest_target(path.read_bytes())
         accepted += sum(env.refused.values()) == before
     assert accepted >= len(seeds) - 3, env.refused
+
+
+def test_the_connection_seeds_are_real_conversations() -> None:
+    """The connect target's seeds play on the live match: most of their actions are applied."""
+    env = targets.rest_env()
+    seeds = sorted((targets.CORPUS / "connect").glob("*.json"))
+    before = env.accepted
+    for path in seeds:
+        targets.connect_target(path.read_bytes())
+    assert env.accepted - before >= 6, env.refused  # play, play-proto, two-seats (2), envido, retry
+
+
+def test_the_connection_oracle_reports_an_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not blind: a connection whose refusals of actions carried INTERNAL is a finding."""
+    from truco_server.api import connection
+    from truco_server.api.status import INTERNAL, to_status
+
+    monkeypatch.setattr(connection, "_status", lambda exc: to_status(INTERNAL))
+    with pytest.raises(targets.Finding, match="a connection's error with code 13"):
+        targets.connect_target((targets.CORPUS / "connect" / "unsubscribe.json").read_bytes())

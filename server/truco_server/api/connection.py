@@ -165,7 +165,12 @@ class PlayerConnection:
                 kind = req.WhichOneof("message")
                 if kind == "action":
                     await self._slots.acquire()
-                    task = asyncio.ensure_future(self._act(req.action))
+                    # the subscription as it is when the action is read: an unsubscribe read
+                    # after it (a last move, then leaving) does not take it from the action
+                    found = self._subs.get(req.action.subscription_id)
+                    target = None if found is None else (found[0], found[1])
+                    del found  # not its task: this frame may end in a traceback
+                    task = asyncio.ensure_future(self._act(req.action, target))
                     self._actions.add(task)
                     task.add_done_callback(self._acted)
                 elif kind == "subscribe":
@@ -189,7 +194,15 @@ class PlayerConnection:
     def _maybe_done(self) -> None:
         """Queue the end once the client has half-closed and nothing is left to send."""
         me = asyncio.current_task()
-        if self._reading or self._actions or any(t is not me for t in self._tasks) or self._closing:
+        # a task that has finished counts as gone before its done callback has run: the last
+        # two to finish (an action, a subscription's end) may each run this while the other
+        # is finished but still listed, and nothing would run it again
+        if (
+            self._reading
+            or self._closing
+            or any(not t.done() for t in self._actions)
+            or any(t is not me and not t.done() for t in self._tasks)
+        ):
             return
         self._closing = True
         try:
@@ -332,17 +345,17 @@ class PlayerConnection:
         return pb.ConnectResponse(ended=pb.ConnectSubscriptionEnded(subscription_id=sid, status=status))
 
     # --------------------------------------------------------------------------- acting
-    async def _act(self, action: pb.ConnectAction) -> None:
+    async def _act(self, action: pb.ConnectAction, target: tuple[Credentials, str | None] | None) -> None:
+        """One action of subscription ``target`` (its credential and match, as it was when the
+        action was read; ``None``: no such subscription was open)."""
         sid, aid = action.subscription_id, action.action_id
         try:
-            found = self._subs.get(sid)
-            if found is None:
+            if target is None:
                 raise E.InvalidArgument(
                     f"no open subscription {sid} on this connection",
                     field_violations=[E.FieldViolation("action.subscription_id", "not subscribed")],
                 )
-            creds, match_id = found[0], found[1]  # not its task: this frame may end in a traceback
-            del found
+            creds, match_id = target
             if match_id is None:
                 raise E.InvalidArgument(
                     f"subscription {sid} follows a ticket: subscribe its seat to act",
