@@ -8,8 +8,9 @@ JSON text and a string as raw text; with ``proto`` an object is turned into the 
 message it maps to (an object the mapping refuses goes as its JSON bytes, a frame the binary
 parser must refuse), and a string of hex digits as those bytes. The frames are served by
 :class:`truco_server.api.connection.PlayerConnection` over the API layer of the ``rest``
-target (an in-memory store holding a live match; ``$match``, ``$seat0``, ``$seat1`` and
-``$spectator`` in strings become its), followed by an unsubscribe of every subscription id
+target (an in-memory store holding a live match and a waiting matchmaking ticket; ``$match``,
+``$seat0``, ``$seat1``, ``$spectator``, ``$pool``, ``$ticketid`` and ``$tickettoken`` in strings
+become theirs), followed by an unsubscribe of every subscription id
 the frames opened and the end of the client's messages, so that the conversation ends by
 itself once every action is answered.
 
@@ -114,11 +115,13 @@ def connect_seeds() -> Iterator[tuple[str, str]]:
                     {
                         "subscribeTicket": {
                             "subscriptionId": "3",
-                            "token": "$seat0",
-                            "poolId": "p",
-                            "ticketId": "t",
+                            "token": "$tickettoken",
+                            "poolId": "$pool",
+                            "ticketId": "$ticketid",
                         }
-                    }
+                    },
+                    _SUB0,
+                    _act(3, 1, {"fold": {}}),
                 ],
             },
         ),
@@ -127,6 +130,22 @@ def connect_seeds() -> Iterator[tuple[str, str]]:
     ]
     for name, conversation in conversations:
         yield f"{name}.json", json.dumps(conversation, indent=1) + "\n"
+
+
+async def _new_ticket(env: Any) -> None:
+    """A waiting ticket in a two-seat pool (``$pool``, ``$ticketid``, ``$tickettoken``)."""
+    from tests.fuzz.targets import API_KEY
+    from truco_contract.pb import matchmaking_service_pb2 as MM
+    from truco_server.core.caller import Credentials
+
+    ops = Credentials(api_key=API_KEY)
+    await env.apis["CreatePool"].CreatePool(
+        ops, MM.CreatePoolRequest(pool=MM.Pool(pool_id="quick", players=2))
+    )
+    made = await env.apis["CreateTicket"].CreateTicket(
+        ops, MM.CreateTicketRequest(pool_id="quick", players=[MM.TicketPlayer(player_id="ana")])
+    )
+    env.ticket = {"$pool": "quick", "$ticketid": made.ticket.ticket_id, "$tickettoken": made.ticket_token}
 
 
 def _conversation(data: bytes) -> tuple[bool, list[Any]]:
@@ -201,6 +220,9 @@ def connect_target(data: bytes) -> None:
     if env.fresh != env.match_fingerprint(presence=False):
         env.loop.run_until_complete(_new_match(env))
         env.fresh = env.match_fingerprint(presence=False)
+    if not env.ticket:
+        env.loop.run_until_complete(_new_ticket(env))
+    env.tokens.update(env.ticket)
     frames = _subst(env, frames)
     reader = _Frames(binary)
     closing = [

@@ -147,6 +147,9 @@ class RestEnv:
     """The in-memory store, whose own data a refused call must leave alone."""
     match_id: str = ""
     tokens: dict[str, str] = field(default_factory=dict)
+    ticket: dict[str, str] = field(default_factory=dict)
+    """The ``connect`` target's waiting ticket (``$pool``, ``$ticketid``, ``$tickettoken``):
+    made once per environment, it outlives the live matches."""
     fresh: str = ""
     """The fingerprint of the live match as created (each input meets the match in that state)."""
     calls: int = 0
