@@ -106,6 +106,13 @@ def _check_values(r: RuleSet) -> None:
         _int("hand_of_eleven_refusal", r.hand_of_eleven_refusal, 1, 1000)
         if r.play_mode is not PlayMode.TEAMS:
             raise InvalidRulesError("hand_of_eleven_at", "only with play_mode 'teams'; allowed: null")
+    else:  # not played, but an integer still (a rule set is hashed whole: an object broke it)
+        for name in ("hand_of_eleven_value", "hand_of_eleven_refusal"):
+            value = getattr(r, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidRulesError(
+                    name, f"{value!r} is not allowed; allowed: an integer (1..1000 with hand_of_eleven_at)"
+                )
 
 
 def _check_options(r: RuleSet) -> None:

@@ -60,13 +60,16 @@ def _broken(change: str) -> dict[str, Any]:
         steps[0]["salt"] = []
     elif change == "action a list":
         steps[1]["action"] = [1]
+    elif change == "an unplayed rule's number an object":  # the rule set was built, then hashed
+        data["rules"]["hand_of_eleven_at"] = None  # the hand of eleven off: its values unchecked
+        data["rules"]["hand_of_eleven_refusal"] = {}
     return data
 
 
 CHANGES = (
     "rules missing", "rules a number", "a list rule a number", "first dealer a string",
     "a step not an object", "seat a float text", "seat true", "deal a number", "salt a list",
-    "action a list",
+    "action a list", "an unplayed rule's number an object",
 )  # fmt: skip
 
 

@@ -149,20 +149,23 @@ async def test_an_unknown_seat_kind_is_refused_over_rest_too(env: Env) -> None:
 
 # ------------------------------------------------------------------- fuzzer findings
 async def test_a_rule_override_of_the_wrong_type_is_invalid_rules(env: Env) -> None:
-    # a list-valued rule given a number reached len() in the validation: INTERNAL / 500
-    for overrides, field in (
-        ({"truco_call_names": 3}, "truco_call_names"),
-        ({"extra_manilhas": [[1]]}, "extra_manilhas"),
+    # a list-valued rule given a number reached len() in the validation: INTERNAL / 500; an
+    # object for a number of a rule not played (argentine has no hand of eleven) was kept, and
+    # hashing the rule set raised: INTERNAL / 500 (found by the records target)
+    for preset, overrides, field in (
+        ("paulista", {"truco_call_names": 3}, "truco_call_names"),
+        ("paulista", {"extra_manilhas": [[1]]}, "extra_manilhas"),
+        ("argentine", {"hand_of_eleven_refusal": {}}, "hand_of_eleven_refusal"),
     ):
         got = await env.rest(
             "POST",
             "/v1/matches",
             400,
             headers=OPS,
-            json={"rules": {"preset": "paulista", "overrides": overrides}},
+            json={"rules": {"preset": preset, "overrides": overrides}},
         )
         assert fields_of(got) == [field] and got["details"][0]["reason"] == "INVALID_RULES", got
-        rules = match_pb2.RuleSet(preset="paulista")
+        rules = match_pb2.RuleSet(preset=preset)
         rules.overrides.update(overrides)
         err = await env.grpc_refused(
             env.stub.CreateMatch(MS.CreateMatchRequest(rules=rules), metadata=bearer(KEY))
