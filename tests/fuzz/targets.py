@@ -589,10 +589,17 @@ def main(argv: list[str]) -> None:
     flags = argv[2:]
     if not any(f.startswith("-max_len=") for f in flags):
         flags.append(f"-max_len={MAX_LEN[name]}")
-    with atheris.instrument_imports(include=["truco_engine", "truco_contract", "truco_server", "truco_cli"]):
+    # only what is imported inside this block is instrumented (gives the fuzzer coverage):
+    # every module a target reaches, the server's too (the targets import it lazily)
+    packages = ["truco_engine", "truco_match", "truco_contract", "truco_server", "truco_cli"]
+    with atheris.instrument_imports(include=packages):
         import truco_cli.engine_commands  # noqa: F401
         import truco_engine.record  # noqa: F401
         import truco_match.verify  # noqa: F401
+        import truco_server.app.wiring  # noqa: F401
+        import truco_server.stores  # noqa: F401
+        import truco_server.transports.rest.routes  # noqa: F401
+        import truco_server.transports.websocket  # noqa: F401
     atheris.Setup(
         [argv[0], *flags],
         target,
