@@ -596,9 +596,9 @@ def main(argv: list[str]) -> None:
         import truco_cli.engine_commands  # noqa: F401
         import truco_engine.record  # noqa: F401
         import truco_match.verify  # noqa: F401
-        import truco_server.app.wiring  # noqa: F401
-        import truco_server.stores  # noqa: F401
-        import truco_server.transports.rest.routes  # noqa: F401
+        import truco_server.app.wiring
+        import truco_server.stores
+        import truco_server.transports.rest.routes
         import truco_server.transports.websocket  # noqa: F401
     atheris.Setup(
         [argv[0], *flags],

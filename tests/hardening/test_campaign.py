@@ -1,6 +1,7 @@
 """The short campaign (``truco campaign --short``, docs/reliability.md): load, soak, chaos
 (worker SIGKILLs, a Redis restart on its append-only file, a Redis pause, a Redis data loss)
-and fuzz over gRPC and REST, on loopback, bounded in time; every invariant must hold."""
+and fuzz over gRPC, REST and the WebSocket player connection, on loopback, bounded in time;
+every invariant must hold."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ async def test_the_short_campaign_holds_every_invariant() -> None:
     # the data loss took the matches in progress: created again, their old acknowledgements set aside
     assert chaos.stats.matches_recreated > 0 and chaos.set_aside > 0 and not chaos.same_deal_again
     assert chaos.idle_faults == 0  # every fault hit matches in play
-    assert [f.inputs for f in report.fuzz] == [SHORT.fuzz_inputs, SHORT.fuzz_inputs]
+    assert [f.inputs for f in report.fuzz] == [SHORT.fuzz_inputs] * 3  # gRPC, REST, WebSocket
     leaks = report.leaks
     assert leaks.matches == SHORT.leak_matches and not leaks.leaks and not leaks.errors
     assert len(leaks.presets) == len({name for name, _ in cases()}) and leaks.messages > 1000
@@ -51,9 +52,14 @@ async def test_the_short_campaign_holds_every_invariant() -> None:
     # and the late viewers' streams rebuilt from the record
     assert leaks.hands >= 2 * leaks.matches and leaks.special_hands > 0 and leaks.late_streams > 0
     # the fuzz reached past validation too: some inputs were accepted, many refused
-    for f in report.fuzz:
+    grpc_, rest, ws = report.fuzz
+    for f in (grpc_, rest):
         assert sum(n for code, n in f.codes.items() if code in ("OK", "200")) > 0
+    for f in report.fuzz:
         assert sum(f.codes.values()) == f.inputs
+    # over WebSocket: actions applied, subscriptions served, and refusals before the upgrade
+    assert ws.messages["result"] > 0 and ws.messages["update"] > 0 and ws.messages["error"] > 0
+    assert ws.codes["close 1000"] > 0 and ws.codes["close 4003"] > 0 and ws.codes["upgrade 400"] > 0
 
 
 def test_the_leak_oracle_sees_a_leak() -> None:

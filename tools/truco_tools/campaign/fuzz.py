@@ -1,12 +1,15 @@
-"""Fuzz every RPC of one worker (Redis store) over gRPC and REST with random, malformed and
-adversarial requests: messages built from the descriptors with hostile values (huge and
-unicode strings, unknown enum numbers, negative and huge numbers, deep nesting), real and
-wrong credentials (other seats, spectators, forged tokens), stale versions, replayed request
-ids, and raw bytes that are not protobuf. The oracle: no INTERNAL/UNKNOWN (REST: no 5xx) and a
-rejected request changes nothing (a watched match's version, Redis's set of keys)."""
+"""Fuzz every RPC of one worker (Redis store) over gRPC and REST, and its WebSocket player
+connection, with random, malformed and adversarial requests: messages built from the
+descriptors with hostile values (huge and unicode strings, unknown enum numbers, negative and
+huge numbers, deep nesting), real and wrong credentials (other seats, spectators, forged
+tokens), stale versions, replayed request ids, and raw bytes that are not protobuf. The oracle:
+no INTERNAL/UNKNOWN (REST: no 5xx; WebSocket: no such status in a message or a close code, no
+5xx refusing an upgrade) and a rejected request changes nothing (a watched match's version,
+Redis's set of keys); over WebSocket, a connection that sent no action changes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from collections import Counter
@@ -22,10 +25,12 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+import truco_engine as te
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
 from truco_server.app.wiring import service_factory
 from truco_server.core.config import Settings
 from truco_server.transports.grpc.server import Worker
+from truco_server.transports.websocket import CLOSE_BASE, JSON, PROTO
 from truco_tools.redis_proc import start_redis
 
 SERVICE = match_service_pb2.DESCRIPTOR.services_by_name["MatchService"]
@@ -41,6 +46,8 @@ class FuzzResult:
     """Inputs answered INTERNAL/UNKNOWN/5xx (with what was sent)."""
     changed: list[str] = field(default_factory=list)
     """Rejected inputs after which the watched state was not the same."""
+    messages: Counter[str] = field(default_factory=Counter)
+    """WebSocket: the server's messages by kind, over every connection."""
 
 
 class Gen:
@@ -171,7 +178,7 @@ async def worker_env() -> AsyncIterator[tuple[str, Worker]]:
 
 async def run_fuzz(redis_url: str, worker: Worker, inputs: int, seed: int = 12) -> list[FuzzResult]:
     """``inputs`` requests per transport against ``worker`` (whose store is ``redis_url``)."""
-    results = [FuzzResult("grpc"), FuzzResult("rest")]
+    results = [FuzzResult("grpc"), FuzzResult("rest"), FuzzResult("websocket")]
     r = aioredis.Redis.from_url(redis_url)
     try:
         async with grpc.aio.insecure_channel(worker.grpc_address) as ch, aiohttp.ClientSession() as http:
@@ -185,6 +192,12 @@ async def run_fuzz(redis_url: str, worker: Worker, inputs: int, seed: int = 12) 
             await _grpc_phase(ch, r, gen, methods, mid, inputs, results[0])
             base = f"http://127.0.0.1:{worker.http_port}"
             await _rest_phase(http, base, r, gen, methods, mid, inputs, results[1])
+            # a match of its own, in play (the phases before may have cancelled or ended theirs)
+            made = await stub.CreateMatch(match_service_pb2.CreateMatchRequest(request_id="watched-ws"))
+            ws_mid = made.match.match_id
+            ws_tokens = [c.token for c in made.seat_credentials] + [made.spectator_token]
+            ws_gen = Gen(rng, ws_mid, ws_tokens, ["watched-ws", f"{ws_mid}-r1"])
+            await _websocket_phase(http, base, r, ws_gen, ws_mid, inputs, results[2])
     finally:
         await r.aclose()
     return results
@@ -283,6 +296,149 @@ async def _rest_phase(
             out.bad.append(f"{route.method_name} {status} {path[:100]} {data[:200]}")
         elif status >= 300 and (after := await _watch(r, mid)) != before:
             out.changed.append(f"{route.method_name} {status} {_diff(before, after)} {data[:200]}")
+
+
+WS_BAD_CLOSES = frozenset({CLOSE_BASE + 2, CLOSE_BASE + 13, 1011})
+"""Close codes of a connection ended by UNKNOWN or INTERNAL (and WebSocket's own internal error)."""
+_WS_TIMEOUT = aiohttp.ClientWSTimeout(ws_close=5)
+_CARDS = sorted({*te.DECKS["spanish40"], *te.DECKS["french40"]})
+_CONNECT_KINDS = ("subscribe", "action", "unsubscribe", "subscribe_ticket", "subscribe", "action")
+
+
+def _plausible_action(gen: Gen, mid: str) -> match_service_pb2.SubmitActionRequest:
+    """An action one of the watched match's seats may well be allowed to make now."""
+    rng = gen.rng
+    req = match_service_pb2.SubmitActionRequest(match_id=rng.choice(["", mid]))
+    kind = rng.choice(["call_truco", "accept", "decline", "play_card", "play_card"])
+    getattr(req.action, kind).SetInParent()
+    if kind == "play_card":
+        req.action.play_card.card = rng.choice(_CARDS)
+    return req
+
+
+def connect_frames(gen: Gen, mid: str, binary: bool) -> tuple[list[str | bytes], int, int]:
+    """1-4 frames of a player connection (the subprotocol's, or hostile ones): how many of them
+    are actions, and how many subscribe a seat or the spectator of the watched match. About a
+    third of the connections play: a seat of the watched match subscribed, then actions it may
+    be allowed to make; the others send messages filled at random."""
+    rng = gen.rng
+    msgs: list[match_service_pb2.ConnectRequest] = []
+    if rng.random() < 0.35:
+        sid = rng.choice([1, 2, 7])
+        token = rng.choice(gen.tokens[:-1])  # a seat's
+        msgs.append(match_service_pb2.ConnectRequest())
+        msgs[-1].subscribe.SetInParent()
+        msgs[-1].subscribe.subscription_id, msgs[-1].subscribe.match_id = sid, mid
+        msgs[-1].subscribe.token = token
+        for aid in range(rng.randint(1, 2)):
+            msgs.append(match_service_pb2.ConnectRequest())
+            msgs[-1].action.subscription_id, msgs[-1].action.action_id = sid, aid
+            msgs[-1].action.request.CopyFrom(_plausible_action(gen, mid))
+    else:
+        for _ in range(rng.randint(1, 4)):
+            msg = match_service_pb2.ConnectRequest()
+            kind = rng.choice(_CONNECT_KINDS)
+            body = getattr(msg, kind)
+            body.SetInParent()
+            gen.fill(body)
+            if rng.random() < 0.7:
+                body.subscription_id = rng.choice([0, 1, 2])
+            if kind == "subscribe" and rng.random() < 0.6:
+                body.match_id, body.token = mid, rng.choice(gen.tokens)
+            elif kind == "action" and rng.random() < 0.5:
+                body.request.match_id = rng.choice(["", mid])
+            msgs.append(msg)
+    frames: list[str | bytes] = []
+    actions = aimed = 0
+    for msg in msgs:
+        odd = rng.random()
+        if odd < 0.04:  # bytes that are no message, text that is no JSON
+            junk: list[str | bytes] = [rng.randbytes(rng.randint(1, 40)), "{" * rng.randint(1, 3000), "[]"]
+            frames.append(rng.choice(junk))
+            continue
+        if odd < 0.07:
+            msg.Clear()  # no message set: a protocol error
+        which = msg.WhichOneof("message")
+        actions += which == "action"
+        aimed += which == "subscribe" and msg.subscribe.match_id == mid and msg.subscribe.token in gen.tokens
+        if binary != (odd < 0.1):  # mostly the subprotocol's frame type
+            frames.append(msg.SerializeToString())
+            continue
+        try:
+            frames.append(json_format.MessageToJson(msg))
+        except json_format.SerializeToJsonError:
+            frames.append('{"action": {"request": {"expectedVersion": "x"}}}')
+    return frames, actions, aimed
+
+
+def server_message(data: str | bytes, binary: bool) -> tuple[str, int, str]:
+    """One server message of a player connection: its kind, and the code and message of its
+    status (an ``error`` or an ``ended``; 0 and "" for the others)."""
+    if binary:
+        msg = match_service_pb2.ConnectResponse.FromString(data if isinstance(data, bytes) else data.encode())
+        kind = msg.WhichOneof("message") or "none"
+        if kind not in ("error", "ended"):
+            return kind, 0, ""
+        status = getattr(msg, kind).status
+        return kind, status.code, status.message
+    body = json.loads(data)
+    kind = next(iter(body), "none")
+    found = body[kind].get("status", {}) if kind in ("error", "ended") else {}
+    return kind, int(found.get("code", 0)), str(found.get("message", ""))
+
+
+async def _websocket_phase(
+    http: aiohttp.ClientSession, base: str, r: aioredis.Redis, gen: Gen, mid: str, n: int, out: FuzzResult
+) -> None:
+    """One WebSocket player connection per input: a subprotocol (or a hostile upgrade), 1-4
+    frames, the answers to its actions (or the connection's end), then the client's close."""
+    rng = gen.rng
+    for _ in range(n):
+        binary = rng.random() < 0.5
+        protocols = [PROTO] if binary else rng.choice([[JSON], []])
+        params = None
+        hostile = rng.random()
+        if hostile < 0.03:
+            protocols = ["chat", "superchat"]  # refused before the upgrade
+        elif hostile < 0.05:
+            params = {"access_token": rng.choice(gen.tokens)}  # a credential in the URL: refused
+        frames, actions, aimed = connect_frames(gen, mid, binary)
+        before = await _watch(r, mid)
+        out.inputs += 1
+        sent = f"{'proto' if binary else 'json'} {[f[:120] for f in frames]!r}"[:400]
+        try:
+            async with http.ws_connect(
+                base + "/v1/connect", protocols=protocols, params=params, timeout=_WS_TIMEOUT
+            ) as ws:
+                for frame in frames:
+                    await (ws.send_bytes(frame) if isinstance(frame, bytes) else ws.send_str(frame))
+                answered = first = 0
+                async with asyncio.timeout(5):  # every action answered, every aimed subscription's
+                    while answered < actions or first < aimed:  # first message, or the end
+                        got = await ws.receive()
+                        if got.type not in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY):
+                            break
+                        kind, status, text = server_message(got.data, binary)
+                        out.messages[kind] += 1
+                        if status in (2, 13):  # UNKNOWN, INTERNAL
+                            out.bad.append(f"websocket {kind} code {status} {text[:200]!r} after {sent}")
+                        answered += kind in ("result", "error")
+                        first += kind in ("update", "ended")
+                await ws.close()
+                code = ws.close_code
+        except aiohttp.WSServerHandshakeError as exc:
+            out.codes[f"upgrade {exc.status}"] += 1
+            if exc.status >= 500:
+                out.bad.append(f"websocket upgrade {exc.status} {protocols} {params}")
+            continue
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            out.codes[type(exc).__name__] += 1
+            continue
+        out.codes[f"close {code}"] += 1
+        if code in WS_BAD_CLOSES:
+            out.bad.append(f"websocket closed {code} after {sent}")
+        elif not actions and (after := await _watch(r, mid)) != before:
+            out.changed.append(f"websocket {_diff(before, after)} {sent}")
 
 
 def _diff(before: tuple[Any, frozenset[Any]], after: tuple[Any, frozenset[Any]]) -> str:

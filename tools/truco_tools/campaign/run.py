@@ -132,6 +132,8 @@ class Report:
                     "| answers |", "|---|---|---|---|---|"]  # fmt: skip
             for f in self.fuzz:
                 answers = ", ".join(f"{k} {n}" for k, n in sorted(f.codes.items()))
+                if f.messages:  # the WebSocket connections': their ends above, their messages here
+                    answers += "; messages: " + ", ".join(f"{k} {n}" for k, n in sorted(f.messages.items()))
                 out.append(f"| {f.transport} | {f.inputs} | {len(f.bad)} | {len(f.changed)} | {answers} |")
         lk = self.leaks
         if "leaks" in self.phases:
