@@ -159,7 +159,7 @@ def _conversation(data: bytes) -> tuple[bool, list[Any]]:
     return env.get("protocol") == "proto", env["frames"]
 
 
-def _frame_bytes(binary: bool, frame: Any) -> tuple[Any, Any] | None:
+def _frame_bytes(binary: bool, frame: Any) -> tuple[Any, Any]:
     """(frame type, payload) of one frame as the socket would deliver it."""
     from aiohttp import WSMsgType
 
@@ -208,7 +208,6 @@ def connect_target(data: bytes) -> None:
     from tests.fuzz.targets import Finding, _new_match, _subst, rest_env
     from truco_contract.pb import match_service_pb2 as MS
     from truco_server.api.connection import PlayerConnection
-    from truco_server.api.status import to_status
     from truco_server.core import errors as E
     from truco_server.transports.websocket import _Frames
 
@@ -234,24 +233,21 @@ def connect_target(data: bytes) -> None:
     async def requests() -> AsyncIterator[Any]:
         nonlocal read
         for frame in frames:
-            kind, payload = _frame_bytes(binary, frame) or (None, None)
-            request = reader.read(kind, payload)
+            request = reader.read(*_frame_bytes(binary, frame))
             # a malformed binary frame reads as a placeholder the connection refuses
             read += isinstance(request, MS.ConnectRequest) and request.WhichOneof("message") == "action"
             yield request
         for request in closing:
             yield request
 
-    accepted = 0
+    accepted = env.accepted  # results before this conversation
 
     async def converse() -> None:
-        nonlocal accepted
         api = env.match_api
         async for msg in PlayerConnection(api, api.tickets).run(requests()):
             reader.write(msg)
             kind = msg.WhichOneof("message")
             if kind == "result":
-                accepted += 1
                 env.accepted += 1
             elif kind in ("error", "ended"):
                 status = getattr(msg, kind).status
@@ -266,14 +262,8 @@ def connect_target(data: bytes) -> None:
         cut = False
     except TimeoutError:
         env.timeouts += 1
-    except E.ServiceError as exc:
-        status = to_status(exc)
-        if status.code in (2, 13):
-            raise Finding(f"the connection ended with code {status.code}: {status.message}"[:400]) from exc
-        if not exc.reason:
-            raise Finding(f"the connection ended with an error without a reason: {exc}") from exc
-        env.refused[exc.reason] = env.refused.get(exc.reason, 0) + 1
-        env.last_refusal = f"{exc.reason}: {exc}"
+    except E.ServiceError as exc:  # the connection ended by a typed error
+        env.refusal(exc, "the connection")
     except Finding:
         raise
     except Exception as exc:
@@ -282,5 +272,5 @@ def connect_target(data: bytes) -> None:
     # dropped with the connection (the client sends it again with its request id)
     if not read and env.match_fingerprint(presence=False) != before:
         raise Finding("no action was sent but the live match changed")
-    if read and not accepted and not cut and env.match_fingerprint(presence=False) != before:
+    if read and env.accepted == accepted and not cut and env.match_fingerprint(presence=False) != before:
         raise Finding("every action was refused but the live match changed")

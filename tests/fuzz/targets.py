@@ -171,6 +171,19 @@ class RestEnv:
         h.update(repr((len(m.outbox), m.expires_at, m.relay is not None)).encode())
         return h.hexdigest()
 
+    def refusal(self, exc: Any, what: str) -> None:
+        """Count a typed refusal (``exc``, a ``ServiceError``) of ``what``; a finding when its
+        status is UNKNOWN or INTERNAL or it carries no reason."""
+        from truco_server.api.status import to_status
+
+        status = to_status(exc)
+        if status.code in (2, 13):  # UNKNOWN, INTERNAL
+            raise Finding(f"{what} answered code {status.code}: {status.message}"[:400]) from exc
+        if not exc.reason:
+            raise Finding(f"{what}: an error without a reason: {exc}") from exc
+        self.refused[exc.reason] = self.refused.get(exc.reason, 0) + 1
+        self.last_refusal = f"{exc.reason}: {exc}"
+
     def fingerprint(self) -> tuple[Any, ...]:
         """What a refused call must leave alone: the live match in full, and how many matches,
         listings, queued items, operators, operator events and documents the store holds."""
@@ -314,7 +327,6 @@ def _pairs(value: Any) -> list[tuple[str, str]]:
 
 def rest_target(data: bytes) -> None:
     from truco_server.api import limits
-    from truco_server.api.status import to_status
     from truco_server.core import errors as E
     from truco_server.core.caller import Credentials
     from truco_server.transports.rest.routes import decode_request, last_event_version
@@ -356,13 +368,7 @@ def rest_target(data: bytes) -> None:
         method = getattr(env.apis[route.method_name], route.method_name)
         env.loop.run_until_complete(_serve(env, route, method, creds, message))
     except E.ServiceError as exc:
-        status = to_status(exc)
-        if status.code in (2, 13):  # UNKNOWN, INTERNAL
-            raise Finding(f"{route.method_name} answered code {status.code}: {status.message}"[:400]) from exc
-        if not exc.reason:
-            raise Finding(f"{route.method_name}: an error without a reason: {exc}") from exc
-        env.refused[exc.reason] = env.refused.get(exc.reason, 0) + 1
-        env.last_refusal = f"{exc.reason}: {exc}"
+        env.refusal(exc, route.method_name)
         if env.fingerprint() != before:
             raise Finding(f"{route.method_name} was refused ({exc.reason}) but changed the store") from exc
     except Finding:

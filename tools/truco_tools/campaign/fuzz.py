@@ -326,14 +326,13 @@ def connect_frames(gen: Gen, mid: str, binary: bool) -> tuple[list[str | bytes],
     if rng.random() < 0.35:
         sid = rng.choice([1, 2, 7])
         token = rng.choice(gen.tokens[:-1])  # a seat's
-        msgs.append(match_service_pb2.ConnectRequest())
-        msgs[-1].subscribe.SetInParent()
-        msgs[-1].subscribe.subscription_id, msgs[-1].subscribe.match_id = sid, mid
-        msgs[-1].subscribe.token = token
+        subscribe = match_service_pb2.ConnectSubscribe(subscription_id=sid, match_id=mid, token=token)
+        msgs.append(match_service_pb2.ConnectRequest(subscribe=subscribe))
         for aid in range(rng.randint(1, 2)):
-            msgs.append(match_service_pb2.ConnectRequest())
-            msgs[-1].action.subscription_id, msgs[-1].action.action_id = sid, aid
-            msgs[-1].action.request.CopyFrom(_plausible_action(gen, mid))
+            act = match_service_pb2.ConnectAction(
+                subscription_id=sid, action_id=aid, request=_plausible_action(gen, mid)
+            )
+            msgs.append(match_service_pb2.ConnectRequest(action=act))
     else:
         for _ in range(rng.randint(1, 4)):
             msg = match_service_pb2.ConnectRequest()
@@ -374,17 +373,16 @@ def connect_frames(gen: Gen, mid: str, binary: bool) -> tuple[list[str | bytes],
 def server_message(data: str | bytes, binary: bool) -> tuple[str, int, str]:
     """One server message of a player connection: its kind, and the code and message of its
     status (an ``error`` or an ``ended``; 0 and "" for the others)."""
+    msg = match_service_pb2.ConnectResponse()
     if binary:
-        msg = match_service_pb2.ConnectResponse.FromString(data if isinstance(data, bytes) else data.encode())
-        kind = msg.WhichOneof("message") or "none"
-        if kind not in ("error", "ended"):
-            return kind, 0, ""
-        status = getattr(msg, kind).status
-        return kind, status.code, status.message
-    body = json.loads(data)
-    kind = next(iter(body), "none")
-    found = body[kind].get("status", {}) if kind in ("error", "ended") else {}
-    return kind, int(found.get("code", 0)), str(found.get("message", ""))
+        msg.ParseFromString(data if isinstance(data, bytes) else data.encode())
+    else:
+        json_format.Parse(data, msg)
+    kind = msg.WhichOneof("message") or "none"
+    if kind not in ("error", "ended"):
+        return kind, 0, ""
+    status = getattr(msg, kind).status
+    return kind, status.code, status.message
 
 
 async def _websocket_phase(
