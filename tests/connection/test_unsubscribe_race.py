@@ -65,9 +65,13 @@ class _ActingApi(_WaitingApi):
         super().__init__()
         self.applied: list[tuple[Any, str]] = []
 
-    async def SubmitAction(self, creds: Any, request: pb.SubmitActionRequest) -> pb.SubmitActionResponse:
+    async def submit(self, creds: Any, request: pb.SubmitActionRequest) -> Any:
         self.applied.append((creds, request.match_id))
-        return pb.SubmitActionResponse(version=5)
+        return SimpleNamespace(version=5, events=(), view=SimpleNamespace(version=5))
+
+    @staticmethod
+    def fill_result(msg: pb.SubmitActionResponse, result: Any) -> None:
+        msg.version = result.version
 
 
 def _subscribe(sid: int) -> pb.ConnectRequest:

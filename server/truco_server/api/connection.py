@@ -370,21 +370,21 @@ class PlayerConnection:
                     field_violations=[E.FieldViolation("action.request.match_id", "another match")],
                 )
             structlog.contextvars.bind_contextvars(match_id=match_id, request_id=request.request_id or None)
-            response = await self.api.SubmitAction(creds, request)
-            out = pb.ConnectResponse()
+            done = await self.api.submit(creds, request)
+            out = pb.ConnectResponse()  # encoded in place (a copy of the response would copy all)
             result = out.result
             result.subscription_id, result.action_id = sid, aid
-            result.response.CopyFrom(response)
+            self.api.fill_result(result.response, done)
             # the result continues what the subscription delivered: it stands for the update
             last = self._delivered.get(sid)
-            events = response.events
+            events = done.events
             if (
                 last is not None
                 and events
                 and events[0].version == last + 1
-                and response.observation.version == response.version
+                and done.view.version == done.version
             ):
-                self._delivered[sid] = response.version
+                self._delivered[sid] = done.version
         except asyncio.CancelledError:
             raise
         except Exception as exc:

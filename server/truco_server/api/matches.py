@@ -145,6 +145,13 @@ class MatchApi:
     async def SubmitAction(
         self, creds: Credentials, request: pb.SubmitActionRequest
     ) -> pb.SubmitActionResponse:
+        msg = pb.SubmitActionResponse()
+        self.fill_result(msg, await self.submit(creds, request))
+        return msg
+
+    async def submit(self, creds: Credentials, request: pb.SubmitActionRequest) -> T.SubmitActionResponse:
+        """SubmitAction before encoding (the player connection encodes the result into its
+        own message, :meth:`fill_result`)."""
         cred = self.auth.seat(creds, request.match_id)
         try:
             action = codec.action_from_proto(request.action)
@@ -160,11 +167,15 @@ class MatchApi:
         with uniform(cred):
             result = await self.matches.submit_action(cred, req, charge)
         structlog.contextvars.bind_contextvars(seat=result.seat)
-        return pb.SubmitActionResponse(
-            version=result.version,
-            events=events(result.events, result.moment),
-            observation=observation(result.view, result.rules, result.seat, result.match),
-        )
+        return result
+
+    @staticmethod
+    def fill_result(msg: pb.SubmitActionResponse, result: T.SubmitActionResponse) -> None:
+        """Write an action's result into ``msg``, an empty one, in place (as
+        :meth:`fill_update`)."""
+        msg.version = result.version
+        msg.events.extend(events(result.events, result.moment))
+        msg.observation.CopyFrom(observation(result.view, result.rules, result.seat, result.match))
 
     async def StreamObservations(
         self, creds: Credentials, request: pb.StreamObservationsRequest
