@@ -10,10 +10,13 @@ that is not, then lets ``ParseDict`` do the rest.
 
 The other way, :func:`message_to_dict` writes a message as the REST face sends it: the proto3
 JSON mapping of ``json_format.MessageToDict(message, always_print_fields_with_no_presence=True)``,
-whole numbers as integers. It gives the same object, keys in the same order, but walks each
+whole numbers as integers. It gives the same object, fields in the same order, but walks each
 message type's fields from a plan made once per type instead of protobuf's pure-Python
 printer, which was a seventh of a REST worker's time (docs/benchmarks.md, "REST's JSON, an idle
-worker's polling, and what did not help").
+worker's polling, and what did not help"). The keys of a map and of a ``Struct`` come sorted:
+protobuf's runtime iterates them in an order that changes from process to process, and the
+same message should print the same text on every worker (an exported match record, a match's
+``effectiveRules``).
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ import re
 from collections.abc import Callable
 from typing import Any, cast
 
-from google.protobuf import descriptor, json_format
+from google.protobuf import descriptor, descriptor_pool, json_format
 from google.protobuf.internal import type_checkers
 from google.protobuf.message import Message
+from google.protobuf.message_factory import GetMessageClass
 
 FD = descriptor.FieldDescriptor
 
@@ -163,6 +167,9 @@ def parse_dict(data: dict[str, Any], message: Message) -> None:
 _Convert = Callable[[Any], Any]
 _INT64 = frozenset({FD.CPPTYPE_INT64, FD.CPPTYPE_UINT64})
 _TEXT_WKT = frozenset({"google.protobuf.Timestamp", "google.protobuf.Duration", "google.protobuf.FieldMask"})
+_ANY = "google.protobuf.Any"
+_STRUCTS = frozenset({"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"})
+"""The well-known types whose JSON is a tree of objects keyed by the message's data."""
 
 
 class _Plan:
@@ -187,14 +194,20 @@ def message_to_dict(message: Message) -> Any:
     and every whole number (of a ``double``, a ``float`` or a ``Struct``) as an integer
     (``3``, not ``3.0``, as the other protobuf runtimes print ``Struct`` numbers). The same
     object as ``json_format.MessageToDict(message, always_print_fields_with_no_presence=True)``
-    with those whole numbers, in the same key order; ``tests/contract/test_json_mapping.py``
-    compares the two on every message the service sends."""
+    with those whole numbers, fields in the same order, the keys of maps and of a ``Struct``
+    sorted; ``tests/contract/test_json_mapping.py`` compares the two on every message the
+    service sends."""
     desc = cast(descriptor.Descriptor, message.DESCRIPTOR)
     plan = _PLANS[desc] if desc in _PLANS else _plan_of(desc)
     if plan is None:
         if desc.full_name in _TEXT_WKT:
             return cast(Any, message).ToJsonString()
-        return whole_numbers(json_format.MessageToDict(message, always_print_fields_with_no_presence=True))
+        if desc.full_name == _ANY:
+            inner = _unpacked(message)
+            if inner is not None:
+                return {"@type": cast(Any, message).type_url, **message_to_dict(inner)}
+        printed = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+        return sorted_tree(printed) if desc.full_name in _STRUCTS else whole_numbers(printed)
     out: dict[str, Any] = {}
     fields = plan.fields
     for f, value in message.ListFields():
@@ -215,6 +228,30 @@ def whole_numbers(value: Any) -> Any:
     if isinstance(value, list):
         return [whole_numbers(v) for v in value]
     return value
+
+
+def _unpacked(packed: Message) -> Message | None:
+    """The message an ``Any`` holds, when its type is known here and is not a well-known type
+    (whose JSON inside an ``Any`` is ``{"@type": ..., "value": ...}``: protobuf's printer
+    writes those)."""
+    name = cast(Any, packed).TypeName()
+    if name.startswith("google.protobuf."):
+        return None
+    try:
+        desc = descriptor_pool.Default().FindMessageTypeByName(name)
+    except KeyError:
+        return None
+    inner = GetMessageClass(desc)()
+    return inner if cast(Any, packed).Unpack(inner) else None
+
+
+def sorted_tree(value: Any) -> Any:
+    """:func:`whole_numbers`, with the keys of every object sorted (a ``Struct``'s)."""
+    if isinstance(value, dict):
+        return {k: sorted_tree(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_tree(v) for v in value]
+    return whole_numbers(value)
 
 
 def _plan_of(desc: descriptor.Descriptor) -> _Plan | None:
@@ -258,7 +295,11 @@ def _map_converter(entry: descriptor.Descriptor) -> _Convert:
     def key(k: Any) -> str:
         return ("true" if k else "false") if isinstance(k, bool) else str(k)
 
-    return lambda values: {key(k): one(v) for k, v in values.items()}
+    return lambda values: dict(sorted(((key(k), one(v)) for k, v in values.items()), key=_first))
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]
 
 
 def _same(value: Any) -> Any:

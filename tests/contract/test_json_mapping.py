@@ -1,7 +1,8 @@
 """``json_mapping.message_to_dict`` writes exactly what protobuf's own printer writes (with
-whole numbers as integers): the same object, keys in the same order, for the messages of
-random matches of every preset and for hostile random values in every field of every message
-type the services send."""
+whole numbers as integers): the same object, fields in the same order (the keys of maps and
+of a ``Struct`` sorted, where protobuf's order changes from process to process), for the
+messages of random matches of every preset and for hostile random values in every field of
+every message type the services send."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import random
 from typing import Any
 
 import pytest
-from google.protobuf import json_format
+from google.protobuf import descriptor_pool, json_format
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
@@ -32,7 +33,47 @@ from truco_tools.campaign.fuzz import Gen
 
 
 def _reference(msg: Message) -> Any:
-    return whole_numbers(json_format.MessageToDict(msg, always_print_fields_with_no_presence=True))
+    printed = json_format.MessageToDict(msg, always_print_fields_with_no_presence=True)
+    return _ordered(whole_numbers(printed), msg.DESCRIPTOR)
+
+
+_STRUCTS = {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
+
+
+def _sorted_tree(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted_tree(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_tree(v) for v in value]
+    return value
+
+
+def _ordered(value: Any, desc: Descriptor) -> Any:
+    """protobuf's printing of a message of type ``desc``, the keys of its maps and Structs
+    sorted (in an ``Any``, those of the message it holds)."""
+    if desc.full_name in _STRUCTS:
+        return _sorted_tree(value)
+    if desc.full_name == "google.protobuf.Any" and isinstance(value, dict) and "@type" in value:
+        inner = descriptor_pool.Default().FindMessageTypeByName(value["@type"].rpartition("/")[2])
+        if inner.full_name.startswith("google.protobuf."):
+            return value
+        return {"@type": value["@type"], **_ordered({k: v for k, v in value.items() if k != "@type"}, inner)}
+    if desc.full_name.startswith("google.protobuf.") or not isinstance(value, dict):
+        return value
+    fields = {f.json_name: f for f in desc.fields}
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        f, sub = fields[key], fields[key].message_type
+        if sub is not None and sub.GetOptions().map_entry:
+            inner = sub.fields_by_name["value"].message_type
+            out[key] = {k: v[k] if inner is None else _ordered(v[k], inner) for k in sorted(v)}
+        elif sub is not None and f.is_repeated:
+            out[key] = [_ordered(x, sub) for x in v]
+        elif sub is not None:
+            out[key] = _ordered(v, sub)
+        else:
+            out[key] = v
+    return out
 
 
 def _same(msg: Message) -> None:
@@ -131,3 +172,42 @@ def test_numbers_and_bytes_follow_the_json_mapping() -> None:
     out = message_to_dict(match_service_pb2.SubmitActionResponse(version=7))
     assert out["version"] == "7" and out["events"] == []  # an int64: a string
     assert "observation" not in out  # a message field has presence: not printed when unset
+
+
+_PRINT_IN_A_PROCESS = """
+import json
+from google.protobuf import struct_pb2
+from google.rpc import error_details_pb2, status_pb2
+from truco_contract.json_mapping import message_to_dict
+from truco_contract.pb import observation_pb2
+keys = [f"k{i}" for i in range(12)]
+rules = struct_pb2.Struct()
+rules.update({k: {"inner": {j: 1 for j in keys}} for k in keys})
+status = status_pb2.Status(code=3)
+status.details.add().Pack(error_details_pb2.ErrorInfo(reason="R", metadata={k: "v" for k in keys}))
+obs = observation_pb2.Observation()
+for seat in (5, 3, 0, 4, 1, 2):
+    obs.revealed[seat].cards.append("4C")
+print(json.dumps([message_to_dict(m) for m in (rules, status, obs)]))
+"""
+
+
+def test_maps_and_structs_print_the_same_in_every_process() -> None:
+    """protobuf iterates a map (a Struct is one) in an order of its own, which changes from
+    process to process: two workers printing one match's rules, or an error's metadata, wrote
+    them differently, and an exported record changed from one export to the next."""
+    import subprocess
+    import sys
+
+    printed = {
+        subprocess.run(
+            [sys.executable, "-c", _PRINT_IN_A_PROCESS], capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(4)
+    }
+    assert len(printed) == 1
+    rules, status, obs = json.loads(printed.pop())
+    assert list(rules) == sorted(rules) and list(rules["k0"]["inner"]) == sorted(rules["k0"]["inner"])
+    assert list(status["details"][0]["metadata"]) == sorted(status["details"][0]["metadata"])
+    assert status["details"][0]["@type"].endswith("google.rpc.ErrorInfo")
+    assert list(obs["revealed"]) == ["0", "1", "2", "3", "4", "5"]
