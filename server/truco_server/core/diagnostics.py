@@ -40,12 +40,12 @@ def tune_gc(thresholds: str) -> int:
     event loop for 80-150 ms, about every 20 s at 130 actions/s and more often under more
     load (docs/benchmarks.md, "Where the paced tail comes from"). So: one collection, then
     ``gc.freeze()`` moves what survives out of every later collection, and ``thresholds``
-    (``TRUCO_GC_THRESHOLDS``: young, middle, full; see ``gc.set_threshold``) space the full
-    collections far apart and keep the young and middle ones short: a worker's states,
-    views and tasks live for a turn, so each one is walked once by a young collection and
-    once by a middle one whatever the thresholds, and smaller ones split that same work into
-    shorter pauses (a middle one's median was 3.8-5.0 ms at 700,10 and 0.8-1.0 ms at 300,3).
-    Returns the number of objects frozen."""
+    (``TRUCO_GC_THRESHOLDS``: young, middle, full; see ``gc.set_threshold``) decide how much
+    of the rest is walked: a worker's states, views, tasks and messages live for a move, so
+    with a young threshold far above what the moves in flight hold (50,000) nearly all of
+    them are freed by reference counting before a young collection comes and are never
+    walked; with a small one (300) each was walked by a young collection and again by a
+    middle one, in many short pauses. Returns the number of objects frozen."""
     young, middle, full = (int(x) for x in thresholds.split(","))
     gc.collect()
     gc.freeze()
