@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import random
 import statistics
 import sys
@@ -70,12 +71,7 @@ async def _matches(count: int, preset: str) -> tuple[list[Any], Any]:
 
 def _fresh(match: Any) -> Any:
     """The same match version with nothing derived from it kept (its views, encodings)."""
-    from truco_match.match import Match
-
-    return Match(
-        match.meta, match.setup, match.state, match.life, match.version, match.status, match.updated_at,
-        match.seats,
-    )  # fmt: skip
+    return dataclasses.replace(match, memo={}, verified={})
 
 
 async def _stage(stage: str, starts: list[Any], relay: Any, moves: int, seed: int) -> tuple[float, int]:
