@@ -7,6 +7,7 @@ and the player went on choosing from that stream's last observation.)"""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -47,18 +48,20 @@ async def test_an_action_refused_as_stale_is_followed_by_a_fresh_read(
     make_worker: WorkerFactory, clean_redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = match_service_pb2_grpc.MatchServiceStub
-    sent = [0]
+    sent: Counter[str] = Counter()
 
     class Stale(real):  # type: ignore[misc, valid-type]
-        """Every third action goes with the version before the one the player saw."""
+        """Every third action of each match goes with the version before the one the player
+        saw. (Counted per match: with one count for all matches, three matches left playing in
+        lockstep give one of them every third action of the run, all stale.)"""
 
         def __init__(self, channel: Any) -> None:
             super().__init__(channel)
             submit = self.SubmitAction
 
             def stale(req: Any, **kw: Any) -> Any:
-                sent[0] += 1
-                if sent[0] % 3 == 0 and req.expected_version > 0:
+                sent[req.match_id] += 1
+                if sent[req.match_id] % 3 == 0 and req.expected_version > 0:
                     req.expected_version -= 1
                 return submit(req, **kw)
 
