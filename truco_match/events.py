@@ -373,7 +373,13 @@ def is_private(entry: LogEntry) -> bool:
     )
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+"""Types whose values are their own plain form, both ways (an enum's members are not of these)."""
+
+
 def _plain(value: Any) -> Any:
+    if type(value) in _SCALARS:  # most values: a card, a seat, a count (a reveal has 800 cards)
+        return value
     if isinstance(value, te.Action):
         return value.to_dict()
     if isinstance(value, tuple):
@@ -440,6 +446,8 @@ _ENGINE = frozenset(k.value for k in te.EventKind)
 
 def _from_plain(hint: Any, value: Any) -> Any:
     """Inverse of :func:`_plain` for a value of type ``hint``."""
+    if hint in _SCALARS:
+        return value
     args = typing.get_args(hint)
     if type(None) in args:
         if value is None:
@@ -447,7 +455,7 @@ def _from_plain(hint: Any, value: Any) -> Any:
         hint = next(a for a in args if a is not type(None))
         args = typing.get_args(hint)
     if typing.get_origin(hint) is tuple:
-        return tuple(_from_plain(args[0], v) for v in value)
+        return tuple(value) if args[0] in _SCALARS else tuple(_from_plain(args[0], v) for v in value)
     if hint is bytes:
         return bytes.fromhex(value)
     if hint is te.Action:
