@@ -11,11 +11,14 @@ import orjson
 
 import truco_engine as te
 from tests.service.conftest import services
+from truco_engine.cards import DECKS
+from truco_match import fairness
+from truco_match.events import MatchRevealed, RevealedDeal, payload_to_dict
 from truco_match.lifecycle import Life
 from truco_server.core import requests as T
 from truco_server.core.caller import Operator
 from truco_server.services import compact
-from truco_server.services.stored import canonical, meta_of, state_bytes, state_of
+from truco_server.services.stored import canonical, entry_bytes, entry_of, meta_of, state_bytes, state_of
 
 
 def test_the_blob_leaves_the_rules_to_the_metadata() -> None:
@@ -70,6 +73,28 @@ def test_the_dictionaries_never_change() -> None:
     event = b'{"card":"3e","face_down":false,"kind":"card_played","seat":0,"t":336696,"trick_index":0}'
     assert compact.unpack_event(compact.pack_event(event)) == event
     assert len(compact.pack_event(event)) < len(event) // 4
+
+
+def test_a_match_revealed_is_deflated_and_reads_back_the_same() -> None:
+    """Every deal of a long match: more than ``LARGE_EVENT`` bytes of JSON, deflated at the
+    large events' level, and decoded by the same reader as every other event."""
+    setup_seed = bytes(range(32))
+    cards = tuple(DECKS["spanish40"])
+    deals = tuple(
+        RevealedDeal(
+            cards=tuple(fairness.deck_for_hand(setup_seed, k, cards)),
+            salt=fairness.salt_for_hand(setup_seed, k),
+            commitment="c" * 64,
+        )
+        for k in range(1, 31)
+    )
+    reveal = MatchRevealed(seed=setup_seed, deals=deals, mixed_seed=setup_seed[::-1])
+    raw = canonical({**payload_to_dict(reveal), "t": 1234567})
+    assert len(raw) > compact.LARGE_EVENT
+    packed = entry_bytes(reveal, 1234567)
+    assert packed[:1] == b"\x02" and len(packed) < len(raw) * 0.45, (len(packed), len(raw))
+    assert compact.unpack_event(packed) == raw
+    assert entry_of(packed) == (reveal, 1234567)
 
 
 async def test_metadata_written_with_the_first_dictionary_still_loads() -> None:
