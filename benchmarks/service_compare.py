@@ -15,10 +15,16 @@ shared: only ratios within one run are solid).
 
     python benchmarks/service_compare.py --against ../old-checkout
     python benchmarks/service_compare.py --against ../old-checkout --pairs 3 --seconds 10
-    python benchmarks/service_compare.py --phases rest-memory --pairs 1     # one phase
+    python benchmarks/service_compare.py --against ../old-checkout --phases rest-memory --pairs 1
 
-Not part of the test suite (a smoke test runs one short pair); everything it starts it stops,
-by pid, and nothing leaves 127.0.0.1.
+With ``--python`` the other build's worker runs on another interpreter (a virtualenv's
+``python`` with the server's packages installed: ``uv pip install --python VENV/bin/python
+'.[server]'``); with ``--against .`` that compares two interpreters on this checkout::
+
+    python benchmarks/service_compare.py --against . --python /tmp/py312/bin/python
+
+Not part of the test suite (``tests/tools/test_service_compare.py`` runs one short pair);
+everything it starts it stops, by pid, and nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import asyncio
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -81,11 +88,12 @@ def _pythonpath(root: Path) -> str:
 
 
 @contextmanager
-def _worker(root: Path, redis_url: str | None) -> Iterator[tuple[int, int, int]]:
-    """A worker of the build at ``root``: (its pid, gRPC port, HTTP port)."""
+def _worker(root: Path, redis_url: str | None, python: str | None = None) -> Iterator[tuple[int, int, int]]:
+    """A worker of the build at ``root`` on ``python`` (default: this interpreter): (its pid,
+    gRPC port, HTTP port)."""
     port, http_port = free_port(HOST), free_port(HOST)
     cmd = [
-        sys.executable, "-m", "truco_cli.main", "serve", "--host", HOST,
+        python or sys.executable, "-m", "truco_cli.main", "serve", "--host", HOST,
         "--grpc-port", str(port), "--http-port", str(http_port), "--metrics-port", "0",
         "--log-level", "warning", "--max-concurrent-rpcs", "0", "--workers", "1",
     ]  # fmt: skip
@@ -157,13 +165,14 @@ async def _load(phase: str, port: int, http_port: int, pid: int, args: argparse.
     return Window(cpu, fig.actions, elapsed, fig.matches_finished)
 
 
-async def measure(phase: str, root: Path, args: argparse.Namespace) -> Window:
+async def measure(phase: str, root: Path, args: argparse.Namespace, python: str | None = None) -> Window:
     """One window of ``phase`` (``<transport>-<store>``) against a fresh worker of the build at
-    ``root`` (and a fresh Redis for ``-redis``), driven from this process by ``args.matches``
-    bots playing ``args.preset`` (``args.warmup`` then ``args.seconds``)."""
+    ``root`` on ``python`` (default: this interpreter; and a fresh Redis for ``-redis``),
+    driven from this process by ``args.matches`` bots playing ``args.preset`` (``args.warmup``
+    then ``args.seconds``)."""
     redis = start_redis(host=HOST) if phase.endswith("-redis") else None
     try:
-        with _worker(root, redis.url if redis else None) as (pid, port, http_port):
+        with _worker(root, redis.url if redis else None, python) as (pid, port, http_port):
             return await _load(phase, port, http_port, pid, args)
     finally:
         if redis is not None:
@@ -203,13 +212,13 @@ async def _floor(phase: str, args: argparse.Namespace) -> float:
 async def compare(args: argparse.Namespace) -> dict[str, tuple[float, float, float]]:
     """The median CPU ms per action of each build and of the floor (NaN without
     ``--floors``), per phase: (this, other, floor)."""
-    builds = (("this", ROOT), ("other", args.against.resolve()))
+    builds = (("this", ROOT, None), ("other", args.against.resolve(), args.python))
     got: dict[str, dict[str, list[float]]] = {p: {"this": [], "other": [], "floor": []} for p in args.phases}
     for pair in range(args.pairs):
         for phase in args.phases:
             runs = list(builds if pair % 2 == 0 else builds[::-1])
-            for label, root in runs:
-                value = (await measure(phase, root, args)).ms
+            for label, root, python in runs:
+                value = (await measure(phase, root, args, python)).ms
                 got[phase][label].append(value)
                 print(f"# pair {pair + 1}/{args.pairs} {phase:14s} {label:5s} {value:.3f} ms", flush=True)
             if args.floors:
@@ -226,11 +235,49 @@ async def compare(args: argparse.Namespace) -> dict[str, tuple[float, float, flo
     }
 
 
+SERVER_PACKAGES = ("grpc", "google.protobuf", "aiohttp", "redis", "structlog", "prometheus_client", "orjson")
+"""What a worker imports besides the checkout's own source folders."""
+
+
+def _interpreter_problem(python: str, root: Path) -> str | None:
+    """Why ``python`` cannot run a worker of the build at ``root`` (``None``: it can): its
+    version and which of :data:`SERVER_PACKAGES` it lacks, asked of the interpreter itself with
+    the worker's ``PYTHONPATH``."""
+    probe = (
+        "import importlib.util, sys\n"
+        "def found(name):\n"
+        "    try:\n"
+        "        return importlib.util.find_spec(name) is not None\n"
+        "    except ImportError:\n"
+        "        return False\n"
+        "print(sys.version_info >= (3, 11), ' '.join(m for m in sys.argv[1:] if not found(m)))"
+    )
+    env = {**os.environ, "PYTHONPATH": _pythonpath(root)}
+    try:
+        done = subprocess.run(
+            [python, "-c", probe, *SERVER_PACKAGES], capture_output=True, text=True, timeout=60, env=env
+        )
+    except OSError as exc:
+        return f"cannot be run ({exc.strerror})"
+    if done.returncode != 0:
+        return f"exited with {done.returncode}: {done.stderr.strip()[-200:]}"
+    recent, _, missing = done.stdout.strip().partition(" ")
+    if recent != "True":
+        return "is older than Python 3.11"
+    if missing:
+        return f"lacks {missing.replace(' ', ', ')} (install the server's packages into its environment)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--against", type=Path, required=True, help="another checkout of this repository")
+    parser.add_argument(
+        "--python",
+        help="the other build's interpreter (default: this one), with the server's packages installed",
+    )
     parser.add_argument("--pairs", type=int, default=2, help="alternations of the two builds (default 2)")
     parser.add_argument("--seconds", type=float, default=8.0, help="measured window per run (default 8)")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before measuring (default 2)")
@@ -259,8 +306,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.against} is not a checkout of this repository")
     if unknown := set(args.phases) - set(ALL_PHASES):
         parser.error(f"unknown phases: {', '.join(sorted(unknown))}")
+    if args.python is not None and (problem := _interpreter_problem(args.python, args.against)):
+        parser.error(f"--python {args.python}: {problem}")
     load0 = os.getloadavg()[0]
     started = time.time()
+    print(f"# this: {ROOT} on {sys.executable}", flush=True)
+    print(f"# other: {args.against.resolve()} on {args.python or sys.executable}", flush=True)
     results = asyncio.run(compare(args))
     print(
         f"load average (1 min): {load0:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} cores"
