@@ -18,7 +18,8 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2
 
-from tests.e2e.conftest import WorkerFactory, serve_process
+from tests.e2e.conftest import WorkerFactory, serve_log, serve_process
+from tests.helpers.serve import listening
 from truco_bots.random_bot import RandomBot
 from truco_client import AsyncTrucoClient
 from truco_client.connection import PlayerConnection
@@ -27,7 +28,6 @@ from truco_client.runner import play_seat
 from truco_contract.pb import error_details_pb2 as truco_error_details_pb2
 from truco_contract.pb import match_service_pb2, match_service_pb2_grpc
 from truco_server.transports.grpc.server import Worker
-from truco_tools.redis_proc import free_port
 
 pb = match_service_pb2
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
@@ -299,10 +299,11 @@ async def _stored_version(worker: Worker, mid: str, token: str) -> int:
 async def test_worker_sigkill_mid_stream_the_connection_resumes_on_another(
     clean_redis_url: str, tmp_path: Path, worker: Worker, transport: str
 ) -> None:
-    http_port = free_port("127.0.0.1")
-    with serve_process(clean_redis_url, tmp_path, "--http-port", str(http_port)) as (proc, address):
+    with serve_process(clean_redis_url, tmp_path) as (proc, address):
         if transport == "websocket":
-            address = f"ws://127.0.0.1:{http_port}"
+            found = listening(serve_log(tmp_path))
+            assert found is not None
+            address = "ws://" + found[1].removeprefix("http://")
         await _killed_mid_stream(proc, address, worker, transport)
 
 

@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from tests.helpers.serve import listening
 from truco_server.app.wiring import service_factory
 from truco_server.core.config import Settings
 from truco_server.transports.grpc.server import Worker
-from truco_tools.redis_proc import STARTUP_TIMEOUT, free_port
+from truco_tools.redis_proc import STARTUP_TIMEOUT
 
 
 def e2e_settings(redis_url: str, **overrides: Any) -> Settings:
@@ -71,17 +72,23 @@ async def worker(make_worker: WorkerFactory) -> AsyncIterator[Worker]:
         yield w
 
 
+def serve_log(log_dir: Path) -> str:
+    """What :func:`serve_process`'s worker has written so far."""
+    return (log_dir / "serve.log").read_text(errors="replace")
+
+
 @contextmanager
 def serve_process(redis_url: str, log_dir: Path, *args: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """``truco serve --workers 1`` (open mode, plus ``args``) as a child process on a free loopback port,
-    for tests that SIGKILL a worker; yields the process and its gRPC address. Its output goes to
-    ``log_dir/serve.log``; it is killed at the end if still running."""
-    port = free_port("127.0.0.1")
+    """``truco serve --workers 1`` (open mode, plus ``args``) as a child process on free loopback
+    ports (port 0: :func:`tests.helpers.serve.listening` reads them from its banner), for tests
+    that SIGKILL a worker; yields the process and its gRPC address (its REST base URL:
+    ``listening(serve_log(log_dir))``). Its output goes to ``log_dir/serve.log``; it is killed
+    at the end if still running."""
     log_path = log_dir / "serve.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
     cmd = [
         sys.executable, "-m", "truco_cli.main", "serve",
-        "--redis", redis_url, "--grpc-port", str(port), "--metrics-port", "0",
+        "--redis", redis_url, "--grpc-port", "0", "--metrics-port", "0",
         "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning",
         "--workers", "1", *args,  # one worker process: the one a test kills
     ]  # fmt: skip
@@ -89,11 +96,11 @@ def serve_process(redis_url: str, log_dir: Path, *args: str) -> Iterator[tuple[s
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
         try:
             deadline = time.monotonic() + STARTUP_TIMEOUT  # a bound: the wait ends at the banner
-            while "gRPC listening" not in log_path.read_text(errors="replace"):
+            while (found := listening(serve_log(log_dir))) is None:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError("truco serve did not start: " + log_path.read_text())
+                    raise AssertionError("truco serve did not start: " + serve_log(log_dir))
                 time.sleep(0.05)
-            yield proc, f"127.0.0.1:{port}"
+            yield proc, found[0]
         finally:
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)

@@ -4,6 +4,7 @@ manager runs it: stdout (JSON log lines) and stderr (the banner, errors) in two 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from truco_tools.redis_proc import STARTUP_TIMEOUT
+
+_GRPC = re.compile(r"gRPC listening on (\S+)")
+_REST = re.compile(r"REST/JSON listening on (\S+)")
+
+
+def listening(output: str) -> tuple[str, str] | None:
+    """The gRPC address and the REST base URL that ``truco serve``'s banner in ``output`` names
+    (``None`` until the banner is whole: it ends with its ``store:`` line). A test serves on
+    port 0 and reads the ports here: a port picked free beforehand can be taken before the
+    server binds it -- by the server's own first connection to Redis, whose local port the
+    kernel draws from the same range."""
+    if "store: " not in output:
+        return None
+    grpc, rest = _GRPC.search(output), _REST.search(output)
+    if grpc is None or rest is None:
+        return None
+    return grpc.group(1), rest.group(1)
 
 
 @dataclass(frozen=True)
@@ -43,14 +61,11 @@ def serve_apart(
         proc = subprocess.Popen(cmd, stdout=o, stderr=e, env=environ)
     try:
         deadline = time.monotonic() + timeout
-        while "store: " not in err.read_text(errors="replace"):
+        while (found := listening(err.read_text(errors="replace"))) is None:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError("truco serve did not start: " + err.read_text(errors="replace"))
             time.sleep(0.05)
-        banner = err.read_text()
-        grpc_address = banner.split("gRPC listening on ", 1)[1].split()[0]
-        rest_url = banner.split("REST/JSON listening on ", 1)[1].split()[0]
-        yield Served(proc, out, err, grpc_address, rest_url)
+        yield Served(proc, out, err, *found)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.helpers.serve import listening
 from truco_bots import get_bot
 from truco_client import TrucoClient
 from truco_client.leagues import LeagueClient, run_lobby
 from truco_contract.pb import league_service_pb2
-from truco_tools.redis_proc import free_port
 
 
 @dataclass
@@ -35,28 +35,27 @@ class Serve:
 
 
 def start_serve(redis_url: str, log: Path, *, rest: bool = False) -> Serve:
-    port = free_port()
-    http_port = free_port() if rest else 0
+    """A worker on free loopback ports (port 0, read from its banner:
+    :func:`tests.helpers.serve.listening`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_") and k != "REDIS_URL"}
     env.update({"TRUCO_HEARTBEAT_INTERVAL_SECONDS": "1", "TRUCO_SCHEDULER_TICK_SECONDS": "0.1"})
     cmd = [
         sys.executable, "-m", "truco_cli.main", "serve",
-        "--redis", redis_url, "--grpc-port", str(port), "--metrics-port", "0",
-        "--http-port", str(http_port), "--host", "127.0.0.1", "--log-level", "warning",
+        "--redis", redis_url, "--grpc-port", "0", "--metrics-port", "0",
+        "--http-port", "0", "--host", "127.0.0.1", "--log-level", "warning",
         "--workers", "1",  # one worker process: the one a test kills
     ]  # fmt: skip
     out = log.open("wb")
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     out.close()
     deadline = time.monotonic() + 120  # a cap: it waits for the log line (slow on a loaded machine)
-    ready = "REST/JSON listening" if rest else "gRPC listening"
-    while ready not in log.read_text(errors="replace"):
+    while (found := listening(log.read_text(errors="replace"))) is None:
         if proc.poll() is not None or time.monotonic() > deadline:
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
             raise AssertionError("truco serve did not start: " + log.read_text())
         time.sleep(0.05)
-    return Serve(proc, f"127.0.0.1:{port}", log, f"http://127.0.0.1:{http_port}" if rest else "")
+    return Serve(proc, found[0], log, found[1] if rest else "")
 
 
 @contextmanager
