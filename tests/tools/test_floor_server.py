@@ -31,7 +31,9 @@ async def test_websocket_bots_play_the_floor_servers_canned_matches_to_their_end
             slots = [asyncio.ensure_future(bots.run_slot(i)) for i in range(2)]
             try:
                 async with asyncio.timeout(60):
-                    while fig.matches_finished < 4:  # each slot plays a second match after its first
+                    # each slot plays a second match after its first; a match ends with its
+                    # last result, and the other seat's update of that action may come after it
+                    while fig.matches_finished < 4 or len(fig.observed_ms) < 4 * ACTIONS_PER_MATCH:
                         await asyncio.sleep(0.02)
             finally:
                 stop.set()
