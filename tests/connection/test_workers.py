@@ -17,6 +17,7 @@ import grpc
 import pytest
 
 from tests.helpers.redis_proc import free_port
+from tests.helpers.serve import listening
 from truco_contract.pb import match_pb2, match_service_pb2, match_service_pb2_grpc
 
 pytestmark = [pytest.mark.timeout(240)]
@@ -77,7 +78,9 @@ def test_two_workers_share_the_ports_add_up_their_metrics_and_stop_together(
             assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()
             time.sleep(0.1)
         text = log_path.read_text()
-        address = re.search(r"gRPC listening on (\S+)", text).group(1)  # type: ignore[union-attr]
+        found = listening(text)
+        assert found is not None, text
+        address = found[0]
         pids = [int(p) for p in re.search(r"pids ([\d, ]+);", text).group(1).split(", ")]  # type: ignore[union-attr]
         assert len(pids) == 2 and proc.pid not in pids and all(_alive(p) for p in pids)
 

@@ -6,7 +6,6 @@ against a server started separately (from this checkout's full install)."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -17,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.serve import listening
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(900)
@@ -82,12 +83,10 @@ def server(tmp_path: Path) -> Iterator[str]:
         deadline = time.monotonic() + 30
         found = None
         while found is None and time.monotonic() < deadline and proc.poll() is None:
-            found = re.search(
-                r"gRPC listening on (\S+)", (tmp_path / "serve.log").read_text(errors="replace")
-            )
+            found = listening((tmp_path / "serve.log").read_text(errors="replace"))
             time.sleep(0.05)
         assert found is not None, (tmp_path / "serve.log").read_text(errors="replace")
-        yield found.group(1)
+        yield found[0]
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
