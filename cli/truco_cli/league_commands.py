@@ -349,13 +349,15 @@ def _leaderboard(args: argparse.Namespace) -> int:
 def _lobby(args: argparse.Namespace) -> int:
     """Every account of the bot file in the lobby, on one event loop on a thread of its own
     (:func:`truco_client.leagues.run_lobbies`); this thread waits for the league, or Ctrl-C.
-    Progress goes to stdout; stderr carries only what went wrong."""
+    Once the league is finished the lobby plays the matches under way to their end, within
+    ``--timeout-total`` when given: past it, or on Ctrl-C, it leaves them and closes its
+    channels. Progress goes to stdout; stderr carries only what went wrong."""
     from truco_bots import get_bot
     from truco_client.leagues import run_lobbies
 
     bots = _read_bots(args.bots)
     bot_class = get_bot(args.bot)
-    stop = threading.Event()
+    stop, abandon = threading.Event(), threading.Event()
     servers = args.server.split(",")
     outcome: dict[str, Any] = {}
 
@@ -363,32 +365,37 @@ def _lobby(args: argparse.Namespace) -> int:
         try:
             outcome["played"] = run_lobbies(
                 servers, [(b["bot_id"], b["token"]) for b in bots], bot_class,
-                max_concurrent=args.max_concurrent, stop=stop,
+                max_concurrent=args.max_concurrent, stop=stop, abandon=abandon,
                 log=lambda m: print(m, file=sys.stderr, flush=True),
             )  # fmt: skip
         except Exception as exc:  # reported by the command, as one line
             outcome["error"] = exc
 
+    deadline = None
+    if args.until_finished and args.timeout_total is not None:
+        deadline = time.monotonic() + args.timeout_total
     lobby = threading.Thread(target=run, name="lobby", daemon=True)
     lobby.start()
     print(f"{len(bots)} {args.bot} bots in the lobby of {args.server}", flush=True)
-    late = False
+    finished, under_way = True, False
     try:
         if args.until_finished:
-            late = not _until_finished(args, servers[0], lobby)
+            finished = _until_finished(args, servers[0], lobby, deadline)
             stop.set()
-        while lobby.is_alive():
+        while lobby.is_alive() and (deadline is None or time.monotonic() < deadline):
             lobby.join(0.2)
+        under_way = lobby.is_alive()
     except KeyboardInterrupt:
         pass
     finally:
         stop.set()
+        abandon.set()  # the matches still under way (each logged), then the channels
         lobby.join(10)
     if "error" in outcome:
         raise outcome["error"]
-    if late:
-        late_line = f"truco league lobby: {args.until_finished} not finished after {args.timeout_total:g} s"
-        print(late_line, file=sys.stderr)
+    if not finished or under_way:
+        what = f"{args.until_finished} not finished" if not finished else "matches still under way"
+        print(f"truco league lobby: {what} after {args.timeout_total:g} s", file=sys.stderr)
         return 1
     played = outcome.get("played", {})
     # (a match between two of the file's bots is two seats played, one by each)
@@ -396,18 +403,19 @@ def _lobby(args: argparse.Namespace) -> int:
     return 0
 
 
-def _until_finished(args: argparse.Namespace, server: str, lobby: threading.Thread) -> bool:
-    """Wait while the lobby runs until the league is finished (``False``: not within
-    ``--timeout-total``)."""
+def _until_finished(
+    args: argparse.Namespace, server: str, lobby: threading.Thread, deadline: float | None
+) -> bool:
+    """Wait while the lobby runs until the league is finished (``False``: not by
+    ``deadline``, a ``time.monotonic()``)."""
     from truco_client.leagues import LeagueClient
     from truco_contract.pb import league_service_pb2
 
-    deadline = time.monotonic() + (args.timeout_total or 7 * 24 * 3600.0)
     with LeagueClient(server, api_key=args.api_key or os.environ.get("TRUCO_API_KEY")) as c:
         while lobby.is_alive():
             if c.get_league(args.until_finished).state == league_service_pb2.LEAGUE_STATE_FINISHED:
                 return True
-            if time.monotonic() > deadline:
+            if deadline is not None and time.monotonic() > deadline:
                 return False
             lobby.join(0.5)  # the lobby ending (an error) ends the wait too
     return True
@@ -495,7 +503,11 @@ def _add_reads(cmds: Any) -> None:
         "--max-concurrent", type=int, default=0, help="matches at once per bot (0: the account's)"
     )
     lo.add_argument("--until-finished", metavar="LEAGUE", help="stop once this league is finished")
-    lo.add_argument("--timeout-total", type=float, help="with --until-finished: give up after this long")
+    lo.add_argument(
+        "--timeout-total",
+        type=float,
+        help="with --until-finished: give up after this many seconds, matches under way included",
+    )
     _common(lo)
     lo.set_defaults(func=_lobby)
 

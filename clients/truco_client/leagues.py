@@ -466,16 +466,18 @@ async def play_lobby(
     log: Callable[[str], None] = _stderr,
     matches: int | None = None,
     connect_timeout: float | None = CONNECT_TIMEOUT,
+    abandon: asyncio.Event | None = None,
 ) -> int:
     """One bot account's lobby on the running event loop: every match it is assigned is a
     task playing a fresh ``make_bot()``, every seat on one player connection. Stops taking
     assignments once ``stop`` is set or ``matches`` were played, plays the matches under way
-    to their end, closes its channels and returns the number of matches played. A match that
-    fails is logged (``log``) and counted; a lobby stream lost for good raises."""
+    to their end (or until ``abandon`` is set: those left are logged and stopped), closes its
+    channels and returns the number of matches played. A match that fails is logged
+    (``log``) and counted; a lobby stream lost for good raises."""
     targets = [target] if isinstance(target, str) else list(target)
     enough = asyncio.Event()
     played = 0
-    running: set[asyncio.Task[None]] = set()
+    running: dict[asyncio.Task[None], str] = {}  # each match under way, its id
     async with PlayerConnection(targets) as conn:
 
         async def play(a: Assignment) -> None:
@@ -496,8 +498,8 @@ async def play_lobby(
                 async for item in items:
                     if isinstance(item, Assignment):
                         task = asyncio.create_task(play(item), name=f"lobby-{item.match_id}")
-                        running.add(task)
-                        task.add_done_callback(running.discard)
+                        running[task] = item.match_id
+                        task.add_done_callback(running.pop)
 
         waits = [asyncio.create_task(take()), asyncio.create_task(enough.wait())]
         if stop is not None:
@@ -510,13 +512,30 @@ async def play_lobby(
             lost = None if waits[0].cancelled() else waits[0].exception()
             if lost is not None:
                 raise lost
-            while running:  # the matches under way, to their end
-                await asyncio.gather(*running)
+            if running and not await _finished(running, abandon):
+                left = ", ".join(sorted(running.values()))
+                log(f"{bot_id}: left {len(running)} match(es) under way: {left}")
         finally:  # leaving early (an error, a cancellation): the matches go too
             for w in [*waits, *running]:
                 w.cancel()
             await asyncio.gather(*waits, *running, return_exceptions=True)
     return played
+
+
+async def _finished(running: dict[asyncio.Task[None], str], abandon: asyncio.Event | None) -> bool:
+    """Wait for the matches under way to end (``False``: ``abandon`` was set first)."""
+    given_up = asyncio.create_task(abandon.wait()) if abandon is not None else None
+    try:
+        while running:
+            await asyncio.wait(
+                [*running, *([given_up] if given_up else [])], return_when=asyncio.FIRST_COMPLETED
+            )
+            if given_up is not None and given_up.done():
+                return not running
+        return True
+    finally:
+        if given_up is not None:
+            given_up.cancel()
 
 
 def run_lobbies(
@@ -528,33 +547,40 @@ def run_lobbies(
     stop: threading.Event | None = None,
     log: Callable[[str], None] = _stderr,
     matches: int | None = None,
+    abandon: threading.Event | None = None,
 ) -> dict[str, int]:
     """The lobbies of several bot accounts (``(bot_id, token)`` pairs) on one event loop in
     this thread, until ``stop`` is set (or each account played ``matches``): every match a
     task, each account one player connection and one assignment stream, every channel closed
-    before the loop ends. Returns the matches played per bot id; an account whose stream is
-    lost for good (a wrong address: :class:`ServerUnreachable`) ends them all with its error."""
+    before the loop ends. Once stopped, the matches under way are played to their end, or
+    until ``abandon`` is set (each account logs the matches it left). Returns the matches
+    played per bot id; an account whose stream is lost for good (a wrong address:
+    :class:`ServerUnreachable`) ends them all with its error."""
 
     options: dict[str, Any] = {"max_concurrent": max_concurrent, "log": log, "matches": matches}
 
     async def main() -> dict[str, int]:
-        halt = asyncio.Event()
+        halt, give_up = asyncio.Event(), asyncio.Event()
 
-        async def watch(flag: threading.Event) -> None:
+        async def watch(flag: threading.Event, event: asyncio.Event) -> None:
             while not flag.is_set():
                 await asyncio.sleep(STOP_POLL)
-            halt.set()
+            event.set()
 
-        watcher = asyncio.create_task(watch(stop)) if stop is not None else None
+        watchers = [
+            asyncio.create_task(watch(flag, event))
+            for flag, event in ((stop, halt), (abandon, give_up))
+            if flag is not None
+        ]
         try:
             lobbies = [
-                play_lobby(target, bot_id, token, make_bot, **options, stop=halt)
+                play_lobby(target, bot_id, token, make_bot, **options, stop=halt, abandon=give_up)
                 for bot_id, token in accounts
             ]
             counts = await asyncio.gather(*lobbies)
         finally:
-            if watcher is not None:
-                watcher.cancel()
+            for w in watchers:
+                w.cancel()
         return {bot_id: n for (bot_id, _), n in zip(accounts, counts, strict=True)}
 
     return asyncio.run(main())

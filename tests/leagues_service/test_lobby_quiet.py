@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,16 @@ def test_the_lobby_is_silent_over_a_league_of_105_matches(clean_redis_url: str, 
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             )  # fmt: skip
             leagues.start(league.league_id)
-            out, err = lobby.communicate(timeout=360)
+            try:
+                out, err = lobby.communicate(timeout=360)
+            except subprocess.TimeoutExpired:  # its --timeout-total must have ended it: say where it was
+                lobby.kill()
+                out, err = lobby.communicate(timeout=30)
+                pytest.fail(
+                    f"the lobby outlived its --timeout-total by 60 s; the league: "
+                    f"{leagues.get_league(league.league_id)}; stdout: {out[-2000:]}; stderr: {err[-3000:]}; "
+                    f"the worker's log: {serve.log.read_text(errors='replace')[-3000:]}"
+                )
             finished = leagues.get_league(league.league_id)
             results = leagues.pairings(league.league_id)
         assert lobby.returncode == 0, (out[-2000:], err[-3000:])
@@ -64,4 +74,40 @@ def test_the_lobby_is_silent_over_a_league_of_105_matches(clean_redis_url: str, 
         if lobby is not None and lobby.poll() is None:
             lobby.kill()
             lobby.wait(10)
+        serve.kill()
+
+
+def test_the_lobby_gives_up_within_its_total_timeout_on_a_match_under_way(
+    clean_redis_url: str, tmp_path: Path
+) -> None:
+    """``--timeout-total`` bounds the lobby whatever the league does: here its bot's opponent
+    never comes to the lobby, so the bot's match waits under way (for the other seat's join)
+    when the time is up; the lobby leaves it, naming it, and exits 1 within its bound."""
+    serve = start_serve(clean_redis_url, tmp_path / "serve.log")
+    try:
+        with LeagueClient(serve.address) as leagues:
+            present, absent = (leagues.create_bot(name) for name in ("present", "absent"))
+            league = leagues.create_league(
+                "half", "round_robin", preset="argentine",
+                entrants=[present.bot_id, absent.bot_id], join_window=600,
+            )  # fmt: skip
+            bots_file = tmp_path / "bots.json"
+            bots_file.write_text(f'[{{"bot_id": "{present.bot_id}", "token": "{present.token}"}}]')
+            leagues.start(league.league_id)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_")}
+            started = time.monotonic()
+            lobby = subprocess.run(
+                [sys.executable, "-m", "truco_cli.main", "league", "lobby", str(bots_file), "--bot", "random",
+                 "--until-finished", league.league_id, "--timeout-total", "3", "--server", serve.address],
+                capture_output=True, text=True, env=env, timeout=120,
+            )  # fmt: skip
+            took = time.monotonic() - started
+            (match_id,) = [t.match_id for p in leagues.pairings(league.league_id).pairings for t in p.tables]
+        assert lobby.returncode == 1, (lobby.stdout, lobby.stderr)
+        assert f"{present.bot_id}: left 1 match(es) under way: {match_id}" in lobby.stderr, lobby.stderr
+        assert f"{league.league_id} not finished after 3 s" in lobby.stderr, lobby.stderr
+        assert "seats played" not in lobby.stdout
+        # the 3 s, one last look at the league, closing the channels, and the start-up:
+        assert took < 3 + 10 + 30, took
+    finally:
         serve.kill()
