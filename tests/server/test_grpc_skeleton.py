@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import socket
 import sys
 import urllib.request
 from collections.abc import AsyncIterator
@@ -48,14 +47,9 @@ from truco_server.transports.grpc.server import (
     Worker,
     WorkerContext,
 )
+from truco_tools.redis_proc import free_port
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def settings(**overrides: Any) -> Settings:

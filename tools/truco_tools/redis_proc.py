@@ -19,6 +19,7 @@ file, a sentinel's rewritten configuration); without it nothing is written to di
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
@@ -48,9 +49,37 @@ class RedisServerMissing(RuntimeError):
     """``redis-server`` is not on PATH."""
 
 
+_EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST = 20000
+"""The lowest port :func:`free_port` picks (above the usual services' ports)."""
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's range for the local ports of outgoing connections
+    (32768 when it cannot be read: Linux's default)."""
+    try:
+        return int(_EPHEMERAL.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago (the caller must cope with a lost race)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A TCP port that was free a moment ago, below the kernel's range for the local ports of
+    outgoing connections: a port the kernel hands out (``bind`` to port 0) is in that range,
+    and a connection made before the caller's process binds it (a worker connecting to Redis
+    first) can take it as its local port. Below the range only another process picking the
+    same port can, which the caller must still cope with."""
+    low = _ephemeral_low()
+    rng = random.SystemRandom()
+    for _ in range(64 if low - _LOWEST >= 1000 else 0):
+        port = rng.randrange(_LOWEST, low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # no room below the range
         s.bind((host, 0))
         return int(s.getsockname()[1])
 
