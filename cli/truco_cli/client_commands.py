@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from truco_cli import optional
@@ -41,6 +43,19 @@ def _bot_kwargs(items: list[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[k] = v
     return out
+
+
+def bot_factory(spec: str, params: list[str]) -> Callable[[], Bot]:
+    """A new bot per call: ``spec`` (``MODULE:Class`` or a built-in name) built with the
+    ``--param NAME=VALUE`` arguments ``params``; a one-line usage error, raised here, when the
+    class cannot be found or refuses them (it is built once to check)."""
+    cls = _load_bot(spec)
+    kwargs = _bot_kwargs(params)
+    try:
+        cls(**kwargs)
+    except TypeError as exc:
+        raise UsageError(f"{spec}({', '.join(kwargs)}): {exc}") from None
+    return functools.partial(cls, **kwargs)
 
 
 def _match_of_token(token: str) -> str | None:
@@ -94,12 +109,7 @@ def _cmd_bot(args: argparse.Namespace) -> int:
     from truco_client.client import TrucoClient
     from truco_client.runner import run_bot
 
-    cls = _load_bot(args.bot)
-    kwargs = _bot_kwargs(args.param)
-    try:
-        bot = cls(**kwargs)
-    except TypeError as exc:
-        raise UsageError(f"{args.bot}({', '.join(kwargs)}): {exc}") from None
+    bot = bot_factory(args.bot, args.param)()
     token = args.token or os.environ.get("TRUCO_TOKEN")
     if not token:
         raise UsageError("give --token (a seat token, printed by truco match create) or TRUCO_TOKEN")

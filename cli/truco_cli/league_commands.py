@@ -352,11 +352,11 @@ def _lobby(args: argparse.Namespace) -> int:
     Once the league is finished the lobby plays the matches under way to their end, within
     ``--timeout-total`` when given: past it, or on Ctrl-C, it leaves them and closes its
     channels. Progress goes to stdout; stderr carries only what went wrong."""
-    from truco_bots import get_bot
+    from truco_cli.client_commands import bot_factory
     from truco_client.leagues import run_lobbies
 
     bots = _read_bots(args.bots)
-    bot_class = get_bot(args.bot)
+    make_bot = bot_factory(args.bot, args.param)
     stop, abandon = threading.Event(), threading.Event()
     servers = args.server.split(",")
     outcome: dict[str, Any] = {}
@@ -364,7 +364,7 @@ def _lobby(args: argparse.Namespace) -> int:
     def run() -> None:
         try:
             outcome["played"] = run_lobbies(
-                servers, [(b["bot_id"], b["token"]) for b in bots], bot_class,
+                servers, [(b["bot_id"], b["token"]) for b in bots], make_bot,
                 max_concurrent=args.max_concurrent, stop=stop, abandon=abandon,
                 log=lambda m: print(m, file=sys.stderr, flush=True),
             )  # fmt: skip
@@ -498,7 +498,12 @@ def _add_reads(cmds: Any) -> None:
     lb.set_defaults(func=_leaderboard)
     lo = cmds.add_parser("lobby", help="run built-in bots for the accounts of a bot file")
     lo.add_argument("bots", help="a bot file (truco league bots create -o FILE)")
-    lo.add_argument("--bot", default="rules", help="built-in bot: random, rules, mcts")
+    lo.add_argument(
+        "--bot",
+        default="rules",
+        help="random, rules, mcts (built in) or MODULE:Class, a truco_client.Bot subclass (default rules)",
+    )
+    lo.add_argument("--param", action="append", default=[], help="bot constructor argument NAME=VALUE")
     lo.add_argument(
         "--max-concurrent", type=int, default=0, help="matches at once per bot (0: the account's)"
     )

@@ -111,3 +111,76 @@ def test_the_lobby_gives_up_within_its_total_timeout_on_a_match_under_way(
         assert took < 3 + 10 + 30, took
     finally:
         serve.kill()
+
+
+STEADY_BOT = '''
+from pathlib import Path
+
+from truco_client import Bot
+
+
+class Steady(Bot):
+    """Plays the first legal action; writes its label and each result to a file."""
+
+    def __init__(self, label: str, out: str) -> None:
+        super().__init__()
+        self.label, self.out = label, Path(out)
+
+    def choose(self, observation):
+        return observation.legal_actions[0]
+
+    def on_match_end(self, observation):
+        with self.out.open("a") as f:
+            f.write(f"{self.label} seat {observation.seat} scores {list(observation.scores)}\\n")
+'''
+
+
+def test_the_lobby_plays_a_bot_class_of_the_operators_own(clean_redis_url: str, tmp_path: Path) -> None:
+    """``--bot MODULE:Class --param NAME=VALUE``, as for ``truco bot``: the lobby builds the
+    class of a module of the current directory with those arguments for every match; a class
+    that refuses them is a one-line usage error (exit 2) before the lobby starts."""
+    (tmp_path / "steady.py").write_text(STEADY_BOT)
+    results = tmp_path / "results.txt"
+    serve = start_serve(clean_redis_url, tmp_path / "serve.log")
+    try:
+        with LeagueClient(serve.address) as leagues:
+            bots = [leagues.create_bot(name) for name in ("one", "two")]
+            league = leagues.create_league(
+                "own", "round_robin", preset="argentine", overrides={"target_points": 3},
+                entrants=[b.bot_id for b in bots], join_window=60,
+            )  # fmt: skip
+            bots_file = tmp_path / "bots.json"
+            bots_file.write_text(
+                "[" + ",".join(f'{{"bot_id": "{b.bot_id}", "token": "{b.token}"}}' for b in bots) + "]"
+            )
+            env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_")}
+            command = [
+                sys.executable,
+                "-m",
+                "truco_cli.main",
+                "league",
+                "lobby",
+                str(bots_file),
+                "--server",
+                serve.address,
+            ]
+            wrong = subprocess.run(
+                [*command, "--bot", "steady:Steady", "--param", "label=x"],
+                capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
+            )  # fmt: skip
+            assert wrong.returncode == 2, (wrong.stdout, wrong.stderr)
+            assert "steady:Steady(label): " in wrong.stderr and "out" in wrong.stderr, wrong.stderr
+            assert len(wrong.stderr.strip().splitlines()) == 1, wrong.stderr
+            leagues.start(league.league_id)
+            lobby = subprocess.run(
+                [*command, "--bot", "steady:Steady", "--param", "label=steady", "--param", f"out={results}",
+                 "--until-finished", league.league_id, "--timeout-total", "120"],
+                capture_output=True, text=True, env=env, cwd=tmp_path, timeout=180,
+            )  # fmt: skip
+        assert lobby.returncode == 0, (lobby.stdout, lobby.stderr)
+        assert "2 steady:Steady bots in the lobby" in lobby.stdout
+        assert "2 seats played by 2 bots" in lobby.stdout, lobby.stdout
+        lines = results.read_text().splitlines()
+        assert sorted(line.split(" scores")[0] for line in lines) == ["steady seat 0", "steady seat 1"], lines
+    finally:
+        serve.kill()
