@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import os
 import threading
 from collections.abc import Callable
@@ -48,14 +47,19 @@ def _bot_kwargs(items: list[str]) -> dict[str, Any]:
 def bot_factory(spec: str, params: list[str]) -> Callable[[], Bot]:
     """A new bot per call: ``spec`` (``MODULE:Class`` or a built-in name) built with the
     ``--param NAME=VALUE`` arguments ``params``; a one-line usage error, raised here, when the
-    class cannot be found or refuses them (it is built once to check)."""
+    class cannot be found or refuses them (the first bot is built here to check, and is the
+    first call's)."""
     cls = _load_bot(spec)
     kwargs = _bot_kwargs(params)
     try:
-        cls(**kwargs)
+        checked = [cls(**kwargs)]
     except TypeError as exc:
         raise UsageError(f"{spec}({', '.join(kwargs)}): {exc}") from None
-    return functools.partial(cls, **kwargs)
+
+    def make() -> Bot:
+        return checked.pop() if checked else cls(**kwargs)
+
+    return make
 
 
 def _match_of_token(token: str) -> str | None:

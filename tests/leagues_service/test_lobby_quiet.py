@@ -10,10 +10,12 @@ wrong: its progress lines go to stdout, stderr is for what went wrong.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,12 @@ from truco_client.leagues import LeagueClient
 from truco_contract.pb import league_service_pb2
 
 pytestmark = pytest.mark.timeout(420)
+
+
+def write_bots(path: Path, bots: Sequence[league_service_pb2.BotAccount]) -> None:
+    """A bot file for ``truco league lobby`` (as ``truco league bots create -o`` writes)."""
+    path.write_text(json.dumps([{"bot_id": b.bot_id, "token": b.token} for b in bots]))
+
 
 ENTRANTS = 15  # a round robin of 15: 105 matches, in 15 rounds of 7 (one bye each)
 
@@ -42,9 +50,7 @@ def test_the_lobby_is_silent_over_a_league_of_105_matches(clean_redis_url: str, 
                 join_window=60,
             )
             bots_file = tmp_path / "bots.json"
-            bots_file.write_text(
-                "[" + ",".join(f'{{"bot_id": "{b.bot_id}", "token": "{b.token}"}}' for b in bots) + "]"
-            )
+            write_bots(bots_file, bots)
             env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_")}
             lobby = subprocess.Popen(
                 [sys.executable, "-m", "truco_cli.main", "league", "lobby", str(bots_file), "--bot", "random",
@@ -92,7 +98,7 @@ def test_the_lobby_gives_up_within_its_total_timeout_on_a_match_under_way(
                 entrants=[present.bot_id, absent.bot_id], join_window=600,
             )  # fmt: skip
             bots_file = tmp_path / "bots.json"
-            bots_file.write_text(f'[{{"bot_id": "{present.bot_id}", "token": "{present.token}"}}]')
+            write_bots(bots_file, [present])
             leagues.start(league.league_id)
             env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_")}
             started = time.monotonic()
@@ -150,9 +156,7 @@ def test_the_lobby_plays_a_bot_class_of_the_operators_own(clean_redis_url: str, 
                 entrants=[b.bot_id for b in bots], join_window=60,
             )  # fmt: skip
             bots_file = tmp_path / "bots.json"
-            bots_file.write_text(
-                "[" + ",".join(f'{{"bot_id": "{b.bot_id}", "token": "{b.token}"}}' for b in bots) + "]"
-            )
+            write_bots(bots_file, bots)
             env = {k: v for k, v in os.environ.items() if not k.startswith("TRUCO_")}
             command = [
                 sys.executable,
