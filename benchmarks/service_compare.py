@@ -90,7 +90,9 @@ def _pythonpath(root: Path) -> str:
 @contextmanager
 def _worker(root: Path, redis_url: str | None, python: str | None = None) -> Iterator[tuple[int, int, int]]:
     """A worker of the build at ``root`` on ``python`` (default: this interpreter): (its pid,
-    gRPC port, HTTP port)."""
+    gRPC port, HTTP port). It runs in ``root``: ``python -m`` puts the working directory
+    first on the module path, and from another checkout that one's root packages (the engine,
+    the match) would be imported instead of the build's own."""
     port, http_port = free_port(HOST), free_port(HOST)
     cmd = [
         python or sys.executable, "-m", "truco_cli.main", "serve", "--host", HOST,
@@ -102,7 +104,7 @@ def _worker(root: Path, redis_url: str | None, python: str | None = None) -> Ite
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = _pythonpath(root)
     try:
-        with child(cmd, "gRPC listening", timeout=60) as proc:
+        with child(cmd, "gRPC listening", timeout=60, cwd=root) as proc:
             yield proc.pid, port, http_port
     finally:
         if old is None:

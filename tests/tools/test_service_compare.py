@@ -55,3 +55,28 @@ def test_an_interpreter_that_cannot_run_a_worker_is_refused_before_anything_star
     every = "grpc, google.protobuf, aiohttp, redis, structlog, prometheus_client, orjson"
     assert f"lacks {every}" in lacking.stderr, lacking.stderr
     assert "# pair" not in lacking.stdout  # refused before any worker started
+
+
+def test_the_other_builds_worker_imports_that_builds_engine_not_this_ones(tmp_path: Path) -> None:
+    # a stand-in checkout: its own engine package at its root, and a worker command that
+    # reports which engine it imported, then says it is listening
+    other = tmp_path / "other"
+    (other / "truco_engine").mkdir(parents=True)
+    (other / "truco_engine" / "__init__.py").write_text("")
+    (other / "cli" / "truco_cli").mkdir(parents=True)
+    (other / "cli" / "truco_cli" / "__init__.py").write_text("")
+    report = tmp_path / "engine.txt"
+    (other / "cli" / "truco_cli" / "main.py").write_text(
+        "import sys, time, truco_engine\n"
+        f"open({str(report)!r}, 'w').write(truco_engine.__file__)\n"
+        "print('gRPC listening', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import service_compare
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    with service_compare._worker(other, None):
+        pass
+    assert Path(report.read_text()).parent == other / "truco_engine"

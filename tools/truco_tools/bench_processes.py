@@ -31,13 +31,16 @@ MAX_SECONDS = 600.0
 
 # ------------------------------------------------------------------------------ processes
 @contextlib.contextmanager
-def child(cmd: list[str], ready: str, timeout: float = STARTUP_TIMEOUT) -> Iterator[subprocess.Popen[bytes]]:
-    """Run ``cmd``; wait until its output contains ``ready``; SIGTERM (then SIGKILL) it by pid."""
+def child(
+    cmd: list[str], ready: str, timeout: float = STARTUP_TIMEOUT, cwd: Path | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``cmd`` (in ``cwd``: ``python -m`` puts it first on the module path); wait until its
+    output contains ``ready``; SIGTERM (then SIGKILL) it by pid."""
     with tempfile.TemporaryDirectory(prefix="truco-bench-") as tmp:
         log_path = Path(tmp) / "out.log"
         with log_path.open("wb") as log:
             env = {k: v for k, v in os.environ.items() if k != "TRUCO_API_KEYS"}
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd)
             try:
                 deadline = time.monotonic() + timeout
                 while ready not in log_path.read_text(errors="replace"):
