@@ -115,7 +115,7 @@ class Meta:
         return round(self.created_at * 1000) + ms
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Meta:
