@@ -313,7 +313,7 @@ class RedisStreamHub(HubCore):
             self._next_poll = now + self._poll_every
             return 0
         wait = self._next_poll - now if any_local else self._block_ms / 1000
-        if len(self._remote) == 0:  # not `not self._remote`: compiled, a class has no __len__ truth
+        if len(self._remote) == 0:  # a compiled class (setup.py move-path) has no truth by __len__
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait):
                     await self._changed.wait()
