@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.scripts import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "service_compare.py"
 
@@ -72,11 +74,7 @@ def test_the_other_builds_worker_imports_that_builds_engine_not_this_ones(tmp_pa
         "print('gRPC listening', flush=True)\n"
         "time.sleep(60)\n"
     )
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import service_compare
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+    service_compare = load_script(SCRIPT)
     with service_compare._worker(other, None):
         pass
     assert Path(report.read_text()).parent == other / "truco_engine"
