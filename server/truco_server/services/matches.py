@@ -376,11 +376,17 @@ class MatchService:
                 gate = charge
             else:
                 await charge.pay()
+        # no await in a ``finally`` here: a coroutine compiled by mypyc re-raises its caller's
+        # handled exception after one (docs/benchmarks.md, "Tried": the compiled move path)
         try:
-            return await self._submit(cred, req, gate)
-        finally:
+            result = await self._submit(cred, req, gate)
+        except BaseException:
             if gate is not None and not gate.paid:  # it never reached a commit that wrote
                 await gate.pay()
+            raise
+        if gate is not None and not gate.paid:  # a retry answered from its first commit
+            await gate.pay()
+        return result
 
     async def _submit(
         self, cred: MatchCredential, req: T.SubmitActionRequest, charge: ActionCharge | None

@@ -190,8 +190,11 @@ class Lane(asyncio.Protocol):
             await self._connection.disconnect(nowait=True)
         except Exception:  # a connection being discarded: its fault changes nothing
             pass
-        finally:
+        except BaseException:  # cancelled: the connection goes back all the same
             await self._release(self._connection)
+            raise
+        # not in a ``finally``: see MatchService.submit_action
+        await self._release(self._connection)
 
 
 def _demoted(reply: Any) -> bool:
