@@ -5,11 +5,26 @@ who has still to join and which seats a bot has taken over."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import truco_engine as te
 from truco_match.events import MatchStatus
 from truco_match.lifecycle import Life
+
+_V = TypeVar("_V")
+
+
+def _made(make: Callable[..., _V], fields: dict[str, Any]) -> _V:
+    """A view made again from its fields: how a view is unpickled (a bot's decision is made in
+    a process of its own). By its constructor, not by setting its fields one by one, which a
+    frozen class compiled by mypyc refuses (docs/engine.md, "Compiled build")."""
+    return make(**fields)
+
+
+def _reduced(view: Any) -> tuple[Any, ...]:
+    return (_made, (type(view), {f.name: getattr(view, f.name) for f in dataclasses.fields(view)}))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,6 +39,9 @@ class ClockView:
     server_time: float = field(compare=False)
     bank_ms: tuple[int, ...] = ()
     expiries: tuple[int, ...] = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _reduced(self)
 
 
 def clock_view(life: Life, created_at: float, now: float) -> ClockView | None:
@@ -57,6 +75,9 @@ class SeatView:
     taken_over: tuple[int, ...] = ()
     """Seats the server's bot has taken over (their players were away) and plays until their
     players act again."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _reduced(self)
 
 
 def view(

@@ -219,3 +219,23 @@ def test_a_seat_the_bot_plays_is_not_reminded_and_a_player_is() -> None:
     assert table.remind(s, step.state, step.life, since) is None
     assert clock.due_step(s, step.state, step.life, since) is None
     assert table.due(s, step.state, step.life) == since + table.think_time(s, step.state, step.life)
+
+
+def test_a_seat_view_crosses_to_a_bot_process_whole() -> None:
+    """A bot decides in a process of its own: the view it is sent is pickled, and comes back
+    equal, clock included (by its constructor: a compiled build's frozen classes refuse their
+    fields being set one by one)."""
+    import pickle
+
+    from truco_match.views import ClockView, clock_view
+
+    s = setup(bots=(1,), time_control=TimeControl(per_decision=30_000))
+    first = begin(s)
+    clock_now = clock_view(first.life, 0.0, 5.0)
+    assert isinstance(clock_now, ClockView)
+    seen = view(first.state, 0, 3, MatchStatus.ACTIVE, first.life, 0.0, 5.0)
+    assert seen.clock == clock_now
+    back = pickle.loads(pickle.dumps(seen))
+    assert back == seen and back.clock == seen.clock
+    assert back.clock is not None and back.clock.remaining_ms == clock_now.remaining_ms
+    assert pickle.loads(pickle.dumps(clock_now)).server_time == 5.0
