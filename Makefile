@@ -10,7 +10,7 @@ SERVER_STAMP := $(VENV)/.installed-server
 UV     := $(BIN)/uv
 INSTALL := $(UV) pip install --python $(BIN)/python
 
-.PHONY: setup setup-server test lint serve system-deps clean
+.PHONY: setup setup-server compiled clean-compiled test lint serve system-deps clean
 
 ## setup: create .venv (if absent) and install the project with the server and the test and
 ## lint tools (what `make test` and `make lint` need)
@@ -43,10 +43,36 @@ $(UV):
 	else $(PYTHON) -m pip --python $(BIN)/python $(BOOT_PIP) 2>/dev/null \
 		|| { $(BIN)/python -m ensurepip >/dev/null && $(BIN)/python -m pip $(BOOT_PIP); }; fi
 
+## compiled: compile the move path with mypyc, in place (an extension module beside each
+## compiled source, which Python imports in its place: setup.py, docs/engine.md "Compiled
+## build"); rebuilt when setup.py or a compiled source changes. Needs a C compiler and Python's
+## headers (system-deps). The extensions are touched once built: `truco serve` and the tests
+## refuse to start on one older than its source.
+COMPILED_SOURCES := $(shell $(PYTHON) setup.py --compiled-sources 2>/dev/null)
+COMPILED_STAMP := build/.compiled-move-path
+COMPILED_TREES := truco_engine truco_match contract/truco_contract server/truco_server
+
+compiled: $(COMPILED_STAMP)
+
+$(COMPILED_STAMP): setup.py $(COMPILED_SOURCES) $(STAMP)
+	@echo "[compiled] compiling the move path with mypyc ($(words $(COMPILED_SOURCES)) modules, a minute or two; log: build/compiled.log)"
+	@mkdir -p build
+	@TRUCO_MYPYC=move-path $(BIN)/python setup.py build_ext --inplace > build/compiled.log 2>&1 \
+		|| { tail -n 20 build/compiled.log >&2; echo "[compiled] failed (the whole log: build/compiled.log)" >&2; exit 1; }
+	@find $(COMPILED_TREES) -name '*.so' -exec touch {} +
+	@touch $@
+	@echo "[compiled] $$($(BIN)/python -c 'from truco_server.core.build import describe; print(describe())')"
+
+## clean-compiled: remove the compiled modules (the checkout runs its source again)
+clean-compiled:
+	find $(COMPILED_TREES) -name '*.so' -delete
+	rm -f *__mypyc.*.so $(COMPILED_STAMP)
+
 ## system-deps: make sure redis-server (integration tests start their own), openssl (a test
 ## certificate for Redis over TLS), chromium (the reference page's browser test), node/npm (its
-## driver, the TypeScript example) and jemalloc (the container image's allocator, tested) are
-## installed; installs them with apt as root
+## driver, the TypeScript example), jemalloc (the container image's allocator, tested) and a C
+## compiler with Python's headers (the compiled build) are installed; installs them with apt as
+## root
 system-deps:
 	@missing=""; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
@@ -54,6 +80,9 @@ system-deps:
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
 	[ -n "$$(ldconfig -p 2>/dev/null | grep libjemalloc.so.2)" ] || missing="$$missing libjemalloc2"; \
+	command -v cc >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
+	$(PYTHON) -c 'import os, sysconfig, sys; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+		|| missing="$$missing python3-dev"; \
 	if [ -z "$$missing" ]; then \
 		true; \
 	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
@@ -65,9 +94,10 @@ system-deps:
 		exit 1; \
 	fi
 
-## test: the full test suite (starts its own redis-server on a free loopback port)
-test: setup system-deps
-	$(BIN)/python -m pytest -q
+## test: the full test suite on the compiled build (starts its own redis-server on a free
+## loopback port)
+test: setup system-deps compiled
+	TRUCO_TEST_BUILD=compiled $(BIN)/python -m pytest -q
 
 ## lint: ruff (checks and formatting), mypy (strict on the engine, the match and the contract), the
 ## import contracts (between the packages and between the server's layers), generated code
@@ -85,8 +115,9 @@ lint: setup
 
 ## serve: run the server (embedded in-memory store unless REDIS_URL is set)
 serve: setup-server
+	@if [ -e $(COMPILED_STAMP) ]; then $(MAKE) --no-print-directory compiled; fi
 	@echo "[serve] starting the server (Ctrl-C stops it)"
 	@$(BIN)/truco serve
 
-clean:
+clean: clean-compiled
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

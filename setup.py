@@ -1,27 +1,29 @@
-"""Build hook: optional mypyc-compiled builds.
+"""Build hook: the mypyc-compiled builds.
 
 ``pip install`` builds the pure-Python project as ever (``pyproject.toml`` holds everything
-else); the pure-Python code is the reference the tests run.
+else). With ``TRUCO_MYPYC`` set, mypyc (part of mypy) compiles modules from the same source;
+the build needs mypy installed (``--no-build-isolation``), a C compiler and Python's headers.
 
-- ``TRUCO_MYPYC=1``: the rules engine's hot modules compiled with mypyc (part of mypy) from
-  the same source. Build it outside the source tree, so that the checkout keeps running the
-  pure engine (docs/engine.md, "Compiled build")::
+- ``TRUCO_MYPYC=move-path``: the build that is served and tested. The engine and every module
+  of a move's path that mypyc compiles (:data:`COMPILED`, :data:`MOVE_PATH`). ``make
+  compiled`` builds it in place in the checkout (an extension module beside each source,
+  imported in its place; ``make test`` runs the suite on it), the container image installs it
+  (docs/engine.md, "Compiled build")::
+
+      TRUCO_MYPYC=move-path .venv/bin/python setup.py build_ext --inplace
+
+- ``TRUCO_MYPYC=1``: the rules engine's modules alone, built outside the source tree, for the
+  engine's benchmarks (docs/benchmarks.md, "Engine")::
 
       TRUCO_MYPYC=1 .venv/bin/uv pip install --python .venv/bin/python \\
           --no-deps --no-build-isolation --target build/mypyc .
 
-- ``TRUCO_MYPYC=move-path``: for measurement only, not for serving. The engine and every
-  module of a move's path that mypyc compiles (:data:`MOVE_PATH`), built in place in a copy
-  of the checkout that is used for nothing else (docs/benchmarks.md, "Tried": what it gains,
-  and the tests it fails)::
-
-      TRUCO_MYPYC=move-path .venv/bin/python setup.py build_ext --inplace
+``python setup.py --compiled-sources`` prints the sources of the move-path build (what the
+Makefile rebuilds it on).
 """
 
 import os
 import sys
-
-from setuptools import setup
 
 COMPILED = (
     "move_frame",
@@ -58,19 +60,41 @@ MOVE_PATH = {
         "api/limits",
     ),
 }
-"""Beyond the engine, the modules of a move's path the measurement build compiles. Not
+"""Beyond the engine, the modules of a move's path the move-path build compiles. Not
 compiled: the modules with async generators (mypyc does not compile them: the player
 connection, the streams, the WebSocket transport, the API's streams)."""
+
+
+def sources(build: str) -> list[str]:
+    """The source files a build compiles."""
+    paths = [f"truco_engine/{m}.py" for m in COMPILED]
+    if build == "move-path":
+        paths += [f"{folder}/{module}.py" for folder, modules in MOVE_PATH.items() for module in modules]
+    return paths
+
+
+if sys.argv[1:] == ["--compiled-sources"]:
+    print(" ".join(sources("move-path")))
+    sys.exit(0)
+
+from setuptools import setup  # noqa: E402 (not needed to print the sources)
 
 ext_modules = []
 build = os.environ.get("TRUCO_MYPYC")
 if build in ("1", "move-path"):
     from mypyc.build import mypycify
 
-    paths = [f"truco_engine/{m}.py" for m in COMPILED]
     if build == "move-path":
-        print("TRUCO_MYPYC=move-path: a build for measurement only (setup.py)", file=sys.stderr)
-        paths += [f"{folder}/{module}.py" for folder, modules in MOVE_PATH.items() for module in modules]
-    ext_modules = mypycify(paths, opt_level="3", multi_file=build == "move-path")
+        # The modules' shared library goes inside a package (truco_engine/move_path__mypyc...),
+        # not at the top level, where an editable install's path does not reach. mypyc (2.4.1)
+        # writes that group's headers to build/truco_engine/ and the modules' C files, which
+        # include them, to build/: the extensions get that folder on their include path.
+        ext_modules = mypycify(
+            sources(build), opt_level="3", multi_file=True, group_name="truco_engine.move_path"
+        )
+        for extension in ext_modules:
+            extension.include_dirs.append(os.path.join("build", "truco_engine"))
+    else:
+        ext_modules = mypycify(sources(build), opt_level="3")
 
 setup(ext_modules=ext_modules)

@@ -21,6 +21,21 @@ from tests.helpers.redis_proc import RedisServerMissing, start_redis
 pytest_plugins = ("tests.helpers.redis_cluster",)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Refuse to run on compiled modules older than their source (``make compiled``)."""
+    from truco_server.core.build import stale_extensions, stale_message
+
+    stale = stale_extensions()
+    if stale:
+        pytest.exit(stale_message(stale), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def pytest_report_header() -> str:
+    from truco_server.core.build import describe
+
+    return f"build: {describe()}"
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """URL of a session-wide ``redis-server`` (db 0), stopped by pid at the end."""

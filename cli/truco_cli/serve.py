@@ -33,6 +33,12 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"truco serve: {exc}", file=sys.stderr)
         return 2
+    from truco_server.core.build import stale_extensions, stale_message
+
+    stale = stale_extensions()
+    if stale:
+        print(f"truco serve: {stale_message(stale)}", file=sys.stderr)
+        return 2
     # (a worker of a group shares its ports with its siblings: only the group checks them)
     busy = None if settings.reuse_port else _busy_port(settings)
     if busy is not None:
@@ -107,6 +113,9 @@ def _busy_port(settings: Settings) -> str | None:
 
 
 def _print_listening(settings: Settings, worker: Worker) -> None:
+    from truco_server.core.build import describe
+
+    build = describe()
     lines = [f"gRPC listening on {worker.grpc_address}"]
     http_port = worker.http_port
     if http_port:
@@ -116,6 +125,7 @@ def _print_listening(settings: Settings, worker: Worker) -> None:
         )
     metrics_port = worker.metrics_port
     lines.append(f"metrics on :{metrics_port}" if metrics_port else "metrics disabled")
+    lines.append(f"build: {build}")
     lines.append(f"store: {settings.store_description}")
     # stdout carries JSON log lines only (what a log collector reads); the banner is for people.
     print("\n".join(lines), file=sys.stderr, flush=True)
@@ -127,4 +137,5 @@ def _print_listening(settings: Settings, worker: Worker) -> None:
         http_port=http_port or None,
         metrics_port=metrics_port or None,
         store=settings.store_description,
+        build=build,
     )

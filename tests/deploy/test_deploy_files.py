@@ -405,6 +405,22 @@ def test_dockerfile() -> None:
     assert "docker build -f deploy/Dockerfile -t truco-service ." in DOCKERFILE.read_text(encoding="utf-8")
 
 
+def test_the_image_serves_the_compiled_build() -> None:
+    """The build stage compiles the move path (setup.py's ``TRUCO_MYPYC=move-path``) with a C
+    compiler the runtime stage does not carry, and checks that the installed project runs it."""
+    instructions = dockerfile_instructions()
+    last_from = max(i for i, (k, _) in enumerate(instructions) if k == "FROM")
+    build = [args for keyword, args in instructions[:last_from] if keyword == "RUN"]
+    runtime = [args for keyword, args in instructions[last_from:] if keyword == "RUN"]
+    assert any("gcc" in args for args in build) and not any("gcc" in args for args in runtime)
+    assert any("TRUCO_MYPYC=move-path" in args and "wheel" in args for args in build)
+    assert any("extensions()" in args for args in build)  # the installed build is compiled
+    copies = [args.split()[:-1] for keyword, args in instructions if keyword == "COPY"]
+    assert any("setup.py" in sources for sources in copies)
+    ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    assert "**/*.so" in ignored  # a checkout's own compiled modules stay out of the context
+
+
 def test_the_image_runs_the_worker_on_jemalloc_as_the_memory_benchmark_measures_it() -> None:
     """The allocator settings of the image are the ones ``never_read_streams.py --variants
     image`` measures (docs/operations.md, "Memory"); tests/server/test_memory_trim.py runs a

@@ -117,7 +117,7 @@ class WorkerGroup:
                 child.address = line[len(READY) :].strip()
                 child.ready.set()
                 continue
-            if not line.startswith(("REST/JSON listening", "metrics ", "store: ")):
+            if not line.startswith(("REST/JSON listening", "metrics ", "build: ", "store: ")):
                 sys.stderr.write(line)
                 sys.stderr.flush()
 
@@ -180,6 +180,8 @@ class WorkerGroup:
                 child.proc.send_signal(sig)
 
     def _announce(self) -> None:
+        from truco_server.core.build import describe
+
         s = self.settings
         host = s.host if ":" not in s.host else f"[{s.host}]"
         pids = ", ".join(str(c.proc.pid) for c in self.children)
@@ -190,6 +192,7 @@ class WorkerGroup:
                     f"REST/JSON listening on http://{host}:{s.http_port} (OpenAPI /openapi.json, "
                     "reference page /play)",
                     f"metrics on :{s.metrics_port} (all workers)" if s.metrics_port else "metrics disabled",
+                    f"build: {describe()}",
                     f"store: {s.store_description}",
                     f"workers: {self.n} (pids {pids}; SO_REUSEPORT)",
                 ]
