@@ -46,14 +46,15 @@ with TrucoClient(address) as client:
 
 
 def _source_copy(target: Path) -> Path:
-    """What a source distribution holds (pyproject, README, the package folders), copied so
-    that building the wheel leaves nothing in the checkout."""
+    """What a source distribution holds (pyproject, the build hook, README, the package
+    folders; not the checkout's compiled modules), copied so that building the wheel leaves
+    nothing in the checkout."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     find = project["tool"]["setuptools"]["packages"]["find"]
     # the "." root's packages are the top-level folders its include patterns name
     top = [p.rstrip("*") for p in find["include"] if (ROOT / p.rstrip("*")).is_dir()]
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("pyproject.toml", "README.md"):
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "*.so")
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(ROOT / name, target / name)
     for folder in [w for w in find["where"] if w != "."] + top:
         shutil.copytree(ROOT / folder, target / folder, ignore=ignore)
