@@ -57,6 +57,7 @@ async def test_expiries_replay_when_a_commit_comes_later_than_its_decision(
         while wake is not None:  # each expiry decided right at its deadline
             clock.now = wake / 1000
             wake = await svc.steps.wake_match(mid)
+        assert delays == []  # the first expiry's commit was the slow one
         match = await svc.matches.load(mid, fresh=True)
         assert match.status is MatchStatus.FINISHED  # forfeited after three expiries
         record = await svc.reads.get_match_record(operator, T.GetMatchRecordRequest(mid))
