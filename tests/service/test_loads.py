@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.helpers.clock import FakeClock
+from tests.helpers.proxy import Proxy
 from tests.service.conftest import services
 from tests.service.test_service import act, cred, play_out, view_of
 from truco_server.app.wiring import Services
@@ -22,15 +22,16 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
 
 def _counted(svc: Services) -> list[str]:
-    """The store's loads from now on, by match id."""
+    """The store's loads from now on, by match id: the service's log becomes a stand-in for
+    the store's that counts them."""
     loads: list[str] = []
-    load: Callable[[str], Any] = svc.store.matches.load
+    log = svc.matches.log
 
     async def counted(match_id: str) -> Any:
         loads.append(match_id)
-        return await load(match_id)
+        return await log.load(match_id)
 
-    svc.matches.log.load = counted  # type: ignore[method-assign]
+    svc.matches.log = Proxy(log, load=counted)  # type: ignore[assignment]
     return loads
 
 

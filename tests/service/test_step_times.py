@@ -14,6 +14,7 @@ import asyncio
 import pytest
 
 from tests.helpers.clock import FakeClock
+from tests.helpers.proxy import Proxy
 from tests.service.conftest import SETTINGS
 from truco_match.create import SeatSpec
 from truco_match.events import MatchStatus
@@ -41,7 +42,8 @@ async def test_expiries_replay_when_a_commit_comes_later_than_its_decision(
         clock.advance(delays.pop() if delays else 0.0)
         return await real_commit(*args, **kwargs)  # type: ignore[arg-type]
 
-    svc.matches.commit = slow_commit  # type: ignore[method-assign]
+    # the clock's steps (the expiries here) commit through a match service whose commit is slow
+    svc.steps.matches = Proxy(svc.matches, commit=slow_commit)  # type: ignore[assignment]
     try:
         tc = TimeControl(per_decision=1000, forfeit_after=3)
         created = await svc.steps.create_match(
@@ -55,6 +57,7 @@ async def test_expiries_replay_when_a_commit_comes_later_than_its_decision(
         while wake is not None:  # each expiry decided right at its deadline
             clock.now = wake / 1000
             wake = await svc.steps.wake_match(mid)
+        assert delays == []  # the first expiry's commit was the slow one
         match = await svc.matches.load(mid, fresh=True)
         assert match.status is MatchStatus.FINISHED  # forfeited after three expiries
         record = await svc.reads.get_match_record(operator, T.GetMatchRecordRequest(mid))

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import truco_engine as te
+from tests.helpers.proxy import Proxy
 from tests.service.conftest import SETTINGS
 from tests.service.test_service import act, cred, play_out, view_of
 from truco_contract.pb import match_service_pb2 as pb
@@ -58,13 +59,13 @@ async def test_a_missed_commit_is_delivered_at_the_next_heartbeat(
     service: Services, operator: Operator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     subs: list[Forgetful] = []
-    subscribe = service.matches.log.subscribe
+    log = service.matches.log
 
     def forgetful(*args: Any, **kwargs: Any) -> Forgetful:
-        subs.append(Forgetful(subscribe(*args, **kwargs)))
+        subs.append(Forgetful(log.subscribe(*args, **kwargs)))
         return subs[-1]
 
-    monkeypatch.setattr(service.matches.log, "subscribe", forgetful)
+    monkeypatch.setattr(service.matches, "log", Proxy(log, subscribe=forgetful))
     created = await service.steps.create_match(operator, T.CreateMatchRequest(preset="paulista-2p"))
     mid, tokens = created.match.match_id, created.seat_tokens
     seat = (await view_of(service, mid, tokens[0])).observation.awaited[0]

@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.proxy import Proxy
 from tests.storage.support import collect, new_match, play, step
 from truco_server.ports.matches import Batch
 from truco_server.stores.redis import open_redis
 from truco_server.stores.redis.feed import RedisStreamHub
+from truco_server.stores.subscription import EventSubscription
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -60,6 +62,19 @@ async def test_local_commit_with_cursor_behind_is_read_from_redis(clean_redis_ur
     finally:
         await a.close()
         await b.close()
+
+
+def _counted(sub: EventSubscription, reads: list[tuple[str, int]]) -> EventSubscription:
+    """``sub``, its reads of the log (its catch-up) recorded in ``reads`` as ``(match id,
+    after version)``: it reads through a stand-in for the store's log."""
+    log = sub._reader
+
+    async def read_events(match_id: str, after_version: int, limit: int) -> Any:
+        reads.append((match_id, after_version))
+        return await log.read_events(match_id, after_version, limit)
+
+    sub._reader = Proxy(log, read_events=read_events)
+    return sub
 
 
 async def _until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -172,26 +187,19 @@ async def test_a_second_subscription_at_the_cursor_reads_no_catch_up(clean_redis
     a = open_redis(clean_redis_url, hub_block_ms=30_000)
     b = open_redis(clean_redis_url)
     reads: list[tuple[str, int]] = []
-    read_events = a.matches.read_events
-
-    async def counted(match_id: str, after_version: int, limit: int) -> Any:
-        reads.append((match_id, after_version))
-        return await read_events(match_id, after_version, limit)
-
-    a.matches.read_events = counted  # type: ignore[method-assign]
     try:
         await new_match(a, "m1")
-        first = a.matches.subscribe("m1", 2)
+        first = _counted(a.matches.subscribe("m1", 2), reads)
         hub = a.matches.hub
         assert isinstance(hub, RedisStreamHub)
         first_task = asyncio.ensure_future(collect(first, 2 + 3 + 2 + 3))
         await _until(lambda: hub.cursor("m1") == 2 and len(reads) == 1)
-        second = a.matches.subscribe("m1", 2)
+        second = _counted(a.matches.subscribe("m1", 2), reads)
         second_task = asyncio.ensure_future(collect(second, 2 + 3 + 2 + 3))
         await asyncio.sleep(0)  # attached: its first next() runs
         await play(a, "m1", 2, 3)  # local commits
         await play(b, "m1", 5, 2)  # another worker's: the hub reads them for both
-        late = a.matches.subscribe("m1", 4)  # behind the cursor: reads 5.. itself
+        late = _counted(a.matches.subscribe("m1", 4), reads)  # behind the cursor: reads 5.. itself
         late_task = asyncio.ensure_future(collect(late, 2 + 3 + 2 + 3))
         await _until(lambda: ("m1", 4) in reads)
         await play(a, "m1", 7, 3)

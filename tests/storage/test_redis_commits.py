@@ -21,7 +21,7 @@ from truco_server.ports.errors import StoreUnavailable, VersionConflict
 from truco_server.ports.matches import Commit, CommitResult
 from truco_server.ports.queues import CLOCK, RelayWake
 from truco_server.ports.settings import StoreSettings
-from truco_server.stores.redis import RedisStore, batch, open_redis, pipelines
+from truco_server.stores.redis import RedisStore, open_redis, pipelines
 from truco_server.stores.redis.scripts import COMMIT
 from truco_tools.redis_proc import start_redis
 
@@ -179,13 +179,14 @@ async def test_a_lone_call_is_sent_in_its_own_turn(
     await play(store, "m1", 2, 1)
     loop = asyncio.get_running_loop()
     seen: list[bool] = []
-    real = batch._others_ready
+    batcher = store._batcher
+    real = batcher.others_ready
 
     def probe(lp: asyncio.AbstractEventLoop) -> bool:
         seen.append(real(lp))
         return seen[-1]
 
-    monkeypatch.setattr(batch, "_others_ready", probe)
+    monkeypatch.setattr(batcher, "others_ready", probe)
     done = loop.create_future()
 
     def lone() -> None:  # a callback of its own: the test's task is not queued behind it

@@ -21,6 +21,7 @@ import pytest
 from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
+from tests.helpers.proxy import Proxy
 from tests.storage.support import Follower, entry, new_match, play
 from truco_server.ports.errors import StoreUnavailable, VersionConflict
 from truco_server.ports.matches import Commit, NewMatch
@@ -369,13 +370,20 @@ def hold_hub_reads(hub: RedisStreamHub | ClusterStreamHub, gate: asyncio.Event) 
     """Keep the hub from reading the streams until ``gate`` is set (as a busy worker's
     hub may lag behind its subscriptions' own catch-up reads)."""
     if isinstance(hub, ClusterStreamHub):
-        catch_up = hub._catch_up
+        # the hub reads the streams in pipelines of its cluster client: its own client is a
+        # stand-in whose pipelines are sent once the gate is open
+        cluster = hub._rc
 
-        async def held_catch_up() -> None:
-            await gate.wait()
-            await catch_up()
+        def held_pipeline(*args: Any, **kwargs: Any) -> Proxy:
+            pipe = cluster.pipeline(*args, **kwargs)
 
-        hub._catch_up = held_catch_up  # type: ignore[method-assign]
+            async def held_execute(*args: Any, **kwargs: Any) -> Any:
+                await gate.wait()
+                return await pipe.execute(*args, **kwargs)
+
+            return Proxy(pipe, execute=held_execute)
+
+        hub._rc = Proxy(cluster, pipeline=held_pipeline)  # type: ignore[assignment]
     else:
         xread = hub._reader.xread
 
