@@ -1,11 +1,11 @@
-"""The modules the compiled build takes (``setup.py``: the engine's, and the measurement
-build's move path) keep clear of what mypyc compiles wrongly.
+"""The modules the compiled builds take (``setup.py``: the engine's, and the served build's
+move path) keep clear of what mypyc compiles wrongly.
 
 A coroutine compiled by mypyc (2.4.1) that awaits in a ``finally`` block re-raises, after the
 block, the exception its caller is handling, even when its ``try`` ended normally: a Redis
 call whose first attempt timed out then ended in the timeout's ``CancelledError`` when the
-retry closed the lane (docs/benchmarks.md, "Tried": the compiled move path). The pure build
-behaves the same either way, so only this check keeps the pattern out.
+retry closed the lane (docs/engine.md, "Compiled build"). The pure build behaves the same
+either way, so only this check keeps the pattern out.
 """
 
 from __future__ import annotations

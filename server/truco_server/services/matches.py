@@ -377,7 +377,7 @@ class MatchService:
             else:
                 await charge.pay()
         # no await in a ``finally`` here: a coroutine compiled by mypyc re-raises its caller's
-        # handled exception after one (docs/benchmarks.md, "Tried": the compiled move path)
+        # handled exception after one (docs/engine.md, "Compiled build")
         try:
             result = await self._submit(cred, req, gate)
         except BaseException:
