@@ -11,6 +11,8 @@ either way, so only this check keeps the pattern out.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -18,19 +20,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def compiled_modules() -> list[Path]:
-    """The source files ``setup.py`` compiles (``COMPILED`` and ``MOVE_PATH``)."""
-    values: dict[str, object] = {}
-    for node in ast.parse((ROOT / "setup.py").read_text()).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name) and target.id in ("COMPILED", "MOVE_PATH"):
-                values[target.id] = ast.literal_eval(node.value)
-    engine = values["COMPILED"]
-    move_path = values["MOVE_PATH"]
-    assert isinstance(engine, tuple) and isinstance(move_path, dict)
-    paths = [ROOT / "truco_engine" / f"{module}.py" for module in engine]
-    paths += [ROOT / folder / f"{module}.py" for folder, modules in move_path.items() for module in modules]
-    return paths
+    """The source files ``setup.py`` compiles (``COMPILED`` and ``MOVE_PATH``), as it names
+    them for the Makefile (``setup.py --compiled-sources``)."""
+    done = subprocess.run(
+        [sys.executable, "setup.py", "--compiled-sources"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return [ROOT / source for source in done.stdout.split()]
 
 
 def awaits_in_finally(source: str) -> list[int]:
