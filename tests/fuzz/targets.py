@@ -410,6 +410,10 @@ SEEDS: dict[str, Callable[[], Iterator[tuple[str, str]]]] = {
     "connect": connect_seeds,
 }
 MAX_LEN = {"records": 16384, "rest": 4096, "connect": 4096}
+BUILD_ENV = "TRUCO_FUZZ_BUILD"
+"""``source`` (the default): the project's modules run from their source even where a compiled
+build sits beside them, so that atheris sees (and is guided by) every branch of the move path;
+``as-built``: the modules this checkout imports, compiled ones too (no coverage from those)."""
 
 
 def write_corpus() -> None:
@@ -431,8 +435,17 @@ def main(argv: list[str]) -> None:
             f"usage: python -m tests.fuzz.targets {{{','.join(TARGETS)}}} [libFuzzer flags] [corpus dirs]"
         )
     import logging
+    import os
 
     import atheris  # type: ignore[import-untyped]
+
+    from truco_server.core import build
+
+    build_choice = os.environ.get(BUILD_ENV, "source")
+    if build_choice not in ("source", "as-built"):
+        sys.exit(f"{BUILD_ENV}={build_choice!r}: use source or as-built")
+    if build_choice == "source":
+        build.run_source()
 
     from tests.fuzz.mutator import mutate
 

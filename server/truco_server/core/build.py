@@ -11,10 +11,14 @@ stale, so the check looks at checkouts only.
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.machinery
 import importlib.util
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 PACKAGES = ("truco_engine", "truco_match", "truco_contract", "truco_server")
 """The packages the compiled build takes modules from."""
@@ -88,3 +92,41 @@ def stale_message(stale: list[Extension]) -> str:
         f"compiled modules are older than their source ({first}{more}); rebuild them with "
         "`make compiled`, or remove them with `make clean-compiled` to run the source"
     )
+
+
+class _SourceFinder(importlib.abc.MetaPathFinder):
+    """Finds the modules of :data:`PACKAGES` as the path finder does, but a compiled one's
+    source in place of its extension."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname.partition(".")[0] not in PACKAGES:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
+            return spec
+        origin = Path(str(spec.origin))
+        suffix = next(s for s in importlib.machinery.EXTENSION_SUFFIXES if origin.name.endswith(s))
+        source = origin.with_name(origin.name[: -len(suffix)] + ".py")
+        if not source.is_file():
+            return spec
+        return importlib.util.spec_from_file_location(
+            fullname, source, submodule_search_locations=spec.submodule_search_locations
+        )
+
+
+def run_source() -> None:
+    """Make this process import every module of :data:`PACKAGES` from its source, compiled or
+    not: for tools that follow Python's own execution (the coverage-guided fuzz targets, which
+    only see the branches of Python code). Call it before any of them is imported."""
+    loaded = [
+        name
+        for name, module in sys.modules.items()
+        if name.partition(".")[0] in PACKAGES
+        and isinstance(getattr(module, "__loader__", None), importlib.machinery.ExtensionFileLoader)
+    ]
+    if loaded:
+        raise RuntimeError(f"run_source() after the compiled {loaded[0]} was imported")
+    if not any(isinstance(f, _SourceFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _SourceFinder())

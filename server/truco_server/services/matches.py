@@ -376,16 +376,18 @@ class MatchService:
                 gate = charge
             else:
                 await charge.pay()
-        # no await in a ``finally`` here: a coroutine compiled by mypyc re-raises its caller's
-        # handled exception after one (docs/engine.md, "Compiled build")
+        # no await in an ``except`` or ``finally`` block here (docs/engine.md, "Compiled build")
+        failure: BaseException | None = None
         try:
             result = await self._submit(cred, req, gate)
-        except BaseException:
-            if gate is not None and not gate.paid:  # it never reached a commit that wrote
-                await gate.pay()
-            raise
-        if gate is not None and not gate.paid:  # a retry answered from its first commit
+        except BaseException as exc:
+            failure = exc
+        # a retry answered from its first commit, or an action that never reached a commit
+        # that wrote
+        if gate is not None and not gate.paid:
             await gate.pay()
+        if failure is not None:
+            raise failure
         return result
 
     async def _submit(

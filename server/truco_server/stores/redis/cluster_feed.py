@@ -270,13 +270,15 @@ class ClusterStreamHub(HubCore):
             try:
                 await self._step()
                 backoff = 0.05
+                continue
             except asyncio.CancelledError:
                 raise
             except _FAULTS as exc:
                 log.warning("cluster stream hub: %s; retrying", exc)
                 self._refresh = True
-                await asyncio.sleep(backoff * (0.5 + random.random()))
-                backoff = min(backoff * 2, 1.0)
+            # not in the handler (docs/engine.md, "Compiled build")
+            await asyncio.sleep(backoff * (0.5 + random.random()))
+            backoff = min(backoff * 2, 1.0)
 
     async def _step(self) -> None:
         async with asyncio.timeout(self._timeout):

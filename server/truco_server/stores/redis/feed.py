@@ -28,7 +28,7 @@ import contextlib
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -41,6 +41,8 @@ __all__ = ["RedisStreamHub"]
 log = logging.getLogger("truco_server.stores.redis.feed")
 
 _FAULTS = (RedisError, OSError, TimeoutError)
+_FAILED: Final = object()
+"""A read that failed (see :meth:`RedisStreamHub._run`)."""
 
 
 def _bulk(value: bytes) -> bytes:
@@ -281,6 +283,8 @@ class RedisStreamHub(HubCore):
                 self._reader_id = None
                 self._unverified.update(self._cursors)
                 log.warning("stream hub read failed: %s; retrying", exc)
+                resp = _FAILED
+            if resp is _FAILED:  # paused out of the handler (docs/engine.md, "Compiled build")
                 await self._pause()
                 continue
             self._backoff = 0.05
@@ -293,11 +297,11 @@ class RedisStreamHub(HubCore):
         gone from the log, so check every followed stream before reading on."""
         try:
             await self._check(self._waker, list(self._unverified))
+            return not self._unverified
         except _FAULTS as exc:
             log.warning("stream hub check failed: %s; retrying", exc)
-            await self._pause()
-            return False
-        return not self._unverified
+        await self._pause()  # out of the handler (docs/engine.md, "Compiled build")
+        return False
 
     async def _pause(self) -> None:
         await asyncio.sleep(self._backoff)
@@ -352,9 +356,10 @@ class RedisStreamHub(HubCore):
         try:
             await conn.send_packed_command(packed, check_health=False)
             return await conn.read_response()
-        except BaseException:
-            await conn.disconnect()
-            raise
+        except BaseException as exc:
+            failure = exc
+        await conn.disconnect()  # out of the handler (docs/engine.md, "Compiled build")
+        raise failure
 
     def _take(self, resp: Any) -> None:
         """Deliver what an XREAD returned beyond each cursor."""

@@ -155,8 +155,8 @@ class HubCore:
                 log.exception("stream hub %s stopped on an unexpected error; restarting it", name)
                 self._unverified.update(self._cursors)
                 self._recheck_all()
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
+            await asyncio.sleep(backoff)  # not in the handler (docs/engine.md, "Compiled build")
+            backoff = min(backoff * 2, 2.0)
 
     def _recheck_all(self) -> None:
         """Have the loop check every followed stream before delivering more (hook)."""

@@ -92,12 +92,15 @@ class Lane(asyncio.Protocol):
         async def release(c: Any) -> None:
             node.release(c)
 
+        failure: BaseException | None = None
         try:
             await node.disconnect_if_needed(connection)  # one marked after a failover
             await connection.connect()
-        except BaseException:
-            await release(connection)
-            raise
+        except BaseException as exc:
+            failure = exc
+        if failure is not None:
+            await release(connection)  # out of the handler (docs/engine.md, "Compiled build")
+            raise failure
         return await cls._take(connection, release)
 
     @classmethod
@@ -106,11 +109,12 @@ class Lane(asyncio.Protocol):
             transport = connection._writer.transport  # redis-py's stream writer's
             lane = cls(connection, transport, release)
             transport.set_protocol(lane)
-        except BaseException:
-            await connection.disconnect()
-            await release(connection)
-            raise
-        return lane
+            return lane
+        except BaseException as exc:
+            failure = exc
+        await connection.disconnect()  # out of the handler (docs/engine.md, "Compiled build")
+        await release(connection)
+        raise failure
 
     @property
     def serving(self) -> bool:
@@ -186,15 +190,17 @@ class Lane(asyncio.Protocol):
         if self._returned:
             return
         self._returned = True
+        cancelled: BaseException | None = None
         try:  # the transport is closed already: nothing to wait for
             await self._connection.disconnect(nowait=True)
         except Exception:  # a connection being discarded: its fault changes nothing
             pass
-        except BaseException:  # cancelled: the connection goes back all the same
-            await self._release(self._connection)
-            raise
-        # not in a ``finally``: see MatchService.submit_action
+        except BaseException as exc:  # cancelled: the connection goes back all the same
+            cancelled = exc
+        # not in a handler or a ``finally`` (docs/engine.md, "Compiled build")
         await self._release(self._connection)
+        if cancelled is not None:
+            raise cancelled
 
 
 def _demoted(reply: Any) -> bool:
