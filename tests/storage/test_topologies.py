@@ -366,7 +366,16 @@ async def test_events_lost_by_a_failover_are_reported_as_a_gap(
     await follower.close()
 
 
-def hold_hub_reads(hub: RedisStreamHub | ClusterStreamHub, gate: asyncio.Event) -> None:
+class HeldReads:
+    """What :func:`hold_hub_reads` did: how many reads it held (a test checks that the hub
+    was held, not just slow), and how to put the hub's own client back."""
+
+    def __init__(self, restore: Callable[[], None]) -> None:
+        self.count = 0
+        self.restore = restore
+
+
+async def hold_hub_reads(hub: RedisStreamHub | ClusterStreamHub, gate: asyncio.Event) -> HeldReads:
     """Keep the hub from reading the streams until ``gate`` is set (as a busy worker's
     hub may lag behind its subscriptions' own catch-up reads)."""
     if isinstance(hub, ClusterStreamHub):
@@ -378,20 +387,39 @@ def hold_hub_reads(hub: RedisStreamHub | ClusterStreamHub, gate: asyncio.Event) 
             pipe = cluster.pipeline(*args, **kwargs)
 
             async def held_execute(*args: Any, **kwargs: Any) -> Any:
+                if not gate.is_set():
+                    held.count += 1
                 await gate.wait()
                 return await pipe.execute(*args, **kwargs)
 
             return Proxy(pipe, execute=held_execute)
 
+        def restore_cluster() -> None:
+            hub._rc = cluster
+
+        held = HeldReads(restore_cluster)
         hub._rc = Proxy(cluster, pipeline=held_pipeline)  # type: ignore[assignment]
-    else:
-        xread = hub._reader.xread
+        return held
+    # the hub sends its reads (XREAD, packed once) straight on its reader's one connection
+    # (RedisStreamHub._send): that connection is a stand-in whose sends wait for the gate.
+    # The reader's own commands (CLIENT ID) go through the connection itself, unheld.
+    reader = hub._reader
+    await reader.initialize()
+    connection = reader.connection
+    assert connection is not None
 
-        async def held_xread(*args: Any, **kwargs: Any) -> Any:
-            await gate.wait()
-            return await xread(*args, **kwargs)
+    async def held_send(*args: Any, **kwargs: Any) -> Any:
+        if not gate.is_set():
+            held.count += 1
+        await gate.wait()
+        return await connection.send_packed_command(*args, **kwargs)
 
-        hub._reader.xread = held_xread  # type: ignore[method-assign]
+    def restore_connection() -> None:  # the pool takes back only the connection it gave
+        reader.connection = connection
+
+    held = HeldReads(restore_connection)
+    reader.connection = Proxy(connection, send_packed_command=held_send)  # type: ignore[assignment]
+    return held
 
 
 async def test_a_gap_is_reported_for_events_a_subscription_read_from_the_log_itself(
@@ -411,12 +439,13 @@ async def test_a_gap_is_reported_for_events_a_subscription_read_from_the_log_its
     hub = reader.matches.hub
     assert hub is not None
     gate = asyncio.Event()
-    hold_hub_reads(hub, gate)
+    held = await hold_hub_reads(hub, gate)
     follower = Follower(reader, sub)
     await follower.wait_for(6)
     deadline = time.monotonic() + 20
-    while (hub.node_of("m1") if isinstance(hub, ClusterStreamHub) else hub.reader_id) is None:
-        assert time.monotonic() < deadline, "the hub never connected"  # its connection, to drop
+    connected = hub.node_of if isinstance(hub, ClusterStreamHub) else lambda mid: hub.reader_id
+    while connected("m1") is None or not held.count:  # its connection, to drop; held
+        assert time.monotonic() < deadline, "the hub never connected, or never tried to read"
         await asyncio.sleep(0.02)
     assert hub.cursor("m1") == 6  # the subscription's read moved the hub's cursor
     await restore_match(writer.client, writer, "m1", dumps)
@@ -433,6 +462,7 @@ async def test_a_gap_is_reported_for_events_a_subscription_read_from_the_log_its
     follower.assert_contiguous_or_reported(4)
     assert follower.payloads[8] == b"new-8"  # the surviving history from the snapshot on
     await follower.close()
+    held.restore()
 
 
 async def test_a_worker_holding_a_lost_state_cannot_commit_on_top_of_its_replacement(
