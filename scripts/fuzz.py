@@ -11,6 +11,10 @@ features) and the findings (the oracle's message, and the input file that raised
 under ``--artifacts``). ``--out`` rewrites that page's section between
 ``<!-- fuzz:atheris -->`` and ``<!-- fuzz:atheris:end -->``. Exit status 1 when anything was
 found.
+
+Each target imports the project from its source, compiled modules included (atheris follows
+Python's branches only); ``TRUCO_FUZZ_BUILD=as-built`` runs the compiled build where the
+checkout has one (tests/fuzz/targets.py, :data:`BUILD_ENV`).
 """
 
 from __future__ import annotations

@@ -175,6 +175,7 @@ class RedisStreamHub(HubCore):
     def _unfollowed(self, mid: str) -> None:
         self._poll.remove(mid)
         self._leave_blocking(mid)
+        self._changed.set()  # a read planned meanwhile may have no stream left to read
 
     def _leave_blocking(self, mid: str) -> None:
         """``mid`` is out of the blocking reads from the next one (local, or not followed)."""
