@@ -387,7 +387,10 @@ class MatchService:
         if gate is not None and not gate.paid:
             await gate.pay()
         if failure is not None:
-            raise failure
+            try:  # its traceback holds this frame: no local may hold it
+                raise failure
+            finally:
+                del failure
         return result
 
     async def _submit(

@@ -360,7 +360,10 @@ class RedisStreamHub(HubCore):
         except BaseException as exc:
             failure = exc
         await conn.disconnect()  # out of the handler (docs/engine.md, "Compiled build")
-        raise failure
+        try:  # its traceback holds this frame: no local may hold it
+            raise failure
+        finally:
+            del failure
 
     def _take(self, resp: Any) -> None:
         """Deliver what an XREAD returned beyond each cursor."""

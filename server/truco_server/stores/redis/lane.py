@@ -100,7 +100,10 @@ class Lane(asyncio.Protocol):
             failure = exc
         if failure is not None:
             await release(connection)  # out of the handler (docs/engine.md, "Compiled build")
-            raise failure
+            try:  # its traceback holds this frame: no local may hold it
+                raise failure
+            finally:
+                del failure
         return await cls._take(connection, release)
 
     @classmethod
@@ -114,7 +117,10 @@ class Lane(asyncio.Protocol):
             failure = exc
         await connection.disconnect()  # out of the handler (docs/engine.md, "Compiled build")
         await release(connection)
-        raise failure
+        try:  # its traceback holds this frame: no local may hold it
+            raise failure
+        finally:
+            del failure
 
     @property
     def serving(self) -> bool:
@@ -200,7 +206,10 @@ class Lane(asyncio.Protocol):
         # not in a handler or a ``finally`` (docs/engine.md, "Compiled build")
         await self._release(self._connection)
         if cancelled is not None:
-            raise cancelled
+            try:  # its traceback holds this frame: no local may hold it
+                raise cancelled
+            finally:
+                del cancelled
 
 
 def _demoted(reply: Any) -> bool:
