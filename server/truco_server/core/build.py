@@ -40,19 +40,24 @@ def _roots(package: str) -> list[Path]:
     return [Path(location) for location in spec.submodule_search_locations]
 
 
+def _source_of(path: Path) -> Path | None:
+    """The source beside the extension file ``path`` (None: not an extension, or no source)."""
+    suffix = next((s for s in importlib.machinery.EXTENSION_SUFFIXES if path.name.endswith(s)), None)
+    if suffix is None:
+        return None
+    source = path.with_name(path.name[: -len(suffix)] + ".py")
+    return source if source.is_file() else None
+
+
 def extensions() -> list[Extension]:
     """Every module of :data:`PACKAGES` that this interpreter imports from an extension file
     beside its source."""
-    suffixes = importlib.machinery.EXTENSION_SUFFIXES
     found = []
     for package in PACKAGES:
         for root in _roots(package):
             for path in sorted(root.rglob("*")):
-                suffix = next((s for s in suffixes if path.name.endswith(s)), None)
-                if suffix is None:
-                    continue
-                source = path.with_name(path.name[: -len(suffix)] + ".py")
-                if not source.is_file():
+                source = _source_of(path)
+                if source is None:
                     continue
                 parts = path.relative_to(root).with_name(source.stem).parts
                 found.append(Extension(".".join((package, *parts)), path, source))
@@ -106,10 +111,8 @@ class _SourceFinder(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
             return spec
-        origin = Path(str(spec.origin))
-        suffix = next(s for s in importlib.machinery.EXTENSION_SUFFIXES if origin.name.endswith(s))
-        source = origin.with_name(origin.name[: -len(suffix)] + ".py")
-        if not source.is_file():
+        source = _source_of(Path(str(spec.origin)))
+        if source is None:
             return spec
         return importlib.util.spec_from_file_location(
             fullname, source, submodule_search_locations=spec.submodule_search_locations

@@ -28,7 +28,7 @@ import contextlib
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -41,8 +41,6 @@ __all__ = ["RedisStreamHub"]
 log = logging.getLogger("truco_server.stores.redis.feed")
 
 _FAULTS = (RedisError, OSError, TimeoutError)
-_FAILED: Final = object()
-"""A read that failed (see :meth:`RedisStreamHub._run`)."""
 
 
 def _bulk(value: bytes) -> bytes:
@@ -284,14 +282,13 @@ class RedisStreamHub(HubCore):
                 self._reader_id = None
                 self._unverified.update(self._cursors)
                 log.warning("stream hub read failed: %s; retrying", exc)
-                resp = _FAILED
-            if resp is _FAILED:  # paused out of the handler (docs/engine.md, "Compiled build")
-                await self._pause()
+            else:
+                self._backoff = 0.05
+                if resp and block and self._coalesce > 0:
+                    await asyncio.sleep(self._coalesce)  # see the class docstring
+                self._take(resp)
                 continue
-            self._backoff = 0.05
-            if resp and block and self._coalesce > 0:
-                await asyncio.sleep(self._coalesce)  # see the class docstring
-            self._take(resp)
+            await self._pause()  # out of the handler (docs/engine.md, "Compiled build")
 
     async def _verify(self) -> bool:
         """After a failed read (Redis restarted or failed over): what was delivered may be
