@@ -1,11 +1,15 @@
-"""A faster ``__init__`` for the engine's frozen, slotted dataclasses.
+"""A faster ``__init__`` for frozen dataclasses: the engine's, the match's and the server's
+hottest ones.
 
 The ``__init__`` that :func:`dataclasses.dataclass` writes for a frozen class sets each field
-through ``object.__setattr__(self, name, value)``, which looks the slot up by name every
-time; building events and observations is a large share of the engine's time. :func:`fast_init`
-replaces it with one of the same signature (keyword names, defaults) that stores each value
-through the slot's own descriptor. Instances are the same: still frozen (assignment raises),
-equal, hashable, ``dataclasses.replace``-able.
+through ``object.__setattr__(self, name, value)``, which looks the attribute up by name every
+time; building events, views and the records of a commit is a visible share of a move's time.
+:func:`fast_init` replaces it with one of the same signature (keyword names, defaults) that
+stores each value through the attribute's own descriptor: a slot of a slotted class, or the
+native attribute of a class that the compiled build compiles (mypyc keeps a dataclass's
+``__init__`` as the Python that :mod:`dataclasses` writes, and calls it for every instance its
+compiled code builds). Instances are the same: still frozen (assignment raises), equal,
+hashable, ``dataclasses.replace``-able.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ T = TypeVar("T")
 
 
 def fast_init(cls: type[T]) -> type[T]:
-    """Give the frozen, slotted dataclass ``cls`` a faster ``__init__`` (same signature)."""
+    """Give the frozen dataclass ``cls`` (slotted, or compiled: each field a data descriptor
+    of the class) a faster ``__init__`` (same signature)."""
     klass: Any = cls  # its dataclass attributes are set at run time
     params = dataclasses.fields(klass)
-    assert klass.__dataclass_params__.frozen and "__slots__" in klass.__dict__
+    assert klass.__dataclass_params__.frozen
     assert not hasattr(cls, "__post_init__")
     env: dict[str, Any] = {}
     args: list[str] = []
@@ -39,7 +44,7 @@ def fast_init(cls: type[T]) -> type[T]:
             raise TypeError(f"{cls.__name__}.{f.name}: fast_init does not handle default factories")
         else:
             args.append(f.name)
-        env[f"_s_{f.name}"] = klass.__dict__[f.name].__set__
+        env[f"_s_{f.name}"] = _setter(klass, f.name)
         body.append(f"    _s_{f.name}(self, {f.name})")
     src = f"def __init__(self, {', '.join(args)}):\n" + ("\n".join(body) or "    pass") + "\n"
     exec(src, env)
@@ -48,6 +53,17 @@ def fast_init(cls: type[T]) -> type[T]:
     init.__doc__ = klass.__init__.__doc__
     klass.__init__ = init
     return cls
+
+
+def _setter(cls: Any, name: str) -> Any:
+    """The function that stores attribute ``name`` of a ``cls`` past its frozen
+    ``__setattr__``: its descriptor's ``__set__`` (a slot's member or a compiled class's
+    attribute)."""
+    descriptor = cls.__dict__.get(name)
+    setter = getattr(type(descriptor), "__set__", None)
+    if setter is None:
+        raise TypeError(f"{cls.__name__}.{name}: fast_init needs a slotted or compiled class")
+    return descriptor.__set__
 
 
 def positional_new(cls: type[T]) -> Any:
@@ -59,7 +75,7 @@ def positional_new(cls: type[T]) -> Any:
     env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
     body = ["    self = _new(_cls)"]
     for name in names:
-        env[f"_s_{name}"] = klass.__dict__[name].__set__
+        env[f"_s_{name}"] = _setter(klass, name)
         body.append(f"    _s_{name}(self, {name})")
     body.append("    return self")
     src = f"def new({', '.join(names)}):\n" + "\n".join(body) + "\n"

@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 import truco_engine as te
+from truco_engine._fast import fast_init
 
 
 class MatchStatus(StrEnum):
@@ -319,6 +320,7 @@ class UnknownPayload:
     kind: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class EventView:
     """One event as a viewer receives it: its version and its payload, already redacted."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import truco_engine as te
+from truco_engine._fast import fast_init
 from truco_match.events import (
     CredentialReissued,
     EventView,
@@ -107,6 +108,9 @@ class Turn:
     hand_number: int = 0
     deadline: float | None = None
     """When its time runs out (seconds since the epoch), when a clock runs."""
+
+
+fast_init(Turn)  # a call: mypyc compiles a class it decorates as a Python class
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,6 +201,9 @@ class Committed:
     seats: Sequence[SeatInfo]
     epoch_ms: int
     """When the match was created (ms since the epoch): its times are ms since then."""
+
+
+fast_init(Committed)  # a call: mypyc compiles a class it decorates as a Python class
 
 
 def of_commit(c: Committed) -> list[OperatorEvent]:

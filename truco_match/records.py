@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 import truco_engine as te
+from truco_engine._fast import fast_init
 from truco_match import table
 from truco_match.events import (
     CredentialReissued,
@@ -53,6 +54,7 @@ class StepCause(StrEnum):
     """The server's bot playing the seat (a bot seat, or a seat it took over)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecordStep:
     """One step of a match (``truco.v1.RecordStep``); exactly one of the step fields is set."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import truco_engine as te
+from truco_engine._fast import fast_init
 from truco_match.events import MatchStatus
 from truco_match.lifecycle import Life
 
@@ -78,6 +79,9 @@ class SeatView:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _reduced(self)
+
+
+fast_init(SeatView)  # a call: mypyc compiles a class it decorates as a Python class
 
 
 def view(

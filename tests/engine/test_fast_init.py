@@ -70,3 +70,55 @@ def test_observations_built_positionally_equal_the_keyword_built_ones():
                 assert o.decision == m.state.actions and o.awaited == to_act(m.state)
             seat = to_act(m.state)[0]
             m.act(seat, rng.choice(legal_actions(m.state, seat)))
+
+
+def _beyond_the_engine() -> list[type]:
+    """The match's and the server's classes given the faster ``__init__``; some are compiled
+    in the compiled build (mypyc's native classes), the rest slotted Python classes."""
+    from truco_match.events import EventView
+    from truco_match.operator_events import Committed, Turn
+    from truco_match.records import RecordStep
+    from truco_match.views import SeatView
+    from truco_server.core.caller import MatchCredential
+    from truco_server.core.requests import StreamUpdate, SubmitActionRequest, SubmitActionResponse
+    from truco_server.ports.matches import Batch, Commit, CommitResult, FeedAppend
+    from truco_server.ports.quotas import RateCharge
+    from truco_server.services.relay import Outgoing
+    from truco_server.stores.redis.keys import MatchKeys, OperatorKeys
+
+    return [
+        EventView, Committed, Turn, RecordStep, SeatView, MatchCredential, StreamUpdate,
+        SubmitActionRequest, SubmitActionResponse, Batch, Commit, CommitResult, FeedAppend,
+        RateCharge, Outgoing, MatchKeys, OperatorKeys,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("cls", _beyond_the_engine(), ids=lambda c: c.__name__)
+def test_the_match_and_server_classes_keep_their_signature_and_stay_frozen(cls):
+    fields = dataclasses.fields(cls)
+    params = inspect.signature(cls.__init__).parameters
+    assert list(params)[1:] == [f.name for f in fields]
+    assert cls.__init__.__qualname__ == f"{cls.__qualname__}.__init__"  # fast_init's, not dataclasses'
+    for f in fields:
+        assert (params[f.name].kind is inspect.Parameter.KEYWORD_ONLY) == f.kw_only
+        if f.default is not dataclasses.MISSING:
+            assert params[f.name].default == f.default
+
+
+def test_a_compiled_class_built_by_compiled_code_is_the_same_value():
+    """SeatView is a native class in the compiled build, built by compiled code (``view``):
+    the value equals the one given every field by name, and stays frozen."""
+    from truco_engine import get_rules, new_match
+    from truco_match.events import MatchStatus
+    from truco_match.lifecycle import Life
+    from truco_match.views import SeatView, view
+
+    state = new_match(get_rules("paulista"))
+    life = Life(joined=[True, False])
+    for seat in (0, 1, None):
+        got = view(state, seat, 7, MatchStatus.ACTIVE, life)
+        again = SeatView(**{f.name: getattr(got, f.name) for f in dataclasses.fields(SeatView)})
+        assert got == again and got.version == 7 and got.observation.seat == seat
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            got.version = 8  # type: ignore[misc]
+        assert dataclasses.replace(got, version=9).version == 9

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from truco_engine._fast import fast_init
 from truco_match.credentials import MAX_CHARS, SPECTATOR, TOKEN_PREFIX, MalformedCredential, parts
 from truco_match.matchmaking import TICKET_TOKEN_PREFIX, token_parts
 
@@ -48,6 +49,7 @@ PUBLIC_OPERATOR = Operator("public")
 """Every operator caller of a worker that runs without API keys."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MatchCredential:
     """A match credential as presented (not verified until the match is loaded)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import truco_engine as te
+from truco_engine._fast import fast_init
 from truco_match.create import MatchSpec
 from truco_match.events import EventView, MatchStatus
 from truco_match.match import Match, Moment
@@ -33,6 +34,7 @@ class CreateMatchResponse:
     spectator_token: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubmitActionRequest:
     match_id: str
@@ -41,6 +43,7 @@ class SubmitActionRequest:
     expected_version: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubmitActionResponse:
     """The outcome of an action. For a retried ``request_id`` (``duplicate``) ``version`` and
@@ -66,6 +69,7 @@ class StreamRequest:
     from_version: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StreamUpdate:
     """One message of an observation stream: events and the view after them, or a

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from truco_engine._fast import fast_init
 from truco_server.ports.documents import DocRef
 from truco_server.ports.queues import RelayWake
 from truco_server.ports.quotas import RateCharge
@@ -62,6 +63,7 @@ class Snapshot:
     """Unix time of the last commit (the creation for a match never acted on)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CommitResult:
     """What a commit did: ``version`` is the match's version after it. For a ``duplicate``
@@ -93,6 +95,7 @@ class MatchIndexEntry:
         return f"{round(self.created_at * 1000):015d}:{self.match_id}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class FeedAppend:
     """Operator events that a create or commit appends to their owner's stream itself, in its
@@ -130,6 +133,7 @@ class NewMatch:
         return self.index.match_id
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Commit:
     """One step of a match, committed atomically (:meth:`MatchLog.commit`)."""
@@ -163,6 +167,7 @@ class Commit:
     own commits costs a worker no decoding."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Batch:
     """Contiguous events continuing a subscription, oldest first."""

@@ -13,7 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from truco_engine._fast import fast_init
 
+
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RateCharge:
     """One spending of a rate, as :meth:`QuotaCounters.take` would make it, that a commit makes

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import secrets
 import time
@@ -71,8 +72,10 @@ RECHECK_SECONDS = 10.0
 DAY = 86_400.0
 
 
+@functools.lru_cache(maxsize=4096)
 def digest(credential: str) -> str:
-    """What a credential is counted under: never the secret itself."""
+    """What a credential is counted under: never the secret itself. Kept for the credentials
+    seen last: a seat asks on each of its actions."""
     return hashlib.sha256(credential.encode()).hexdigest()[:32]
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import structlog
 
 from truco_contract import codec
+from truco_engine._fast import fast_init
 from truco_match import operator_events
 from truco_match.events import LogEntry
 from truco_match.lifecycle import Life
@@ -62,6 +63,9 @@ class Outgoing:
     """The relay queue's safety net for the outbox (its ``relay``)."""
     kinds: tuple[str, ...] = ()
     """The types of the events of ``feed`` (counted once the commit is done)."""
+
+
+fast_init(Outgoing)  # a call: mypyc compiles a class it decorates as a Python class
 
 
 NOTHING = Outgoing([], None, None)

@@ -19,9 +19,12 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
+from truco_engine._fast import fast_init
+
 __all__ = ["Keys", "MatchKeys", "OperatorKeys", "PoolKeys", "ShardedQueue"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MatchKeys:
     """The keys of one match, all in slot ``{match_id}``."""
@@ -49,6 +52,7 @@ class MatchKeys:
         return [self.match, self.events, self.requests, self.record, self.outbox]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OperatorKeys:
     """The keys of one operator, all in slot ``{op:<owner>}``."""
