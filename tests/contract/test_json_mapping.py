@@ -7,6 +7,7 @@ every message type the services send."""
 from __future__ import annotations
 
 import json
+import math
 import random
 from typing import Any
 
@@ -211,3 +212,33 @@ def test_maps_and_structs_print_the_same_in_every_process() -> None:
     assert list(status["details"][0]["metadata"]) == sorted(status["details"][0]["metadata"])
     assert status["details"][0]["@type"].endswith("google.rpc.ErrorInfo")
     assert list(obs["revealed"]) == ["0", "1", "2", "3", "4", "5"]
+
+
+def test_structs_values_and_lists_are_written_as_protobuf_writes_them() -> None:
+    """A ``Struct`` (a match's ``effective_rules``), a ``Value`` and a ``ListValue`` are read
+    here rather than by protobuf's printer: the same JSON, keys sorted, whole numbers as
+    integers, an unset value as null; infinities and NaN refused, as the printer does."""
+    from google.protobuf import struct_pb2
+
+    tree = struct_pb2.Struct()
+    tree.update(
+        {
+            "z": 3.0, "a": -0.0, "half": 0.5, "big": float(2**53), "below": float(2**53 - 1),
+            "s": "x", "t": True, "n": None, "list": [1.0, "two", [3.5, {"b": 1.0, "a": False}], None],
+            "nested": {"y": {"x": 2.0}},
+        }
+    )  # fmt: skip
+    _same(tree)
+    assert list(message_to_dict(tree)) == sorted(message_to_dict(tree))
+    assert message_to_dict(tree)["below"] == 2**53 - 1 and message_to_dict(tree)["big"] == float(2**53)
+    for value in tree.fields.values():
+        _same(value)
+    _same(tree.fields["list"].list_value)
+    unset = struct_pb2.Value()
+    _same(unset)
+    assert message_to_dict(unset) is None
+    for bad in (math.inf, -math.inf, math.nan):
+        refused = struct_pb2.Value(number_value=bad)
+        _same(refused)  # both refuse it
+        with pytest.raises(ValueError, match="Fail to serialize"):
+            message_to_dict(refused)

@@ -10,7 +10,8 @@ the exception its caller is handling, even when its ``try`` ended normally: a Re
 first attempt timed out then ended in the timeout's ``CancelledError`` when the retry closed
 the lane (docs/engine.md, "Compiled build"). The source behaves right either way, so only
 these checks keep the pattern out: the one of the sources here, and one of a compiled class
-that cleans up after a failure.
+that cleans up after a failure. Nor does any compiled class carry a decorator other than
+``dataclass``, with which mypyc would compile it as a Python class.
 """
 
 from __future__ import annotations
@@ -121,3 +122,31 @@ async def test_a_failure_cleaned_up_leaves_no_handled_exception_to_other_tasks()
     with pytest.raises(AttributeError):
         await taking
     assert (seen, context) == (None, None)
+
+
+def decorated_classes(source: str) -> list[tuple[str, str]]:
+    """The classes decorated by anything but ``dataclass`` (and the decorator)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if ast.unparse(target) not in ("dataclass", "dataclasses.dataclass"):
+                    found.append((node.name, ast.unparse(decorator)))
+    return found
+
+
+def test_no_compiled_class_has_a_decorator_mypyc_does_not_know() -> None:
+    """mypyc compiles a class decorated by anything but ``dataclass`` as a Python class,
+    without a word: its attributes are a dict's, its methods called as Python's. A compiled
+    module gives a class the faster ``__init__`` with a call after it
+    (``fast_init(SeatView)``), never as a decorator."""
+    assert decorated_classes("@fast_init\n@dataclass(frozen=True)\nclass A:\n    x: int\n") == [
+        ("A", "fast_init")
+    ]
+    offenders = {
+        str(path.relative_to(ROOT)): found
+        for path in compiled_modules()
+        if (found := decorated_classes(path.read_text()))
+    }
+    assert offenders == {}, f"a decorated class in a compiled module: {offenders}"
