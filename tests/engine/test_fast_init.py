@@ -122,3 +122,16 @@ def test_a_compiled_class_built_by_compiled_code_is_the_same_value():
         with pytest.raises(dataclasses.FrozenInstanceError):
             got.version = 8  # type: ignore[misc]
         assert dataclasses.replace(got, version=9).version == 9
+
+
+def test_a_class_without_slots_is_refused() -> None:
+    """A frozen dataclass with an instance dict has no descriptor to store a field through."""
+    from truco_engine._fast import fast_init
+
+    @dataclasses.dataclass(frozen=True)
+    class Plain:
+        x: int
+        y: int = 0
+
+    with pytest.raises(TypeError, match="slotted or compiled"):
+        fast_init(Plain)
