@@ -223,7 +223,7 @@ def message_to_dict(message: Message) -> Any:
 def _struct(message: Any) -> dict[str, Any]:
     """A ``Struct`` as protobuf's printer writes it, its keys sorted (its map's order
     changes from process to process), whole numbers as integers: read here, not by the
-    printer, which takes a match's rule set about five times as long."""
+    printer, which takes a match's rule set twice as long (72-77 against 34 us)."""
     fields = message.fields
     return {key: _value(fields[key]) for key in sorted(fields)}
 
