@@ -168,8 +168,6 @@ _Convert = Callable[[Any], Any]
 _INT64 = frozenset({FD.CPPTYPE_INT64, FD.CPPTYPE_UINT64})
 _TEXT_WKT = frozenset({"google.protobuf.Timestamp", "google.protobuf.Duration", "google.protobuf.FieldMask"})
 _ANY = "google.protobuf.Any"
-_STRUCTS = frozenset({"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"})
-"""The well-known types whose JSON is a tree of objects keyed by the message's data."""
 
 
 class _Plan:
@@ -206,8 +204,9 @@ def message_to_dict(message: Message) -> Any:
             inner = _unpacked(message)
             if inner is not None:
                 return {"@type": cast(Any, message).type_url, **message_to_dict(inner)}
-        if desc.full_name in _STRUCTS:
-            return _STRUCT_WRITERS[desc.full_name](message)
+        write = _STRUCT_WRITERS.get(desc.full_name)
+        if write is not None:
+            return write(message)
         return whole_numbers(json_format.MessageToDict(message, always_print_fields_with_no_presence=True))
     out: dict[str, Any] = {}
     fields = plan.fields
@@ -259,6 +258,8 @@ _STRUCT_WRITERS: dict[str, Callable[[Any], Any]] = {
     "google.protobuf.Value": _value,
     "google.protobuf.ListValue": _list,
 }
+"""The well-known types whose JSON is a tree of objects keyed by the message's data, and the
+function that writes each."""
 
 
 def whole_numbers(value: Any) -> Any:
