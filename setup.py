@@ -44,7 +44,7 @@ events, views, actions, rule sets) stay Python in the compiled build too."""
 
 MOVE_PATH = {
     "truco_match": ("views", "match", "table", "lifecycle", "fairness", "operator_events"),
-    "contract/truco_contract/codec": ("views", "scalars", "plans", "actions", "operator_events"),
+    "contract/truco_contract/codec": ("views", "scalars", "plans", "actions", "operator_events", "wire"),
     "server/truco_server": (
         "services/matches",
         "services/relay",

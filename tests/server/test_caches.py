@@ -8,6 +8,7 @@ import pytest
 
 import truco_engine as te
 from truco_contract import codec
+from truco_contract.pb import observation_pb2
 from truco_match import table
 from truco_match.events import EventView, MatchStatus, seat_to_dict
 from truco_match.match import Match, Meta, Moment
@@ -61,13 +62,13 @@ def _match() -> Match:
 
 
 def test_an_observation_is_encoded_once_per_match_version_and_viewer() -> None:
-    """The reply to an action and the actor's next stream message share one encoding: it is
-    kept on the match version it is of, by viewer."""
+    """The reply to an action and the actor's next stream message share one encoding (its
+    bytes): it is kept on the match version it is of, by viewer."""
     match = _match()
     first = observation(match.view(0, 0.0), match.rules, 0, match)
     assert observation(match.view(0, 0.0), match.rules, 0, match) is first
     other = observation(match.view(1, 0.0), match.rules, 1, match)
-    assert other is not first and other.seat == 1
+    assert other is not first and observation_pb2.Observation.FromString(other).seat == 1
     unkept = observation(match.view(0, 0.0), match.rules, 0, None)  # a view of no current version
     assert unkept is not first and unkept == first
 

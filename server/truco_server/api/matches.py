@@ -27,7 +27,7 @@ import structlog
 
 import truco_engine as te
 from truco_contract import codec
-from truco_contract.pb import event_pb2, match_pb2, match_service_pb2, observation_pb2
+from truco_contract.pb import event_pb2, match_pb2, match_service_pb2
 from truco_match.events import EventView, MatchStatus
 from truco_match.match import Match, Moment
 from truco_match.views import SeatView
@@ -65,16 +65,16 @@ def required_id(value: str, field: str = "match_id") -> str:
 
 
 # ---------------------------------------------------------------------------- encoding
-def observation(
-    view: SeatView, rules: te.RuleSet, viewer: int, at: Match | None
-) -> observation_pb2.Observation:
-    """``view`` encoded, once per match version and viewer when ``at`` is its version."""
+def observation(view: SeatView, rules: te.RuleSet, viewer: int, at: Match | None) -> bytes:
+    """``view`` serialized (a ``truco.v1.Observation``), once per match version and viewer
+    when ``at`` is its version; a message takes it with ``MergeFromString`` (parsed straight
+    into its field: no message of its own to copy)."""
     if at is None:
-        return codec.observation_to_proto(view, rules)
+        return codec.observation_bytes(view, rules)
     key = ("pb observation", viewer)
     made = at.memo.get(key)
     if made is None:
-        made = at.memo[key] = codec.observation_to_proto(view, rules)
+        made = at.memo[key] = codec.observation_bytes(view, rules)
     return made
 
 
@@ -175,7 +175,7 @@ class MatchApi:
         :meth:`fill_update`)."""
         msg.version = result.version
         msg.events.extend(events(result.events, result.moment))
-        msg.observation.CopyFrom(observation(result.view, result.rules, result.seat, result.match))
+        msg.observation.MergeFromString(observation(result.view, result.rules, result.seat, result.match))
 
     async def StreamObservations(
         self, creds: Credentials, request: pb.StreamObservationsRequest
@@ -244,7 +244,7 @@ class MatchApi:
         out = msg.update
         out.version = update.version
         out.events.extend(events(update.events, update.moment))
-        out.observation.CopyFrom(observation(update.view, update.rules, update.viewer, update.match))
+        out.observation.MergeFromString(observation(update.view, update.rules, update.viewer, update.match))
         out.snapshot = update.snapshot
 
     def Connect(
@@ -260,10 +260,9 @@ class MatchApi:
         caller = self.auth.viewer(creds, request.match_id)
         with uniform(caller):
             got = await self.reads.get_match(caller, T.GetMatchRequest(required_id(request.match_id)))
-        return pb.GetMatchResponse(
-            match=codec.match_to_proto(got.match),
-            observation=observation(got.view, got.match.rules, got.viewer, got.at),
-        )
+        resp = pb.GetMatchResponse(match=codec.match_to_proto(got.match))
+        resp.observation.MergeFromString(observation(got.view, got.match.rules, got.viewer, got.at))
+        return resp
 
     async def ListMatches(self, creds: Credentials, request: pb.ListMatchesRequest) -> pb.ListMatchesResponse:
         operator = self.auth.operator(creds)
@@ -294,10 +293,9 @@ class MatchApi:
             joined = await self.matches.join_match(
                 cred, T.JoinMatchRequest(required_id(request.match_id), request.client_seed)
             )
-        return pb.JoinMatchResponse(
-            version=joined.version,
-            observation=observation(joined.view, joined.rules, joined.seat, joined.match),
-        )
+        resp = pb.JoinMatchResponse(version=joined.version)
+        resp.observation.MergeFromString(observation(joined.view, joined.rules, joined.seat, joined.match))
+        return resp
 
     async def GetMatchRecord(
         self, creds: Credentials, request: pb.GetMatchRecordRequest
