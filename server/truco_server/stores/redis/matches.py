@@ -62,6 +62,7 @@ from truco_server.stores.redis.scripts import (
     CREATE,
     FEEDING_COMMIT,
     FEEDING_CREATE,
+    LOAD,
     Script,
 )
 from truco_server.stores.subscription import EventSubscription
@@ -181,13 +182,8 @@ class RedisMatchLog:
     @_timed("load")
     async def load(self, match_id: str) -> Snapshot | None:
         key = self._keys.match(match_id).match
-        fields = ["version", "state", "meta", "status", "updated_at", "head"]
-
-        async def go() -> list[Any]:
-            self._conn.stats.add(1, 1)
-            return cast(list[Any], await self._conn.client.hmget(key, fields))
-
-        version, state, meta, status, updated, head = await self._conn.run("load", go)
+        got = await self._batcher.call(ScriptCall(LOAD, [key], [], "load"))
+        version, state, meta, status, updated, head = got
         if version is None:
             self._heads.pop(match_id)
             return None
