@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from truco_contract.pb import observation_pb2
 from truco_server.transports.grpc.server import Worker
 from truco_tools.campaign.leaks import cases, run_leaks
 
@@ -40,10 +41,9 @@ async def test_the_oracle_sees_a_leak_in_websocket_frames(
     real = matches.observation
 
     def leaky(view, rules, viewer, at):  # type: ignore[no-untyped-def]
-        obs = type(real(view, rules, viewer, at))()
-        obs.CopyFrom(real(view, rules, viewer, at))
+        obs = observation_pb2.Observation.FromString(real(view, rules, viewer, at))
         obs.hand.extend(c for c in rules.deck_cards if c not in obs.hand)
-        return obs
+        return obs.SerializeToString()
 
     monkeypatch.setattr(matches, "observation", leaky)
     result = await run_leaks(
