@@ -249,7 +249,7 @@ def observation_bytes(view: SeatView, rules: te.RuleSet) -> bytes:
 
 def observation_to_proto(view: SeatView, rules: te.RuleSet) -> observation_pb2.Observation:
     """A viewer's observation at a version as ``truco.v1.Observation`` (parsed from
-    :func:`observation_bytes`: a fraction of the cost of setting its fields one by one)."""
+    :func:`observation_bytes`: about half the cost of setting its fields one by one)."""
     return observation_pb2.Observation.FromString(observation_bytes(view, rules))
 
 

@@ -1,13 +1,16 @@
 """The protobuf wire format, written directly: for the messages a move encodes many times
 (each viewer's observation), where building a message field by field through the protobuf
-runtime costs several times what writing its bytes and parsing them costs.
+runtime costs about twice what writing its bytes and parsing them costs (docs/benchmarks.md,
+"The compiled build"; a small flat message gains nothing: the runtime builds those as fast).
 
 A message is written as a list of byte strings joined once; each field's tag comes from the
 message's descriptor (:func:`tag`), which also checks that the field has the wire type the
 writer gives it, so the ``.proto`` files stay the only definition of the messages: a field
 renumbered changes the tag, a field retyped fails at import. What is written is what the
-protobuf runtime writes for the same values (default scalars left out, repeated numbers
-packed), and parses to the same message (``tests/contract/test_codec.py``).
+protobuf runtime writes for the same values (fields in number order, default scalars left
+out, repeated numbers packed; only a map's entries may come in another order, which protobuf
+leaves open), and parses to the same message (``tests/contract/test_wire.py``,
+``tests/contract/test_codec.py``).
 """
 
 from __future__ import annotations
