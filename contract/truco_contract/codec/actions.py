@@ -62,17 +62,10 @@ def action_to_proto(action: te.Action) -> action_pb2.Action:
     raise ValueError(f"unknown action kind {k!r}")
 
 
-_ACTION_BYTES: dict[te.Action, bytes] = {}
-
-
+@lru_cache(maxsize=4096)
 def action_bytes(action: te.Action) -> bytes:
     """:func:`action_to_proto` serialized (cached as it is)."""
-    made = _ACTION_BYTES.get(action)
-    if made is None:
-        if len(_ACTION_BYTES) >= 4096:
-            _ACTION_BYTES.clear()
-        made = _ACTION_BYTES[action] = action_to_proto(action).SerializeToString()
-    return made
+    return action_to_proto(action).SerializeToString()
 
 
 def _card(code: str, where: str) -> str:

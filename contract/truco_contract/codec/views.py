@@ -66,21 +66,25 @@ _SPECIAL = enum_map(te.Special, game_pb2.Special.DESCRIPTOR)
 _STATUS = enum_map(MatchStatus, match_pb2.MatchState.DESCRIPTOR)
 
 
-_SUMMARIES: dict[int, tuple[te.RuleSet, observation_pb2.RulesSummary]] = {}
-""":func:`rules_summary` by the rule set's identity (a match keeps one rule set object, and
-hashing one -- all its fields -- for the cache by value costs more than the copy)."""
+_SUMMARIES: dict[int, tuple[te.RuleSet, observation_pb2.RulesSummary, bytes]] = {}
+""":func:`rules_summary` and its bytes by the rule set's identity (a match keeps one rule set
+object, and hashing one -- all its fields -- for the cache by value costs more than the copy)."""
+
+
+def _summary(rules: te.RuleSet) -> tuple[te.RuleSet, observation_pb2.RulesSummary, bytes]:
+    hit = _SUMMARIES.get(id(rules))
+    if hit is not None and hit[0] is rules:  # the entry holds its rule set: ids are not reused
+        return hit
+    made = _rules_summary(rules)
+    if len(_SUMMARIES) >= 1024:
+        _SUMMARIES.clear()
+    entry = _SUMMARIES[id(rules)] = (rules, made, made.SerializeToString())
+    return entry
 
 
 def rules_summary(rules: te.RuleSet) -> observation_pb2.RulesSummary:
     """The display summary of a rule set (cached per rule set; do not modify it)."""
-    hit = _SUMMARIES.get(id(rules))
-    if hit is not None and hit[0] is rules:  # the entry holds its rule set: ids are not reused
-        return hit[1]
-    made = _rules_summary(rules)
-    if len(_SUMMARIES) >= 1024:
-        _SUMMARIES.clear()
-    _SUMMARIES[id(rules)] = (rules, made)
-    return made
+    return _summary(rules)[1]
 
 
 @lru_cache(maxsize=1024)
@@ -155,20 +159,6 @@ _T_PENDING_RESPONDER = wire.tag(_PENDING, "responder")
 _T_PENDING_ACCEPTED = wire.tag(_PENDING, "value_if_accepted")
 _T_PENDING_DECLINED = wire.tag(_PENDING, "value_if_declined")
 
-_RULES_BYTES: dict[int, tuple[te.RuleSet, bytes]] = {}
-"""Each rule set's serialized summary, by identity (as :data:`_SUMMARIES`)."""
-
-
-def _rules_bytes(rules: te.RuleSet) -> bytes:
-    hit = _RULES_BYTES.get(id(rules))
-    if hit is not None and hit[0] is rules:
-        return hit[1]
-    made = rules_summary(rules).SerializeToString()
-    if len(_RULES_BYTES) >= 1024:
-        _RULES_BYTES.clear()
-    _RULES_BYTES[id(rules)] = (rules, made)
-    return made
-
 
 def _trick_bytes(t: te.TrickView) -> bytes:
     parts: list[bytes] = []
@@ -237,7 +227,7 @@ def observation_bytes(view: SeatView, rules: te.RuleSet) -> bytes:
     wire.put_opt(parts, _T_WINNER_TEAM, o.winner_team)
     wire.put_opt(parts, _T_CARANCHO, o.carancho)
     wire.put_packed(parts, _T_HEAD_TO_HEAD, o.head_to_head or ())
-    wire.put_bytes(parts, _T_RULES, _rules_bytes(rules))
+    wire.put_bytes(parts, _T_RULES, _summary(rules)[2])
     if view.clock is not None:
         wire.put_bytes(parts, _T_CLOCK, clock_to_proto(view.clock).SerializeToString())
     wire.put_packed(parts, _T_NOT_JOINED, view.not_joined)
