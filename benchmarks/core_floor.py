@@ -14,8 +14,8 @@ and prints the CPU each stage adds, cumulatively:
   the worker keeps it on the ``Moment``);
 - ``observations``: + both seats' observations encoded;
 - ``messages``: + what the player connection sends for the move: the acting seat's action
-  result and the other seat's update (``MatchApi.fill_result`` / ``fill_update``, each in its
-  ``ConnectResponse``), serialized;
+  result and the other seat's update, each serialized in its ``ConnectResponse``
+  (``MatchApi.result_bytes`` / ``update_bytes`` in ``result_frame`` / ``update_frame``);
 - ``state``: + the state's bytes the commit writes;
 - ``entries``: + each log entry's bytes (its mapping, canonical JSON, deflated);
 - ``record``: + the record's step and the idempotency reply;
@@ -79,10 +79,10 @@ async def _stage(stage: str, starts: list[Any], relay: Any, moves: int, seed: in
     where the moves left the matches (the matches restarted, plus each one's version: equal
     for stages that played the same moves)."""
     import truco_engine as te
-    from truco_contract.pb import match_service_pb2 as pb
     from truco_match import records
     from truco_match.events import MatchStatus
     from truco_match.match import Moment
+    from truco_server.api.connection import result_frame, update_frame
     from truco_server.api.matches import MatchApi, events, observation
     from truco_server.core import requests as T
     from truco_server.services import stored
@@ -116,21 +116,17 @@ async def _stage(stage: str, starts: list[Any], relay: Any, moves: int, seed: in
                 for seat in (0, 1):
                     observation(views[seat], after.rules, seat, after)
             if level >= 4:
-                actor = pb.ConnectResponse()
                 result = T.SubmitActionResponse(
                     after.match_id, awaited, after.version, moment.events_for(awaited), views[awaited],
                     after.rules, match=after, moment=moment,
                 )  # fmt: skip
-                MatchApi.fill_result(actor.result.response, result)
-                actor.SerializeToString()
+                result_frame(1, done, MatchApi.result_bytes(result))
                 other = 1 - awaited
-                update = pb.ConnectResponse()
                 follow = T.StreamUpdate(
                     after.version, moment.events_for(other), views[other], after.rules, viewer=other,
                     match=after, moment=moment,
                 )  # fmt: skip
-                MatchApi.fill_update(update.update.message, follow)
-                update.SerializeToString()
+                update_frame(2, MatchApi.update_bytes(follow))
             if level >= 5:
                 stored.state_bytes(step.state, step.life)
             if level >= 6:

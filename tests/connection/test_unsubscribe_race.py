@@ -50,7 +50,7 @@ async def test_a_subscription_unsubscribed_before_it_started_sends_its_end() -> 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         async with asyncio.timeout(10):  # the connection ends: the client half-closed, nothing left
-            out = [msg async for msg in conn.run(requests)]
+            out = [pb.ConnectResponse.FromString(data) async for data in conn.run(requests)]
         gc.collect()
     assert [m.WhichOneof("message") for m in out] == ["ended"]
     assert out[0].ended.subscription_id == 1 and out[0].ended.status.code == 0
@@ -70,8 +70,8 @@ class _ActingApi(_WaitingApi):
         return SimpleNamespace(version=5, events=(), view=SimpleNamespace(version=5))
 
     @staticmethod
-    def fill_result(msg: pb.SubmitActionResponse, result: Any) -> None:
-        msg.version = result.version
+    def result_bytes(result: Any) -> bytes:
+        return pb.SubmitActionResponse(version=result.version).SerializeToString()
 
 
 def _subscribe(sid: int) -> pb.ConnectRequest:
@@ -92,7 +92,7 @@ async def test_an_action_read_before_its_subscriptions_unsubscribe_is_applied() 
     api = _ActingApi()
     requests = _burst(_subscribe(1), _action(1, 7), _unsubscribe(1))
     async with asyncio.timeout(10):
-        out = [msg async for msg in PlayerConnection(api).run(requests)]  # type: ignore[arg-type]
+        out = [pb.ConnectResponse.FromString(data) async for data in PlayerConnection(api).run(requests)]  # type: ignore[arg-type]
     kinds = {m.WhichOneof("message"): m for m in out}
     assert set(kinds) == {"result", "ended"}, out
     assert kinds["result"].result.action_id == 7 and kinds["result"].result.response.version == 5
@@ -107,7 +107,7 @@ async def test_the_connection_ends_after_an_action_on_a_closed_subscription_and_
         api = _ActingApi()
         requests = _burst(_subscribe(1), _unsubscribe(1), _action(1, 1), _unsubscribe(1))
         async with asyncio.timeout(10):
-            out = [msg async for msg in PlayerConnection(api).run(requests)]  # type: ignore[arg-type]
+            out = [pb.ConnectResponse.FromString(data) async for data in PlayerConnection(api).run(requests)]  # type: ignore[arg-type]
         assert sorted(m.WhichOneof("message") for m in out) == ["ended", "error"], out
         (error,) = [m.error for m in out if m.HasField("error")]
         assert error.status.code == 3 and "no open subscription 1" in error.status.message

@@ -244,8 +244,9 @@ def connect_target(data: bytes) -> None:
 
     async def converse() -> None:
         api = env.match_api
-        async for msg in PlayerConnection(api, api.tickets).run(requests()):
-            reader.write(msg)
+        async for data in PlayerConnection(api, api.tickets).run(requests()):
+            reader.write(data)
+            msg = MS.ConnectResponse.FromString(data)
             kind = msg.WhichOneof("message")
             if kind == "result":
                 env.accepted += 1

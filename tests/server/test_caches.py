@@ -8,7 +8,7 @@ import pytest
 
 import truco_engine as te
 from truco_contract import codec
-from truco_contract.pb import observation_pb2
+from truco_contract.pb import event_pb2, observation_pb2
 from truco_match import table
 from truco_match.events import EventView, MatchStatus, seat_to_dict
 from truco_match.match import Match, Meta, Moment
@@ -79,10 +79,10 @@ def test_an_event_is_encoded_once_per_event_object_of_a_moment() -> None:
     moment = Moment(match, [], 7, [0.0])
     (first,) = events((public,), moment)
     (second,) = events((public,), moment)
-    assert second is first and first == codec.event_to_proto(public)
+    assert second is first and first == codec.event_to_proto(public).SerializeToString()
     lookalike = EventView(7, te.CardPlayed(seat=0, card="5C", face_down=False, trick_index=0))
     (other,) = events((lookalike,), moment)
-    assert other.card_played.card == "5C"  # another object is never mistaken for the first
+    assert event_pb2.Event.FromString(other).card_played.card == "5C"  # never mistaken for the first
 
 
 async def test_the_commits_that_find_an_owners_webhooks_expired_wait_for_one_read() -> None:

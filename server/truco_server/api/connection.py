@@ -42,6 +42,7 @@ from typing import Any
 import structlog
 from google.rpc import status_pb2  # type: ignore[import-untyped]
 
+from truco_contract.codec import wire
 from truco_contract.pb import match_service_pb2, matchmaking_service_pb2
 from truco_server.api import limits
 from truco_server.api.matches import MatchApi
@@ -64,6 +65,37 @@ _OK = status_pb2.Status(code=0)
 #: Where the player connection carries a subscription's credential, for messages.
 SUBSCRIBE_CARRIER = "subscribe.token"
 TICKET_CARRIER = "subscribe_ticket.token"
+
+# An update and an action's result are written directly around the bytes of the message they
+# carry (truco_contract.codec.wire): the messages of a move are never built as objects.
+_T_UPDATE = wire.tag(pb.ConnectResponse.DESCRIPTOR, "update")
+_T_RESULT = wire.tag(pb.ConnectResponse.DESCRIPTOR, "result")
+_T_UPDATE_SID = wire.tag(pb.ConnectUpdate.DESCRIPTOR, "subscription_id")
+_T_UPDATE_MESSAGE = wire.tag(pb.ConnectUpdate.DESCRIPTOR, "message")
+_T_RESULT_SID = wire.tag(pb.ConnectActionResult.DESCRIPTOR, "subscription_id")
+_T_RESULT_ACTION = wire.tag(pb.ConnectActionResult.DESCRIPTOR, "action_id")
+_T_RESULT_RESPONSE = wire.tag(pb.ConnectActionResult.DESCRIPTOR, "response")
+
+
+def update_frame(sid: int, message: bytes) -> bytes:
+    """A serialized ``ConnectResponse`` carrying subscription ``sid``'s stream message
+    (a serialized ``StreamObservationsResponse``)."""
+    parts: list[bytes] = []
+    wire.put_int(parts, _T_UPDATE_SID, sid)
+    wire.put_bytes(parts, _T_UPDATE_MESSAGE, message)
+    inner = b"".join(parts)
+    return b"".join((_T_UPDATE, wire.varint(len(inner)), inner))
+
+
+def result_frame(sid: int, aid: int, response: bytes) -> bytes:
+    """A serialized ``ConnectResponse`` carrying the result of action ``aid`` of subscription
+    ``sid`` (a serialized ``SubmitActionResponse``)."""
+    parts: list[bytes] = []
+    wire.put_int(parts, _T_RESULT_SID, sid)
+    wire.put_int(parts, _T_RESULT_ACTION, aid)
+    wire.put_bytes(parts, _T_RESULT_RESPONSE, response)
+    inner = b"".join(parts)
+    return b"".join((_T_RESULT, wire.varint(len(inner)), inner))
 
 
 class _End:
@@ -97,7 +129,8 @@ class PlayerConnection:
         self.api = api
         self.tickets = tickets
         self.max_subscriptions = max_subscriptions or MAX_SUBSCRIPTIONS
-        self._out: asyncio.Queue[pb.ConnectResponse | _End] = asyncio.Queue(out_queue or OUT_QUEUE)
+        self._out: asyncio.Queue[bytes | _End] = asyncio.Queue(out_queue or OUT_QUEUE)
+        """Serialized ``ConnectResponse`` messages, then the end."""
         self._slots = asyncio.Semaphore(max_in_flight or MAX_IN_FLIGHT)
         self._subs: dict[int, tuple[Credentials, str | None, asyncio.Task[None]]] = {}
         """Per open subscription: its credential, its match (``None``: a ticket's), its task."""
@@ -111,9 +144,10 @@ class PlayerConnection:
         self._closing = False
         self._closer: asyncio.Task[None] | None = None
 
-    async def run(self, requests: AsyncIterator[pb.ConnectRequest]) -> AsyncIterator[pb.ConnectResponse]:
-        """The server's messages until the client has half-closed and every subscription
-        and action is done, or until an error ends the connection (raised)."""
+    async def run(self, requests: AsyncIterator[pb.ConnectRequest]) -> AsyncIterator[bytes]:
+        """The server's messages, each a serialized ``ConnectResponse``, until the client has
+        half-closed and every subscription and action is done, or until an error ends the
+        connection (raised)."""
         tracker = self.api.tracker
         async with contextlib.AsyncExitStack() as stack:
             if tracker is not None:  # the worker's drain waits for the connection
@@ -269,7 +303,7 @@ class PlayerConnection:
         return task
 
     async def _send(self, msg: pb.ConnectResponse) -> None:
-        await self._out.put(msg)
+        await self._out.put(msg.SerializeToString())
         self._maybe_done()
 
     async def _updates(self, sid: int, creds: Credentials, request: pb.StreamObservationsRequest) -> None:
@@ -288,11 +322,8 @@ class PlayerConnection:
                     if not upd.snapshot and upd.version <= held():
                         continue  # an action's result already stood for this update
                     delivered[sid] = upd.version
-                out = pb.ConnectResponse()  # encoded in place (nested constructors copy twice)
-                update = out.update
-                update.subscription_id = sid
-                self.api.fill_update(update.message, upd)
-                del upd, update  # a slow reader's queue holds the messages, not what they came from
+                out = update_frame(sid, self.api.update_bytes(upd))
+                del upd  # a slow reader's queue holds the messages' bytes, not what they came from
                 await out_queue.put(out)
                 del out
 
@@ -306,7 +337,7 @@ class PlayerConnection:
                 out = pb.ConnectResponse()
                 out.ticket.subscription_id = sid
                 out.ticket.message.CopyFrom(msg)
-                await self._out.put(out)
+                await self._out.put(out.SerializeToString())
 
     async def _pump(self, sid: int, follow: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run a subscription (``follow()`` puts its messages on the connection's queue and
@@ -371,10 +402,7 @@ class PlayerConnection:
                 )
             structlog.contextvars.bind_contextvars(match_id=match_id, request_id=request.request_id or None)
             done = await self.api.submit(creds, request)
-            out = pb.ConnectResponse()  # encoded in place (a copy of the response would copy all)
-            result = out.result
-            result.subscription_id, result.action_id = sid, aid
-            self.api.fill_result(result.response, done)
+            out = result_frame(sid, aid, self.api.result_bytes(done))
             # the result continues what the subscription delivered: it stands for the update
             last = self._delivered.get(sid)
             events = done.events
@@ -390,7 +418,7 @@ class PlayerConnection:
         except Exception as exc:
             out = pb.ConnectResponse(
                 error=pb.ConnectActionError(subscription_id=sid, action_id=aid, status=_status(exc))
-            )
+            ).SerializeToString()
         await self._out.put(out)
 
     def _acted(self, task: asyncio.Task[Any]) -> None:

@@ -27,7 +27,8 @@ import structlog
 
 import truco_engine as te
 from truco_contract import codec
-from truco_contract.pb import event_pb2, match_pb2, match_service_pb2
+from truco_contract.codec import wire
+from truco_contract.pb import match_pb2, match_service_pb2
 from truco_match.events import EventView, MatchStatus
 from truco_match.match import Match, Moment
 from truco_match.views import SeatView
@@ -78,20 +79,69 @@ def observation(view: SeatView, rules: te.RuleSet, viewer: int, at: Match | None
     return made
 
 
-def events(views: Sequence[EventView], moment: Moment | None) -> list[event_pb2.Event]:
-    """``views`` encoded, each once per moment when they come from ``moment`` (a public event
-    is one object for every viewer, so one encoding)."""
+def events(views: Sequence[EventView], moment: Moment | None) -> list[bytes]:
+    """``views`` serialized (each a ``truco.v1.Event``), each once per moment when they come
+    from ``moment`` (a public event is one object for every viewer, so one encoding)."""
     if moment is None:
-        return [codec.event_to_proto(ev) for ev in views]
+        return [codec.event_to_proto(ev).SerializeToString() for ev in views]
     out = []
     memo = moment.memo
     for ev in views:
         key = ("pb event", id(ev))
         hit = memo.get(key)
         if hit is None or hit[0] is not ev:  # the moment holds every view it made: ids are not reused
-            hit = memo[key] = (ev, codec.event_to_proto(ev))
+            hit = memo[key] = (ev, codec.event_to_proto(ev).SerializeToString())
         out.append(hit[1])
     return out
+
+
+# The messages a move sends, written directly (truco_contract.codec.wire): an action's result
+# and a stream's update are a version, the events and the observation, each already bytes.
+_SUBMITTED = pb.SubmitActionResponse.DESCRIPTOR
+_T_SUBMITTED_VERSION = wire.tag(_SUBMITTED, "version")
+_T_SUBMITTED_EVENTS = wire.tag(_SUBMITTED, "events")
+_T_SUBMITTED_OBSERVATION = wire.tag(_SUBMITTED, "observation")
+_UPDATE = pb.ObservationUpdate.DESCRIPTOR
+_T_UPDATE_VERSION = wire.tag(_UPDATE, "version")
+_T_UPDATE_EVENTS = wire.tag(_UPDATE, "events")
+_T_UPDATE_OBSERVATION = wire.tag(_UPDATE, "observation")
+_T_UPDATE_SNAPSHOT = wire.tag(_UPDATE, "snapshot")
+_T_STREAM_UPDATE = wire.tag(pb.StreamObservationsResponse.DESCRIPTOR, "update")
+
+
+def _result_bytes(result: T.SubmitActionResponse) -> bytes:
+    """An action's result serialized (a ``SubmitActionResponse``)."""
+    parts: list[bytes] = []
+    wire.put_int(parts, _T_SUBMITTED_VERSION, result.version)
+    for data in events(result.events, result.moment):
+        wire.put_bytes(parts, _T_SUBMITTED_EVENTS, data)
+    wire.put_bytes(
+        parts, _T_SUBMITTED_OBSERVATION, observation(result.view, result.rules, result.seat, result.match)
+    )
+    return b"".join(parts)
+
+
+def _update_bytes(update: T.StreamUpdate) -> bytes:
+    """A stream's message serialized (a ``StreamObservationsResponse``): an update, or a
+    heartbeat when it has no view."""
+    if update.view is None:
+        msg = pb.StreamObservationsResponse()
+        beat = msg.heartbeat
+        beat.server_time.GetCurrentTime()
+        beat.version = update.version
+        if update.clock is not None:
+            beat.clock.CopyFrom(codec.clock_to_proto(update.clock))
+        return msg.SerializeToString()
+    parts: list[bytes] = []
+    wire.put_int(parts, _T_UPDATE_VERSION, update.version)
+    for data in events(update.events, update.moment):
+        wire.put_bytes(parts, _T_UPDATE_EVENTS, data)
+    wire.put_bytes(
+        parts, _T_UPDATE_OBSERVATION, observation(update.view, update.rules, update.viewer, update.match)
+    )
+    wire.put_bool(parts, _T_UPDATE_SNAPSHOT, update.snapshot)
+    inner = b"".join(parts)
+    return b"".join((_T_STREAM_UPDATE, wire.varint(len(inner)), inner))
 
 
 def decode_create(request: pb.CreateMatchRequest) -> T.CreateMatchRequest:
@@ -150,8 +200,8 @@ class MatchApi:
         return msg
 
     async def submit(self, creds: Credentials, request: pb.SubmitActionRequest) -> T.SubmitActionResponse:
-        """SubmitAction before encoding (the player connection encodes the result into its
-        own message, :meth:`fill_result`)."""
+        """SubmitAction before encoding (the player connection writes the result's bytes
+        into its own message, :meth:`result_bytes`)."""
         cred = self.auth.seat(creds, request.match_id)
         try:
             action = codec.action_from_proto(request.action)
@@ -169,13 +219,14 @@ class MatchApi:
         structlog.contextvars.bind_contextvars(seat=result.seat)
         return result
 
+    result_bytes = staticmethod(_result_bytes)
+    update_bytes = staticmethod(_update_bytes)
+
     @staticmethod
     def fill_result(msg: pb.SubmitActionResponse, result: T.SubmitActionResponse) -> None:
-        """Write an action's result into ``msg``, an empty one, in place (as
-        :meth:`fill_update`)."""
-        msg.version = result.version
-        msg.events.extend(events(result.events, result.moment))
-        msg.observation.MergeFromString(observation(result.view, result.rules, result.seat, result.match))
+        """Write an action's result into ``msg``, an empty one (parsed from
+        :meth:`result_bytes`, which the player connection sends as they are)."""
+        msg.MergeFromString(_result_bytes(result))
 
     async def StreamObservations(
         self, creds: Credentials, request: pb.StreamObservationsRequest
@@ -200,9 +251,9 @@ class MatchApi:
         request: pb.StreamObservationsRequest,
         delivered: Callable[[], int] | None = None,
     ) -> AsyncGenerator[T.StreamUpdate, None]:
-        """StreamObservations before encoding (the player connection encodes each update into
-        its own message, :meth:`fill_update`, and says with ``delivered`` what its action
-        results delivered: :meth:`MatchStreams.stream`)."""
+        """StreamObservations before encoding (the player connection writes each update's
+        bytes into its own message, :meth:`update_bytes`, and says with ``delivered`` what its
+        action results delivered: :meth:`MatchStreams.stream`)."""
         caller = self.auth.viewer(creds, request.match_id)
         req = T.StreamRequest(
             required_id(request.match_id),
@@ -231,27 +282,14 @@ class MatchApi:
 
     @staticmethod
     def fill_update(msg: pb.StreamObservationsResponse, update: T.StreamUpdate) -> None:
-        """Write a stream message (an update or a heartbeat) into ``msg``, an empty one: in
-        place, since building the inner message and then the outer one copies the observation
-        twice."""
-        if update.view is None:
-            beat = msg.heartbeat
-            beat.server_time.GetCurrentTime()
-            beat.version = update.version
-            if update.clock is not None:
-                beat.clock.CopyFrom(codec.clock_to_proto(update.clock))
-            return
-        out = msg.update
-        out.version = update.version
-        out.events.extend(events(update.events, update.moment))
-        out.observation.MergeFromString(observation(update.view, update.rules, update.viewer, update.match))
-        out.snapshot = update.snapshot
+        """Write a stream message (an update or a heartbeat) into ``msg``, an empty one
+        (parsed from :meth:`update_bytes`, which the player connection sends as they are)."""
+        msg.MergeFromString(_update_bytes(update))
 
-    def Connect(
-        self, creds: Credentials, requests: AsyncIterator[pb.ConnectRequest]
-    ) -> AsyncIterator[pb.ConnectResponse]:
+    def Connect(self, creds: Credentials, requests: AsyncIterator[pb.ConnectRequest]) -> AsyncIterator[bytes]:
         """The player connection: every seat credential's subscriptions and actions on one
-        bidirectional stream (:mod:`.connection`; the credentials are in its messages)."""
+        bidirectional stream (:mod:`.connection`; the credentials are in its messages). Its
+        messages come serialized (``ConnectResponse``): a move's are written as bytes."""
         from truco_server.api.connection import PlayerConnection  # it builds on this class
 
         return PlayerConnection(self, self.tickets).run(requests)

@@ -40,7 +40,6 @@ import orjson
 import structlog
 from aiohttp import WSMsgType, web
 from google.protobuf.descriptor import ServiceDescriptor
-from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 from prometheus_client import Counter, Gauge
 
@@ -159,10 +158,13 @@ class _Frames:
         fill_message(parsed, message, "message")
         return message
 
-    def write(self, message: Message) -> bytes:
+    def write(self, message: bytes) -> bytes:
+        """A frame of a serialized ``ConnectResponse`` (what the player connection yields):
+        the bytes themselves, or the message's JSON mapping."""
         if self.binary:
-            return message.SerializeToString()
-        return orjson.dumps(message_to_dict(message), option=orjson.OPT_NON_STR_KEYS)
+            return message
+        parsed = pb.ConnectResponse.FromString(message)
+        return orjson.dumps(message_to_dict(parsed), option=orjson.OPT_NON_STR_KEYS)
 
 
 class WebSocketConnect:

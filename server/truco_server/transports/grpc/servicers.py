@@ -161,7 +161,8 @@ def _streaming(
 ) -> Callable[[Any, Context], AsyncIterator[bytes]]:
     """A streaming RPC's handler. It yields each message serialized (the handler is
     registered without a serializer): a reader that does not take a message then holds its
-    bytes in the worker, not the message object beside them."""
+    bytes in the worker, not the message object beside them. A message the API method yields
+    serialized already (the player connection's) passes as it is."""
 
     async def handle(request: Any, context: Context) -> AsyncIterator[bytes]:
         start = m.begin(None if stream_request else request)
@@ -172,7 +173,7 @@ def _streaming(
             else:
                 limits.require(request)
             async for message in m.call(Credentials.from_pairs(context.invocation_metadata()), request):
-                data = write(message)
+                data = message if type(message) is bytes else write(message)
                 del message
                 m.sent.inc()
                 yield data
