@@ -83,8 +83,9 @@ def update_frame(sid: int, message: bytes) -> bytes:
     parts: list[bytes] = []
     wire.put_int(parts, _T_UPDATE_SID, sid)
     wire.put_bytes(parts, _T_UPDATE_MESSAGE, message)
-    inner = b"".join(parts)
-    return b"".join((_T_UPDATE, wire.varint(len(inner)), inner))
+    out: list[bytes] = []
+    wire.put_bytes(out, _T_UPDATE, b"".join(parts))
+    return b"".join(out)
 
 
 def result_frame(sid: int, aid: int, response: bytes) -> bytes:
@@ -94,8 +95,9 @@ def result_frame(sid: int, aid: int, response: bytes) -> bytes:
     wire.put_int(parts, _T_RESULT_SID, sid)
     wire.put_int(parts, _T_RESULT_ACTION, aid)
     wire.put_bytes(parts, _T_RESULT_RESPONSE, response)
-    inner = b"".join(parts)
-    return b"".join((_T_RESULT, wire.varint(len(inner)), inner))
+    out: list[bytes] = []
+    wire.put_bytes(out, _T_RESULT, b"".join(parts))
+    return b"".join(out)
 
 
 class _End:

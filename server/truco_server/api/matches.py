@@ -24,6 +24,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Protocol
 
 import structlog
+from google.protobuf.descriptor import Descriptor
 
 import truco_engine as te
 from truco_contract import codec
@@ -96,29 +97,38 @@ def events(views: Sequence[EventView], moment: Moment | None) -> list[bytes]:
 
 
 # The messages a move sends, written directly (truco_contract.codec.wire): an action's result
-# and a stream's update are a version, the events and the observation, each already bytes.
-_SUBMITTED = pb.SubmitActionResponse.DESCRIPTOR
-_T_SUBMITTED_VERSION = wire.tag(_SUBMITTED, "version")
-_T_SUBMITTED_EVENTS = wire.tag(_SUBMITTED, "events")
-_T_SUBMITTED_OBSERVATION = wire.tag(_SUBMITTED, "observation")
-_UPDATE = pb.ObservationUpdate.DESCRIPTOR
-_T_UPDATE_VERSION = wire.tag(_UPDATE, "version")
-_T_UPDATE_EVENTS = wire.tag(_UPDATE, "events")
-_T_UPDATE_OBSERVATION = wire.tag(_UPDATE, "observation")
-_T_UPDATE_SNAPSHOT = wire.tag(_UPDATE, "snapshot")
+# and a stream's update are each a version, the events and the observation, already bytes.
+def _seen_tags(desc: Descriptor) -> tuple[bytes, bytes, bytes]:
+    return wire.tag(desc, "version"), wire.tag(desc, "events"), wire.tag(desc, "observation")
+
+
+_T_SUBMITTED = _seen_tags(pb.SubmitActionResponse.DESCRIPTOR)
+_T_UPDATE = _seen_tags(pb.ObservationUpdate.DESCRIPTOR)
+_T_UPDATE_SNAPSHOT = wire.tag(pb.ObservationUpdate.DESCRIPTOR, "snapshot")
 _T_STREAM_UPDATE = wire.tag(pb.StreamObservationsResponse.DESCRIPTOR, "update")
+
+
+def _seen(
+    tags: tuple[bytes, bytes, bytes],
+    version: int,
+    views: Sequence[EventView],
+    moment: Moment | None,
+    seen: bytes,
+) -> list[bytes]:
+    """The fields of a version the viewer has seen: ``views`` and the observation ``seen``."""
+    t_version, t_events, t_observation = tags
+    parts: list[bytes] = []
+    wire.put_int(parts, t_version, version)
+    for data in events(views, moment):
+        wire.put_bytes(parts, t_events, data)
+    wire.put_bytes(parts, t_observation, seen)
+    return parts
 
 
 def _result_bytes(result: T.SubmitActionResponse) -> bytes:
     """An action's result serialized (a ``SubmitActionResponse``)."""
-    parts: list[bytes] = []
-    wire.put_int(parts, _T_SUBMITTED_VERSION, result.version)
-    for data in events(result.events, result.moment):
-        wire.put_bytes(parts, _T_SUBMITTED_EVENTS, data)
-    wire.put_bytes(
-        parts, _T_SUBMITTED_OBSERVATION, observation(result.view, result.rules, result.seat, result.match)
-    )
-    return b"".join(parts)
+    seen = observation(result.view, result.rules, result.seat, result.match)
+    return b"".join(_seen(_T_SUBMITTED, result.version, result.events, result.moment, seen))
 
 
 def _update_bytes(update: T.StreamUpdate) -> bytes:
@@ -132,16 +142,12 @@ def _update_bytes(update: T.StreamUpdate) -> bytes:
         if update.clock is not None:
             beat.clock.CopyFrom(codec.clock_to_proto(update.clock))
         return msg.SerializeToString()
+    seen = observation(update.view, update.rules, update.viewer, update.match)
+    inner = _seen(_T_UPDATE, update.version, update.events, update.moment, seen)
+    wire.put_bool(inner, _T_UPDATE_SNAPSHOT, update.snapshot)
     parts: list[bytes] = []
-    wire.put_int(parts, _T_UPDATE_VERSION, update.version)
-    for data in events(update.events, update.moment):
-        wire.put_bytes(parts, _T_UPDATE_EVENTS, data)
-    wire.put_bytes(
-        parts, _T_UPDATE_OBSERVATION, observation(update.view, update.rules, update.viewer, update.match)
-    )
-    wire.put_bool(parts, _T_UPDATE_SNAPSHOT, update.snapshot)
-    inner = b"".join(parts)
-    return b"".join((_T_STREAM_UPDATE, wire.varint(len(inner)), inner))
+    wire.put_bytes(parts, _T_STREAM_UPDATE, b"".join(inner))
+    return b"".join(parts)
 
 
 def decode_create(request: pb.CreateMatchRequest) -> T.CreateMatchRequest:
