@@ -96,8 +96,9 @@ def events(views: Sequence[EventView], moment: Moment | None) -> list[bytes]:
     return out
 
 
-# The messages a move sends, written directly (truco_contract.codec.wire): an action's result
-# and a stream's update are each a version, the events and the observation, already bytes.
+# The messages a move sends, written directly (truco_contract.codec.wire; the writers are
+# MatchApi.result_bytes and update_bytes): an action's result and a stream's update are each a
+# version, the events and the observation, already bytes.
 def _seen_tags(desc: Descriptor) -> tuple[bytes, bytes, bytes]:
     return wire.tag(desc, "version"), wire.tag(desc, "events"), wire.tag(desc, "observation")
 
@@ -123,31 +124,6 @@ def _seen(
         wire.put_bytes(parts, t_events, data)
     wire.put_bytes(parts, t_observation, seen)
     return parts
-
-
-def _result_bytes(result: T.SubmitActionResponse) -> bytes:
-    """An action's result serialized (a ``SubmitActionResponse``)."""
-    seen = observation(result.view, result.rules, result.seat, result.match)
-    return b"".join(_seen(_T_SUBMITTED, result.version, result.events, result.moment, seen))
-
-
-def _update_bytes(update: T.StreamUpdate) -> bytes:
-    """A stream's message serialized (a ``StreamObservationsResponse``): an update, or a
-    heartbeat when it has no view."""
-    if update.view is None:
-        msg = pb.StreamObservationsResponse()
-        beat = msg.heartbeat
-        beat.server_time.GetCurrentTime()
-        beat.version = update.version
-        if update.clock is not None:
-            beat.clock.CopyFrom(codec.clock_to_proto(update.clock))
-        return msg.SerializeToString()
-    seen = observation(update.view, update.rules, update.viewer, update.match)
-    inner = _seen(_T_UPDATE, update.version, update.events, update.moment, seen)
-    wire.put_bool(inner, _T_UPDATE_SNAPSHOT, update.snapshot)
-    parts: list[bytes] = []
-    wire.put_bytes(parts, _T_STREAM_UPDATE, b"".join(inner))
-    return b"".join(parts)
 
 
 def decode_create(request: pb.CreateMatchRequest) -> T.CreateMatchRequest:
@@ -225,14 +201,36 @@ class MatchApi:
         structlog.contextvars.bind_contextvars(seat=result.seat)
         return result
 
-    result_bytes = staticmethod(_result_bytes)
-    update_bytes = staticmethod(_update_bytes)
+    @staticmethod
+    def result_bytes(result: T.SubmitActionResponse) -> bytes:
+        """An action's result serialized (a ``SubmitActionResponse``)."""
+        seen = observation(result.view, result.rules, result.seat, result.match)
+        return b"".join(_seen(_T_SUBMITTED, result.version, result.events, result.moment, seen))
+
+    @staticmethod
+    def update_bytes(update: T.StreamUpdate) -> bytes:
+        """A stream's message serialized (a ``StreamObservationsResponse``): an update, or a
+        heartbeat when it has no view."""
+        if update.view is None:
+            msg = pb.StreamObservationsResponse()
+            beat = msg.heartbeat
+            beat.server_time.GetCurrentTime()
+            beat.version = update.version
+            if update.clock is not None:
+                beat.clock.CopyFrom(codec.clock_to_proto(update.clock))
+            return msg.SerializeToString()
+        seen = observation(update.view, update.rules, update.viewer, update.match)
+        inner = _seen(_T_UPDATE, update.version, update.events, update.moment, seen)
+        wire.put_bool(inner, _T_UPDATE_SNAPSHOT, update.snapshot)
+        parts: list[bytes] = []
+        wire.put_bytes(parts, _T_STREAM_UPDATE, b"".join(inner))
+        return b"".join(parts)
 
     @staticmethod
     def fill_result(msg: pb.SubmitActionResponse, result: T.SubmitActionResponse) -> None:
         """Write an action's result into ``msg``, an empty one (parsed from
         :meth:`result_bytes`, which the player connection sends as they are)."""
-        msg.MergeFromString(_result_bytes(result))
+        msg.MergeFromString(MatchApi.result_bytes(result))
 
     async def StreamObservations(
         self, creds: Credentials, request: pb.StreamObservationsRequest
@@ -290,7 +288,7 @@ class MatchApi:
     def fill_update(msg: pb.StreamObservationsResponse, update: T.StreamUpdate) -> None:
         """Write a stream message (an update or a heartbeat) into ``msg``, an empty one
         (parsed from :meth:`update_bytes`, which the player connection sends as they are)."""
-        msg.MergeFromString(_update_bytes(update))
+        msg.MergeFromString(MatchApi.update_bytes(update))
 
     def Connect(self, creds: Credentials, requests: AsyncIterator[pb.ConnectRequest]) -> AsyncIterator[bytes]:
         """The player connection: every seat credential's subscriptions and actions on one
