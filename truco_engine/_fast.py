@@ -20,6 +20,10 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+_UNSET: Any = object()
+"""The default of a field with a default factory (as ``dataclasses`` does it)."""
+
+
 def fast_init(cls: type[T]) -> type[T]:
     """Give the frozen dataclass ``cls`` (slotted, or compiled: each field a data descriptor
     of the class) a faster ``__init__`` (same signature)."""
@@ -27,7 +31,7 @@ def fast_init(cls: type[T]) -> type[T]:
     params = dataclasses.fields(klass)
     assert klass.__dataclass_params__.frozen
     assert not hasattr(cls, "__post_init__")
-    env: dict[str, Any] = {}
+    env: dict[str, Any] = {"_UNSET": _UNSET}
     args: list[str] = []
     body: list[str] = []
     kw_only = False
@@ -37,14 +41,16 @@ def fast_init(cls: type[T]) -> type[T]:
         if f.kw_only and not kw_only:
             args.append("*")
             kw_only = True
+        env[f"_s_{f.name}"] = _setter(klass, f.name)
         if f.default is not dataclasses.MISSING:
             env[f"_d_{f.name}"] = f.default
             args.append(f"{f.name}=_d_{f.name}")
-        elif f.default_factory is not dataclasses.MISSING:  # pragma: no cover - none in the engine
-            raise TypeError(f"{cls.__name__}.{f.name}: fast_init does not handle default factories")
+        elif f.default_factory is not dataclasses.MISSING:  # a new value per instance left without one
+            env[f"_f_{f.name}"] = f.default_factory
+            args.append(f"{f.name}=_UNSET")
+            body.append(f"    if {f.name} is _UNSET: {f.name} = _f_{f.name}()")
         else:
             args.append(f.name)
-        env[f"_s_{f.name}"] = _setter(klass, f.name)
         body.append(f"    _s_{f.name}(self, {f.name})")
     src = f"def __init__(self, {', '.join(args)}):\n" + ("\n".join(body) or "    pass") + "\n"
     exec(src, env)

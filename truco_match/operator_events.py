@@ -155,6 +155,9 @@ class OperatorEvent:
     """On ``ticket.matched``."""
 
 
+fast_init(OperatorEvent)  # a call: mypyc compiles a class it decorates as a Python class
+
+
 def type_of(entry: LogEntry) -> OperatorEventType | None:
     """The operator event a log entry makes, if any."""
     if isinstance(entry, te.Event):

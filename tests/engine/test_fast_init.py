@@ -76,7 +76,7 @@ def _beyond_the_engine() -> list[type]:
     """The match's and the server's classes given the faster ``__init__``; some are compiled
     in the compiled build (mypyc's native classes), the rest slotted Python classes."""
     from truco_match.events import EventView
-    from truco_match.operator_events import Committed, Turn
+    from truco_match.operator_events import Committed, OperatorEvent, Turn
     from truco_match.records import RecordStep
     from truco_match.views import SeatView
     from truco_server.core.caller import MatchCredential
@@ -87,7 +87,7 @@ def _beyond_the_engine() -> list[type]:
     from truco_server.stores.redis.keys import MatchKeys, OperatorKeys
 
     return [
-        EventView, Committed, Turn, RecordStep, SeatView, MatchCredential, StreamUpdate,
+        EventView, Committed, Turn, OperatorEvent, RecordStep, SeatView, MatchCredential, StreamUpdate,
         SubmitActionRequest, SubmitActionResponse, Batch, Commit, CommitResult, FeedAppend,
         RateCharge, Outgoing, MatchKeys, OperatorKeys,
     ]  # fmt: skip
@@ -103,6 +103,23 @@ def test_the_match_and_server_classes_keep_their_signature_and_stay_frozen(cls):
         assert (params[f.name].kind is inspect.Parameter.KEYWORD_ONLY) == f.kw_only
         if f.default is not dataclasses.MISSING:
             assert params[f.name].default == f.default
+
+
+def test_a_field_with_a_default_factory_gets_a_new_value_per_instance():
+    """OperatorEvent's ``labels`` (``default_factory=dict``): as the dataclass constructor
+    does, each instance left without one gets its own, and one given is kept."""
+    from truco_match.operator_events import OperatorEvent, OperatorEventType
+
+    def made(**more: object) -> OperatorEvent:
+        return OperatorEvent(id="1-0", match_id="m", type=OperatorEventType.TURN, time=5.0, **more)  # type: ignore[arg-type]
+
+    a, b = made(), made()
+    assert a.labels == {} and a.labels is not b.labels and a == b
+    given = {"table": "7"}
+    assert made(labels=given).labels is given
+    assert made(cursor="9-0") == dataclasses.replace(a, cursor="9-0")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.labels = {}  # type: ignore[misc]
 
 
 def test_a_compiled_class_built_by_compiled_code_is_the_same_value():
