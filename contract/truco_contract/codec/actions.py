@@ -62,10 +62,22 @@ def action_to_proto(action: te.Action) -> action_pb2.Action:
     raise ValueError(f"unknown action kind {k!r}")
 
 
-@lru_cache(maxsize=4096)
+_ACTION_BYTES: dict[tuple[str, str | None, bool, int | None], bytes] = {}
+""":func:`action_bytes` by the action's fields: a tuple of them hashes and compares in C, where
+the action's own ``__hash__`` and ``__eq__`` (its dataclass's) are Python calls, several per
+observation."""
+
+
 def action_bytes(action: te.Action) -> bytes:
-    """:func:`action_to_proto` serialized (cached as it is)."""
-    return action_to_proto(action).SerializeToString()
+    """:func:`action_to_proto` serialized (kept per distinct action, at most 4,096: there are
+    a few hundred)."""
+    key = (action.kind, action.card, action.face_down, action.slot)
+    made = _ACTION_BYTES.get(key)
+    if made is None:
+        if len(_ACTION_BYTES) >= 4096:
+            _ACTION_BYTES.clear()
+        made = _ACTION_BYTES[key] = action_to_proto(action).SerializeToString()
+    return made
 
 
 def _card(code: str, where: str) -> str:

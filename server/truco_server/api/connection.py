@@ -206,7 +206,7 @@ class PlayerConnection:
                     found = self._subs.get(req.action.subscription_id)
                     target = None if found is None else (found[0], found[1])
                     del found  # not its task: this frame may end in a traceback
-                    task = asyncio.ensure_future(self._act(req.action, target))
+                    task = asyncio.get_running_loop().create_task(self._act(req.action, target))
                     self._actions.add(task)
                     task.add_done_callback(self._acted)
                 elif kind == "subscribe":
@@ -229,16 +229,13 @@ class PlayerConnection:
 
     def _maybe_done(self) -> None:
         """Queue the end once the client has half-closed and nothing is left to send."""
+        if self._reading or self._closing:  # what every action's end finds while the client sends
+            return
         me = asyncio.current_task()
         # a task that has finished counts as gone before its done callback has run: the last
         # two to finish (an action, a subscription's end) may each run this while the other
         # is finished but still listed, and nothing would run it again
-        if (
-            self._reading
-            or self._closing
-            or any(not t.done() for t in self._actions)
-            or any(t is not me and not t.done() for t in self._tasks)
-        ):
+        if any(not t.done() for t in self._actions) or any(t is not me and not t.done() for t in self._tasks):
             return
         self._closing = True
         try:
