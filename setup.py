@@ -43,7 +43,7 @@ COMPILED = (
 events, views, actions, rule sets) stay Python in the compiled build too."""
 
 MOVE_PATH = {
-    "truco_match": ("views", "match", "table", "lifecycle", "fairness", "operator_events", "credentials"),
+    "truco_match": ("views", "match", "table", "lifecycle", "fairness", "operator_events"),
     "contract/truco_contract/codec": ("views", "scalars", "plans", "actions", "operator_events", "wire"),
     "server/truco_server": (
         "services/matches",
@@ -58,10 +58,8 @@ MOVE_PATH = {
         "stores/redis/batch",
         "stores/redis/lane",
         "api/limits",
-        "api/auth",
         "core/lru",
         "services/live",
-        "stores/redis/keys",
     ),
 }
 """Beyond the engine, the modules of a move's path the move-path build compiles. Not

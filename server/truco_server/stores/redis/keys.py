@@ -24,6 +24,7 @@ from truco_engine._fast import fast_init
 __all__ = ["Keys", "MatchKeys", "OperatorKeys", "PoolKeys", "ShardedQueue"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MatchKeys:
     """The keys of one match, all in slot ``{match_id}``."""
@@ -51,9 +52,7 @@ class MatchKeys:
         return [self.match, self.events, self.requests, self.record, self.outbox]
 
 
-fast_init(MatchKeys)  # a call: mypyc compiles a class it decorates as a Python class
-
-
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OperatorKeys:
     """The keys of one operator, all in slot ``{op:<owner>}``."""
@@ -75,9 +74,6 @@ class OperatorKeys:
     def documents(self, kind: str) -> str:
         """The operator's index of documents of ``kind`` (leagues, bots), by creation time."""
         return f"{self.base}:docs:{kind}"
-
-
-fast_init(OperatorKeys)
 
 
 @dataclass(frozen=True, slots=True)
