@@ -94,11 +94,19 @@ def pack_step(step: RecordStep, created_at: float) -> bytes:
 def pack_stamped(step: RecordStep, version: int, time: float, clock_ms: int, created_at: float) -> bytes:
     """:func:`pack_step` of ``step`` with the version, time and clock its commit gives it
     (what the commit knows only once it has decided the step)."""
+    ms = round((time - created_at) * 1000)
+    action = step.action
+    if action is not None and action.kind != table.RESIGN:  # nearly every step: written directly
+        text = action.text()
+        if text.isprintable() and '"' not in text and "\\" not in text:  # nothing JSON escapes
+            seat = "null" if step.seat is None else step.seat
+            cause = _CAUSES.index(step.cause)
+            return f'[{version},{ms},{seat},{cause},{clock_ms},"a","{text}"]'.encode()
     body: list[Any]
-    if step.action is not None and step.action.kind == table.RESIGN:
+    if action is not None and action.kind == table.RESIGN:
         body = ["r"]
-    elif step.action is not None:
-        body = ["a", step.action.text()]
+    elif action is not None:
+        body = ["a", action.text()]
     elif step.join is not None:
         body = ["j", step.join.seat, step.join.client_seed.hex()]
     elif step.add_time is not None:
@@ -121,7 +129,6 @@ def pack_stamped(step: RecordStep, version: int, time: float, clock_ms: int, cre
         body = ["b", step.take_over.seat, step.take_over.bot_level]
     else:
         raise ValueError("a record step needs a step")
-    ms = round((time - created_at) * 1000)
     head = [version, ms, step.seat, _CAUSES.index(step.cause), clock_ms]
     return _COMPACT.encode(head + body).encode()
 
