@@ -95,12 +95,12 @@ def pack_stamped(step: RecordStep, version: int, time: float, clock_ms: int, cre
     """:func:`pack_step` of ``step`` with the version, time and clock its commit gives it
     (what the commit knows only once it has decided the step)."""
     ms = round((time - created_at) * 1000)
+    cause = _CAUSES.index(step.cause)
     action = step.action
     if action is not None and action.kind != table.RESIGN:  # nearly every step: written directly
         text = action.text()
         if text.isprintable() and '"' not in text and "\\" not in text:  # nothing JSON escapes
             seat = "null" if step.seat is None else step.seat
-            cause = _CAUSES.index(step.cause)
             return f'[{version},{ms},{seat},{cause},{clock_ms},"a","{text}"]'.encode()
     body: list[Any]
     if action is not None and action.kind == table.RESIGN:
@@ -129,7 +129,7 @@ def pack_stamped(step: RecordStep, version: int, time: float, clock_ms: int, cre
         body = ["b", step.take_over.seat, step.take_over.bot_level]
     else:
         raise ValueError("a record step needs a step")
-    head = [version, ms, step.seat, _CAUSES.index(step.cause), clock_ms]
+    head = [version, ms, step.seat, cause, clock_ms]
     return _COMPACT.encode(head + body).encode()
 
 

@@ -99,6 +99,13 @@ def put_bytes(parts: list[bytes], t: bytes, value: bytes) -> None:
     parts.append(value)
 
 
+def one_field(t: bytes, parts: list[bytes]) -> bytes:
+    """A message whose only field is the length-delimited ``t``, holding the fields ``parts``
+    (a message wrapping one sub-message: a stream's update, a connection's frame)."""
+    inner = b"".join(parts)
+    return b"".join((t, varint(len(inner)), inner))
+
+
 def put_strs(parts: list[bytes], t: bytes, values: tuple[str, ...]) -> None:
     """A repeated string: one field per item."""
     for value in values:
@@ -114,6 +121,7 @@ def put_packed(parts: list[bytes], t: bytes, values: tuple[int, ...]) -> None:
 __all__ = [
     "LEN",
     "VARINT",
+    "one_field",
     "put_bool",
     "put_bytes",
     "put_int",

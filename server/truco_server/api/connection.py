@@ -83,9 +83,7 @@ def update_frame(sid: int, message: bytes) -> bytes:
     parts: list[bytes] = []
     wire.put_int(parts, _T_UPDATE_SID, sid)
     wire.put_bytes(parts, _T_UPDATE_MESSAGE, message)
-    out: list[bytes] = []
-    wire.put_bytes(out, _T_UPDATE, b"".join(parts))
-    return b"".join(out)
+    return wire.one_field(_T_UPDATE, parts)
 
 
 def result_frame(sid: int, aid: int, response: bytes) -> bytes:
@@ -95,9 +93,7 @@ def result_frame(sid: int, aid: int, response: bytes) -> bytes:
     wire.put_int(parts, _T_RESULT_SID, sid)
     wire.put_int(parts, _T_RESULT_ACTION, aid)
     wire.put_bytes(parts, _T_RESULT_RESPONSE, response)
-    out: list[bytes] = []
-    wire.put_bytes(out, _T_RESULT, b"".join(parts))
-    return b"".join(out)
+    return wire.one_field(_T_RESULT, parts)
 
 
 class _End:

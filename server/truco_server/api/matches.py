@@ -222,9 +222,7 @@ class MatchApi:
         seen = observation(update.view, update.rules, update.viewer, update.match)
         inner = _seen(_T_UPDATE, update.version, update.events, update.moment, seen)
         wire.put_bool(inner, _T_UPDATE_SNAPSHOT, update.snapshot)
-        parts: list[bytes] = []
-        wire.put_bytes(parts, _T_STREAM_UPDATE, b"".join(inner))
-        return b"".join(parts)
+        return wire.one_field(_T_STREAM_UPDATE, inner)
 
     @staticmethod
     def fill_result(msg: pb.SubmitActionResponse, result: T.SubmitActionResponse) -> None:
