@@ -3,7 +3,11 @@ matches of every preset and player count, through protobuf bytes and protobuf JS
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import random
+import typing
+from typing import Any
 
 import pytest
 from google.protobuf import json_format
@@ -11,11 +15,19 @@ from google.protobuf.message import Message
 
 import truco_engine as te
 from truco_contract import codec
-from truco_contract.pb import action_pb2, event_pb2, match_pb2, observation_pb2
+from truco_contract.pb import action_pb2, event_pb2, match_pb2, observation_pb2, operator_service_pb2
 from truco_match import table
-from truco_match.events import EventView, MatchStatus, SeatKind, TimeoutCause, redact
+from truco_match.events import EventView, MatchStatus, SeatKind, TimeoutCause, UnknownPayload, redact
 from truco_match.lifecycle import Lifecycle, TimeControl
 from truco_match.matches import MatchInfo, MatchResult
+from truco_match.operator_events import (
+    Awaiting,
+    OperatorEvent,
+    OperatorEventType,
+    TicketMatch,
+    TicketSeat,
+    Turn,
+)
 from truco_match.views import view
 
 
@@ -62,6 +74,7 @@ def test_every_view_event_and_action_of_a_random_match_round_trips(case: str) ->
                 ev = EventView(version, redact(entry, v), time=1700000000.25)
                 msg = _wire(codec.event_to_proto(ev))
                 assert isinstance(msg, event_pb2.Event)
+                assert codec.event_bytes(ev) == codec.event_to_proto(ev).SerializeToString()
                 back = codec.event_from_proto(msg)
                 assert back == ev and back.time == ev.time and msg.kind == ev.kind
         over = te.is_over(state)
@@ -169,3 +182,111 @@ def test_the_rules_summary_names_the_house_rules() -> None:
     summary = codec.rules_summary(house)
     assert list(summary.house_rules) == ["envido_declined_plus_one", "fold_alone", "truco_capped_at_game"]
     assert json_format.MessageToDict(summary)["houseRules"] == list(summary.house_rules)
+
+
+# ------------------------------------------------------------- events written directly
+_ACTIONS = (
+    te.Action("play", "4o"),
+    te.Action("play", "7E", face_down=True),
+    te.Action("truco"),
+    te.Action("accept"),
+    te.Action("fold"),
+)
+
+
+def _random_value(hint: Any, rng: random.Random) -> Any:
+    """A random value of type ``hint`` (a payload's field): defaults, edges and ordinary
+    values, nested dataclasses and tuples included (an optional string is None or not empty:
+    its message has no other way to say None)."""
+    args = typing.get_args(hint)
+    if type(None) in args:
+        if rng.random() < 0.3:
+            return None
+        (rest,) = [a for a in args if a is not type(None)]
+        return rng.choice(("a", "señor ✓")) if rest is str else _random_value(rest, rng)
+    if typing.get_origin(hint) is tuple:
+        return tuple(_random_value(args[0], rng) for _ in range(rng.choice((0, 1, 3))))
+    if hint is bool:
+        return rng.random() < 0.5
+    if hint is int:
+        return rng.choice((0, 1, 2, 11, 127, 128, 300, 65_536, 2**31 - 1))
+    if hint is float:
+        return rng.choice((0.0, 1700000000.0, 1700000000.25, 1700000000.9999999999, rng.uniform(0, 2e9)))
+    if hint is str:
+        return rng.choice(("", "a", "truco", "señor ✓", "x" * 200))
+    if hint is bytes:
+        return rng.choice((b"", b"\x00", rng.randbytes(32)))
+    if hint is te.Action:
+        return rng.choice(_ACTIONS)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return rng.choice(list(hint))
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        fields = [f.name for f in dataclasses.fields(hint) if f.init]
+        return hint(**{name: _random_value(hints[name], rng) for name in fields})
+    raise TypeError(f"no random value for {hint!r}")
+
+
+@pytest.mark.parametrize("kind", sorted(codec.PAYLOAD_PLANS))
+def test_an_event_written_directly_is_the_bytes_protobuf_writes(kind: str) -> None:
+    """``event_bytes`` (the player connection's and the streams' encoding) writes what
+    ``event_to_proto(...).SerializeToString()`` does, for every payload kind: random payloads
+    with default, edge and ordinary values in every field, with and without a time."""
+    cls = codec.PAYLOAD_PLANS[kind].cls
+    rng = random.Random(kind)
+    for i in range(200):
+        payload = _random_value(cls, rng)
+        time = None if i % 4 == 0 else _random_value(float, rng)
+        ev = EventView(rng.choice((1, 2, 300, 2**40)), payload, time)
+        written = codec.event_bytes(ev)
+        assert written == codec.event_to_proto(ev).SerializeToString()
+        assert codec.event_from_proto(event_pb2.Event.FromString(written)) == ev
+
+
+def test_an_unknown_payload_is_not_written() -> None:
+    with pytest.raises(ValueError, match="unknown payload"):
+        codec.event_bytes(EventView(1, UnknownPayload("clock_started")))
+
+
+_TURNS = (
+    Turn(seat=0, decision=0, awaiting=Awaiting.PLAY),
+    Turn(seat=3, player_id="p-1", decision=300, awaiting=Awaiting.ANSWER, call="truco", hand_number=7),
+    Turn(seat=1, decision=2**40, awaiting=Awaiting.PLAY, hand_number=128, deadline=1700000000.25),
+)
+_TICKET = TicketMatch(
+    ticket_id="t-1",
+    pool_id="ranked",
+    seats=(TicketSeat(player_id="ana", seat=0, token="tok-a"), TicketSeat(player_id="", seat=1, token="")),
+)
+
+
+def test_an_operator_event_written_directly_is_the_bytes_protobuf_writes() -> None:
+    """``operator_event_bytes`` (what a commit appends to its operator's stream) writes the
+    message ``operator_event_to_proto`` makes, and its bytes but for the order of several
+    labels (a map's order is left open by protobuf): every type, with and without each
+    optional part, labels none, one or several."""
+    rng = random.Random("operator events")
+    kinds = sorted(codec.PAYLOAD_PLANS)
+    for i in range(600):
+        event = None
+        if rng.random() < 0.7:
+            payload = _random_value(codec.PAYLOAD_PLANS[rng.choice(kinds)].cls, rng)
+            event = EventView(rng.randrange(1, 500), payload, _random_value(float, rng))
+        labels = {f"k{j}": rng.choice(("", "v", "league ✓")) for j in range(rng.choice((0, 1, 4)))}
+        ev = OperatorEvent(
+            id=f"{i}-{rng.randrange(10**6)}",
+            match_id=rng.choice(("", "m-1")),
+            type=rng.choice(list(OperatorEventType)),
+            time=_random_value(float, rng),
+            event=event,
+            labels=labels,
+            result=rng.choice((None, MatchResult(winner_team=1, scores=(12, 300), games_won=(0, 1)))),
+            cursor=rng.choice(("", "1700000000000-3")),
+            turn=rng.choice((None, *_TURNS)),
+            ticket=rng.choice((None, _TICKET)),
+        )
+        written = codec.operator_event_bytes(ev)
+        made = codec.operator_event_to_proto(ev)
+        assert operator_service_pb2.OperatorEvent.FromString(written) == made
+        if len(labels) <= 1:
+            assert written == made.SerializeToString()

@@ -21,6 +21,13 @@ def test_numbers_are_written_as_protobuf_writes_them(n: int) -> None:
     assert b"".join(parts) == expected.SerializeToString()
 
 
+def test_every_number_of_one_to_three_bytes_is_written_as_protobuf_writes_it() -> None:
+    expected = observation_pb2.Observation()
+    for n in range(20_000):
+        expected.version = n
+        assert wire.tag(_OBS, "version") + wire.varint(n) == expected.SerializeToString() or n == 0
+
+
 def test_defaults_are_left_out_and_presence_is_kept() -> None:
     parts: list[bytes] = []
     wire.put_int(parts, wire.tag(_OBS, "dealer"), 0)

@@ -49,6 +49,7 @@ from truco_contract.codec.matchmaking import (
     ticket_to_proto,
 )
 from truco_contract.codec.operator_events import (
+    operator_event_bytes,
     operator_event_from_proto,
     operator_event_to_proto,
     webhook_payload,
@@ -58,6 +59,7 @@ from truco_contract.codec.views import (
     PAYLOAD_PLANS,
     clock_from_proto,
     clock_to_proto,
+    event_bytes,
     event_from_proto,
     event_to_proto,
     observation_bytes,
@@ -86,6 +88,7 @@ __all__ = [
     "action_to_proto",
     "clock_from_proto",
     "clock_to_proto",
+    "event_bytes",
     "event_from_proto",
     "event_to_proto",
     "lifecycle_from_proto",
@@ -95,6 +98,7 @@ __all__ = [
     "observation_bytes",
     "observation_from_proto",
     "observation_to_proto",
+    "operator_event_bytes",
     "operator_event_from_proto",
     "operator_event_to_proto",
     "payload_to_proto",

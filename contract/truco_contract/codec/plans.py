@@ -6,6 +6,11 @@ wire. Conventions: ``None`` is an unset ``optional`` field, an empty string, or 
 ``*_UNSPECIFIED``; a tuple is a ``repeated`` field; a nested dataclass is a nested message;
 an engine action is a ``truco.v1.Action``; a ``float`` held in a ``Timestamp`` is seconds
 since the epoch, an ``int`` held in a ``Duration`` whole milliseconds.
+
+A plan also writes a value's message bytes directly (:meth:`Plan.to_bytes`, with
+:mod:`truco_contract.codec.wire`): the same bytes as ``encode(value).SerializeToString()``,
+without building the message (``tests/contract/test_codec.py`` compares them for every
+payload kind).
 """
 
 from __future__ import annotations
@@ -21,12 +26,15 @@ from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescript
 from google.protobuf.message import Message
 
 import truco_engine as te
-from truco_contract.codec.actions import action_from_proto, action_to_proto
+from truco_contract.codec import wire
+from truco_contract.codec.actions import action_bytes, action_from_proto, action_to_proto
 from truco_contract.codec.errors import DecodeError
-from truco_contract.codec.scalars import enum_map, seconds_of, timestamp
+from truco_contract.codec.scalars import enum_map, seconds_of, split_time, timestamp
 
 Encode = Callable[[Any], Any]
 Decode = Callable[[Message, str], Any]
+Write = Callable[[Any, list[bytes]], None]
+"""Appends one field of a value (the dataclass) to a message's parts, as :mod:`.wire` writes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,9 +44,18 @@ class Plan:
     cls: type
     message: type[Message]
     fields: tuple[tuple[str, Encode, Decode], ...]
+    writers: tuple[Write, ...]
+    """One per field, in field-number order (the order protobuf writes them)."""
 
     def encode(self, value: Any) -> Message:
         return self.message(**{name: enc(getattr(value, name)) for name, enc, _ in self.fields})
+
+    def to_bytes(self, value: Any) -> bytes:
+        """``encode(value).SerializeToString()``, written directly."""
+        parts: list[bytes] = []
+        for write in self.writers:
+            write(value, parts)
+        return b"".join(parts)
 
     def decode(self, msg: Message, where: str) -> Any:
         return self.cls(**{name: dec(msg, f"{where}.{name}") for name, _, dec in self.fields})
@@ -152,6 +169,7 @@ def plan_for(cls: Any, message: type[Message]) -> Plan:
     desc = typing.cast(Descriptor, message.DESCRIPTOR)
     hints = typing.get_type_hints(cls)
     fields = []
+    writers: list[tuple[int, Write]] = []
     names = [f.name for f in dataclasses.fields(cls)]
     missing = sorted(set(desc.fields_by_name) - set(names))
     if missing:
@@ -162,6 +180,114 @@ def plan_for(cls: Any, message: type[Message]) -> Plan:
             raise TypeError(f"{cls.__name__}.{name} has no field in {desc.full_name}")
         enc, dec = _field_plan(name, hints[name], fd, cls.__name__)
         fields.append((name, enc, dec))
-    plan = Plan(cls, message, tuple(fields))
+        writers.append((fd.number, _field_writer(name, hints[name], fd, enc, desc)))
+    plan = Plan(cls, message, tuple(fields), tuple(w for _, w in sorted(writers, key=lambda nw: nw[0])))
     _PLANS[cls] = plan
     return plan
+
+
+# ------------------------------------------------------------------------ direct writers
+def time_bytes(seconds: float) -> bytes:
+    """A ``google.protobuf.Timestamp`` of ``seconds`` since the epoch, serialized (as
+    :func:`~truco_contract.codec.scalars.set_time` fills one). The last few are kept: a
+    commit's events, its operator events and the deadline it sets share a handful."""
+    made = _TIMES.get(seconds)
+    if made is not None:
+        return made
+    whole, nanos = split_time(seconds)
+    parts: list[bytes] = []
+    wire.put_int(parts, _T_SECONDS, whole)
+    wire.put_int(parts, _T_NANOS, nanos)
+    made = b"".join(parts)
+    if len(_TIMES) >= 64:
+        _TIMES.clear()
+    _TIMES[seconds] = made
+    return made
+
+
+_TIMES: dict[float, bytes] = {}
+
+
+def ms_bytes(ms: int) -> bytes:
+    """A ``google.protobuf.Duration`` of ``ms`` milliseconds, serialized."""
+    parts: list[bytes] = []
+    wire.put_int(parts, _T_SECONDS, ms // 1000)
+    wire.put_int(parts, _T_NANOS, (ms % 1000) * 1_000_000)
+    return b"".join(parts)
+
+
+_T_SECONDS = b"\x08"  # Timestamp.seconds and Duration.seconds: field 1, varint
+_T_NANOS = b"\x10"  # Timestamp.nanos and Duration.nanos: field 2, varint
+
+
+def _field_writer(name: str, hint: Any, fd: FieldDescriptor, enc: Encode, desc: Descriptor) -> Write:
+    """What :meth:`Plan.to_bytes` writes for one field: what ``message(name=enc(value))``
+    serializes to (``None`` leaves a field unset; a field with presence is written when set,
+    zero too; one without is left out when it holds its default)."""
+    t = wire.tag(desc, name)  # refuses a wire type the writer does not write
+    args = typing.get_args(hint)
+    base = next((a for a in args if a is not type(None)), hint) if type(None) in args else hint
+    if fd.is_repeated:
+        if fd.type == FieldDescriptor.TYPE_MESSAGE:
+            sub = plan_for(typing.get_args(base)[0], message_class(fd))
+
+            def write_messages(value: Any, parts: list[bytes]) -> None:
+                for item in getattr(value, name):
+                    wire.put_bytes(parts, t, sub.to_bytes(item))
+
+            return write_messages
+        if fd.type in wire.VARINT_TYPES:
+
+            def write_packed(value: Any, parts: list[bytes]) -> None:
+                wire.put_packed(parts, t, tuple(int(v) for v in getattr(value, name)))
+
+            return write_packed
+        if fd.type == FieldDescriptor.TYPE_STRING:
+
+            def write_strs(value: Any, parts: list[bytes]) -> None:
+                wire.put_strs(parts, t, getattr(value, name))
+
+            return write_strs
+
+        def write_blobs(value: Any, parts: list[bytes]) -> None:
+            for item in getattr(value, name):
+                wire.put_bytes(parts, t, item)
+
+        return write_blobs
+    presence = fd.has_presence
+    if fd.type == FieldDescriptor.TYPE_MESSAGE:
+        full_name = fd.message_type.full_name if fd.message_type is not None else ""
+        if base is te.Action:
+            to_bytes: Callable[[Any], bytes] = action_bytes
+        elif full_name == "google.protobuf.Timestamp":
+            to_bytes = time_bytes
+        elif full_name == "google.protobuf.Duration":
+            to_bytes = ms_bytes
+        else:
+            to_bytes = plan_for(base, message_class(fd)).to_bytes
+
+        def write_message(value: Any, parts: list[bytes]) -> None:
+            v = getattr(value, name)
+            if v is not None:
+                wire.put_bytes(parts, t, to_bytes(v))
+
+        return write_message
+    if fd.type in (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES):
+        text = fd.type == FieldDescriptor.TYPE_STRING
+
+        def write_blob(value: Any, parts: list[bytes]) -> None:
+            v = getattr(value, name)
+            if v is None or (not v and not presence):
+                return
+            wire.put_bytes(parts, t, v.encode() if text else v)
+
+        return write_blob
+
+    def write_number(value: Any, parts: list[bytes]) -> None:
+        v = enc(getattr(value, name))
+        if v is None or (not v and not presence):
+            return
+        parts.append(t)
+        parts.append(wire.varint(int(v)))
+
+    return write_number

@@ -36,7 +36,7 @@ def _step_plan() -> Plan:
             fields.append((name, enc, dec_hidden))
         else:
             fields.append((name, enc, dec))
-    return Plan(plan.cls, plan.message, tuple(fields))
+    return Plan(plan.cls, plan.message, tuple(fields), plan.writers)
 
 
 _STEP = _step_plan()

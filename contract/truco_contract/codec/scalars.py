@@ -24,12 +24,16 @@ def timestamp(seconds: float) -> timestamp_pb2.Timestamp:
 
 def set_time(ts: timestamp_pb2.Timestamp, seconds: float) -> None:
     """Write ``seconds`` since the epoch into ``ts`` (a message's own field: no copy)."""
+    ts.seconds, ts.nanos = split_time(seconds)
+
+
+def split_time(seconds: float) -> tuple[int, int]:
+    """``seconds`` since the epoch as a ``Timestamp``'s whole seconds and nanoseconds."""
     whole = math.floor(seconds)
     nanos = round((seconds - whole) * 1e9)
     if nanos >= 1_000_000_000:
-        whole, nanos = whole + 1, nanos - 1_000_000_000
-    ts.seconds = whole
-    ts.nanos = nanos
+        return whole + 1, nanos - 1_000_000_000
+    return whole, nanos
 
 
 def seconds_of(ts: timestamp_pb2.Timestamp) -> float:

@@ -12,7 +12,7 @@ from google.protobuf.message import Message
 import truco_engine as te
 from truco_contract.codec import wire
 from truco_contract.codec.actions import action_bytes, action_from_proto
-from truco_contract.codec.plans import Plan, message_class, plan_for
+from truco_contract.codec.plans import Plan, message_class, plan_for, time_bytes
 from truco_contract.codec.scalars import enum_map, seconds_of, set_time, timestamp
 from truco_contract.pb import event_pb2, game_pb2, match_pb2, observation_pb2
 from truco_match.events import SERVICE_PAYLOADS, EventView, MatchStatus, Payload, UnknownPayload
@@ -46,6 +46,27 @@ def event_to_proto(event: EventView) -> event_pb2.Event:
     if event.time is not None:
         set_time(msg.time, event.time)
     return msg
+
+
+_T_EVENT_VERSION = wire.tag(_EVENT_DESC, "version")
+_T_EVENT_KIND = wire.tag(_EVENT_DESC, "kind")
+_T_EVENT_TIME = wire.tag(_EVENT_DESC, "time")
+_T_PAYLOAD: dict[str, bytes] = {kind: wire.tag(_EVENT_DESC, kind) for kind in PAYLOAD_PLANS}
+
+
+def event_bytes(event: EventView) -> bytes:
+    """:func:`event_to_proto` serialized, written directly (the same bytes)."""
+    payload = event.payload
+    if isinstance(payload, UnknownPayload):
+        raise ValueError(f"cannot encode an unknown payload ({payload.kind})")
+    kind = str(payload.kind)
+    parts: list[bytes] = []
+    wire.put_int(parts, _T_EVENT_VERSION, event.version)
+    wire.put_str(parts, _T_EVENT_KIND, kind)
+    if event.time is not None:
+        wire.put_bytes(parts, _T_EVENT_TIME, time_bytes(event.time))
+    wire.put_bytes(parts, _T_PAYLOAD[kind], PAYLOAD_PLANS[kind].to_bytes(payload))
+    return b"".join(parts)
 
 
 def event_from_proto(msg: event_pb2.Event, where: str = "event") -> EventView:

@@ -20,7 +20,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 VARINT = 0
 LEN = 2
 
-_VARINT_TYPES = frozenset(
+VARINT_TYPES = frozenset(
     {
         FieldDescriptor.TYPE_INT32,
         FieldDescriptor.TYPE_INT64,
@@ -30,11 +30,14 @@ _VARINT_TYPES = frozenset(
         FieldDescriptor.TYPE_ENUM,
     }
 )
+"""The field types written as varints (packed when repeated)."""
 _LEN_TYPES = frozenset(
     {FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES, FieldDescriptor.TYPE_MESSAGE}
 )
 
 _SMALL: list[bytes] = [bytes([i]) for i in range(128)]
+_TWO: list[bytes] = [bytes([i & 0x7F | 0x80, i >> 7]) for i in range(128, 1 << 14)]
+"""The varints of two bytes (128 to 16,383: a match's versions, a hand's numbers)."""
 _MASK64 = (1 << 64) - 1
 
 
@@ -43,7 +46,10 @@ def varint(n: int) -> bytes:
     bytes: how protobuf writes a negative ``int32`` or ``int64``)."""
     if 0 <= n < 128:
         return _SMALL[n]
-    n &= _MASK64
+    if 0 < n < 1 << 14:
+        return _TWO[n - 128]
+    if n < 0:
+        n &= _MASK64
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -57,9 +63,9 @@ def tag(desc: Descriptor, name: str) -> bytes:
     is packed (length-delimited). Raises :class:`TypeError` for a type this writer does not
     write."""
     fd = desc.fields_by_name[name]
-    if fd.type in _LEN_TYPES or (fd.is_repeated and fd.type in _VARINT_TYPES):
+    if fd.type in _LEN_TYPES or (fd.is_repeated and fd.type in VARINT_TYPES):
         kind = LEN
-    elif fd.type in _VARINT_TYPES:
+    elif fd.type in VARINT_TYPES:
         kind = VARINT
     else:
         raise TypeError(f"{desc.full_name}.{name}: no writer for field type {fd.type}")
@@ -121,6 +127,7 @@ def put_packed(parts: list[bytes], t: bytes, values: tuple[int, ...]) -> None:
 __all__ = [
     "LEN",
     "VARINT",
+    "VARINT_TYPES",
     "one_field",
     "put_bool",
     "put_bytes",

@@ -84,14 +84,14 @@ def events(views: Sequence[EventView], moment: Moment | None) -> list[bytes]:
     """``views`` serialized (each a ``truco.v1.Event``), each once per moment when they come
     from ``moment`` (a public event is one object for every viewer, so one encoding)."""
     if moment is None:
-        return [codec.event_to_proto(ev).SerializeToString() for ev in views]
+        return [codec.event_bytes(ev) for ev in views]
     out = []
     memo = moment.memo
     for ev in views:
         key = ("pb event", id(ev))
         hit = memo.get(key)
         if hit is None or hit[0] is not ev:  # the moment holds every view it made: ids are not reused
-            hit = memo[key] = (ev, codec.event_to_proto(ev).SerializeToString())
+            hit = memo[key] = (ev, codec.event_bytes(ev))
         out.append(hit[1])
     return out
 

@@ -212,7 +212,7 @@ class Operators:
         """Events that no match commit made (a league's, ``ticket.matched``): to the owner's
         stream, its listeners and its webhooks, in order, as a relay does. At least once: the
         caller publishes again (the same ids) if it dies before recording that it did."""
-        pairs = [(codec.operator_event_to_proto(ev).SerializeToString(), ev) for ev in events]
+        pairs = [(codec.operator_event_bytes(ev), ev) for ev in events]
         await self._publish(owner, pairs)
 
     async def _publish(self, owner: str, pairs: Sequence[tuple[bytes | None, OperatorEvent]]) -> None:

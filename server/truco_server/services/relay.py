@@ -133,7 +133,7 @@ class Relay:
         if not events:
             return NOTHING
         owner = match.meta.owner
-        bodies = [codec.operator_event_to_proto(ev).SerializeToString() for ev in events]
+        bodies = [codec.operator_event_bytes(ev) for ev in events]
         if self.wanted is None:
             outbox = [outbox_item(owner, body) for body in bodies]
             return Outgoing(outbox, None, self._net(outbox))

@@ -119,8 +119,18 @@ def entry_of(raw: bytes) -> tuple[LogEntry, int]:
 
 # ---------------------------------------------------------------------- idempotency
 def action_fingerprint(action: te.Action) -> str:
-    """Short digest of an action: tells a retry from a reused ``request_id``."""
-    return hashlib.sha256(canonical(action.to_dict())).hexdigest()[:12]
+    """Short digest of an action: tells a retry from a reused ``request_id`` (kept per
+    distinct action, at most 4,096: a match offers a few hundred)."""
+    key = (action.kind, action.card, action.face_down, action.slot)
+    made = _FINGERPRINTS.get(key)
+    if made is None:
+        if len(_FINGERPRINTS) >= 4096:
+            _FINGERPRINTS.clear()
+        made = _FINGERPRINTS[key] = hashlib.sha256(canonical(action.to_dict())).hexdigest()[:12]
+    return made
+
+
+_FINGERPRINTS: dict[tuple[str, str | None, bool, int | None], str] = {}
 
 
 def create_fingerprint(request: Mapping[str, Any]) -> str:
