@@ -1,7 +1,8 @@
 """The protobuf wire format, written directly: for the messages a move encodes many times
-(each viewer's observation), where building a message field by field through the protobuf
-runtime costs about twice what writing its bytes and parsing them costs (docs/benchmarks.md,
-"The compiled build"; a small flat message gains nothing: the runtime builds those as fast).
+(each viewer's observation; a move's events and operator events, through their field plans'
+``Plan.to_bytes``), where building a message field by field through the protobuf runtime,
+its nested messages copied in, costs two to three times what writing its bytes costs
+(docs/benchmarks.md, "The compiled build" and "Events written directly").
 
 A message is written as a list of byte strings joined once; each field's tag comes from the
 message's descriptor (:func:`tag`), which also checks that the field has the wire type the
