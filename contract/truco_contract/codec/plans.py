@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from google.protobuf import duration_pb2
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
 
@@ -29,7 +28,15 @@ import truco_engine as te
 from truco_contract.codec import wire
 from truco_contract.codec.actions import action_bytes, action_from_proto, action_to_proto
 from truco_contract.codec.errors import DecodeError
-from truco_contract.codec.scalars import enum_map, seconds_of, split_time, timestamp
+from truco_contract.codec.scalars import (
+    duration,
+    enum_map,
+    ms_of,
+    seconds_of,
+    split_ms,
+    split_time,
+    timestamp,
+)
 
 Encode = Callable[[Any], Any]
 Decode = Callable[[Message, str], Any]
@@ -126,13 +133,12 @@ def _message_field_plan(
         def enc_ms(value: Any) -> Any:
             if value is None:
                 return None
-            return duration_pb2.Duration(seconds=value // 1000, nanos=(value % 1000) * 1_000_000)
+            return duration(value)
 
         def dec_ms(msg: Message, where: str) -> Any:
             if not msg.HasField(name):
                 return None if optional else 0
-            d = getattr(msg, name)
-            return d.seconds * 1000 + d.nanos // 1_000_000
+            return ms_of(getattr(msg, name))
 
         return enc_ms, dec_ms
     if isinstance(base, type) and dataclasses.is_dataclass(base):
@@ -210,9 +216,10 @@ _TIMES: dict[float, bytes] = {}
 
 def ms_bytes(ms: int) -> bytes:
     """A ``google.protobuf.Duration`` of ``ms`` milliseconds, serialized."""
+    seconds, nanos = split_ms(ms)
     parts: list[bytes] = []
-    wire.put_int(parts, _T_SECONDS, ms // 1000)
-    wire.put_int(parts, _T_NANOS, (ms % 1000) * 1_000_000)
+    wire.put_int(parts, _T_SECONDS, seconds)
+    wire.put_int(parts, _T_NANOS, nanos)
     return b"".join(parts)
 
 

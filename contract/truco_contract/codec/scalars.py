@@ -41,7 +41,13 @@ def seconds_of(ts: timestamp_pb2.Timestamp) -> float:
 
 
 def duration(ms: int) -> duration_pb2.Duration:
-    return duration_pb2.Duration(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
+    seconds, nanos = split_ms(ms)
+    return duration_pb2.Duration(seconds=seconds, nanos=nanos)
+
+
+def split_ms(ms: int) -> tuple[int, int]:
+    """``ms`` milliseconds as a ``Duration``'s whole seconds and nanoseconds."""
+    return ms // 1000, (ms % 1000) * 1_000_000
 
 
 def ms_of(d: duration_pb2.Duration) -> int:
