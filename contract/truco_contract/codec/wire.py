@@ -59,6 +59,19 @@ def varint(n: int) -> bytes:
     return bytes(out)
 
 
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """The varint at ``pos`` of ``data`` (unsigned: a negative number written by
+    :func:`varint` reads as its 64-bit two's complement) and the position after it."""
+    n = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        n |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return n, pos
+        shift += 7
+
+
 def tag(desc: Descriptor, name: str) -> bytes:
     """The tag of field ``name`` of ``desc`` (its number and wire type); a repeated number
     is packed (length-delimited). Raises :class:`TypeError` for a type this writer does not
@@ -137,6 +150,7 @@ __all__ = [
     "put_packed",
     "put_str",
     "put_strs",
+    "read_varint",
     "tag",
     "varint",
 ]

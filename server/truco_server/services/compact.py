@@ -8,9 +8,13 @@ preset dictionary of typical content brings an event to about 20 bytes and the m
 
 Formats (the first byte tells them apart):
 
-* an event: ``{...}`` -- plain JSON (one deflate does not make shorter, or written by a
-  store that keeps it plain); ``\x02`` + raw deflate (``wbits=-12``) with
-  :data:`EVENT_DICT_V2`, at a level that depends on its size (:data:`LARGE_EVENT`);
+* an event: ``\x03`` + its commit time (ms after the match's creation) as a varint (a
+  negative one as its 64-bit two's complement, as protobuf writes an ``int64``) + raw deflate
+  (``wbits=-12``) with :data:`EVENT_DICT_V2` of its JSON without the time, at a level that
+  depends on its size (:data:`LARGE_EVENT`): the deflated bytes of an event that comes again
+  (a card played, a trick's end, a score) are the same every time, so a writer may keep them
+  (``stored.entry_bytes``). Read, as written before: ``{...}``, plain JSON with the time as
+  ``t``; ``\x02`` + the same deflate of that JSON;
 * the metadata: ``{...}`` -- plain JSON; ``\x01`` + raw deflate (``wbits=-15``) with
   :data:`META_DICT_V1`.
 
@@ -27,17 +31,21 @@ from __future__ import annotations
 
 import zlib
 
+from truco_contract.codec import wire
+
 __all__ = [
     "EVENT_DICT_V2",
     "META_DICT_V1",
     "META_DICT_V2",
+    "deflate_event",
     "pack_event",
     "pack_meta",
     "unpack_event",
     "unpack_meta",
 ]
 
-EVENT_TAG = b"\x02"
+EVENT_TAG = b"\x03"
+EVENT_TAG_V2 = b"\x02"
 META_TAG = b"\x02"
 META_TAG_V1 = b"\x01"
 _EVENT_WBITS = -12  # 4 KiB window: the dictionary fits; a small window keeps compressobj cheap
@@ -301,19 +309,29 @@ for a size within 3 % of it. Any level decodes the same way."""
 LARGE_EVENT = 1024
 
 
-def pack_event(raw: bytes) -> bytes:
-    """The compact form of one event's canonical JSON (when that is shorter)."""
+def deflate_event(raw: bytes) -> bytes:
+    """The deflated form of one event's canonical JSON (without its time)."""
     co = (_PRIMED if len(raw) <= LARGE_EVENT else _PRIMED_LARGE).copy()
-    packed = co.compress(raw) + co.flush()
-    return EVENT_TAG + packed if len(packed) + 1 < len(raw) else raw
+    return co.compress(raw) + co.flush()
 
 
-def unpack_event(blob: bytes) -> bytes:
-    """The JSON of a stored event (plain JSON passes through)."""
-    if blob[:1] == EVENT_TAG:
+def pack_event(deflated: bytes, ms: int) -> bytes:
+    """The stored form of an event: its :func:`deflate_event` bytes committed at ``ms``."""
+    return EVENT_TAG + wire.varint(ms) + deflated
+
+
+def unpack_event(blob: bytes) -> tuple[bytes, int | None]:
+    """The JSON of a stored event and its commit time; ``None`` for a form written before,
+    whose JSON holds it as ``t`` (plain JSON passes through)."""
+    tag = blob[:1]
+    if tag == EVENT_TAG:
+        ms, at = wire.read_varint(blob, 1)
         do = zlib.decompressobj(_EVENT_WBITS, zdict=EVENT_DICT_V2)
-        return do.decompress(blob[1:]) + do.flush()
-    return blob
+        return do.decompress(blob[at:]) + do.flush(), ms - (1 << 64) if ms >= 1 << 63 else ms
+    if tag == EVENT_TAG_V2:
+        do = zlib.decompressobj(_EVENT_WBITS, zdict=EVENT_DICT_V2)
+        return do.decompress(blob[1:]) + do.flush(), None
+    return blob, None
 
 
 def pack_meta(raw: bytes) -> bytes:

@@ -5,7 +5,7 @@
 * the state -- the engine's state and the match's lifecycle state, replaced by every commit
   (JSON, zlib level 1: written on every action, so it is on the hot path; level 6 and sorted
   keys cost twice the CPU for 3 % fewer bytes; the rule set is left out, the metadata has it);
-* the log -- one entry per event (its canonical JSON with the commit time ``t``, compact);
+* the log -- one entry per event (its commit time and canonical JSON, compact);
 * the record -- one entry per commit (:mod:`truco_match.records`);
 * the listing row -- what ``ListMatches`` shows without loading the match;
 * the idempotency record of an action -- who acted, what, and how many events it wrote.
@@ -104,17 +104,32 @@ def _stored_key(version: int, state: bytes, status: str, updated_at: float) -> t
 
 # --------------------------------------------------------------------------------- log
 def entry_bytes(entry: LogEntry, ms: int) -> bytes:
-    """The stored form of a log entry committed ``ms`` after the match's creation."""
-    d = entry_to_dict(entry)
-    d["t"] = ms
-    return compact.pack_event(canonical(d))
+    """The stored form of a log entry committed ``ms`` after the match's creation. An engine
+    event that comes again (all but a hand's start and deal: a card played, a trick's end, a
+    score, a call) is deflated once per distinct event, at most 4,096 kept: a move's events
+    are mostly ones seen before."""
+    if isinstance(entry, te.Event) and entry.payload.kind not in _UNIQUE:
+        deflated = _DEFLATED.get(entry)
+        if deflated is None:
+            if len(_DEFLATED) >= 4096:
+                _DEFLATED.clear()
+            deflated = _DEFLATED[entry] = compact.deflate_event(canonical(entry_to_dict(entry)))
+        return compact.pack_event(deflated, ms)
+    return compact.pack_event(compact.deflate_event(canonical(entry_to_dict(entry))), ms)
+
+
+_UNIQUE = frozenset({te.EventKind.HAND_STARTED, te.EventKind.CARDS_DEALT})
+"""Engine events that hardly come twice: a hand's start names its deck's commitment, a deal
+a seat's three cards."""
+_DEFLATED: dict[te.Event, bytes] = {}
 
 
 def entry_of(raw: bytes) -> tuple[LogEntry, int]:
     """A stored log entry and its commit time (ms after the match's creation)."""
-    d = orjson.loads(compact.unpack_event(raw))
-    ms = d.pop("t", 0)
-    return entry_from_dict(d), int(ms)
+    data, ms = compact.unpack_event(raw)
+    d = orjson.loads(data)
+    t = d.pop("t", 0)
+    return entry_from_dict(d), int(t) if ms is None else ms
 
 
 # ---------------------------------------------------------------------- idempotency
