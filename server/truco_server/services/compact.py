@@ -38,8 +38,10 @@ __all__ = [
     "META_DICT_V1",
     "META_DICT_V2",
     "deflate_event",
+    "inflate_event",
     "pack_event",
     "pack_meta",
+    "split_event",
     "unpack_event",
     "unpack_meta",
 ]
@@ -320,18 +322,28 @@ def pack_event(deflated: bytes, ms: int) -> bytes:
     return EVENT_TAG + wire.varint(ms) + deflated
 
 
+def split_event(blob: bytes) -> tuple[bytes, int] | None:
+    """The deflated JSON and the commit time of an event stored in the current form;
+    ``None`` for a form written before (:func:`unpack_event` reads those)."""
+    if blob[:1] != EVENT_TAG:
+        return None
+    ms, at = wire.read_varint(blob, 1)
+    return blob[at:], ms - (1 << 64) if ms >= 1 << 63 else ms
+
+
+def inflate_event(deflated: bytes) -> bytes:
+    """The JSON of :func:`deflate_event`'s bytes."""
+    do = zlib.decompressobj(_EVENT_WBITS, zdict=EVENT_DICT_V2)
+    return do.decompress(deflated) + do.flush()
+
+
 def unpack_event(blob: bytes) -> tuple[bytes, int | None]:
     """The JSON of a stored event and its commit time; ``None`` for a form written before,
     whose JSON holds it as ``t`` (plain JSON passes through)."""
-    tag = blob[:1]
-    if tag == EVENT_TAG:
-        ms, at = wire.read_varint(blob, 1)
-        do = zlib.decompressobj(_EVENT_WBITS, zdict=EVENT_DICT_V2)
-        return do.decompress(blob[at:]) + do.flush(), ms - (1 << 64) if ms >= 1 << 63 else ms
-    if tag == EVENT_TAG_V2:
-        do = zlib.decompressobj(_EVENT_WBITS, zdict=EVENT_DICT_V2)
-        return do.decompress(blob[1:]) + do.flush(), None
-    return blob, None
+    parts = split_event(blob)
+    if parts is not None:
+        return inflate_event(parts[0]), parts[1]
+    return (inflate_event(blob[1:]) if blob[:1] == EVENT_TAG_V2 else blob), None
 
 
 def pack_meta(raw: bytes) -> bytes:

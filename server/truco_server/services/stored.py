@@ -108,28 +108,50 @@ def entry_bytes(entry: LogEntry, ms: int) -> bytes:
     event that comes again (all but a hand's start and deal: a card played, a trick's end, a
     score, a call) is deflated once per distinct event, at most 4,096 kept: a move's events
     are mostly ones seen before."""
-    if isinstance(entry, te.Event) and entry.payload.kind not in _UNIQUE:
-        deflated = _DEFLATED.get(entry)
-        if deflated is None:
-            if len(_DEFLATED) >= 4096:
-                _DEFLATED.clear()
-            deflated = _DEFLATED[entry] = compact.deflate_event(canonical(entry_to_dict(entry)))
-        return compact.pack_event(deflated, ms)
-    return compact.pack_event(compact.deflate_event(canonical(entry_to_dict(entry))), ms)
-
-
-_UNIQUE = frozenset({te.EventKind.HAND_STARTED, te.EventKind.CARDS_DEALT})
-"""Engine events that hardly come twice: a hand's start names its deck's commitment, a deal
-a seat's three cards."""
-_DEFLATED: dict[te.Event, bytes] = {}
+    if not _repeats(entry):
+        return compact.pack_event(compact.deflate_event(canonical(entry_to_dict(entry))), ms)
+    deflated = _DEFLATED.get(entry)
+    if deflated is None:
+        deflated = compact.deflate_event(canonical(entry_to_dict(entry)))
+        _keep(_DEFLATED, entry, deflated)
+    return compact.pack_event(deflated, ms)
 
 
 def entry_of(raw: bytes) -> tuple[LogEntry, int]:
-    """A stored log entry and its commit time (ms after the match's creation)."""
-    data, ms = compact.unpack_event(raw)
-    d = orjson.loads(data)
-    t = d.pop("t", 0)
-    return entry_from_dict(d), int(t) if ms is None else ms
+    """A stored log entry and its commit time (ms after the match's creation). An engine
+    event that comes again is decoded once per distinct event, at most 4,096 kept (a worker
+    decodes the events other workers commit to the matches its streams follow)."""
+    parts = compact.split_event(raw)
+    if parts is None:  # a form written before: the time is in the JSON
+        d = orjson.loads(compact.unpack_event(raw)[0])
+        t = d.pop("t", 0)
+        return entry_from_dict(d), int(t)
+    deflated, ms = parts
+    entry = _INFLATED.get(deflated)
+    if entry is None:
+        entry = entry_from_dict(orjson.loads(compact.inflate_event(deflated)))
+        if _repeats(entry):
+            _keep(_INFLATED, deflated, entry)
+    return entry, ms
+
+
+def _repeats(entry: LogEntry) -> bool:
+    """Whether ``entry`` is an event that comes again: an engine event but a hand's start,
+    which names its deck's commitment, and a deal, a seat's three cards."""
+    return isinstance(entry, te.Event) and entry.payload.kind not in _UNIQUE
+
+
+_UNIQUE = frozenset({te.EventKind.HAND_STARTED, te.EventKind.CARDS_DEALT})
+_DEFLATED: dict[LogEntry, bytes] = {}
+_INFLATED: dict[bytes, LogEntry] = {}
+
+
+def _keep(kept: dict[Any, Any], key: Any, value: Any) -> None:
+    """Keep ``value`` under ``key`` in a cache of at most 4,096 entries (emptied when full:
+    what a worker meets again comes back within a few moves)."""
+    if len(kept) >= 4096:
+        kept.clear()
+    kept[key] = value
 
 
 # ---------------------------------------------------------------------- idempotency
@@ -139,9 +161,8 @@ def action_fingerprint(action: te.Action) -> str:
     key = (action.kind, action.card, action.face_down, action.slot)
     made = _FINGERPRINTS.get(key)
     if made is None:
-        if len(_FINGERPRINTS) >= 4096:
-            _FINGERPRINTS.clear()
-        made = _FINGERPRINTS[key] = hashlib.sha256(canonical(action.to_dict())).hexdigest()[:12]
+        made = hashlib.sha256(canonical(action.to_dict())).hexdigest()[:12]
+        _keep(_FINGERPRINTS, key, made)
     return made
 
 
