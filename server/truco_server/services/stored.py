@@ -3,8 +3,8 @@
 * the metadata -- :class:`truco_match.match.Meta`, written once at creation (compact JSON:
   :mod:`.compact`);
 * the state -- the engine's state and the match's lifecycle state, replaced by every commit
-  (JSON, zlib level 1: written on every action, so it is on the hot path; level 6 and sorted
-  keys cost twice the CPU for 3 % fewer bytes; the rule set is left out, the metadata has it);
+  (plain JSON, not deflated: :func:`state_bytes`; the rule set is left out, the metadata has
+  it);
 * the log -- one entry per event (its commit time and canonical JSON, compact);
 * the record -- one entry per commit (:mod:`truco_match.records`);
 * the listing row -- what ``ListMatches`` shows without loading the match;
