@@ -28,6 +28,13 @@ def test_every_number_of_one_to_three_bytes_is_written_as_protobuf_writes_it() -
         assert wire.tag(_OBS, "version") + wire.varint(n) == expected.SerializeToString() or n == 0
 
 
+@pytest.mark.parametrize("n", [0, 1, 127, 128, 300, 16_383, 16_384, 2**31 - 1, 2**40, 2**63, -1, -(2**31)])
+def test_a_varint_reads_back_from_where_it_starts(n: int) -> None:
+    """Unsigned: a negative number reads as its 64-bit two's complement, as protobuf's."""
+    data = b"\xff" + wire.varint(n) + b"tail"
+    assert wire.read_varint(data, 1) == (n % 2**64, len(data) - 4)
+
+
 def test_defaults_are_left_out_and_presence_is_kept() -> None:
     parts: list[bytes] = []
     wire.put_int(parts, wire.tag(_OBS, "dealer"), 0)
