@@ -198,16 +198,11 @@ def time_bytes(seconds: float) -> bytes:
     :func:`~truco_contract.codec.scalars.set_time` fills one). The last few are kept: a
     commit's events, its operator events and the deadline it sets share a handful."""
     made = _TIMES.get(seconds)
-    if made is not None:
-        return made
-    whole, nanos = split_time(seconds)
-    parts: list[bytes] = []
-    wire.put_int(parts, _T_SECONDS, whole)
-    wire.put_int(parts, _T_NANOS, nanos)
-    made = b"".join(parts)
-    if len(_TIMES) >= 64:
-        _TIMES.clear()
-    _TIMES[seconds] = made
+    if made is None:
+        made = _seconds_nanos_bytes(*split_time(seconds))
+        if len(_TIMES) >= 64:
+            _TIMES.clear()
+        _TIMES[seconds] = made
     return made
 
 
@@ -216,15 +211,19 @@ _TIMES: dict[float, bytes] = {}
 
 def ms_bytes(ms: int) -> bytes:
     """A ``google.protobuf.Duration`` of ``ms`` milliseconds, serialized."""
-    seconds, nanos = split_ms(ms)
+    return _seconds_nanos_bytes(*split_ms(ms))
+
+
+def _seconds_nanos_bytes(seconds: int, nanos: int) -> bytes:
+    """A ``Timestamp``'s or a ``Duration``'s bytes: both are ``seconds = 1; nanos = 2``."""
     parts: list[bytes] = []
     wire.put_int(parts, _T_SECONDS, seconds)
     wire.put_int(parts, _T_NANOS, nanos)
     return b"".join(parts)
 
 
-_T_SECONDS = b"\x08"  # Timestamp.seconds and Duration.seconds: field 1, varint
-_T_NANOS = b"\x10"  # Timestamp.nanos and Duration.nanos: field 2, varint
+_T_SECONDS = b"\x08"  # field 1, varint
+_T_NANOS = b"\x10"  # field 2, varint
 
 
 def _field_writer(name: str, hint: Any, fd: FieldDescriptor, enc: Encode, desc: Descriptor) -> Write:

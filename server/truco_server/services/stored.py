@@ -108,12 +108,12 @@ def entry_bytes(entry: LogEntry, ms: int) -> bytes:
     event that comes again (all but a hand's start and deal: a card played, a trick's end, a
     score, a call) is deflated once per distinct event, at most 4,096 kept: a move's events
     are mostly ones seen before."""
-    if not _repeats(entry):
-        return compact.pack_event(compact.deflate_event(canonical(entry_to_dict(entry))), ms)
-    deflated = _DEFLATED.get(entry)
+    repeats = _repeats(entry)
+    deflated = _DEFLATED.get(entry) if repeats else None
     if deflated is None:
         deflated = compact.deflate_event(canonical(entry_to_dict(entry)))
-        _keep(_DEFLATED, entry, deflated)
+        if repeats:
+            _keep(_DEFLATED, entry, deflated)
     return compact.pack_event(deflated, ms)
 
 
